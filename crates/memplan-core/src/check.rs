@@ -1,0 +1,206 @@
+//! The independent checker: does a plan keep every promise, whatever made it?
+//!
+//! It shares no code with the layout strategies: it reads the problem and the plan's placements
+//! and pools, and re-derives every conflict itself. Promises checked:
+//! - every buffer has a placement in an existing pool of its device;
+//! - every offset is a multiple of the buffer's alignment;
+//! - every buffer lies inside its pool, and no pool exceeds the cap;
+//! - two buffers of one pool whose lifetimes overlap (always-live buffers overlap everything)
+//!   hold disjoint bytes, and with precision classes on, buffers of different dtypes never share
+//!   a byte at any time;
+//!
+//! Overlaps are found by a sweep over positions that keeps the live buffers of a pool ordered by
+//! offset: a new buffer need only be compared with its two neighbours, so the check is
+//! O(n log n). At most [`MAX_VIOLATIONS`] are reported.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::fmt;
+
+use crate::dtype::DType;
+use crate::layout::{Placement, Pool};
+use crate::problem::Problem;
+
+/// The most violations one check reports.
+pub const MAX_VIOLATIONS: usize = 100;
+
+/// A broken promise, naming the buffers involved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    PlacementCount { buffers: usize, placements: usize },
+    NoSuchPool { buffer: String, pool: usize, pools: usize },
+    Misaligned { buffer: String, offset: u64, alignment: u64 },
+    OutsidePool { buffer: String, end: u64, pool: usize, pool_bytes: u64 },
+    OverCap { device: String, pool: usize, bytes: u64, cap: u64 },
+    Overlap { first: String, second: String, pool: usize },
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::PlacementCount { buffers, placements } => {
+                write!(f, "{placements} placements for {buffers} buffers")
+            }
+            Violation::NoSuchPool { buffer, pool, pools } => {
+                write!(f, "`{buffer}` is in pool {pool}, but its device has {pools} pools")
+            }
+            Violation::Misaligned { buffer, offset, alignment } => {
+                write!(f, "`{buffer}` at offset {offset} is not aligned to {alignment}")
+            }
+            Violation::OutsidePool { buffer, end, pool, pool_bytes } => {
+                write!(f, "`{buffer}` ends at {end}, past the {pool_bytes} bytes of pool {pool}")
+            }
+            Violation::OverCap { device, pool, bytes, cap } => {
+                write!(f, "pool {pool} of `{device}` holds {bytes} bytes, over the cap of {cap}")
+            }
+            Violation::Overlap { first, second, pool } => write!(
+                f,
+                "`{first}` and `{second}` conflict but share bytes in pool {pool}"
+            ),
+        }
+    }
+}
+
+/// A layout to check: the pools of each device (indexed like `Problem::device_ids`) and one
+/// placement per buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout<'a> {
+    pub pools: &'a [&'a [Pool]],
+    pub placements: &'a [Placement],
+}
+
+/// Every broken promise of `layout` for `problem` (empty when the layout is sound).
+pub fn check(problem: &Problem, layout: Layout<'_>, precision_classes: bool, cap: u64) -> Vec<Violation> {
+    let mut found = Vec::new();
+    if layout.placements.len() != problem.buffers.len() {
+        found.push(Violation::PlacementCount {
+            buffers: problem.buffers.len(),
+            placements: layout.placements.len(),
+        });
+        return found;
+    }
+    for (device, pools) in layout.pools.iter().enumerate() {
+        for (pool, p) in pools.iter().enumerate() {
+            if p.bytes > cap {
+                let device = problem.device_ids.get(device).cloned().unwrap_or_default();
+                found.push(Violation::OverCap { device, pool, bytes: p.bytes, cap });
+            }
+        }
+    }
+
+    // (device, pool) -> buffers in it with bytes.
+    let mut by_pool: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+    for (b, (buffer, placement)) in problem.buffers.iter().zip(layout.placements).enumerate() {
+        let pools = layout.pools.get(buffer.device).copied().unwrap_or_default();
+        let Some(pool) = pools.get(placement.pool) else {
+            found.push(Violation::NoSuchPool {
+                buffer: buffer.name.clone(),
+                pool: placement.pool,
+                pools: pools.len(),
+            });
+            continue;
+        };
+        if placement.offset % buffer.alignment != 0 {
+            found.push(Violation::Misaligned {
+                buffer: buffer.name.clone(),
+                offset: placement.offset,
+                alignment: buffer.alignment,
+            });
+        }
+        let end = placement.offset.saturating_add(buffer.occupied_size());
+        if end > pool.bytes {
+            found.push(Violation::OutsidePool {
+                buffer: buffer.name.clone(),
+                end,
+                pool: placement.pool,
+                pool_bytes: pool.bytes,
+            });
+        }
+        if buffer.occupied_size() > 0 {
+            by_pool.entry((buffer.device, placement.pool)).or_default().push(b);
+        }
+    }
+    for (&(_, pool), members) in &by_pool {
+        overlaps_in_time(problem, layout.placements, pool, members, &mut found);
+        if precision_classes {
+            overlaps_across_classes(problem, layout.placements, pool, members, &mut found);
+        }
+    }
+    found.truncate(MAX_VIOLATIONS);
+    found
+}
+
+/// Sweeps positions, keeping the live members ordered by offset.
+fn overlaps_in_time(problem: &Problem, placements: &[Placement], pool: usize, members: &[usize], found: &mut Vec<Violation>) {
+    let span = |b: usize| problem.buffers[b].span(problem.positions);
+    let range = |b: usize| {
+        let offset = placements[b].offset;
+        (offset, offset.saturating_add(problem.buffers[b].occupied_size()))
+    };
+    let mut by_start = members.to_vec();
+    by_start.sort_by_key(|&b| (span(b).first, b));
+    let mut live: BTreeMap<(u64, usize), u64> = BTreeMap::new();
+    let mut ending: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::new();
+    for b in by_start {
+        let interval = span(b);
+        while let Some(&Reverse((last, e))) = ending.peek() {
+            if last >= interval.first {
+                break;
+            }
+            ending.pop();
+            live.remove(&(range(e).0, e));
+        }
+        let (offset, end) = range(b);
+        let below = live.range(..(offset, b)).next_back();
+        let above = live.range((offset, b)..).next();
+        for (&(other_offset, other), &other_end) in below.into_iter().chain(above) {
+            if other_offset < end && offset < other_end && found.len() < MAX_VIOLATIONS {
+                found.push(Violation::Overlap {
+                    first: problem.buffers[other.min(b)].name.clone(),
+                    second: problem.buffers[other.max(b)].name.clone(),
+                    pool,
+                });
+            }
+        }
+        live.insert((offset, b), end);
+        ending.push(Reverse((interval.last, b)));
+    }
+}
+
+/// With precision classes, the byte ranges ever used by two dtypes must be disjoint.
+fn overlaps_across_classes(problem: &Problem, placements: &[Placement], pool: usize, members: &[usize], found: &mut Vec<Violation>) {
+    // Per class, the union of its members' ranges, as merged disjoint runs.
+    let mut ranges: Vec<(u64, u64, Option<DType>, usize)> = members
+        .iter()
+        .map(|&b| {
+            let offset = placements[b].offset;
+            let end = offset.saturating_add(problem.buffers[b].occupied_size());
+            (offset, end, problem.buffers[b].dtype, b)
+        })
+        .collect();
+    ranges.sort_by_key(|&(offset, _, class, b)| (class, offset, b));
+    let mut runs: Vec<(u64, u64, Option<DType>, usize)> = Vec::new();
+    for r in ranges {
+        match runs.last_mut() {
+            Some(last) if last.2 == r.2 && r.0 < last.1 => last.1 = last.1.max(r.1),
+            _ => runs.push(r),
+        }
+    }
+    runs.sort_by_key(|&(offset, _, class, b)| (offset, class, b));
+    // Runs of one class are disjoint, so any overlap in offset order crosses classes.
+    let mut reach: Option<(u64, usize)> = None;
+    for (offset, end, _, b) in runs {
+        if let Some((reach_end, owner)) = reach {
+            if offset < reach_end && found.len() < MAX_VIOLATIONS {
+                found.push(Violation::Overlap {
+                    first: problem.buffers[owner.min(b)].name.clone(),
+                    second: problem.buffers[owner.max(b)].name.clone(),
+                    pool,
+                });
+            }
+        }
+        if reach.is_none_or(|(reach_end, _)| end > reach_end) {
+            reach = Some((end, b));
+        }
+    }
+}

@@ -1,0 +1,690 @@
+//! The graph model: what a dump says about tensors, the schedule, loops and devices.
+//!
+//! These types are plain data, references by string id, exactly as a dump spells them: every
+//! importer produces a [`Graph`] and every exporter reads one. They are not trusted:
+//! [`Graph::resolve`] checks every invariant below and returns a [`ResolvedGraph`] with the ids
+//! turned into indices and the sizes computed. Nothing downstream ever sees an unresolved graph.
+//!
+//! Invariants a resolved graph holds (each violation is a [`GraphError`] that names the element):
+//! - ids are unique within tensors, steps, loops and devices, and non-empty;
+//! - every reference (reads, writes, `view_of`, devices, loops, candidates) names an element;
+//! - views form no cycle, stay inside their base and live on their base's device;
+//! - a size is `bytes`, or `shape` with `dtype`; every symbolic dim is a known param; sizes and
+//!   sizes rounded up to their alignment fit in a `u64`; alignments are powers of two;
+//! - the steps of a loop are contiguous in the schedule;
+//! - every step writes at least one tensor.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+
+/// A whole dump: the schedule of one computation, on one or more devices.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Graph {
+    /// A display name for the computation.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The alignment of tensors that give none (bytes, a power of two). Default 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub alignment: u64,
+    /// Values of the symbolic dims used by shapes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, u64>,
+    /// The devices. When empty, one device named [`DEFAULT_DEVICE`] is implied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<Device>,
+    pub tensors: Vec<Tensor>,
+    /// The schedule, in execution order.
+    pub steps: Vec<Step>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loops: Vec<Loop>,
+    /// Tensors that may be recomputed at use instead of stored. `None`: derive them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remat_candidates: Option<Vec<RematCandidate>>,
+}
+
+impl Default for Graph {
+    fn default() -> Self {
+        Graph {
+            name: String::new(),
+            alignment: 1,
+            params: BTreeMap::new(),
+            devices: Vec::new(),
+            tensors: Vec::new(),
+            steps: Vec::new(),
+            loops: Vec::new(),
+            remat_candidates: None,
+        }
+    }
+}
+
+/// The device implied when a graph declares none.
+pub const DEFAULT_DEVICE: &str = "device0";
+
+fn one() -> u64 {
+    1
+}
+fn is_one(v: &u64) -> bool {
+    *v == 1
+}
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Device {
+    pub id: String,
+    /// A hardware class name (a TOML file of memory terms), for budget queries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware_class: Option<String>,
+}
+
+/// What a tensor is for. Inputs, params, constants and outputs are always-live by default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TensorKind {
+    Input,
+    Param,
+    Constant,
+    #[default]
+    Intermediate,
+    Output,
+    Scratch,
+}
+
+impl TensorKind {
+    pub const ALL: [TensorKind; 6] = [
+        TensorKind::Input,
+        TensorKind::Param,
+        TensorKind::Constant,
+        TensorKind::Intermediate,
+        TensorKind::Output,
+        TensorKind::Scratch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TensorKind::Input => "input",
+            TensorKind::Param => "param",
+            TensorKind::Constant => "constant",
+            TensorKind::Intermediate => "intermediate",
+            TensorKind::Output => "output",
+            TensorKind::Scratch => "scratch",
+        }
+    }
+
+    /// Whether tensors of this kind outlive the schedule unless the dump says otherwise.
+    pub fn always_live_by_default(self) -> bool {
+        matches!(
+            self,
+            TensorKind::Input | TensorKind::Param | TensorKind::Constant | TensorKind::Output
+        )
+    }
+}
+
+/// Where a tensor's bytes live, when the dump overrides the planner's choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemorySpace {
+    Host,
+    DeviceGlobal,
+    DeviceConstant,
+    DeviceShared,
+    Unified,
+}
+
+/// One dimension of a shape: a number, or the name of a param.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Dim {
+    Fixed(u64),
+    Param(String),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tensor {
+    pub id: String,
+    /// A display name; the id when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The size in bytes. Either this or `shape` (with `dtype`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<Dim>>,
+    /// The element type: with `shape` it gives the size; it is also the precision class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// Bytes, a power of two; the graph's `alignment` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alignment: Option<u64>,
+    /// The device id; the first device when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    #[serde(default, skip_serializing_if = "is_intermediate")]
+    pub kind: TensorKind,
+    /// Its contents outlive the schedule: always-live, never shares bytes.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub held: bool,
+    /// Overrides whether the tensor is always-live (default: held, or its kind's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub always_live: Option<bool>,
+    /// This tensor is a view: it takes the storage of this tensor, at `view_offset`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view_of: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub view_offset: u64,
+    /// Fused away: it gets no storage and its uses take nothing.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub elided: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_space: Option<MemorySpace>,
+}
+
+fn is_intermediate(k: &TensorKind) -> bool {
+    *k == TensorKind::Intermediate
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    #[default]
+    Kernel,
+    Copy,
+}
+
+fn is_kernel(k: &StepKind) -> bool {
+    *k == StepKind::Kernel
+}
+
+/// One entry of the schedule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The operator, e.g. `matmul`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub op: String,
+    /// The device id; the first device when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    #[serde(default, skip_serializing_if = "is_kernel")]
+    pub kind: StepKind,
+    #[serde(default)]
+    pub reads: Vec<String>,
+    pub writes: Vec<String>,
+    /// Flops, or any unit that grows with the work.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost: u64,
+    /// The loop this step belongs to.
+    #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
+    pub loop_id: Option<String>,
+}
+
+/// A group of consecutive steps that runs repeatedly; one position for liveness.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Loop {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trip_count: Option<u64>,
+    /// Tensors the back edge reads (its condition, carried values).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub back_edge_reads: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RematCandidate {
+    pub tensor: String,
+    /// The cost of recomputing it once, in the unit of step costs.
+    pub recompute_cost: u64,
+}
+
+/// Why a graph is not a valid dump. Each variant names the element and the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GraphError {
+    #[error("{what} #{index} has an empty id")]
+    EmptyId { what: &'static str, index: usize },
+    #[error("duplicate {what} id `{id}`")]
+    DuplicateId { what: &'static str, id: String },
+    #[error("{owner} refers to {what} `{id}`, which does not exist")]
+    Dangling {
+        owner: String,
+        what: &'static str,
+        id: String,
+    },
+    #[error("tensor `{tensor}`: the views form a cycle ({cycle})")]
+    ViewCycle { tensor: String, cycle: String },
+    #[error("tensor `{tensor}`: {reason}")]
+    BadView { tensor: String, reason: String },
+    #[error("tensor `{tensor}` has no size: give `bytes`, or `shape` with `dtype`")]
+    MissingSize { tensor: String },
+    #[error("tensor `{tensor}` gives both `bytes` and `shape`: give one")]
+    AmbiguousSize { tensor: String },
+    #[error("tensor `{tensor}` has a shape but no `dtype`")]
+    MissingDType { tensor: String },
+    #[error("tensor `{tensor}` has unknown dtype `{dtype}`")]
+    UnknownDType { tensor: String, dtype: String },
+    #[error("tensor `{tensor}`: shape dim `{param}` is not a param of the graph")]
+    UnknownParam { tensor: String, param: String },
+    #[error("tensor `{tensor}`: its size overflows 64 bits ({detail})")]
+    SizeOverflow { tensor: String, detail: String },
+    #[error("{owner}: alignment {alignment} is not a power of two")]
+    BadAlignment { owner: String, alignment: u64 },
+    #[error(
+        "loop `{loop_id}`: its steps are not contiguous (step `{step}` at position {index} is outside the run of the loop)"
+    )]
+    NonContiguousLoop {
+        loop_id: String,
+        step: String,
+        index: usize,
+    },
+    #[error("step `{step}` writes nothing")]
+    StepWritesNothing { step: String },
+    #[error("remat candidate `{tensor}`: {reason}")]
+    BadCandidate { tensor: String, reason: String },
+    #[error("the graph has {count} {what}, more than the {limit} memplan supports")]
+    TooLarge {
+        what: &'static str,
+        count: usize,
+        limit: usize,
+    },
+}
+
+/// The most tensors, steps or loops a graph may have: indices are `u32`.
+pub const MAX_ELEMENTS: usize = u32::MAX as usize;
+
+/// A tensor's storage, after views and elision are resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// It owns its bytes.
+    Owned,
+    /// It takes the bytes of `root` (an owning tensor) from `offset`.
+    View { root: usize, offset: u64 },
+    /// It has no bytes.
+    Elided,
+}
+
+/// A tensor with its references resolved to indices and its size computed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedTensor {
+    pub bytes: u64,
+    pub alignment: u64,
+    pub device: usize,
+    pub dtype: Option<DType>,
+    pub storage: Storage,
+    pub always_live: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedStep {
+    pub device: usize,
+    pub reads: Vec<usize>,
+    pub writes: Vec<usize>,
+    pub loop_index: Option<usize>,
+}
+
+/// A position of the schedule: a top-level step, or a whole loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    /// The steps `first_step..=last_step` run at this position.
+    pub first_step: usize,
+    pub last_step: usize,
+    pub loop_index: Option<usize>,
+}
+
+/// A graph whose invariants hold (see the module docs), with indices in place of ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedGraph {
+    pub device_ids: Vec<String>,
+    pub tensors: Vec<ResolvedTensor>,
+    pub steps: Vec<ResolvedStep>,
+    pub positions: Vec<Position>,
+    /// For each loop, the tensors its back edge reads.
+    pub back_edge_reads: Vec<Vec<usize>>,
+    /// The tensor index of each id.
+    pub tensor_index: HashMap<String, usize>,
+}
+
+impl Graph {
+    /// Checks every invariant of the module docs and resolves ids to indices.
+    pub fn resolve(&self) -> Result<ResolvedGraph, GraphError> {
+        resolve(self)
+    }
+
+    /// The devices, with the implied default when the graph declares none.
+    pub fn device_ids(&self) -> Vec<String> {
+        if self.devices.is_empty() {
+            vec![DEFAULT_DEVICE.to_string()]
+        } else {
+            self.devices.iter().map(|d| d.id.clone()).collect()
+        }
+    }
+}
+
+impl Tensor {
+    /// The name to show: `name`, or the id.
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
+    }
+}
+
+fn index_ids<'a>(
+    what: &'static str,
+    ids: impl Iterator<Item = &'a str>,
+) -> Result<HashMap<String, usize>, GraphError> {
+    let mut map = HashMap::new();
+    for (index, id) in ids.enumerate() {
+        if id.is_empty() {
+            return Err(GraphError::EmptyId { what, index });
+        }
+        if map.insert(id.to_string(), index).is_some() {
+            return Err(GraphError::DuplicateId {
+                what,
+                id: id.to_string(),
+            });
+        }
+    }
+    if map.len() > MAX_ELEMENTS {
+        return Err(GraphError::TooLarge {
+            what,
+            count: map.len(),
+            limit: MAX_ELEMENTS,
+        });
+    }
+    Ok(map)
+}
+
+fn lookup(
+    map: &HashMap<String, usize>,
+    owner: impl FnOnce() -> String,
+    what: &'static str,
+    id: &str,
+) -> Result<usize, GraphError> {
+    map.get(id).copied().ok_or_else(|| GraphError::Dangling {
+        owner: owner(),
+        what,
+        id: id.to_string(),
+    })
+}
+
+/// `value` rounded up to a multiple of `alignment` (a power of two); `None` on overflow.
+pub fn align_up(value: u64, alignment: u64) -> Option<u64> {
+    debug_assert!(alignment.is_power_of_two());
+    Some(value.checked_add(alignment - 1)? & !(alignment - 1))
+}
+
+fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
+    let device_ids = g.device_ids();
+    let devices = index_ids("device", device_ids.iter().map(String::as_str))?;
+    let tensor_index = index_ids("tensor", g.tensors.iter().map(|t| t.id.as_str()))?;
+    index_ids("step", g.steps.iter().map(|s| s.id.as_str()))?;
+    let loop_index = index_ids("loop", g.loops.iter().map(|l| l.id.as_str()))?;
+    if !g.alignment.is_power_of_two() {
+        return Err(GraphError::BadAlignment {
+            owner: "the graph".into(),
+            alignment: g.alignment,
+        });
+    }
+
+    let device_of = |owner: &dyn Fn() -> String, id: &Option<String>| match id {
+        None => Ok(0),
+        Some(id) => lookup(&devices, owner, "device", id),
+    };
+
+    let mut tensors = Vec::with_capacity(g.tensors.len());
+    for t in &g.tensors {
+        let owner = || format!("tensor `{}`", t.id);
+        let dtype = match &t.dtype {
+            None => None,
+            Some(name) => Some(name.parse::<DType>().map_err(|_| GraphError::UnknownDType {
+                tensor: t.id.clone(),
+                dtype: name.clone(),
+            })?),
+        };
+        let bytes = tensor_bytes(g, t, dtype)?;
+        let alignment = t.alignment.unwrap_or(g.alignment);
+        if !alignment.is_power_of_two() {
+            return Err(GraphError::BadAlignment { owner: owner(), alignment });
+        }
+        if align_up(bytes, alignment).is_none() {
+            return Err(GraphError::SizeOverflow {
+                tensor: t.id.clone(),
+                detail: format!("{bytes} bytes rounded up to alignment {alignment}"),
+            });
+        }
+        let always_live = t
+            .always_live
+            .unwrap_or(t.held || t.kind.always_live_by_default());
+        tensors.push(ResolvedTensor {
+            bytes,
+            alignment,
+            device: device_of(&owner, &t.device)?,
+            dtype,
+            storage: if t.elided { Storage::Elided } else { Storage::Owned },
+            always_live,
+        });
+    }
+    resolve_views(g, &tensor_index, &mut tensors)?;
+
+    let mut steps = Vec::with_capacity(g.steps.len());
+    for s in &g.steps {
+        let owner = || format!("step `{}`", s.id);
+        let tensor_list = |ids: &[String]| {
+            ids.iter()
+                .map(|id| lookup(&tensor_index, owner, "tensor", id))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        if s.writes.is_empty() {
+            return Err(GraphError::StepWritesNothing { step: s.id.clone() });
+        }
+        steps.push(ResolvedStep {
+            device: device_of(&owner, &s.device)?,
+            reads: tensor_list(&s.reads)?,
+            writes: tensor_list(&s.writes)?,
+            loop_index: match &s.loop_id {
+                None => None,
+                Some(id) => Some(lookup(&loop_index, owner, "loop", id)?),
+            },
+        });
+    }
+
+    let positions = positions(g, &steps)?;
+    let back_edge_reads = g
+        .loops
+        .iter()
+        .map(|l| {
+            l.back_edge_reads
+                .iter()
+                .map(|id| lookup(&tensor_index, || format!("loop `{}`", l.id), "tensor", id))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    if let Some(candidates) = &g.remat_candidates {
+        for c in candidates {
+            let index = lookup(
+                &tensor_index,
+                || format!("remat candidate `{}`", c.tensor),
+                "tensor",
+                &c.tensor,
+            )?;
+            let t = &tensors[index];
+            let reason = if t.always_live {
+                Some("it is always-live, so recomputing it saves nothing")
+            } else if t.storage != Storage::Owned {
+                Some("it owns no storage (a view or elided)")
+            } else if !steps.iter().any(|s| s.writes.contains(&index)) {
+                Some("no step writes it, so nothing can recompute it")
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                return Err(GraphError::BadCandidate {
+                    tensor: c.tensor.clone(),
+                    reason: reason.into(),
+                });
+            }
+        }
+    }
+
+    Ok(ResolvedGraph {
+        device_ids,
+        tensors,
+        steps,
+        positions,
+        back_edge_reads,
+        tensor_index,
+    })
+}
+
+fn tensor_bytes(g: &Graph, t: &Tensor, dtype: Option<DType>) -> Result<u64, GraphError> {
+    let overflow = |detail: String| GraphError::SizeOverflow {
+        tensor: t.id.clone(),
+        detail,
+    };
+    match (&t.bytes, &t.shape) {
+        (Some(_), Some(_)) => Err(GraphError::AmbiguousSize { tensor: t.id.clone() }),
+        (Some(bytes), None) => Ok(*bytes),
+        (None, None) => Err(GraphError::MissingSize { tensor: t.id.clone() }),
+        (None, Some(shape)) => {
+            let dtype = dtype.ok_or_else(|| GraphError::MissingDType { tensor: t.id.clone() })?;
+            let mut elements: u64 = 1;
+            for dim in shape {
+                let n = match dim {
+                    Dim::Fixed(n) => *n,
+                    Dim::Param(p) => *g.params.get(p).ok_or_else(|| GraphError::UnknownParam {
+                        tensor: t.id.clone(),
+                        param: p.clone(),
+                    })?,
+                };
+                elements = elements
+                    .checked_mul(n)
+                    .ok_or_else(|| overflow("the product of the shape".into()))?;
+            }
+            dtype
+                .bytes_for(elements)
+                .ok_or_else(|| overflow(format!("{elements} elements of {dtype}")))
+        }
+    }
+}
+
+/// Points every view at its owning root, checking cycles, bounds and devices.
+fn resolve_views(
+    g: &Graph,
+    tensor_index: &HashMap<String, usize>,
+    tensors: &mut [ResolvedTensor],
+) -> Result<(), GraphError> {
+    let base: Vec<Option<usize>> = g
+        .tensors
+        .iter()
+        .map(|t| match &t.view_of {
+            None => Ok(None),
+            Some(id) => lookup(tensor_index, || format!("tensor `{}`", t.id), "tensor", id).map(Some),
+        })
+        .collect::<Result<_, _>>()?;
+    for start in 0..tensors.len() {
+        if base[start].is_none() {
+            continue;
+        }
+        // Walk to the root, summing offsets; a walk longer than the tensor count is a cycle.
+        let mut offset: u64 = 0;
+        let mut path = vec![start];
+        let mut at = start;
+        while let Some(next) = base[at] {
+            offset = offset.checked_add(g.tensors[at].view_offset).ok_or_else(|| {
+                GraphError::SizeOverflow {
+                    tensor: g.tensors[start].id.clone(),
+                    detail: "the sum of its view offsets".into(),
+                }
+            })?;
+            if path.contains(&next) {
+                let cycle = path
+                    .iter()
+                    .chain(std::iter::once(&next))
+                    .map(|&i| g.tensors[i].id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" -> ");
+                return Err(GraphError::ViewCycle {
+                    tensor: g.tensors[start].id.clone(),
+                    cycle,
+                });
+            }
+            path.push(next);
+            at = next;
+        }
+        let root = at;
+        let bad = |reason: String| GraphError::BadView {
+            tensor: g.tensors[start].id.clone(),
+            reason,
+        };
+        let (view, root_t) = (&tensors[start], &tensors[root]);
+        let end = offset
+            .checked_add(view.bytes)
+            .ok_or_else(|| bad("its offset plus its size overflows".into()))?;
+        if end > root_t.bytes {
+            return Err(bad(format!(
+                "bytes {offset}..{end} lie outside its base `{}` of {} bytes",
+                g.tensors[root].id, root_t.bytes
+            )));
+        }
+        if g.tensors[start].device.is_some() && view.device != root_t.device {
+            return Err(bad(format!(
+                "it is on another device than its base `{}`",
+                g.tensors[root].id
+            )));
+        }
+        let (device, storage) = (
+            root_t.device,
+            match root_t.storage {
+                Storage::Elided => Storage::Elided,
+                _ => Storage::View { root, offset },
+            },
+        );
+        tensors[start].device = device;
+        tensors[start].storage = storage;
+    }
+    Ok(())
+}
+
+/// Groups the schedule into positions: each top-level step, each loop as one.
+fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphError> {
+    let mut positions: Vec<Position> = Vec::new();
+    let mut closed = vec![false; g.loops.len()];
+    for (i, s) in steps.iter().enumerate() {
+        match (s.loop_index, positions.last_mut()) {
+            (Some(l), Some(p)) if p.loop_index == Some(l) && p.last_step + 1 == i => p.last_step = i,
+            (l, _) => {
+                if let Some(prev) = positions.last().and_then(|p| p.loop_index) {
+                    closed[prev] = true;
+                }
+                if let Some(l) = l {
+                    if closed[l] {
+                        return Err(GraphError::NonContiguousLoop {
+                            loop_id: g.loops[l].id.clone(),
+                            step: g.steps[i].id.clone(),
+                            index: i,
+                        });
+                    }
+                }
+                positions.push(Position {
+                    first_step: i,
+                    last_step: i,
+                    loop_index: l,
+                });
+            }
+        }
+    }
+    Ok(positions)
+}

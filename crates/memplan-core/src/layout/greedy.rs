@@ -1,0 +1,120 @@
+//! `first-fit` and `best-fit`: greedy by decreasing size, each buffer at a gap among the buffers
+//! already placed that conflict with it.
+//!
+//! Order: decreasing occupied size, ties by canonical index. For each buffer, the placed buffers
+//! whose live intervals overlap its own are its conflicts; their address ranges, sorted, leave
+//! gaps. `first-fit` takes the lowest aligned offset that clears them all; `best-fit` takes the
+//! smallest gap the buffer fits in (ties: the lowest), or the top when none is bounded. The two
+//! differ in that one choice only, so they share everything else here; `search` reuses
+//! [`place_in_order`] as its decoder.
+
+use super::{Item, RegionLayout};
+use crate::graph::align_up;
+
+/// Which gap a buffer goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GapChoice {
+    Lowest,
+    Smallest,
+}
+
+/// Item indices by decreasing size, ties by index.
+pub(crate) fn size_order(items: &[Item]) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..items.len() as u32).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(items[i as usize].size), i));
+    order
+}
+
+/// Places the items in `order`, each at the gap `choice` picks among its placed conflicts.
+/// `conflicts(i, out)` appends the items whose live intervals overlap item `i`'s.
+pub(crate) fn place_in_order(
+    items: &[Item],
+    order: &[u32],
+    choice: GapChoice,
+    conflicts: &mut dyn FnMut(usize, &mut Vec<u32>),
+) -> RegionLayout {
+    place_in_order_within(items, order, choice, conflicts, u64::MAX).expect("no limit")
+}
+
+/// [`place_in_order`], giving up (`None`) as soon as the extent would pass `limit`.
+pub(crate) fn place_in_order_within(
+    items: &[Item],
+    order: &[u32],
+    choice: GapChoice,
+    conflicts: &mut dyn FnMut(usize, &mut Vec<u32>),
+    limit: u64,
+) -> Option<RegionLayout> {
+    let mut offsets: Vec<Option<u64>> = vec![None; items.len()];
+    let mut neighbours = Vec::new();
+    let mut ranges = Vec::new();
+    let mut extent = 0;
+    for &i in order {
+        let item = &items[i as usize];
+        if item.size == 0 {
+            offsets[i as usize] = Some(0);
+            continue;
+        }
+        neighbours.clear();
+        conflicts(i as usize, &mut neighbours);
+        ranges.clear();
+        ranges.extend(neighbours.iter().filter_map(|&j| {
+            offsets[j as usize].map(|o| (o, o + items[j as usize].size))
+        }));
+        let offset = choose_gap(&mut ranges, item.size, item.alignment, choice);
+        offsets[i as usize] = Some(offset);
+        extent = extent.max(offset + item.size);
+        if extent > limit {
+            return None;
+        }
+    }
+    Some(RegionLayout {
+        offsets: offsets.into_iter().map(|o| o.unwrap_or(0)).collect(),
+        extent,
+    })
+}
+
+/// The offset `choice` picks for `size` bytes at `alignment` among the occupied `ranges`.
+pub(crate) fn choose_gap(ranges: &mut [(u64, u64)], size: u64, alignment: u64, choice: GapChoice) -> u64 {
+    ranges.sort_unstable();
+    let aligned = |v: u64| align_up(v, alignment).expect("validated: extents fit in u64");
+    let mut cursor = 0;
+    let mut smallest: Option<(u64, u64)> = None;
+    for &(start, end) in ranges.iter() {
+        let candidate = aligned(cursor);
+        if candidate + size <= start {
+            match choice {
+                GapChoice::Lowest => return candidate,
+                GapChoice::Smallest => {
+                    let gap = start - cursor;
+                    if smallest.is_none_or(|(best, _)| gap < best) {
+                        smallest = Some((gap, candidate));
+                    }
+                }
+            }
+        }
+        cursor = cursor.max(end);
+    }
+    smallest.map_or_else(|| aligned(cursor), |(_, offset)| offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowest_takes_the_first_gap_and_smallest_the_tightest() {
+        let ranges = [(10, 20), (50, 60), (64, 100)];
+        assert_eq!(choose_gap(&mut ranges.clone(), 4, 1, GapChoice::Lowest), 0);
+        assert_eq!(choose_gap(&mut ranges.clone(), 4, 1, GapChoice::Smallest), 60);
+        assert_eq!(choose_gap(&mut ranges.clone(), 12, 1, GapChoice::Lowest), 20);
+        assert_eq!(choose_gap(&mut ranges.clone(), 40, 1, GapChoice::Smallest), 100);
+    }
+
+    #[test]
+    fn offsets_are_aligned_inside_gaps() {
+        let ranges = [(0, 5), (24, 30)];
+        assert_eq!(choose_gap(&mut ranges.clone(), 8, 8, GapChoice::Lowest), 8);
+        assert_eq!(choose_gap(&mut ranges.clone(), 16, 8, GapChoice::Lowest), 8);
+        assert_eq!(choose_gap(&mut ranges.clone(), 17, 8, GapChoice::Lowest), 32);
+    }
+}

@@ -1,0 +1,98 @@
+//! `search`: a deterministic local search over placement orders, decoded by first-fit.
+//!
+//! Every compact layout is what first-fit makes of some order, so searching orders searches
+//! layouts. Start from first-fit's order (decreasing size); repeatedly take a buffer that reaches
+//! the current extent and move it to an earlier, pseudo-random place in the order (now and then
+//! any buffer, to leave plateaus); keep a move unless it raises the extent (a
+//! decode stops as soon as it does). The generator is a
+//! fixed-seed SplitMix64 and the budget is a count of evaluations, never a clock, so the result
+//! is the same bytes on every machine. It returns the best layout seen, never worse than
+//! first-fit's.
+
+use super::greedy::{GapChoice, place_in_order_within, size_order};
+use super::{Item, RegionLayout};
+
+/// A small, fast, fixed-seed generator (SplitMix64).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `0..n` (n > 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Searches up to `evaluations` orders; `neighbours[i]` are the items overlapping item `i`.
+pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) -> RegionLayout {
+    // A decode gives up once it passes `limit`: such an order would be rejected anyway.
+    let decode = |order: &[u32], limit: u64| {
+        place_in_order_within(items, order, GapChoice::Lowest, &mut |i, out| {
+            out.extend_from_slice(&neighbours[i])
+        }, limit)
+    };
+    let mut order = size_order(items);
+    let mut current = decode(&order, u64::MAX).expect("no limit");
+    let mut best = current.clone();
+    if items.len() < 2 {
+        return best;
+    }
+    let mut rng = SplitMix64(0x6d65_6d70_6c61_6e00);
+    let mut at_peak = Vec::new();
+    let floor = lower_bound_hint(items);
+    for _ in 0..evaluations {
+        if best.extent <= floor {
+            break;
+        }
+        at_peak.clear();
+        at_peak.extend(
+            order
+                .iter()
+                .enumerate()
+                .filter(|&(_, &i)| current.offsets[i as usize] + items[i as usize].size == current.extent)
+                .map(|(at, _)| at),
+        );
+        let from = if rng.below(4) == 0 || at_peak.is_empty() {
+            rng.below(order.len())
+        } else {
+            at_peak[rng.below(at_peak.len())]
+        };
+        let to = if from == 0 { rng.below(order.len()) } else { rng.below(from) };
+        let moved = order.remove(from);
+        order.insert(to, moved);
+        if let Some(candidate) = decode(&order, current.extent) {
+            if candidate.extent < best.extent {
+                best = candidate.clone();
+            }
+            current = candidate;
+        } else {
+            let moved = order.remove(to);
+            order.insert(from, moved);
+        }
+    }
+    best
+}
+
+/// The most bytes live at once among `items`: no layout goes below it, so search stops there.
+fn lower_bound_hint(items: &[Item]) -> u64 {
+    let positions = items.iter().map(|i| i.live.last as usize + 2).max().unwrap_or(0);
+    let mut delta = vec![0i128; positions];
+    for i in items {
+        delta[i.live.first as usize] += i.size as i128;
+        delta[i.live.last as usize + 1] -= i.size as i128;
+    }
+    let mut live = 0i128;
+    let mut most = 0i128;
+    for d in delta {
+        live += d;
+        most = most.max(live);
+    }
+    most as u64
+}

@@ -1,0 +1,35 @@
+//! memplan-core: where every buffer of a scheduled computation lives, in time and in memory.
+//!
+//! The data flows one way: a [`Graph`] (what a dump says) is resolved ([`Graph::resolve`]),
+//! [`liveness`] turns it into a [`Problem`] (buffers with sizes and live intervals), a strategy
+//! lays the problem out ([`plan`]), and the independent [`check`]er verifies the layout before
+//! anyone sees it. The [`lower_bound`] says how far any layout could go.
+//!
+//! This crate is pure: no I/O, no clocks, no threads, no randomness that is not seeded. The same
+//! input gives the same bytes out, natively and in WebAssembly. Reading and writing formats is
+//! `memplan-formats`' job; showing plans is the CLI's and the web app's.
+
+pub mod check;
+pub mod dtype;
+pub mod graph;
+pub mod layout;
+pub mod liveness;
+pub mod lower_bound;
+pub mod problem;
+
+pub use check::{Layout, Violation, check};
+pub use dtype::DType;
+pub use graph::{Graph, GraphError, ResolvedGraph};
+pub use layout::{
+    DEFAULT_POOL_CAP, DevicePlan, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
+    Strategy, plan,
+};
+pub use liveness::{Liveness, analyze};
+pub use lower_bound::DeviceUsage;
+pub use problem::{Buffer, Lifetime, LiveInterval, Problem};
+
+/// Resolves `graph` and builds its planning problem: the first half of the pipeline.
+pub fn liveness_of(graph: &Graph) -> Result<Liveness, GraphError> {
+    let resolved = graph.resolve()?;
+    Ok(analyze(graph, &resolved))
+}

@@ -1,0 +1,104 @@
+//! Liveness: from a resolved graph to the planning [`Problem`].
+//!
+//! A position is a top-level step, or a whole loop (which takes the buffers of each of its steps
+//! and of its back edge). A step takes the tensors it reads and writes; a view is a use of its
+//! root's storage; an elided tensor takes nothing. A tensor that owns storage lives on the closed
+//! interval from the first position that takes it to the last, unless it is always-live.
+//!
+//! Owning tensors become buffers in tensor order (the canonical order). Views and elided tensors
+//! own nothing and become no buffer. A tensor that owns storage, is not always-live and is never
+//! taken needs no bytes: it is listed in [`Liveness::unused`], not planned.
+
+use crate::graph::{Graph, ResolvedGraph, Storage};
+use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
+
+/// The planning problem of a graph, with the map back to its tensors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Liveness {
+    pub problem: Problem,
+    /// The tensor index of each buffer.
+    pub buffer_tensor: Vec<usize>,
+    /// The buffer of each tensor that owns one.
+    pub tensor_buffer: Vec<Option<usize>>,
+    /// Tensors that own storage but are never taken and not always-live.
+    pub unused: Vec<usize>,
+}
+
+/// For each position, the storage roots it takes (sorted, each once).
+pub fn taken_per_position(resolved: &ResolvedGraph) -> Vec<Vec<usize>> {
+    resolved
+        .positions
+        .iter()
+        .map(|p| {
+            let steps = &resolved.steps[p.first_step..=p.last_step];
+            let back_edge = p
+                .loop_index
+                .map(|l| resolved.back_edge_reads[l].as_slice())
+                .unwrap_or_default();
+            let mut roots: Vec<usize> = steps
+                .iter()
+                .flat_map(|s| s.reads.iter().chain(&s.writes))
+                .chain(back_edge)
+                .filter_map(|&t| match resolved.tensors[t].storage {
+                    Storage::Owned => Some(t),
+                    Storage::View { root, .. } => Some(root),
+                    Storage::Elided => None,
+                })
+                .collect();
+            roots.sort_unstable();
+            roots.dedup();
+            roots
+        })
+        .collect()
+}
+
+/// Builds the planning problem of `graph` (already resolved as `resolved`).
+pub fn analyze(graph: &Graph, resolved: &ResolvedGraph) -> Liveness {
+    let n = resolved.tensors.len();
+    let mut span: Vec<Option<LiveInterval>> = vec![None; n];
+    for (position, roots) in taken_per_position(resolved).iter().enumerate() {
+        let position = position as u32;
+        for &t in roots {
+            let s = span[t].get_or_insert(LiveInterval::new(position, position));
+            s.last = position;
+        }
+    }
+
+    let mut problem = Problem {
+        device_ids: resolved.device_ids.clone(),
+        positions: resolved.positions.len() as u32,
+        buffers: Vec::new(),
+    };
+    let mut buffer_tensor = Vec::new();
+    let mut tensor_buffer = vec![None; n];
+    let mut unused = Vec::new();
+    for (t, rt) in resolved.tensors.iter().enumerate() {
+        if rt.storage != Storage::Owned {
+            continue;
+        }
+        let lifetime = match (rt.always_live, span[t]) {
+            (true, _) => Lifetime::Always,
+            (false, Some(interval)) => Lifetime::Live(interval),
+            (false, None) => {
+                unused.push(t);
+                continue;
+            }
+        };
+        tensor_buffer[t] = Some(problem.buffers.len());
+        buffer_tensor.push(t);
+        problem.buffers.push(Buffer {
+            name: graph.tensors[t].id.clone(),
+            device: rt.device,
+            size: rt.bytes,
+            alignment: rt.alignment,
+            dtype: rt.dtype,
+            lifetime,
+        });
+    }
+    Liveness {
+        problem,
+        buffer_tensor,
+        tensor_buffer,
+        unused,
+    }
+}

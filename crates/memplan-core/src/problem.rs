@@ -1,0 +1,175 @@
+//! The planning problem: buffers with sizes, devices and live intervals, and nothing else.
+//!
+//! This is what layout strategies and the checker see. [`crate::liveness`] builds it from a
+//! graph; tests and benchmarks build it directly. Positions are abstract: `0..positions`.
+//!
+//! Invariants ([`Problem::validate`]): alignments are powers of two; a buffer's size rounded up
+//! to its alignment (its *occupied size*, what it holds in an arena) fits in a `u64`; live
+//! intervals are closed, ordered and inside `0..positions`; devices index `device_ids`.
+
+use crate::dtype::DType;
+use crate::graph::align_up;
+
+/// The padding any strategy may add per buffer beyond its alignment (TLSF's granule).
+pub(crate) const MAX_GRANULE_SLACK: u64 = 256;
+
+/// A closed interval of positions `[first, last]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LiveInterval {
+    pub first: u32,
+    pub last: u32,
+}
+
+impl LiveInterval {
+    pub fn new(first: u32, last: u32) -> Self {
+        debug_assert!(first <= last);
+        LiveInterval { first, last }
+    }
+
+    /// Whether the two intervals share a position.
+    pub fn overlaps(self, other: LiveInterval) -> bool {
+        self.first <= other.last && other.first <= self.last
+    }
+
+    /// The number of positions it spans.
+    pub fn len(self) -> u32 {
+        self.last - self.first + 1
+    }
+
+    /// Never true: an interval holds at least its first position.
+    pub fn is_empty(self) -> bool {
+        false
+    }
+}
+
+/// When a buffer needs its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lifetime {
+    /// During these positions only; it may share bytes with buffers live at other positions.
+    Live(LiveInterval),
+    /// For the whole schedule and beyond: it conflicts with every buffer.
+    Always,
+}
+
+/// One buffer to place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Buffer {
+    /// What the user calls it (the tensor id).
+    pub name: String,
+    pub device: usize,
+    pub size: u64,
+    pub alignment: u64,
+    /// The precision class: with classes on, only buffers of equal dtype share bytes.
+    pub dtype: Option<DType>,
+    pub lifetime: Lifetime,
+}
+
+impl Buffer {
+    /// The bytes it holds in an arena: its size rounded up to its alignment. Rounding the
+    /// occupancy (not just the offset) keeps the lower bound a true bound on every layout.
+    pub fn occupied_size(&self) -> u64 {
+        align_up(self.size, self.alignment).expect("validated: occupied size fits in u64")
+    }
+
+    pub fn is_always_live(&self) -> bool {
+        self.lifetime == Lifetime::Always
+    }
+
+    /// Its live interval, with always-live buffers spanning every position.
+    pub fn span(&self, positions: u32) -> LiveInterval {
+        match self.lifetime {
+            Lifetime::Live(i) => i,
+            Lifetime::Always => LiveInterval::new(0, positions.saturating_sub(1)),
+        }
+    }
+}
+
+/// Buffers to place, per device, over `positions` positions. Buffer order is canonical order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Problem {
+    pub device_ids: Vec<String>,
+    pub positions: u32,
+    pub buffers: Vec<Buffer>,
+}
+
+/// Why a problem cannot be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProblemError {
+    #[error("buffer `{buffer}`: alignment {alignment} is not a power of two")]
+    BadAlignment { buffer: String, alignment: u64 },
+    #[error("buffer `{buffer}`: {size} bytes rounded up to alignment {alignment} overflow 64 bits")]
+    SizeOverflow {
+        buffer: String,
+        size: u64,
+        alignment: u64,
+    },
+    #[error("buffer `{buffer}`: live interval [{first}, {last}] is not inside positions 0..{positions}")]
+    BadInterval {
+        buffer: String,
+        first: u32,
+        last: u32,
+        positions: u32,
+    },
+    #[error("buffer `{buffer}`: device #{device} does not exist ({devices} devices)")]
+    BadDevice {
+        buffer: String,
+        device: usize,
+        devices: usize,
+    },
+    #[error("the buffers of device `{device}` add up to more than 2^64 bytes")]
+    TotalOverflow { device: String },
+}
+
+impl Problem {
+    /// Checks the invariants of the module docs.
+    pub fn validate(&self) -> Result<(), ProblemError> {
+        let mut totals = vec![0u64; self.device_ids.len()];
+        for b in &self.buffers {
+            if !b.alignment.is_power_of_two() {
+                return Err(ProblemError::BadAlignment {
+                    buffer: b.name.clone(),
+                    alignment: b.alignment,
+                });
+            }
+            let occupied = align_up(b.size, b.alignment).ok_or(ProblemError::SizeOverflow {
+                buffer: b.name.clone(),
+                size: b.size,
+                alignment: b.alignment,
+            })?;
+            if let Lifetime::Live(i) = b.lifetime {
+                if i.first > i.last || i.last >= self.positions {
+                    return Err(ProblemError::BadInterval {
+                        buffer: b.name.clone(),
+                        first: i.first,
+                        last: i.last,
+                        positions: self.positions,
+                    });
+                }
+            }
+            let total = totals.get_mut(b.device).ok_or(ProblemError::BadDevice {
+                buffer: b.name.clone(),
+                device: b.device,
+                devices: self.device_ids.len(),
+            })?;
+            // Any layout's extent is at most the sum of the occupied sizes plus alignment padding
+            // (at least TLSF's 256-byte granule), so bounding that sum once lets every strategy
+            // add offsets without overflow.
+            *total = total
+                .checked_add(occupied)
+                .and_then(|t| t.checked_add(b.alignment.max(MAX_GRANULE_SLACK)))
+                .ok_or_else(|| ProblemError::TotalOverflow {
+                    device: self.device_ids[b.device].clone(),
+                })?;
+        }
+        Ok(())
+    }
+
+    /// The indices of the buffers on `device`, in canonical order.
+    pub fn buffers_on(&self, device: usize) -> impl Iterator<Item = usize> + '_ {
+        self.buffers
+            .iter()
+            .enumerate()
+            .filter(move |(_, b)| b.device == device)
+            .map(|(i, _)| i)
+    }
+}

@@ -1,0 +1,199 @@
+//! The memplan JSON dump, version 1: `{"memplan": 1, ...}` with the fields of
+//! [`memplan_core::Graph`] (documented in docs/format.md, schema in static/schema/).
+//!
+//! Reading checks, in order: the JSON syntax (line and column), the version, the structure
+//! (unknown fields and wrong types, with the JSON path), then every graph invariant
+//! ([`Graph::resolve`], naming the element). Writing is canonical: the same graph gives the same
+//! bytes, with `memplan` first and defaults left out.
+
+use memplan_core::Graph;
+use serde::Serialize;
+
+use crate::FormatError;
+
+/// The version this build reads and writes.
+pub const FORMAT_VERSION: u64 = 1;
+
+/// Parses and validates a memplan JSON dump.
+pub fn parse(text: &str) -> Result<Graph, FormatError> {
+    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| FormatError::JsonSyntax {
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string().split(" at line").next().unwrap_or_default().to_string(),
+    })?;
+    let object = value
+        .as_object_mut()
+        .ok_or_else(|| FormatError::NotADump("the top level is not a JSON object".into()))?;
+    match object.remove("memplan") {
+        None => {
+            return Err(FormatError::NotADump(
+                "no `memplan` version field (expected \"memplan\": 1)".into(),
+            ));
+        }
+        Some(v) if v.as_u64() == Some(FORMAT_VERSION) => {}
+        Some(v) => return Err(FormatError::Version { found: v.to_string() }),
+    }
+    let graph: Graph = serde_path_to_error::deserialize(value).map_err(|e| FormatError::JsonStructure {
+        path: e.path().to_string(),
+        message: e.inner().to_string(),
+    })?;
+    graph.resolve()?;
+    Ok(graph)
+}
+
+#[derive(Serialize)]
+struct Dump<'a> {
+    memplan: u64,
+    #[serde(flatten)]
+    graph: &'a Graph,
+}
+
+/// Writes `graph` as a memplan JSON dump, pretty-printed.
+pub fn write(graph: &Graph) -> String {
+    let mut text = serde_json::to_string_pretty(&Dump {
+        memplan: FORMAT_VERSION,
+        graph,
+    })
+    .expect("a graph always serializes");
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memplan_core::GraphError;
+
+    const VALID: &str = r#"{
+        "memplan": 1,
+        "params": {"B": 4},
+        "tensors": [
+            {"id": "x", "shape": ["B", 8], "dtype": "f32", "kind": "input"},
+            {"id": "y", "bytes": 128, "dtype": "f32"},
+            {"id": "y2", "view_of": "y", "view_offset": 64, "bytes": 64},
+            {"id": "z", "bytes": 128, "kind": "output"}
+        ],
+        "steps": [
+            {"id": "s0", "op": "relu", "reads": ["x"], "writes": ["y"]},
+            {"id": "s1", "op": "add", "reads": ["y2", "x"], "writes": ["z"]}
+        ]
+    }"#;
+
+    /// The error `VALID` gives after `edit` turns one piece of it into another.
+    fn error_after(from: &str, to: &str) -> FormatError {
+        assert!(VALID.contains(from), "fixture lacks {from}");
+        parse(&VALID.replacen(from, to, 1)).unwrap_err()
+    }
+
+    fn graph_error_after(from: &str, to: &str) -> GraphError {
+        match error_after(from, to) {
+            FormatError::Graph(e) => e,
+            other => panic!("expected a graph error, got {other}"),
+        }
+    }
+
+    #[test]
+    fn a_valid_dump_parses_and_round_trips() {
+        let graph = parse(VALID).unwrap();
+        assert_eq!(graph.tensors.len(), 4);
+        assert_eq!(parse(&write(&graph)).unwrap(), graph);
+        assert_eq!(write(&graph), write(&parse(&write(&graph)).unwrap()));
+    }
+
+    #[test]
+    fn syntax_errors_give_line_and_column() {
+        let e = parse("{\n  \"memplan\": 1,,\n}").unwrap_err();
+        assert!(matches!(e, FormatError::JsonSyntax { line: 2, .. }), "{e}");
+    }
+
+    #[test]
+    fn version_is_required_and_checked() {
+        assert!(matches!(parse("{}"), Err(FormatError::NotADump(_))));
+        assert!(matches!(parse("[1]"), Err(FormatError::NotADump(_))));
+        let e = error_after("\"memplan\": 1", "\"memplan\": 2");
+        assert_eq!(e.to_string(), "memplan dump version 2 is not supported (this build reads version 1)");
+    }
+
+    #[test]
+    fn structure_errors_give_the_json_path() {
+        let e = error_after("\"bytes\": 128, \"dtype\"", "\"bytes\": -1, \"dtype\"");
+        assert!(e.to_string().starts_with("at `tensors[1].bytes`"), "{e}");
+        let e = error_after("\"op\": \"relu\"", "\"opp\": \"relu\"");
+        assert!(e.to_string().starts_with("at `steps[0].opp`: unknown field"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_ids() {
+        let e = graph_error_after("\"id\": \"y\",", "\"id\": \"x\",");
+        assert_eq!(e.to_string(), "duplicate tensor id `x`");
+    }
+
+    #[test]
+    fn dangling_ids() {
+        let e = graph_error_after("\"reads\": [\"x\"]", "\"reads\": [\"nope\"]");
+        assert_eq!(e.to_string(), "step `s0` refers to tensor `nope`, which does not exist");
+    }
+
+    #[test]
+    fn view_cycles() {
+        let e = graph_error_after("\"bytes\": 128, \"dtype\"", "\"bytes\": 128, \"view_of\": \"y2\", \"dtype\"");
+        assert!(matches!(e, GraphError::ViewCycle { .. }), "{e}");
+        assert!(e.to_string().contains("y -> y2 -> y"), "{e}");
+    }
+
+    #[test]
+    fn views_stay_inside_their_base() {
+        let e = graph_error_after("\"view_offset\": 64", "\"view_offset\": 65");
+        assert!(e.to_string().contains("outside its base `y`"), "{e}");
+    }
+
+    #[test]
+    fn sizes_that_overflow_after_alignment() {
+        let e = graph_error_after("\"bytes\": 128, \"kind\"", "\"bytes\": 18446744073709551615, \"alignment\": 64, \"kind\"");
+        assert!(matches!(e, GraphError::SizeOverflow { ref tensor, .. } if tensor == "z"), "{e}");
+        let e = graph_error_after("\"B\": 4", "\"B\": 4611686018427387904");
+        assert!(matches!(e, GraphError::SizeOverflow { ref tensor, .. } if tensor == "x"), "{e}");
+    }
+
+    #[test]
+    fn loops_must_be_contiguous() {
+        let text = VALID
+            .replace("\"writes\": [\"y\"]}", "\"writes\": [\"y\"], \"loop\": \"L\"}")
+            .replace("\"steps\": [", "\"loops\": [{\"id\": \"L\"}], \"steps\": [")
+            .replace(
+                "\"writes\": [\"z\"]}",
+                "\"writes\": [\"z\"]}, {\"id\": \"s2\", \"reads\": [\"z\"], \"writes\": [\"y\"], \"loop\": \"L\"}",
+            );
+        let e = parse(&text).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "loop `L`: its steps are not contiguous (step `s2` at position 2 is outside the run of the loop)"
+        );
+    }
+
+    #[test]
+    fn steps_must_write() {
+        let e = graph_error_after("\"writes\": [\"z\"]", "\"writes\": []");
+        assert_eq!(e.to_string(), "step `s1` writes nothing");
+    }
+
+    #[test]
+    fn unknown_dtypes() {
+        let e = graph_error_after("\"dtype\": \"f32\", \"kind\"", "\"dtype\": \"f31\", \"kind\"");
+        assert_eq!(e.to_string(), "tensor `x` has unknown dtype `f31`");
+    }
+
+    #[test]
+    fn unknown_params_and_missing_sizes() {
+        let e = graph_error_after("[\"B\", 8]", "[\"C\", 8]");
+        assert_eq!(e.to_string(), "tensor `x`: shape dim `C` is not a param of the graph");
+        let e = graph_error_after("\"bytes\": 128, \"kind\"", "\"kind\"");
+        assert_eq!(e.to_string(), "tensor `z` has no size: give `bytes`, or `shape` with `dtype`");
+    }
+
+    #[test]
+    fn bad_alignment() {
+        let e = graph_error_after("\"bytes\": 128, \"kind\"", "\"bytes\": 128, \"alignment\": 3, \"kind\"");
+        assert_eq!(e.to_string(), "tensor `z`: alignment 3 is not a power of two");
+    }
+}

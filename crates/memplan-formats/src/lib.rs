@@ -1,0 +1,121 @@
+//! memplan-formats: bytes in, bytes out. Every format memplan reads or writes lives here, and
+//! nothing else does: the planner itself (`memplan-core`) never sees a byte of a file.
+//!
+//! - [`json`]: the native memplan JSON dump, version 1 (a graph).
+//! - [`minimalloc`]: minimalloc CSV (buffers with half-open lifetimes, optionally offsets).
+//! - [`report`]: the plan report that `memplan plan --json` prints and `memplan check` reads.
+//! - [`load`]: detects the format of some bytes and imports them.
+//!
+//! Every importer returns a [`FormatError`] that says what is wrong and where (a line, a JSON
+//! path, an element id); none panics on any input.
+
+pub mod json;
+pub mod minimalloc;
+pub mod report;
+
+use memplan_core::{Graph, GraphError};
+
+/// Why some bytes could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    #[error("JSON line {line}, column {column}: {message}")]
+    JsonSyntax { line: usize, column: usize, message: String },
+    #[error("at `{path}`: {message}")]
+    JsonStructure { path: String, message: String },
+    #[error("not a memplan dump: {0}")]
+    NotADump(String),
+    #[error("memplan dump version {found} is not supported (this build reads version {})", json::FORMAT_VERSION)]
+    Version { found: String },
+    #[error("CSV line {line}: {message}")]
+    Csv { line: u64, message: String },
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    #[error("cannot tell the format of {0}: expected a memplan JSON dump or a minimalloc CSV")]
+    Unrecognized(String),
+    #[error("{0} is not UTF-8 text")]
+    NotText(String),
+}
+
+/// The formats memplan reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    MemplanJson,
+    MinimallocCsv,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::MemplanJson => "memplan JSON",
+            Format::MinimallocCsv => "minimalloc CSV",
+        }
+    }
+}
+
+/// A dump read from bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub format: Format,
+    /// A valid graph: [`Graph::resolve`] succeeds on it.
+    pub graph: Graph,
+    /// Offsets the file gives (a minimalloc `offset` column), one per tensor.
+    pub offsets: Option<Vec<u64>>,
+}
+
+/// Detects the format by content (the file name's extension only breaks ties) and imports it.
+/// `name` is used in messages.
+pub fn load(bytes: &[u8], name: &str) -> Result<Loaded, FormatError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| FormatError::NotText(name.to_string()))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let format = detect(text, name).ok_or_else(|| FormatError::Unrecognized(name.to_string()))?;
+    match format {
+        Format::MemplanJson => Ok(Loaded {
+            format,
+            graph: json::parse(text)?,
+            offsets: None,
+        }),
+        Format::MinimallocCsv => {
+            let imported = minimalloc::parse(text)?;
+            imported.graph.resolve()?;
+            Ok(Loaded {
+                format,
+                graph: imported.graph,
+                offsets: imported.offsets,
+            })
+        }
+    }
+}
+
+fn detect(text: &str, name: &str) -> Option<Format> {
+    let start = text.trim_start();
+    if start.starts_with('{') {
+        return Some(Format::MemplanJson);
+    }
+    let header = start.lines().next().unwrap_or("").to_ascii_lowercase();
+    let columns: Vec<&str> = header.split(',').map(str::trim).collect();
+    if columns.contains(&"id") && columns.contains(&"size") {
+        return Some(Format::MinimallocCsv);
+    }
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with(".json") {
+        Some(Format::MemplanJson)
+    } else if lower.ends_with(".csv") {
+        Some(Format::MinimallocCsv)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_is_detected_by_content_before_extension() {
+        assert_eq!(detect("  {\"memplan\":1}", "x.csv"), Some(Format::MemplanJson));
+        assert_eq!(detect("id,lower,upper,size\n", "x.json"), Some(Format::MinimallocCsv));
+        assert_eq!(detect("", "x.csv"), Some(Format::MinimallocCsv));
+        assert_eq!(detect("hello", "x.bin"), None);
+        assert!(matches!(load(&[0xff, 0xfe], "x"), Err(FormatError::NotText(_))));
+    }
+}

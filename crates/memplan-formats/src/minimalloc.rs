@@ -1,0 +1,229 @@
+//! minimalloc CSV: `id,lower,upper,size[,alignment][,offset]`, one buffer a row.
+//!
+//! Lifetimes are half-open `[lower, upper)` in the file's own time units (upstream minimalloc's
+//! convention: a buffer ending at t may share bytes with one starting at t). `begin,end` with an
+//! inclusive `end` is accepted instead of `lower,upper`. An `offset` column is a given plan.
+//!
+//! Import makes a graph with one step per distinct start time, in time order: the step at time
+//! t writes the buffers starting at t and reads those whose last start-time position it is.
+//! Two half-open lifetimes overlap iff the later start lies in both, so this keeps every conflict
+//! and every live set that matters (the lower bound is reached at some start) while a million
+//! time units become a few hundred positions. Steps are named `t=<time>`.
+//!
+//! Export writes the planning problem back with positions as times (`upper = last + 1`), and the
+//! offsets of a plan when one is given.
+
+use std::collections::{BTreeMap, HashSet};
+
+use memplan_core::graph::{Graph, Step, Tensor};
+use memplan_core::{Lifetime, Placement, Problem};
+
+use crate::FormatError;
+
+/// What a minimalloc CSV holds: the buffers as a graph, and the offsets when the file gives them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub graph: Graph,
+    /// The `offset` column, one per tensor in graph order.
+    pub offsets: Option<Vec<u64>>,
+}
+
+struct Row {
+    id: String,
+    lower: u64,
+    upper: u64,
+    size: u64,
+    alignment: Option<u64>,
+    offset: Option<u64>,
+}
+
+const KNOWN: [&str; 8] = ["id", "lower", "upper", "begin", "end", "size", "alignment", "offset"];
+
+/// Parses a minimalloc CSV.
+pub fn parse(text: &str) -> Result<Imported, FormatError> {
+    let err = |line: u64, message: String| FormatError::Csv { line, message };
+    let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
+    let headers = reader
+        .headers()
+        .map_err(|e| err(1, format!("cannot read the header: {e}")))?
+        .clone();
+    let column = |name: &str| headers.iter().position(|h| h.eq_ignore_ascii_case(name));
+    if let Some(unknown) = headers.iter().find(|h| !KNOWN.iter().any(|k| h.eq_ignore_ascii_case(k))) {
+        return Err(err(1, format!("unknown column `{unknown}` (known: {})", KNOWN.join(", "))));
+    }
+    let need = |name: &str| column(name).ok_or_else(|| err(1, format!("missing column `{name}`")));
+    let id = need("id")?;
+    let size = need("size")?;
+    let (start, stop, inclusive) = match (column("lower"), column("upper"), column("begin"), column("end")) {
+        (Some(l), Some(u), None, None) => (l, u, false),
+        (None, None, Some(b), Some(e)) => (b, e, true),
+        _ => return Err(err(1, "give the lifetimes as `lower,upper` (half-open) or `begin,end` (inclusive)".into())),
+    };
+    let alignment = column("alignment");
+    let offset = column("offset");
+
+    let mut rows = Vec::new();
+    let mut seen = HashSet::new();
+    for (k, record) in reader.records().enumerate() {
+        let line = k as u64 + 2;
+        let record = record.map_err(|e| err(line, e.to_string()))?;
+        let field = |c: usize, name: &str| -> Result<u64, FormatError> {
+            let text = record.get(c).unwrap_or("");
+            text.parse::<u64>()
+                .map_err(|_| err(line, format!("`{name}` is `{text}`, not a non-negative integer")))
+        };
+        let optional = |c: Option<usize>, name: &str| c.map(|c| field(c, name)).transpose();
+        let row_id = record.get(id).unwrap_or("").to_string();
+        if row_id.is_empty() {
+            return Err(err(line, "empty `id`".into()));
+        }
+        if !seen.insert(row_id.clone()) {
+            return Err(err(line, format!("duplicate id `{row_id}`")));
+        }
+        let lower = field(start, if inclusive { "begin" } else { "lower" })?;
+        let mut upper = field(stop, if inclusive { "end" } else { "upper" })?;
+        if inclusive {
+            upper = upper
+                .checked_add(1)
+                .ok_or_else(|| err(line, "`end` overflows".into()))?;
+        }
+        if lower >= upper {
+            return Err(err(line, format!("buffer `{row_id}`: lower {lower} is not below upper {upper}")));
+        }
+        rows.push(Row {
+            id: row_id,
+            lower,
+            upper,
+            size: field(size, "size")?,
+            alignment: optional(alignment, "alignment")?,
+            offset: optional(offset, "offset")?,
+        });
+    }
+    Ok(build(rows))
+}
+
+fn build(rows: Vec<Row>) -> Imported {
+    // Positions: the distinct start times, in order.
+    let times: Vec<u64> = {
+        let mut t: Vec<u64> = rows.iter().map(|r| r.lower).collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    };
+    let position = |time: u64| times.partition_point(|&t| t <= time) - 1;
+    let mut writes: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let mut reads: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for r in &rows {
+        let (first, last) = (position(r.lower), position(r.upper - 1));
+        writes.entry(first).or_default().push(r.id.clone());
+        if last != first {
+            reads.entry(last).or_default().push(r.id.clone());
+        }
+    }
+    let steps = times
+        .iter()
+        .enumerate()
+        .map(|(p, t)| Step {
+            id: format!("t={t}"),
+            writes: writes.remove(&p).unwrap_or_default(),
+            reads: reads.remove(&p).unwrap_or_default(),
+            ..Step::default()
+        })
+        .collect();
+    let offsets = rows.iter().map(|r| r.offset).collect::<Option<Vec<u64>>>();
+    let tensors = rows
+        .into_iter()
+        .map(|r| Tensor {
+            id: r.id,
+            bytes: Some(r.size),
+            alignment: r.alignment,
+            ..Tensor::default()
+        })
+        .collect();
+    Imported {
+        graph: Graph {
+            tensors,
+            steps,
+            ..Graph::default()
+        },
+        offsets,
+    }
+}
+
+/// Writes `problem` as minimalloc CSV, with the offsets of `placements` when given.
+/// Always-live buffers span every position. Views and elided tensors own no buffer and are not
+/// written. Offsets are within each buffer's pool.
+pub fn write(problem: &Problem, placements: Option<&[Placement]>) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let mut header = vec!["id", "lower", "upper", "size"];
+    if placements.is_some() {
+        header.push("offset");
+    }
+    writer.write_record(&header).expect("writing to memory");
+    for (b, buffer) in problem.buffers.iter().enumerate() {
+        let span = match buffer.lifetime {
+            Lifetime::Live(i) => i,
+            Lifetime::Always => buffer.span(problem.positions),
+        };
+        let mut record = vec![
+            buffer.name.clone(),
+            span.first.to_string(),
+            (u64::from(span.last) + 1).to_string(),
+            buffer.size.to_string(),
+        ];
+        if let Some(p) = placements {
+            record.push(p[b].offset.to_string());
+        }
+        writer.write_record(&record).expect("writing to memory");
+    }
+    String::from_utf8(writer.into_inner().expect("writing to memory")).expect("CSV of UTF-8 fields")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_open_lifetimes_that_touch_do_not_conflict() {
+        let imported = parse("id,lower,upper,size\n0,0,10,4\n1,10,20,4\n2,5,15,8\n").unwrap();
+        let live = memplan_core::liveness_of(&imported.graph).unwrap();
+        let spans: Vec<_> = live.problem.buffers.iter().map(|b| b.lifetime).collect();
+        // Start times 0, 5, 10 are positions 0, 1, 2.
+        use memplan_core::LiveInterval as I;
+        assert_eq!(
+            spans,
+            vec![Lifetime::Live(I::new(0, 1)), Lifetime::Live(I::new(2, 2)), Lifetime::Live(I::new(1, 2))]
+        );
+        assert_eq!(imported.offsets, None);
+    }
+
+    #[test]
+    fn bad_rows_name_their_line() {
+        let e = parse("id,lower,upper,size\n0,0,10,4\n1,10,10,4\n").unwrap_err();
+        assert_eq!(e.to_string(), "CSV line 3: buffer `1`: lower 10 is not below upper 10");
+        let e = parse("id,lower,upper,size\n0,0,x,4\n").unwrap_err();
+        assert_eq!(e.to_string(), "CSV line 2: `upper` is `x`, not a non-negative integer");
+        let e = parse("id,lower,upper,size\n0,0,1,4\n0,0,1,4\n").unwrap_err();
+        assert_eq!(e.to_string(), "CSV line 3: duplicate id `0`");
+        let e = parse("id,lower,upper\n").unwrap_err();
+        assert_eq!(e.to_string(), "CSV line 1: missing column `size`");
+        let e = parse("id,lower,upper,size,gaps\n").unwrap_err();
+        assert!(e.to_string().contains("unknown column `gaps`"));
+    }
+
+    #[test]
+    fn offsets_and_inclusive_ends_are_read() {
+        let imported = parse("id,begin,end,size,offset\na,0,9,4,0\nb,10,19,4,0\n").unwrap();
+        assert_eq!(imported.offsets, Some(vec![0, 0]));
+        let live = memplan_core::liveness_of(&imported.graph).unwrap();
+        assert!(!live.problem.buffers[0].span(2).overlaps(live.problem.buffers[1].span(2)));
+    }
+
+    #[test]
+    fn export_then_import_keeps_every_conflict() {
+        let text = "id,lower,upper,size\n0,0,10,4\n1,10,20,4\n2,5,15,8\n3,0,20,2\n";
+        let first = memplan_core::liveness_of(&parse(text).unwrap().graph).unwrap().problem;
+        let again = memplan_core::liveness_of(&parse(&write(&first, None)).unwrap().graph).unwrap().problem;
+        assert_eq!(first.buffers, again.buffers);
+    }
+}
