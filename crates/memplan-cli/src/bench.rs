@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use memplan_core::{Buffer, Lifetime, LiveInterval, PlanOptions, Problem, Strategy, plan};
 
-use crate::human::ratio;
+use memplan_formats::human::ratio;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {

@@ -5,7 +5,6 @@
 //! why) with exit code 1; usage errors exit with 2.
 
 mod bench;
-mod human;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,7 +12,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use memplan_core::{Layout, Plan, PlanOptions, Problem, Strategy, check, liveness_of, plan};
 use memplan_formats::report::PlanReport;
-use memplan_formats::{Loaded, json, load, minimalloc};
+use memplan_formats::{Loaded, human, json, load, minimalloc};
 
 #[derive(Parser)]
 #[command(name = "memplan", version, about = "Plan and check where every buffer of an ML schedule lives")]

@@ -57,12 +57,12 @@ impl Strategy {
         Strategy::Best,
     ];
 
-    /// The strategies `best` picks from, in its tie-breaking order.
+    /// The strategies `best` picks from, in its tie-breaking order (simplest first).
     const CANDIDATES: [Strategy; 5] = [
-        Strategy::Search,
         Strategy::FirstFit,
         Strategy::BestFit,
         Strategy::Tlsf,
+        Strategy::Search,
         Strategy::Bump,
     ];
 
@@ -115,8 +115,9 @@ pub struct PlanOptions {
     pub pool_cap: u64,
     /// The most orders `search` evaluates per region.
     pub search_evaluations: u32,
-    /// The most buffer placements `search` makes per region: on large regions it evaluates
-    /// fewer orders, so its cost stays bounded whatever the size.
+    /// The most conflict visits `search` makes per region (one first-fit decode visits every
+    /// buffer and its overlapping neighbours): on large regions it evaluates fewer orders, and
+    /// where not even one fits it keeps first-fit's layout, so its cost stays bounded.
     pub search_work: u64,
 }
 
@@ -127,7 +128,7 @@ impl Default for PlanOptions {
             precision_classes: true,
             pool_cap: DEFAULT_POOL_CAP,
             search_evaluations: DEFAULT_SEARCH_EVALUATIONS,
-            search_work: 2_000_000,
+            search_work: 50_000_000,
         }
     }
 }
@@ -366,20 +367,25 @@ fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> R
             RegionLayout { offsets, extent }
         }
         Strategy::Search => {
-            let placements_per_order = (items.len() as u64).max(1);
-            let evaluations = (options.search_work / placements_per_order)
-                .min(u64::from(options.search_evaluations)) as u32;
+            // Materializing the neighbour lists costs one decode; give up before it when even
+            // the buffers alone exceed the budget.
+            if items.len() as u64 >= options.search_work {
+                return greedy(GapChoice::Lowest);
+            }
             let index = IntervalIndex::new(&intervals);
-            let neighbours: Vec<Vec<u32>> = intervals
-                .iter()
-                .enumerate()
-                .map(|(i, &interval)| {
-                    let mut out = Vec::new();
-                    index.overlapping(interval, &mut out);
-                    out.retain(|&j| j as usize != i);
-                    out
-                })
-                .collect();
+            let mut visits = items.len() as u64;
+            let mut neighbours: Vec<Vec<u32>> = Vec::with_capacity(items.len());
+            for (i, &interval) in intervals.iter().enumerate() {
+                let mut out = Vec::new();
+                index.overlapping(interval, &mut out);
+                out.retain(|&j| j as usize != i);
+                visits += out.len() as u64;
+                if visits > options.search_work {
+                    return greedy(GapChoice::Lowest);
+                }
+                neighbours.push(out);
+            }
+            let evaluations = (options.search_work / visits).min(u64::from(options.search_evaluations)) as u32;
             search::layout(items, &neighbours, evaluations)
         }
         Strategy::Best => unreachable!("best picks among the other strategies per device"),

@@ -1,8 +1,9 @@
-//! Human-readable output: byte sizes in binary units and the short plan table.
+//! Human-readable text: byte sizes in binary units, ratios, and the short plan table. Shared by
+//! the CLI and the web app so that both print the same strings.
 
 use std::fmt::Write;
 
-use memplan_formats::report::PlanReport;
+use crate::report::PlanReport;
 
 /// `bytes` in the largest binary unit that keeps it at least 1 (B, KiB, MiB, GiB, TiB).
 pub fn bytes(bytes: u64) -> String {

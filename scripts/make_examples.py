@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Writes the bundled example dumps in static/examples/ (memplan JSON, version 1).
+
+Each example is a real schedule at real shapes: sizes come from shape x dtype (the planner
+computes them), costs are flops. Run it again after changing it; the output is deterministic.
+"""
+import json
+import pathlib
+
+OUT = pathlib.Path(__file__).resolve().parent.parent / "static" / "examples"
+
+
+def write(name, dump):
+    text = json.dumps(dump, indent=1) + "\n"
+    (OUT / f"{name}.json").write_text(text)
+
+
+def mlp_training():
+    """One training step of a 784-1024-1024-10 MLP (MNIST-sized) with Adam, f32, batch B."""
+    B, D0, D1, D2, D3 = "B", 784, 1024, 1024, 10
+    tensors, steps = [], []
+
+    def t(id, shape, kind="intermediate", dtype="f32", **extra):
+        tensors.append(dict(id=id, shape=shape, dtype=dtype, **({} if kind == "intermediate" else {"kind": kind}), **extra))
+
+    def s(id, op, reads, writes, cost):
+        steps.append(dict(id=id, op=op, reads=reads, writes=writes, cost=cost))
+
+    b = 64
+    t("x", [B, D0], "input")
+    t("labels", [B], "input", dtype="i64")
+    dims = [(D0, D1), (D1, D2), (D2, D3)]
+    for i, (n_in, n_out) in enumerate(dims, 1):
+        t(f"W{i}", [n_in, n_out], "param")
+        t(f"b{i}", [n_out], "param")
+    for i, (n_in, n_out) in enumerate(dims, 1):
+        for moment in ("m", "v"):
+            t(f"{moment}_W{i}", [n_in, n_out], "param", name=f"Adam {moment} of W{i}")
+            t(f"{moment}_b{i}", [n_out], "param", name=f"Adam {moment} of b{i}")
+    # Forward: activations kept for backward.
+    act = "x"
+    for i, (n_in, n_out) in enumerate(dims, 1):
+        t(f"h{i}", [B, n_out])
+        s(f"fc{i}", "matmul_bias", [act, f"W{i}", f"b{i}"], [f"h{i}"], 2 * b * n_in * n_out)
+        if i < len(dims):
+            t(f"a{i}", [B, n_out])
+            s(f"relu{i}", "relu", [f"h{i}"], [f"a{i}"], b * n_out)
+            act = f"a{i}"
+    t("probs", [B, D3])
+    t("loss", [1], "output")
+    s("softmax_ce", "softmax_cross_entropy", ["h3", "labels"], ["probs", "loss"], 5 * b * D3)
+    # Backward.
+    t("dh3", [B, D3])
+    s("ce_grad", "softmax_cross_entropy_grad", ["probs", "labels"], ["dh3"], 2 * b * D3)
+    grad = "dh3"
+    for i in range(len(dims), 0, -1):
+        n_in, n_out = dims[i - 1]
+        prev = "x" if i == 1 else f"a{i - 1}"
+        t(f"dW{i}", [n_in, n_out])
+        t(f"db{i}", [n_out])
+        s(f"fc{i}_grad_W", "matmul_tn", [prev, grad], [f"dW{i}"], 2 * b * n_in * n_out)
+        s(f"fc{i}_grad_b", "reduce_sum", [grad], [f"db{i}"], b * n_out)
+        if i > 1:
+            t(f"da{i - 1}", [B, n_in])
+            t(f"dh{i - 1}", [B, n_in])
+            s(f"fc{i}_grad_x", "matmul_nt", [grad, f"W{i}"], [f"da{i - 1}"], 2 * b * n_in * n_out)
+            s(f"relu{i - 1}_grad", "relu_grad", [f"da{i - 1}", f"h{i - 1}"], [f"dh{i - 1}"], b * n_in)
+            grad = f"dh{i - 1}"
+    # Optimizer: Adam, in place on params and moments.
+    for i in range(1, len(dims) + 1):
+        for p in (f"W{i}", f"b{i}"):
+            n = dims[i - 1][0] * dims[i - 1][1] if p[0] == "W" else dims[i - 1][1]
+            s(f"adam_{p}", "adam", [p, f"d{p}", f"m_{p}", f"v_{p}"], [p, f"m_{p}", f"v_{p}"], 12 * n)
+    write("mlp-training", {
+        "memplan": 1,
+        "name": "MLP training step (784-1024-1024-10, Adam, f32)",
+        "alignment": 256,
+        "params": {"B": b},
+        "devices": [{"id": "gpu0", "hardware_class": "a100-40gb"}],
+        "tensors": tensors,
+        "steps": steps,
+        "remat_candidates": [
+            {"tensor": "a1", "recompute_cost": b * D1},
+            {"tensor": "a2", "recompute_cost": b * D2},
+        ],
+    })
+
+
+def transformer_decode():
+    """One decode step of a 24-layer, d=2048 decoder (f16), batch B, KV cache of S positions."""
+    L, d, H, hd, ff, V = 24, 2048, 16, 128, 8192, 32000
+    b, seq = 8, 2048
+    tensors, steps = [], []
+
+    def t(id, shape=None, kind="intermediate", dtype="f16", **extra):
+        entry = dict(id=id)
+        if shape is not None:
+            entry.update(shape=shape, dtype=dtype)
+        if kind != "intermediate":
+            entry["kind"] = kind
+        entry.update(extra)
+        tensors.append(entry)
+
+    def s(id, op, reads, writes, cost, loop=None, kind=None):
+        step = dict(id=id, op=op, reads=reads, writes=writes, cost=cost)
+        if loop:
+            step["loop"] = loop
+        if kind:
+            step["kind"] = kind
+        steps.append(step)
+
+    elt = 2  # f16 bytes
+    t("tokens", ["B"], "input", dtype="i32")
+    t("position", [1], "input", dtype="i32")
+    t("embed", [V, d], "param", name="token embedding (tied with the LM head)")
+    t("kv_cache", [L, 2, "B", H, "S", hd], "input", held=True, name="KV cache")
+    for w, shape in (("w_qkv", [L, d, 3 * d]), ("w_o", [L, d, d]), ("w_up", [L, d, ff]),
+                     ("w_down", [L, ff, d]), ("ln1", [L, d]), ("ln2", [L, d])):
+        t(w, shape, "param")
+    t("ln_f", [d], "param")
+    t("hidden", ["B", 1, d], name="residual stream")
+    s("embed_lookup", "gather", ["tokens", "embed"], ["hidden"], b * d)
+    # The layer loop: one position for liveness. Per-layer weights and cache are views (layer 0's
+    # offsets: the loop body is the same code for every layer).
+    layer_views = {
+        "w_qkv_l": ("w_qkv", [d, 3 * d]), "w_o_l": ("w_o", [d, d]), "w_up_l": ("w_up", [d, ff]),
+        "w_down_l": ("w_down", [ff, d]), "ln1_l": ("ln1", [d]), "ln2_l": ("ln2", [d]),
+    }
+    for view, (base, shape) in layer_views.items():
+        t(view, shape, view_of=base, view_offset=0)
+    kv_plane = f"B*{H}*S*{hd}"
+    t("k_cache_l", ["B", H, "S", hd], view_of="kv_cache", view_offset=0, name=f"layer K cache ({kv_plane})")
+    t("v_cache_l", ["B", H, "S", hd], view_of="kv_cache", view_offset=b * H * seq * hd * elt,
+      name=f"layer V cache ({kv_plane})")
+    t("h_norm", ["B", 1, d])
+    t("qkv", ["B", 1, 3 * d])
+    t("q", ["B", 1, d], view_of="qkv", view_offset=0)
+    t("k_new", ["B", 1, d], view_of="qkv", view_offset=b * d * elt)
+    t("v_new", ["B", 1, d], view_of="qkv", view_offset=2 * b * d * elt)
+    t("scores", ["B", H, 1, "S"], "scratch", dtype="f32")
+    t("attn", ["B", 1, d])
+    t("attn_proj", ["B", 1, d])
+    t("h2_norm", ["B", 1, d])
+    t("up", ["B", 1, ff])
+    t("act", ["B", 1, ff])
+    t("down", ["B", 1, d])
+    loop = "layers"
+    s("ln_attn", "rms_norm", ["hidden", "ln1_l"], ["h_norm"], 4 * b * d, loop)
+    s("qkv_proj", "matmul", ["h_norm", "w_qkv_l"], ["qkv"], 2 * b * d * 3 * d, loop)
+    s("kv_append", "kv_append", ["k_new", "v_new", "position"], ["k_cache_l", "v_cache_l"], 2 * b * d, loop, "copy")
+    s("attention", "flash_decode", ["q", "k_cache_l", "v_cache_l", "position"], ["attn", "scores"],
+      4 * b * H * seq * hd, loop)
+    s("o_proj", "matmul", ["attn", "w_o_l"], ["attn_proj"], 2 * b * d * d, loop)
+    s("residual_attn", "add", ["hidden", "attn_proj"], ["hidden"], b * d, loop)
+    s("ln_mlp", "rms_norm", ["hidden", "ln2_l"], ["h2_norm"], 4 * b * d, loop)
+    s("mlp_up", "matmul", ["h2_norm", "w_up_l"], ["up"], 2 * b * d * ff, loop)
+    s("gelu", "gelu", ["up"], ["act"], 8 * b * ff, loop)
+    s("mlp_down", "matmul", ["act", "w_down_l"], ["down"], 2 * b * ff * d, loop)
+    s("residual_mlp", "add", ["hidden", "down"], ["hidden"], b * d, loop)
+    t("final_norm", ["B", 1, d])
+    t("logits", ["B", V], dtype="f32")
+    t("next_tokens", ["B"], "output", dtype="i32")
+    s("ln_final", "rms_norm", ["hidden", "ln_f"], ["final_norm"], 4 * b * d)
+    s("lm_head", "matmul", ["final_norm", "embed"], ["logits"], 2 * b * d * V)
+    s("sample", "argmax", ["logits"], ["next_tokens"], b * V)
+    write("transformer-decode", {
+        "memplan": 1,
+        "name": "Decoder decode step (24 layers, d=2048, f16, KV cache)",
+        "alignment": 256,
+        "params": {"B": b, "S": seq},
+        "devices": [{"id": "gpu0", "hardware_class": "a100-40gb"}],
+        "tensors": tensors,
+        "steps": steps,
+        "loops": [{"id": loop, "trip_count": L, "back_edge_reads": ["hidden"]}],
+        "remat_candidates": [
+            {"tensor": "act", "recompute_cost": 8 * b * ff},
+            {"tensor": "h_norm", "recompute_cost": 4 * b * d},
+            {"tensor": "h2_norm", "recompute_cost": 4 * b * d},
+        ],
+    })
+
+
+if __name__ == "__main__":
+    mlp_training()
+    transformer_decode()

@@ -1,0 +1,73 @@
+// Shared set-up of the end-to-end tests: a static server for the release bundle (dist/) on
+// 127.0.0.1, and Debian's Chromium driven by playwright-core, failing on any console error.
+import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { extname, join, normalize, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const root = resolve(fileURLToPath(import.meta.url), '../../..');
+export const dist = join(root, 'dist');
+export const output = join(root, 'tests/e2e/output');
+
+const types = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript',
+  '.wasm': 'application/wasm',
+  '.css': 'text/css',
+  '.json': 'application/json',
+  '.csv': 'text/csv',
+};
+
+/** Serves `dist/` (and `/fixtures/...` from extra files) until `close()`. */
+export async function serve(extra = {}) {
+  const server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    if (extra[path] !== undefined) {
+      res.writeHead(200, { 'content-type': types[extname(path)] ?? 'application/octet-stream' });
+      res.end(extra[path]);
+      return;
+    }
+    const file = normalize(join(dist, path === '/' ? 'index.html' : path));
+    if (!file.startsWith(dist)) {
+      res.writeHead(403).end();
+      return;
+    }
+    try {
+      const body = await readFile(file);
+      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const url = `http://127.0.0.1:${server.address().port}/`;
+  return { url, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+export const chromiumFlags = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** A browser page that records console errors and uncaught exceptions in `page.problems`. */
+export async function launch() {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: chromiumFlags,
+  });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.problems = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') page.problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => page.problems.push(`page error: ${e.message}`));
+  return { browser, page };
+}

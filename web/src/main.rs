@@ -1,0 +1,3 @@
+fn main() {
+    memplan_web::start();
+}
