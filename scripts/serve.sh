@@ -5,5 +5,5 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 MEMPLAN_SETUP_BROWSER=0 ./scripts/setup.sh
-export PATH="$HOME/.cargo/bin:$PATH" TRUNK_SKIP_VERSION_CHECK=true
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH" TRUNK_SKIP_VERSION_CHECK=true
 exec trunk serve --locked "$@"

@@ -7,7 +7,7 @@ WASM_BINDGEN_VERSION=0.2.129
 TRUNK_VERSION=0.21.14
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-export PATH="$HOME/.cargo/bin:$PATH"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 log() { printf 'setup: %s\n' "$*" >&2; }
 
 have_version() { # command, expected substring of its --version output
@@ -30,13 +30,21 @@ if ! have_version trunk "$TRUNK_VERSION"; then
     cargo install --locked trunk --version "$TRUNK_VERSION"
 fi
 
+apt_install() {
+  local sudo_cmd=""
+  [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "$@" >/dev/null
+}
+
 if [ "${MEMPLAN_SETUP_BROWSER:-1}" = 1 ]; then
   if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
     log "installing chromium and chromium-driver from Debian"
-    sudo_cmd=""
-    [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium chromium-driver >/dev/null
+    apt_install chromium chromium-driver
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    log "installing node and npm from Debian"
+    apt_install nodejs npm
   fi
   if [ ! -d "$root/tests/e2e/node_modules/playwright-core" ] ||
      ! cmp -s "$root/tests/e2e/package-lock.json" "$root/tests/e2e/node_modules/.package-lock.json.installed"; then

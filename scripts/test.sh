@@ -5,7 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 ./scripts/setup.sh
-export PATH="$HOME/.cargo/bin:$PATH" TRUNK_SKIP_VERSION_CHECK=true
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH" TRUNK_SKIP_VERSION_CHECK=true
 
 echo "== native tests (unit, property, corpus, CLI)"
 cargo test --workspace --locked
