@@ -25,7 +25,10 @@ pub struct Analysis {
 pub fn analyze(bytes: &[u8], source: &str, strategy: Strategy) -> Result<Analysis, String> {
     let loaded = load(bytes, source).map_err(|e| format!("{source}: {e}"))?;
     let liveness = liveness_of(&loaded.graph).map_err(|e| format!("{source}: {e}"))?;
-    let options = PlanOptions { strategy, ..PlanOptions::default() };
+    let options = PlanOptions {
+        strategy,
+        ..PlanOptions::default()
+    };
     let plan = plan(&liveness.problem, &options).map_err(|e| format!("{source}: {e}"))?;
     let g = &loaded.graph;
     Ok(Analysis {
@@ -38,6 +41,16 @@ pub fn analyze(bytes: &[u8], source: &str, strategy: Strategy) -> Result<Analysi
         device_count: g.device_ids().len(),
         report: PlanReport::new(&liveness.problem, &plan),
     })
+}
+
+/// The plan report of a bundled example with the default options, as `memplan plan --json`
+/// prints it: the bytes native and wasm builds must both produce.
+pub fn example_report_json(example: &crate::examples::Example) -> String {
+    let a = analyze(example.text.as_bytes(), example.name, Strategy::Best)
+        .expect("bundled examples load");
+    let mut text = serde_json::to_string_pretty(&a.report).expect("reports serialize");
+    text.push('\n');
+    text
 }
 
 #[cfg(test)]
@@ -58,24 +71,29 @@ mod tests {
     #[test]
     fn examples_plan_to_the_golden_reports() {
         for e in EXAMPLES {
-            let golden = std::fs::read_to_string(format!("{}/../tests/golden/{}.plan.json", env!("CARGO_MANIFEST_DIR"), e.name)).unwrap();
-            assert_eq!(example_report_json(e), golden, "{}: regenerate with `memplan plan --json`", e.name);
+            let golden = std::fs::read_to_string(format!(
+                "{}/../tests/golden/{}.plan.json",
+                env!("CARGO_MANIFEST_DIR"),
+                e.name
+            ))
+            .unwrap();
+            assert_eq!(
+                example_report_json(e),
+                golden,
+                "{}: regenerate with `memplan plan --json`",
+                e.name
+            );
         }
     }
 
     #[test]
     fn errors_name_the_source() {
-        let e = analyze(b"{\"memplan\": 1, \"tensors\": [], \"steps\": [{\"id\": \"s\", \"writes\": []}]}", "bad.json", Strategy::Best)
-            .unwrap_err();
+        let e = analyze(
+            b"{\"memplan\": 1, \"tensors\": [], \"steps\": [{\"id\": \"s\", \"writes\": []}]}",
+            "bad.json",
+            Strategy::Best,
+        )
+        .unwrap_err();
         assert_eq!(e, "bad.json: step `s` writes nothing");
     }
-}
-
-/// The plan report of a bundled example with the default options, as `memplan plan --json`
-/// prints it: the bytes native and wasm builds must both produce.
-pub fn example_report_json(example: &crate::examples::Example) -> String {
-    let a = analyze(example.text.as_bytes(), example.name, Strategy::Best).expect("bundled examples load");
-    let mut text = serde_json::to_string_pretty(&a.report).expect("reports serialize");
-    text.push('\n');
-    text
 }

@@ -40,7 +40,9 @@ impl PageState {
                     let text = text.as_string().unwrap_or_default();
                     self.load(text.as_bytes(), &name);
                 }
-                Err(_) => self.error.set(Some(format!("{name}: the browser could not read the file"))),
+                Err(_) => self
+                    .error
+                    .set(Some(format!("{name}: the browser could not read the file"))),
             }
         });
     }
@@ -58,7 +60,11 @@ pub fn App() -> impl IntoView {
     let on_drop = move |ev: web_sys::DragEvent| {
         ev.prevent_default();
         dragging.set(false);
-        if let Some(file) = ev.data_transfer().and_then(|d| d.files()).and_then(|f| f.get(0)) {
+        if let Some(file) = ev
+            .data_transfer()
+            .and_then(|d| d.files())
+            .and_then(|f| f.get(0))
+        {
             state.load_file(file);
         }
     };
@@ -129,8 +135,16 @@ pub fn App() -> impl IntoView {
 #[component]
 fn Summary(analysis: Arc<Analysis>) -> impl IntoView {
     let r = &analysis.report;
-    let title = if analysis.title.is_empty() { analysis.source.clone() } else { analysis.title.clone() };
-    let verdict = if r.valid { "valid" } else { "INVALID: a bug, please report it" };
+    let title = if analysis.title.is_empty() {
+        analysis.source.clone()
+    } else {
+        analysis.title.clone()
+    };
+    let verdict = if r.valid {
+        "valid"
+    } else {
+        "INVALID: a bug, please report it"
+    };
     let devices = r
         .devices
         .iter()

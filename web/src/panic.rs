@@ -9,7 +9,9 @@ pub const PANIC_BANNER_ID: &str = "panic-banner";
 pub fn install() {
     std::panic::set_hook(Box::new(|info| {
         console_error_panic_hook::hook(info);
-        show_banner(&format!("memplan hit a bug and stopped this action: {info}. Reload the page to continue; please report it."));
+        show_banner(&format!(
+            "memplan hit a bug and stopped this action: {info}. Reload the page to continue; please report it."
+        ));
     }));
 }
 
@@ -21,7 +23,9 @@ pub fn show_banner(message: &str) {
     let banner = match document.get_element_by_id(PANIC_BANNER_ID) {
         Some(b) => b,
         None => {
-            let Ok(b) = document.create_element("div") else { return };
+            let Ok(b) = document.create_element("div") else {
+                return;
+            };
             b.set_id(PANIC_BANNER_ID);
             let _ = b.set_attribute("class", "error-banner");
             let _ = b.set_attribute("role", "alert");

@@ -35,10 +35,12 @@ fn testid_text(id: &str) -> Option<String> {
 
 #[wasm_bindgen_test]
 async fn the_app_mounts_with_the_default_example() {
-    let container: web_sys::HtmlElement = document().create_element("div").unwrap().unchecked_into();
+    let container: web_sys::HtmlElement =
+        document().create_element("div").unwrap().unchecked_into();
     document().body().unwrap().append_child(&container).unwrap();
     let handle = leptos::mount::mount_to(container.clone(), memplan_web::app::App);
-    let expected: serde_json::Value = serde_json::from_str(memplan_web::examples::DEFAULT_EXAMPLE.text).unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_str(memplan_web::examples::DEFAULT_EXAMPLE.text).unwrap();
     let tensors = expected["tensors"].as_array().unwrap().len();
     let steps = expected["steps"].as_array().unwrap().len();
     assert_eq!(testid_text("tensor-count"), Some(tensors.to_string()));
@@ -51,9 +53,17 @@ async fn the_app_mounts_with_the_default_example() {
 #[wasm_bindgen_test]
 fn the_panic_banner_shows_text_not_html() {
     memplan_web::panic::show_banner("<img src=x onerror=alert(1)> broke");
-    let banner = document().get_element_by_id(memplan_web::panic::PANIC_BANNER_ID).unwrap();
-    assert_eq!(banner.get_attribute("data-testid").as_deref(), Some("error"));
-    assert_eq!(banner.text_content().as_deref(), Some("<img src=x onerror=alert(1)> broke"));
+    let banner = document()
+        .get_element_by_id(memplan_web::panic::PANIC_BANNER_ID)
+        .unwrap();
+    assert_eq!(
+        banner.get_attribute("data-testid").as_deref(),
+        Some("error")
+    );
+    assert_eq!(
+        banner.text_content().as_deref(),
+        Some("<img src=x onerror=alert(1)> broke")
+    );
     assert!(banner.query_selector("img").unwrap().is_none());
     banner.remove();
 }

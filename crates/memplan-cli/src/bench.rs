@@ -45,7 +45,11 @@ pub fn synthetic(n: usize) -> Problem {
     let buffers = (0..n)
         .map(|i| {
             let first = rng.next() % positions;
-            let length = if rng.next() % 50 == 0 { 1 + rng.next() % (positions / 4).max(1) } else { 1 + rng.next() % 64 };
+            let length = if rng.next().is_multiple_of(50) {
+                1 + rng.next() % (positions / 4).max(1)
+            } else {
+                1 + rng.next() % 64
+            };
             let last = (first + length - 1).min(positions - 1);
             // log2 of the size, uniform in [8, 22].
             let log = 8.0 + (rng.next() % 1_000_000) as f64 / 1_000_000.0 * 14.0;
@@ -60,7 +64,11 @@ pub fn synthetic(n: usize) -> Problem {
             }
         })
         .collect();
-    Problem { device_ids: vec!["device0".into()], positions: positions as u32, buffers }
+    Problem {
+        device_ids: vec!["device0".into()],
+        positions: positions as u32,
+        buffers,
+    }
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), String> {
@@ -74,21 +82,34 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         files.sort();
         for file in files {
             let loaded = crate::read(&file)?;
-            let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let name = file
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             instances.push((name, crate::problem_of(&loaded, &file)?));
         }
     }
     for &n in &args.synthetic {
         instances.push((format!("synthetic-{n}"), synthetic(n)));
     }
-    let strategies = if args.strategies.is_empty() { Strategy::ALL.to_vec() } else { args.strategies.clone() };
+    let strategies = if args.strategies.is_empty() {
+        Strategy::ALL.to_vec()
+    } else {
+        args.strategies.clone()
+    };
 
-    println!("| instance | buffers | strategy | peak | lower bound | peak/LB | time (ms) | valid |");
+    println!(
+        "| instance | buffers | strategy | peak | lower bound | peak/LB | time (ms) | valid |"
+    );
     println!("|---|---:|---|---:|---:|---:|---:|---|");
     let mut ratios: Vec<(Strategy, f64)> = Vec::new();
     for (name, problem) in &instances {
         for &strategy in &strategies {
-            let options = PlanOptions { strategy, ..PlanOptions::default() };
+            let options = PlanOptions {
+                strategy,
+                ..PlanOptions::default()
+            };
             let start = Instant::now();
             let plan = plan(problem, &options).map_err(|e| format!("{name}: {e}"))?;
             let ms = start.elapsed().as_secs_f64() * 1e3;
@@ -109,8 +130,15 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         println!("| strategy | mean peak/LB over the minimalloc files |");
         println!("|---|---:|");
         for &strategy in &strategies {
-            let mine: Vec<f64> = ratios.iter().filter(|(s, _)| *s == strategy).map(|(_, r)| *r).collect();
-            println!("| {strategy} | {:.3} |", mine.iter().sum::<f64>() / mine.len() as f64);
+            let mine: Vec<f64> = ratios
+                .iter()
+                .filter(|(s, _)| *s == strategy)
+                .map(|(_, r)| *r)
+                .collect();
+            println!(
+                "| {strategy} | {:.3} |",
+                mine.iter().sum::<f64>() / mine.len() as f64
+            );
         }
     }
     Ok(())

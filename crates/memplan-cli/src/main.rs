@@ -15,7 +15,11 @@ use memplan_formats::report::PlanReport;
 use memplan_formats::{Loaded, human, json, load, minimalloc};
 
 #[derive(Parser)]
-#[command(name = "memplan", version, about = "Plan and check where every buffer of an ML schedule lives")]
+#[command(
+    name = "memplan",
+    version,
+    about = "Plan and check where every buffer of an ML schedule lives"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -95,7 +99,8 @@ enum Command {
 }
 
 fn parse_strategy(s: &str) -> Result<Strategy, String> {
-    s.parse().map_err(|e: memplan_core::layout::UnknownStrategy| e.to_string())
+    s.parse()
+        .map_err(|e: memplan_core::layout::UnknownStrategy| e.to_string())
 }
 
 fn main() -> ExitCode {
@@ -154,34 +159,58 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let plan = make_plan(&problem, &args.options(), &file)?;
             let report = PlanReport::new(&problem, &plan);
             if json {
-                println!("{}", serde_json::to_string_pretty(&report).expect("reports serialize"));
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).expect("reports serialize")
+                );
             } else {
                 print!("{}", human::plan_table(&report));
             }
             if !report.valid {
-                eprintln!("memplan: BUG: the plan failed the checker: {}", report.violations.join("; "));
+                eprintln!(
+                    "memplan: BUG: the plan failed the checker: {}",
+                    report.violations.join("; ")
+                );
                 return Ok(ExitCode::from(3));
             }
         }
-        Command::Check { file, plan: plan_file, no_precision_classes, pool_cap } => {
+        Command::Check {
+            file,
+            plan: plan_file,
+            no_precision_classes,
+            pool_cap,
+        } => {
             let loaded = read(&file)?;
             let problem = problem_of(&loaded, &file)?;
             let (pools, placements) = match plan_file {
                 Some(p) => {
-                    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+                    let text =
+                        std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
                     PlanReport::parse(&text)
                         .and_then(|r| r.layout_for(&problem))
                         .map_err(|e| format!("{}: {e}", p.display()))?
                 }
-                None => given_layout(&loaded, &problem)
-                    .ok_or_else(|| format!("{}: gives no offsets; pass --plan PLAN.json", file.display()))?,
+                None => given_layout(&loaded, &problem).ok_or_else(|| {
+                    format!(
+                        "{}: gives no offsets; pass --plan PLAN.json",
+                        file.display()
+                    )
+                })?,
             };
             let pool_refs: Vec<&[memplan_core::Pool]> = pools.iter().map(Vec::as_slice).collect();
-            let layout = Layout { pools: &pool_refs, placements: &placements };
+            let layout = Layout {
+                pools: &pool_refs,
+                placements: &placements,
+            };
             let violations = check(&problem, layout, !no_precision_classes, pool_cap);
             if violations.is_empty() {
                 let total: u64 = pools.iter().flatten().map(|p| p.bytes).sum();
-                println!("{}: valid plan, {} buffers, {} bytes", file.display(), placements.len(), total);
+                println!(
+                    "{}: valid plan, {} buffers, {} bytes",
+                    file.display(),
+                    placements.len(),
+                    total
+                );
             } else {
                 for v in &violations {
                     println!("{}: {v}", file.display());
@@ -189,20 +218,29 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 return Ok(ExitCode::from(1));
             }
         }
-        Command::Convert { file, to, with_plan, args, output } => {
+        Command::Convert {
+            file,
+            to,
+            with_plan,
+            args,
+            output,
+        } => {
             let loaded = read(&file)?;
             let text = match to {
                 ConvertTo::Json => json::write(&loaded.graph),
                 ConvertTo::Minimalloc => {
                     let problem = problem_of(&loaded, &file)?;
-                    let plan = with_plan.then(|| make_plan(&problem, &args.options(), &file)).transpose()?;
-                    if plan.as_ref().is_some_and(|p| p.devices.iter().any(|d| d.pools.len() > 1)) {
-                        return Err("minimalloc CSV holds one pool per file; this plan has several".into());
-                    }
                     if problem.device_ids.len() > 1 {
-                        return Err("minimalloc CSV holds one device; this dump has several".into());
+                        return Err(format!(
+                            "{}: minimalloc CSV holds one device; this dump has several",
+                            file.display()
+                        ));
                     }
-                    minimalloc::write(&problem, plan.as_ref().map(|p| p.placements.as_slice()))
+                    let plan = with_plan
+                        .then(|| make_plan(&problem, &args.options(), &file))
+                        .transpose()?;
+                    let offsets = plan.map(|p| p.device_offsets(&problem));
+                    minimalloc::write(&problem, offsets.as_deref())
                 }
             };
             write_out(output.as_deref(), &text)?;
@@ -214,15 +252,27 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 
 /// The layout a file gives itself (minimalloc offsets): one arena pool per device, as tall as the
 /// highest buffer end.
-fn given_layout(loaded: &Loaded, problem: &Problem) -> Option<(Vec<Vec<memplan_core::Pool>>, Vec<memplan_core::Placement>)> {
+fn given_layout(
+    loaded: &Loaded,
+    problem: &Problem,
+) -> Option<(Vec<Vec<memplan_core::Pool>>, Vec<memplan_core::Placement>)> {
     let offsets = loaded.offsets.as_ref()?;
     let live = liveness_of(&loaded.graph).ok()?;
     let placements: Vec<memplan_core::Placement> = live
         .buffer_tensor
         .iter()
-        .map(|&t| memplan_core::Placement { pool: 0, offset: offsets[t] })
+        .map(|&t| memplan_core::Placement {
+            pool: 0,
+            offset: offsets[t],
+        })
         .collect();
-    let mut pools = vec![vec![memplan_core::Pool { role: memplan_core::PoolRole::Arena, bytes: 0 }]; problem.device_ids.len()];
+    let mut pools = vec![
+        vec![memplan_core::Pool {
+            role: memplan_core::PoolRole::Arena,
+            bytes: 0
+        }];
+        problem.device_ids.len()
+    ];
     for (b, p) in problem.buffers.iter().zip(&placements) {
         let end = p.offset.saturating_add(b.occupied_size());
         let pool = &mut pools[b.device][0];

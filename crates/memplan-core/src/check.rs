@@ -27,33 +27,95 @@ pub const MAX_VIOLATIONS: usize = 100;
 /// A broken promise, naming the buffers involved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation {
-    PlacementCount { buffers: usize, placements: usize },
-    NoSuchPool { buffer: String, pool: usize, pools: usize },
-    Misaligned { buffer: String, offset: u64, alignment: u64 },
-    OutsidePool { buffer: String, end: u64, pool: usize, pool_bytes: u64 },
-    OverCap { device: String, pool: usize, bytes: u64, cap: u64 },
-    Overlap { first: String, second: String, pool: usize },
+    PlacementCount {
+        buffers: usize,
+        placements: usize,
+    },
+    NoSuchPool {
+        buffer: String,
+        pool: usize,
+        pools: usize,
+    },
+    Misaligned {
+        buffer: String,
+        offset: u64,
+        alignment: u64,
+    },
+    OutsidePool {
+        buffer: String,
+        end: u64,
+        pool: usize,
+        pool_bytes: u64,
+    },
+    OverCap {
+        device: String,
+        pool: usize,
+        bytes: u64,
+        cap: u64,
+    },
+    Overlap {
+        first: String,
+        second: String,
+        pool: usize,
+    },
 }
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Violation::PlacementCount { buffers, placements } => {
+            Violation::PlacementCount {
+                buffers,
+                placements,
+            } => {
                 write!(f, "{placements} placements for {buffers} buffers")
             }
-            Violation::NoSuchPool { buffer, pool, pools } => {
-                write!(f, "`{buffer}` is in pool {pool}, but its device has {pools} pools")
+            Violation::NoSuchPool {
+                buffer,
+                pool,
+                pools,
+            } => {
+                write!(
+                    f,
+                    "`{buffer}` is in pool {pool}, but its device has {pools} pools"
+                )
             }
-            Violation::Misaligned { buffer, offset, alignment } => {
-                write!(f, "`{buffer}` at offset {offset} is not aligned to {alignment}")
+            Violation::Misaligned {
+                buffer,
+                offset,
+                alignment,
+            } => {
+                write!(
+                    f,
+                    "`{buffer}` at offset {offset} is not aligned to {alignment}"
+                )
             }
-            Violation::OutsidePool { buffer, end, pool, pool_bytes } => {
-                write!(f, "`{buffer}` ends at {end}, past the {pool_bytes} bytes of pool {pool}")
+            Violation::OutsidePool {
+                buffer,
+                end,
+                pool,
+                pool_bytes,
+            } => {
+                write!(
+                    f,
+                    "`{buffer}` ends at {end}, past the {pool_bytes} bytes of pool {pool}"
+                )
             }
-            Violation::OverCap { device, pool, bytes, cap } => {
-                write!(f, "pool {pool} of `{device}` holds {bytes} bytes, over the cap of {cap}")
+            Violation::OverCap {
+                device,
+                pool,
+                bytes,
+                cap,
+            } => {
+                write!(
+                    f,
+                    "pool {pool} of `{device}` holds {bytes} bytes, over the cap of {cap}"
+                )
             }
-            Violation::Overlap { first, second, pool } => write!(
+            Violation::Overlap {
+                first,
+                second,
+                pool,
+            } => write!(
                 f,
                 "`{first}` and `{second}` conflict but share bytes in pool {pool}"
             ),
@@ -70,7 +132,12 @@ pub struct Layout<'a> {
 }
 
 /// Every broken promise of `layout` for `problem` (empty when the layout is sound).
-pub fn check(problem: &Problem, layout: Layout<'_>, precision_classes: bool, cap: u64) -> Vec<Violation> {
+pub fn check(
+    problem: &Problem,
+    layout: Layout<'_>,
+    precision_classes: bool,
+    cap: u64,
+) -> Vec<Violation> {
     let mut found = Vec::new();
     if layout.placements.len() != problem.buffers.len() {
         found.push(Violation::PlacementCount {
@@ -83,7 +150,12 @@ pub fn check(problem: &Problem, layout: Layout<'_>, precision_classes: bool, cap
         for (pool, p) in pools.iter().enumerate() {
             if p.bytes > cap {
                 let device = problem.device_ids.get(device).cloned().unwrap_or_default();
-                found.push(Violation::OverCap { device, pool, bytes: p.bytes, cap });
+                found.push(Violation::OverCap {
+                    device,
+                    pool,
+                    bytes: p.bytes,
+                    cap,
+                });
             }
         }
     }
@@ -117,7 +189,10 @@ pub fn check(problem: &Problem, layout: Layout<'_>, precision_classes: bool, cap
             });
         }
         if buffer.occupied_size() > 0 {
-            by_pool.entry((buffer.device, placement.pool)).or_default().push(b);
+            by_pool
+                .entry((buffer.device, placement.pool))
+                .or_default()
+                .push(b);
         }
     }
     for (&(_, pool), members) in &by_pool {
@@ -131,11 +206,20 @@ pub fn check(problem: &Problem, layout: Layout<'_>, precision_classes: bool, cap
 }
 
 /// Sweeps positions, keeping the live members ordered by offset.
-fn overlaps_in_time(problem: &Problem, placements: &[Placement], pool: usize, members: &[usize], found: &mut Vec<Violation>) {
+fn overlaps_in_time(
+    problem: &Problem,
+    placements: &[Placement],
+    pool: usize,
+    members: &[usize],
+    found: &mut Vec<Violation>,
+) {
     let span = |b: usize| problem.buffers[b].span(problem.positions);
     let range = |b: usize| {
         let offset = placements[b].offset;
-        (offset, offset.saturating_add(problem.buffers[b].occupied_size()))
+        (
+            offset,
+            offset.saturating_add(problem.buffers[b].occupied_size()),
+        )
     };
     let mut by_start = members.to_vec();
     by_start.sort_by_key(|&b| (span(b).first, b));
@@ -168,7 +252,13 @@ fn overlaps_in_time(problem: &Problem, placements: &[Placement], pool: usize, me
 }
 
 /// With precision classes, the byte ranges ever used by two dtypes must be disjoint.
-fn overlaps_across_classes(problem: &Problem, placements: &[Placement], pool: usize, members: &[usize], found: &mut Vec<Violation>) {
+fn overlaps_across_classes(
+    problem: &Problem,
+    placements: &[Placement],
+    pool: usize,
+    members: &[usize],
+    found: &mut Vec<Violation>,
+) {
     // Per class, the union of its members' ranges, as merged disjoint runs.
     let mut ranges: Vec<(u64, u64, Option<DType>, usize)> = members
         .iter()
@@ -190,14 +280,15 @@ fn overlaps_across_classes(problem: &Problem, placements: &[Placement], pool: us
     // Runs of one class are disjoint, so any overlap in offset order crosses classes.
     let mut reach: Option<(u64, usize)> = None;
     for (offset, end, _, b) in runs {
-        if let Some((reach_end, owner)) = reach {
-            if offset < reach_end && found.len() < MAX_VIOLATIONS {
-                found.push(Violation::Overlap {
-                    first: problem.buffers[owner.min(b)].name.clone(),
-                    second: problem.buffers[owner.max(b)].name.clone(),
-                    pool,
-                });
-            }
+        if let Some((reach_end, owner)) = reach
+            && offset < reach_end
+            && found.len() < MAX_VIOLATIONS
+        {
+            found.push(Violation::Overlap {
+                first: problem.buffers[owner.min(b)].name.clone(),
+                second: problem.buffers[owner.max(b)].name.clone(),
+                pool,
+            });
         }
         if reach.is_none_or(|(reach_end, _)| end > reach_end) {
             reach = Some((end, b));

@@ -87,7 +87,9 @@ pub struct Device {
 }
 
 /// What a tensor is for. Inputs, params, constants and outputs are always-live by default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TensorKind {
     Input,
@@ -448,15 +450,21 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         let owner = || format!("tensor `{}`", t.id);
         let dtype = match &t.dtype {
             None => None,
-            Some(name) => Some(name.parse::<DType>().map_err(|_| GraphError::UnknownDType {
-                tensor: t.id.clone(),
-                dtype: name.clone(),
-            })?),
+            Some(name) => Some(
+                name.parse::<DType>()
+                    .map_err(|_| GraphError::UnknownDType {
+                        tensor: t.id.clone(),
+                        dtype: name.clone(),
+                    })?,
+            ),
         };
         let bytes = tensor_bytes(g, t, dtype)?;
         let alignment = t.alignment.unwrap_or(g.alignment);
         if !alignment.is_power_of_two() {
-            return Err(GraphError::BadAlignment { owner: owner(), alignment });
+            return Err(GraphError::BadAlignment {
+                owner: owner(),
+                alignment,
+            });
         }
         if align_up(bytes, alignment).is_none() {
             return Err(GraphError::SizeOverflow {
@@ -472,7 +480,11 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
             alignment,
             device: device_of(&owner, &t.device)?,
             dtype,
-            storage: if t.elided { Storage::Elided } else { Storage::Owned },
+            storage: if t.elided {
+                Storage::Elided
+            } else {
+                Storage::Owned
+            },
             always_live,
         });
     }
@@ -555,11 +567,17 @@ fn tensor_bytes(g: &Graph, t: &Tensor, dtype: Option<DType>) -> Result<u64, Grap
         detail,
     };
     match (&t.bytes, &t.shape) {
-        (Some(_), Some(_)) => Err(GraphError::AmbiguousSize { tensor: t.id.clone() }),
+        (Some(_), Some(_)) => Err(GraphError::AmbiguousSize {
+            tensor: t.id.clone(),
+        }),
         (Some(bytes), None) => Ok(*bytes),
-        (None, None) => Err(GraphError::MissingSize { tensor: t.id.clone() }),
+        (None, None) => Err(GraphError::MissingSize {
+            tensor: t.id.clone(),
+        }),
         (None, Some(shape)) => {
-            let dtype = dtype.ok_or_else(|| GraphError::MissingDType { tensor: t.id.clone() })?;
+            let dtype = dtype.ok_or_else(|| GraphError::MissingDType {
+                tensor: t.id.clone(),
+            })?;
             let mut elements: u64 = 1;
             for dim in shape {
                 let n = match dim {
@@ -591,7 +609,9 @@ fn resolve_views(
         .iter()
         .map(|t| match &t.view_of {
             None => Ok(None),
-            Some(id) => lookup(tensor_index, || format!("tensor `{}`", t.id), "tensor", id).map(Some),
+            Some(id) => {
+                lookup(tensor_index, || format!("tensor `{}`", t.id), "tensor", id).map(Some)
+            }
         })
         .collect::<Result<_, _>>()?;
     for start in 0..tensors.len() {
@@ -603,12 +623,12 @@ fn resolve_views(
         let mut path = vec![start];
         let mut at = start;
         while let Some(next) = base[at] {
-            offset = offset.checked_add(g.tensors[at].view_offset).ok_or_else(|| {
-                GraphError::SizeOverflow {
+            offset = offset
+                .checked_add(g.tensors[at].view_offset)
+                .ok_or_else(|| GraphError::SizeOverflow {
                     tensor: g.tensors[start].id.clone(),
                     detail: "the sum of its view offsets".into(),
-                }
-            })?;
+                })?;
             if path.contains(&next) {
                 let cycle = path
                     .iter()
@@ -664,19 +684,21 @@ fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphEr
     let mut closed = vec![false; g.loops.len()];
     for (i, s) in steps.iter().enumerate() {
         match (s.loop_index, positions.last_mut()) {
-            (Some(l), Some(p)) if p.loop_index == Some(l) && p.last_step + 1 == i => p.last_step = i,
+            (Some(l), Some(p)) if p.loop_index == Some(l) && p.last_step + 1 == i => {
+                p.last_step = i
+            }
             (l, _) => {
                 if let Some(prev) = positions.last().and_then(|p| p.loop_index) {
                     closed[prev] = true;
                 }
-                if let Some(l) = l {
-                    if closed[l] {
-                        return Err(GraphError::NonContiguousLoop {
-                            loop_id: g.loops[l].id.clone(),
-                            step: g.steps[i].id.clone(),
-                            index: i,
-                        });
-                    }
+                if let Some(l) = l
+                    && closed[l]
+                {
+                    return Err(GraphError::NonContiguousLoop {
+                        loop_id: g.loops[l].id.clone(),
+                        step: g.steps[i].id.clone(),
+                        index: i,
+                    });
                 }
                 positions.push(Position {
                     first_step: i,

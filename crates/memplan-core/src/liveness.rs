@@ -102,3 +102,154 @@ pub fn analyze(graph: &Graph, resolved: &ResolvedGraph) -> Liveness {
         unused,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{Loop, Step, Tensor, TensorKind};
+
+    fn tensor(id: &str, bytes: u64) -> Tensor {
+        Tensor {
+            id: id.into(),
+            bytes: Some(bytes),
+            ..Tensor::default()
+        }
+    }
+
+    fn step(id: &str, reads: &[&str], writes: &[&str]) -> Step {
+        Step {
+            id: id.into(),
+            reads: reads.iter().map(|s| s.to_string()).collect(),
+            writes: writes.iter().map(|s| s.to_string()).collect(),
+            ..Step::default()
+        }
+    }
+
+    fn lifetimes(g: &Graph) -> Vec<(String, Lifetime)> {
+        let l = crate::liveness_of(g).unwrap();
+        l.problem
+            .buffers
+            .iter()
+            .map(|b| (b.name.clone(), b.lifetime))
+            .collect()
+    }
+
+    fn at(first: u32, last: u32) -> Lifetime {
+        Lifetime::Live(LiveInterval::new(first, last))
+    }
+
+    #[test]
+    fn a_loop_is_one_position_taking_its_steps_and_back_edge() {
+        let mut g = Graph {
+            tensors: vec![
+                tensor("a", 8),
+                tensor("b", 8),
+                tensor("c", 8),
+                tensor("flag", 1),
+                tensor("d", 8),
+            ],
+            steps: vec![
+                step("s0", &[], &["a"]),
+                step("l0", &["a"], &["b"]),
+                step("l1", &["b"], &["c"]),
+                step("s3", &["c"], &["d"]),
+            ],
+            loops: vec![Loop {
+                id: "L".into(),
+                trip_count: Some(4),
+                back_edge_reads: vec!["flag".into()],
+            }],
+            ..Graph::default()
+        };
+        g.steps[1].loop_id = Some("L".into());
+        g.steps[2].loop_id = Some("L".into());
+        assert_eq!(
+            lifetimes(&g),
+            vec![
+                ("a".into(), at(0, 1)),
+                ("b".into(), at(1, 1)),
+                ("c".into(), at(1, 2)),
+                ("flag".into(), at(1, 1)),
+                ("d".into(), at(2, 2))
+            ]
+        );
+    }
+
+    #[test]
+    fn views_are_uses_of_their_root_and_own_nothing() {
+        let g = Graph {
+            tensors: vec![
+                tensor("base", 64),
+                Tensor {
+                    view_of: Some("base".into()),
+                    view_offset: 32,
+                    ..tensor("half", 32)
+                },
+                Tensor {
+                    view_of: Some("half".into()),
+                    ..tensor("quarter", 16)
+                },
+                tensor("out", 8),
+            ],
+            steps: vec![
+                step("s0", &[], &["base"]),
+                step("s1", &[], &["out"]),
+                step("s2", &["quarter"], &["out"]),
+            ],
+            ..Graph::default()
+        };
+        let resolved = g.resolve().unwrap();
+        assert_eq!(
+            resolved.tensors[2].storage,
+            crate::graph::Storage::View {
+                root: 0,
+                offset: 32
+            }
+        );
+        assert_eq!(
+            lifetimes(&g),
+            vec![("base".into(), at(0, 2)), ("out".into(), at(1, 2))]
+        );
+    }
+
+    #[test]
+    fn elided_always_live_and_unused_tensors() {
+        let g = Graph {
+            tensors: vec![
+                Tensor {
+                    kind: TensorKind::Input,
+                    ..tensor("in", 8)
+                },
+                Tensor {
+                    elided: true,
+                    ..tensor("fused", 8)
+                },
+                Tensor {
+                    kind: TensorKind::Output,
+                    always_live: Some(false),
+                    ..tensor("out", 8)
+                },
+                tensor("never", 8),
+                Tensor {
+                    held: true,
+                    ..tensor("cache", 8)
+                },
+            ],
+            steps: vec![
+                step("s0", &["in"], &["fused"]),
+                step("s1", &["fused"], &["out"]),
+            ],
+            ..Graph::default()
+        };
+        let l = crate::liveness_of(&g).unwrap();
+        assert_eq!(l.unused, vec![3]);
+        assert_eq!(
+            lifetimes(&g),
+            vec![
+                ("in".into(), Lifetime::Always),
+                ("out".into(), at(1, 1)),
+                ("cache".into(), Lifetime::Always)
+            ]
+        );
+    }
+}

@@ -47,16 +47,16 @@ pub fn device_usage(problem: &Problem) -> Vec<DeviceUsage> {
                 curve.push(live);
                 live -= ends[p];
             }
-            let (lower_bound, peak_position) = curve
-                .iter()
-                .enumerate()
-                .fold((always_live_bytes, None), |(best, at), (p, &bytes)| {
+            let (lower_bound, peak_position) = curve.iter().enumerate().fold(
+                (always_live_bytes, None),
+                |(best, at), (p, &bytes)| {
                     if at.is_none() || bytes > best {
                         (bytes, Some(p as u32))
                     } else {
                         (best, at)
                     }
-                });
+                },
+            );
             let live_at_peak = match peak_position {
                 None => Vec::new(),
                 Some(p) => problem

@@ -103,7 +103,9 @@ pub enum ProblemError {
         size: u64,
         alignment: u64,
     },
-    #[error("buffer `{buffer}`: live interval [{first}, {last}] is not inside positions 0..{positions}")]
+    #[error(
+        "buffer `{buffer}`: live interval [{first}, {last}] is not inside positions 0..{positions}"
+    )]
     BadInterval {
         buffer: String,
         first: u32,
@@ -136,15 +138,15 @@ impl Problem {
                 size: b.size,
                 alignment: b.alignment,
             })?;
-            if let Lifetime::Live(i) = b.lifetime {
-                if i.first > i.last || i.last >= self.positions {
-                    return Err(ProblemError::BadInterval {
-                        buffer: b.name.clone(),
-                        first: i.first,
-                        last: i.last,
-                        positions: self.positions,
-                    });
-                }
+            if let Lifetime::Live(i) = b.lifetime
+                && (i.first > i.last || i.last >= self.positions)
+            {
+                return Err(ProblemError::BadInterval {
+                    buffer: b.name.clone(),
+                    first: i.first,
+                    last: i.last,
+                    positions: self.positions,
+                });
             }
             let total = totals.get_mut(b.device).ok_or(ProblemError::BadDevice {
                 buffer: b.name.clone(),

@@ -16,11 +16,17 @@ pub const FORMAT_VERSION: u64 = 1;
 
 /// Parses and validates a memplan JSON dump.
 pub fn parse(text: &str) -> Result<Graph, FormatError> {
-    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| FormatError::JsonSyntax {
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string().split(" at line").next().unwrap_or_default().to_string(),
-    })?;
+    let mut value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| FormatError::JsonSyntax {
+            line: e.line(),
+            column: e.column(),
+            message: e
+                .to_string()
+                .split(" at line")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        })?;
     let object = value
         .as_object_mut()
         .ok_or_else(|| FormatError::NotADump("the top level is not a JSON object".into()))?;
@@ -31,12 +37,17 @@ pub fn parse(text: &str) -> Result<Graph, FormatError> {
             ));
         }
         Some(v) if v.as_u64() == Some(FORMAT_VERSION) => {}
-        Some(v) => return Err(FormatError::Version { found: v.to_string() }),
+        Some(v) => {
+            return Err(FormatError::Version {
+                found: v.to_string(),
+            });
+        }
     }
-    let graph: Graph = serde_path_to_error::deserialize(value).map_err(|e| FormatError::JsonStructure {
-        path: e.path().to_string(),
-        message: e.inner().to_string(),
-    })?;
+    let graph: Graph =
+        serde_path_to_error::deserialize(value).map_err(|e| FormatError::JsonStructure {
+            path: e.path().to_string(),
+            message: e.inner().to_string(),
+        })?;
     graph.resolve()?;
     Ok(graph)
 }
@@ -111,7 +122,10 @@ mod tests {
         assert!(matches!(parse("{}"), Err(FormatError::NotADump(_))));
         assert!(matches!(parse("[1]"), Err(FormatError::NotADump(_))));
         let e = error_after("\"memplan\": 1", "\"memplan\": 2");
-        assert_eq!(e.to_string(), "memplan dump version 2 is not supported (this build reads version 1)");
+        assert_eq!(
+            e.to_string(),
+            "memplan dump version 2 is not supported (this build reads version 1)"
+        );
     }
 
     #[test]
@@ -119,7 +133,11 @@ mod tests {
         let e = error_after("\"bytes\": 128, \"dtype\"", "\"bytes\": -1, \"dtype\"");
         assert!(e.to_string().starts_with("at `tensors[1].bytes`"), "{e}");
         let e = error_after("\"op\": \"relu\"", "\"opp\": \"relu\"");
-        assert!(e.to_string().starts_with("at `steps[0].opp`: unknown field"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("at `steps[0].opp`: unknown field"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -131,12 +149,18 @@ mod tests {
     #[test]
     fn dangling_ids() {
         let e = graph_error_after("\"reads\": [\"x\"]", "\"reads\": [\"nope\"]");
-        assert_eq!(e.to_string(), "step `s0` refers to tensor `nope`, which does not exist");
+        assert_eq!(
+            e.to_string(),
+            "step `s0` refers to tensor `nope`, which does not exist"
+        );
     }
 
     #[test]
     fn view_cycles() {
-        let e = graph_error_after("\"bytes\": 128, \"dtype\"", "\"bytes\": 128, \"view_of\": \"y2\", \"dtype\"");
+        let e = graph_error_after(
+            "\"bytes\": 128, \"dtype\"",
+            "\"bytes\": 128, \"view_of\": \"y2\", \"dtype\"",
+        );
         assert!(matches!(e, GraphError::ViewCycle { .. }), "{e}");
         assert!(e.to_string().contains("y -> y2 -> y"), "{e}");
     }
@@ -149,10 +173,19 @@ mod tests {
 
     #[test]
     fn sizes_that_overflow_after_alignment() {
-        let e = graph_error_after("\"bytes\": 128, \"kind\"", "\"bytes\": 18446744073709551615, \"alignment\": 64, \"kind\"");
-        assert!(matches!(e, GraphError::SizeOverflow { ref tensor, .. } if tensor == "z"), "{e}");
+        let e = graph_error_after(
+            "\"bytes\": 128, \"kind\"",
+            "\"bytes\": 18446744073709551615, \"alignment\": 64, \"kind\"",
+        );
+        assert!(
+            matches!(e, GraphError::SizeOverflow { ref tensor, .. } if tensor == "z"),
+            "{e}"
+        );
         let e = graph_error_after("\"B\": 4", "\"B\": 4611686018427387904");
-        assert!(matches!(e, GraphError::SizeOverflow { ref tensor, .. } if tensor == "x"), "{e}");
+        assert!(
+            matches!(e, GraphError::SizeOverflow { ref tensor, .. } if tensor == "x"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -179,21 +212,36 @@ mod tests {
 
     #[test]
     fn unknown_dtypes() {
-        let e = graph_error_after("\"dtype\": \"f32\", \"kind\"", "\"dtype\": \"f31\", \"kind\"");
+        let e = graph_error_after(
+            "\"dtype\": \"f32\", \"kind\"",
+            "\"dtype\": \"f31\", \"kind\"",
+        );
         assert_eq!(e.to_string(), "tensor `x` has unknown dtype `f31`");
     }
 
     #[test]
     fn unknown_params_and_missing_sizes() {
         let e = graph_error_after("[\"B\", 8]", "[\"C\", 8]");
-        assert_eq!(e.to_string(), "tensor `x`: shape dim `C` is not a param of the graph");
+        assert_eq!(
+            e.to_string(),
+            "tensor `x`: shape dim `C` is not a param of the graph"
+        );
         let e = graph_error_after("\"bytes\": 128, \"kind\"", "\"kind\"");
-        assert_eq!(e.to_string(), "tensor `z` has no size: give `bytes`, or `shape` with `dtype`");
+        assert_eq!(
+            e.to_string(),
+            "tensor `z` has no size: give `bytes`, or `shape` with `dtype`"
+        );
     }
 
     #[test]
     fn bad_alignment() {
-        let e = graph_error_after("\"bytes\": 128, \"kind\"", "\"bytes\": 128, \"alignment\": 3, \"kind\"");
-        assert_eq!(e.to_string(), "tensor `z`: alignment 3 is not a power of two");
+        let e = graph_error_after(
+            "\"bytes\": 128, \"kind\"",
+            "\"bytes\": 128, \"alignment\": 3, \"kind\"",
+        );
+        assert_eq!(
+            e.to_string(),
+            "tensor `z`: alignment 3 is not a power of two"
+        );
     }
 }

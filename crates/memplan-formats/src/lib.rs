@@ -21,12 +21,19 @@ use memplan_core::{Graph, GraphError};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {
     #[error("JSON line {line}, column {column}: {message}")]
-    JsonSyntax { line: usize, column: usize, message: String },
+    JsonSyntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("at `{path}`: {message}")]
     JsonStructure { path: String, message: String },
     #[error("not a memplan dump: {0}")]
     NotADump(String),
-    #[error("memplan dump version {found} is not supported (this build reads version {})", json::FORMAT_VERSION)]
+    #[error(
+        "memplan dump version {found} is not supported (this build reads version {})",
+        json::FORMAT_VERSION
+    )]
     Version { found: String },
     #[error("CSV line {line}: {message}")]
     Csv { line: u64, message: String },
@@ -114,10 +121,69 @@ mod tests {
 
     #[test]
     fn format_is_detected_by_content_before_extension() {
-        assert_eq!(detect("  {\"memplan\":1}", "x.csv"), Some(Format::MemplanJson));
-        assert_eq!(detect("id,lower,upper,size\n", "x.json"), Some(Format::MinimallocCsv));
+        assert_eq!(
+            detect("  {\"memplan\":1}", "x.csv"),
+            Some(Format::MemplanJson)
+        );
+        assert_eq!(
+            detect("id,lower,upper,size\n", "x.json"),
+            Some(Format::MinimallocCsv)
+        );
         assert_eq!(detect("", "x.csv"), Some(Format::MinimallocCsv));
         assert_eq!(detect("hello", "x.bin"), None);
-        assert!(matches!(load(&[0xff, 0xfe], "x"), Err(FormatError::NotText(_))));
+        assert!(matches!(
+            load(&[0xff, 0xfe], "x"),
+            Err(FormatError::NotText(_))
+        ));
+    }
+}
+
+#[cfg(test)]
+mod fuzz {
+    //! Whatever the bytes, loading returns a value or an error: it never panics.
+    use super::*;
+    use proptest::prelude::*;
+
+    const SEEDS: [&str; 3] = [
+        include_str!("../../../static/examples/mlp-training.json"),
+        include_str!("../../../static/examples/transformer-decode.json"),
+        "id,lower,upper,size,offset\n0,0,10,4,0\n1,10,20,4,0\n2,5,15,8,4\n",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            let _ = load(&bytes, "fuzz");
+        }
+
+        #[test]
+        fn mutated_dumps_never_panic(
+            seed in 0usize..SEEDS.len(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..4, any::<char>()), 1..8),
+        ) {
+            let mut text: Vec<char> = SEEDS[seed].chars().collect();
+            for (at, kind, c) in edits {
+                let i = at.index(text.len().max(1)).min(text.len());
+                match kind {
+                    0 => { if i < text.len() { text.remove(i); } }
+                    1 => text.insert(i, c),
+                    2 => { if i < text.len() { text[i] = c; } }
+                    // Digits push sizes and ids towards overflow and collisions.
+                    _ => text.insert(i, char::from(b'0' + (c as u32 % 10) as u8)),
+                }
+            }
+            let text: String = text.into_iter().collect();
+            if let Ok(loaded) = load(text.as_bytes(), "fuzz") {
+                // What loads must plan (or refuse with an error), never panic.
+                if let Ok(l) = memplan_core::liveness_of(&loaded.graph) {
+                    let _ = memplan_core::plan(&l.problem, &memplan_core::PlanOptions {
+                        strategy: memplan_core::Strategy::FirstFit,
+                        ..memplan_core::PlanOptions::default()
+                    });
+                }
+            }
+        }
     }
 }

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use memplan_core::graph::{Graph, Step, Tensor};
-use memplan_core::{Lifetime, Placement, Problem};
+use memplan_core::{Lifetime, Problem};
 
 use crate::FormatError;
 
@@ -37,27 +37,54 @@ struct Row {
     offset: Option<u64>,
 }
 
-const KNOWN: [&str; 8] = ["id", "lower", "upper", "begin", "end", "size", "alignment", "offset"];
+const KNOWN: [&str; 8] = [
+    "id",
+    "lower",
+    "upper",
+    "begin",
+    "end",
+    "size",
+    "alignment",
+    "offset",
+];
 
 /// Parses a minimalloc CSV.
 pub fn parse(text: &str) -> Result<Imported, FormatError> {
     let err = |line: u64, message: String| FormatError::Csv { line, message };
-    let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
     let headers = reader
         .headers()
         .map_err(|e| err(1, format!("cannot read the header: {e}")))?
         .clone();
     let column = |name: &str| headers.iter().position(|h| h.eq_ignore_ascii_case(name));
-    if let Some(unknown) = headers.iter().find(|h| !KNOWN.iter().any(|k| h.eq_ignore_ascii_case(k))) {
-        return Err(err(1, format!("unknown column `{unknown}` (known: {})", KNOWN.join(", "))));
+    if let Some(unknown) = headers
+        .iter()
+        .find(|h| !KNOWN.iter().any(|k| h.eq_ignore_ascii_case(k)))
+    {
+        return Err(err(
+            1,
+            format!("unknown column `{unknown}` (known: {})", KNOWN.join(", ")),
+        ));
     }
     let need = |name: &str| column(name).ok_or_else(|| err(1, format!("missing column `{name}`")));
     let id = need("id")?;
     let size = need("size")?;
-    let (start, stop, inclusive) = match (column("lower"), column("upper"), column("begin"), column("end")) {
+    let (start, stop, inclusive) = match (
+        column("lower"),
+        column("upper"),
+        column("begin"),
+        column("end"),
+    ) {
         (Some(l), Some(u), None, None) => (l, u, false),
         (None, None, Some(b), Some(e)) => (b, e, true),
-        _ => return Err(err(1, "give the lifetimes as `lower,upper` (half-open) or `begin,end` (inclusive)".into())),
+        _ => {
+            return Err(err(
+                1,
+                "give the lifetimes as `lower,upper` (half-open) or `begin,end` (inclusive)".into(),
+            ));
+        }
     };
     let alignment = column("alignment");
     let offset = column("offset");
@@ -69,8 +96,12 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
         let record = record.map_err(|e| err(line, e.to_string()))?;
         let field = |c: usize, name: &str| -> Result<u64, FormatError> {
             let text = record.get(c).unwrap_or("");
-            text.parse::<u64>()
-                .map_err(|_| err(line, format!("`{name}` is `{text}`, not a non-negative integer")))
+            text.parse::<u64>().map_err(|_| {
+                err(
+                    line,
+                    format!("`{name}` is `{text}`, not a non-negative integer"),
+                )
+            })
         };
         let optional = |c: Option<usize>, name: &str| c.map(|c| field(c, name)).transpose();
         let row_id = record.get(id).unwrap_or("").to_string();
@@ -88,7 +119,10 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
                 .ok_or_else(|| err(line, "`end` overflows".into()))?;
         }
         if lower >= upper {
-            return Err(err(line, format!("buffer `{row_id}`: lower {lower} is not below upper {upper}")));
+            return Err(err(
+                line,
+                format!("buffer `{row_id}`: lower {lower} is not below upper {upper}"),
+            ));
         }
         rows.push(Row {
             id: row_id,
@@ -150,13 +184,13 @@ fn build(rows: Vec<Row>) -> Imported {
     }
 }
 
-/// Writes `problem` as minimalloc CSV, with the offsets of `placements` when given.
-/// Always-live buffers span every position. Views and elided tensors own no buffer and are not
-/// written. Offsets are within each buffer's pool.
-pub fn write(problem: &Problem, placements: Option<&[Placement]>) -> String {
+/// Writes `problem` as minimalloc CSV, with `offsets` (one per buffer, e.g.
+/// [`memplan_core::Plan::device_offsets`]) when given. Always-live buffers span every position.
+/// Views and elided tensors own no buffer and are not written.
+pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
     let mut writer = csv::Writer::from_writer(Vec::new());
     let mut header = vec!["id", "lower", "upper", "size"];
-    if placements.is_some() {
+    if offsets.is_some() {
         header.push("offset");
     }
     writer.write_record(&header).expect("writing to memory");
@@ -171,8 +205,8 @@ pub fn write(problem: &Problem, placements: Option<&[Placement]>) -> String {
             (u64::from(span.last) + 1).to_string(),
             buffer.size.to_string(),
         ];
-        if let Some(p) = placements {
-            record.push(p[b].offset.to_string());
+        if let Some(offsets) = offsets {
+            record.push(offsets[b].to_string());
         }
         writer.write_record(&record).expect("writing to memory");
     }
@@ -192,7 +226,11 @@ mod tests {
         use memplan_core::LiveInterval as I;
         assert_eq!(
             spans,
-            vec![Lifetime::Live(I::new(0, 1)), Lifetime::Live(I::new(2, 2)), Lifetime::Live(I::new(1, 2))]
+            vec![
+                Lifetime::Live(I::new(0, 1)),
+                Lifetime::Live(I::new(2, 2)),
+                Lifetime::Live(I::new(1, 2))
+            ]
         );
         assert_eq!(imported.offsets, None);
     }
@@ -200,9 +238,15 @@ mod tests {
     #[test]
     fn bad_rows_name_their_line() {
         let e = parse("id,lower,upper,size\n0,0,10,4\n1,10,10,4\n").unwrap_err();
-        assert_eq!(e.to_string(), "CSV line 3: buffer `1`: lower 10 is not below upper 10");
+        assert_eq!(
+            e.to_string(),
+            "CSV line 3: buffer `1`: lower 10 is not below upper 10"
+        );
         let e = parse("id,lower,upper,size\n0,0,x,4\n").unwrap_err();
-        assert_eq!(e.to_string(), "CSV line 2: `upper` is `x`, not a non-negative integer");
+        assert_eq!(
+            e.to_string(),
+            "CSV line 2: `upper` is `x`, not a non-negative integer"
+        );
         let e = parse("id,lower,upper,size\n0,0,1,4\n0,0,1,4\n").unwrap_err();
         assert_eq!(e.to_string(), "CSV line 3: duplicate id `0`");
         let e = parse("id,lower,upper\n").unwrap_err();
@@ -216,14 +260,22 @@ mod tests {
         let imported = parse("id,begin,end,size,offset\na,0,9,4,0\nb,10,19,4,0\n").unwrap();
         assert_eq!(imported.offsets, Some(vec![0, 0]));
         let live = memplan_core::liveness_of(&imported.graph).unwrap();
-        assert!(!live.problem.buffers[0].span(2).overlaps(live.problem.buffers[1].span(2)));
+        assert!(
+            !live.problem.buffers[0]
+                .span(2)
+                .overlaps(live.problem.buffers[1].span(2))
+        );
     }
 
     #[test]
     fn export_then_import_keeps_every_conflict() {
         let text = "id,lower,upper,size\n0,0,10,4\n1,10,20,4\n2,5,15,8\n3,0,20,2\n";
-        let first = memplan_core::liveness_of(&parse(text).unwrap().graph).unwrap().problem;
-        let again = memplan_core::liveness_of(&parse(&write(&first, None)).unwrap().graph).unwrap().problem;
+        let first = memplan_core::liveness_of(&parse(text).unwrap().graph)
+            .unwrap()
+            .problem;
+        let again = memplan_core::liveness_of(&parse(&write(&first, None)).unwrap().graph)
+            .unwrap()
+            .problem;
         assert_eq!(first.buffers, again.buffers);
     }
 }

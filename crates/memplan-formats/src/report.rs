@@ -86,11 +86,19 @@ impl PlanReport {
                     arena_bytes: d.arena_bytes,
                     always_live_bytes: d.always_live_bytes,
                     peak_position: d.usage.peak_position,
-                    live_at_peak: d.usage.live_at_peak.iter().map(|&b| problem.buffers[b].name.clone()).collect(),
+                    live_at_peak: d
+                        .usage
+                        .live_at_peak
+                        .iter()
+                        .map(|&b| problem.buffers[b].name.clone())
+                        .collect(),
                     pools: d
                         .pools
                         .iter()
-                        .map(|p| PoolReport { role: p.role.name().to_string(), bytes: p.bytes })
+                        .map(|p| PoolReport {
+                            role: p.role.name().to_string(),
+                            bytes: p.bytes,
+                        })
                         .collect(),
                 })
                 .collect(),
@@ -136,12 +144,19 @@ impl PlanReport {
 
     /// The pools (per device of `problem`) and placements (per buffer) this report gives, for the
     /// checker. A tensor of the problem that the report does not place is an error naming it.
-    pub fn layout_for(&self, problem: &Problem) -> Result<(Vec<Vec<Pool>>, Vec<Placement>), FormatError> {
-        let structure = |path: String, message: String| FormatError::JsonStructure { path, message };
+    pub fn layout_for(
+        &self,
+        problem: &Problem,
+    ) -> Result<(Vec<Vec<Pool>>, Vec<Placement>), FormatError> {
+        let structure =
+            |path: String, message: String| FormatError::JsonStructure { path, message };
         let mut pools = vec![Vec::new(); problem.device_ids.len()];
         for (k, d) in self.devices.iter().enumerate() {
             let Some(index) = problem.device_ids.iter().position(|id| *id == d.device) else {
-                return Err(structure(format!("devices[{k}].device"), format!("no device `{}` in the dump", d.device)));
+                return Err(structure(
+                    format!("devices[{k}].device"),
+                    format!("no device `{}` in the dump", d.device),
+                ));
             };
             pools[index] = d
                 .pools
@@ -151,22 +166,41 @@ impl PlanReport {
                     let role = match p.role.as_str() {
                         "arena" => PoolRole::Arena,
                         "static" => PoolRole::Static,
-                        other => return Err(structure(format!("devices[{k}].pools[{j}].role"), format!("unknown role `{other}`"))),
+                        other => {
+                            return Err(structure(
+                                format!("devices[{k}].pools[{j}].role"),
+                                format!("unknown role `{other}`"),
+                            ));
+                        }
                     };
-                    Ok(Pool { role, bytes: p.bytes })
+                    Ok(Pool {
+                        role,
+                        bytes: p.bytes,
+                    })
                 })
                 .collect::<Result<_, _>>()?;
         }
-        let by_tensor: HashMap<&str, &PlacementReport> =
-            self.placements.iter().map(|p| (p.tensor.as_str(), p)).collect();
+        let by_tensor: HashMap<&str, &PlacementReport> = self
+            .placements
+            .iter()
+            .map(|p| (p.tensor.as_str(), p))
+            .collect();
         let placements = problem
             .buffers
             .iter()
             .map(|b| {
                 by_tensor
                     .get(b.name.as_str())
-                    .map(|p| Placement { pool: p.pool, offset: p.offset })
-                    .ok_or_else(|| structure("placements".into(), format!("tensor `{}` has no placement", b.name)))
+                    .map(|p| Placement {
+                        pool: p.pool,
+                        offset: p.offset,
+                    })
+                    .ok_or_else(|| {
+                        structure(
+                            "placements".into(),
+                            format!("tensor `{}` has no placement", b.name),
+                        )
+                    })
             })
             .collect::<Result<_, _>>()?;
         Ok((pools, placements))

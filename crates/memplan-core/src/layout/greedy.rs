@@ -57,9 +57,11 @@ pub(crate) fn place_in_order_within(
         neighbours.clear();
         conflicts(i as usize, &mut neighbours);
         ranges.clear();
-        ranges.extend(neighbours.iter().filter_map(|&j| {
-            offsets[j as usize].map(|o| (o, o + items[j as usize].size))
-        }));
+        ranges.extend(
+            neighbours
+                .iter()
+                .filter_map(|&j| offsets[j as usize].map(|o| (o, o + items[j as usize].size))),
+        );
         let offset = choose_gap(&mut ranges, item.size, item.alignment, choice);
         offsets[i as usize] = Some(offset);
         extent = extent.max(offset + item.size);
@@ -74,7 +76,12 @@ pub(crate) fn place_in_order_within(
 }
 
 /// The offset `choice` picks for `size` bytes at `alignment` among the occupied `ranges`.
-pub(crate) fn choose_gap(ranges: &mut [(u64, u64)], size: u64, alignment: u64, choice: GapChoice) -> u64 {
+pub(crate) fn choose_gap(
+    ranges: &mut [(u64, u64)],
+    size: u64,
+    alignment: u64,
+    choice: GapChoice,
+) -> u64 {
     ranges.sort_unstable();
     let aligned = |v: u64| align_up(v, alignment).expect("validated: extents fit in u64");
     let mut cursor = 0;
@@ -105,9 +112,18 @@ mod tests {
     fn lowest_takes_the_first_gap_and_smallest_the_tightest() {
         let ranges = [(10, 20), (50, 60), (64, 100)];
         assert_eq!(choose_gap(&mut ranges.clone(), 4, 1, GapChoice::Lowest), 0);
-        assert_eq!(choose_gap(&mut ranges.clone(), 4, 1, GapChoice::Smallest), 60);
-        assert_eq!(choose_gap(&mut ranges.clone(), 12, 1, GapChoice::Lowest), 20);
-        assert_eq!(choose_gap(&mut ranges.clone(), 40, 1, GapChoice::Smallest), 100);
+        assert_eq!(
+            choose_gap(&mut ranges.clone(), 4, 1, GapChoice::Smallest),
+            60
+        );
+        assert_eq!(
+            choose_gap(&mut ranges.clone(), 12, 1, GapChoice::Lowest),
+            20
+        );
+        assert_eq!(
+            choose_gap(&mut ranges.clone(), 40, 1, GapChoice::Smallest),
+            100
+        );
     }
 
     #[test]
@@ -115,6 +131,9 @@ mod tests {
         let ranges = [(0, 5), (24, 30)];
         assert_eq!(choose_gap(&mut ranges.clone(), 8, 8, GapChoice::Lowest), 8);
         assert_eq!(choose_gap(&mut ranges.clone(), 16, 8, GapChoice::Lowest), 8);
-        assert_eq!(choose_gap(&mut ranges.clone(), 17, 8, GapChoice::Lowest), 32);
+        assert_eq!(
+            choose_gap(&mut ranges.clone(), 17, 8, GapChoice::Lowest),
+            32
+        );
     }
 }

@@ -20,12 +20,19 @@ pub(crate) struct IntervalIndex {
 
 impl IntervalIndex {
     pub(crate) fn new(intervals: &[LiveInterval]) -> Self {
-        let positions = intervals.iter().map(|i| i.last as usize + 1).max().unwrap_or(1);
+        let positions = intervals
+            .iter()
+            .map(|i| i.last as usize + 1)
+            .max()
+            .unwrap_or(1);
         let leaves = positions.next_power_of_two();
         let mut node_items = vec![Vec::new(); 2 * leaves];
         for (item, interval) in intervals.iter().enumerate() {
             // Bottom-up canonical decomposition of [first, last].
-            let (mut lo, mut hi) = (interval.first as usize + leaves, interval.last as usize + leaves + 1);
+            let (mut lo, mut hi) = (
+                interval.first as usize + leaves,
+                interval.last as usize + leaves + 1,
+            );
             while lo < hi {
                 if lo & 1 == 1 {
                     node_items[lo].push(item as u32);
@@ -41,7 +48,10 @@ impl IntervalIndex {
         }
         let mut by_start: Vec<u32> = (0..intervals.len() as u32).collect();
         by_start.sort_by_key(|&i| (intervals[i as usize].first, i));
-        let starts = by_start.iter().map(|&i| intervals[i as usize].first).collect();
+        let starts = by_start
+            .iter()
+            .map(|&i| intervals[i as usize].first)
+            .collect();
         IntervalIndex {
             leaves,
             node_items,

@@ -210,6 +210,31 @@ impl Plan {
     pub fn is_valid(&self) -> bool {
         self.violations.is_empty()
     }
+
+    /// Each buffer's offset in its device's memory with the device's pools laid end to end, in
+    /// order: one address space per device, as a single-pool format (minimalloc) needs.
+    pub fn device_offsets(&self, problem: &Problem) -> Vec<u64> {
+        let bases: Vec<Vec<u64>> = self
+            .devices
+            .iter()
+            .map(|d| {
+                d.pools
+                    .iter()
+                    .scan(0u64, |base, pool| {
+                        let start = *base;
+                        *base += pool.bytes;
+                        Some(start)
+                    })
+                    .collect()
+            })
+            .collect();
+        problem
+            .buffers
+            .iter()
+            .zip(&self.placements)
+            .map(|(b, p)| bases[b.device][p.pool] + p.offset)
+            .collect()
+    }
 }
 
 /// Why no plan could be made.
@@ -270,17 +295,40 @@ pub fn plan(problem: &Problem, options: &PlanOptions) -> Result<Plan, PlanError>
         let mut pools = Vec::new();
         if arena_extent <= options.pool_cap {
             if !arena.is_empty() {
-                pools.push(Pool { role: PoolRole::Arena, bytes: arena_extent });
+                pools.push(Pool {
+                    role: PoolRole::Arena,
+                    bytes: arena_extent,
+                });
             }
             for (&b, &offset) in arena.iter().zip(&arena_offsets) {
                 placements[b] = Placement { pool: 0, offset };
             }
         } else {
-            bump_into_pools(problem, &arena, PoolRole::Arena, options.pool_cap, &mut pools, &mut placements)?;
+            bump_into_pools(
+                problem,
+                &arena,
+                PoolRole::Arena,
+                options.pool_cap,
+                &mut pools,
+                &mut placements,
+            )?;
         }
-        bump_into_pools(problem, &statics, PoolRole::Static, options.pool_cap, &mut pools, &mut placements)?;
+        bump_into_pools(
+            problem,
+            &statics,
+            PoolRole::Static,
+            options.pool_cap,
+            &mut pools,
+            &mut placements,
+        )?;
 
-        let sum = |role| pools.iter().filter(|p| p.role == role).map(|p| p.bytes).sum::<u64>();
+        let sum = |role| {
+            pools
+                .iter()
+                .filter(|p| p.role == role)
+                .map(|p| p.bytes)
+                .sum::<u64>()
+        };
         let (arena_bytes, always_live_bytes) = (sum(PoolRole::Arena), sum(PoolRole::Static));
         devices.push(DevicePlan {
             device,
@@ -299,7 +347,10 @@ pub fn plan(problem: &Problem, options: &PlanOptions) -> Result<Plan, PlanError>
         violations: Vec::new(),
     };
     let pools: Vec<&[Pool]> = plan.devices.iter().map(|d| d.pools.as_slice()).collect();
-    let layout = Layout { pools: &pools, placements: &plan.placements };
+    let layout = Layout {
+        pools: &pools,
+        placements: &plan.placements,
+    };
     plan.violations = check(problem, layout, options.precision_classes, options.pool_cap);
     Ok(plan)
 }
@@ -314,7 +365,11 @@ fn layout_arena(
 ) -> (Vec<u64>, u64) {
     let mut classes: BTreeMap<Option<DType>, Vec<usize>> = BTreeMap::new();
     for (k, &b) in arena.iter().enumerate() {
-        let class = if options.precision_classes { problem.buffers[b].dtype } else { None };
+        let class = if options.precision_classes {
+            problem.buffers[b].dtype
+        } else {
+            None
+        };
         classes.entry(class).or_default().push(k);
     }
     let mut offsets = vec![0; arena.len()];
@@ -332,7 +387,11 @@ fn layout_arena(
             })
             .collect();
         let region = layout_region(&items, strategy, options);
-        let alignment = if strategy == Strategy::Tlsf { tlsf::GRANULE } else { 1 };
+        let alignment = if strategy == Strategy::Tlsf {
+            tlsf::GRANULE
+        } else {
+            1
+        };
         let alignment = items.iter().map(|i| i.alignment).fold(alignment, u64::max);
         base = align_up(base, alignment).expect("validated: extents fit in u64");
         for (&k, &offset) in members.iter().zip(&region.offsets) {
@@ -360,7 +419,8 @@ fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> R
             let mut offsets = Vec::with_capacity(items.len());
             let mut extent = 0;
             for item in items {
-                let offset = align_up(extent, item.alignment).expect("validated: extents fit in u64");
+                let offset =
+                    align_up(extent, item.alignment).expect("validated: extents fit in u64");
                 offsets.push(offset);
                 extent = offset + item.size;
             }
@@ -385,7 +445,8 @@ fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> R
                 }
                 neighbours.push(out);
             }
-            let evaluations = (options.search_work / visits).min(u64::from(options.search_evaluations)) as u32;
+            let evaluations =
+                (options.search_work / visits).min(u64::from(options.search_evaluations)) as u32;
             search::layout(items, &neighbours, evaluations)
         }
         Strategy::Best => unreachable!("best picks among the other strategies per device"),
@@ -403,7 +464,12 @@ fn bump_into_pools(
 ) -> Result<(), PlanError> {
     let items: Vec<(u64, u64)> = buffers
         .iter()
-        .map(|&b| (problem.buffers[b].occupied_size(), problem.buffers[b].alignment))
+        .map(|&b| {
+            (
+                problem.buffers[b].occupied_size(),
+                problem.buffers[b].alignment,
+            )
+        })
         .collect();
     let packed = pack_into_pools(&items, cap).map_err(|k| PlanError::OverCap {
         buffer: problem.buffers[buffers[k]].name.clone(),
@@ -413,7 +479,10 @@ fn bump_into_pools(
     let first = pools.len();
     pools.extend(packed.pool_bytes.iter().map(|&bytes| Pool { role, bytes }));
     for (&b, &(pool, offset)) in buffers.iter().zip(&packed.placements) {
-        placements[b] = Placement { pool: first + pool, offset };
+        placements[b] = Placement {
+            pool: first + pool,
+            offset,
+        };
     }
     Ok(())
 }
@@ -451,5 +520,11 @@ pub fn pack_into_pools(items: &[(u64, u64)], cap: u64) -> Result<PackedPools, us
         pool_bytes[pool] = offset + size;
         placements.push((pool, offset));
     }
-    Ok(PackedPools { placements, pool_bytes })
+    Ok(PackedPools {
+        placements,
+        pool_bytes,
+    })
 }
+
+#[cfg(test)]
+mod tests;

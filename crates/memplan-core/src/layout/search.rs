@@ -34,9 +34,13 @@ impl SplitMix64 {
 pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) -> RegionLayout {
     // A decode gives up once it passes `limit`: such an order would be rejected anyway.
     let decode = |order: &[u32], limit: u64| {
-        place_in_order_within(items, order, GapChoice::Lowest, &mut |i, out| {
-            out.extend_from_slice(&neighbours[i])
-        }, limit)
+        place_in_order_within(
+            items,
+            order,
+            GapChoice::Lowest,
+            &mut |i, out| out.extend_from_slice(&neighbours[i]),
+            limit,
+        )
     };
     let mut order = size_order(items);
     let mut current = decode(&order, u64::MAX).expect("no limit");
@@ -56,7 +60,9 @@ pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) 
             order
                 .iter()
                 .enumerate()
-                .filter(|&(_, &i)| current.offsets[i as usize] + items[i as usize].size == current.extent)
+                .filter(|&(_, &i)| {
+                    current.offsets[i as usize] + items[i as usize].size == current.extent
+                })
                 .map(|(at, _)| at),
         );
         let from = if rng.below(4) == 0 || at_peak.is_empty() {
@@ -64,7 +70,11 @@ pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) 
         } else {
             at_peak[rng.below(at_peak.len())]
         };
-        let to = if from == 0 { rng.below(order.len()) } else { rng.below(from) };
+        let to = if from == 0 {
+            rng.below(order.len())
+        } else {
+            rng.below(from)
+        };
         let moved = order.remove(from);
         order.insert(to, moved);
         if let Some(candidate) = decode(&order, current.extent) {
@@ -82,7 +92,11 @@ pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) 
 
 /// The most bytes live at once among `items`: no layout goes below it, so search stops there.
 fn lower_bound_hint(items: &[Item]) -> u64 {
-    let positions = items.iter().map(|i| i.live.last as usize + 2).max().unwrap_or(0);
+    let positions = items
+        .iter()
+        .map(|i| i.live.last as usize + 2)
+        .max()
+        .unwrap_or(0);
     let mut delta = vec![0i128; positions];
     for i in items {
         delta[i.live.first as usize] += i.size as i128;

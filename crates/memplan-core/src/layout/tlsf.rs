@@ -107,7 +107,11 @@ impl Tlsf {
 
     fn remove_free(&mut self, b: u32) {
         let (fl, sl) = mapping(self.blocks[b as usize].size);
-        let Block { prev_free, next_free, .. } = self.blocks[b as usize];
+        let Block {
+            prev_free,
+            next_free,
+            ..
+        } = self.blocks[b as usize];
         if prev_free != NONE {
             self.blocks[prev_free as usize].next_free = next_free;
         } else {
@@ -224,7 +228,9 @@ impl Tlsf {
     /// Merges the physical successor of `b` into `b`.
     fn absorb_next(&mut self, b: u32) {
         let next = self.blocks[b as usize].next_phys;
-        let Block { size, next_phys, .. } = self.blocks[next as usize];
+        let Block {
+            size, next_phys, ..
+        } = self.blocks[next as usize];
         self.blocks[b as usize].size += size;
         self.blocks[b as usize].next_phys = next_phys;
         if next_phys != NONE {
@@ -243,7 +249,11 @@ impl Tlsf {
 /// Lays the items out online in schedule order (see the module docs).
 pub(crate) fn layout(items: &[Item]) -> RegionLayout {
     let granule = items.iter().map(|i| i.alignment).fold(GRANULE, u64::max);
-    let positions = items.iter().map(|i| i.live.last as usize + 1).max().unwrap_or(0);
+    let positions = items
+        .iter()
+        .map(|i| i.live.last as usize + 1)
+        .max()
+        .unwrap_or(0);
     let mut starting = vec![Vec::new(); positions];
     let mut ending = vec![Vec::new(); positions];
     for (i, item) in items.iter().enumerate() {

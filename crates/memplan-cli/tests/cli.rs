@@ -1,0 +1,186 @@
+//! The `memplan` binary end to end: what it prints, its exit codes, and that its files round-trip.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn example(name: &str) -> String {
+    root()
+        .join("static/examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn memplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memplan"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn temp(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memplan-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+#[test]
+fn validate_prints_counts() {
+    let o = memplan(&["validate", &example("mlp-training.json")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("valid memplan JSON dump: 38 tensors, 23 steps, 0 loops, 1 devices"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn validate_names_the_problem_and_exits_1() {
+    let bad = temp(
+        "bad.json",
+        r#"{"memplan": 1, "tensors": [{"id": "a", "bytes": 1}], "steps": [{"id": "s", "writes": ["a", "b"]}]}"#,
+    );
+    let o = memplan(&["validate", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).ends_with("bad.json: step `s` refers to tensor `b`, which does not exist\n"),
+        "{}",
+        stderr(&o)
+    );
+    let csv = temp("bad.csv", "id,lower,upper,size\n0,5,5,10\n");
+    let o = memplan(&["validate", csv.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("CSV line 2: buffer `0`: lower 5 is not below upper 5"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn plan_json_has_the_documented_fields_and_a_checked_plan() {
+    let o = memplan(&[
+        "plan",
+        &example("transformer-decode.json"),
+        "--json",
+        "--strategy",
+        "first-fit",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(r["strategy"], "first-fit");
+    assert_eq!(r["valid"], true);
+    assert!(r["peak_bytes"].as_u64().unwrap() >= r["lower_bound_bytes"].as_u64().unwrap());
+    let d = &r["devices"][0];
+    for field in [
+        "device",
+        "peak_bytes",
+        "lower_bound_bytes",
+        "arena_bytes",
+        "always_live_bytes",
+        "pools",
+    ] {
+        assert!(!d[field].is_null(), "devices[0].{field}");
+    }
+    // 5.37 GiB of always-live weights and cache exceed the 4 GiB cap: more than one static pool.
+    assert!(d["pools"].as_array().unwrap().len() >= 3);
+    let p = &r["placements"][0];
+    for field in ["tensor", "device", "offset", "size", "live"] {
+        assert!(!p[field].is_null(), "placements[0].{field}");
+    }
+    assert_eq!(p["live"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn check_accepts_a_plan_and_rejects_a_tampered_one() {
+    let dump = example("mlp-training.json");
+    let o = memplan(&["plan", &dump, "--json"]);
+    let report = stdout(&o);
+    let good = temp("good.plan.json", &report);
+    let o = memplan(&["check", &dump, "--plan", good.to_str().unwrap()]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+
+    // Move the first arena buffer onto the one that conflicts with it.
+    let mut r: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let placements = r["placements"].as_array_mut().unwrap();
+    let live = |p: &serde_json::Value| {
+        (
+            p["live"][0].as_u64().unwrap(),
+            p["live"][1].as_u64().unwrap(),
+        )
+    };
+    let (a, b) = (0..placements.len())
+        .flat_map(|a| (0..placements.len()).map(move |b| (a, b)))
+        .find(|&(a, b)| {
+            let (pa, pb) = (&placements[a], &placements[b]);
+            a != b
+                && pa["pool"] == pb["pool"]
+                && pa["offset"] != pb["offset"]
+                && live(pa).0 <= live(pb).1
+                && live(pb).0 <= live(pa).1
+        })
+        .unwrap();
+    placements[b]["offset"] = placements[a]["offset"].clone();
+    let bad = temp("bad.plan.json", &r.to_string());
+    let o = memplan(&["check", &dump, "--plan", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("conflict but share bytes"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn convert_round_trips_json_and_minimalloc() {
+    let dump = example("mlp-training.json");
+    let o = memplan(&["convert", &dump, "--to", "json"]);
+    assert!(o.status.success());
+    let again = temp("again.json", &stdout(&o));
+    let o2 = memplan(&["convert", again.to_str().unwrap(), "--to", "json"]);
+    assert_eq!(stdout(&o), stdout(&o2), "canonical JSON is a fixed point");
+
+    let o = memplan(&["convert", &dump, "--to", "minimalloc", "--with-plan"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = temp("plan.csv", &stdout(&o));
+    assert!(stdout(&o).starts_with("id,lower,upper,size,offset\n"));
+    let o = memplan(&["check", csv.to_str().unwrap()]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn plan_prints_a_human_table() {
+    let o = memplan(&["plan", &example("mlp-training.json")]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    assert!(
+        text.contains("checker: valid") && text.contains("MiB") && text.contains("gpu0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unknown_strategy_is_a_usage_error() {
+    let o = memplan(&["plan", &example("mlp-training.json"), "--strategy", "magic"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown strategy `magic`"),
+        "{}",
+        stderr(&o)
+    );
+}

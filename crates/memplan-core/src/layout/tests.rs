@@ -1,0 +1,413 @@
+//! Property tests of every strategy against the independent checker, and the seeds' cases.
+
+use proptest::prelude::{Strategy as _, *};
+
+use super::Strategy;
+use super::*;
+use crate::check::{Layout, Violation, check};
+use crate::problem::{Buffer, Lifetime};
+
+fn buffer(name: &str, size: u64, alignment: u64, lifetime: Lifetime) -> Buffer {
+    Buffer {
+        name: name.into(),
+        device: 0,
+        size,
+        alignment,
+        dtype: None,
+        lifetime,
+    }
+}
+
+fn live(first: u32, last: u32) -> Lifetime {
+    Lifetime::Live(LiveInterval::new(first, last))
+}
+
+fn problem(positions: u32, buffers: Vec<Buffer>) -> Problem {
+    Problem {
+        device_ids: vec!["d0".into(), "d1".into()],
+        positions,
+        buffers,
+    }
+}
+
+fn arb_problem() -> impl proptest::strategy::Strategy<Value = Problem> {
+    (1u32..16).prop_flat_map(|positions| {
+        let buffer = (
+            0u64..5000,
+            prop::sample::select(vec![1u64, 2, 8, 32, 256]),
+            prop::option::of(prop::sample::select(vec![DType::F32, DType::F16])),
+            0usize..2,
+            prop::option::weighted(0.9, (0..positions, 0..positions)),
+        )
+            .prop_map(|(size, alignment, dtype, device, span)| Buffer {
+                name: String::new(),
+                device,
+                size,
+                alignment,
+                dtype,
+                lifetime: match span {
+                    None => Lifetime::Always,
+                    Some((a, b)) => live(a.min(b), a.max(b)),
+                },
+            });
+        prop::collection::vec(buffer, 0..40).prop_map(move |mut buffers| {
+            for (i, b) in buffers.iter_mut().enumerate() {
+                b.name = format!("b{i}");
+            }
+            problem(positions, buffers)
+        })
+    })
+}
+
+fn layout_of(plan: &Plan) -> (Vec<&[Pool]>, &[Placement]) {
+    (
+        plan.devices.iter().map(|d| d.pools.as_slice()).collect(),
+        &plan.placements,
+    )
+}
+
+/// The bytes live at `position` on `device`, counted the slow way.
+fn live_bytes(p: &Problem, device: usize, position: u32) -> u64 {
+    p.buffers
+        .iter()
+        .filter(|b| {
+            b.device == device
+                && b.span(p.positions).first <= position
+                && position <= b.span(p.positions).last
+        })
+        .map(Buffer::occupied_size)
+        .sum()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn every_strategy_plans_validly_above_the_lower_bound_and_deterministically(
+        p in arb_problem(),
+        classes in any::<bool>(),
+    ) {
+        for strategy in Strategy::ALL {
+            let options = PlanOptions { strategy, precision_classes: classes, search_evaluations: 50, ..PlanOptions::default() };
+            let plan = plan(&p, &options).unwrap();
+            prop_assert!(plan.is_valid(), "{strategy}: {:?}", plan.violations);
+            for d in &plan.devices {
+                prop_assert!(d.peak_bytes >= d.usage.lower_bound, "{strategy}: peak below LB");
+                let slow = (0..p.positions).map(|q| live_bytes(&p, d.device, q)).max().unwrap_or(0);
+                prop_assert_eq!(d.usage.lower_bound, slow);
+            }
+            prop_assert_eq!(&plan, &super::plan(&p, &options).unwrap(), "{} is not deterministic", strategy);
+        }
+    }
+
+    #[test]
+    fn best_is_never_worse_than_any_heuristic(p in arb_problem()) {
+        let peak = |strategy| plan(&p, &PlanOptions { strategy, search_evaluations: 50, ..PlanOptions::default() }).unwrap().peak_bytes();
+        let best = peak(Strategy::Best);
+        for s in [Strategy::FirstFit, Strategy::BestFit, Strategy::Tlsf, Strategy::Bump, Strategy::Search] {
+            prop_assert!(best <= peak(s), "best {best} > {s} {}", peak(s));
+        }
+    }
+
+    #[test]
+    fn a_small_cap_splits_into_pools_or_names_the_oversized_buffer(p in arb_problem(), cap in 1u64..20_000) {
+        let options = PlanOptions { strategy: Strategy::FirstFit, pool_cap: cap, ..PlanOptions::default() };
+        match plan(&p, &options) {
+            Ok(plan) => {
+                prop_assert!(plan.is_valid(), "{:?}", plan.violations);
+                prop_assert!(plan.devices.iter().flat_map(|d| &d.pools).all(|pool| pool.bytes <= cap));
+            }
+            Err(PlanError::OverCap { buffer, size, cap: c }) => {
+                prop_assert_eq!(c, cap);
+                let b = p.buffers.iter().find(|b| b.name == buffer).unwrap();
+                prop_assert!(b.occupied_size() > cap && b.size == size);
+            }
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
+        }
+    }
+
+    #[test]
+    fn the_checker_catches_a_moved_buffer(p in arb_problem(), pick in any::<prop::sample::Index>()) {
+        let plan = plan(&p, &PlanOptions { strategy: Strategy::FirstFit, ..PlanOptions::default() }).unwrap();
+        // Conflicting pairs with bytes in the same pool: put the second on top of the first.
+        let pairs: Vec<(usize, usize)> = (0..p.buffers.len())
+            .flat_map(|a| (0..p.buffers.len()).map(move |b| (a, b)))
+            .filter(|&(a, b)| a < b)
+            .filter(|&(a, b)| {
+                let (x, y) = (&p.buffers[a], &p.buffers[b]);
+                x.device == y.device
+                    && plan.placements[a].pool == plan.placements[b].pool
+                    && x.occupied_size() > 0 && y.occupied_size() > 0
+                    && x.span(p.positions).overlaps(y.span(p.positions))
+                    && plan.placements[a].offset.is_multiple_of(y.alignment)
+            })
+            .collect();
+        prop_assume!(!pairs.is_empty());
+        let (a, b) = pairs[pick.index(pairs.len())];
+        let mut placements = plan.placements.clone();
+        placements[b].offset = placements[a].offset;
+        let (pools, _) = layout_of(&plan);
+        let violations = check(&p, Layout { pools: &pools, placements: &placements }, false, plan.options.pool_cap);
+        prop_assert!(violations.iter().any(|v| matches!(v, Violation::Overlap { .. } | Violation::OutsidePool { .. })), "{violations:?}");
+    }
+}
+
+#[test]
+fn the_checker_catches_misalignment_and_classes_sharing_bytes() {
+    let mut p = problem(
+        2,
+        vec![buffer("a", 8, 8, live(0, 0)), buffer("b", 8, 8, live(1, 1))],
+    );
+    p.buffers[1].dtype = Some(DType::F16);
+    let pools = [Pool {
+        role: PoolRole::Arena,
+        bytes: 16,
+    }];
+    let pools: Vec<&[Pool]> = vec![&pools, &[]];
+    let shared = [
+        Placement { pool: 0, offset: 0 },
+        Placement { pool: 0, offset: 0 },
+    ];
+    // Disjoint in time, so they may share bytes, unless precision classes are on.
+    assert!(
+        check(
+            &p,
+            Layout {
+                pools: &pools,
+                placements: &shared
+            },
+            false,
+            u64::MAX
+        )
+        .is_empty()
+    );
+    let v = check(
+        &p,
+        Layout {
+            pools: &pools,
+            placements: &shared,
+        },
+        true,
+        u64::MAX,
+    );
+    assert_eq!(
+        v,
+        vec![Violation::Overlap {
+            first: "a".into(),
+            second: "b".into(),
+            pool: 0
+        }]
+    );
+    let misaligned = [
+        Placement { pool: 0, offset: 4 },
+        Placement { pool: 0, offset: 0 },
+    ];
+    let v = check(
+        &p,
+        Layout {
+            pools: &pools,
+            placements: &misaligned,
+        },
+        false,
+        u64::MAX,
+    );
+    assert!(
+        v.contains(&Violation::Misaligned {
+            buffer: "a".into(),
+            offset: 4,
+            alignment: 8
+        }),
+        "{v:?}"
+    );
+    let v = check(
+        &p,
+        Layout {
+            pools: &pools,
+            placements: &shared,
+        },
+        false,
+        8,
+    );
+    assert!(
+        matches!(
+            v[0],
+            Violation::OverCap {
+                bytes: 16,
+                cap: 8,
+                ..
+            }
+        ),
+        "{v:?}"
+    );
+}
+
+// The seeds' cases (pool-and-arena-layout).
+
+#[test]
+fn pool_cap_1000_600_then_600_gives_two_pools() {
+    let packed = pack_into_pools(&[(600, 1), (600, 1)], 1000).unwrap();
+    assert_eq!(packed.placements, vec![(0, 0), (1, 0)]);
+    assert_eq!(packed.pool_bytes, vec![600, 600]);
+}
+
+#[test]
+fn pool_cap_1000_1000_then_1_gives_two_pools() {
+    let packed = pack_into_pools(&[(1000, 1), (1, 1)], 1000).unwrap();
+    assert_eq!(packed.placements, vec![(0, 0), (1, 0)]);
+    assert_eq!(packed.pool_bytes, vec![1000, 1]);
+}
+
+#[test]
+fn an_item_over_the_cap_is_an_error_naming_it() {
+    assert_eq!(pack_into_pools(&[(10, 1), (1001, 1)], 1000), Err(1));
+    let p = problem(
+        1,
+        vec![
+            buffer("small", 10, 1, live(0, 0)),
+            buffer("huge", 1001, 1, live(0, 0)),
+        ],
+    );
+    let e = plan(
+        &p,
+        &PlanOptions {
+            pool_cap: 1000,
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "buffer `huge` needs 1001 bytes, more than the pool cap of 1000 bytes"
+    );
+}
+
+#[test]
+fn five_then_eight_at_alignment_8_puts_the_second_at_8() {
+    let packed = pack_into_pools(&[(5, 8), (8, 8)], 1000).unwrap();
+    assert_eq!(packed.placements, vec![(0, 0), (0, 8)]);
+    // The arena layout agrees: two always-conflicting buffers, bump order.
+    let p = problem(
+        1,
+        vec![buffer("a", 5, 8, live(0, 0)), buffer("b", 8, 8, live(0, 0))],
+    );
+    let plan = plan(
+        &p,
+        &PlanOptions {
+            strategy: Strategy::Bump,
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(plan.placements[1].offset, 8);
+}
+
+#[test]
+fn sizes_4_then_64_at_alignment_32_vs_the_reverse_order() {
+    let forward = pack_into_pools(&[(4, 32), (64, 32)], 1000).unwrap();
+    assert_eq!(forward.placements, vec![(0, 0), (0, 32)]);
+    assert_eq!(forward.pool_bytes, vec![96]);
+    let reverse = pack_into_pools(&[(64, 32), (4, 32)], 1000).unwrap();
+    assert_eq!(reverse.placements, vec![(0, 0), (0, 64)]);
+    assert_eq!(reverse.pool_bytes, vec![68]);
+    // Greedy by decreasing size puts the 64 first whatever the input order.
+    let p = problem(
+        1,
+        vec![
+            buffer("small", 4, 32, live(0, 0)),
+            buffer("big", 64, 32, live(0, 0)),
+        ],
+    );
+    let plan = plan(
+        &p,
+        &PlanOptions {
+            strategy: Strategy::FirstFit,
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (plan.placements[1].offset, plan.placements[0].offset),
+        (0, 64)
+    );
+}
+
+#[test]
+fn an_arena_over_the_cap_falls_back_to_bump_pools() {
+    let p = problem(
+        2,
+        vec![
+            buffer("a", 600, 1, live(0, 0)),
+            buffer("b", 600, 1, live(0, 1)),
+            buffer("c", 300, 1, live(1, 1)),
+        ],
+    );
+    let plan = plan(
+        &p,
+        &PlanOptions {
+            strategy: Strategy::FirstFit,
+            pool_cap: 1000,
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(plan.is_valid());
+    let pools: Vec<u64> = plan.devices[0].pools.iter().map(|p| p.bytes).collect();
+    assert_eq!(pools, vec![600, 900]);
+}
+
+#[test]
+fn disjoint_lifetimes_share_bytes_and_always_live_ones_do_not() {
+    let p = problem(
+        3,
+        vec![
+            buffer("x", 100, 1, live(0, 0)),
+            buffer("y", 100, 1, live(1, 2)),
+            buffer("w", 50, 1, Lifetime::Always),
+        ],
+    );
+    let plan = plan(
+        &p,
+        &PlanOptions {
+            strategy: Strategy::FirstFit,
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap();
+    let d = &plan.devices[0];
+    assert_eq!(
+        (
+            d.arena_bytes,
+            d.always_live_bytes,
+            d.peak_bytes,
+            d.usage.lower_bound
+        ),
+        (100, 50, 150, 150)
+    );
+    assert_eq!(d.usage.live_at_peak, vec![0, 2]);
+    assert_eq!(d.usage.peak_position, Some(0));
+}
+
+#[test]
+fn tlsf_rounds_to_256_and_frees_before_it_allocates() {
+    // `a` ends at 0 and `b` starts at 1: b reuses a's block; `c` overlaps both.
+    let p = problem(
+        2,
+        vec![
+            buffer("a", 100, 1, live(0, 0)),
+            buffer("b", 200, 1, live(1, 1)),
+            buffer("c", 10, 1, live(0, 1)),
+        ],
+    );
+    let plan = plan(
+        &p,
+        &PlanOptions {
+            strategy: Strategy::Tlsf,
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(plan.is_valid());
+    let offsets: Vec<u64> = plan.placements.iter().map(|p| p.offset).collect();
+    assert_eq!(offsets, vec![0, 0, 256]);
+    assert_eq!(plan.devices[0].arena_bytes, 512);
+}
