@@ -1,25 +1,31 @@
-//! Which buffers' live intervals overlap a given interval, without a quadratic scan.
+//! Which items' live intervals overlap a given interval, and were placed before a given one,
+//! without a quadratic scan.
 //!
-//! Static: built once over all the items of a region. A query for `[a, b]` returns the items that
-//! contain `a` (a stabbing query down a segment tree over positions) plus the items that start in
-//! `(a, b]` (a range of the items sorted by start). Each overlapping item is returned once, so a
-//! query costs O(log P + k) for k overlaps.
+//! Static: built once over all the items of a region, with each item's *rank* (its place in the
+//! placement order). A query for `[a, b]` returns the items that contain `a` (a stabbing query
+//! down a segment tree over positions) plus the items that start in `(a, b]` (a range of the
+//! items sorted by start, answered by a merge-sort tree over that order). Every list is sorted
+//! by rank, so "placed before rank r" is a prefix of each: a query costs O(log n + k) for k
+//! overlapping items placed before, and never looks at the items not yet placed.
 
 use crate::problem::LiveInterval;
 
 pub(crate) struct IntervalIndex {
-    /// Leaves of the segment tree: a power of two at least the number of positions.
+    /// Leaves of the position tree: a power of two at least the number of positions.
     leaves: usize,
-    /// For each tree node, the items whose interval covers the node's range canonically.
-    node_items: Vec<Vec<u32>>,
-    /// Item indices sorted by (first, index), and their firsts.
-    by_start: Vec<u32>,
+    /// Per position-tree node, (rank, first) of the items whose interval covers the node's range
+    /// canonically, sorted by rank.
+    node_items: Vec<Vec<(u32, u32)>>,
+    /// Firsts in by-start order, and the merge-sort tree over that order (ranks sorted per node).
     starts: Vec<u32>,
-    intervals: Vec<LiveInterval>,
+    start_leaves: usize,
+    start_tree: Vec<Vec<u32>>,
 }
 
 impl IntervalIndex {
-    pub(crate) fn new(intervals: &[LiveInterval]) -> Self {
+    /// `rank[i]` is item `i`'s place in the placement order (a permutation of `0..n`).
+    pub(crate) fn new(intervals: &[LiveInterval], rank: &[u32]) -> Self {
+        let n = intervals.len();
         let positions = intervals
             .iter()
             .map(|i| i.last as usize + 1)
@@ -35,49 +41,86 @@ impl IntervalIndex {
             );
             while lo < hi {
                 if lo & 1 == 1 {
-                    node_items[lo].push(item as u32);
+                    node_items[lo].push((rank[item], interval.first));
                     lo += 1;
                 }
                 if hi & 1 == 1 {
                     hi -= 1;
-                    node_items[hi].push(item as u32);
+                    node_items[hi].push((rank[item], interval.first));
                 }
                 lo /= 2;
                 hi /= 2;
             }
         }
-        let mut by_start: Vec<u32> = (0..intervals.len() as u32).collect();
+        for list in &mut node_items {
+            list.sort_unstable();
+        }
+
+        let mut by_start: Vec<u32> = (0..n as u32).collect();
         by_start.sort_by_key(|&i| (intervals[i as usize].first, i));
         let starts = by_start
             .iter()
             .map(|&i| intervals[i as usize].first)
             .collect();
+        let start_leaves = n.next_power_of_two().max(1);
+        let mut start_tree = vec![Vec::new(); 2 * start_leaves];
+        for (k, &i) in by_start.iter().enumerate() {
+            start_tree[start_leaves + k].push(rank[i as usize]);
+        }
+        for node in (1..start_leaves).rev() {
+            let mut merged =
+                Vec::with_capacity(start_tree[2 * node].len() + start_tree[2 * node + 1].len());
+            merged.extend_from_slice(&start_tree[2 * node]);
+            merged.extend_from_slice(&start_tree[2 * node + 1]);
+            merged.sort_unstable();
+            start_tree[node] = merged;
+        }
         IntervalIndex {
             leaves,
             node_items,
-            by_start,
             starts,
-            intervals: intervals.to_vec(),
+            start_leaves,
+            start_tree,
         }
     }
 
-    /// Appends to `out` every item whose interval overlaps `query`.
-    pub(crate) fn overlapping(&self, query: LiveInterval, out: &mut Vec<u32>) {
+    /// Appends to `out` the rank of every item of rank below `below` whose interval overlaps
+    /// `query`.
+    pub(crate) fn overlapping(&self, query: LiveInterval, below: u32, out: &mut Vec<u32>) {
         let a = query.first;
         if (a as usize) < self.leaves {
             let mut node = a as usize + self.leaves;
             while node >= 1 {
+                let list = &self.node_items[node];
+                let end = list.partition_point(|&(r, _)| r < below);
                 out.extend(
-                    self.node_items[node]
+                    list[..end]
                         .iter()
-                        .filter(|&&i| self.intervals[i as usize].first < a),
+                        .filter(|&&(_, first)| first < a)
+                        .map(|&(r, _)| r),
                 );
                 node /= 2;
             }
         }
-        let lo = self.starts.partition_point(|&s| s < a);
-        let hi = self.starts.partition_point(|&s| s <= query.last);
-        out.extend_from_slice(&self.by_start[lo..hi]);
+        // Items starting in [a, b]: the canonical nodes of that range of the by-start order.
+        let (mut lo, mut hi) = (
+            self.starts.partition_point(|&s| s < a) + self.start_leaves,
+            self.starts.partition_point(|&s| s <= query.last) + self.start_leaves,
+        );
+        while lo < hi {
+            if lo & 1 == 1 {
+                let list = &self.start_tree[lo];
+                out.extend_from_slice(&list[..list.partition_point(|&r| r < below)]);
+                lo += 1;
+            }
+            if hi & 1 == 1 {
+                hi -= 1;
+                let list = &self.start_tree[hi];
+                out.extend_from_slice(&list[..list.partition_point(|&r| r < below)]);
+            }
+            lo /= 2;
+            hi /= 2;
+        }
     }
 }
 
@@ -88,19 +131,26 @@ mod tests {
 
     proptest! {
         #[test]
-        fn finds_exactly_the_overlapping_items(
+        fn finds_exactly_the_overlapping_items_placed_before(
             raw in prop::collection::vec((0u32..40, 0u32..10), 0..60),
             q in (0u32..45, 0u32..10),
+            seed in any::<u64>(),
+            below in 0u32..70,
         ) {
             let intervals: Vec<_> = raw.iter().map(|&(f, l)| LiveInterval::new(f, f + l)).collect();
-            let index = IntervalIndex::new(&intervals);
+            // A permutation of ranks from the seed.
+            let mut rank: Vec<u32> = (0..intervals.len() as u32).collect();
+            rank.sort_by_key(|&r| (u64::from(r) ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let index = IntervalIndex::new(&intervals, &rank);
             let query = LiveInterval::new(q.0, q.0 + q.1);
             let mut found = Vec::new();
-            index.overlapping(query, &mut found);
+            index.overlapping(query, below, &mut found);
             found.sort_unstable();
-            let expected: Vec<u32> = (0..intervals.len() as u32)
-                .filter(|&i| intervals[i as usize].overlaps(query))
+            let mut expected: Vec<u32> = (0..intervals.len())
+                .filter(|&i| intervals[i].overlaps(query) && rank[i] < below)
+                .map(|i| rank[i])
                 .collect();
+            expected.sort_unstable();
             prop_assert_eq!(found, expected);
         }
     }

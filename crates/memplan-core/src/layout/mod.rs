@@ -406,9 +406,15 @@ fn layout_arena(
 fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> RegionLayout {
     let intervals: Vec<LiveInterval> = items.iter().map(|i| i.live).collect();
     let greedy = |choice| {
-        let index = IntervalIndex::new(&intervals);
-        place_in_order(items, &size_order(items), choice, &mut |i, out| {
-            index.overlapping(intervals[i], out)
+        let order = size_order(items);
+        let mut rank = vec![0u32; items.len()];
+        for (r, &i) in order.iter().enumerate() {
+            rank[i as usize] = r as u32;
+        }
+        let index = IntervalIndex::new(&intervals, &rank);
+        // Only the conflicts placed before an item matter to it.
+        place_in_order(items, &order, choice, &mut |r, out| {
+            index.overlapping(intervals[order[r] as usize], r as u32, out)
         })
     };
     match strategy {
@@ -432,12 +438,13 @@ fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> R
             if items.len() as u64 >= options.search_work {
                 return greedy(GapChoice::Lowest);
             }
-            let index = IntervalIndex::new(&intervals);
+            let identity: Vec<u32> = (0..items.len() as u32).collect();
+            let index = IntervalIndex::new(&intervals, &identity);
             let mut visits = items.len() as u64;
             let mut neighbours: Vec<Vec<u32>> = Vec::with_capacity(items.len());
             for (i, &interval) in intervals.iter().enumerate() {
                 let mut out = Vec::new();
-                index.overlapping(interval, &mut out);
+                index.overlapping(interval, u32::MAX, &mut out);
                 out.retain(|&j| j as usize != i);
                 visits += out.len() as u64;
                 if visits > options.search_work {

@@ -33,12 +33,19 @@ impl SplitMix64 {
 /// Searches up to `evaluations` orders; `neighbours[i]` are the items overlapping item `i`.
 pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) -> RegionLayout {
     // A decode gives up once it passes `limit`: such an order would be rejected anyway.
-    let decode = |order: &[u32], limit: u64| {
+    let mut rank = vec![0u32; items.len()];
+    let mut decode = |order: &[u32], limit: u64| {
+        for (r, &i) in order.iter().enumerate() {
+            rank[i as usize] = r as u32;
+        }
         place_in_order_within(
             items,
             order,
             GapChoice::Lowest,
-            &mut |i, out| out.extend_from_slice(&neighbours[i]),
+            &mut |r, out| {
+                let ranks = neighbours[order[r] as usize].iter().map(|&j| rank[j as usize]);
+                out.extend(ranks.filter(|&q| (q as usize) < r))
+            },
             limit,
         )
     };
