@@ -1,52 +1,86 @@
-//! From bytes to everything the views show, in one call. Pure: no DOM, so it runs (and is
-//! tested) natively and in wasm alike.
+//! From bytes to everything the views show. Pure: no DOM, so it runs (and is tested) natively
+//! and in wasm alike.
+//!
+//! Loading ([`Session::load`]) is separate from planning ([`Session::plan`]): changing the
+//! strategy re-plans without re-reading the input.
 
-use memplan_core::{PlanOptions, Strategy, liveness_of, plan};
+use std::sync::Arc;
+
+use memplan_core::graph::ResolvedGraph;
+use memplan_core::{Graph, Liveness, Plan, PlanOptions, Strategy, analyze, plan};
 use memplan_formats::report::PlanReport;
 use memplan_formats::{Format, load};
+use memplan_render::ViewModel;
 
-/// A loaded and planned dump.
+/// A loaded dump, ready to plan.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Analysis {
-    /// The file or example it came from.
+pub struct Session {
+    /// The file, URL or example it came from.
     pub source: String,
-    /// The dump's own name, if it gives one.
-    pub title: String,
     pub format: Format,
-    pub tensor_count: usize,
-    pub step_count: usize,
-    pub loop_count: usize,
-    pub device_count: usize,
-    pub report: PlanReport,
+    pub graph: Graph,
+    pub resolved: ResolvedGraph,
+    pub liveness: Liveness,
 }
 
-/// Loads `bytes` (any format memplan reads) and plans them with `strategy`.
-/// The error is the message to show: what went wrong and where.
-pub fn analyze(bytes: &[u8], source: &str, strategy: Strategy) -> Result<Analysis, String> {
-    let loaded = load(bytes, source).map_err(|e| format!("{source}: {e}"))?;
-    let liveness = liveness_of(&loaded.graph).map_err(|e| format!("{source}: {e}"))?;
-    let options = PlanOptions {
-        strategy,
-        ..PlanOptions::default()
-    };
-    let plan = plan(&liveness.problem, &options).map_err(|e| format!("{source}: {e}"))?;
-    let g = &loaded.graph;
-    Ok(Analysis {
-        source: source.to_string(),
-        title: g.name.clone(),
-        format: loaded.format,
-        tensor_count: g.tensors.len(),
-        step_count: g.steps.len(),
-        loop_count: g.loops.len(),
-        device_count: g.device_ids().len(),
-        report: PlanReport::new(&liveness.problem, &plan),
-    })
+/// A session planned with one strategy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub session: Arc<Session>,
+    pub strategy: Strategy,
+    pub plan: Plan,
+    pub report: PlanReport,
+    pub model: ViewModel,
+}
+
+impl Session {
+    /// Reads `bytes` (any format memplan reads). The error is the message to show: what went
+    /// wrong and where.
+    pub fn load(bytes: &[u8], source: &str) -> Result<Session, String> {
+        let loaded = load(bytes, source).map_err(|e| format!("{source}: {e}"))?;
+        let resolved = loaded
+            .graph
+            .resolve()
+            .map_err(|e| format!("{source}: {e}"))?;
+        let liveness = analyze(&loaded.graph, &resolved);
+        Ok(Session {
+            source: source.to_string(),
+            format: loaded.format,
+            graph: loaded.graph,
+            resolved,
+            liveness,
+        })
+    }
+
+    /// Plans the session with `strategy` (default options otherwise).
+    pub fn plan(self: &Arc<Self>, strategy: Strategy) -> Result<Analysis, String> {
+        let options = PlanOptions {
+            strategy,
+            ..PlanOptions::default()
+        };
+        let plan =
+            plan(&self.liveness.problem, &options).map_err(|e| format!("{}: {e}", self.source))?;
+        let report = PlanReport::new(&self.liveness.problem, &plan);
+        let model = ViewModel::new(&self.graph, &self.resolved, &self.liveness, &plan);
+        Ok(Analysis {
+            session: self.clone(),
+            strategy,
+            plan,
+            report,
+            model,
+        })
+    }
+}
+
+/// Loads and plans in one call.
+pub fn analyze_bytes(bytes: &[u8], source: &str, strategy: Strategy) -> Result<Analysis, String> {
+    Arc::new(Session::load(bytes, source)?).plan(strategy)
 }
 
 /// The plan report of a bundled example with the default options, as `memplan plan --json`
 /// prints it: the bytes native and wasm builds must both produce.
 pub fn example_report_json(example: &crate::examples::Example) -> String {
-    let a = analyze(example.text.as_bytes(), example.name, Strategy::Best)
+    let a = analyze_bytes(example.text.as_bytes(), example.name, Strategy::Best)
         .expect("bundled examples load");
     let mut text = serde_json::to_string_pretty(&a.report).expect("reports serialize");
     text.push('\n');
@@ -61,22 +95,22 @@ mod tests {
     #[test]
     fn every_example_loads_and_plans_validly() {
         for e in EXAMPLES {
-            let a = analyze(e.text.as_bytes(), e.name, Strategy::Best).unwrap();
+            let a = analyze_bytes(e.text.as_bytes(), e.name, Strategy::Best).unwrap();
             assert!(a.report.valid, "{}: {:?}", e.name, a.report.violations);
-            assert!(a.tensor_count > 0 && a.step_count > 0);
             assert!(a.report.peak_bytes >= a.report.lower_bound_bytes);
+            assert_eq!(a.model.buffers.len(), a.report.placements.len());
         }
     }
 
     #[test]
     fn examples_plan_to_the_golden_reports() {
         for e in EXAMPLES {
-            let golden = std::fs::read_to_string(format!(
+            let path = format!(
                 "{}/../tests/golden/{}.plan.json",
                 env!("CARGO_MANIFEST_DIR"),
                 e.name
-            ))
-            .unwrap();
+            );
+            let golden = std::fs::read_to_string(path).unwrap();
             assert_eq!(
                 example_report_json(e),
                 golden,
@@ -88,12 +122,10 @@ mod tests {
 
     #[test]
     fn errors_name_the_source() {
-        let e = analyze(
-            b"{\"memplan\": 1, \"tensors\": [], \"steps\": [{\"id\": \"s\", \"writes\": []}]}",
-            "bad.json",
-            Strategy::Best,
-        )
-        .unwrap_err();
-        assert_eq!(e, "bad.json: step `s` writes nothing");
+        let bad = br#"{"memplan": 1, "tensors": [], "steps": [{"id": "s", "writes": []}]}"#;
+        assert_eq!(
+            analyze_bytes(bad, "bad.json", Strategy::Best).unwrap_err(),
+            "bad.json: step `s` writes nothing"
+        );
     }
 }

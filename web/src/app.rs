@@ -1,60 +1,207 @@
-//! The page: header with the bundled examples, a drop zone and file picker, the error banner and
-//! the summary of the loaded dump.
+//! The page: header with the bundled examples, loading (drop anywhere, file picker, `?src=`),
+//! the error banner, the summary with the strategy selector, and the timeline and arena views
+//! with their controls, keyboard, exports and shareable URL.
 
 use std::sync::Arc;
 
+use leptos::ev;
+use leptos::html::Input;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use memplan_core::Strategy;
 use memplan_formats::human::{bytes, ratio};
+use memplan_render::color::{ColorBy, legend};
+use memplan_render::model::RowOrder;
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::analysis::{Analysis, analyze};
+use crate::analysis::Analysis;
+use crate::canvas::PlotCanvas;
 use crate::examples::{DEFAULT_EXAMPLE, EXAMPLES};
+use crate::export;
+use crate::state::PageState;
+use crate::url_state::{Tab, UrlState};
 
-/// What the page shows: the last dump that loaded, and the last error.
-#[derive(Clone, Copy)]
-struct PageState {
-    analysis: RwSignal<Option<Arc<Analysis>>>,
-    error: RwSignal<Option<String>>,
+/// The largest input the page reads, bytes: past it the page says so instead of freezing.
+pub const MAX_INPUT_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
+
+fn location_search() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default()
 }
 
-impl PageState {
-    /// Analyzes `bytes`; on success replaces the dump shown, on failure keeps it and shows why.
-    fn load(self, bytes: &[u8], source: &str) {
-        match analyze(bytes, source, Strategy::Best) {
-            Ok(a) => {
-                self.analysis.set(Some(Arc::new(a)));
-                self.error.set(None);
-            }
-            Err(message) => self.error.set(Some(message)),
-        }
+/// Reads a browser file, then loads it.
+fn load_file(
+    state: PageState,
+    source: RwSignal<(Option<String>, Option<String>)>,
+    file: web_sys::File,
+) {
+    let name = file.name();
+    if file.size() > MAX_INPUT_BYTES {
+        state.error.set(Some(format!(
+            "{name}: {} is more than the {} this page reads",
+            bytes(file.size() as u64),
+            bytes(MAX_INPUT_BYTES as u64)
+        )));
+        return;
     }
-
-    /// Reads a browser file, then loads it.
-    fn load_file(self, file: web_sys::File) {
-        let name = file.name();
-        spawn_local(async move {
-            match JsFuture::from(file.text()).await {
-                Ok(text) => {
-                    let text = text.as_string().unwrap_or_default();
-                    self.load(text.as_bytes(), &name);
+    state.busy.set(Some(format!("reading {name}")));
+    spawn_local(async move {
+        let text = JsFuture::from(file.text()).await;
+        state.busy.set(None);
+        match text {
+            Ok(text) => {
+                if state.load(text.as_string().unwrap_or_default().as_bytes(), &name) {
+                    source.set((None, None));
                 }
-                Err(_) => self
-                    .error
-                    .set(Some(format!("{name}: the browser could not read the file"))),
             }
-        });
+            Err(_) => state
+                .error
+                .set(Some(format!("{name}: the browser could not read the file"))),
+        }
+    });
+}
+
+/// Fetches `url` (no credentials) and loads it.
+async fn fetch_text(url: &str) -> Result<String, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let init = web_sys::RequestInit::new();
+    init.set_credentials(web_sys::RequestCredentials::Omit);
+    init.set_mode(web_sys::RequestMode::Cors);
+    let response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
+        .await
+        .map_err(|_| {
+            "the request failed (network, or the server does not allow cross-origin reads)"
+                .to_string()
+        })?;
+    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response")?;
+    if !response.ok() {
+        return Err(format!("the server answered {}", response.status()));
     }
+    let text = JsFuture::from(response.text().map_err(|_| "no body")?)
+        .await
+        .map_err(|_| "cannot read the body")?;
+    Ok(text.as_string().unwrap_or_default())
 }
 
 #[component]
 pub fn App() -> impl IntoView {
-    let state = PageState {
-        analysis: RwSignal::new(None),
-        error: RwSignal::new(None),
+    let url = UrlState::parse(&location_search());
+    let state = PageState::new(&url);
+    // Where the dump came from, for the URL: (example, src).
+    let source = RwSignal::new((None::<String>, None::<String>));
+
+    // First load: `?src=`, else `?example=`, else the default example; then the URL's selection.
+    let restore_selection = {
+        let selected = url.selected.clone();
+        let device = url.device.clone();
+        let zoom = url.zoom;
+        move || {
+            let Some(a) = state.analysis.get_untracked() else {
+                return;
+            };
+            if let Some(id) = &device
+                && let Some(d) = a.model.devices.iter().position(|d| &d.id == id)
+            {
+                state.device.set(d);
+            }
+            state
+                .selected
+                .set(selected.as_deref().and_then(|id| a.model.buffer_of(id)));
+            state.window().set(zoom);
+        }
     };
-    state.load(DEFAULT_EXAMPLE.text.as_bytes(), DEFAULT_EXAMPLE.name);
+    match url.src.clone() {
+        Some(src) => {
+            state.busy.set(Some(format!("fetching {src}")));
+            let restore = restore_selection.clone();
+            spawn_local(async move {
+                let result = fetch_text(&src).await;
+                state.busy.set(None);
+                match result {
+                    Ok(text) => {
+                        if state.load(text.as_bytes(), &src) {
+                            source.set((None, Some(src)));
+                            restore();
+                        }
+                    }
+                    Err(e) => state.error.set(Some(format!("{src}: {e}"))),
+                }
+            });
+        }
+        None => {
+            let example = url
+                .example
+                .as_deref()
+                .and_then(|name| EXAMPLES.iter().find(|e| e.name == name))
+                .unwrap_or(DEFAULT_EXAMPLE);
+            if state.load(example.text.as_bytes(), example.name) {
+                if url.example.is_some() {
+                    source.set((Some(example.name.to_string()), None));
+                }
+                restore_selection();
+            }
+        }
+    }
+
+    // The URL follows the screen.
+    Effect::new(move |_| {
+        let query = state.url_state(Some(source.get())).to_query();
+        if let Some(w) = web_sys::window() {
+            let path = w.location().pathname().unwrap_or_default();
+            let target = if query.is_empty() {
+                path
+            } else {
+                format!("{path}?{query}")
+            };
+            if let Ok(history) = w.history() {
+                let _ =
+                    history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&target));
+            }
+        }
+    });
+
+    let search_input = NodeRef::<Input>::new();
+    let _keys = window_event_listener(ev::keydown, move |e: web_sys::KeyboardEvent| {
+        let typing = e
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlElement>().ok())
+            .is_some_and(|t| matches!(t.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
+        if e.key() == "Escape" {
+            state.selected.set(None);
+            state.help.set(false);
+            if let Some(t) = e
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::HtmlElement>().ok())
+            {
+                let _ = t.blur();
+            }
+            return;
+        }
+        if typing || e.ctrl_key() || e.meta_key() || e.alt_key() {
+            return;
+        }
+        let window = state.window();
+        let fit = crate::canvas::scene(state, state.tab.get_untracked()).map(|s| s.fit);
+        let Some(fit) = fit else { return };
+        let current = window.get_untracked().unwrap_or(fit);
+        match e.key().as_str() {
+            "w" | "W" => window.set(Some(current.zoom(1.5, 0.5, 0.5, 1.0))),
+            "s" | "S" => window.set(Some(current.zoom(1.0 / 1.5, 0.5, 0.5, 1.0))),
+            "a" | "A" => window.set(Some(current.pan(-0.2, 0.0))),
+            "d" | "D" => window.set(Some(current.pan(0.2, 0.0))),
+            "f" | "F" => window.set(None),
+            "/" => {
+                e.prevent_default();
+                if let Some(input) = search_input.get_untracked() {
+                    let _ = input.focus();
+                }
+            }
+            "?" => state.help.update(|h| *h = !*h),
+            _ => (),
+        }
+    });
 
     let dragging = RwSignal::new(false);
     let on_drop = move |ev: web_sys::DragEvent| {
@@ -65,21 +212,21 @@ pub fn App() -> impl IntoView {
             .and_then(|d| d.files())
             .and_then(|f| f.get(0))
         {
-            state.load_file(file);
+            load_file(state, source, file);
         }
     };
     let on_pick = move |ev: web_sys::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            state.load_file(file);
+            load_file(state, source, file);
         }
-        // Picking the same file again must load it again.
         input.set_value("");
     };
 
     view! {
         <div
             class="app"
+            class:embed=state.embed
             class:dragging=move || dragging.get()
             on:dragover=move |ev: web_sys::DragEvent| {
                 ev.prevent_default();
@@ -88,94 +235,121 @@ pub fn App() -> impl IntoView {
             on:dragleave=move |_| dragging.set(false)
             on:drop=on_drop
         >
-            <header class="top">
-                <h1>"memplan"</h1>
-                <span class="tagline">"where every buffer lives, in time and in memory"</span>
-                <nav class="examples" aria-label="Examples">
-                    {EXAMPLES
-                        .iter()
-                        .map(|e| {
-                            view! {
-                                <button
-                                    data-testid=format!("example-{}", e.name)
-                                    on:click=move |_| state.load(e.text.as_bytes(), e.name)
-                                >
-                                    {e.title}
-                                </button>
-                            }
-                        })
-                        .collect_view()}
-                </nav>
-            </header>
-            <label class="drop-zone">
-                <span>"Drop a dump anywhere (memplan JSON or minimalloc CSV), or "</span>
-                <span class="pick">"choose a file"</span>
-                <input type="file" data-testid="file-input" accept=".json,.csv,application/json,text/csv" on:change=on_pick />
-            </label>
-            {move || {
-                state
-                    .error
-                    .get()
-                    .map(|message| {
-                        view! {
-                            <div class="error-banner" role="alert" data-testid="error">
-                                <span>{message}</span>
-                                <button class="dismiss" aria-label="Dismiss" on:click=move |_| state.error.set(None)>
-                                    "×"
-                                </button>
-                            </div>
-                        }
-                    })
-            }}
-            {move || state.analysis.get().map(|a| view! { <Summary analysis=a /> })}
+            <Show when=move || !state.embed>
+                <header class="top">
+                    <h1>"memplan"</h1>
+                    <span class="tagline">"where every buffer lives, in time and in memory"</span>
+                    <nav class="examples" aria-label="Examples">
+                        {EXAMPLES
+                            .iter()
+                            .map(|e| {
+                                view! {
+                                    <button
+                                        data-testid=format!("example-{}", e.name)
+                                        on:click=move |_| {
+                                            if state.load(e.text.as_bytes(), e.name) {
+                                                source.set((Some(e.name.to_string()), None));
+                                            }
+                                        }
+                                    >
+                                        {e.title}
+                                    </button>
+                                }
+                            })
+                            .collect_view()}
+                        <button class="help-button" on:click=move |_| state.help.update(|h| *h = !*h)>"? keys"</button>
+                    </nav>
+                </header>
+                <label class="drop-zone">
+                    <span>"Drop a dump anywhere (memplan JSON or minimalloc CSV), or "</span>
+                    <span class="pick">"choose a file"</span>
+                    <input type="file" data-testid="file-input" accept=".json,.csv,application/json,text/csv" on:change=on_pick />
+                </label>
+            </Show>
+            {move || state.busy.get().map(|what| view! {
+                <div class="progress" data-testid="progress" role="status"><span class="spinner"></span>{what}</div>
+            })}
+            {move || state.error.get().map(|message| view! {
+                <div class="error-banner" role="alert" data-testid="error">
+                    <span>{message}</span>
+                    <button class="dismiss" aria-label="Dismiss" on:click=move |_| state.error.set(None)>"×"</button>
+                </div>
+            })}
+            {move || state.analysis.get().map(|a| view! {
+                <Show when=move || !state.embed><Summary state=state analysis=a.clone() /></Show>
+                <Views state=state search_input=search_input />
+            })}
+            <Show when=move || state.help.get()><Help state=state /></Show>
         </div>
     }
 }
 
 #[component]
-fn Summary(analysis: Arc<Analysis>) -> impl IntoView {
+fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
     let r = &analysis.report;
-    let title = if analysis.title.is_empty() {
-        analysis.source.clone()
+    let title = if analysis.model.title.is_empty() {
+        analysis.session.source.clone()
     } else {
-        analysis.title.clone()
+        analysis.model.title.clone()
     };
     let verdict = if r.valid {
-        "valid"
+        "valid".to_string()
     } else {
-        "INVALID: a bug, please report it"
+        format!(
+            "INVALID (a bug, please report it): {}",
+            r.violations.join("; ")
+        )
     };
+    let g = &analysis.session.graph;
     let devices = r
         .devices
         .iter()
-        .map(|d| {
-            view! {
-                <tr>
-                    <td>{d.device.clone()}</td>
-                    <td>{d.strategy.clone()}</td>
-                    <td class="num" data-bytes=d.peak_bytes.to_string()>{bytes(d.peak_bytes)}</td>
-                    <td class="num" data-bytes=d.lower_bound_bytes.to_string()>{bytes(d.lower_bound_bytes)}</td>
-                    <td class="num">{ratio(d.peak_bytes, d.lower_bound_bytes)}</td>
-                    <td class="num">{bytes(d.arena_bytes)}</td>
-                    <td class="num">{bytes(d.always_live_bytes)}</td>
-                    <td class="num">{d.pools.len()}</td>
-                </tr>
-            }
+        .map(|d| view! {
+            <tr>
+                <td>{d.device.clone()}</td>
+                <td>{d.strategy.clone()}</td>
+                <td class="num" data-bytes=d.peak_bytes.to_string()>{bytes(d.peak_bytes)}</td>
+                <td class="num" data-bytes=d.lower_bound_bytes.to_string()>{bytes(d.lower_bound_bytes)}</td>
+                <td class="num">{ratio(d.peak_bytes, d.lower_bound_bytes)}</td>
+                <td class="num">{bytes(d.arena_bytes)}</td>
+                <td class="num">{bytes(d.always_live_bytes)}</td>
+                <td class="num">{d.pools.len()}</td>
+            </tr>
         })
         .collect_view();
     view! {
         <section class="summary" data-testid="summary">
-            <h2>{title}</h2>
-            <p class="source">{format!("{} · {}", analysis.source, analysis.format.name())}</p>
+            <div class="summary-head">
+                <div>
+                    <h2>{title}</h2>
+                    <p class="source">{format!("{} · {}", analysis.session.source, analysis.session.format.name())}</p>
+                </div>
+                <label class="control">
+                    "strategy "
+                    <select
+                        data-testid="strategy-select"
+                        on:change=move |ev| {
+                            let value = event_target_value(&ev);
+                            if let Ok(s) = value.parse::<Strategy>() {
+                                state.set_strategy(s);
+                            }
+                        }
+                    >
+                        {Strategy::ALL
+                            .iter()
+                            .map(|s| view! { <option value=s.name() selected=*s == analysis.strategy>{s.name()}</option> })
+                            .collect_view()}
+                    </select>
+                </label>
+            </div>
             <dl class="figures">
-                <div><dt>"tensors"</dt><dd data-testid="tensor-count">{analysis.tensor_count}</dd></div>
-                <div><dt>"steps"</dt><dd data-testid="step-count">{analysis.step_count}</dd></div>
-                <div><dt>"loops"</dt><dd>{analysis.loop_count}</dd></div>
-                <div><dt>"devices"</dt><dd>{analysis.device_count}</dd></div>
+                <div><dt>"tensors"</dt><dd data-testid="tensor-count">{g.tensors.len()}</dd></div>
+                <div><dt>"steps"</dt><dd data-testid="step-count">{g.steps.len()}</dd></div>
+                <div><dt>"positions"</dt><dd>{r.positions}</dd></div>
                 <div><dt>"peak"</dt><dd data-testid="peak-bytes" data-bytes=r.peak_bytes.to_string()>{bytes(r.peak_bytes)}</dd></div>
                 <div><dt>"lower bound"</dt><dd data-testid="lower-bound" data-bytes=r.lower_bound_bytes.to_string()>{bytes(r.lower_bound_bytes)}</dd></div>
-                <div><dt>"peak / LB"</dt><dd>{ratio(r.peak_bytes, r.lower_bound_bytes)}</dd></div>
-                <div><dt>"checker"</dt><dd class:bad=!r.valid>{verdict}</dd></div>
+                <div><dt>"peak / LB"</dt><dd data-testid="peak-ratio">{ratio(r.peak_bytes, r.lower_bound_bytes)}</dd></div>
+                <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid>{verdict}</dd></div>
             </dl>
             <table class="devices">
                 <thead>
@@ -187,5 +361,238 @@ fn Summary(analysis: Arc<Analysis>) -> impl IntoView {
                 <tbody>{devices}</tbody>
             </table>
         </section>
+    }
+}
+
+#[component]
+fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
+    let tab_button = move |tab: Tab, label: &'static str| {
+        view! {
+            <button
+                role="tab"
+                data-testid=format!("tab-{}", tab.name())
+                class:active=move || state.tab.get() == tab
+                aria-selected=move || (state.tab.get() == tab).to_string()
+                on:click=move |_| state.tab.set(tab)
+            >
+                {label}
+            </button>
+        }
+    };
+    let export_svg = move |_| {
+        let Some(a) = state.analysis.get_untracked() else {
+            return;
+        };
+        let tab = state.tab.get_untracked();
+        let device = state.device.get_untracked();
+        let mut rows: Vec<usize> = a.model.search(&state.search.get_untracked());
+        state.sort.get_untracked().sort(&a.model, &mut rows);
+        let result = export::view_svg(
+            &a,
+            tab,
+            device,
+            &rows,
+            state.window().get_untracked(),
+            state.color_by.get_untracked(),
+        )
+        .and_then(|svg| {
+            export::download_text(
+                &export::file_name(&a.session.source, &format!("{}.svg", tab.name())),
+                "image/svg+xml",
+                &svg,
+            )
+        });
+        if let Err(e) = result {
+            state.error.set(Some(format!("export failed: {e}")));
+        }
+    };
+    let export_png = move |_| {
+        let Some(a) = state.analysis.get_untracked() else {
+            return;
+        };
+        let tab = state.tab.get_untracked();
+        let canvas = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| {
+                d.query_selector(&format!("[data-testid={}-canvas]", tab.name()))
+                    .ok()
+                    .flatten()
+            })
+            .and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok());
+        let result = canvas
+            .ok_or_else(|| "no canvas".to_string())
+            .and_then(|c| {
+                c.to_data_url_with_type("image/png")
+                    .map_err(|_| "the canvas cannot be read".to_string())
+            })
+            .and_then(|url| {
+                export::download_url(
+                    &export::file_name(&a.session.source, &format!("{}.png", tab.name())),
+                    &url,
+                )
+            });
+        if let Err(e) = result {
+            state.error.set(Some(format!("export failed: {e}")));
+        }
+    };
+    let export_plan = move |csv: bool| {
+        let Some(a) = state.analysis.get_untracked() else {
+            return;
+        };
+        let result = if csv {
+            export::download_text(
+                &export::file_name(&a.session.source, "plan.csv"),
+                "text/csv",
+                &export::plan_csv(&a),
+            )
+        } else {
+            export::download_text(
+                &export::file_name(&a.session.source, "plan.json"),
+                "application/json",
+                &export::plan_json(&a),
+            )
+        };
+        if let Err(e) = result {
+            state.error.set(Some(format!("export failed: {e}")));
+        }
+    };
+
+    view! {
+        <section class="views" class:embed=state.embed>
+            <div class="toolbar">
+                <Show when=move || !state.embed>
+                    <div class="tabs" role="tablist">
+                        {tab_button(Tab::Timeline, "Live spans")}
+                        {tab_button(Tab::Arena, "Arena map")}
+                    </div>
+                </Show>
+                <input
+                    node_ref=search_input
+                    class="search"
+                    type="search"
+                    placeholder="search tensors ( / )"
+                    data-testid="search"
+                    prop:value=move || state.search.get()
+                    on:input=move |ev| state.search.set(event_target_value(&ev))
+                />
+                <Show when=move || state.tab.get() == Tab::Timeline>
+                    <label class="control">
+                        "sort "
+                        <select data-testid="sort-select" on:change=move |ev| {
+                            if let Some(o) = RowOrder::parse(&event_target_value(&ev)) {
+                                state.sort.set(o);
+                            }
+                        }>
+                            {RowOrder::ALL.iter().map(|o| view! {
+                                <option value=o.name() selected=move || state.sort.get() == *o>{o.name()}</option>
+                            }).collect_view()}
+                        </select>
+                    </label>
+                </Show>
+                <label class="control">
+                    "color "
+                    <select data-testid="color-select" on:change=move |ev| {
+                        if let Some(c) = ColorBy::parse(&event_target_value(&ev)) {
+                            state.color_by.set(c);
+                        }
+                    }>
+                        {[ColorBy::Kind, ColorBy::DType].iter().map(|c| view! {
+                            <option value=c.name() selected=move || state.color_by.get() == *c>{c.name()}</option>
+                        }).collect_view()}
+                    </select>
+                </label>
+                {move || state.analysis.get().filter(|a| a.model.devices.len() > 1).map(|a| view! {
+                    <label class="control">
+                        "device "
+                        <select data-testid="device-select" on:change=move |ev| {
+                            if let Ok(d) = event_target_value(&ev).parse::<usize>() {
+                                state.device.set(d);
+                                state.arena_window.set(None);
+                                state.timeline_window.set(None);
+                            }
+                        }>
+                            {a.model.devices.iter().enumerate().map(|(i, d)| view! {
+                                <option value=i.to_string() selected=move || state.device.get() == i>{d.id.clone()}</option>
+                            }).collect_view()}
+                        </select>
+                    </label>
+                })}
+                <button on:click=move |_| state.window().set(None) title="F">"fit"</button>
+                <div class="exports">
+                    <button data-testid="export-svg" on:click=export_svg>"SVG"</button>
+                    <button data-testid="export-png" on:click=export_png>"PNG"</button>
+                    <button data-testid="export-plan-json" on:click=move |_| export_plan(false)>"plan JSON"</button>
+                    <button data-testid="export-plan-csv" on:click=move |_| export_plan(true)>"minimalloc CSV"</button>
+                </div>
+            </div>
+            <Legend state=state />
+            {move || match state.tab.get() {
+                Tab::Timeline => view! { <PlotCanvas state=state tab=Tab::Timeline /> }.into_any(),
+                Tab::Arena => view! { <PlotCanvas state=state tab=Tab::Arena /> }.into_any(),
+            }}
+            <Selected state=state />
+        </section>
+    }
+}
+
+#[component]
+fn Legend(state: PageState) -> impl IntoView {
+    move || {
+        state.analysis.get().map(|a| {
+            legend(&a.model, state.color_by.get())
+                .into_iter()
+                .map(|(label, color)| view! {
+                    <span class="legend-item"><span class="swatch" style=format!("background: {}", color.css())></span>{label}</span>
+                })
+                .collect_view()
+        })
+    }
+}
+
+#[component]
+fn Selected(state: PageState) -> impl IntoView {
+    view! {
+        <div class="selected-line">
+            "selected: "
+            <span data-testid="selected">
+                {move || {
+                    let a = state.analysis.get()?;
+                    let b = &a.model.buffers[state.selected.get()?];
+                    Some(b.tensor.clone())
+                }}
+            </span>
+            {move || {
+                let a = state.analysis.get()?;
+                let b = &a.model.buffers[state.selected.get()?];
+                Some(format!(
+                    "  ·  {} · offset {} (pool {}) · positions {}..={}",
+                    bytes(b.size),
+                    b.offset,
+                    b.pool,
+                    b.first,
+                    b.last
+                ))
+            }}
+        </div>
+    }
+}
+
+#[component]
+fn Help(state: PageState) -> impl IntoView {
+    view! {
+        <div class="help" data-testid="help" role="dialog" aria-label="Keyboard">
+            <h3>"Keys"</h3>
+            <table>
+                <tr><td><kbd>"W"</kbd>" / "<kbd>"S"</kbd></td><td>"zoom in / out"</td></tr>
+                <tr><td><kbd>"A"</kbd>" / "<kbd>"D"</kbd></td><td>"pan left / right"</td></tr>
+                <tr><td><kbd>"F"</kbd></td><td>"fit everything"</td></tr>
+                <tr><td><kbd>"Esc"</kbd></td><td>"clear the selection"</td></tr>
+                <tr><td><kbd>"/"</kbd></td><td>"search tensors"</td></tr>
+                <tr><td><kbd>"?"</kbd></td><td>"this help"</td></tr>
+                <tr><td>"wheel, drag"</td><td>"zoom to the cursor, pan"</td></tr>
+                <tr><td>"click"</td><td>"select the smallest buffer under the cursor"</td></tr>
+            </table>
+            <button on:click=move |_| state.help.set(false)>"close"</button>
+        </div>
     }
 }

@@ -7,8 +7,12 @@
 
 pub mod analysis;
 pub mod app;
+pub mod canvas;
 pub mod examples;
+pub mod export;
 pub mod panic;
+pub mod state;
+pub mod url_state;
 
 /// Installs the panic hook and mounts the app on `<body>`.
 pub fn start() {

@@ -31,6 +31,12 @@ enum ConvertTo {
     Minimalloc,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum View {
+    Timeline,
+    Arena,
+}
+
 #[derive(clap::Args)]
 struct PlanArgs {
     /// The layout strategy: first-fit, best-fit, tlsf, bump, search or best.
@@ -90,6 +96,30 @@ enum Command {
         with_plan: bool,
         #[command(flatten)]
         args: PlanArgs,
+        /// The output file; standard output when absent.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Draw a view of the plan as SVG (the same drawing the web app exports).
+    Render {
+        file: PathBuf,
+        #[arg(long)]
+        view: View,
+        #[command(flatten)]
+        args: PlanArgs,
+        /// The device to draw (an id; the first device when absent).
+        #[arg(long)]
+        device: Option<String>,
+        /// Color buffers by `kind` or `dtype`.
+        #[arg(long, default_value = "kind")]
+        color_by: String,
+        /// Order of the timeline rows: start, size or lifetime.
+        #[arg(long, default_value = "start")]
+        sort: String,
+        #[arg(long, default_value_t = 1200)]
+        width: u32,
+        #[arg(long, default_value_t = 700)]
+        height: u32,
         /// The output file; standard output when absent.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -244,6 +274,52 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
             };
             write_out(output.as_deref(), &text)?;
+        }
+        Command::Render {
+            file,
+            view,
+            args,
+            device,
+            color_by,
+            sort,
+            width,
+            height,
+            output,
+        } => {
+            let loaded = read(&file)?;
+            let at = |e: String| format!("{}: {e}", file.display());
+            let resolved = loaded.graph.resolve().map_err(|e| at(e.to_string()))?;
+            let liveness = memplan_core::analyze(&loaded.graph, &resolved);
+            let plan = make_plan(&liveness.problem, &args.options(), &file)?;
+            let model = memplan_render::ViewModel::new(&loaded.graph, &resolved, &liveness, &plan);
+            let device = match device {
+                None => 0,
+                Some(id) => model
+                    .devices
+                    .iter()
+                    .position(|d| d.id == id)
+                    .ok_or_else(|| at(format!("no device `{id}`")))?,
+            };
+            let color_by = memplan_render::color::ColorBy::parse(&color_by)
+                .ok_or_else(|| format!("--color-by: `{color_by}` is not kind or dtype"))?;
+            let options = memplan_render::svg::SvgOptions {
+                width,
+                height,
+                color_by,
+            };
+            let svg = match view {
+                View::Arena => memplan_render::svg::arena_svg(&model, device, None, options),
+                View::Timeline => {
+                    let order = memplan_render::model::RowOrder::parse(&sort).ok_or_else(|| {
+                        format!("--sort: `{sort}` is not start, size or lifetime")
+                    })?;
+                    let mut rows = model.search("");
+                    order.sort(&model, &mut rows);
+                    memplan_render::svg::timeline_svg(&model, device, &rows, None, options)
+                }
+            }
+            .map_err(|e| at(e.to_string()))?;
+            write_out(output.as_deref(), &svg)?;
         }
         Command::Bench(args) => bench::run(&args)?,
     }

@@ -43,7 +43,9 @@ pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) 
             order,
             GapChoice::Lowest,
             &mut |r, out| {
-                let ranks = neighbours[order[r] as usize].iter().map(|&j| rank[j as usize]);
+                let ranks = neighbours[order[r] as usize]
+                    .iter()
+                    .map(|&j| rank[j as usize]);
                 out.extend(ranks.filter(|&q| (q as usize) < r))
             },
             limit,

@@ -1,0 +1,103 @@
+//! Colors of buffers, by kind or by dtype, the same on the canvas and in SVG.
+
+use memplan_core::DType;
+use memplan_core::graph::TensorKind;
+
+use crate::model::{BufferView, ViewModel};
+
+/// An RGB color.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rgb(pub u8, pub u8, pub u8);
+
+impl Rgb {
+    /// `#rrggbb`.
+    pub fn css(self) -> String {
+        format!("#{:02x}{:02x}{:02x}", self.0, self.1, self.2)
+    }
+}
+
+/// What the color of a buffer says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ColorBy {
+    #[default]
+    Kind,
+    DType,
+}
+
+impl ColorBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            ColorBy::Kind => "kind",
+            ColorBy::DType => "dtype",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [ColorBy::Kind, ColorBy::DType]
+            .into_iter()
+            .find(|c| c.name() == s)
+    }
+}
+
+/// A qualitative palette (Tableau 10), readable on white and on a projector.
+const PALETTE: [Rgb; 10] = [
+    Rgb(0x4e, 0x79, 0xa7),
+    Rgb(0xf2, 0x8e, 0x2b),
+    Rgb(0xe1, 0x57, 0x59),
+    Rgb(0x76, 0xb7, 0xb2),
+    Rgb(0x59, 0xa1, 0x4f),
+    Rgb(0xed, 0xc9, 0x48),
+    Rgb(0xb0, 0x7a, 0xa1),
+    Rgb(0xff, 0x9d, 0xa7),
+    Rgb(0x9c, 0x75, 0x5f),
+    Rgb(0xba, 0xb0, 0xac),
+];
+
+fn kind_color(kind: TensorKind) -> Rgb {
+    match kind {
+        TensorKind::Input => PALETTE[0],
+        TensorKind::Param => PALETTE[8],
+        TensorKind::Constant => PALETTE[9],
+        TensorKind::Intermediate => PALETTE[3],
+        TensorKind::Output => PALETTE[2],
+        TensorKind::Scratch => PALETTE[5],
+    }
+}
+
+fn dtype_color(dtype: Option<DType>) -> Rgb {
+    match dtype {
+        None => PALETTE[9],
+        Some(d) => PALETTE[DType::ALL.iter().position(|&x| x == d).unwrap_or(0) % 9],
+    }
+}
+
+fn dtype_label(dtype: Option<DType>) -> String {
+    dtype.map_or_else(|| "no dtype".to_string(), |d| d.name().to_string())
+}
+
+pub fn color_of(buffer: &BufferView, by: ColorBy) -> Rgb {
+    match by {
+        ColorBy::Kind => kind_color(buffer.kind),
+        ColorBy::DType => dtype_color(buffer.dtype),
+    }
+}
+
+/// The legend: each kind or dtype present in the model, in canonical order, with its color.
+pub fn legend(model: &ViewModel, by: ColorBy) -> Vec<(String, Rgb)> {
+    match by {
+        ColorBy::Kind => TensorKind::ALL
+            .into_iter()
+            .filter(|k| model.buffers.iter().any(|b| b.kind == *k))
+            .map(|k| (k.name().to_string(), kind_color(k)))
+            .collect(),
+        ColorBy::DType => {
+            let mut present: Vec<Option<DType>> = model.buffers.iter().map(|b| b.dtype).collect();
+            present.sort();
+            present.dedup();
+            present
+                .into_iter()
+                .map(|d| (dtype_label(d), dtype_color(d)))
+                .collect()
+        }
+    }
+}

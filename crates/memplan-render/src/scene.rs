@@ -1,0 +1,175 @@
+//! The geometry of the views, in world coordinates (x: positions, y: bytes or rows), and the
+//! viewport that maps it to pixels. Shared by the canvas and the SVG so they draw the same.
+
+use crate::model::ViewModel;
+
+/// A buffer's rectangle: `x0..x1` positions (its live interval, end exclusive), `y0..y1`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rect {
+    pub buffer: usize,
+    pub x0: f64,
+    pub x1: f64,
+    pub y0: f64,
+    pub y1: f64,
+}
+
+impl Rect {
+    pub fn contains(&self, x: f64, y: f64) -> bool {
+        self.x0 <= x && x < self.x1 && self.y0 <= y && y < self.y1
+    }
+
+    pub fn area(&self) -> f64 {
+        (self.x1 - self.x0) * (self.y1 - self.y0)
+    }
+}
+
+/// The arena map of `device`: each buffer over its live interval and its bytes, pools end to end.
+pub fn arena_rects(model: &ViewModel, device: usize) -> Vec<Rect> {
+    model
+        .buffers
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.device == device && b.occupied > 0)
+        .map(|(i, b)| Rect {
+            buffer: i,
+            x0: f64::from(b.first),
+            x1: f64::from(b.last) + 1.0,
+            y0: b.address as f64,
+            y1: (b.address + b.occupied) as f64,
+        })
+        .collect()
+}
+
+/// The bytes of `device`'s memory: its pools end to end.
+pub fn arena_height(model: &ViewModel, device: usize) -> u64 {
+    model.devices.get(device).map_or(0, |d| d.peak_bytes)
+}
+
+/// Timeline rows: row `k` shows buffer `rows[k]` over its live interval, at `y = k..k+1`.
+pub fn timeline_rows(model: &ViewModel, rows: &[usize]) -> Vec<Rect> {
+    rows.iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let b = &model.buffers[i];
+            Rect {
+                buffer: i,
+                x0: f64::from(b.first),
+                x1: f64::from(b.last) + 1.0,
+                y0: k as f64,
+                y1: k as f64 + 1.0,
+            }
+        })
+        .collect()
+}
+
+/// The rectangle under `(x, y)` with the smallest area (so a small buffer drawn over a large
+/// one can be picked), ties by canonical order.
+pub fn pick(rects: &[Rect], x: f64, y: f64) -> Option<usize> {
+    rects
+        .iter()
+        .filter(|r| r.contains(x, y))
+        .min_by(|a, b| a.area().total_cmp(&b.area()).then(a.buffer.cmp(&b.buffer)))
+        .map(|r| r.buffer)
+}
+
+/// The world window shown: `x0..x1` by `y0..y1`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Viewport {
+    pub x0: f64,
+    pub x1: f64,
+    pub y0: f64,
+    pub y1: f64,
+}
+
+impl Viewport {
+    /// The whole world `0..width` by `0..height` (never empty).
+    pub fn fit(width: f64, height: f64) -> Self {
+        Viewport {
+            x0: 0.0,
+            x1: width.max(1.0),
+            y0: 0.0,
+            y1: height.max(1.0),
+        }
+    }
+
+    /// Zooms by `factor` (> 1 zooms in) keeping the world point at fractions `(fx, fy)` of the
+    /// window where it is (zoom to the cursor). Never narrower than `min_span` in x.
+    pub fn zoom(self, factor: f64, fx: f64, fy: f64, min_span: f64) -> Self {
+        let (w, h) = (self.x1 - self.x0, self.y1 - self.y0);
+        let (nw, nh) = (
+            (w / factor).max(min_span),
+            (h / factor).max(min_span * h / w),
+        );
+        let (cx, cy) = (self.x0 + fx * w, self.y0 + fy * h);
+        Viewport {
+            x0: cx - fx * nw,
+            x1: cx - fx * nw + nw,
+            y0: cy - fy * nh,
+            y1: cy - fy * nh + nh,
+        }
+    }
+
+    /// Moves by fractions of the window.
+    pub fn pan(self, fx: f64, fy: f64) -> Self {
+        let (dx, dy) = ((self.x1 - self.x0) * fx, (self.y1 - self.y0) * fy);
+        Viewport {
+            x0: self.x0 + dx,
+            x1: self.x1 + dx,
+            y0: self.y0 + dy,
+            y1: self.y1 + dy,
+        }
+    }
+
+    /// Whether a rectangle is at least partly inside.
+    pub fn shows(&self, r: &Rect) -> bool {
+        r.x1 > self.x0 && r.x0 < self.x1 && r.y1 > self.y0 && r.y0 < self.y1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pick_prefers_the_smallest_rectangle() {
+        let rects = [
+            Rect {
+                buffer: 0,
+                x0: 0.0,
+                x1: 10.0,
+                y0: 0.0,
+                y1: 10.0,
+            },
+            Rect {
+                buffer: 1,
+                x0: 2.0,
+                x1: 3.0,
+                y0: 2.0,
+                y1: 3.0,
+            },
+        ];
+        assert_eq!(pick(&rects, 2.5, 2.5), Some(1));
+        assert_eq!(pick(&rects, 5.0, 5.0), Some(0));
+        assert_eq!(pick(&rects, 11.0, 5.0), None);
+    }
+
+    #[test]
+    fn zoom_keeps_the_cursor_point_and_pan_moves_by_fractions() {
+        let v = Viewport::fit(100.0, 1000.0);
+        let z = v.zoom(2.0, 0.25, 0.5, 1.0);
+        assert_eq!(
+            (z.x0 + 0.25 * (z.x1 - z.x0), z.y0 + 0.5 * (z.y1 - z.y0)),
+            (25.0, 500.0)
+        );
+        assert_eq!(z.x1 - z.x0, 50.0);
+        let p = z.pan(0.5, 0.0);
+        assert_eq!(p.x0 - z.x0, 25.0);
+        assert!(p.shows(&Rect {
+            buffer: 0,
+            x0: 60.0,
+            x1: 61.0,
+            y0: 300.0,
+            y1: 400.0
+        }));
+    }
+}

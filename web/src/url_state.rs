@@ -1,0 +1,199 @@
+//! The state a link carries: `?view=arena&strategy=best&sel=h1&zoom=0,12,0,4096&...`.
+//!
+//! Parsing is forgiving (an unknown or malformed value falls back to the default: a link must
+//! never break the page); writing is canonical (defaults left out, fixed key order), so the same
+//! screen gives the same link.
+
+use memplan_core::Strategy;
+use memplan_render::color::ColorBy;
+use memplan_render::model::RowOrder;
+use memplan_render::scene::Viewport;
+
+/// The views with a tab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tab {
+    #[default]
+    Timeline,
+    Arena,
+}
+
+impl Tab {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tab::Timeline => "timeline",
+            Tab::Arena => "arena",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Tab::Timeline, Tab::Arena]
+            .into_iter()
+            .find(|t| t.name() == s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct UrlState {
+    pub tab: Tab,
+    pub strategy: Strategy,
+    /// The selected tensor id.
+    pub selected: Option<String>,
+    /// The window of the current view.
+    pub zoom: Option<Viewport>,
+    pub device: Option<String>,
+    pub sort: RowOrder,
+    pub color_by: ColorBy,
+    pub search: String,
+    /// A bundled example to open.
+    pub example: Option<String>,
+    /// A URL to fetch the dump from.
+    pub src: Option<String>,
+    /// Show only the chosen view (for iframes).
+    pub embed: bool,
+}
+
+impl Default for UrlState {
+    fn default() -> Self {
+        UrlState {
+            tab: Tab::default(),
+            strategy: Strategy::Best,
+            selected: None,
+            zoom: None,
+            device: None,
+            sort: RowOrder::default(),
+            color_by: ColorBy::default(),
+            search: String::new(),
+            example: None,
+            src: None,
+            embed: false,
+        }
+    }
+}
+
+fn parse_zoom(s: &str) -> Option<Viewport> {
+    let v: Vec<f64> = s
+        .split(',')
+        .map(|x| x.parse::<f64>())
+        .collect::<Result<_, _>>()
+        .ok()?;
+    match v[..] {
+        [x0, x1, y0, y1] if x0 < x1 && y0 < y1 && v.iter().all(|x| x.is_finite()) => {
+            Some(Viewport { x0, x1, y0, y1 })
+        }
+        _ => None,
+    }
+}
+
+/// A number for a link: integers as integers, others with 6 significant decimals.
+fn short(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        let s = format!("{x:.6}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+impl UrlState {
+    /// Reads a query string (with or without the leading `?`).
+    pub fn parse(query: &str) -> Self {
+        let mut state = UrlState::default();
+        for (key, value) in form_urlencoded::parse(query.trim_start_matches('?').as_bytes()) {
+            let value = value.into_owned();
+            match key.as_ref() {
+                "view" => state.tab = Tab::parse(&value).unwrap_or_default(),
+                "strategy" => state.strategy = value.parse().unwrap_or(Strategy::Best),
+                "sel" if !value.is_empty() => state.selected = Some(value),
+                "zoom" => state.zoom = parse_zoom(&value),
+                "device" if !value.is_empty() => state.device = Some(value),
+                "sort" => state.sort = RowOrder::parse(&value).unwrap_or_default(),
+                "color" => state.color_by = ColorBy::parse(&value).unwrap_or_default(),
+                "q" => state.search = value,
+                "example" if !value.is_empty() => state.example = Some(value),
+                "src" if !value.is_empty() => state.src = Some(value),
+                "embed" => state.embed = value == "1" || value == "true",
+                _ => {}
+            }
+        }
+        state
+    }
+
+    /// The canonical query string (without `?`; empty for the defaults).
+    pub fn to_query(&self) -> String {
+        let d = UrlState::default();
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        if let Some(src) = &self.src {
+            q.append_pair("src", src);
+        }
+        if let Some(example) = &self.example {
+            q.append_pair("example", example);
+        }
+        if self.tab != d.tab {
+            q.append_pair("view", self.tab.name());
+        }
+        if self.strategy != d.strategy {
+            q.append_pair("strategy", self.strategy.name());
+        }
+        if let Some(device) = &self.device {
+            q.append_pair("device", device);
+        }
+        if let Some(sel) = &self.selected {
+            q.append_pair("sel", sel);
+        }
+        if let Some(v) = self.zoom {
+            q.append_pair("zoom", &[v.x0, v.x1, v.y0, v.y1].map(short).join(","));
+        }
+        if self.sort != d.sort {
+            q.append_pair("sort", self.sort.name());
+        }
+        if self.color_by != d.color_by {
+            q.append_pair("color", self.color_by.name());
+        }
+        if !self.search.is_empty() {
+            q.append_pair("q", &self.search);
+        }
+        if self.embed {
+            q.append_pair("embed", "1");
+        }
+        q.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_round_trips() {
+        let state = UrlState {
+            tab: Tab::Arena,
+            strategy: Strategy::Tlsf,
+            selected: Some("h 1&<x>".into()),
+            zoom: Some(Viewport {
+                x0: 1.5,
+                x1: 12.0,
+                y0: 0.0,
+                y1: 4096.0,
+            }),
+            device: Some("gpu0".into()),
+            sort: RowOrder::Size,
+            color_by: ColorBy::DType,
+            search: "norm".into(),
+            example: Some("mlp-training".into()),
+            src: None,
+            embed: true,
+        };
+        let query = state.to_query();
+        assert_eq!(UrlState::parse(&query), state);
+        assert_eq!(UrlState::parse(&format!("?{query}")), state);
+        assert_eq!(UrlState::default().to_query(), "");
+    }
+
+    #[test]
+    fn malformed_values_fall_back_to_defaults() {
+        let s = UrlState::parse("view=nope&strategy=magic&zoom=1,2,3&sort=up&color=red&embed=yes");
+        assert_eq!(s, UrlState::default());
+        assert_eq!(UrlState::parse("zoom=5,1,0,1").zoom, None);
+        assert_eq!(UrlState::parse("zoom=0,NaN,0,1").zoom, None);
+    }
+}
