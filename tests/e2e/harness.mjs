@@ -63,7 +63,7 @@ export async function launch() {
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     args: chromiumFlags,
   });
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
   page.problems = [];
   page.on('console', (m) => {
     if (m.type() === 'error') page.problems.push(`console: ${m.text()}`);

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use memplan_formats::human::bytes;
-use memplan_render::color::color_of;
+use memplan_render::color::{ColorBy, color_of};
 use memplan_render::scene::{Rect, Viewport, arena_height, arena_rects, pick, timeline_rows};
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
@@ -25,14 +25,55 @@ const BOTTOM: f64 = 22.0;
 /// The share of the timeline's height given to the memory-usage curve.
 const BAND: f64 = 0.3;
 
-/// What a canvas shows, rebuilt only when the dump, device, order or search change.
+/// What a canvas shows, rebuilt only when the dump, device, order, search or colors change
+/// (never on pan or zoom).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scene {
     pub rects: Vec<Rect>,
     /// The whole world.
     pub fit: Viewport,
-    /// Rectangles drawn faded (not matching the search, or not live at the peak).
-    pub faded: Vec<bool>,
+    /// The fill styles used, and each rectangle's (faded ones: not matching the search, or not
+    /// live at the peak).
+    pub styles: Vec<String>,
+    pub style_of: Vec<u16>,
+    /// Rectangle indices grouped by style, so a frame sets each style once.
+    pub draw_order: Vec<u32>,
+}
+
+impl Scene {
+    fn new(
+        model: &memplan_render::ViewModel,
+        rects: Vec<Rect>,
+        faded: Vec<bool>,
+        fit: Viewport,
+        color_by: ColorBy,
+    ) -> Self {
+        let mut styles: Vec<String> = Vec::new();
+        let style_of: Vec<u16> = rects
+            .iter()
+            .zip(&faded)
+            .map(|(r, &faded)| {
+                let css = color_of(&model.buffers[r.buffer], color_by).css();
+                let css = if faded { format!("{css}73") } else { css };
+                match styles.iter().position(|s| *s == css) {
+                    Some(k) => k as u16,
+                    None => {
+                        styles.push(css);
+                        (styles.len() - 1) as u16
+                    }
+                }
+            })
+            .collect();
+        let mut draw_order: Vec<u32> = (0..rects.len() as u32).collect();
+        draw_order.sort_by_key(|&i| (style_of[i as usize], i));
+        Scene {
+            rects,
+            fit,
+            styles,
+            style_of,
+            draw_order,
+        }
+    }
 }
 
 pub fn scene(state: PageState, tab: Tab) -> Option<Scene> {
@@ -43,6 +84,7 @@ pub fn scene(state: PageState, tab: Tab) -> Option<Scene> {
         .get()
         .min(model.devices.len().saturating_sub(1));
     let matches: HashSet<usize> = model.search(&state.search.get()).into_iter().collect();
+    let color_by = state.color_by.get();
     match tab {
         Tab::Arena => {
             let rects = arena_rects(model, device);
@@ -51,7 +93,7 @@ pub fn scene(state: PageState, tab: Tab) -> Option<Scene> {
                 f64::from(model.positions),
                 arena_height(model, device) as f64,
             );
-            Some(Scene { rects, fit, faded })
+            Some(Scene::new(model, rects, faded, fit, color_by))
         }
         Tab::Timeline => {
             let mut rows: Vec<usize> = model
@@ -68,7 +110,7 @@ pub fn scene(state: PageState, tab: Tab) -> Option<Scene> {
                 .unwrap_or_default();
             let faded = rects.iter().map(|r| !at_peak.contains(&r.buffer)).collect();
             let fit = Viewport::fit(f64::from(model.positions), rects.len() as f64);
-            Some(Scene { rects, fit, faded })
+            Some(Scene::new(model, rects, faded, fit, color_by))
         }
     }
 }
@@ -141,6 +183,8 @@ fn draw(
     let Some(analysis) = state.analysis.get_untracked() else {
         return;
     };
+    let performance = web_sys::window().and_then(|w| w.performance());
+    let started = performance.as_ref().map(|p| p.now());
     let model = &analysis.model;
     let device = state
         .device
@@ -168,33 +212,32 @@ fn draw(
         Tab::Arena => a.y + a.h - (y - v.y0) * sy,
         Tab::Timeline => a.y + (y - v.y0) * sy,
     };
-    let color_by = state.color_by.get_untracked();
     let selected = state.selected.get_untracked();
 
     ctx.save();
     ctx.begin_path();
     ctx.rect(a.x, a.y, a.w, a.h);
     ctx.clip();
-    let mut last_style = String::new();
+    let mut current_style = None;
     let mut selected_box = None;
-    for (r, &faded) in scene.rects.iter().zip(&scene.faded) {
+    ctx.set_stroke_style_str("#ffffff");
+    ctx.set_line_width(0.5);
+    for &k in &scene.draw_order {
+        let r = &scene.rects[k as usize];
         if !v.shows(r) {
             continue;
         }
         let (x0, x1) = (px(r.x0.max(v.x0)), px(r.x1.min(v.x1)));
         let (ya, yb) = (py(r.y0.max(v.y0)), py(r.y1.min(v.y1)));
         let (y0, y1) = (ya.min(yb), ya.max(yb));
-        let style = color_of(&model.buffers[r.buffer], color_by).css();
-        let style = if faded { format!("{style}73") } else { style };
-        if style != last_style {
-            ctx.set_fill_style_str(&style);
-            last_style = style;
+        let style = scene.style_of[k as usize];
+        if current_style != Some(style) {
+            ctx.set_fill_style_str(&scene.styles[style as usize]);
+            current_style = Some(style);
         }
         let (w, h) = ((x1 - x0).max(1.0), (y1 - y0).max(1.0));
         ctx.fill_rect(x0, y0, w, h);
         if w > 3.0 && h > 3.0 {
-            ctx.set_stroke_style_str("#ffffff");
-            ctx.set_line_width(0.5);
             ctx.stroke_rect(x0, y0, w, h);
         }
         if Some(r.buffer) == selected {
@@ -251,6 +294,11 @@ fn draw(
     }
     if let (Some(band), Some(d)) = (band, model.devices.get(device)) {
         usage_band(&ctx, band, v, d);
+    }
+    // What was drawn and how long it took: hooks for tests and for the curious.
+    let _ = canvas.set_attribute("data-items", &scene.rects.len().to_string());
+    if let (Some(p), Some(t0)) = (performance, started) {
+        let _ = canvas.set_attribute("data-draw-ms", &format!("{:.2}", p.now() - t0));
     }
 }
 
@@ -332,7 +380,6 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
             return;
         };
         state.selected.track();
-        state.color_by.track();
         scene.with(|s| {
             if let Some(s) = s {
                 draw(&el, state, tab, s, v);

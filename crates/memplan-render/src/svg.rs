@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use memplan_formats::human::bytes;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::color::{ColorBy, Rgb, color_of, legend};
 use crate::model::ViewModel;
@@ -79,8 +80,8 @@ pub fn arena_svg(
         let root =
             SVGBackend::with_string(&mut out, (options.width, options.height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
+        let root = titled(root, &device_title(model, device, "arena map"))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(device_title(model, device, "arena map"), ("sans-serif", 16))
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(80)
@@ -122,55 +123,109 @@ pub fn arena_svg(
             }))
             .map_err(err)?;
         let pools = &model.devices[device].pools;
-        if pools.len() > 1 {
-            for (k, p) in pools.iter().enumerate().skip(1) {
-                let y = p.base as f64;
-                chart
-                    .draw_series(LineSeries::new(
-                        [(v.x0, y), (v.x1, y)],
-                        BLACK.stroke_width(1),
-                    ))
-                    .map_err(err)?
-                    .label(format!(
-                        "pool {k} ({}) from {}",
-                        p.role.name(),
-                        bytes(p.base)
-                    ))
-                    .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BLACK));
-            }
+        let mut entries = color_entries(model, options.color_by);
+        for (k, p) in pools.iter().enumerate().skip(1) {
+            let y = p.base as f64;
+            chart
+                .draw_series(LineSeries::new(
+                    [(v.x0, y), (v.x1, y)],
+                    BLACK.stroke_width(1),
+                ))
+                .map_err(err)?;
+            entries.push((
+                format!("pool {k} ({}) from {}", p.role.name(), bytes(p.base)),
+                Swatch::Line(BLACK),
+            ));
         }
-        draw_legend(&mut chart, model, options.color_by)?;
+        legend_box(&root, &entries, Corner::Right)?;
         root.present().map_err(err)?;
     }
     Ok(out)
 }
 
-type Chart<'a, DB> = ChartContext<
-    'a,
-    DB,
-    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
->;
+/// How a legend entry is marked.
+#[derive(Clone, Copy)]
+enum Swatch {
+    Fill(RGBColor),
+    Line(RGBColor),
+}
 
-fn draw_legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut Chart<'a, DB>,
-    model: &ViewModel,
-    by: ColorBy,
+#[derive(Clone, Copy, PartialEq)]
+enum Corner {
+    Left,
+    Right,
+}
+
+fn color_entries(model: &ViewModel, by: ColorBy) -> Vec<(String, Swatch)> {
+    legend(model, by)
+        .into_iter()
+        .map(|(label, c)| (label, Swatch::Fill(rgb(c))))
+        .collect()
+}
+
+/// A fixed-pitch estimate of a label's width, px: the layout must not depend on font metrics,
+/// which differ between the browser and the CLI, so both draw the same bytes.
+fn text_width(text: &str) -> i32 {
+    text.chars().count() as i32 * 7
+}
+
+/// A legend in a top corner of `area`, laid out without measuring text.
+fn legend_box<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(String, Swatch)],
+    corner: Corner,
 ) -> Result<(), RenderError> {
-    for (label, color) in legend(model, by) {
-        let c = rgb(color);
-        chart
-            .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
-            .map_err(err)?
-            .label(label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+    if entries.is_empty() {
+        return Ok(());
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .draw()
-        .map_err(err)
+    let (width, _) = area.dim_in_pixel();
+    let w = 34
+        + entries
+            .iter()
+            .map(|(l, _)| text_width(l))
+            .max()
+            .unwrap_or(0);
+    let h = 8 + 18 * entries.len() as i32;
+    let x = match corner {
+        Corner::Right => width as i32 - w - 110,
+        Corner::Left => 100,
+    };
+    let y = 24;
+    area.draw(&Rectangle::new(
+        [(x, y), (x + w, y + h)],
+        WHITE.mix(0.9).filled(),
+    ))
+    .map_err(err)?;
+    area.draw(&Rectangle::new([(x, y), (x + w, y + h)], BLACK.mix(0.3)))
+        .map_err(err)?;
+    for (k, (label, swatch)) in entries.iter().enumerate() {
+        let cy = y + 13 + 18 * k as i32;
+        match *swatch {
+            Swatch::Fill(c) => area.draw(&Rectangle::new(
+                [(x + 8, cy - 5), (x + 22, cy + 5)],
+                c.filled(),
+            )),
+            Swatch::Line(c) => area.draw(&PathElement::new(
+                [(x + 8, cy), (x + 22, cy)],
+                c.stroke_width(2),
+            )),
+        }
+        .map_err(err)?;
+        let style = TextStyle::from(("sans-serif", 12)).pos(Pos::new(HPos::Left, VPos::Center));
+        area.draw_text(label, &style, (x + 28, cy)).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Draws `title` in a fixed band at the top of `root` and returns the rest.
+fn titled<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    title: &str,
+) -> Result<DrawingArea<DB, Shift>, RenderError> {
+    let (band, rest) = root.split_vertically(30);
+    let style = TextStyle::from(("sans-serif", 15)).pos(Pos::new(HPos::Left, VPos::Center));
+    band.draw_text(title, &style, (12, 15)).map_err(err)?;
+    Ok(rest)
 }
 
 /// The live-span timeline of `device`: the memory-usage curve with the peak marked above, a bar
@@ -190,12 +245,7 @@ pub fn timeline_svg(
         let root =
             SVGBackend::with_string(&mut out, (options.width, options.height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let root = root
-            .titled(
-                &device_title(model, device, "live spans"),
-                ("sans-serif", 16),
-            )
-            .map_err(err)?;
+        let root = titled(root, &device_title(model, device, "live spans"))?;
         let (upper, lower) = root.split_vertically(options.height / 3);
         usage_chart(&upper, model, device, x0, x1)?;
         let rows_here: Vec<usize> = rows
@@ -235,7 +285,11 @@ pub fn timeline_svg(
                 )
             }))
             .map_err(err)?;
-        draw_legend(&mut chart, model, options.color_by)?;
+        legend_box(
+            &lower,
+            &color_entries(model, options.color_by),
+            Corner::Right,
+        )?;
         root.present().map_err(err)?;
     }
     Ok(out)
@@ -258,7 +312,7 @@ fn usage_chart<DB: DrawingBackend>(
         .map_err(err)?;
     chart
         .configure_mesh()
-        .disable_x_mesh()
+        .disable_mesh()
         .y_desc("live bytes")
         .y_labels(4)
         .y_label_formatter(&|y| bytes(y.max(0.0) as u64))
@@ -269,23 +323,24 @@ fn usage_chart<DB: DrawingBackend>(
         .iter()
         .enumerate()
         .flat_map(|(p, &v)| [(p as f64, v as f64), (p as f64 + 1.0, v as f64)]);
+    let blue = RGBColor(0x2f, 0x6f, 0xde);
     chart
-        .draw_series(LineSeries::new(
-            steps,
-            RGBColor(0x2f, 0x6f, 0xde).stroke_width(2),
-        ))
-        .map_err(err)?
-        .label("live bytes")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], RGBColor(0x2f, 0x6f, 0xde)));
+        .draw_series(LineSeries::new(steps, blue.stroke_width(2)))
+        .map_err(err)?;
     let footprint = d.peak_bytes as f64;
     chart
         .draw_series(LineSeries::new(
             [(x0, footprint), (x1, footprint)],
             RED.stroke_width(1),
         ))
-        .map_err(err)?
-        .label(format!("footprint {}", bytes(d.peak_bytes)))
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], RED));
+        .map_err(err)?;
+    let mut entries = vec![
+        ("live bytes".to_string(), Swatch::Line(blue)),
+        (
+            format!("footprint {}", bytes(d.peak_bytes)),
+            Swatch::Line(RED),
+        ),
+    ];
     if let Some(p) = d.peak_position {
         let x = f64::from(p) + 0.5;
         chart
@@ -293,24 +348,17 @@ fn usage_chart<DB: DrawingBackend>(
                 [(x, 0.0), (x, d.lower_bound as f64)],
                 BLACK.stroke_width(1),
             ))
-            .map_err(err)?
-            .label(format!(
-                "peak at {} ({})",
-                model
-                    .position_labels
-                    .get(p as usize)
-                    .map_or("", String::as_str),
-                bytes(d.lower_bound)
-            ))
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BLACK));
+            .map_err(err)?;
+        let at = model
+            .position_labels
+            .get(p as usize)
+            .map_or("", String::as_str);
+        entries.push((
+            format!("peak at {at} ({})", bytes(d.lower_bound)),
+            Swatch::Line(BLACK),
+        ));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .draw()
-        .map_err(err)
+    legend_box(area, &entries, Corner::Left)
 }
 
 #[cfg(test)]

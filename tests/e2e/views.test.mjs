@@ -1,0 +1,303 @@
+// The explorer's views end to end on the release bundle: summary and strategy, timeline, arena
+// map (hover, click, zoom), keyboard, URL state and embed mode, exports that agree with the CLI,
+// hostile names, loading from ?src= and by drop, a 50 MB dump, and the performance figures.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { launch, output, root, serve } from './harness.mjs';
+
+const memplanBin = join(root, 'target/debug/memplan');
+const cli = (...args) => execFileSync(memplanBin, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
+const exampleFile = (name) => join(root, 'static/examples', `${name}.json`);
+const golden = async (name) => JSON.parse(await readFile(join(root, 'tests/golden', `${name}.plan.json`), 'utf8'));
+
+/** A minimalloc CSV of `n` buffers (fixed seed), for load and drawing measurements. */
+function syntheticCsv(n) {
+  let seed = 12345;
+  const next = () => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed);
+  const rows = ['id,lower,upper,size'];
+  for (let i = 0; i < n; i++) {
+    const lower = next() % n;
+    const upper = lower + 1 + (next() % 64);
+    rows.push(`b${i},${lower},${upper},${256 * (1 + (next() % 4096))}`);
+  }
+  return rows.join('\n') + '\n';
+}
+
+const hostile = {
+  memplan: 1,
+  name: '<img src=x onerror="window.__pwned=1">',
+  tensors: [
+    { id: '<script>window.__pwned=2</script>', bytes: 4096 },
+    { id: 'out', name: '<b onmouseover="window.__pwned=3">bold</b>', bytes: 1024, kind: 'output' },
+  ],
+  steps: [
+    { id: 's0', writes: ['<script>window.__pwned=2</script>'] },
+    { id: 's1', reads: ['<script>window.__pwned=2</script>'], writes: ['out'] },
+  ],
+};
+
+let server, browser, page;
+before(async () => {
+  await mkdir(output, { recursive: true });
+  server = await serve({
+    '/fixtures/hostile.json': JSON.stringify(hostile),
+    '/fixtures/decode.json': await readFile(exampleFile('transformer-decode'), 'utf8'),
+  });
+  ({ browser, page } = await launch());
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const testid = (id) => page.getByTestId(id);
+const bytesOf = async (id) => Number(await testid(id).getAttribute('data-bytes'));
+const drawn = () => page.waitForFunction(() => document.querySelector('canvas.plot')?.hasAttribute('data-draw-ms'));
+
+/** The CSS-pixel point at the middle of tensor `name`'s rectangle in the fitted arena map. */
+async function arenaPoint(report, name) {
+  await testid('arena-canvas').scrollIntoViewIfNeeded();
+  const box = await testid('arena-canvas').boundingBox();
+  const p = report.placements.find((x) => x.tensor === name);
+  const device = report.devices.find((d) => d.device === p.device);
+  const base = device.pools.slice(0, p.pool).reduce((s, q) => s + q.bytes, 0);
+  const height = device.pools.reduce((s, q) => s + q.bytes, 0);
+  const w = box.width - 84 - 12;
+  const h = box.height - 8 - 22;
+  return {
+    x: box.x + 84 + ((p.live[0] + p.live[1] + 1) / 2 / report.positions) * w,
+    y: box.y + 8 + h - ((base + p.offset + p.size / 2) / height) * h,
+  };
+}
+
+/** The arena buffer with the largest rectangle. */
+const biggest = (report) =>
+  report.placements
+    .filter((p) => !p.always_live)
+    .sort((a, b) => b.size * (b.live[1] - b.live[0] + 1) - a.size * (a.live[1] - a.live[0] + 1))[0].tensor;
+
+test('the summary shows the exact figures of `memplan plan --json`, and the strategy re-plans', async () => {
+  const report = await golden('mlp-training');
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  assert.equal(await bytesOf('peak-bytes'), report.peak_bytes);
+  assert.equal(await bytesOf('lower-bound'), report.lower_bound_bytes);
+  const bump = JSON.parse(cli('plan', exampleFile('mlp-training'), '--json', '--strategy', 'bump'));
+  await testid('strategy-select').selectOption('bump');
+  await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), bump.peak_bytes);
+  assert.ok(bump.peak_bytes > report.peak_bytes);
+  assert.match(page.url(), /strategy=bump/);
+  await testid('strategy-select').selectOption('best');
+  await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), report.peak_bytes);
+});
+
+test('the timeline draws a bar per tensor, filtered by search, and sorts', async () => {
+  const report = await golden('mlp-training');
+  await testid('tab-timeline').click();
+  await drawn();
+  assert.equal(Number(await testid('timeline-canvas').getAttribute('data-items')), report.placements.length);
+  await testid('search').fill('dW');
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]').dataset.items === '3');
+  assert.match(page.url(), /q=dW/);
+  await testid('sort-select').selectOption('size');
+  assert.match(page.url(), /sort=size/);
+  await page.screenshot({ path: join(output, 'timeline.png') });
+  await testid('search').fill('');
+  await testid('sort-select').selectOption('start');
+});
+
+test('the arena map: hover card, click selects, wheel zooms to the cursor, drag pans', async () => {
+  const report = await golden('mlp-training');
+  await testid('tab-arena').click();
+  await drawn();
+  const name = biggest(report);
+  const at = await arenaPoint(report, name);
+  await page.mouse.move(at.x, at.y);
+  const card = testid('hover-card');
+  await card.waitFor();
+  assert.match(await card.innerText(), new RegExp(`producers: `));
+  assert.ok((await card.innerText()).includes(name));
+  await page.mouse.click(at.x, at.y);
+  assert.equal(await testid('selected').innerText(), name);
+  assert.match(page.url(), new RegExp(`sel=${encodeURIComponent(name)}`));
+  await page.mouse.wheel(0, -400);
+  await page.waitForFunction(() => /zoom=/.test(location.search));
+  const zoomed = new URL(page.url()).searchParams.get('zoom').split(',').map(Number);
+  assert.ok(zoomed[1] - zoomed[0] < report.positions, `zoomed in: ${zoomed}`);
+  await page.mouse.move(at.x, at.y);
+  await page.mouse.down();
+  await page.mouse.move(at.x + 120, at.y, { steps: 4 });
+  await page.mouse.up();
+  const panned = new URL(page.url()).searchParams.get('zoom').split(',').map(Number);
+  assert.ok(panned[0] < zoomed[0], `panned left in world: ${panned} vs ${zoomed}`);
+  assert.equal(await testid('selected').innerText(), name, 'a drag does not change the selection');
+  await page.screenshot({ path: join(output, 'arena.png') });
+});
+
+test('keyboard: W/S zoom, A/D pan, F fit, Esc clears, / searches, ? helps', async () => {
+  await page.keyboard.press('f');
+  await page.waitForFunction(() => !/zoom=/.test(location.search));
+  await page.keyboard.press('w');
+  await page.waitForFunction(() => /zoom=/.test(location.search));
+  const a = new URL(page.url()).searchParams.get('zoom').split(',').map(Number);
+  await page.keyboard.press('d');
+  const b = new URL(page.url()).searchParams.get('zoom').split(',').map(Number);
+  assert.ok(b[0] > a[0], 'D pans right');
+  await page.keyboard.press('a');
+  await page.keyboard.press('s');
+  await page.keyboard.press('f');
+  await page.waitForFunction(() => !/zoom=/.test(location.search));
+  await page.keyboard.press('Escape');
+  assert.equal(await testid('selected').innerText(), '');
+  await page.keyboard.press('/');
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'search');
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('?');
+  await testid('help').waitFor();
+  await page.keyboard.press('Escape');
+  assert.equal(await testid('help').count(), 0);
+});
+
+test('a copied link reproduces the screen, and ?embed=1 shows only the view', async () => {
+  const report = await golden('mlp-training');
+  const name = biggest(report);
+  await page.goto(`${server.url}?view=arena&strategy=tlsf&sel=${encodeURIComponent(name)}&zoom=2,12,0,8000000&color=dtype`);
+  await testid('summary').waitFor();
+  assert.equal(await testid('strategy-select').inputValue(), 'tlsf');
+  assert.equal(await testid('selected').innerText(), name);
+  assert.equal(await testid('color-select').inputValue(), 'dtype');
+  assert.equal(await testid('tab-arena').getAttribute('aria-selected'), 'true');
+  const link = page.url();
+  const other = await browser.newPage();
+  await other.goto(link);
+  await other.getByTestId('summary').waitFor();
+  assert.equal(other.url(), link);
+  assert.equal(await other.getByTestId('selected').innerText(), name);
+  await other.close();
+  await page.goto(`${server.url}?view=arena&embed=1`);
+  await testid('arena-canvas').waitFor();
+  assert.equal(await testid('summary').count(), 0);
+  assert.equal(await testid('file-input').count(), 0);
+  await page.screenshot({ path: join(output, 'embed.png') });
+});
+
+async function downloaded(button) {
+  const [download] = await Promise.all([page.waitForEvent('download'), testid(button).click()]);
+  return readFile(await download.path());
+}
+
+test('exports: SVG is the CLI drawing, PNG is an image, the plan is the CLI report and CSV', async () => {
+  await page.goto(`${server.url}?view=arena`);
+  await drawn();
+  const svg = (await downloaded('export-svg')).toString('utf8');
+  assert.equal(svg, cli('render', exampleFile('mlp-training'), '--view', 'arena'));
+  await testid('tab-timeline').click();
+  const timeline = (await downloaded('export-svg')).toString('utf8');
+  assert.equal(timeline, cli('render', exampleFile('mlp-training'), '--view', 'timeline'));
+  const png = await downloaded('export-png');
+  assert.deepEqual([...png.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+  const json = (await downloaded('export-plan-json')).toString('utf8');
+  assert.equal(json, cli('plan', exampleFile('mlp-training'), '--json'));
+  const csv = (await downloaded('export-plan-csv')).toString('utf8');
+  assert.equal(csv, cli('convert', exampleFile('mlp-training'), '--to', 'minimalloc', '--with-plan'));
+});
+
+test('names with HTML and script are shown as text and never run', async () => {
+  await page.goto(`${server.url}?src=/fixtures/hostile.json&view=arena&sel=${encodeURIComponent('<script>window.__pwned=2</script>')}`);
+  await testid('summary').waitFor();
+  assert.equal(await testid('selected').innerText(), '<script>window.__pwned=2</script>');
+  assert.ok((await testid('summary').innerText()).includes('<img src=x onerror="window.__pwned=1">'));
+  await drawn();
+  const box = await testid('arena-canvas').boundingBox();
+  await page.mouse.move(box.x + 84 + 5, box.y + box.height - 30);
+  await page.mouse.move(box.x + box.width / 3, box.y + box.height / 2);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.equal(await page.locator('img[src=x], b[onmouseover]').count(), 0);
+  assert.equal(await page.evaluate(() => [...document.scripts].some((s) => s.textContent.includes('__pwned'))), false);
+});
+
+test('?src= loads a dump by URL, and a file dropped anywhere loads', async () => {
+  await page.goto(`${server.url}?src=/fixtures/decode.json`);
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '35');
+  assert.match(page.url(), /src=%2Ffixtures%2Fdecode\.json/);
+  const dataTransfer = await page.evaluateHandle(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['id,lower,upper,size\na,0,2,100\nb,1,3,50\n'], 'dropped.csv', { type: 'text/csv' }));
+    return dt;
+  });
+  await page.dispatchEvent('.app', 'drop', { dataTransfer });
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '2');
+  await page.goto(`${server.url}?src=/fixtures/missing.json`);
+  await testid('error').waitFor();
+  assert.match(await testid('error').innerText(), /missing\.json: the server answered 404/);
+  // The browser logs the 404 itself; that one is expected.
+  page.problems = page.problems.filter((p) => !p.includes('status of 404'));
+});
+
+test('a 50 MB dump loads or fails clearly, and the page stays alive', async () => {
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  const tensors = [];
+  const steps = [];
+  const pad = 'x'.repeat(150);
+  for (let i = 0, size = 0; size < 50.5e6; i++) {
+    const t = { id: `t${i}_${pad}`, bytes: 256 + (i % 1000) * 64 };
+    const s = { id: `s${i}`, reads: i ? [`t${i - 1}_${pad}`] : [], writes: [`t${i}_${pad}`] };
+    tensors.push(t);
+    steps.push(s);
+    size += JSON.stringify(t).length + JSON.stringify(s).length + 2;
+  }
+  const text = JSON.stringify({ memplan: 1, tensors, steps });
+  assert.ok(text.length >= 50e6, `${text.length} bytes`);
+  const started = Date.now();
+  const file = join(output, 'big.json');
+  await writeFile(file, text);
+  await testid('file-input').setInputFiles(file);
+  await page.waitForFunction(
+    (n) => document.querySelector('[data-testid=tensor-count]')?.textContent === String(n) || document.querySelector('[data-testid=error]'),
+    tensors.length,
+    { timeout: 120000 },
+  );
+  const seconds = (Date.now() - started) / 1000;
+  assert.equal(await page.evaluate(() => 1 + 1), 2);
+  const outcome = (await testid('error').count()) ? await testid('error').innerText() : `loaded ${tensors.length} tensors`;
+  await writeFile(join(output, 'big-dump.txt'), `${(text.length / 1e6).toFixed(1)} MB: ${outcome} in ${seconds.toFixed(1)} s\n`);
+});
+
+test('performance: a 10k-tensor dump loads, plans and draws; 50k rectangles pan and zoom', async () => {
+  await page.goto(`${server.url}?strategy=best`);
+  await testid('summary').waitFor();
+  const started = Date.now();
+  await testid('file-input').setInputFiles({ name: 'ten-k.csv', mimeType: 'text/csv', buffer: Buffer.from(syntheticCsv(10000)) });
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]')?.dataset.items === '10000', null, { timeout: 60000 });
+  const loadMs = Date.now() - started;
+
+  await page.goto(`${server.url}?strategy=first-fit&view=arena`);
+  await testid('summary').waitFor();
+  await testid('file-input').setInputFiles({ name: 'fifty-k.csv', mimeType: 'text/csv', buffer: Buffer.from(syntheticCsv(50000)) });
+  await page.waitForFunction(() => document.querySelector('[data-testid=arena-canvas]')?.dataset.items === '50000', null, { timeout: 120000 });
+  const box = await testid('arena-canvas').boundingBox();
+  const frames = [];
+  for (let i = 0; i < 20; i++) {
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    if (i % 2) await page.mouse.wheel(0, i < 10 ? -120 : 120);
+    else await page.keyboard.press(i % 4 ? 'a' : 'd');
+    await page.waitForTimeout(30);
+    frames.push(Number(await testid('arena-canvas').getAttribute('data-draw-ms')));
+  }
+  frames.sort((a, b) => a - b);
+  const figures = {
+    load_plan_draw_10k_ms: loadMs,
+    arena_50k_frame_ms_median: frames[frames.length >> 1],
+    arena_50k_frame_ms_max: frames[frames.length - 1],
+  };
+  await writeFile(join(output, 'perf.json'), JSON.stringify(figures, null, 1) + '\n');
+  console.log('performance', figures);
+});
+
+test('no console errors', () => {
+  assert.deepEqual(page.problems, []);
+});
