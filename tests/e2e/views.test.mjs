@@ -255,6 +255,17 @@ test('a 50 MB dump loads or fails clearly, and the page stays alive', async () =
   const started = Date.now();
   const file = join(output, 'big.json');
   await writeFile(file, text);
+  // Loading runs in the worker: progress shows, the page answers meanwhile, and cancel stops it.
+  const before = await testid('tensor-count').innerText();
+  await testid('file-input').setInputFiles(file);
+  await testid('progress').waitFor();
+  await testid('tab-arena').click();
+  assert.equal(await testid('tab-arena').getAttribute('aria-selected'), 'true');
+  assert.equal(await testid('progress').count(), 1, 'the click was answered while the worker works');
+  await testid('cancel').click();
+  assert.equal(await testid('progress').count(), 0);
+  await page.waitForTimeout(500);
+  assert.equal(await testid('tensor-count').innerText(), before, 'a cancelled load changes nothing');
   await testid('file-input').setInputFiles(file);
   await page.waitForFunction(
     (n) => document.querySelector('[data-testid=tensor-count]')?.textContent === String(n) || document.querySelector('[data-testid=error]'),

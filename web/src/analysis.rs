@@ -1,16 +1,16 @@
-//! From bytes to everything the views show. Pure: no DOM, so it runs (and is tested) natively
-//! and in wasm alike.
+//! From bytes to everything the views show. Pure: no DOM, so it runs (and is tested) natively,
+//! in the page and in the worker alike.
 //!
 //! Loading ([`Session::load`]) is separate from planning ([`Session::plan`]): changing the
-//! strategy re-plans without re-reading the input.
-
-use std::sync::Arc;
+//! strategy re-plans without re-reading the input. An [`Analysis`] holds only what the page
+//! shows and exports, and is serializable, so the worker can hand it to the page.
 
 use memplan_core::graph::ResolvedGraph;
-use memplan_core::{Graph, Liveness, Plan, PlanOptions, Strategy, analyze, plan};
+use memplan_core::{Graph, Liveness, PlanOptions, Strategy, analyze, plan};
 use memplan_formats::report::PlanReport;
-use memplan_formats::{Format, load};
+use memplan_formats::{Format, load, minimalloc};
 use memplan_render::ViewModel;
+use serde::{Deserialize, Serialize};
 
 /// A loaded dump, ready to plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,14 +23,19 @@ pub struct Session {
     pub liveness: Liveness,
 }
 
-/// A session planned with one strategy.
-#[derive(Debug, Clone, PartialEq)]
+/// A session planned with one strategy: what the page shows and exports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
-    pub session: Arc<Session>,
+    pub source: String,
+    /// The format's name.
+    pub format: String,
+    pub tensor_count: usize,
+    pub step_count: usize,
     pub strategy: Strategy,
-    pub plan: Plan,
     pub report: PlanReport,
     pub model: ViewModel,
+    /// The plan as minimalloc CSV (offsets in each device's memory).
+    pub minimalloc_csv: String,
 }
 
 impl Session {
@@ -53,28 +58,29 @@ impl Session {
     }
 
     /// Plans the session with `strategy` (default options otherwise).
-    pub fn plan(self: &Arc<Self>, strategy: Strategy) -> Result<Analysis, String> {
+    pub fn plan(&self, strategy: Strategy) -> Result<Analysis, String> {
         let options = PlanOptions {
             strategy,
             ..PlanOptions::default()
         };
-        let plan =
-            plan(&self.liveness.problem, &options).map_err(|e| format!("{}: {e}", self.source))?;
-        let report = PlanReport::new(&self.liveness.problem, &plan);
-        let model = ViewModel::new(&self.graph, &self.resolved, &self.liveness, &plan);
+        let problem = &self.liveness.problem;
+        let plan = plan(problem, &options).map_err(|e| format!("{}: {e}", self.source))?;
         Ok(Analysis {
-            session: self.clone(),
+            source: self.source.clone(),
+            format: self.format.name().to_string(),
+            tensor_count: self.graph.tensors.len(),
+            step_count: self.graph.steps.len(),
             strategy,
-            plan,
-            report,
-            model,
+            report: PlanReport::new(problem, &plan),
+            model: ViewModel::new(&self.graph, &self.resolved, &self.liveness, &plan),
+            minimalloc_csv: minimalloc::write(problem, Some(&plan.device_offsets(problem))),
         })
     }
 }
 
 /// Loads and plans in one call.
 pub fn analyze_bytes(bytes: &[u8], source: &str, strategy: Strategy) -> Result<Analysis, String> {
-    Arc::new(Session::load(bytes, source)?).plan(strategy)
+    Session::load(bytes, source)?.plan(strategy)
 }
 
 /// The plan report of a bundled example with the default options, as `memplan plan --json`
@@ -100,6 +106,13 @@ mod tests {
             assert!(a.report.peak_bytes >= a.report.lower_bound_bytes);
             assert_eq!(a.model.buffers.len(), a.report.placements.len());
         }
+    }
+
+    #[test]
+    fn an_analysis_survives_the_trip_from_the_worker() {
+        let a = analyze_bytes(EXAMPLES[1].text.as_bytes(), "decode", Strategy::Tlsf).unwrap();
+        let text = serde_json::to_string(&a).unwrap();
+        assert_eq!(serde_json::from_str::<Analysis>(&text).unwrap(), a);
     }
 
     #[test]

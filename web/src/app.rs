@@ -19,8 +19,9 @@ use crate::analysis::Analysis;
 use crate::canvas::PlotCanvas;
 use crate::examples::{DEFAULT_EXAMPLE, EXAMPLES};
 use crate::export;
-use crate::state::PageState;
+use crate::state::{Busy, Origin, PageState, Restore};
 use crate::url_state::{Tab, UrlState};
+use crate::worker_protocol::STAGES;
 
 /// The largest input the page reads, bytes: past it the page says so instead of freezing.
 pub const MAX_INPUT_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
@@ -31,12 +32,8 @@ fn location_search() -> String {
         .unwrap_or_default()
 }
 
-/// Reads a browser file, then loads it.
-fn load_file(
-    state: PageState,
-    source: RwSignal<(Option<String>, Option<String>)>,
-    file: web_sys::File,
-) {
+/// Reads a browser file, then loads it in the worker.
+fn load_file(state: PageState, file: web_sys::File) {
     let name = file.name();
     if file.size() > MAX_INPUT_BYTES {
         state.error.set(Some(format!(
@@ -46,19 +43,24 @@ fn load_file(
         )));
         return;
     }
-    state.busy.set(Some(format!("reading {name}")));
+    state.busy.set(Some(Busy {
+        stage: 0,
+        of: STAGES,
+        what: format!("reading {name}"),
+    }));
     spawn_local(async move {
-        let text = JsFuture::from(file.text()).await;
-        state.busy.set(None);
-        match text {
-            Ok(text) => {
-                if state.load(text.as_string().unwrap_or_default().as_bytes(), &name) {
-                    source.set((None, None));
-                }
+        match JsFuture::from(file.text()).await {
+            Ok(text) => state.load_in_worker(
+                text.as_string().unwrap_or_default(),
+                &name,
+                Origin::default(),
+            ),
+            Err(_) => {
+                state.busy.set(None);
+                state
+                    .error
+                    .set(Some(format!("{name}: the browser could not read the file")));
             }
-            Err(_) => state
-                .error
-                .set(Some(format!("{name}: the browser could not read the file"))),
         }
     });
 }
@@ -89,44 +91,34 @@ async fn fetch_text(url: &str) -> Result<String, String> {
 pub fn App() -> impl IntoView {
     let url = UrlState::parse(&location_search());
     let state = PageState::new(&url);
-    // Where the dump came from, for the URL: (example, src).
-    let source = RwSignal::new((None::<String>, None::<String>));
 
-    // First load: `?src=`, else `?example=`, else the default example; then the URL's selection.
-    let restore_selection = {
-        let selected = url.selected.clone();
-        let device = url.device.clone();
-        let zoom = url.zoom;
-        move || {
-            let Some(a) = state.analysis.get_untracked() else {
-                return;
-            };
-            if let Some(id) = &device
-                && let Some(d) = a.model.devices.iter().position(|d| &d.id == id)
-            {
-                state.device.set(d);
-            }
-            state
-                .selected
-                .set(selected.as_deref().and_then(|id| a.model.buffer_of(id)));
-            state.window().set(zoom);
-        }
+    // First load: `?src=` (in the worker), else `?example=` or the default example (here); the
+    // link's selection, device and zoom are restored once it is planned.
+    let origin = Origin {
+        example: url.example.clone(),
+        src: url.src.clone(),
     };
+    state.restore.set_value(Some(Restore {
+        selected: url.selected.clone(),
+        device: url.device.clone(),
+        zoom: url.zoom,
+        origin: origin.clone(),
+    }));
     match url.src.clone() {
         Some(src) => {
-            state.busy.set(Some(format!("fetching {src}")));
-            let restore = restore_selection.clone();
+            state.busy.set(Some(Busy {
+                stage: 0,
+                of: STAGES,
+                what: format!("fetching {src}"),
+            }));
             spawn_local(async move {
-                let result = fetch_text(&src).await;
-                state.busy.set(None);
-                match result {
-                    Ok(text) => {
-                        if state.load(text.as_bytes(), &src) {
-                            source.set((None, Some(src)));
-                            restore();
-                        }
+                match fetch_text(&src).await {
+                    Ok(text) => state.load_in_worker(text, &src, origin),
+                    Err(e) => {
+                        state.busy.set(None);
+                        state.restore.set_value(None);
+                        state.error.set(Some(format!("{src}: {e}")));
                     }
-                    Err(e) => state.error.set(Some(format!("{src}: {e}"))),
                 }
             });
         }
@@ -136,18 +128,13 @@ pub fn App() -> impl IntoView {
                 .as_deref()
                 .and_then(|name| EXAMPLES.iter().find(|e| e.name == name))
                 .unwrap_or(DEFAULT_EXAMPLE);
-            if state.load(example.text.as_bytes(), example.name) {
-                if url.example.is_some() {
-                    source.set((Some(example.name.to_string()), None));
-                }
-                restore_selection();
-            }
+            state.load_here(example.text.as_bytes(), example.name, origin);
         }
     }
 
     // The URL follows the screen.
     Effect::new(move |_| {
-        let query = state.url_state(Some(source.get())).to_query();
+        let query = state.url_state().to_query();
         if let Some(w) = web_sys::window() {
             let path = w.location().pathname().unwrap_or_default();
             let target = if query.is_empty() {
@@ -212,13 +199,13 @@ pub fn App() -> impl IntoView {
             .and_then(|d| d.files())
             .and_then(|f| f.get(0))
         {
-            load_file(state, source, file);
+            load_file(state, file);
         }
     };
     let on_pick = move |ev: web_sys::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            load_file(state, source, file);
+            load_file(state, file);
         }
         input.set_value("");
     };
@@ -247,9 +234,8 @@ pub fn App() -> impl IntoView {
                                     <button
                                         data-testid=format!("example-{}", e.name)
                                         on:click=move |_| {
-                                            if state.load(e.text.as_bytes(), e.name) {
-                                                source.set((Some(e.name.to_string()), None));
-                                            }
+                                            let origin = Origin { example: Some(e.name.to_string()), src: None };
+                                            state.load_here(e.text.as_bytes(), e.name, origin);
                                         }
                                     >
                                         {e.title}
@@ -266,8 +252,13 @@ pub fn App() -> impl IntoView {
                     <input type="file" data-testid="file-input" accept=".json,.csv,application/json,text/csv" on:change=on_pick />
                 </label>
             </Show>
-            {move || state.busy.get().map(|what| view! {
-                <div class="progress" data-testid="progress" role="status"><span class="spinner"></span>{what}</div>
+            {move || state.busy.get().map(|busy| view! {
+                <div class="progress" data-testid="progress" role="status">
+                    <progress max=busy.of value=busy.stage></progress>
+                    <span class="spinner"></span>
+                    <span>{busy.what}</span>
+                    <button data-testid="cancel" on:click=move |_| crate::worker_client::cancel(state)>"cancel"</button>
+                </div>
             })}
             {move || state.error.get().map(|message| view! {
                 <div class="error-banner" role="alert" data-testid="error">
@@ -288,7 +279,7 @@ pub fn App() -> impl IntoView {
 fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
     let r = &analysis.report;
     let title = if analysis.model.title.is_empty() {
-        analysis.session.source.clone()
+        analysis.source.clone()
     } else {
         analysis.model.title.clone()
     };
@@ -300,7 +291,6 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
             r.violations.join("; ")
         )
     };
-    let g = &analysis.session.graph;
     let devices = r
         .devices
         .iter()
@@ -322,7 +312,7 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
             <div class="summary-head">
                 <div>
                     <h2>{title}</h2>
-                    <p class="source">{format!("{} · {}", analysis.session.source, analysis.session.format.name())}</p>
+                    <p class="source">{format!("{} · {}", analysis.source, analysis.format)}</p>
                 </div>
                 <label class="control">
                     "strategy "
@@ -343,8 +333,8 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                 </label>
             </div>
             <dl class="figures">
-                <div><dt>"tensors"</dt><dd data-testid="tensor-count">{g.tensors.len()}</dd></div>
-                <div><dt>"steps"</dt><dd data-testid="step-count">{g.steps.len()}</dd></div>
+                <div><dt>"tensors"</dt><dd data-testid="tensor-count">{analysis.tensor_count}</dd></div>
+                <div><dt>"steps"</dt><dd data-testid="step-count">{analysis.step_count}</dd></div>
                 <div><dt>"positions"</dt><dd>{r.positions}</dd></div>
                 <div><dt>"peak"</dt><dd data-testid="peak-bytes" data-bytes=r.peak_bytes.to_string()>{bytes(r.peak_bytes)}</dd></div>
                 <div><dt>"lower bound"</dt><dd data-testid="lower-bound" data-bytes=r.lower_bound_bytes.to_string()>{bytes(r.lower_bound_bytes)}</dd></div>
@@ -397,7 +387,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
         )
         .and_then(|svg| {
             export::download_text(
-                &export::file_name(&a.session.source, &format!("{}.svg", tab.name())),
+                &export::file_name(&a.source, &format!("{}.svg", tab.name())),
                 "image/svg+xml",
                 &svg,
             )
@@ -427,7 +417,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
             })
             .and_then(|url| {
                 export::download_url(
-                    &export::file_name(&a.session.source, &format!("{}.png", tab.name())),
+                    &export::file_name(&a.source, &format!("{}.png", tab.name())),
                     &url,
                 )
             });
@@ -441,13 +431,13 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
         };
         let result = if csv {
             export::download_text(
-                &export::file_name(&a.session.source, "plan.csv"),
+                &export::file_name(&a.source, "plan.csv"),
                 "text/csv",
-                &export::plan_csv(&a),
+                &a.minimalloc_csv,
             )
         } else {
             export::download_text(
-                &export::file_name(&a.session.source, "plan.json"),
+                &export::file_name(&a.source, "plan.json"),
                 "application/json",
                 &export::plan_json(&a),
             )

@@ -42,12 +42,6 @@ pub fn plan_json(a: &Analysis) -> String {
     text
 }
 
-/// The plan as minimalloc CSV, offsets in each device's memory (pools end to end).
-pub fn plan_csv(a: &Analysis) -> String {
-    let problem = &a.session.liveness.problem;
-    memplan_formats::minimalloc::write(problem, Some(&a.plan.device_offsets(problem)))
-}
-
 /// A file name from the source: `model.json` -> `model.<suffix>`.
 pub fn file_name(source: &str, suffix: &str) -> String {
     let base = source.rsplit(['/', '\\']).next().unwrap_or(source);

@@ -13,6 +13,8 @@ pub mod export;
 pub mod panic;
 pub mod state;
 pub mod url_state;
+pub mod worker_client;
+pub mod worker_protocol;
 
 /// Installs the panic hook and mounts the app on `<body>`.
 pub fn start() {

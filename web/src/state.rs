@@ -11,6 +11,32 @@ use memplan_render::scene::Viewport;
 
 use crate::analysis::{Analysis, Session};
 use crate::url_state::{Tab, UrlState};
+use crate::worker_client::{Client, new_client};
+use crate::worker_protocol::STAGES;
+
+/// A load in progress: stage `stage` of `of`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Busy {
+    pub stage: u32,
+    pub of: u32,
+    pub what: String,
+}
+
+/// Where the dump shown came from, for the link: a bundled example or a `?src=` URL.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Origin {
+    pub example: Option<String>,
+    pub src: Option<String>,
+}
+
+/// What a link asks to show once its dump is loaded.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Restore {
+    pub selected: Option<String>,
+    pub device: Option<String>,
+    pub zoom: Option<Viewport>,
+    pub origin: Origin,
+}
 
 #[derive(Clone, Copy)]
 pub struct PageState {
@@ -30,7 +56,15 @@ pub struct PageState {
     pub help: RwSignal<bool>,
     pub embed: bool,
     /// What is being loaded, while it is.
-    pub busy: RwSignal<Option<String>>,
+    pub busy: RwSignal<Option<Busy>>,
+    /// Where the dump shown came from.
+    pub origin: RwSignal<Origin>,
+    /// The dump loaded on the main thread (bundled examples), for re-planning there; `None`
+    /// when the worker holds it.
+    pub session: StoredValue<Option<Arc<Session>>>,
+    /// What to restore when the next analysis arrives.
+    pub restore: StoredValue<Option<Restore>>,
+    pub worker: Client,
 }
 
 impl PageState {
@@ -50,22 +84,25 @@ impl PageState {
             help: RwSignal::new(false),
             embed: url.embed,
             busy: RwSignal::new(None),
+            origin: RwSignal::new(Origin::default()),
+            session: StoredValue::new(None),
+            restore: StoredValue::new(None),
+            worker: new_client(),
         }
     }
 
-    /// Loads `bytes` and plans them; on success the new dump replaces the one shown (selection
-    /// and zoom reset), on failure the old one stays and the banner says why.
-    pub fn load(self, bytes: &[u8], source: &str) -> bool {
-        match Session::load(bytes, source)
-            .and_then(|s| Arc::new(s).plan(self.strategy.get_untracked()))
-        {
-            Ok(a) => {
-                self.selected.set(None);
-                self.device.set(0);
-                self.arena_window.set(None);
-                self.timeline_window.set(None);
-                self.analysis.set(Some(Arc::new(a)));
-                self.error.set(None);
+    /// Loads a small input (a bundled example) on the main thread; on success it replaces the
+    /// dump shown, on failure the old one stays and the banner says why.
+    pub fn load_here(self, bytes: &[u8], source: &str, origin: Origin) -> bool {
+        let planned = Session::load(bytes, source).and_then(|s| {
+            let a = s.plan(self.strategy.get_untracked())?;
+            Ok((s, a))
+        });
+        match planned {
+            Ok((session, a)) => {
+                crate::worker_client::stop(self);
+                self.session.set_value(Some(Arc::new(session)));
+                self.apply(a, Some(origin));
                 true
             }
             Err(message) => {
@@ -75,15 +112,70 @@ impl PageState {
         }
     }
 
-    /// Re-plans the loaded dump with another strategy, keeping selection and zoom.
+    /// Loads an input of any size in the worker; the page stays responsive, shows progress and
+    /// can cancel. `origin` is where it came from, for the link.
+    pub fn load_in_worker(self, text: String, source: &str, origin: Origin) {
+        let what = format!("sending {source}");
+        self.busy.set(Some(Busy {
+            stage: 0,
+            of: STAGES,
+            what,
+        }));
+        self.restore
+            .update_value(|r| r.get_or_insert_with(Restore::default).origin = origin);
+        crate::worker_client::load(self, source, text);
+    }
+
+    /// Shows a new analysis. A new dump (`origin` given, or a pending restore) resets the
+    /// selection and zoom (or restores a link's); a re-plan of the same dump keeps them.
+    pub fn apply(self, a: Analysis, origin: Option<Origin>) {
+        let restore = self.restore.try_update_value(Option::take).flatten();
+        if origin.is_some() || restore.is_some() {
+            let restore = restore.unwrap_or_default();
+            if origin.is_none() {
+                // The worker's dump replaces a main-thread one.
+                self.session.set_value(None);
+            }
+            let device = restore
+                .device
+                .as_ref()
+                .and_then(|id| a.model.devices.iter().position(|d| &d.id == id))
+                .unwrap_or(0);
+            self.device.set(device);
+            self.selected.set(
+                restore
+                    .selected
+                    .as_deref()
+                    .and_then(|id| a.model.buffer_of(id)),
+            );
+            self.arena_window.set(None);
+            self.timeline_window.set(None);
+            self.window().set(restore.zoom);
+            self.origin.set(origin.unwrap_or(restore.origin));
+        }
+        self.analysis.set(Some(Arc::new(a)));
+        self.error.set(None);
+    }
+
+    /// Re-plans the loaded dump with another strategy, keeping selection and zoom: on the main
+    /// thread when it was loaded there, else in the worker.
     pub fn set_strategy(self, strategy: Strategy) {
         self.strategy.set(strategy);
-        let Some(current) = self.analysis.get_untracked() else {
-            return;
-        };
-        match current.session.plan(strategy) {
-            Ok(a) => self.analysis.set(Some(Arc::new(a))),
-            Err(message) => self.error.set(Some(message)),
+        match self.session.get_value() {
+            Some(session) => match session.plan(strategy) {
+                Ok(a) => self.apply(a, None),
+                Err(message) => self.error.set(Some(message)),
+            },
+            None if self.analysis.get_untracked().is_some() => {
+                let what = format!("planning with {strategy}");
+                self.busy.set(Some(Busy {
+                    stage: 2,
+                    of: STAGES,
+                    what,
+                }));
+                crate::worker_client::replan(self);
+            }
+            None => {}
         }
     }
 
@@ -96,7 +188,7 @@ impl PageState {
     }
 
     /// The URL state of the screen.
-    pub fn url_state(self, source: Option<(Option<String>, Option<String>)>) -> UrlState {
+    pub fn url_state(self) -> UrlState {
         let analysis = self.analysis.get();
         let tab = self.tab.get();
         let selected = self
@@ -115,7 +207,7 @@ impl PageState {
             Tab::Timeline => self.timeline_window.get(),
             Tab::Arena => self.arena_window.get(),
         };
-        let (example, src) = source.unwrap_or_default();
+        let Origin { example, src } = self.origin.get();
         UrlState {
             tab,
             strategy: self.strategy.get(),

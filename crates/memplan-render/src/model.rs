@@ -2,9 +2,10 @@
 
 use memplan_core::graph::{Graph, Storage, TensorKind};
 use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
+use serde::{Deserialize, Serialize};
 
 /// One planned buffer, as the views show it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BufferView {
     /// The tensor id.
     pub tensor: String,
@@ -36,7 +37,7 @@ impl BufferView {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolView {
     pub role: PoolRole,
     pub bytes: u64,
@@ -44,7 +45,7 @@ pub struct PoolView {
     pub base: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceView {
     pub id: String,
     pub strategy: String,
@@ -58,7 +59,7 @@ pub struct DeviceView {
     pub live_at_peak: Vec<usize>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ViewModel {
     pub title: String,
     pub positions: u32,

@@ -84,6 +84,20 @@ impl fmt::Display for Strategy {
     }
 }
 
+/// Serialized as its name (`"first-fit"`), as the CLI flag and the URL spell it.
+impl serde::Serialize for Strategy {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Strategy {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// The error of parsing a strategy name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown strategy `{0}` (expected one of first-fit, best-fit, tlsf, bump, search, best)")]
@@ -134,7 +148,8 @@ impl Default for PlanOptions {
 }
 
 /// What a pool holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PoolRole {
     /// Buffers with live intervals, sharing bytes over time.
     Arena,

@@ -1,0 +1,154 @@
+//! The page's side of the worker: starts it on first use, waits for its `ready`, sends requests,
+//! turns its answers into page state, and cancels a load by terminating it (the next request
+//! starts a fresh one, in about 50 ms).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{ErrorEvent, MessageEvent, Worker};
+
+use crate::state::{Busy, PageState};
+use crate::worker_protocol::Response;
+
+/// The worker's loader, which trunk writes next to the page.
+const WORKER_URL: &str = "./memplan-worker_loader.js";
+
+/// The worker's message and error handlers, kept alive while it runs.
+type Handlers = (
+    Closure<dyn FnMut(MessageEvent)>,
+    Closure<dyn FnMut(ErrorEvent)>,
+);
+
+#[derive(Default)]
+pub struct WorkerClient {
+    worker: Option<Worker>,
+    ready: bool,
+    /// A request sent before the worker was ready.
+    pending: Option<js_sys::Array>,
+    handlers: Option<Handlers>,
+}
+
+/// The client, kept in the reactive owner (a `Worker` is not `Send`).
+pub type Client = StoredValue<Rc<RefCell<WorkerClient>>, LocalStorage>;
+
+pub fn new_client() -> Client {
+    StoredValue::new_local(Rc::new(RefCell::new(WorkerClient::default())))
+}
+
+/// Loads `text` in the worker.
+pub fn load(state: PageState, source: &str, text: String) {
+    let request = js_sys::Array::of4(
+        &"load".into(),
+        &state.strategy.get_untracked().name().into(),
+        &source.into(),
+        &text.into(),
+    );
+    send(state, request);
+}
+
+/// Re-plans the worker's loaded dump with the page's strategy.
+pub fn replan(state: PageState) {
+    let request = js_sys::Array::of2(
+        &"replan".into(),
+        &state.strategy.get_untracked().name().into(),
+    );
+    send(state, request);
+}
+
+fn send(state: PageState, request: js_sys::Array) {
+    let client = state.worker.get_value();
+    let mut c = client.borrow_mut();
+    if c.worker.is_none()
+        && let Err(e) = start(state, &mut c)
+    {
+        drop(c);
+        state.busy.set(None);
+        state
+            .error
+            .set(Some(format!("cannot start the background worker: {e}")));
+        return;
+    }
+    if c.ready {
+        if let Some(w) = &c.worker {
+            let _ = w.post_message(&request);
+        }
+    } else {
+        c.pending = Some(request);
+    }
+}
+
+fn start(state: PageState, c: &mut WorkerClient) -> Result<(), String> {
+    let worker = Worker::new(WORKER_URL).map_err(|e| format!("{e:?}"))?;
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+        let text = event.data().as_string().unwrap_or_default();
+        match serde_json::from_str::<Response>(&text) {
+            Ok(Response::Ready) => {
+                let client = state.worker.get_value();
+                let mut c = client.borrow_mut();
+                c.ready = true;
+                let pending = c.pending.take();
+                if let (Some(w), Some(request)) = (&c.worker, pending) {
+                    let _ = w.post_message(&request);
+                }
+            }
+            Ok(Response::Progress { stage, of, what }) => {
+                state.busy.set(Some(Busy { stage, of, what }))
+            }
+            Ok(Response::Planned(analysis)) => {
+                state.busy.set(None);
+                state.apply(*analysis, None);
+            }
+            Ok(Response::Error(message)) => {
+                state.busy.set(None);
+                state.error.set(Some(message));
+            }
+            Err(e) => {
+                state.busy.set(None);
+                state.error.set(Some(format!(
+                    "the background worker sent an unreadable answer: {e}"
+                )));
+            }
+        }
+    });
+    let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |event: ErrorEvent| {
+        state.busy.set(None);
+        state.error.set(Some(format!(
+            "the background worker failed: {}",
+            event.message()
+        )));
+        cancel(state);
+    });
+    worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
+    c.worker = Some(worker);
+    c.ready = false;
+    c.handlers = Some((onmessage, onerror));
+    Ok(())
+}
+
+/// Cancels a load (the cancel button): stops the worker and forgets what the load would have
+/// restored; the page keeps what it shows.
+pub fn cancel(state: PageState) {
+    stop(state);
+    state.restore.set_value(None);
+}
+
+/// Stops whatever the worker is doing.
+pub fn stop(state: PageState) {
+    let client = state.worker.get_value();
+    let Ok(mut c) = client.try_borrow_mut() else {
+        return;
+    };
+    if let Some(w) = c.worker.take() {
+        w.set_onmessage(None);
+        w.set_onerror(None);
+        w.terminate();
+    }
+    c.ready = false;
+    c.pending = None;
+    c.handlers = None;
+    state.busy.set(None);
+}
