@@ -222,19 +222,23 @@ impl RowOrder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    pub(crate) fn example() -> ViewModel {
-        let graph = memplan_formats::json::parse(include_str!(
-            "../../../static/examples/transformer-decode.json"
-        ))
-        .unwrap();
+    /// The view model of a dump planned with the default options.
+    pub(crate) fn model_of(dump: &str) -> ViewModel {
+        let graph = memplan_formats::json::parse(dump).unwrap();
         let resolved = graph.resolve().unwrap();
         let liveness = memplan_core::analyze(&graph, &resolved);
         let plan =
             memplan_core::plan(&liveness.problem, &memplan_core::PlanOptions::default()).unwrap();
         ViewModel::new(&graph, &resolved, &liveness, &plan)
+    }
+
+    fn example() -> ViewModel {
+        model_of(include_str!(
+            "../../../static/examples/transformer-decode.json"
+        ))
     }
 
     #[test]

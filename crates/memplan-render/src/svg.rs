@@ -367,15 +367,7 @@ mod tests {
     use crate::model::RowOrder;
 
     fn example() -> ViewModel {
-        let graph = memplan_formats::json::parse(include_str!(
-            "../../../static/examples/mlp-training.json"
-        ))
-        .unwrap();
-        let resolved = graph.resolve().unwrap();
-        let liveness = memplan_core::analyze(&graph, &resolved);
-        let plan =
-            memplan_core::plan(&liveness.problem, &memplan_core::PlanOptions::default()).unwrap();
-        ViewModel::new(&graph, &resolved, &liveness, &plan)
+        crate::model::tests::model_of(include_str!("../../../static/examples/mlp-training.json"))
     }
 
     #[test]

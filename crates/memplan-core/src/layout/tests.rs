@@ -18,6 +18,18 @@ fn buffer(name: &str, size: u64, alignment: u64, lifetime: Lifetime) -> Buffer {
     }
 }
 
+/// `p` planned with `strategy` and the default options.
+fn planned(p: &Problem, strategy: Strategy) -> Plan {
+    plan(
+        p,
+        &PlanOptions {
+            strategy,
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap()
+}
+
 fn live(first: u32, last: u32) -> Lifetime {
     Lifetime::Live(LiveInterval::new(first, last))
 }
@@ -128,7 +140,7 @@ proptest! {
 
     #[test]
     fn the_checker_catches_a_moved_buffer(p in arb_problem(), pick in any::<prop::sample::Index>()) {
-        let plan = plan(&p, &PlanOptions { strategy: Strategy::FirstFit, ..PlanOptions::default() }).unwrap();
+        let plan = planned(&p, Strategy::FirstFit);
         // Conflicting pairs with bytes in the same pool: put the second on top of the first.
         let pairs: Vec<(usize, usize)> = (0..p.buffers.len())
             .flat_map(|a| (0..p.buffers.len()).map(move |b| (a, b)))
@@ -290,14 +302,7 @@ fn five_then_eight_at_alignment_8_puts_the_second_at_8() {
         1,
         vec![buffer("a", 5, 8, live(0, 0)), buffer("b", 8, 8, live(0, 0))],
     );
-    let plan = plan(
-        &p,
-        &PlanOptions {
-            strategy: Strategy::Bump,
-            ..PlanOptions::default()
-        },
-    )
-    .unwrap();
+    let plan = planned(&p, Strategy::Bump);
     assert_eq!(plan.placements[1].offset, 8);
 }
 
@@ -317,14 +322,7 @@ fn sizes_4_then_64_at_alignment_32_vs_the_reverse_order() {
             buffer("big", 64, 32, live(0, 0)),
         ],
     );
-    let plan = plan(
-        &p,
-        &PlanOptions {
-            strategy: Strategy::FirstFit,
-            ..PlanOptions::default()
-        },
-    )
-    .unwrap();
+    let plan = planned(&p, Strategy::FirstFit);
     assert_eq!(
         (plan.placements[1].offset, plan.placements[0].offset),
         (0, 64)
@@ -365,14 +363,7 @@ fn disjoint_lifetimes_share_bytes_and_always_live_ones_do_not() {
             buffer("w", 50, 1, Lifetime::Always),
         ],
     );
-    let plan = plan(
-        &p,
-        &PlanOptions {
-            strategy: Strategy::FirstFit,
-            ..PlanOptions::default()
-        },
-    )
-    .unwrap();
+    let plan = planned(&p, Strategy::FirstFit);
     let d = &plan.devices[0];
     assert_eq!(
         (
@@ -398,14 +389,7 @@ fn tlsf_rounds_to_256_and_frees_before_it_allocates() {
             buffer("c", 10, 1, live(0, 1)),
         ],
     );
-    let plan = plan(
-        &p,
-        &PlanOptions {
-            strategy: Strategy::Tlsf,
-            ..PlanOptions::default()
-        },
-    )
-    .unwrap();
+    let plan = planned(&p, Strategy::Tlsf);
     assert!(plan.is_valid());
     let offsets: Vec<u64> = plan.placements.iter().map(|p| p.offset).collect();
     assert_eq!(offsets, vec![0, 0, 256]);
