@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
-use memplan_core::{PlanOptions, Strategy, liveness_of, plan};
+use memplan_core::{
+    Layout, Placement, PlanOptions, Pool, PoolRole, Strategy, check, liveness_of, plan,
+};
 use memplan_formats::load;
 use serde::Deserialize;
 
@@ -103,5 +105,52 @@ fn minimalloc_offsets_round_trip_through_the_checker() {
     let offsets = plan.device_offsets(&problem);
     let csv = memplan_formats::minimalloc::write(&problem, Some(&offsets));
     let again = load(csv.as_bytes(), "again.csv").unwrap();
-    assert_eq!(again.offsets.expect("the offset column is read"), offsets);
+    let read = again.offsets.expect("the offset column is read");
+    assert_eq!(read, offsets);
+    // The offsets, as one pool per device, pass the independent checker.
+    let again = liveness_of(&again.graph).unwrap().problem;
+    let placements: Vec<Placement> = read
+        .iter()
+        .map(|&offset| Placement { pool: 0, offset })
+        .collect();
+    let top = again
+        .buffers
+        .iter()
+        .zip(&read)
+        .map(|(b, &o)| o + b.occupied_size())
+        .max()
+        .unwrap_or(0);
+    let pools = [Pool {
+        role: PoolRole::Arena,
+        bytes: top,
+    }];
+    let layout = Layout {
+        pools: &[&pools],
+        placements: &placements,
+    };
+    assert_eq!(check(&again, layout, true, u64::MAX), vec![]);
+    assert_eq!(
+        top,
+        plan.peak_bytes(),
+        "the file's own layout is as tall as the plan"
+    );
+    // And a buffer moved onto one it conflicts with does not.
+    let span = |b: usize| again.buffers[b].span(again.positions);
+    let other = (1..again.buffers.len())
+        .find(|&b| span(b).overlaps(span(0)))
+        .expect("a conflict with the first buffer");
+    let mut broken = placements.clone();
+    broken[other].offset = broken[0].offset;
+    assert!(
+        !check(
+            &again,
+            Layout {
+                pools: &[&pools],
+                placements: &broken
+            },
+            true,
+            u64::MAX
+        )
+        .is_empty()
+    );
 }
