@@ -614,23 +614,22 @@ fn resolve_views(
             }
         })
         .collect::<Result<_, _>>()?;
+    // Each view's (root, offset in the root), memoized so that chains are walked once: O(n).
+    let mut root_of: Vec<Option<(usize, u64)>> = vec![None; tensors.len()];
+    let mut on_path = vec![false; tensors.len()];
     for start in 0..tensors.len() {
-        if base[start].is_none() {
+        if base[start].is_none() || root_of[start].is_some() {
             continue;
         }
-        // Walk to the root, summing offsets; a walk longer than the tensor count is a cycle.
-        let mut offset: u64 = 0;
         let mut path = vec![start];
+        on_path[start] = true;
         let mut at = start;
-        while let Some(next) = base[at] {
-            offset = offset
-                .checked_add(g.tensors[at].view_offset)
-                .ok_or_else(|| GraphError::SizeOverflow {
-                    tensor: g.tensors[start].id.clone(),
-                    detail: "the sum of its view offsets".into(),
-                })?;
-            if path.contains(&next) {
-                let cycle = path
+        // Walk until an owning tensor or an already resolved view.
+        let (root, mut offset) = loop {
+            let next = base[at].expect("only views are on the path");
+            if on_path[next] {
+                let from = path.iter().position(|&p| p == next).unwrap_or(0);
+                let cycle = path[from..]
                     .iter()
                     .chain(std::iter::once(&next))
                     .map(|&i| g.tensors[i].id.as_str())
@@ -641,10 +640,31 @@ fn resolve_views(
                     cycle,
                 });
             }
-            path.push(next);
-            at = next;
+            match (base[next], root_of[next]) {
+                (None, _) => break (next, 0),
+                (Some(_), Some(resolved)) => break resolved,
+                (Some(_), None) => {
+                    path.push(next);
+                    on_path[next] = true;
+                    at = next;
+                }
+            }
+        };
+        for &v in path.iter().rev() {
+            offset = offset
+                .checked_add(g.tensors[v].view_offset)
+                .ok_or_else(|| GraphError::SizeOverflow {
+                    tensor: g.tensors[v].id.clone(),
+                    detail: "the sum of its view offsets".into(),
+                })?;
+            root_of[v] = Some((root, offset));
+            on_path[v] = false;
         }
-        let root = at;
+    }
+    for start in 0..tensors.len() {
+        let Some((root, offset)) = root_of[start] else {
+            continue;
+        };
         let bad = |reason: String| GraphError::BadView {
             tensor: g.tensors[start].id.clone(),
             reason,

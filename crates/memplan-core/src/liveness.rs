@@ -213,6 +213,34 @@ mod tests {
     }
 
     #[test]
+    fn a_long_chain_of_views_resolves_to_its_root() {
+        // Each view resolves once: a chain of 100k views is linear work, not quadratic.
+        let n = 100_000;
+        let mut tensors = vec![tensor("v0", 1 << 20)];
+        for i in 1..n {
+            tensors.push(Tensor {
+                view_of: Some(format!("v{}", i - 1)),
+                view_offset: 1,
+                ..tensor(&format!("v{i}"), 8)
+            });
+        }
+        let g = Graph {
+            tensors,
+            steps: vec![step("s", &[], &[&format!("v{}", n - 1)])],
+            ..Graph::default()
+        };
+        let resolved = g.resolve().unwrap();
+        assert_eq!(
+            resolved.tensors[n - 1].storage,
+            crate::graph::Storage::View {
+                root: 0,
+                offset: n as u64 - 1
+            }
+        );
+        assert_eq!(lifetimes(&g), vec![("v0".into(), at(0, 0))]);
+    }
+
+    #[test]
     fn elided_always_live_and_unused_tensors() {
         let g = Graph {
             tensors: vec![
