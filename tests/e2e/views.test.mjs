@@ -107,6 +107,27 @@ test('the timeline draws a bar per tensor, filtered by search, and sorts', async
   await page.screenshot({ path: join(output, 'timeline.png') });
   await testid('search').fill('');
   await testid('sort-select').selectOption('start');
+
+  // Click the middle of a bar: rows sorted by start (then end, then canonical order).
+  const rows = report.placements
+    .map((p, i) => ({ ...p, i }))
+    .sort((a, b) => a.live[0] - b.live[0] || a.live[1] - b.live[1] || a.i - b.i);
+  const k = rows.findIndex((p) => !p.always_live && p.live[1] - p.live[0] >= 3);
+  await testid('timeline-canvas').scrollIntoViewIfNeeded();
+  const box = await testid('timeline-canvas').boundingBox();
+  const h = box.height - 8 - 22;
+  const band = Math.floor(h * 0.3);
+  const top = box.y + 8 + band + 10;
+  const gh = h - band - 10;
+  const w = box.width - 84 - 12;
+  const x = box.x + 84 + ((rows[k].live[0] + rows[k].live[1] + 1) / 2 / report.positions) * w;
+  await page.mouse.click(x, top + ((k + 0.5) / rows.length) * gh);
+  assert.equal(await testid('selected').innerText(), rows[k].tensor);
+  // The selection is shared with the arena map.
+  await testid('tab-arena').click();
+  assert.equal(await testid('selected').innerText(), rows[k].tensor);
+  await page.keyboard.press('Escape');
+  await testid('tab-timeline').click();
 });
 
 test('the arena map: hover card, click selects, wheel zooms to the cursor, drag pans', async () => {
