@@ -547,13 +547,13 @@ fn Selected(state: PageState) -> impl IntoView {
             <span data-testid="selected">
                 {move || {
                     let a = state.analysis.get()?;
-                    let b = &a.model.buffers[state.selected.get()?];
+                    let b = a.model.buffers.get(state.selected.get()?)?;
                     Some(b.tensor.clone())
                 }}
             </span>
             {move || {
                 let a = state.analysis.get()?;
-                let b = &a.model.buffers[state.selected.get()?];
+                let b = a.model.buffers.get(state.selected.get()?)?;
                 Some(format!(
                     "  ·  {} · offset {} (pool {}) · positions {}..={}",
                     bytes(b.size),

@@ -485,7 +485,11 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
                 on:mouseup=on_up
                 on:mouseleave=on_leave
             ></canvas>
-            {move || hover.get().and_then(|(b, x, y)| state.analysis.get().map(|a| view! { <HoverCard analysis=a buffer=b x=x y=y /> }))}
+            {move || {
+                let (b, x, y) = hover.get()?;
+                let a = state.analysis.get().filter(|a| b < a.model.buffers.len())?;
+                Some(view! { <HoverCard analysis=a buffer=b x=x y=y /> })
+            }}
         </div>
     }
 }

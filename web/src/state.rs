@@ -191,10 +191,14 @@ impl PageState {
     pub fn url_state(self) -> UrlState {
         let analysis = self.analysis.get();
         let tab = self.tab.get();
-        let selected = self
-            .selected
-            .get()
-            .and_then(|b| analysis.as_ref().map(|a| a.model.buffers[b].tensor.clone()));
+        let selected = self.selected.get().and_then(|b| {
+            analysis
+                .as_ref()?
+                .model
+                .buffers
+                .get(b)
+                .map(|x| x.tensor.clone())
+        });
         let device = analysis
             .as_ref()
             .filter(|a| a.model.devices.len() > 1)
