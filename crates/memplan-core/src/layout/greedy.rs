@@ -82,7 +82,9 @@ pub(crate) fn choose_gap(
     alignment: u64,
     choice: GapChoice,
 ) -> u64 {
-    ranges.sort_unstable_by_key(|&(start, _)| start);
+    // Radix sort: these lists run to thousands for long-lived buffers, and sorting them is most
+    // of a large layout's time.
+    radsort::sort_by_key(ranges, |&(start, _)| start);
     let aligned = |v: u64| align_up(v, alignment).expect("validated: extents fit in u64");
     let mut cursor = 0;
     let mut smallest: Option<(u64, u64)> = None;

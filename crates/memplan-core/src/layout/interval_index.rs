@@ -2,9 +2,10 @@
 //! without a quadratic scan.
 //!
 //! Static: built once over all the items of a region, with each item's *rank* (its place in the
-//! placement order). A query for `[a, b]` returns the items that contain `a` (a stabbing query
-//! down a segment tree over positions) plus the items that start in `(a, b]` (a range of the
-//! items sorted by start, answered by a merge-sort tree over that order). Every list is sorted
+//! placement order). A query for `[a, b]` returns the items that start before `a` and reach it (a
+//! stabbing query down a segment tree over positions that holds each item's `[first + 1, last]`,
+//! so no filtering is needed) plus the items that start in `[a, b]` (a range of the items sorted
+//! by start, answered by a merge-sort tree over that order). Every list is sorted
 //! by rank, so "placed before rank r" is a prefix of each: a query costs O(log n + k) for k
 //! overlapping items placed before, and never looks at the items not yet placed.
 
@@ -13,9 +14,9 @@ use crate::problem::LiveInterval;
 pub(crate) struct IntervalIndex {
     /// Leaves of the position tree: a power of two at least the number of positions.
     leaves: usize,
-    /// Per position-tree node, (rank, first) of the items whose interval covers the node's range
-    /// canonically, sorted by rank.
-    node_items: Vec<Vec<(u32, u32)>>,
+    /// Per position-tree node, the ranks of the items whose `[first + 1, last]` covers the
+    /// node's range canonically, sorted.
+    node_items: Vec<Vec<u32>>,
     /// Firsts in by-start order, and the merge-sort tree over that order (ranks sorted per node).
     starts: Vec<u32>,
     start_leaves: usize,
@@ -34,19 +35,19 @@ impl IntervalIndex {
         let leaves = positions.next_power_of_two();
         let mut node_items = vec![Vec::new(); 2 * leaves];
         for (item, interval) in intervals.iter().enumerate() {
-            // Bottom-up canonical decomposition of [first, last].
+            // Bottom-up canonical decomposition of [first + 1, last] (empty for one position).
             let (mut lo, mut hi) = (
-                interval.first as usize + leaves,
+                interval.first as usize + 1 + leaves,
                 interval.last as usize + leaves + 1,
             );
             while lo < hi {
                 if lo & 1 == 1 {
-                    node_items[lo].push((rank[item], interval.first));
+                    node_items[lo].push(rank[item]);
                     lo += 1;
                 }
                 if hi & 1 == 1 {
                     hi -= 1;
-                    node_items[hi].push((rank[item], interval.first));
+                    node_items[hi].push(rank[item]);
                 }
                 lo /= 2;
                 hi /= 2;
@@ -92,13 +93,7 @@ impl IntervalIndex {
             let mut node = a as usize + self.leaves;
             while node >= 1 {
                 let list = &self.node_items[node];
-                let end = list.partition_point(|&(r, _)| r < below);
-                out.extend(
-                    list[..end]
-                        .iter()
-                        .filter(|&&(_, first)| first < a)
-                        .map(|&(r, _)| r),
-                );
+                out.extend_from_slice(&list[..list.partition_point(|&r| r < below)]);
                 node /= 2;
             }
         }
