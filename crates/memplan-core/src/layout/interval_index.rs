@@ -85,6 +85,23 @@ impl IntervalIndex {
         }
     }
 
+    /// The number of items whose interval overlaps `query` (itself included if indexed), without
+    /// listing them: O(log P + log n).
+    pub(crate) fn count_overlapping(&self, query: LiveInterval) -> u64 {
+        let a = query.first as usize;
+        let mut count = 0u64;
+        if a < self.leaves {
+            let mut node = a + self.leaves;
+            while node >= 1 {
+                count += self.node_items[node].len() as u64;
+                node /= 2;
+            }
+        }
+        let lo = self.starts.partition_point(|&s| s < query.first);
+        let hi = self.starts.partition_point(|&s| s <= query.last);
+        count + (hi - lo) as u64
+    }
+
     /// Appends to `out` the rank of every item of rank below `below` whose interval overlaps
     /// `query`.
     pub(crate) fn overlapping(&self, query: LiveInterval, below: u32, out: &mut Vec<u32>) {
@@ -147,6 +164,8 @@ mod tests {
                 .collect();
             expected.sort_unstable();
             prop_assert_eq!(found, expected);
+            let all = (0..intervals.len()).filter(|&i| intervals[i].overlaps(query)).count();
+            prop_assert_eq!(index.count_overlapping(query), all as u64);
         }
     }
 }

@@ -448,27 +448,29 @@ fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> R
             RegionLayout { offsets, extent }
         }
         Strategy::Search => {
-            // Materializing the neighbour lists costs one decode; give up before it when even
-            // the buffers alone exceed the budget.
-            if items.len() as u64 >= options.search_work {
-                return greedy(GapChoice::Lowest);
-            }
+            // One decode visits every item and its neighbours; count them (cheaply, without
+            // listing them) and keep first-fit's layout when not even one decode fits the budget.
             let identity: Vec<u32> = (0..items.len() as u32).collect();
             let index = IntervalIndex::new(&intervals, &identity);
-            let mut visits = items.len() as u64;
-            let mut neighbours: Vec<Vec<u32>> = Vec::with_capacity(items.len());
-            for (i, &interval) in intervals.iter().enumerate() {
-                let mut out = Vec::new();
-                index.overlapping(interval, u32::MAX, &mut out);
-                out.retain(|&j| j as usize != i);
-                visits += out.len() as u64;
-                if visits > options.search_work {
-                    return greedy(GapChoice::Lowest);
-                }
-                neighbours.push(out);
+            let visits = intervals
+                .iter()
+                .map(|&i| index.count_overlapping(i))
+                .sum::<u64>();
+            if visits > options.search_work {
+                return greedy(GapChoice::Lowest);
             }
-            let evaluations =
-                (options.search_work / visits).min(u64::from(options.search_evaluations)) as u32;
+            let neighbours: Vec<Vec<u32>> = intervals
+                .iter()
+                .enumerate()
+                .map(|(i, &interval)| {
+                    let mut out = Vec::new();
+                    index.overlapping(interval, u32::MAX, &mut out);
+                    out.retain(|&j| j as usize != i);
+                    out
+                })
+                .collect();
+            let evaluations = (options.search_work / visits.max(1))
+                .min(u64::from(options.search_evaluations)) as u32;
             search::layout(items, &neighbours, evaluations)
         }
         Strategy::Best => unreachable!("best picks among the other strategies per device"),
