@@ -170,7 +170,7 @@ pub fn App() -> impl IntoView {
             return;
         }
         let window = state.window();
-        let fit = crate::canvas::scene(state, state.tab.get_untracked()).map(|s| s.fit);
+        let fit = crate::canvas::world(state, state.tab.get_untracked());
         let Some(fit) = fit else { return };
         let current = window.get_untracked().unwrap_or(fit);
         match e.key().as_str() {

@@ -76,6 +76,25 @@ impl Scene {
     }
 }
 
+/// The whole world of a view, without building its scene (for the keyboard's zoom and pan).
+pub fn world(state: PageState, tab: Tab) -> Option<Viewport> {
+    let analysis = state.analysis.get_untracked()?;
+    let model = &analysis.model;
+    let device = state
+        .device
+        .get_untracked()
+        .min(model.devices.len().saturating_sub(1));
+    let height = match tab {
+        Tab::Arena => arena_height(model, device) as f64,
+        Tab::Timeline => model
+            .search(&state.search.get_untracked())
+            .into_iter()
+            .filter(|&b| model.buffers[b].device == device)
+            .count() as f64,
+    };
+    Some(Viewport::fit(f64::from(model.positions), height))
+}
+
 pub fn scene(state: PageState, tab: Tab) -> Option<Scene> {
     let analysis = state.analysis.get()?;
     let model = &analysis.model;
