@@ -374,9 +374,12 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
             return;
         };
         let tab = state.tab.get_untracked();
-        let device = state.device.get_untracked();
-        let mut rows: Vec<usize> = a.model.search(&state.search.get_untracked());
-        state.sort.get_untracked().sort(&a.model, &mut rows);
+        let device = a.model.clamp_device(state.device.get_untracked());
+        let rows = a.model.rows(
+            device,
+            &state.search.get_untracked(),
+            state.sort.get_untracked(),
+        );
         let result = export::view_svg(
             &a,
             tab,

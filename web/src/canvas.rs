@@ -80,17 +80,16 @@ impl Scene {
 pub fn world(state: PageState, tab: Tab) -> Option<Viewport> {
     let analysis = state.analysis.get_untracked()?;
     let model = &analysis.model;
-    let device = state
-        .device
-        .get_untracked()
-        .min(model.devices.len().saturating_sub(1));
+    let device = model.clamp_device(state.device.get_untracked());
     let height = match tab {
         Tab::Arena => arena_height(model, device) as f64,
         Tab::Timeline => model
-            .search(&state.search.get_untracked())
-            .into_iter()
-            .filter(|&b| model.buffers[b].device == device)
-            .count() as f64,
+            .rows(
+                device,
+                &state.search.get_untracked(),
+                state.sort.get_untracked(),
+            )
+            .len() as f64,
     };
     Some(Viewport::fit(f64::from(model.positions), height))
 }
@@ -98,10 +97,7 @@ pub fn world(state: PageState, tab: Tab) -> Option<Viewport> {
 pub fn scene(state: PageState, tab: Tab) -> Option<Scene> {
     let analysis = state.analysis.get()?;
     let model = &analysis.model;
-    let device = state
-        .device
-        .get()
-        .min(model.devices.len().saturating_sub(1));
+    let device = model.clamp_device(state.device.get());
     let matches: HashSet<usize> = model.search(&state.search.get()).into_iter().collect();
     let color_by = state.color_by.get();
     match tab {
@@ -115,12 +111,7 @@ pub fn scene(state: PageState, tab: Tab) -> Option<Scene> {
             Some(Scene::new(model, rects, faded, fit, color_by))
         }
         Tab::Timeline => {
-            let mut rows: Vec<usize> = model
-                .search(&state.search.get())
-                .into_iter()
-                .filter(|&b| model.buffers[b].device == device)
-                .collect();
-            state.sort.get().sort(model, &mut rows);
+            let rows = model.rows(device, &state.search.get(), state.sort.get());
             let rects = timeline_rows(model, &rows);
             let at_peak: HashSet<usize> = model
                 .devices
@@ -205,10 +196,7 @@ fn draw(
     let performance = web_sys::window().and_then(|w| w.performance());
     let started = performance.as_ref().map(|p| p.now());
     let model = &analysis.model;
-    let device = state
-        .device
-        .get_untracked()
-        .min(model.devices.len().saturating_sub(1));
+    let device = model.clamp_device(state.device.get_untracked());
     let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
     let (width, height) = (
         f64::from(canvas.client_width()),

@@ -313,8 +313,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     let order = memplan_render::model::RowOrder::parse(&sort).ok_or_else(|| {
                         format!("--sort: `{sort}` is not start, size or lifetime")
                     })?;
-                    let mut rows = model.search("");
-                    order.sort(&model, &mut rows);
+                    let rows = model.rows(device, "", order);
                     memplan_render::svg::timeline_svg(&model, device, &rows, None, options)
                 }
             }

@@ -5,7 +5,7 @@
 //! are live everywhere). The maximum over positions is the lower bound; the position where it is
 //! reached first, and the buffers live there, are what the views show as "the peak and why".
 
-use crate::problem::{Lifetime, Problem};
+use crate::problem::{Lifetime, LiveInterval, Problem};
 
 /// Memory use of one device over the schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,30 +23,45 @@ pub struct DeviceUsage {
     pub live_at_peak: Vec<usize>,
 }
 
+/// The bytes live at each of `positions` positions: `base` plus the size of every span that
+/// covers the position. Every span must end before `positions`; the sum must fit in a `u64`.
+pub(crate) fn live_curve(
+    positions: usize,
+    base: u64,
+    spans: impl Iterator<Item = (LiveInterval, u64)>,
+) -> Vec<u64> {
+    let (mut starts, mut ends) = (vec![0u64; positions], vec![0u64; positions]);
+    for (interval, size) in spans {
+        starts[interval.first as usize] += size;
+        ends[interval.last as usize] += size;
+    }
+    let mut live = base;
+    (0..positions)
+        .map(|p| {
+            live += starts[p];
+            let here = live;
+            live -= ends[p];
+            here
+        })
+        .collect()
+}
+
 /// The usage of every device of `problem` (which must be valid).
 pub fn device_usage(problem: &Problem) -> Vec<DeviceUsage> {
     let positions = problem.positions as usize;
     (0..problem.device_ids.len())
         .map(|device| {
-            let mut always_live_bytes = 0u64;
-            let mut starts = vec![0u64; positions];
-            let mut ends = vec![0u64; positions];
-            for b in problem.buffers.iter().filter(|b| b.device == device) {
-                match b.lifetime {
-                    Lifetime::Always => always_live_bytes += b.occupied_size(),
-                    Lifetime::Live(i) => {
-                        starts[i.first as usize] += b.occupied_size();
-                        ends[i.last as usize] += b.occupied_size();
-                    }
-                }
-            }
-            let mut curve = Vec::with_capacity(positions);
-            let mut live = always_live_bytes;
-            for p in 0..positions {
-                live += starts[p];
-                curve.push(live);
-                live -= ends[p];
-            }
+            let on_device = problem.buffers.iter().filter(|b| b.device == device);
+            let always_live_bytes: u64 = on_device
+                .clone()
+                .filter(|b| b.is_always_live())
+                .map(|b| b.occupied_size())
+                .sum();
+            let spans = on_device.filter_map(|b| match b.lifetime {
+                Lifetime::Live(i) => Some((i, b.occupied_size())),
+                Lifetime::Always => None,
+            });
+            let curve = live_curve(positions, always_live_bytes, spans);
             let (lower_bound, peak_position) = curve.iter().enumerate().fold(
                 (always_live_bytes, None),
                 |(best, at), (p, &bytes)| {

@@ -177,6 +177,22 @@ impl ViewModel {
             .collect()
     }
 
+    /// The timeline's rows: the buffers of `device` matching `query`, in `order`.
+    pub fn rows(&self, device: usize, query: &str, order: RowOrder) -> Vec<usize> {
+        let mut rows: Vec<usize> = self
+            .search(query)
+            .into_iter()
+            .filter(|&b| self.buffers[b].device == device)
+            .collect();
+        order.sort(self, &mut rows);
+        rows
+    }
+
+    /// `device`, or the last device when it is out of range (a link may name any number).
+    pub fn clamp_device(&self, device: usize) -> usize {
+        device.min(self.devices.len().saturating_sub(1))
+    }
+
     /// The index of the buffer of tensor `id`.
     pub fn buffer_of(&self, id: &str) -> Option<usize> {
         self.buffers.iter().position(|b| b.tensor == id)

@@ -229,7 +229,8 @@ fn titled<DB: DrawingBackend>(
 }
 
 /// The live-span timeline of `device`: the memory-usage curve with the peak marked above, a bar
-/// per buffer of `rows` (in that order) below, the buffers live at the peak outlined.
+/// per buffer of `rows` (in that order: [`ViewModel::rows`] of `device`) below, the buffers live at
+/// the peak drawn solid.
 /// `window` is the span of positions shown (all when `None`).
 pub fn timeline_svg(
     model: &ViewModel,
@@ -248,12 +249,7 @@ pub fn timeline_svg(
         let root = titled(root, &device_title(model, device, "live spans"))?;
         let (upper, lower) = root.split_vertically(options.height / 3);
         usage_chart(&upper, model, device, x0, x1)?;
-        let rows_here: Vec<usize> = rows
-            .iter()
-            .copied()
-            .filter(|&b| model.buffers[b].device == device)
-            .collect();
-        let n = rows_here.len().max(1) as f64;
+        let n = rows.len().max(1) as f64;
         let mut chart = ChartBuilder::on(&lower)
             .margin(12)
             .x_label_area_size(36)
@@ -269,7 +265,7 @@ pub fn timeline_svg(
             .draw()
             .map_err(err)?;
         let at_peak: HashSet<usize> = d.live_at_peak.iter().copied().collect();
-        let bars = timeline_rows(model, &rows_here);
+        let bars = timeline_rows(model, rows);
         let shown = |r: &&crate::scene::Rect| r.x1 > x0 && r.x0 < x1;
         chart
             .draw_series(bars.iter().filter(shown).map(|r| {
@@ -392,8 +388,7 @@ mod tests {
     #[test]
     fn the_timeline_svg_marks_the_peak() {
         let m = example();
-        let mut rows = m.search("");
-        RowOrder::Start.sort(&m, &mut rows);
+        let rows = m.rows(0, "", RowOrder::Start);
         let svg = timeline_svg(&m, 0, &rows, None, SvgOptions::default()).unwrap();
         assert!(svg.contains("peak at"), "no peak marker");
         assert!(svg.contains("footprint"));

@@ -11,6 +11,7 @@
 
 use super::greedy::{GapChoice, place_in_order_within, size_order};
 use super::{Item, RegionLayout};
+use crate::lower_bound::live_curve;
 
 /// A small, fast, fixed-seed generator (SplitMix64).
 struct SplitMix64(u64);
@@ -103,19 +104,9 @@ pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) 
 fn lower_bound_hint(items: &[Item]) -> u64 {
     let positions = items
         .iter()
-        .map(|i| i.live.last as usize + 2)
+        .map(|i| i.live.last as usize + 1)
         .max()
         .unwrap_or(0);
-    let mut delta = vec![0i128; positions];
-    for i in items {
-        delta[i.live.first as usize] += i.size as i128;
-        delta[i.live.last as usize + 1] -= i.size as i128;
-    }
-    let mut live = 0i128;
-    let mut most = 0i128;
-    for d in delta {
-        live += d;
-        most = most.max(live);
-    }
-    most as u64
+    let curve = live_curve(positions, 0, items.iter().map(|i| (i.live, i.size)));
+    curve.into_iter().max().unwrap_or(0)
 }
