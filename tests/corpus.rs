@@ -1,23 +1,28 @@
-//! The corpus: every real input of `../shared/data` listed in `corpus.toml`, planned with every
-//! strategy, held to its published figures. The data folder is `$MEMPLAN_DATA`, or
-//! `../shared/data` beside the repository.
+//! The corpus: the real inputs vendored under `tests/data` (listed in `corpus.toml`), checked
+//! against their checksums, planned through the engine with every strategy, and held to their
+//! published figures. Nothing outside the repository is read.
 
 use std::path::PathBuf;
 
-use memplan_core::{
-    Layout, Placement, PlanOptions, Pool, PoolRole, Strategy, check, liveness_of, plan,
-};
-use memplan_formats::load;
+use memplan_core::StrategyChoice;
+use memplan_engine::{Scenario, Session};
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 
 #[derive(Deserialize)]
 struct Corpus {
     minimalloc: Minimalloc,
+    large: Large,
 }
 
 #[derive(Deserialize)]
 struct Minimalloc {
     best_mean_ratio_at_most: f64,
+    file: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+struct Large {
     file: Vec<Entry>,
 }
 
@@ -29,128 +34,143 @@ struct Entry {
 }
 
 fn data_dir() -> PathBuf {
-    let dir = std::env::var_os("MEMPLAN_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"));
-    assert!(
-        dir.is_dir(),
-        "the corpus data folder {} is missing: set MEMPLAN_DATA",
-        dir.display()
-    );
-    dir
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data")
 }
 
 fn corpus() -> Corpus {
     toml::from_str(include_str!("corpus.toml")).expect("corpus.toml parses")
 }
 
+fn session(entry: &Entry) -> Session {
+    let path = data_dir().join(&entry.path);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Session::load(&bytes, &entry.path).unwrap()
+}
+
+#[test]
+fn the_vendored_files_are_the_ones_their_readme_describes() {
+    let sums = std::fs::read_to_string(data_dir().join("SHA256SUMS")).unwrap();
+    let mut checked = 0;
+    for line in sums.lines() {
+        let (sum, path) = line.split_once("  ").expect("`sum  path` lines");
+        let bytes = std::fs::read(data_dir().join(path)).unwrap();
+        let actual: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(actual, sum, "{path}");
+        checked += 1;
+    }
+    let c = corpus();
+    assert_eq!(checked, c.minimalloc.file.len() + c.large.file.len());
+}
+
+/// Plans `entry` with every strategy: each plan valid, the lower bound exact. Returns `best`'s
+/// footprint / LB.
+fn plan_every_strategy(entry: &Entry) -> f64 {
+    let s = session(entry);
+    assert_eq!(s.problem().buffers.len(), entry.buffers, "{}", entry.path);
+    let mut best_ratio = f64::NAN;
+    for strategy in StrategyChoice::ALL {
+        let outcome = s
+            .plan(&Scenario {
+                strategy,
+                ..Scenario::default()
+            })
+            .unwrap();
+        let plan = &outcome.plan;
+        assert!(
+            plan.is_valid(),
+            "{} {strategy}: {:?}",
+            entry.path,
+            plan.violations
+        );
+        assert_eq!(
+            plan.lower_bound_bytes(),
+            entry.lower_bound,
+            "{} lower bound",
+            entry.path
+        );
+        assert!(
+            plan.footprint_bytes() >= entry.lower_bound,
+            "{} {strategy}",
+            entry.path
+        );
+        assert!(
+            plan.devices.iter().all(|d| d.cap_fallback.is_none()),
+            "{}",
+            entry.path
+        );
+        if strategy == StrategyChoice::Best {
+            best_ratio = plan.footprint_bytes() as f64 / entry.lower_bound as f64;
+        }
+    }
+    best_ratio
+}
+
 #[test]
 fn minimalloc_files_have_their_published_lower_bounds_and_every_strategy_plans_them_validly() {
     let corpus = corpus();
-    let mut best_ratios = Vec::new();
-    for entry in &corpus.minimalloc.file {
-        let path = data_dir().join(&entry.path);
-        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let loaded = load(&bytes, &entry.path).unwrap();
-        let problem = liveness_of(&loaded.graph).unwrap().problem;
-        assert_eq!(problem.buffers.len(), entry.buffers, "{}", entry.path);
-        for strategy in Strategy::ALL {
-            let plan = plan(
-                &problem,
-                &PlanOptions {
-                    strategy,
-                    ..PlanOptions::default()
-                },
-            )
-            .unwrap();
-            assert!(
-                plan.is_valid(),
-                "{} {strategy}: {:?}",
-                entry.path,
-                plan.violations
-            );
-            assert_eq!(
-                plan.lower_bound_bytes(),
-                entry.lower_bound,
-                "{} lower bound",
-                entry.path
-            );
-            assert!(
-                plan.peak_bytes() >= entry.lower_bound,
-                "{} {strategy}",
-                entry.path
-            );
-            if strategy == Strategy::Best {
-                best_ratios.push(plan.peak_bytes() as f64 / entry.lower_bound as f64);
-            }
-        }
-    }
-    let mean = best_ratios.iter().sum::<f64>() / best_ratios.len() as f64;
+    let ratios: Vec<f64> = corpus
+        .minimalloc
+        .file
+        .iter()
+        .map(plan_every_strategy)
+        .collect();
+    let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
     assert!(
         mean <= corpus.minimalloc.best_mean_ratio_at_most,
-        "best's mean peak/LB {mean:.3} over the minimalloc files exceeds {}",
+        "best's mean footprint/LB {mean:.3} over the minimalloc files exceeds {}",
         corpus.minimalloc.best_mean_ratio_at_most
     );
+}
+
+#[test]
+fn large_real_problems_plan_in_one_arena_past_4_gib_of_reach() {
+    // Regression: with a 4 GiB cap by default, problems like these fell back to bump pools.
+    for entry in &corpus().large.file {
+        let ratio = plan_every_strategy(entry);
+        assert!(
+            ratio < 1.05,
+            "{}: best at {ratio:.4} x the lower bound",
+            entry.path
+        );
+    }
 }
 
 #[test]
 fn minimalloc_offsets_round_trip_through_the_checker() {
     // Export `best`'s plan as minimalloc CSV with offsets, read it back, and check it.
     let entry = &corpus().minimalloc.file[0];
-    let bytes = std::fs::read(data_dir().join(&entry.path)).unwrap();
-    let problem = liveness_of(&load(&bytes, &entry.path).unwrap().graph)
-        .unwrap()
-        .problem;
-    let plan = plan(&problem, &PlanOptions::default()).unwrap();
-    let offsets = plan.device_offsets(&problem);
-    let csv = memplan_formats::minimalloc::write(&problem, Some(&offsets));
-    let again = load(csv.as_bytes(), "again.csv").unwrap();
-    let read = again.offsets.expect("the offset column is read");
-    assert_eq!(read, offsets);
-    // The offsets, as one pool per device, pass the independent checker.
-    let again = liveness_of(&again.graph).unwrap().problem;
-    let placements: Vec<Placement> = read
-        .iter()
-        .map(|&offset| Placement { pool: 0, offset })
-        .collect();
-    let top = again
-        .buffers
-        .iter()
-        .zip(&read)
-        .map(|(b, &o)| o + b.occupied_size())
-        .max()
-        .unwrap_or(0);
-    let pools = [Pool {
-        role: PoolRole::Arena,
-        bytes: top,
-    }];
-    let layout = Layout {
-        pools: &[&pools],
-        placements: &placements,
-    };
-    assert_eq!(check(&again, layout, true, u64::MAX), vec![]);
+    let s = session(entry);
+    let outcome = s.plan(&Scenario::default()).unwrap();
+    let csv = s.minimalloc_csv(Some(&outcome)).unwrap();
+    let again = Session::load(csv.as_bytes(), "again.csv").unwrap();
     assert_eq!(
-        top,
-        plan.peak_bytes(),
+        again.given_offsets.as_deref(),
+        Some(outcome.plan.device_offsets(s.problem()).as_slice())
+    );
+    let checked = again.check_given(&Scenario::default()).unwrap();
+    assert_eq!(checked.violations, vec![]);
+    assert_eq!(
+        checked.footprint_bytes,
+        outcome.plan.footprint_bytes(),
         "the file's own layout is as tall as the plan"
     );
-    // And a buffer moved onto one it conflicts with does not.
-    let span = |b: usize| again.buffers[b].span(again.positions);
-    let other = (1..again.buffers.len())
+    // A buffer moved onto one it conflicts with fails the check.
+    let p = again.problem();
+    let span = |b: usize| p.buffers[b].span(p.positions);
+    let other = (1..p.buffers.len())
         .find(|&b| span(b).overlaps(span(0)))
         .expect("a conflict with the first buffer");
-    let mut broken = placements.clone();
-    broken[other].offset = broken[0].offset;
+    let mut moved = again.clone();
+    let offsets = moved.given_offsets.as_mut().unwrap();
+    offsets[moved.liveness.buffer_tensor[other]] = offsets[moved.liveness.buffer_tensor[0]];
     assert!(
-        !check(
-            &again,
-            Layout {
-                pools: &[&pools],
-                placements: &broken
-            },
-            true,
-            u64::MAX
-        )
-        .is_empty()
+        !moved
+            .check_given(&Scenario::default())
+            .unwrap()
+            .violations
+            .is_empty()
     );
 }

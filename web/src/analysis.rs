@@ -1,29 +1,46 @@
-//! From bytes to everything the views show. Pure: no DOM, so it runs (and is tested) natively,
-//! in the page and in the worker alike.
+//! What the page draws, from the engine. Pure: no DOM, so it runs (and is tested) natively, in
+//! the page and in the worker alike.
 //!
-//! Loading ([`Session::load`]) is separate from planning ([`Session::plan`]): changing the
-//! strategy re-plans without re-reading the input. An [`Analysis`] holds only what the page
-//! shows and exports, and is serializable, so the worker can hand it to the page.
+//! A [`Local`] is a session the page holds itself (the bundled examples) with its current
+//! outcome; dumps the user brings live in the worker, which sends the page only an [`Analysis`]:
+//! the summary figures and the view model, what the page draws. Exports that need more (the
+//! whole report, the CSV) are derived on demand where the session lives ([`export`]).
 
-use memplan_core::graph::ResolvedGraph;
-use memplan_core::{Graph, Liveness, PlanOptions, Strategy, analyze, plan};
-use memplan_formats::report::PlanReport;
-use memplan_formats::{Format, load, minimalloc};
+use memplan_core::StrategyChoice;
+use memplan_engine::{EngineError, Outcome, Scenario, Session};
+use memplan_formats::report::PlanSummary;
 use memplan_render::ViewModel;
 use serde::{Deserialize, Serialize};
 
-/// A loaded dump, ready to plan.
+/// A session planned on the page, and its current outcome.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Session {
-    /// The file, URL or example it came from.
-    pub source: String,
-    pub format: Format,
-    pub graph: Graph,
-    pub resolved: ResolvedGraph,
-    pub liveness: Liveness,
+pub struct Local {
+    pub session: Session,
+    pub outcome: Outcome,
 }
 
-/// A session planned with one strategy: what the page shows and exports.
+impl Local {
+    /// Loads and plans `bytes` on the page (small inputs: the bundled examples).
+    pub fn load(bytes: &[u8], source: &str, scenario: &Scenario) -> Result<Local, EngineError> {
+        let session = Session::load(bytes, source)?;
+        let outcome = session.plan(scenario)?;
+        Ok(Local { session, outcome })
+    }
+
+    /// The same session under another scenario.
+    pub fn replan(&self, scenario: &Scenario) -> Result<Local, EngineError> {
+        Ok(Local {
+            session: self.session.clone(),
+            outcome: self.session.plan(scenario)?,
+        })
+    }
+
+    pub fn analysis(&self) -> Analysis {
+        Analysis::of(&self.session, &self.outcome)
+    }
+}
+
+/// What the page shows of a planned session: serializable, so the worker can hand it over.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
     pub source: String,
@@ -31,86 +48,110 @@ pub struct Analysis {
     pub format: String,
     pub tensor_count: usize,
     pub step_count: usize,
-    pub strategy: Strategy,
-    pub report: PlanReport,
+    pub scenario: Scenario,
+    pub summary: PlanSummary,
     pub model: ViewModel,
-    /// The plan as minimalloc CSV (offsets in each device's memory).
-    pub minimalloc_csv: String,
 }
 
-impl Session {
-    /// Reads `bytes` (any format memplan reads). The error is the message to show: what went
-    /// wrong and where.
-    pub fn load(bytes: &[u8], source: &str) -> Result<Session, String> {
-        let loaded = load(bytes, source).map_err(|e| format!("{source}: {e}"))?;
-        let resolved = loaded
-            .graph
-            .resolve()
-            .map_err(|e| format!("{source}: {e}"))?;
-        let liveness = analyze(&loaded.graph, &resolved);
-        Ok(Session {
-            source: source.to_string(),
-            format: loaded.format,
-            graph: loaded.graph,
-            resolved,
-            liveness,
-        })
+impl Analysis {
+    pub fn of(session: &Session, outcome: &Outcome) -> Analysis {
+        Analysis {
+            source: session.source.clone(),
+            format: session.format.name().to_string(),
+            tensor_count: session.graph.tensors.len(),
+            step_count: session.graph.steps.len(),
+            scenario: outcome.scenario.clone(),
+            summary: memplan_formats::report::PlanSummary::new(session.problem(), &outcome.plan),
+            model: session.view_model(outcome),
+        }
     }
 
-    /// Plans the session with `strategy` (default options otherwise).
-    pub fn plan(&self, strategy: Strategy) -> Result<Analysis, String> {
-        let options = PlanOptions {
-            strategy,
-            ..PlanOptions::default()
-        };
-        let problem = &self.liveness.problem;
-        let plan = plan(problem, &options).map_err(|e| format!("{}: {e}", self.source))?;
-        Ok(Analysis {
-            source: self.source.clone(),
-            format: self.format.name().to_string(),
-            tensor_count: self.graph.tensors.len(),
-            step_count: self.graph.steps.len(),
-            strategy,
-            report: PlanReport::new(problem, &plan),
-            model: ViewModel::new(&self.graph, &self.resolved, &self.liveness, &plan),
-            minimalloc_csv: minimalloc::write(problem, Some(&plan.device_offsets(problem))),
-        })
+    pub fn strategy(&self) -> StrategyChoice {
+        self.scenario.strategy
     }
 }
 
-/// Loads and plans in one call.
-pub fn analyze_bytes(bytes: &[u8], source: &str, strategy: Strategy) -> Result<Analysis, String> {
-    Session::load(bytes, source)?.plan(strategy)
+/// What the page can download besides the drawings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportKind {
+    /// The plan report, as `memplan plan --json` prints it.
+    PlanJson,
+    /// The plan as minimalloc CSV, as `memplan convert --to minimalloc --with-plan` writes it.
+    MinimallocCsv,
 }
 
-/// The plan report of a bundled example with the default options, as `memplan plan --json`
-/// prints it: the bytes native and wasm builds must both produce.
-pub fn example_report_json(example: &crate::examples::Example) -> String {
-    let a = analyze_bytes(example.text.as_bytes(), example.name, Strategy::Best)
-        .expect("bundled examples load");
-    let mut text = serde_json::to_string_pretty(&a.report).expect("reports serialize");
+/// A file to download.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Export {
+    pub file_name: String,
+    pub mime: String,
+    pub text: String,
+}
+
+/// Makes an export of a planned session: the same bytes the CLI writes, or its refusal.
+pub fn export(
+    session: &Session,
+    outcome: &Outcome,
+    kind: ExportKind,
+) -> Result<Export, EngineError> {
+    let name = |suffix: &str| crate::export::file_name(&session.source, suffix);
+    Ok(match kind {
+        ExportKind::PlanJson => Export {
+            file_name: name("plan.json"),
+            mime: "application/json".into(),
+            text: report_json(session, outcome),
+        },
+        ExportKind::MinimallocCsv => Export {
+            file_name: name("plan.csv"),
+            mime: "text/csv".into(),
+            text: session.minimalloc_csv(Some(outcome))?,
+        },
+    })
+}
+
+/// The plan report as pretty JSON, exactly as `memplan plan --json` prints it.
+fn report_json(session: &Session, outcome: &Outcome) -> String {
+    let mut text =
+        serde_json::to_string_pretty(&session.report(outcome)).expect("reports serialize");
     text.push('\n');
     text
+}
+
+/// The plan report of a bundled example with the default scenario: the bytes native and wasm
+/// builds must both produce.
+pub fn example_report_json(example: &crate::examples::Example) -> String {
+    let local = Local::load(example.text.as_bytes(), example.name, &Scenario::default())
+        .expect("bundled examples load");
+    report_json(&local.session, &local.outcome)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::examples::EXAMPLES;
+    use memplan_core::Strategy;
 
     #[test]
     fn every_example_loads_and_plans_validly() {
         for e in EXAMPLES {
-            let a = analyze_bytes(e.text.as_bytes(), e.name, Strategy::Best).unwrap();
-            assert!(a.report.valid, "{}: {:?}", e.name, a.report.violations);
-            assert!(a.report.peak_bytes >= a.report.lower_bound_bytes);
-            assert_eq!(a.model.buffers.len(), a.report.placements.len());
+            let a = Local::load(e.text.as_bytes(), e.name, &Scenario::default())
+                .unwrap()
+                .analysis();
+            assert!(a.summary.valid, "{}: {:?}", e.name, a.summary.violations);
+            assert!(a.summary.footprint_bytes >= a.summary.lower_bound_bytes);
         }
     }
 
     #[test]
     fn an_analysis_survives_the_trip_from_the_worker() {
-        let a = analyze_bytes(EXAMPLES[1].text.as_bytes(), "decode", Strategy::Tlsf).unwrap();
+        let scenario = Scenario {
+            strategy: Strategy::Tlsf.into(),
+            ..Scenario::default()
+        };
+        let a = Local::load(EXAMPLES[1].text.as_bytes(), "decode", &scenario)
+            .unwrap()
+            .analysis();
         let text = serde_json::to_string(&a).unwrap();
         assert_eq!(serde_json::from_str::<Analysis>(&text).unwrap(), a);
     }
@@ -137,7 +178,9 @@ mod tests {
     fn errors_name_the_source() {
         let bad = br#"{"memplan": 1, "tensors": [], "steps": [{"id": "s", "writes": []}]}"#;
         assert_eq!(
-            analyze_bytes(bad, "bad.json", Strategy::Best).unwrap_err(),
+            Local::load(bad, "bad.json", &Scenario::default())
+                .unwrap_err()
+                .to_string(),
             "bad.json: step `s` writes nothing"
         );
     }

@@ -8,14 +8,14 @@ use leptos::ev;
 use leptos::html::Input;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use memplan_core::Strategy;
+use memplan_core::StrategyChoice;
 use memplan_formats::human::{bytes, ratio};
 use memplan_render::color::{ColorBy, legend};
 use memplan_render::model::RowOrder;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, ExportKind};
 use crate::canvas::PlotCanvas;
 use crate::examples::{DEFAULT_EXAMPLE, EXAMPLES};
 use crate::export;
@@ -49,12 +49,8 @@ fn load_file(state: PageState, file: web_sys::File) {
         what: format!("reading {name}"),
     }));
     spawn_local(async move {
-        match JsFuture::from(file.text()).await {
-            Ok(text) => state.load_in_worker(
-                text.as_string().unwrap_or_default(),
-                &name,
-                Origin::default(),
-            ),
+        match JsFuture::from(file.array_buffer()).await {
+            Ok(buffer) => state.load_in_worker(buffer.unchecked_into(), &name, Origin::default()),
             Err(_) => {
                 state.busy.set(None);
                 state
@@ -65,8 +61,8 @@ fn load_file(state: PageState, file: web_sys::File) {
     });
 }
 
-/// Fetches `url` (no credentials) and loads it.
-async fn fetch_text(url: &str) -> Result<String, String> {
+/// Fetches `url` (no credentials): its bytes, whatever the format.
+async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, String> {
     let window = web_sys::window().ok_or("no window")?;
     let init = web_sys::RequestInit::new();
     init.set_credentials(web_sys::RequestCredentials::Omit);
@@ -81,10 +77,12 @@ async fn fetch_text(url: &str) -> Result<String, String> {
     if !response.ok() {
         return Err(format!("the server answered {}", response.status()));
     }
-    let text = JsFuture::from(response.text().map_err(|_| "no body")?)
+    let buffer = JsFuture::from(response.array_buffer().map_err(|_| "no body")?)
         .await
         .map_err(|_| "cannot read the body")?;
-    Ok(text.as_string().unwrap_or_default())
+    buffer
+        .dyn_into()
+        .map_err(|_| "the body is not bytes".to_string())
 }
 
 #[component]
@@ -112,8 +110,8 @@ pub fn App() -> impl IntoView {
                 what: format!("fetching {src}"),
             }));
             spawn_local(async move {
-                match fetch_text(&src).await {
-                    Ok(text) => state.load_in_worker(text, &src, origin),
+                match fetch_bytes(&src).await {
+                    Ok(bytes) => state.load_in_worker(bytes, &src, origin),
                     Err(e) => {
                         state.busy.set(None);
                         state.restore.set_value(None);
@@ -277,7 +275,7 @@ pub fn App() -> impl IntoView {
 
 #[component]
 fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
-    let r = &analysis.report;
+    let r = &analysis.summary;
     let title = if analysis.model.title.is_empty() {
         analysis.source.clone()
     } else {
@@ -298,9 +296,9 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
             <tr>
                 <td>{d.device.clone()}</td>
                 <td>{d.strategy.clone()}</td>
-                <td class="num" data-bytes=d.peak_bytes.to_string()>{bytes(d.peak_bytes)}</td>
+                <td class="num" data-bytes=d.footprint_bytes.to_string()>{bytes(d.footprint_bytes)}</td>
                 <td class="num" data-bytes=d.lower_bound_bytes.to_string()>{bytes(d.lower_bound_bytes)}</td>
-                <td class="num">{ratio(d.peak_bytes, d.lower_bound_bytes)}</td>
+                <td class="num">{ratio(d.footprint_bytes, d.lower_bound_bytes)}</td>
                 <td class="num">{bytes(d.arena_bytes)}</td>
                 <td class="num">{bytes(d.always_live_bytes)}</td>
                 <td class="num">{d.pools.len()}</td>
@@ -320,14 +318,14 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                         data-testid="strategy-select"
                         on:change=move |ev| {
                             let value = event_target_value(&ev);
-                            if let Ok(s) = value.parse::<Strategy>() {
+                            if let Ok(s) = value.parse::<StrategyChoice>() {
                                 state.set_strategy(s);
                             }
                         }
                     >
-                        {Strategy::ALL
+                        {StrategyChoice::ALL
                             .iter()
-                            .map(|s| view! { <option value=s.name() selected=*s == analysis.strategy>{s.name()}</option> })
+                            .map(|s| view! { <option value=s.name() selected=*s == analysis.strategy()>{s.name()}</option> })
                             .collect_view()}
                     </select>
                 </label>
@@ -336,16 +334,17 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                 <div><dt>"tensors"</dt><dd data-testid="tensor-count">{analysis.tensor_count}</dd></div>
                 <div><dt>"steps"</dt><dd data-testid="step-count">{analysis.step_count}</dd></div>
                 <div><dt>"positions"</dt><dd>{r.positions}</dd></div>
-                <div><dt>"peak"</dt><dd data-testid="peak-bytes" data-bytes=r.peak_bytes.to_string()>{bytes(r.peak_bytes)}</dd></div>
+                <div><dt>"footprint"</dt><dd data-testid="peak-bytes" data-bytes=r.footprint_bytes.to_string()>{bytes(r.footprint_bytes)}</dd></div>
                 <div><dt>"lower bound"</dt><dd data-testid="lower-bound" data-bytes=r.lower_bound_bytes.to_string()>{bytes(r.lower_bound_bytes)}</dd></div>
-                <div><dt>"peak / LB"</dt><dd data-testid="peak-ratio">{ratio(r.peak_bytes, r.lower_bound_bytes)}</dd></div>
+                <div><dt>"fragmentation"</dt><dd data-testid="fragmentation">{bytes(r.footprint_bytes - r.lower_bound_bytes)}</dd></div>
+                <div><dt>"footprint / LB"</dt><dd data-testid="peak-ratio">{ratio(r.footprint_bytes, r.lower_bound_bytes)}</dd></div>
                 <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid>{verdict}</dd></div>
             </dl>
             <table class="devices">
                 <thead>
                     <tr>
-                        <th>"device"</th><th>"strategy"</th><th>"peak"</th><th>"lower bound"</th>
-                        <th>"peak/LB"</th><th>"arena"</th><th>"always-live"</th><th>"pools"</th>
+                        <th>"device"</th><th>"strategy"</th><th>"footprint"</th><th>"lower bound"</th>
+                        <th>"ratio"</th><th>"arena"</th><th>"always-live"</th><th>"pools"</th>
                     </tr>
                 </thead>
                 <tbody>{devices}</tbody>
@@ -428,27 +427,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
             state.error.set(Some(format!("export failed: {e}")));
         }
     };
-    let export_plan = move |csv: bool| {
-        let Some(a) = state.analysis.get_untracked() else {
-            return;
-        };
-        let result = if csv {
-            export::download_text(
-                &export::file_name(&a.source, "plan.csv"),
-                "text/csv",
-                &a.minimalloc_csv,
-            )
-        } else {
-            export::download_text(
-                &export::file_name(&a.source, "plan.json"),
-                "application/json",
-                &export::plan_json(&a),
-            )
-        };
-        if let Err(e) = result {
-            state.error.set(Some(format!("export failed: {e}")));
-        }
-    };
+    let export_plan = move |kind| state.export(kind);
 
     view! {
         <section class="views" class:embed=state.embed>
@@ -514,8 +493,8 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                 <div class="exports">
                     <button data-testid="export-svg" on:click=export_svg>"SVG"</button>
                     <button data-testid="export-png" on:click=export_png>"PNG"</button>
-                    <button data-testid="export-plan-json" on:click=move |_| export_plan(false)>"plan JSON"</button>
-                    <button data-testid="export-plan-csv" on:click=move |_| export_plan(true)>"minimalloc CSV"</button>
+                    <button data-testid="export-plan-json" on:click=move |_| export_plan(ExportKind::PlanJson)>"plan JSON"</button>
+                    <button data-testid="export-plan-csv" on:click=move |_| export_plan(ExportKind::MinimallocCsv)>"minimalloc CSV"</button>
                 </div>
             </div>
             <Legend state=state />

@@ -316,7 +316,7 @@ fn usage_band(
     v: Viewport,
     d: &memplan_render::DeviceView,
 ) {
-    let top = (d.peak_bytes.max(d.lower_bound) as f64 * 1.05).max(1.0);
+    let top = (d.footprint_bytes.max(d.lower_bound) as f64 * 1.05).max(1.0);
     let px = |x: f64| b.x + (x - v.x0) / (v.x1 - v.x0) * b.w;
     let py = |y: f64| b.y + b.h - y / top * b.h;
     ctx.save();
@@ -340,8 +340,8 @@ fn usage_band(
     ctx.set_stroke_style_str("#d62728");
     ctx.set_line_width(1.0);
     ctx.begin_path();
-    ctx.move_to(b.x, py(d.peak_bytes as f64));
-    ctx.line_to(b.x + b.w, py(d.peak_bytes as f64));
+    ctx.move_to(b.x, py(d.footprint_bytes as f64));
+    ctx.line_to(b.x + b.w, py(d.footprint_bytes as f64));
     ctx.stroke();
     if let Some(p) = d.peak_position {
         let x = px(f64::from(p) + 0.5);
@@ -354,19 +354,21 @@ fn usage_band(
         ctx.set_text_align("left");
         ctx.set_font("11px system-ui, sans-serif");
         let _ = ctx.fill_text(
-            &format!("peak {}", bytes(d.lower_bound)),
+            &format!("lower bound {}", bytes(d.lower_bound)),
             x + 4.0,
             py(d.lower_bound as f64) + 12.0,
         );
     }
     ctx.restore();
-    ctx.set_fill_style_str("#5b6470");
+    ctx.set_fill_style_str("#b3261e");
     ctx.set_text_align("right");
+    ctx.set_font("11px system-ui, sans-serif");
     let _ = ctx.fill_text(
-        &bytes(d.peak_bytes),
-        b.x - 6.0,
-        py(d.peak_bytes as f64) + 4.0,
+        &format!("footprint {}", bytes(d.footprint_bytes)),
+        b.x + b.w - 4.0,
+        py(d.footprint_bytes as f64) - 4.0,
     );
+    ctx.set_fill_style_str("#5b6470");
     let _ = ctx.fill_text("0", b.x - 6.0, b.y + b.h);
 }
 

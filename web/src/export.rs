@@ -35,13 +35,6 @@ pub fn view_svg(
     .map_err(|e| e.to_string())
 }
 
-/// The plan report as pretty JSON, exactly as `memplan plan --json` prints it.
-pub fn plan_json(a: &Analysis) -> String {
-    let mut text = serde_json::to_string_pretty(&a.report).expect("reports serialize");
-    text.push('\n');
-    text
-}
-
 /// A file name from the source: `model.json` -> `model.<suffix>`.
 pub fn file_name(source: &str, suffix: &str) -> String {
     let base = source.rsplit(['/', '\\']).next().unwrap_or(source);

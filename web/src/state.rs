@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use memplan_core::Strategy;
+use memplan_core::StrategyChoice;
+use memplan_engine::Scenario;
 use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
 
-use crate::analysis::{Analysis, Session};
+use crate::analysis::{Analysis, ExportKind, Local};
 use crate::url_state::{Tab, UrlState};
 use crate::worker_client::{Client, new_client};
 use crate::worker_protocol::STAGES;
@@ -42,7 +43,7 @@ pub struct Restore {
 pub struct PageState {
     pub analysis: RwSignal<Option<Arc<Analysis>>>,
     pub error: RwSignal<Option<String>>,
-    pub strategy: RwSignal<Strategy>,
+    pub strategy: RwSignal<StrategyChoice>,
     pub tab: RwSignal<Tab>,
     /// The selected buffer (index into the view model's buffers).
     pub selected: RwSignal<Option<usize>>,
@@ -59,9 +60,9 @@ pub struct PageState {
     pub busy: RwSignal<Option<Busy>>,
     /// Where the dump shown came from.
     pub origin: RwSignal<Origin>,
-    /// The dump loaded on the main thread (bundled examples), for re-planning there; `None`
-    /// when the worker holds it.
-    pub session: StoredValue<Option<Arc<Session>>>,
+    /// The dump loaded on the main thread (bundled examples) with its plan, for re-planning and
+    /// exports there; `None` when the worker holds it.
+    pub local: StoredValue<Option<Arc<Local>>>,
     /// What to restore when the next analysis arrives.
     pub restore: StoredValue<Option<Restore>>,
     pub worker: Client,
@@ -85,28 +86,33 @@ impl PageState {
             embed: url.embed,
             busy: RwSignal::new(None),
             origin: RwSignal::new(Origin::default()),
-            session: StoredValue::new(None),
+            local: StoredValue::new(None),
             restore: StoredValue::new(None),
             worker: new_client(),
+        }
+    }
+
+    /// The scenario the page's controls describe.
+    pub fn scenario(self) -> Scenario {
+        Scenario {
+            strategy: self.strategy.get_untracked(),
+            ..Scenario::default()
         }
     }
 
     /// Loads a small input (a bundled example) on the main thread; on success it replaces the
     /// dump shown, on failure the old one stays and the banner says why.
     pub fn load_here(self, bytes: &[u8], source: &str, origin: Origin) -> bool {
-        let planned = Session::load(bytes, source).and_then(|s| {
-            let a = s.plan(self.strategy.get_untracked())?;
-            Ok((s, a))
-        });
-        match planned {
-            Ok((session, a)) => {
+        match Local::load(bytes, source, &self.scenario()) {
+            Ok(local) => {
                 crate::worker_client::stop(self);
-                self.session.set_value(Some(Arc::new(session)));
+                let a = local.analysis();
+                self.local.set_value(Some(Arc::new(local)));
                 self.apply(a, Some(origin));
                 true
             }
-            Err(message) => {
-                self.error.set(Some(message));
+            Err(e) => {
+                self.error.set(Some(e.to_string()));
                 false
             }
         }
@@ -114,7 +120,7 @@ impl PageState {
 
     /// Loads an input of any size in the worker; the page stays responsive, shows progress and
     /// can cancel. `origin` is where it came from, for the link.
-    pub fn load_in_worker(self, text: String, source: &str, origin: Origin) {
+    pub fn load_in_worker(self, bytes: js_sys::ArrayBuffer, source: &str, origin: Origin) {
         let what = format!("sending {source}");
         self.busy.set(Some(Busy {
             stage: 0,
@@ -123,7 +129,7 @@ impl PageState {
         }));
         self.restore
             .update_value(|r| r.get_or_insert_with(Restore::default).origin = origin);
-        crate::worker_client::load(self, source, text);
+        crate::worker_client::load(self, source, bytes);
     }
 
     /// Shows a new analysis. A new dump (`origin` given, or a pending restore) resets the
@@ -134,7 +140,7 @@ impl PageState {
             let restore = restore.unwrap_or_default();
             if origin.is_none() {
                 // The worker's dump replaces a main-thread one.
-                self.session.set_value(None);
+                self.local.set_value(None);
             }
             let device = restore
                 .device
@@ -159,12 +165,16 @@ impl PageState {
 
     /// Re-plans the loaded dump with another strategy, keeping selection and zoom: on the main
     /// thread when it was loaded there, else in the worker.
-    pub fn set_strategy(self, strategy: Strategy) {
+    pub fn set_strategy(self, strategy: StrategyChoice) {
         self.strategy.set(strategy);
-        match self.session.get_value() {
-            Some(session) => match session.plan(strategy) {
-                Ok(a) => self.apply(a, None),
-                Err(message) => self.error.set(Some(message)),
+        match self.local.get_value() {
+            Some(local) => match local.replan(&self.scenario()) {
+                Ok(local) => {
+                    let a = local.analysis();
+                    self.local.set_value(Some(Arc::new(local)));
+                    self.apply(a, None);
+                }
+                Err(e) => self.error.set(Some(e.to_string())),
             },
             None if self.analysis.get_untracked().is_some() => {
                 let what = format!("planning with {strategy}");
@@ -173,9 +183,24 @@ impl PageState {
                     of: STAGES,
                     what,
                 }));
-                crate::worker_client::replan(self);
+                crate::worker_client::plan(self, self.scenario());
             }
             None => {}
+        }
+    }
+
+    /// Downloads the plan as `kind`: made here for a main-thread dump, by the worker otherwise.
+    pub fn export(self, kind: ExportKind) {
+        match self.local.get_value() {
+            Some(local) => {
+                let made = crate::analysis::export(&local.session, &local.outcome, kind)
+                    .map_err(|e| e.to_string())
+                    .and_then(|f| crate::export::download_text(&f.file_name, &f.mime, &f.text));
+                if let Err(e) = made {
+                    self.error.set(Some(format!("export failed: {e}")));
+                }
+            }
+            None => crate::worker_client::export(self, kind),
         }
     }
 

@@ -4,7 +4,7 @@
 //! never break the page); writing is canonical (defaults left out, fixed key order), so the same
 //! screen gives the same link.
 
-use memplan_core::Strategy;
+use memplan_core::StrategyChoice;
 use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
@@ -35,7 +35,7 @@ impl Tab {
 #[derive(Debug, Clone, PartialEq)]
 pub struct UrlState {
     pub tab: Tab,
-    pub strategy: Strategy,
+    pub strategy: StrategyChoice,
     /// The selected tensor id.
     pub selected: Option<String>,
     /// The window of the current view.
@@ -56,7 +56,7 @@ impl Default for UrlState {
     fn default() -> Self {
         UrlState {
             tab: Tab::default(),
-            strategy: Strategy::Best,
+            strategy: StrategyChoice::Best,
             selected: None,
             zoom: None,
             device: None,
@@ -67,20 +67,6 @@ impl Default for UrlState {
             src: None,
             embed: false,
         }
-    }
-}
-
-fn parse_zoom(s: &str) -> Option<Viewport> {
-    let v: Vec<f64> = s
-        .split(',')
-        .map(|x| x.parse::<f64>())
-        .collect::<Result<_, _>>()
-        .ok()?;
-    match v[..] {
-        [x0, x1, y0, y1] if x0 < x1 && y0 < y1 && v.iter().all(|x| x.is_finite()) => {
-            Some(Viewport { x0, x1, y0, y1 })
-        }
-        _ => None,
     }
 }
 
@@ -102,9 +88,9 @@ impl UrlState {
             let value = value.into_owned();
             match key.as_ref() {
                 "view" => state.tab = Tab::parse(&value).unwrap_or_default(),
-                "strategy" => state.strategy = value.parse().unwrap_or(Strategy::Best),
+                "strategy" => state.strategy = value.parse().unwrap_or(StrategyChoice::Best),
                 "sel" if !value.is_empty() => state.selected = Some(value),
-                "zoom" => state.zoom = parse_zoom(&value),
+                "zoom" => state.zoom = Viewport::parse(&value),
                 "device" if !value.is_empty() => state.device = Some(value),
                 "sort" => state.sort = RowOrder::parse(&value).unwrap_or_default(),
                 "color" => state.color_by = ColorBy::parse(&value).unwrap_or_default(),
@@ -167,7 +153,7 @@ mod tests {
     fn a_link_round_trips() {
         let state = UrlState {
             tab: Tab::Arena,
-            strategy: Strategy::Tlsf,
+            strategy: memplan_core::Strategy::Tlsf.into(),
             selected: Some("h 1&<x>".into()),
             zoom: Some(Viewport {
                 x0: 1.5,

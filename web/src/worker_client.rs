@@ -1,6 +1,6 @@
-//! The page's side of the worker: starts it on first use, waits for its `ready`, sends requests,
-//! turns its answers into page state, and cancels a load by terminating it (the next request
-//! starts a fresh one, in about 50 ms).
+//! The page's side of the worker: starts it on first use, waits for its `ready`, sends typed
+//! requests (a load's bytes transferred, not copied), turns its answers into page state, and
+//! cancels by terminating it (the next request starts a fresh one, in about 50 ms).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -10,8 +10,11 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{ErrorEvent, MessageEvent, Worker};
 
+use memplan_engine::Scenario;
+
+use crate::analysis::ExportKind;
 use crate::state::{Busy, PageState};
-use crate::worker_protocol::Response;
+use crate::worker_protocol::{Request, Response};
 
 /// The worker's loader, which trunk writes next to the page.
 const WORKER_URL: &str = "./memplan-worker_loader.js";
@@ -26,8 +29,8 @@ type Handlers = (
 pub struct WorkerClient {
     worker: Option<Worker>,
     ready: bool,
-    /// A request sent before the worker was ready.
-    pending: Option<js_sys::Array>,
+    /// A message sent before the worker was ready, with what it transfers.
+    pending: Option<(js_sys::Object, js_sys::Array)>,
     handlers: Option<Handlers>,
 }
 
@@ -38,27 +41,34 @@ pub fn new_client() -> Client {
     StoredValue::new_local(Rc::new(RefCell::new(WorkerClient::default())))
 }
 
-/// Loads `text` in the worker.
-pub fn load(state: PageState, source: &str, text: String) {
-    let request = js_sys::Array::of4(
-        &"load".into(),
-        &state.strategy.get_untracked().name().into(),
-        &source.into(),
-        &text.into(),
-    );
-    send(state, request);
+/// Loads `bytes` in the worker (transferred: the page's buffer is detached).
+pub fn load(state: PageState, source: &str, bytes: js_sys::ArrayBuffer) {
+    let request = Request::Load {
+        source: source.to_string(),
+        scenario: state.scenario(),
+    };
+    send(state, &request, Some(bytes));
 }
 
-/// Re-plans the worker's loaded dump with the page's strategy.
-pub fn replan(state: PageState) {
-    let request = js_sys::Array::of2(
-        &"replan".into(),
-        &state.strategy.get_untracked().name().into(),
-    );
-    send(state, request);
+/// Re-plans the worker's loaded dump under `scenario`.
+pub fn plan(state: PageState, scenario: Scenario) {
+    send(state, &Request::Plan(scenario), None);
 }
 
-fn send(state: PageState, request: js_sys::Array) {
+/// Asks the worker for a file of its current plan; it arrives as `exported`.
+pub fn export(state: PageState, kind: ExportKind) {
+    send(state, &Request::Export(kind), None);
+}
+
+fn send(state: PageState, request: &Request, bytes: Option<js_sys::ArrayBuffer>) {
+    let message = js_sys::Object::new();
+    let text = serde_json::to_string(request).expect("requests serialize");
+    let _ = js_sys::Reflect::set(&message, &"request".into(), &text.into());
+    let transfer = js_sys::Array::new();
+    if let Some(bytes) = bytes {
+        let _ = js_sys::Reflect::set(&message, &"bytes".into(), &bytes);
+        transfer.push(&bytes);
+    }
     let client = state.worker.get_value();
     let mut c = client.borrow_mut();
     if c.worker.is_none()
@@ -73,10 +83,10 @@ fn send(state: PageState, request: js_sys::Array) {
     }
     if c.ready {
         if let Some(w) = &c.worker {
-            let _ = w.post_message(&request);
+            let _ = w.post_message_with_transfer(&message, &transfer);
         }
     } else {
-        c.pending = Some(request);
+        c.pending = Some((message, transfer));
     }
 }
 
@@ -90,12 +100,33 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), String> {
                 let mut c = client.borrow_mut();
                 c.ready = true;
                 let pending = c.pending.take();
-                if let (Some(w), Some(request)) = (&c.worker, pending) {
-                    let _ = w.post_message(&request);
+                if let (Some(w), Some((message, transfer))) = (&c.worker, pending) {
+                    let _ = w.post_message_with_transfer(&message, &transfer);
                 }
             }
-            Ok(Response::Progress { stage, of, what }) => {
+            Ok(Response::Progress {
+                stage,
+                of,
+                what,
+                best_bytes,
+                bound_bytes,
+            }) => {
+                let what = match (best_bytes, bound_bytes) {
+                    (Some(best), Some(bound)) => format!(
+                        "{what}: best so far {}, no layout below {}",
+                        memplan_formats::human::bytes(best),
+                        memplan_formats::human::bytes(bound)
+                    ),
+                    _ => what,
+                };
                 state.busy.set(Some(Busy { stage, of, what }))
+            }
+            Ok(Response::Exported(file)) => {
+                if let Err(e) =
+                    crate::export::download_text(&file.file_name, &file.mime, &file.text)
+                {
+                    state.error.set(Some(format!("export failed: {e}")));
+                }
             }
             Ok(Response::Planned(analysis)) => {
                 state.busy.set(None);

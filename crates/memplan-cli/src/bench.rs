@@ -1,6 +1,7 @@
-//! `memplan bench`: every strategy on every instance, one table (peak, peak/LB, time).
+//! `memplan bench`: every strategy on every instance, one table (footprint, ratio to the lower
+//! bound, time), all measured side by side in one run.
 //!
-//! Instances: the minimalloc CSV files of a folder, and synthetic problems of the requested
+//! Instances: the minimalloc CSV files of folders, and synthetic problems of the requested
 //! sizes. The synthetic generator is fixed-seed (SplitMix64), so every run plans the same
 //! problems: `n` buffers over `n` positions; each starts at a uniform position and lives
 //! 1 to 64 positions, or 1 in 50 of them up to a quarter of the schedule; sizes are log-uniform
@@ -9,21 +10,23 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use memplan_core::{Buffer, Lifetime, LiveInterval, PlanOptions, Problem, Strategy, plan};
+use memplan_core::{Buffer, Lifetime, LiveInterval, PlanOptions, Problem, StrategyChoice, plan};
+use memplan_engine::Scenario;
+use memplan_formats::human::{BenchRow, bench_table};
 
-use memplan_formats::human::ratio;
+use crate::{CliError, one_of};
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// A folder of minimalloc CSV files to plan.
-    #[arg(long)]
-    minimalloc: Option<PathBuf>,
+    /// Folders of minimalloc CSV files to plan (each `.csv` in them), e.g. tests/data/minimalloc.
+    #[arg(long = "csv-dir")]
+    csv_dirs: Vec<PathBuf>,
     /// Sizes of synthetic instances, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
     synthetic: Vec<usize>,
     /// Strategies to run, comma-separated (default: all).
-    #[arg(long, value_delimiter = ',', value_parser = crate::parse_strategy)]
-    strategies: Vec<Strategy>,
+    #[arg(long, value_delimiter = ',', value_parser = one_of(&StrategyChoice::ALL, StrategyChoice::name))]
+    strategies: Vec<StrategyChoice>,
 }
 
 struct SplitMix64(u64);
@@ -71,75 +74,70 @@ pub fn synthetic(n: usize) -> Problem {
     }
 }
 
-pub fn run(args: &BenchArgs) -> Result<(), String> {
-    let mut instances: Vec<(String, Problem)> = Vec::new();
-    if let Some(dir) = &args.minimalloc {
+pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+    let strategies = if args.strategies.is_empty() {
+        StrategyChoice::ALL.to_vec()
+    } else {
+        args.strategies.clone()
+    };
+    let mut rows = Vec::new();
+    // Files plan through the engine, exactly as `memplan plan` does; the clock is the CLI's.
+    for dir in &args.csv_dirs {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .map_err(|error| CliError::Io {
+                path: dir.display().to_string(),
+                error,
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "csv"))
             .collect();
         files.sort();
         for file in files {
-            let loaded = crate::read(&file)?;
+            let session = crate::open(&file)?;
             let name = file
                 .file_name()
                 .unwrap_or_default()
                 .to_string_lossy()
                 .into_owned();
-            instances.push((name, crate::problem_of(&loaded, &file)?));
+            for &strategy in &strategies {
+                let scenario = Scenario {
+                    strategy,
+                    ..Scenario::default()
+                };
+                let start = Instant::now();
+                let outcome = session.plan(&scenario)?;
+                let millis = start.elapsed().as_secs_f64() * 1e3;
+                rows.push(BenchRow::new(
+                    &name,
+                    session.problem(),
+                    strategy,
+                    &outcome.plan,
+                    millis,
+                    true,
+                ));
+            }
         }
     }
     for &n in &args.synthetic {
-        instances.push((format!("synthetic-{n}"), synthetic(n)));
-    }
-    let strategies = if args.strategies.is_empty() {
-        Strategy::ALL.to_vec()
-    } else {
-        args.strategies.clone()
-    };
-
-    println!(
-        "| instance | buffers | strategy | peak | lower bound | peak/LB | time (ms) | valid |"
-    );
-    println!("|---|---:|---|---:|---:|---:|---:|---|");
-    let mut ratios: Vec<(Strategy, f64)> = Vec::new();
-    for (name, problem) in &instances {
+        let problem = synthetic(n);
+        let name = format!("synthetic-{n}");
         for &strategy in &strategies {
             let options = PlanOptions {
                 strategy,
                 ..PlanOptions::default()
             };
             let start = Instant::now();
-            let plan = plan(problem, &options).map_err(|e| format!("{name}: {e}"))?;
-            let ms = start.elapsed().as_secs_f64() * 1e3;
-            let (peak, lb) = (plan.peak_bytes(), plan.lower_bound_bytes());
-            if name.ends_with(".csv") && lb > 0 {
-                ratios.push((strategy, peak as f64 / lb as f64));
-            }
-            println!(
-                "| {name} | {} | {strategy} | {peak} | {lb} | {} | {ms:.1} | {} |",
-                problem.buffers.len(),
-                ratio(peak, lb),
-                if plan.is_valid() { "yes" } else { "NO" }
-            );
+            let plan =
+                plan(&problem, &options).map_err(|error| memplan_engine::EngineError::Plan {
+                    input: name.clone(),
+                    error,
+                })?;
+            let millis = start.elapsed().as_secs_f64() * 1e3;
+            rows.push(BenchRow::new(
+                &name, &problem, strategy, &plan, millis, false,
+            ));
         }
     }
-    if !ratios.is_empty() {
-        println!();
-        println!("| strategy | mean peak/LB over the minimalloc files |");
-        println!("|---|---:|");
-        for &strategy in &strategies {
-            let mine: Vec<f64> = ratios
-                .iter()
-                .filter(|(s, _)| *s == strategy)
-                .map(|(_, r)| *r)
-                .collect();
-            println!(
-                "| {strategy} | {:.3} |",
-                mine.iter().sum::<f64>() / mine.len() as f64
-            );
-        }
-    }
+    print!("{}", bench_table(&rows));
     Ok(())
 }

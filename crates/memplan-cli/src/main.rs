@@ -1,18 +1,27 @@
-//! `memplan`: the command-line shell around memplan-core and memplan-formats.
+//! `memplan`: the command-line shell around memplan-engine.
 //!
-//! It reads files, calls the library and prints; it computes no number of its own, so what it
-//! prints agrees to the byte with the web app. Errors are printed as one message (what, where,
-//! why) with exit code 1; usage errors exit with 2.
+//! It reads files, builds a [`Scenario`] from its flags, asks the engine, and prints what comes
+//! back; it computes no number of its own, so what it prints agrees to the byte with the web
+//! app. Errors are one line (what, where, why; control characters escaped) with exit code 1;
+//! usage errors, including a value outside a closed set, exit 2; a plan that fails the checker
+//! exits 3.
 
 mod bench;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
-use memplan_core::{Layout, Plan, PlanOptions, Problem, Strategy, check, liveness_of, plan};
+use memplan_core::{Control, StrategyChoice};
+use memplan_engine::{EngineError, Scenario, Session};
 use memplan_formats::report::PlanReport;
-use memplan_formats::{Loaded, human, json, load, minimalloc};
+use memplan_formats::{FormatError, human, json};
+use memplan_render::color::ColorBy;
+use memplan_render::model::RowOrder;
+use memplan_render::scene::Viewport;
+use memplan_render::svg::{RenderError, SvgOptions, arena_svg, timeline_svg};
 
 #[derive(Parser)]
 #[command(
@@ -37,26 +46,44 @@ enum View {
     Arena,
 }
 
+/// A clap parser for a closed set of named values (`ALL` and `name`), so that a value outside
+/// it is a usage error (exit 2) that lists the possible ones.
+fn one_of<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+) -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(all.iter().map(|&t| name(t))).map(move |s| {
+        *all.iter()
+            .find(|&&t| name(t) == s)
+            .expect("clap accepted only these names")
+    })
+}
+
+/// The flags of a [`Scenario`].
 #[derive(clap::Args)]
-struct PlanArgs {
-    /// The layout strategy: first-fit, best-fit, tlsf, bump, search or best.
-    #[arg(long, default_value = "best", value_parser = parse_strategy)]
-    strategy: Strategy,
+struct ScenarioArgs {
+    /// The layout strategy; `best` runs them all and keeps the lowest per device.
+    #[arg(long, default_value = "best", value_parser = one_of(&StrategyChoice::ALL, StrategyChoice::name))]
+    strategy: StrategyChoice,
     /// Let tensors of different dtypes share bytes.
     #[arg(long)]
     no_precision_classes: bool,
-    /// The largest pool, bytes.
-    #[arg(long, default_value_t = memplan_core::DEFAULT_POOL_CAP)]
-    pool_cap: u64,
+    /// The largest pool, bytes (4294967296 for 32-bit offsets). Default: the dump's own cap,
+    /// else none (64-bit offsets).
+    #[arg(long)]
+    pool_cap: Option<u64>,
+    /// `search`'s budget of conflict visits per region (deterministic).
+    #[arg(long)]
+    work_limit: Option<u64>,
 }
 
-impl PlanArgs {
-    fn options(&self) -> PlanOptions {
-        PlanOptions {
+impl ScenarioArgs {
+    fn scenario(&self) -> Scenario {
+        Scenario {
             strategy: self.strategy,
             precision_classes: !self.no_precision_classes,
             pool_cap: self.pool_cap,
-            ..PlanOptions::default()
+            work_limit: self.work_limit,
         }
     }
 }
@@ -69,7 +96,11 @@ enum Command {
     Plan {
         file: PathBuf,
         #[command(flatten)]
-        args: PlanArgs,
+        scenario: ScenarioArgs,
+        /// Stop `search` after this many milliseconds and keep its best layout so far (the
+        /// result then depends on the machine's speed; `--work-limit` does not).
+        #[arg(long)]
+        time_limit: Option<u64>,
         /// Print the plan report as JSON.
         #[arg(long)]
         json: bool,
@@ -80,11 +111,8 @@ enum Command {
         /// The plan report to check; without it, the offsets the file itself gives.
         #[arg(long)]
         plan: Option<PathBuf>,
-        /// Let tensors of different dtypes share bytes.
-        #[arg(long)]
-        no_precision_classes: bool,
-        #[arg(long, default_value_t = memplan_core::DEFAULT_POOL_CAP)]
-        pool_cap: u64,
+        #[command(flatten)]
+        scenario: ScenarioArgs,
     },
     /// Convert a dump to memplan JSON or minimalloc CSV.
     Convert {
@@ -95,7 +123,7 @@ enum Command {
         #[arg(long)]
         with_plan: bool,
         #[command(flatten)]
-        args: PlanArgs,
+        scenario: ScenarioArgs,
         /// The output file; standard output when absent.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -106,16 +134,23 @@ enum Command {
         #[arg(long)]
         view: View,
         #[command(flatten)]
-        args: PlanArgs,
+        scenario: ScenarioArgs,
         /// The device to draw (an id; the first device when absent).
         #[arg(long)]
         device: Option<String>,
-        /// Color buffers by `kind` or `dtype`.
-        #[arg(long, default_value = "kind")]
-        color_by: String,
-        /// Order of the timeline rows: start, size or lifetime.
-        #[arg(long, default_value = "start")]
-        sort: String,
+        /// Color buffers by kind or dtype.
+        #[arg(long, default_value = "kind", value_parser = one_of(&ColorBy::ALL, ColorBy::name))]
+        color_by: ColorBy,
+        /// Order of the timeline rows.
+        #[arg(long, default_value = "start", value_parser = one_of(&RowOrder::ALL, RowOrder::name))]
+        sort: RowOrder,
+        /// Only the timeline rows whose tensor id or name contains this.
+        #[arg(long, default_value = "")]
+        search: String,
+        /// The zoom window, as the page's `?zoom=`: `x0,x1,y0,y1` in positions and rows
+        /// (timeline) or positions and bytes (arena).
+        #[arg(long, value_parser = parse_window)]
+        window: Option<Viewport>,
         #[arg(long, default_value_t = 1200)]
         width: u32,
         #[arg(long, default_value_t = 700)]
@@ -124,43 +159,78 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
-    /// Measure every strategy on instances and print a table (peak, peak/LB, time).
+    /// Measure every strategy on instances and print a table (footprint, ratio, time).
     Bench(bench::BenchArgs),
 }
 
-fn parse_strategy(s: &str) -> Result<Strategy, String> {
-    s.parse()
-        .map_err(|e: memplan_core::layout::UnknownStrategy| e.to_string())
+fn parse_window(s: &str) -> Result<Viewport, String> {
+    Viewport::parse(s)
+        .ok_or_else(|| format!("`{s}` is not a window `x0,x1,y0,y1` with x0 < x1 and y0 < y1"))
+}
+
+/// Why a command failed: one line, naming the file.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("{path}: {error}")]
+    Report { path: String, error: FormatError },
+    #[error("{path}: no device `{device}` (devices: {known})")]
+    NoDevice {
+        path: String,
+        device: String,
+        known: String,
+    },
+    #[error("{path}: {error}")]
+    Render { path: String, error: RenderError },
+}
+
+/// `text` on one line: control characters (a newline or an escape sequence in an id) escaped.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
-        Err(message) => {
-            eprintln!("memplan: {message}");
+        Err(e) => {
+            eprintln!("memplan: {}", one_line(&e.to_string()));
             ExitCode::from(1)
         }
     }
 }
 
-fn read(path: &Path) -> Result<Loaded, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    load(&bytes, &path.display().to_string()).map_err(|e| format!("{}: {e}", path.display()))
+fn display(path: &Path) -> String {
+    path.display().to_string()
 }
 
-fn problem_of(loaded: &Loaded, path: &Path) -> Result<Problem, String> {
-    liveness_of(&loaded.graph)
-        .map(|l| l.problem)
-        .map_err(|e| format!("{}: {e}", path.display()))
+fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|error| CliError::Io {
+        path: display(path),
+        error,
+    })
 }
 
-fn make_plan(problem: &Problem, options: &PlanOptions, path: &Path) -> Result<Plan, String> {
-    plan(problem, options).map_err(|e| format!("{}: {e}", path.display()))
+pub(crate) fn open(path: &Path) -> Result<Session, CliError> {
+    Ok(Session::load(&read_bytes(path)?, &display(path))?)
 }
 
-fn write_out(output: Option<&Path>, text: &str) -> Result<(), String> {
+fn write_out(output: Option<&Path>, text: &str) -> Result<(), CliError> {
     match output {
-        Some(path) => std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display())),
+        Some(path) => std::fs::write(path, text).map_err(|error| CliError::Io {
+            path: display(path),
+            error,
+        }),
         None => {
             print!("{text}");
             Ok(())
@@ -168,82 +238,83 @@ fn write_out(output: Option<&Path>, text: &str) -> Result<(), String> {
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode, String> {
+fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Validate { file } => {
-            let loaded = read(&file)?;
-            let g = &loaded.graph;
+            let session = open(&file)?;
+            let c = session.counts();
             println!(
-                "{}: valid {} dump: {} tensors, {} steps, {} loops, {} devices",
+                "{}: valid {} dump: {} tensors, {} steps, {} loops, {} devices, {} buffers over {} positions",
                 file.display(),
-                loaded.format.name(),
-                g.tensors.len(),
-                g.steps.len(),
-                g.loops.len(),
-                g.device_ids().len()
+                session.format.name(),
+                c.tensors,
+                c.steps,
+                c.loops,
+                c.devices,
+                c.buffers,
+                c.positions
             );
         }
-        Command::Plan { file, args, json } => {
-            let loaded = read(&file)?;
-            let problem = problem_of(&loaded, &file)?;
-            let plan = make_plan(&problem, &args.options(), &file)?;
-            let report = PlanReport::new(&problem, &plan);
+        Command::Plan {
+            file,
+            scenario,
+            time_limit,
+            json,
+        } => {
+            let session = open(&file)?;
+            let deadline = time_limit.map(|ms| Instant::now() + Duration::from_millis(ms));
+            let mut past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
+            let mut control = Control {
+                should_stop: Some(&mut past_deadline),
+                progress: None,
+            };
+            let outcome = session.plan_with(&scenario.scenario(), &mut control)?;
+            let report = session.report(&outcome);
             if json {
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&report).expect("reports serialize")
                 );
             } else {
-                print!("{}", human::plan_table(&report));
+                print!("{}", human::plan_table(&report.summary));
             }
-            if !report.valid {
+            if !report.summary.valid {
                 eprintln!(
                     "memplan: BUG: the plan failed the checker: {}",
-                    report.violations.join("; ")
+                    one_line(&report.summary.violations.join("; "))
                 );
                 return Ok(ExitCode::from(3));
             }
         }
         Command::Check {
             file,
-            plan: plan_file,
-            no_precision_classes,
-            pool_cap,
+            plan,
+            scenario,
         } => {
-            let loaded = read(&file)?;
-            let problem = problem_of(&loaded, &file)?;
-            let (pools, placements) = match plan_file {
+            let session = open(&file)?;
+            let scenario = scenario.scenario();
+            let checked = match plan {
                 Some(p) => {
-                    let text =
-                        std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-                    PlanReport::parse(&text)
-                        .and_then(|r| r.layout_for(&problem))
-                        .map_err(|e| format!("{}: {e}", p.display()))?
+                    let at = |error| CliError::Report {
+                        path: display(&p),
+                        error,
+                    };
+                    let text = String::from_utf8_lossy(&read_bytes(&p)?).into_owned();
+                    let report = PlanReport::parse(&text).map_err(at)?;
+                    session.check_report(&report, &scenario).map_err(at)?
                 }
-                None => given_layout(&loaded, &problem).ok_or_else(|| {
-                    format!(
-                        "{}: gives no offsets; pass --plan PLAN.json",
-                        file.display()
-                    )
-                })?,
+                None => session.check_given(&scenario)?,
             };
-            let pool_refs: Vec<&[memplan_core::Pool]> = pools.iter().map(Vec::as_slice).collect();
-            let layout = Layout {
-                pools: &pool_refs,
-                placements: &placements,
-            };
-            let violations = check(&problem, layout, !no_precision_classes, pool_cap);
-            if violations.is_empty() {
-                let total: u64 = pools.iter().flatten().map(|p| p.bytes).sum();
+            if checked.violations.is_empty() {
                 println!(
                     "{}: valid plan, {} buffers, {} bytes",
                     file.display(),
-                    placements.len(),
-                    total
+                    checked.buffers,
+                    checked.footprint_bytes
                 );
             } else {
-                for v in &violations {
-                    println!("{}: {v}", file.display());
+                for v in &checked.violations {
+                    println!("{}: {}", file.display(), one_line(&v.to_string()));
                 }
                 return Ok(ExitCode::from(1));
             }
@@ -252,25 +323,17 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             file,
             to,
             with_plan,
-            args,
+            scenario,
             output,
         } => {
-            let loaded = read(&file)?;
+            let session = open(&file)?;
             let text = match to {
-                ConvertTo::Json => json::write(&loaded.graph),
+                ConvertTo::Json => json::write(&session.graph),
                 ConvertTo::Minimalloc => {
-                    let problem = problem_of(&loaded, &file)?;
-                    if problem.device_ids.len() > 1 {
-                        return Err(format!(
-                            "{}: minimalloc CSV holds one device; this dump has several",
-                            file.display()
-                        ));
-                    }
-                    let plan = with_plan
-                        .then(|| make_plan(&problem, &args.options(), &file))
+                    let outcome = with_plan
+                        .then(|| session.plan(&scenario.scenario()))
                         .transpose()?;
-                    let offsets = plan.map(|p| p.device_offsets(&problem));
-                    minimalloc::write(&problem, offsets.as_deref())
+                    session.minimalloc_csv(outcome.as_ref())?
                 }
             };
             write_out(output.as_deref(), &text)?;
@@ -278,80 +341,55 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Render {
             file,
             view,
-            args,
+            scenario,
             device,
             color_by,
             sort,
+            search,
+            window,
             width,
             height,
             output,
         } => {
-            let loaded = read(&file)?;
-            let at = |e: String| format!("{}: {e}", file.display());
-            let resolved = loaded.graph.resolve().map_err(|e| at(e.to_string()))?;
-            let liveness = memplan_core::analyze(&loaded.graph, &resolved);
-            let plan = make_plan(&liveness.problem, &args.options(), &file)?;
-            let model = memplan_render::ViewModel::new(&loaded.graph, &resolved, &liveness, &plan);
+            let session = open(&file)?;
+            let outcome = session.plan(&scenario.scenario())?;
+            let model = session.view_model(&outcome);
             let device = match device {
                 None => 0,
                 Some(id) => model
                     .devices
                     .iter()
                     .position(|d| d.id == id)
-                    .ok_or_else(|| at(format!("no device `{id}`")))?,
+                    .ok_or_else(|| CliError::NoDevice {
+                        path: display(&file),
+                        device: id,
+                        known: model
+                            .devices
+                            .iter()
+                            .map(|d| d.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    })?,
             };
-            let color_by = memplan_render::color::ColorBy::parse(&color_by)
-                .ok_or_else(|| format!("--color-by: `{color_by}` is not kind or dtype"))?;
-            let options = memplan_render::svg::SvgOptions {
+            let options = SvgOptions {
                 width,
                 height,
                 color_by,
             };
             let svg = match view {
-                View::Arena => memplan_render::svg::arena_svg(&model, device, None, options),
+                View::Arena => arena_svg(&model, device, window, options),
                 View::Timeline => {
-                    let order = memplan_render::model::RowOrder::parse(&sort).ok_or_else(|| {
-                        format!("--sort: `{sort}` is not start, size or lifetime")
-                    })?;
-                    let rows = model.rows(device, "", order);
-                    memplan_render::svg::timeline_svg(&model, device, &rows, None, options)
+                    let rows = model.rows(device, &search, sort);
+                    timeline_svg(&model, device, &rows, window.map(|v| (v.x0, v.x1)), options)
                 }
             }
-            .map_err(|e| at(e.to_string()))?;
+            .map_err(|error| CliError::Render {
+                path: display(&file),
+                error,
+            })?;
             write_out(output.as_deref(), &svg)?;
         }
         Command::Bench(args) => bench::run(&args)?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The layout a file gives itself (minimalloc offsets): one arena pool per device, as tall as the
-/// highest buffer end.
-fn given_layout(
-    loaded: &Loaded,
-    problem: &Problem,
-) -> Option<(Vec<Vec<memplan_core::Pool>>, Vec<memplan_core::Placement>)> {
-    let offsets = loaded.offsets.as_ref()?;
-    let live = liveness_of(&loaded.graph).ok()?;
-    let placements: Vec<memplan_core::Placement> = live
-        .buffer_tensor
-        .iter()
-        .map(|&t| memplan_core::Placement {
-            pool: 0,
-            offset: offsets[t],
-        })
-        .collect();
-    let mut pools = vec![
-        vec![memplan_core::Pool {
-            role: memplan_core::PoolRole::Arena,
-            bytes: 0
-        }];
-        problem.device_ids.len()
-    ];
-    for (b, p) in problem.buffers.iter().zip(&placements) {
-        let end = p.offset.saturating_add(b.occupied_size());
-        let pool = &mut pools[b.device][0];
-        pool.bytes = pool.bytes.max(end);
-    }
-    Some((pools, placements))
 }

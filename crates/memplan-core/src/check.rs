@@ -4,7 +4,7 @@
 //! and pools, and re-derives every conflict itself. Promises checked:
 //! - every buffer has a placement in an existing pool of its device;
 //! - every offset is a multiple of the buffer's alignment;
-//! - every buffer lies inside its pool, and no pool exceeds the cap;
+//! - every buffer lies inside its pool, and no pool exceeds the cap (when there is one);
 //! - two buffers of one pool whose lifetimes overlap (always-live buffers overlap everything)
 //!   hold disjoint bytes, and with precision classes on, buffers of different dtypes never share
 //!   a byte at any time;
@@ -136,7 +136,7 @@ pub fn check(
     problem: &Problem,
     layout: Layout<'_>,
     precision_classes: bool,
-    cap: u64,
+    cap: Option<u64>,
 ) -> Vec<Violation> {
     let mut found = Vec::new();
     if layout.placements.len() != problem.buffers.len() {
@@ -148,7 +148,9 @@ pub fn check(
     }
     for (device, pools) in layout.pools.iter().enumerate() {
         for (pool, p) in pools.iter().enumerate() {
-            if p.bytes > cap {
+            if let Some(cap) = cap
+                && p.bytes > cap
+            {
                 let device = problem.device_ids.get(device).cloned().unwrap_or_default();
                 found.push(Violation::OverCap {
                     device,

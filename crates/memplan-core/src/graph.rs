@@ -8,7 +8,9 @@
 //! Invariants a resolved graph holds (each violation is a [`GraphError`] that names the element):
 //! - ids are unique within tensors, steps, loops and devices, and non-empty;
 //! - every reference (reads, writes, `view_of`, devices, loops, candidates) names an element;
-//! - views form no cycle, stay inside their base and live on their base's device;
+//! - views form no cycle, stay inside their base and live on their base's device; a view is
+//!   elided when any tensor on its chain to the root is; a view that must outlive the schedule
+//!   (output, held, or flagged always-live) makes its root always-live;
 //! - a size is `bytes`, or `shape` with `dtype`; every symbolic dim is a known param; sizes and
 //!   sizes rounded up to their alignment fit in a `u64`; alignments are powers of two;
 //! - the steps of a loop are contiguous in the schedule;
@@ -30,6 +32,10 @@ pub struct Graph {
     /// The alignment of tensors that give none (bytes, a power of two). Default 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub alignment: u64,
+    /// The largest pool, bytes, when this computation's offsets are narrower than 64 bits
+    /// (4294967296 for `u32` offsets). Absent: no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_cap: Option<u64>,
     /// Values of the symbolic dims used by shapes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, u64>,
@@ -51,6 +57,7 @@ impl Default for Graph {
         Graph {
             name: String::new(),
             alignment: 1,
+            pool_cap: None,
             params: BTreeMap::new(),
             devices: Vec::new(),
             tensors: Vec::new(),
@@ -143,11 +150,42 @@ pub enum MemorySpace {
 }
 
 /// One dimension of a shape: a number, or the name of a param.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Dim {
     Fixed(u64),
     Param(String),
+}
+
+impl<'de> Deserialize<'de> for Dim {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct DimVisitor;
+        impl serde::de::Visitor<'_> for DimVisitor {
+            type Value = Dim;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a shape dim: a non-negative integer or the name of a param")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Dim, E> {
+                Ok(Dim::Fixed(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Dim, E> {
+                u64::try_from(v).map(Dim::Fixed).map_err(|_| {
+                    E::custom(format_args!(
+                        "a shape dim is a non-negative integer or the name of a param, not {v}"
+                    ))
+                })
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Dim, E> {
+                Err(E::custom(format_args!(
+                    "a shape dim is a non-negative integer or the name of a param, not {v}"
+                )))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Dim, E> {
+                Ok(Dim::Param(v.to_string()))
+            }
+        }
+        d.deserialize_any(DimVisitor)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -357,6 +395,17 @@ pub struct ResolvedGraph {
     pub back_edge_reads: Vec<Vec<usize>>,
     /// The tensor index of each id.
     pub tensor_index: HashMap<String, usize>,
+}
+
+impl ResolvedGraph {
+    /// The tensor whose storage `t` uses: itself, its view's root, or none when elided.
+    pub fn root(&self, t: usize) -> Option<usize> {
+        match self.tensors[t].storage {
+            Storage::Owned => Some(t),
+            Storage::View { root, .. } => Some(root),
+            Storage::Elided => None,
+        }
+    }
 }
 
 impl Graph {
@@ -614,8 +663,9 @@ fn resolve_views(
             }
         })
         .collect::<Result<_, _>>()?;
-    // Each view's (root, offset in the root), memoized so that chains are walked once: O(n).
-    let mut root_of: Vec<Option<(usize, u64)>> = vec![None; tensors.len()];
+    // Each view's (root, offset in the root, whether a tensor on its chain is elided), memoized
+    // so that chains are walked once: O(n).
+    let mut root_of: Vec<Option<(usize, u64, bool)>> = vec![None; tensors.len()];
     let mut on_path = vec![false; tensors.len()];
     for start in 0..tensors.len() {
         if base[start].is_none() || root_of[start].is_some() {
@@ -625,7 +675,7 @@ fn resolve_views(
         on_path[start] = true;
         let mut at = start;
         // Walk until an owning tensor or an already resolved view.
-        let (root, mut offset) = loop {
+        let (root, mut offset, mut elided) = loop {
             let next = base[at].expect("only views are on the path");
             if on_path[next] {
                 let from = path.iter().position(|&p| p == next).unwrap_or(0);
@@ -641,7 +691,7 @@ fn resolve_views(
                 });
             }
             match (base[next], root_of[next]) {
-                (None, _) => break (next, 0),
+                (None, _) => break (next, 0, g.tensors[next].elided),
                 (Some(_), Some(resolved)) => break resolved,
                 (Some(_), None) => {
                     path.push(next);
@@ -657,12 +707,13 @@ fn resolve_views(
                     tensor: g.tensors[v].id.clone(),
                     detail: "the sum of its view offsets".into(),
                 })?;
-            root_of[v] = Some((root, offset));
+            elided |= g.tensors[v].elided;
+            root_of[v] = Some((root, offset, elided));
             on_path[v] = false;
         }
     }
     for start in 0..tensors.len() {
-        let Some((root, offset)) = root_of[start] else {
+        let Some((root, offset, elided)) = root_of[start] else {
             continue;
         };
         let bad = |reason: String| GraphError::BadView {
@@ -687,13 +738,19 @@ fn resolve_views(
         }
         let (device, storage) = (
             root_t.device,
-            match root_t.storage {
-                Storage::Elided => Storage::Elided,
-                _ => Storage::View { root, offset },
+            if elided {
+                Storage::Elided
+            } else {
+                Storage::View { root, offset }
             },
         );
         tensors[start].device = device;
         tensors[start].storage = storage;
+        // A view that must outlive the schedule (an output, held, or always-live by its own
+        // flag) keeps its bytes alive, and its bytes are its root's.
+        if tensors[start].always_live && matches!(storage, Storage::View { .. }) {
+            tensors[root].always_live = true;
+        }
     }
     Ok(())
 }

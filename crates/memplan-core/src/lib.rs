@@ -21,8 +21,8 @@ pub use check::{Layout, Violation, check};
 pub use dtype::DType;
 pub use graph::{Graph, GraphError, ResolvedGraph};
 pub use layout::{
-    DEFAULT_POOL_CAP, DevicePlan, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
-    Strategy, plan,
+    CapFallback, Control, DevicePlan, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
+    Progress, Strategy, StrategyChoice, U32_OFFSET_POOL_CAP, UnknownStrategy, plan, plan_with,
 };
 pub use liveness::{Liveness, analyze};
 pub use lower_bound::DeviceUsage;

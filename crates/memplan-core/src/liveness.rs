@@ -16,12 +16,45 @@ use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Liveness {
     pub problem: Problem,
+    /// Which steps write and read each tensor's storage.
+    pub uses: Uses,
     /// The tensor index of each buffer.
     pub buffer_tensor: Vec<usize>,
     /// The buffer of each tensor that owns one.
     pub tensor_buffer: Vec<Option<usize>>,
     /// Tensors that own storage but are never taken and not always-live.
     pub unused: Vec<usize>,
+}
+
+/// For each storage root, the steps that write it (or a view of it) and the steps that read it,
+/// each in schedule order and once; empty for views and elided tensors.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Uses {
+    pub producers: Vec<Vec<usize>>,
+    pub consumers: Vec<Vec<usize>>,
+}
+
+impl Uses {
+    pub fn of(resolved: &ResolvedGraph) -> Uses {
+        let n = resolved.tensors.len();
+        let (mut producers, mut consumers) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+        for (s, step) in resolved.steps.iter().enumerate() {
+            for (list, tensors) in [
+                (&mut producers, &step.writes),
+                (&mut consumers, &step.reads),
+            ] {
+                for r in tensors.iter().filter_map(|&t| resolved.root(t)) {
+                    if list[r].last() != Some(&s) {
+                        list[r].push(s);
+                    }
+                }
+            }
+        }
+        Uses {
+            producers,
+            consumers,
+        }
+    }
 }
 
 /// For each position, the storage roots it takes (sorted, each once).
@@ -39,11 +72,7 @@ pub fn taken_per_position(resolved: &ResolvedGraph) -> Vec<Vec<usize>> {
                 .iter()
                 .flat_map(|s| s.reads.iter().chain(&s.writes))
                 .chain(back_edge)
-                .filter_map(|&t| match resolved.tensors[t].storage {
-                    Storage::Owned => Some(t),
-                    Storage::View { root, .. } => Some(root),
-                    Storage::Elided => None,
-                })
+                .filter_map(|&t| resolved.root(t))
                 .collect();
             roots.sort_unstable();
             roots.dedup();
@@ -97,6 +126,7 @@ pub fn analyze(graph: &Graph, resolved: &ResolvedGraph) -> Liveness {
     }
     Liveness {
         problem,
+        uses: Uses::of(resolved),
         buffer_tensor,
         tensor_buffer,
         unused,
@@ -279,5 +309,213 @@ mod tests {
                 ("cache".into(), Lifetime::Always)
             ]
         );
+    }
+
+    /// The liveness rules of docs/format.md, written the slow, obvious way: follow each use to
+    /// its root by id, one position per top-level step or loop, a closed interval per root.
+    fn reference(g: &Graph) -> (Vec<(String, Lifetime)>, Vec<String>) {
+        let by_id = |id: &str| g.tensors.iter().find(|t| t.id == id).unwrap();
+        // The root of a tensor, or None when it or a tensor on its chain is elided.
+        let root = |t: &Tensor| -> Option<String> {
+            let mut at = t;
+            loop {
+                if at.elided {
+                    return None;
+                }
+                match &at.view_of {
+                    None => return Some(at.id.clone()),
+                    Some(base) => at = by_id(base),
+                }
+            }
+        };
+        let flag = |t: &Tensor| {
+            t.always_live
+                .unwrap_or(t.held || t.kind.always_live_by_default())
+        };
+        // Positions: consecutive steps of one loop are one position.
+        let mut positions: Vec<Vec<String>> = Vec::new();
+        let mut last_loop: Option<&String> = None;
+        for s in &g.steps {
+            let same = s.loop_id.is_some() && s.loop_id.as_ref() == last_loop;
+            let uses = s.reads.iter().chain(&s.writes).cloned();
+            if same {
+                positions.last_mut().unwrap().extend(uses);
+            } else {
+                positions.push(uses.collect());
+                if let Some(l) = &s.loop_id {
+                    let lp = g.loops.iter().find(|x| &x.id == l).unwrap();
+                    positions
+                        .last_mut()
+                        .unwrap()
+                        .extend(lp.back_edge_reads.iter().cloned());
+                }
+            }
+            last_loop = s.loop_id.as_ref();
+        }
+        let mut buffers = Vec::new();
+        let mut unused = Vec::new();
+        for t in g
+            .tensors
+            .iter()
+            .filter(|t| t.view_of.is_none() && !t.elided)
+        {
+            let always = flag(t)
+                || g.tensors
+                    .iter()
+                    .any(|v| v.view_of.is_some() && flag(v) && root(v).as_deref() == Some(&t.id));
+            let taken: Vec<u32> = positions
+                .iter()
+                .enumerate()
+                .filter(|(_, uses)| {
+                    uses.iter()
+                        .any(|u| root(by_id(u)).as_deref() == Some(&t.id))
+                })
+                .map(|(p, _)| p as u32)
+                .collect();
+            let lifetime = match (always, taken.first(), taken.last()) {
+                (true, _, _) => Lifetime::Always,
+                (false, Some(&a), Some(&b)) => at(a, b),
+                _ => {
+                    unused.push(t.id.clone());
+                    continue;
+                }
+            };
+            buffers.push((t.id.clone(), lifetime));
+        }
+        (buffers, unused)
+    }
+
+    fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
+        use proptest::prelude::*;
+        let arb_tensor = (
+            any::<prop::sample::Index>(),
+            prop::bool::weighted(0.4),
+            prop::bool::weighted(0.15),
+            prop::sample::select(TensorKind::ALL.to_vec()),
+            prop::bool::weighted(0.1),
+            prop::option::weighted(0.2, any::<bool>()),
+        );
+        (
+            prop::collection::vec(arb_tensor, 1..9),
+            prop::collection::vec(
+                (
+                    prop::collection::vec(any::<prop::sample::Index>(), 0..3),
+                    prop::collection::vec(any::<prop::sample::Index>(), 1..3),
+                    0usize..3,
+                ),
+                1..9,
+            ),
+            prop::collection::vec(any::<prop::sample::Index>(), 0..2),
+        )
+            .prop_map(|(tensors, steps, back_edge)| {
+                let n = tensors.len();
+                let tensors: Vec<Tensor> = tensors
+                    .into_iter()
+                    .enumerate()
+                    .map(
+                        |(i, (base, is_view, elided, kind, held, always_live))| Tensor {
+                            // Views point to an earlier tensor, so chains never cycle.
+                            view_of: (is_view && i > 0).then(|| format!("t{}", base.index(i))),
+                            elided,
+                            kind,
+                            held,
+                            always_live,
+                            ..tensor(&format!("t{i}"), 8)
+                        },
+                    )
+                    .collect();
+                // Loop ids label runs: a step joins the previous step's loop, opens a new
+                // loop, or stays top-level, so every loop is contiguous.
+                let mut loops: Vec<Loop> = Vec::new();
+                let mut current: Option<String> = None;
+                let steps = steps
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (reads, writes, looping))| {
+                        current = match (looping, &current) {
+                            (0, _) => None,
+                            (1, Some(l)) => Some(l.clone()),
+                            _ => {
+                                let id = format!("L{}", loops.len());
+                                loops.push(Loop {
+                                    id: id.clone(),
+                                    back_edge_reads: back_edge
+                                        .iter()
+                                        .map(|b| format!("t{}", b.index(n)))
+                                        .collect(),
+                                    ..Loop::default()
+                                });
+                                Some(id)
+                            }
+                        };
+                        let ids = |v: Vec<prop::sample::Index>| {
+                            v.iter().map(|x| format!("t{}", x.index(n))).collect()
+                        };
+                        Step {
+                            id: format!("s{i}"),
+                            reads: ids(reads),
+                            writes: ids(writes),
+                            loop_id: current.clone(),
+                            ..Step::default()
+                        }
+                    })
+                    .collect();
+                Graph {
+                    tensors,
+                    steps,
+                    loops,
+                    ..Graph::default()
+                }
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn liveness_agrees_with_the_reference_rules(g in arb_graph()) {
+            let l = crate::liveness_of(&g).unwrap();
+            let (buffers, unused) = reference(&g);
+            proptest::prop_assert_eq!(lifetimes(&g), buffers);
+            let names: Vec<String> = l.unused.iter().map(|&t| g.tensors[t].id.clone()).collect();
+            proptest::prop_assert_eq!(names, unused);
+        }
+    }
+
+    #[test]
+    fn an_output_view_keeps_its_intermediate_base_alive() {
+        // a, b, c written in turn; `out` is a view of `a` of kind output. Its bytes are a's, so a
+        // must outlive the schedule: c must not be placed on top of it.
+        let g = Graph {
+            tensors: vec![
+                tensor("a", 64),
+                tensor("b", 64),
+                tensor("c", 64),
+                Tensor {
+                    view_of: Some("a".into()),
+                    kind: TensorKind::Output,
+                    ..tensor("out", 64)
+                },
+            ],
+            steps: vec![
+                step("s0", &[], &["a"]),
+                step("s1", &["a"], &["b"]),
+                step("s2", &["b"], &["c"]),
+            ],
+            ..Graph::default()
+        };
+        assert_eq!(
+            lifetimes(&g),
+            vec![
+                ("a".into(), Lifetime::Always),
+                ("b".into(), at(1, 2)),
+                ("c".into(), at(2, 2))
+            ]
+        );
+        let l = crate::liveness_of(&g).unwrap();
+        let plan = crate::plan(&l.problem, &crate::PlanOptions::default()).unwrap();
+        assert!(plan.is_valid());
+        let (a, c) = (plan.placements[0], plan.placements[2]);
+        assert!(a.pool != c.pool || a.offset.abs_diff(c.offset) >= 64);
     }
 }

@@ -5,7 +5,9 @@
 //!
 //! Invariants ([`Problem::validate`]): alignments are powers of two; a buffer's size rounded up
 //! to its alignment (its *occupied size*, what it holds in an arena) fits in a `u64`; live
-//! intervals are closed, ordered and inside `0..positions`; devices index `device_ids`.
+//! intervals are closed, ordered and inside `0..positions`; devices index `device_ids`; the
+//! occupied sizes of all buffers, with alignment slack, add up to less than 2^64, so no sum of
+//! bytes over buffers, pools or devices overflows.
 
 use crate::dtype::DType;
 use crate::graph::align_up;
@@ -118,14 +120,14 @@ pub enum ProblemError {
         device: usize,
         devices: usize,
     },
-    #[error("the buffers of device `{device}` add up to more than 2^64 bytes")]
-    TotalOverflow { device: String },
+    #[error("the buffers add up to more than 2^64 bytes (at buffer `{buffer}`)")]
+    TotalOverflow { buffer: String },
 }
 
 impl Problem {
     /// Checks the invariants of the module docs.
     pub fn validate(&self) -> Result<(), ProblemError> {
-        let mut totals = vec![0u64; self.device_ids.len()];
+        let mut total = 0u64;
         for b in &self.buffers {
             if !b.alignment.is_power_of_two() {
                 return Err(ProblemError::BadAlignment {
@@ -148,19 +150,21 @@ impl Problem {
                     positions: self.positions,
                 });
             }
-            let total = totals.get_mut(b.device).ok_or(ProblemError::BadDevice {
-                buffer: b.name.clone(),
-                device: b.device,
-                devices: self.device_ids.len(),
-            })?;
+            if b.device >= self.device_ids.len() {
+                return Err(ProblemError::BadDevice {
+                    buffer: b.name.clone(),
+                    device: b.device,
+                    devices: self.device_ids.len(),
+                });
+            }
             // Any layout's extent is at most the sum of the occupied sizes plus alignment padding
-            // (at least TLSF's 256-byte granule), so bounding that sum once lets every strategy
-            // add offsets without overflow.
-            *total = total
+            // (at least TLSF's 256-byte granule), so bounding that sum once, over every device,
+            // lets every strategy add offsets and every report add devices without overflow.
+            total = total
                 .checked_add(occupied)
                 .and_then(|t| t.checked_add(b.alignment.max(MAX_GRANULE_SLACK)))
                 .ok_or_else(|| ProblemError::TotalOverflow {
-                    device: self.device_ids[b.device].clone(),
+                    buffer: b.name.clone(),
                 })?;
         }
         Ok(())

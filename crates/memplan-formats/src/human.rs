@@ -3,7 +3,9 @@
 
 use std::fmt::Write;
 
-use crate::report::PlanReport;
+use memplan_core::{Plan, Problem, StrategyChoice};
+
+use crate::report::PlanSummary;
 
 /// `bytes` in the largest binary unit that keeps it at least 1 (B, KiB, MiB, GiB, TiB).
 pub fn bytes(bytes: u64) -> String {
@@ -30,21 +32,21 @@ pub fn ratio(peak: u64, lower_bound: u64) -> String {
     }
 }
 
-pub fn plan_table(report: &PlanReport) -> String {
+pub fn plan_table(report: &PlanSummary) -> String {
     let mut out = String::new();
     let verdict = if report.valid { "valid" } else { "INVALID" };
     let _ = writeln!(
         out,
-        "strategy {}  peak {}  lower bound {}  peak/LB {}  checker: {verdict}",
+        "strategy {}  footprint {}  lower bound {}  footprint/LB {}  checker: {verdict}",
         report.strategy,
-        bytes(report.peak_bytes),
+        bytes(report.footprint_bytes),
         bytes(report.lower_bound_bytes),
-        ratio(report.peak_bytes, report.lower_bound_bytes)
+        ratio(report.footprint_bytes, report.lower_bound_bytes)
     );
     let _ = writeln!(
         out,
         "{:<16} {:<10} {:>12} {:>12} {:>8} {:>12} {:>12} {:>6}",
-        "device", "strategy", "peak", "lower bound", "peak/LB", "arena", "always-live", "pools"
+        "device", "strategy", "footprint", "lower bound", "ratio", "arena", "always-live", "pools"
     );
     for d in &report.devices {
         let _ = writeln!(
@@ -52,13 +54,116 @@ pub fn plan_table(report: &PlanReport) -> String {
             "{:<16} {:<10} {:>12} {:>12} {:>8} {:>12} {:>12} {:>6}",
             d.device,
             d.strategy,
-            bytes(d.peak_bytes),
+            bytes(d.footprint_bytes),
             bytes(d.lower_bound_bytes),
-            ratio(d.peak_bytes, d.lower_bound_bytes),
+            ratio(d.footprint_bytes, d.lower_bound_bytes),
             bytes(d.arena_bytes),
             bytes(d.always_live_bytes),
             d.pools.len()
         );
+    }
+    for d in &report.devices {
+        if let Some(f) = d.cap_fallback {
+            let _ = writeln!(
+                out,
+                "{}: the arena ({}) is over the pool cap of {}, so it was bump-packed into pools: {} ({} more)",
+                d.device,
+                bytes(f.layout_bytes),
+                bytes(f.cap),
+                bytes(f.fallback_bytes),
+                bytes(f.fallback_bytes.saturating_sub(f.layout_bytes))
+            );
+        }
+        if d.stopped {
+            let _ = writeln!(
+                out,
+                "{}: the search was stopped early; this is its best layout so far",
+                d.device
+            );
+        }
+    }
+    out
+}
+
+/// One measured plan of `memplan bench`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchRow {
+    pub instance: String,
+    pub buffers: usize,
+    pub strategy: StrategyChoice,
+    pub footprint_bytes: u64,
+    pub lower_bound_bytes: u64,
+    /// The caller's clock: the planner has none.
+    pub millis: f64,
+    pub valid: bool,
+    /// Whether the row counts in the mean ratio per strategy (the real files, not synthetic).
+    pub in_mean: bool,
+}
+
+impl BenchRow {
+    pub fn new(
+        instance: &str,
+        problem: &Problem,
+        strategy: StrategyChoice,
+        plan: &Plan,
+        millis: f64,
+        in_mean: bool,
+    ) -> Self {
+        BenchRow {
+            instance: instance.to_string(),
+            buffers: problem.buffers.len(),
+            strategy,
+            footprint_bytes: plan.footprint_bytes(),
+            lower_bound_bytes: plan.lower_bound_bytes(),
+            millis,
+            valid: plan.is_valid(),
+            in_mean,
+        }
+    }
+}
+
+/// The bench's markdown tables: every row, then the mean footprint/LB per strategy over the rows
+/// `in_mean`.
+pub fn bench_table(rows: &[BenchRow]) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "| instance | buffers | strategy | footprint | lower bound | footprint/LB | time (ms) | valid |\n",
+    );
+    out.push_str("|---|---:|---|---:|---:|---:|---:|---|\n");
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {:.1} | {} |",
+            r.instance,
+            r.buffers,
+            r.strategy,
+            r.footprint_bytes,
+            r.lower_bound_bytes,
+            ratio(r.footprint_bytes, r.lower_bound_bytes),
+            r.millis,
+            if r.valid { "yes" } else { "NO" }
+        );
+    }
+    let mut strategies: Vec<StrategyChoice> = Vec::new();
+    for r in rows.iter().filter(|r| r.in_mean && r.lower_bound_bytes > 0) {
+        if !strategies.contains(&r.strategy) {
+            strategies.push(r.strategy);
+        }
+    }
+    if !strategies.is_empty() {
+        out.push_str("\n| strategy | mean footprint/LB over the files |\n|---|---:|\n");
+        for s in strategies {
+            let ratios: Vec<f64> = rows
+                .iter()
+                .filter(|r| r.in_mean && r.strategy == s && r.lower_bound_bytes > 0)
+                .map(|r| r.footprint_bytes as f64 / r.lower_bound_bytes as f64)
+                .collect();
+            let _ = writeln!(
+                out,
+                "| {s} | {:.3} |",
+                ratios.iter().sum::<f64>() / ratios.len() as f64
+            );
+        }
     }
     out
 }

@@ -1,23 +1,116 @@
 //! The memplan JSON dump, version 1: `{"memplan": 1, ...}` with the fields of
 //! [`memplan_core::Graph`] (documented in docs/format.md, schema in static/schema/).
 //!
-//! Reading checks, in order: the JSON syntax (line and column), the version, the structure
-//! (unknown fields and wrong types, with the JSON path), then every graph invariant
-//! ([`Graph::resolve`], naming the element). Writing is canonical: the same graph gives the same
-//! bytes, with `memplan` first and defaults left out.
+//! Reading checks, in order: the JSON syntax (line and column; a key given twice in one object
+//! is refused, not silently overwritten), the version, the structure (unknown fields and wrong
+//! types, with the JSON path), then every graph invariant ([`Graph::resolve`], naming the
+//! element). Writing is canonical: the same graph gives the same bytes, with `memplan` first and
+//! defaults left out.
 
-use memplan_core::Graph;
-use serde::Serialize;
+use std::fmt;
+
+use memplan_core::{Graph, ResolvedGraph};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::FormatError;
 
 /// The version this build reads and writes.
 pub const FORMAT_VERSION: u64 = 1;
 
+/// A JSON value read with every object's keys unique.
+struct StrictValue(Value);
+
+impl<'de> Deserialize<'de> for StrictValue {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrictValue(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "the key `{key}` is given twice in one object"
+                )));
+            }
+            let StrictValue(v) = map.next_value_seed(StrictSeed)?;
+            object.insert(key, v);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+struct StrictSeed;
+
+impl<'de> DeserializeSeed<'de> for StrictSeed {
+    type Value = StrictValue;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<StrictValue, D::Error> {
+        StrictValue::deserialize(d)
+    }
+}
+
+/// A serde message in the product's words: no Rust type names.
+pub(crate) fn plain_message(message: &str) -> String {
+    message
+        .replace("expected u64", "expected a non-negative integer below 2^64")
+        .replace("expected u32", "expected a non-negative integer below 2^32")
+        .replace("expected usize", "expected a non-negative integer")
+        .replace("expected a borrowed string", "expected a string")
+}
+
 /// Parses and validates a memplan JSON dump.
 pub fn parse(text: &str) -> Result<Graph, FormatError> {
-    let mut value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| FormatError::JsonSyntax {
+    parse_resolved(text).map(|(graph, _)| graph)
+}
+
+/// Parses and validates a memplan JSON dump, keeping the resolved graph it was checked with.
+pub fn parse_resolved(text: &str) -> Result<(Graph, ResolvedGraph), FormatError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let mut value = StrictValue::deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v.0))
+        .map_err(|e| FormatError::JsonSyntax {
             line: e.line(),
             column: e.column(),
             message: e
@@ -46,10 +139,10 @@ pub fn parse(text: &str) -> Result<Graph, FormatError> {
     let graph: Graph =
         serde_path_to_error::deserialize(value).map_err(|e| FormatError::JsonStructure {
             path: e.path().to_string(),
-            message: e.inner().to_string(),
+            message: plain_message(&e.inner().to_string()),
         })?;
-    graph.resolve()?;
-    Ok(graph)
+    let resolved = graph.resolve()?;
+    Ok((graph, resolved))
 }
 
 #[derive(Serialize)]
@@ -137,6 +230,31 @@ mod tests {
             e.to_string()
                 .starts_with("at `steps[0].opp`: unknown field"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused() {
+        let e = parse(r#"{"memplan": 1, "tensors": [], "steps": [], "tensors": []}"#).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "JSON line 1, column 52: the key `tensors` is given twice in one object"
+        );
+        let e = error_after("\"op\": \"relu\"", "\"op\": \"relu\", \"op\": \"add\"");
+        assert!(e.to_string().contains("the key `op` is given twice"), "{e}");
+    }
+
+    #[test]
+    fn structure_messages_use_the_products_words() {
+        let e = error_after("[\"B\", 8]", "[\"B\", -8]");
+        assert_eq!(
+            e.to_string(),
+            "at `tensors[0].shape[1]`: a shape dim is a non-negative integer or the name of a param, not -8"
+        );
+        let e = error_after("\"bytes\": 128, \"dtype\"", "\"bytes\": 1.5, \"dtype\"");
+        assert_eq!(
+            e.to_string(),
+            "at `tensors[1].bytes`: invalid type: floating point `1.5`, expected a non-negative integer below 2^64"
         );
     }
 

@@ -15,7 +15,7 @@ pub mod json;
 pub mod minimalloc;
 pub mod report;
 
-use memplan_core::{Graph, GraphError};
+use memplan_core::{Graph, GraphError, ResolvedGraph};
 
 /// Why some bytes could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,8 +65,9 @@ impl Format {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Loaded {
     pub format: Format,
-    /// A valid graph: [`Graph::resolve`] succeeds on it.
+    /// A valid graph: [`Graph::resolve`] succeeded on it, giving `resolved`.
     pub graph: Graph,
+    pub resolved: ResolvedGraph,
     /// Offsets the file gives (a minimalloc `offset` column), one per tensor.
     pub offsets: Option<Vec<u64>>,
 }
@@ -78,17 +79,22 @@ pub fn load(bytes: &[u8], name: &str) -> Result<Loaded, FormatError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let format = detect(text, name).ok_or_else(|| FormatError::Unrecognized(name.to_string()))?;
     match format {
-        Format::MemplanJson => Ok(Loaded {
-            format,
-            graph: json::parse(text)?,
-            offsets: None,
-        }),
+        Format::MemplanJson => {
+            let (graph, resolved) = json::parse_resolved(text)?;
+            Ok(Loaded {
+                format,
+                graph,
+                resolved,
+                offsets: None,
+            })
+        }
         Format::MinimallocCsv => {
             let imported = minimalloc::parse(text)?;
-            imported.graph.resolve()?;
+            let resolved = imported.graph.resolve()?;
             Ok(Loaded {
                 format,
                 graph: imported.graph,
+                resolved,
                 offsets: imported.offsets,
             })
         }
@@ -177,12 +183,11 @@ mod fuzz {
             let text: String = text.into_iter().collect();
             if let Ok(loaded) = load(text.as_bytes(), "fuzz") {
                 // What loads must plan (or refuse with an error), never panic.
-                if let Ok(l) = memplan_core::liveness_of(&loaded.graph) {
-                    let _ = memplan_core::plan(&l.problem, &memplan_core::PlanOptions {
-                        strategy: memplan_core::Strategy::FirstFit,
-                        ..memplan_core::PlanOptions::default()
-                    });
-                }
+                let l = memplan_core::analyze(&loaded.graph, &loaded.resolved);
+                let _ = memplan_core::plan(&l.problem, &memplan_core::PlanOptions {
+                    strategy: memplan_core::Strategy::FirstFit.into(),
+                    ..memplan_core::PlanOptions::default()
+                });
             }
         }
     }

@@ -10,8 +10,8 @@
 //! and every live set that matters (the lower bound is reached at some start) while a million
 //! time units become a few hundred positions. Steps are named `t=<time>`.
 //!
-//! Export writes the planning problem back with positions as times (`upper = last + 1`), and the
-//! offsets of a plan when one is given.
+//! Export writes the planning problem back with positions as times (`upper = last + 1`), the
+//! alignments when any is not 1, and the offsets of a plan when one is given.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -51,8 +51,10 @@ const KNOWN: [&str; 8] = [
 /// Parses a minimalloc CSV.
 pub fn parse(text: &str) -> Result<Imported, FormatError> {
     let err = |line: u64, message: String| FormatError::Csv { line, message };
+    // Headers and numbers are trimmed; ids are kept verbatim, so an id with surrounding spaces
+    // survives a round trip (the writer quotes it).
     let mut reader = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
+        .trim(csv::Trim::Headers)
         .from_reader(text.as_bytes());
     let headers = reader
         .headers()
@@ -95,7 +97,7 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
         let line = k as u64 + 2;
         let record = record.map_err(|e| err(line, e.to_string()))?;
         let field = |c: usize, name: &str| -> Result<u64, FormatError> {
-            let text = record.get(c).unwrap_or("");
+            let text = record.get(c).unwrap_or("").trim();
             text.parse::<u64>().map_err(|_| {
                 err(
                     line,
@@ -105,7 +107,7 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
         };
         let optional = |c: Option<usize>, name: &str| c.map(|c| field(c, name)).transpose();
         let row_id = record.get(id).unwrap_or("").to_string();
-        if row_id.is_empty() {
+        if row_id.trim().is_empty() {
             return Err(err(line, "empty `id`".into()));
         }
         if !seen.insert(row_id.clone()) {
@@ -188,8 +190,15 @@ fn build(rows: Vec<Row>) -> Imported {
 /// [`memplan_core::Plan::device_offsets`]) when given. Always-live buffers span every position.
 /// Views and elided tensors own no buffer and are not written.
 pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
-    let mut writer = csv::Writer::from_writer(Vec::new());
+    let mut writer = csv::WriterBuilder::new()
+        .quote_style(csv::QuoteStyle::Necessary)
+        .from_writer(Vec::new());
+    // Alignments other than 1 are written, so the buffers occupy the same bytes when read back.
+    let aligned = problem.buffers.iter().any(|b| b.alignment != 1);
     let mut header = vec!["id", "lower", "upper", "size"];
+    if aligned {
+        header.push("alignment");
+    }
     if offsets.is_some() {
         header.push("offset");
     }
@@ -205,6 +214,9 @@ pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
             (u64::from(span.last) + 1).to_string(),
             buffer.size.to_string(),
         ];
+        if aligned {
+            record.push(buffer.alignment.to_string());
+        }
         if let Some(offsets) = offsets {
             record.push(offsets[b].to_string());
         }
@@ -265,6 +277,20 @@ mod tests {
                 .span(2)
                 .overlaps(live.problem.buffers[1].span(2))
         );
+    }
+
+    #[test]
+    fn ids_with_spaces_survive_a_round_trip() {
+        let text = "id,lower,upper,size\n\" a \",0,2,4\n\"b, c\", 1 , 3 ,8\n";
+        let first = memplan_core::liveness_of(&parse(text).unwrap().graph)
+            .unwrap()
+            .problem;
+        assert_eq!(first.buffers[0].name, " a ");
+        assert_eq!(first.buffers[1].name, "b, c");
+        let again = memplan_core::liveness_of(&parse(&write(&first, None)).unwrap().graph)
+            .unwrap()
+            .problem;
+        assert_eq!(first.buffers, again.buffers);
     }
 
     #[test]

@@ -1,40 +1,53 @@
 //! The plan report: one JSON object with everything a plan says, for scripts, the web app and
 //! `memplan check`.
 //!
-//! Field names are the product's names (`peak_bytes`, `lower_bound_bytes`, `arena_bytes`,
-//! `live`), the same in the CLI, the JSON and the UI. Building a report from a plan computes
+//! Field names are the product's names (`footprint_bytes`, `lower_bound_bytes`, `arena_bytes`,
+//! `live_at_peak`, `live`), the same in the CLI, the JSON and the UI. The footprint is what a
+//! plan takes; the lower bound is what any plan must take (the most bytes live at once, reached
+//! at `peak_position`); their gap is fragmentation. Building a report from a plan computes
 //! nothing new: every number comes from `memplan-core`, so the CLI and the web app agree to the
 //! byte.
 
 use std::collections::HashMap;
 
-use memplan_core::{Lifetime, Placement, Plan, Pool, PoolRole, Problem};
+use memplan_core::{CapFallback, Lifetime, Placement, Plan, Pool, PoolRole, Problem};
 use serde::{Deserialize, Serialize};
 
 use crate::FormatError;
 
+/// The whole report: the figures, then every placement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanReport {
+    #[serde(flatten)]
+    pub summary: PlanSummary,
+    pub placements: Vec<PlacementReport>,
+}
+
+/// The report's figures without the placements: what a summary shows (the web worker sends the
+/// page this, with the view model, not the whole report).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanSummary {
     pub strategy: String,
     pub precision_classes: bool,
-    pub pool_cap: u64,
+    /// The largest pool, bytes; `null`: no cap (64-bit offsets).
+    pub pool_cap: Option<u64>,
     /// The footprint summed over devices.
-    pub peak_bytes: u64,
+    pub footprint_bytes: u64,
     pub lower_bound_bytes: u64,
     /// The independent checker's verdict.
     pub valid: bool,
     pub violations: Vec<String>,
     pub positions: u32,
     pub devices: Vec<DeviceReport>,
-    pub placements: Vec<PlacementReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DeviceReport {
     pub device: String,
     /// The strategy that laid this device's arena out (for `best`, the one it picked).
     pub strategy: String,
-    pub peak_bytes: u64,
+    pub footprint_bytes: u64,
     pub lower_bound_bytes: u64,
     pub arena_bytes: u64,
     pub always_live_bytes: u64,
@@ -43,15 +56,42 @@ pub struct DeviceReport {
     /// The tensors live there.
     pub live_at_peak: Vec<String>,
     pub pools: Vec<PoolReport>,
+    /// Set when the pool cap forced this arena into bump-packed pools: what it cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_fallback: Option<CapFallbackReport>,
+    /// Whether a stop condition ended the search early (the plan is its best so far).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
+}
+
+/// The arena a strategy laid out over the cap, and what the bump-packed pools take instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapFallbackReport {
+    pub cap: u64,
+    pub layout_bytes: u64,
+    pub fallback_bytes: u64,
+}
+
+impl From<CapFallback> for CapFallbackReport {
+    fn from(f: CapFallback) -> Self {
+        CapFallbackReport {
+            cap: f.cap,
+            layout_bytes: f.layout_bytes,
+            fallback_bytes: f.fallback_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PoolReport {
     pub role: String,
     pub bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlacementReport {
     pub tensor: String,
     pub device: String,
@@ -65,12 +105,37 @@ pub struct PlacementReport {
 
 impl PlanReport {
     pub fn new(problem: &Problem, plan: &Plan) -> Self {
-        let device = |d: usize| problem.device_ids[d].clone();
         PlanReport {
+            summary: PlanSummary::new(problem, plan),
+            placements: problem
+                .buffers
+                .iter()
+                .zip(&plan.placements)
+                .map(|(b, p)| {
+                    let span = b.span(problem.positions);
+                    PlacementReport {
+                        tensor: b.name.clone(),
+                        device: problem.device_ids[b.device].clone(),
+                        pool: p.pool,
+                        offset: p.offset,
+                        size: b.size,
+                        live: [span.first, span.last],
+                        always_live: b.lifetime == Lifetime::Always,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+impl PlanSummary {
+    pub fn new(problem: &Problem, plan: &Plan) -> Self {
+        let device = |d: usize| problem.device_ids[d].clone();
+        PlanSummary {
             strategy: plan.options.strategy.name().to_string(),
             precision_classes: plan.options.precision_classes,
             pool_cap: plan.options.pool_cap,
-            peak_bytes: plan.peak_bytes(),
+            footprint_bytes: plan.footprint_bytes(),
             lower_bound_bytes: plan.lower_bound_bytes(),
             valid: plan.is_valid(),
             violations: plan.violations.iter().map(ToString::to_string).collect(),
@@ -81,7 +146,7 @@ impl PlanReport {
                 .map(|d| DeviceReport {
                     device: device(d.device),
                     strategy: d.strategy.name().to_string(),
-                    peak_bytes: d.peak_bytes,
+                    footprint_bytes: d.footprint_bytes,
                     lower_bound_bytes: d.usage.lower_bound,
                     arena_bytes: d.arena_bytes,
                     always_live_bytes: d.always_live_bytes,
@@ -100,28 +165,15 @@ impl PlanReport {
                             bytes: p.bytes,
                         })
                         .collect(),
-                })
-                .collect(),
-            placements: problem
-                .buffers
-                .iter()
-                .zip(&plan.placements)
-                .map(|(b, p)| {
-                    let span = b.span(problem.positions);
-                    PlacementReport {
-                        tensor: b.name.clone(),
-                        device: device(b.device),
-                        pool: p.pool,
-                        offset: p.offset,
-                        size: b.size,
-                        live: [span.first, span.last],
-                        always_live: b.lifetime == Lifetime::Always,
-                    }
+                    cap_fallback: d.cap_fallback.map(Into::into),
+                    stopped: d.stopped,
                 })
                 .collect(),
         }
     }
+}
 
+impl PlanReport {
     /// Parses a report (the output of `memplan plan --json`).
     pub fn parse(text: &str) -> Result<Self, FormatError> {
         let mut de = serde_json::Deserializer::from_str(text);
@@ -143,7 +195,10 @@ impl PlanReport {
     }
 
     /// The pools (per device of `problem`) and placements (per buffer) this report gives, for the
-    /// checker. A tensor of the problem that the report does not place is an error naming it.
+    /// checker. The report must describe this problem: each tensor placed once, none unknown,
+    /// each on its own device with its own size and live interval; anything else is an error
+    /// naming the placement, so a tampered report cannot pass by leaving a buffer out or by
+    /// moving it where the checker would not look.
     pub fn layout_for(
         &self,
         problem: &Problem,
@@ -151,13 +206,20 @@ impl PlanReport {
         let structure =
             |path: String, message: String| FormatError::JsonStructure { path, message };
         let mut pools = vec![Vec::new(); problem.device_ids.len()];
-        for (k, d) in self.devices.iter().enumerate() {
+        let mut seen_device = vec![false; problem.device_ids.len()];
+        for (k, d) in self.summary.devices.iter().enumerate() {
             let Some(index) = problem.device_ids.iter().position(|id| *id == d.device) else {
                 return Err(structure(
                     format!("devices[{k}].device"),
                     format!("no device `{}` in the dump", d.device),
                 ));
             };
+            if std::mem::replace(&mut seen_device[index], true) {
+                return Err(structure(
+                    format!("devices[{k}].device"),
+                    format!("device `{}` is given twice", d.device),
+                ));
+            }
             pools[index] = d
                 .pools
                 .iter()
@@ -180,27 +242,76 @@ impl PlanReport {
                 })
                 .collect::<Result<_, _>>()?;
         }
-        let by_tensor: HashMap<&str, &PlacementReport> = self
-            .placements
-            .iter()
-            .map(|p| (p.tensor.as_str(), p))
-            .collect();
-        let placements = problem
+        let buffer_of: HashMap<&str, usize> = problem
             .buffers
             .iter()
-            .map(|b| {
-                by_tensor
-                    .get(b.name.as_str())
-                    .map(|p| Placement {
-                        pool: p.pool,
-                        offset: p.offset,
-                    })
-                    .ok_or_else(|| {
-                        structure(
-                            "placements".into(),
-                            format!("tensor `{}` has no placement", b.name),
-                        )
-                    })
+            .enumerate()
+            .map(|(b, buffer)| (buffer.name.as_str(), b))
+            .collect();
+        let mut placements: Vec<Option<Placement>> = vec![None; problem.buffers.len()];
+        for (k, p) in self.placements.iter().enumerate() {
+            let at = |field: &str| format!("placements[{k}]{field}");
+            let Some(&b) = buffer_of.get(p.tensor.as_str()) else {
+                return Err(structure(
+                    at(".tensor"),
+                    format!("tensor `{}` has no buffer in the dump", p.tensor),
+                ));
+            };
+            let buffer = &problem.buffers[b];
+            let device = &problem.device_ids[buffer.device];
+            if p.device != *device {
+                return Err(structure(
+                    at(".device"),
+                    format!(
+                        "tensor `{}` is on device `{device}`, not `{}`",
+                        p.tensor, p.device
+                    ),
+                ));
+            }
+            if p.size != buffer.size {
+                return Err(structure(
+                    at(".size"),
+                    format!(
+                        "tensor `{}` has {} bytes, not {}",
+                        p.tensor, buffer.size, p.size
+                    ),
+                ));
+            }
+            let span = buffer.span(problem.positions);
+            let always_live = buffer.lifetime == Lifetime::Always;
+            if p.live != [span.first, span.last] || p.always_live != always_live {
+                return Err(structure(
+                    at(".live"),
+                    format!(
+                        "tensor `{}` lives on [{}, {}]{}, not as the report says",
+                        p.tensor,
+                        span.first,
+                        span.last,
+                        if always_live { " (always-live)" } else { "" }
+                    ),
+                ));
+            }
+            if placements[b].is_some() {
+                return Err(structure(
+                    at(".tensor"),
+                    format!("tensor `{}` is placed twice", p.tensor),
+                ));
+            }
+            placements[b] = Some(Placement {
+                pool: p.pool,
+                offset: p.offset,
+            });
+        }
+        let placements = placements
+            .into_iter()
+            .zip(&problem.buffers)
+            .map(|(p, b)| {
+                p.ok_or_else(|| {
+                    structure(
+                        "placements".into(),
+                        format!("tensor `{}` has no placement", b.name),
+                    )
+                })
             })
             .collect::<Result<_, _>>()?;
         Ok((pools, placements))

@@ -25,6 +25,8 @@ pub enum ColorBy {
 }
 
 impl ColorBy {
+    pub const ALL: [ColorBy; 2] = [ColorBy::Kind, ColorBy::DType];
+
     pub fn name(self) -> &'static str {
         match self {
             ColorBy::Kind => "kind",
@@ -33,9 +35,7 @@ impl ColorBy {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [ColorBy::Kind, ColorBy::DType]
-            .into_iter()
-            .find(|c| c.name() == s)
+        Self::ALL.into_iter().find(|c| c.name() == s)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The view model: a plan as the views show it.
 
-use memplan_core::graph::{Graph, Storage, TensorKind};
+use memplan_core::graph::{Graph, TensorKind};
 use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +51,7 @@ pub struct DeviceView {
     pub strategy: String,
     pub pools: Vec<PoolView>,
     /// The footprint: all pools.
-    pub peak_bytes: u64,
+    pub footprint_bytes: u64,
     pub lower_bound: u64,
     pub curve: Vec<u64>,
     pub peak_position: Option<u32>,
@@ -73,25 +73,7 @@ pub struct ViewModel {
 impl ViewModel {
     pub fn new(graph: &Graph, resolved: &ResolvedGraph, liveness: &Liveness, plan: &Plan) -> Self {
         let problem = &liveness.problem;
-        let root = |t: usize| match resolved.tensors[t].storage {
-            Storage::View { root, .. } => Some(root),
-            Storage::Owned => Some(t),
-            Storage::Elided => None,
-        };
-        let n = resolved.tensors.len();
-        let (mut producers, mut consumers) = (vec![Vec::new(); n], vec![Vec::new(); n]);
-        for (s, step) in resolved.steps.iter().enumerate() {
-            for (list, tensors) in [
-                (&mut producers, &step.writes),
-                (&mut consumers, &step.reads),
-            ] {
-                for r in tensors.iter().filter_map(|&t| root(t)) {
-                    if list[r].last() != Some(&s) {
-                        list[r].push(s);
-                    }
-                }
-            }
-        }
+        let (producers, consumers) = (&liveness.uses.producers, &liveness.uses.consumers);
         let step_ids = |steps: &[usize]| steps.iter().map(|&s| graph.steps[s].id.clone()).collect();
         let offsets = plan.device_offsets(problem);
         let buffers = problem
@@ -148,7 +130,7 @@ impl ViewModel {
                         Some(view)
                     })
                     .collect(),
-                peak_bytes: d.peak_bytes,
+                footprint_bytes: d.footprint_bytes,
                 lower_bound: d.usage.lower_bound,
                 curve: d.usage.curve.clone(),
                 peak_position: d.usage.peak_position,

@@ -42,7 +42,7 @@ pub fn arena_rects(model: &ViewModel, device: usize) -> Vec<Rect> {
 
 /// The bytes of `device`'s memory: its pools end to end.
 pub fn arena_height(model: &ViewModel, device: usize) -> u64 {
-    model.devices.get(device).map_or(0, |d| d.peak_bytes)
+    model.devices.get(device).map_or(0, |d| d.footprint_bytes)
 }
 
 /// Timeline rows: row `k` shows buffer `rows[k]` over its live interval, at `y = k..k+1`.
@@ -82,6 +82,22 @@ pub struct Viewport {
 }
 
 impl Viewport {
+    /// Reads `x0,x1,y0,y1` (finite, x0 < x1, y0 < y1), as a link's `?zoom=` and
+    /// `memplan render --window` spell a window.
+    pub fn parse(s: &str) -> Option<Viewport> {
+        let v: Vec<f64> = s
+            .split(',')
+            .map(|x| x.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .ok()?;
+        match v[..] {
+            [x0, x1, y0, y1] if x0 < x1 && y0 < y1 && v.iter().all(|x| x.is_finite()) => {
+                Some(Viewport { x0, x1, y0, y1 })
+            }
+            _ => None,
+        }
+    }
+
     /// The whole world `0..width` by `0..height` (never empty).
     pub fn fit(width: f64, height: f64) -> Self {
         Viewport {

@@ -57,9 +57,9 @@ fn device_title(model: &ViewModel, device: usize, view: &str) -> String {
         format!("{} · ", model.title)
     };
     format!(
-        "{title}{} · {view} · peak {} · lower bound {}",
+        "{title}{} · {view} · footprint {} · lower bound {}",
         d.id,
-        bytes(d.peak_bytes),
+        bytes(d.footprint_bytes),
         bytes(d.lower_bound)
     )
 }
@@ -299,7 +299,7 @@ fn usage_chart<DB: DrawingBackend>(
     x1: f64,
 ) -> Result<(), RenderError> {
     let d = &model.devices[device];
-    let top = (d.peak_bytes.max(d.lower_bound) as f64 * 1.05).max(1.0);
+    let top = (d.footprint_bytes.max(d.lower_bound) as f64 * 1.05).max(1.0);
     let mut chart = ChartBuilder::on(area)
         .margin(12)
         .x_label_area_size(20)
@@ -323,7 +323,7 @@ fn usage_chart<DB: DrawingBackend>(
     chart
         .draw_series(LineSeries::new(steps, blue.stroke_width(2)))
         .map_err(err)?;
-    let footprint = d.peak_bytes as f64;
+    let footprint = d.footprint_bytes as f64;
     chart
         .draw_series(LineSeries::new(
             [(x0, footprint), (x1, footprint)],
@@ -333,7 +333,7 @@ fn usage_chart<DB: DrawingBackend>(
     let mut entries = vec![
         ("live bytes".to_string(), Swatch::Line(blue)),
         (
-            format!("footprint {}", bytes(d.peak_bytes)),
+            format!("footprint {}", bytes(d.footprint_bytes)),
             Swatch::Line(RED),
         ),
     ];
@@ -350,7 +350,7 @@ fn usage_chart<DB: DrawingBackend>(
             .get(p as usize)
             .map_or("", String::as_str);
         entries.push((
-            format!("peak at {at} ({})", bytes(d.lower_bound)),
+            format!("lower bound {} (live at {at})", bytes(d.lower_bound)),
             Swatch::Line(BLACK),
         ));
     }
@@ -390,7 +390,10 @@ mod tests {
         let m = example();
         let rows = m.rows(0, "", RowOrder::Start);
         let svg = timeline_svg(&m, 0, &rows, None, SvgOptions::default()).unwrap();
-        assert!(svg.contains("peak at"), "no peak marker");
+        assert!(
+            svg.contains("lower bound") && svg.contains("(live at "),
+            "no peak marker"
+        );
         assert!(svg.contains("footprint"));
         // Same inputs, same bytes.
         assert_eq!(

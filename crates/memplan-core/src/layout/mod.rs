@@ -4,12 +4,16 @@
 //! bump-packed into *static* pools in canonical order. The others share one *arena*: with
 //! precision classes on, each dtype gets its own region of it (only equal dtypes share bytes),
 //! laid out by the strategy and stacked in canonical class order; with them off, one region.
-//! When the arena exceeds the pool cap it is not split: its buffers fall back to bump packing
-//! into arena pools under the cap (as the pool allocator of the seeds does). A buffer larger than
-//! the cap is an error naming it. The footprint of a device is the sum of its pools.
+//! Pools are uncapped by default (64-bit offsets). Under a cap (the seeds' 32-bit-offset mode,
+//! or a device's offset width), an arena that exceeds it is not split: its buffers fall back to
+//! bump packing into arena pools under the cap (as the pool allocator of the seeds does), and the
+//! device plan records what that cost ([`CapFallback`]). A buffer larger than the cap is an error
+//! naming it. The footprint of a device is the sum of its pools.
 //!
 //! Every strategy is deterministic: the same problem and options give the same plan, bytes and
-//! all, natively and in wasm. Each lives in a module of its own; the shared machinery (interval
+//! all, natively and in wasm. A caller's [`Control`] may stop `search` early (it then keeps its
+//! best layout so far) and hears its progress; the core never reads a clock. Each strategy lives
+//! in a module of its own; the shared machinery (interval
 //! queries, gap choice, pool packing) lives once, here and in `greedy` and `interval_index`.
 
 mod greedy;
@@ -30,7 +34,7 @@ use crate::problem::{LiveInterval, Problem, ProblemError};
 use greedy::{GapChoice, place_in_order, size_order};
 use interval_index::IntervalIndex;
 
-/// How the arena of each device is laid out.
+/// How the arena of one device is laid out: one layout algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Strategy {
     /// Greedy by decreasing size, lowest aligned offset clear of every conflict.
@@ -39,26 +43,16 @@ pub enum Strategy {
     BestFit,
     /// Online in schedule order with a two-level segregated-fit allocator, 256-byte granules.
     Tlsf,
+    /// Local search over first-fit orders, with a work budget and a stop condition.
+    Search,
     /// No reuse: every buffer after the previous one.
     Bump,
-    /// Local search over first-fit orders, with an evaluation budget.
-    Search,
-    /// Per device, the lowest of the strategies above.
-    Best,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 6] = [
-        Strategy::FirstFit,
-        Strategy::BestFit,
-        Strategy::Tlsf,
-        Strategy::Bump,
-        Strategy::Search,
-        Strategy::Best,
-    ];
-
-    /// The strategies `best` picks from, in its tie-breaking order (simplest first).
-    const CANDIDATES: [Strategy; 5] = [
+    /// Every strategy, written once: `best`'s portfolio in its tie-breaking order (simplest
+    /// first, bump last), and the order the CLI, the bench and the page list them in.
+    pub const ALL: [Strategy; 5] = [
         Strategy::FirstFit,
         Strategy::BestFit,
         Strategy::Tlsf,
@@ -73,8 +67,50 @@ impl Strategy {
             Strategy::Tlsf => "tlsf",
             Strategy::Bump => "bump",
             Strategy::Search => "search",
-            Strategy::Best => "best",
         }
+    }
+}
+
+/// What the user asks for: one strategy, or `best`, the portfolio of all of them (per device,
+/// the lowest arena; ties go to the earlier in [`Strategy::ALL`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum StrategyChoice {
+    One(Strategy),
+    #[default]
+    Best,
+}
+
+impl StrategyChoice {
+    /// Every choice: the strategies, then `best`.
+    pub const ALL: [StrategyChoice; 6] = [
+        StrategyChoice::One(Strategy::FirstFit),
+        StrategyChoice::One(Strategy::BestFit),
+        StrategyChoice::One(Strategy::Tlsf),
+        StrategyChoice::One(Strategy::Search),
+        StrategyChoice::One(Strategy::Bump),
+        StrategyChoice::Best,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StrategyChoice::One(s) => s.name(),
+            StrategyChoice::Best => "best",
+        }
+    }
+
+    /// The strategies this choice runs on each device.
+    pub fn strategies(self) -> &'static [Strategy] {
+        match self {
+            // The variants are declared in the order of `ALL`.
+            StrategyChoice::One(s) => std::slice::from_ref(&Strategy::ALL[s as usize]),
+            StrategyChoice::Best => &Strategy::ALL,
+        }
+    }
+}
+
+impl From<Strategy> for StrategyChoice {
+    fn from(s: Strategy) -> Self {
+        StrategyChoice::One(s)
     }
 }
 
@@ -84,49 +120,76 @@ impl fmt::Display for Strategy {
     }
 }
 
-/// Serialized as its name (`"first-fit"`), as the CLI flag and the URL spell it.
-impl serde::Serialize for Strategy {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Strategy {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(deserializer)?;
-        name.parse().map_err(serde::de::Error::custom)
+impl fmt::Display for StrategyChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
 /// The error of parsing a strategy name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown strategy `{0}` (expected one of first-fit, best-fit, tlsf, bump, search, best)")]
+#[error("unknown strategy `{0}` (expected one of first-fit, best-fit, tlsf, search, bump, best)")]
 pub struct UnknownStrategy(pub String);
 
-impl FromStr for Strategy {
+impl FromStr for StrategyChoice {
     type Err = UnknownStrategy;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Strategy::ALL
+        StrategyChoice::ALL
             .into_iter()
-            .find(|st| st.name() == s)
+            .find(|c| c.name() == s)
             .ok_or_else(|| UnknownStrategy(s.to_string()))
     }
 }
 
-/// The default per-pool cap: 4 GiB, the reach of a `u32` offset.
-pub const DEFAULT_POOL_CAP: u64 = 4 << 30;
+impl FromStr for Strategy {
+    type Err = UnknownStrategy;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.parse::<StrategyChoice>()? {
+            StrategyChoice::One(s) => Ok(s),
+            StrategyChoice::Best => Err(UnknownStrategy(s.to_string())),
+        }
+    }
+}
+
+/// Serialized as its name (`"first-fit"`), as the CLI flag and the URL spell it.
+macro_rules! serde_by_name {
+    ($t:ty) => {
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.name())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let name = String::deserialize(deserializer)?;
+                name.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+serde_by_name!(Strategy);
+serde_by_name!(StrategyChoice);
+
+/// The cap of the seeds' 32-bit-offset mode: 4 GiB, the reach of a `u32` offset. Not a default:
+/// pools are uncapped (64-bit offsets) unless a cap is asked for.
+pub const U32_OFFSET_POOL_CAP: u64 = 4 << 30;
 
 /// The default evaluation budget of `search`, spent in full only on small regions (see
 /// [`PlanOptions::search_work`]).
 pub const DEFAULT_SEARCH_EVALUATIONS: u32 = 4000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The default conflict-visit budget of `search` per region.
+pub const DEFAULT_SEARCH_WORK: u64 = 50_000_000;
+
+/// What to plan with. Plain data: the callbacks a plan may call are in [`Control`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanOptions {
-    pub strategy: Strategy,
+    pub strategy: StrategyChoice,
     /// Only buffers of equal dtype share bytes.
     pub precision_classes: bool,
-    /// The largest pool, bytes.
-    pub pool_cap: u64,
+    /// The largest pool, bytes; `None`: no cap (64-bit offsets).
+    pub pool_cap: Option<u64>,
     /// The most orders `search` evaluates per region.
     pub search_evaluations: u32,
     /// The most conflict visits `search` makes per region (one first-fit decode visits every
@@ -138,11 +201,46 @@ pub struct PlanOptions {
 impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
-            strategy: Strategy::Best,
+            strategy: StrategyChoice::Best,
             precision_classes: true,
-            pool_cap: DEFAULT_POOL_CAP,
+            pool_cap: None,
             search_evaluations: DEFAULT_SEARCH_EVALUATIONS,
-            search_work: 50_000_000,
+            search_work: DEFAULT_SEARCH_WORK,
+        }
+    }
+}
+
+/// What a long plan tells its caller as it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub device: usize,
+    /// Orders evaluated so far in the current region.
+    pub evaluations: u64,
+    /// The lowest extent found so far for the current region.
+    pub best_bytes: u64,
+    /// No layout of the region goes below this.
+    pub bound_bytes: u64,
+}
+
+/// The caller's hold on a plan: when to stop early, and where progress goes. The core has no
+/// clock: a caller that wants a time limit checks its own clock in `should_stop` (the CLI with
+/// `std::time`, the worker with `performance.now()`). A stopped plan is still complete and
+/// checked: each strategy returns its best layout so far.
+#[derive(Default)]
+pub struct Control<'a> {
+    /// Asked between units of work; `true` ends the search with what it has.
+    pub should_stop: Option<&'a mut dyn FnMut() -> bool>,
+    pub progress: Option<&'a mut dyn FnMut(Progress)>,
+}
+
+impl Control<'_> {
+    pub(crate) fn stop(&mut self) -> bool {
+        self.should_stop.as_mut().is_some_and(|f| f())
+    }
+
+    pub(crate) fn report(&mut self, progress: Progress) {
+        if let Some(f) = self.progress.as_mut() {
+            f(progress)
         }
     }
 }
@@ -179,6 +277,17 @@ pub struct Placement {
     pub offset: u64,
 }
 
+/// What a pool cap cost a device: its arena, as the strategy laid it out, was over the cap, so
+/// its buffers were bump-packed into pools under it instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapFallback {
+    pub cap: u64,
+    /// The arena the strategy laid out, over the cap.
+    pub layout_bytes: u64,
+    /// What the bump-packed arena pools take instead.
+    pub fallback_bytes: u64,
+}
+
 /// The memory of one device under a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DevicePlan {
@@ -188,10 +297,16 @@ pub struct DevicePlan {
     /// Arena pools first, then static pools.
     pub pools: Vec<Pool>,
     pub arena_bytes: u64,
+    /// The bytes of the static pools: the always-live buffers' occupied sizes, plus the
+    /// alignment padding between them.
     pub always_live_bytes: u64,
     /// The footprint: every pool, arena and static.
-    pub peak_bytes: u64,
+    pub footprint_bytes: u64,
     pub usage: DeviceUsage,
+    /// Set when a pool cap forced the arena into bump-packed pools.
+    pub cap_fallback: Option<CapFallback>,
+    /// Whether the caller's stop condition ended a search early on this device.
+    pub stopped: bool,
 }
 
 impl DevicePlan {
@@ -212,9 +327,10 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The footprint summed over devices.
-    pub fn peak_bytes(&self) -> u64 {
-        self.devices.iter().map(|d| d.peak_bytes).sum()
+    /// The footprint summed over devices. [`Problem::validate`] bounds the sum of every
+    /// device's bytes, so this never overflows.
+    pub fn footprint_bytes(&self) -> u64 {
+        self.devices.iter().map(|d| d.footprint_bytes).sum()
     }
 
     /// The lower bound summed over devices.
@@ -229,20 +345,7 @@ impl Plan {
     /// Each buffer's offset in its device's memory with the device's pools laid end to end, in
     /// order: one address space per device, as a single-pool format (minimalloc) needs.
     pub fn device_offsets(&self, problem: &Problem) -> Vec<u64> {
-        let bases: Vec<Vec<u64>> = self
-            .devices
-            .iter()
-            .map(|d| {
-                d.pools
-                    .iter()
-                    .scan(0u64, |base, pool| {
-                        let start = *base;
-                        *base += pool.bytes;
-                        Some(start)
-                    })
-                    .collect()
-            })
-            .collect();
+        let bases: Vec<Vec<u64>> = self.devices.iter().map(|d| pool_bases(&d.pools)).collect();
         problem
             .buffers
             .iter()
@@ -252,13 +355,34 @@ impl Plan {
     }
 }
 
+/// Where each pool starts with `pools` laid end to end.
+pub fn pool_bases(pools: &[Pool]) -> Vec<u64> {
+    pools
+        .iter()
+        .scan(0u64, |base, pool| {
+            let start = *base;
+            *base += pool.bytes;
+            Some(start)
+        })
+        .collect()
+}
+
 /// Why no plan could be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     #[error(transparent)]
     Problem(#[from] ProblemError),
-    #[error("buffer `{buffer}` needs {size} bytes, more than the pool cap of {cap} bytes")]
-    OverCap { buffer: String, size: u64, cap: u64 },
+    #[error("buffer `{buffer}` occupies {occupied} bytes, more than the pool cap of {cap} bytes")]
+    OverCap {
+        buffer: String,
+        occupied: u64,
+        cap: u64,
+    },
+    #[error(
+        "device `{device}`: {strategy} cannot lay this arena out in 64-bit offsets (its rounding \
+         takes it past 2^64 bytes); choose another strategy"
+    )]
+    ExtentOverflow { device: String, strategy: Strategy },
 }
 
 /// One buffer of a region, as a strategy sees it.
@@ -277,62 +401,87 @@ pub(crate) struct RegionLayout {
     pub extent: u64,
 }
 
+/// One device's arena laid out by one strategy.
+struct ArenaLayout {
+    strategy: Strategy,
+    offsets: Vec<u64>,
+    extent: u64,
+    stopped: bool,
+}
+
 /// Plans `problem` under `options` and checks the plan with the independent checker.
 pub fn plan(problem: &Problem, options: &PlanOptions) -> Result<Plan, PlanError> {
+    plan_with(problem, options, &mut Control::default())
+}
+
+/// [`plan`], under the caller's [`Control`]: a stop condition and a progress callback.
+pub fn plan_with(
+    problem: &Problem,
+    options: &PlanOptions,
+    control: &mut Control<'_>,
+) -> Result<Plan, PlanError> {
     problem.validate()?;
     let usages = device_usage(problem);
     let mut placements = vec![Placement { pool: 0, offset: 0 }; problem.buffers.len()];
     let mut devices = Vec::with_capacity(problem.device_ids.len());
     for usage in usages {
         let device = usage.device;
-        let buffers: Vec<usize> = problem.buffers_on(device).collect();
-        let (arena, statics): (Vec<usize>, Vec<usize>) = buffers
-            .iter()
-            .partition(|&&b| !problem.buffers[b].is_always_live());
+        let (arena, statics): (Vec<usize>, Vec<usize>) = problem
+            .buffers_on(device)
+            .partition(|&b| !problem.buffers[b].is_always_live());
 
-        let (strategy, arena_offsets, arena_extent) = match options.strategy {
-            Strategy::Best => Strategy::CANDIDATES
-                .into_iter()
-                .map(|s| {
-                    let (offsets, extent) = layout_arena(problem, &arena, s, options);
-                    (s, offsets, extent)
-                })
-                .min_by_key(|(s, _, extent)| {
-                    (*extent, Strategy::CANDIDATES.iter().position(|c| c == s))
-                })
-                .expect("best has candidates"),
-            s => {
-                let (offsets, extent) = layout_arena(problem, &arena, s, options);
-                (s, offsets, extent)
+        // The portfolio: every strategy of the choice, the lowest extent wins, ties to the
+        // earlier. A strategy whose layout cannot be expressed in 64 bits drops out.
+        let mut chosen: Option<ArenaLayout> = None;
+        for &strategy in options.strategy.strategies() {
+            let Some(candidate) = layout_arena(problem, &arena, strategy, options, device, control)
+            else {
+                continue;
+            };
+            if chosen.as_ref().is_none_or(|c| candidate.extent < c.extent) {
+                chosen = Some(candidate);
             }
-        };
+        }
+        let layout = chosen.ok_or_else(|| PlanError::ExtentOverflow {
+            device: problem.device_ids[device].clone(),
+            strategy: options.strategy.strategies()[0],
+        })?;
 
         let mut pools = Vec::new();
-        if arena_extent <= options.pool_cap {
-            if !arena.is_empty() {
-                pools.push(Pool {
-                    role: PoolRole::Arena,
-                    bytes: arena_extent,
+        let mut cap_fallback = None;
+        match options.pool_cap {
+            Some(cap) if layout.extent > cap => {
+                bump_into_pools(
+                    problem,
+                    &arena,
+                    PoolRole::Arena,
+                    cap,
+                    &mut pools,
+                    &mut placements,
+                )?;
+                cap_fallback = Some(CapFallback {
+                    cap,
+                    layout_bytes: layout.extent,
+                    fallback_bytes: pools.iter().map(|p| p.bytes).sum(),
                 });
             }
-            for (&b, &offset) in arena.iter().zip(&arena_offsets) {
-                placements[b] = Placement { pool: 0, offset };
+            _ => {
+                if !arena.is_empty() {
+                    pools.push(Pool {
+                        role: PoolRole::Arena,
+                        bytes: layout.extent,
+                    });
+                }
+                for (&b, &offset) in arena.iter().zip(&layout.offsets) {
+                    placements[b] = Placement { pool: 0, offset };
+                }
             }
-        } else {
-            bump_into_pools(
-                problem,
-                &arena,
-                PoolRole::Arena,
-                options.pool_cap,
-                &mut pools,
-                &mut placements,
-            )?;
         }
         bump_into_pools(
             problem,
             &statics,
             PoolRole::Static,
-            options.pool_cap,
+            options.pool_cap.unwrap_or(u64::MAX),
             &mut pools,
             &mut placements,
         )?;
@@ -347,16 +496,18 @@ pub fn plan(problem: &Problem, options: &PlanOptions) -> Result<Plan, PlanError>
         let (arena_bytes, always_live_bytes) = (sum(PoolRole::Arena), sum(PoolRole::Static));
         devices.push(DevicePlan {
             device,
-            strategy,
+            strategy: layout.strategy,
             pools,
             arena_bytes,
             always_live_bytes,
-            peak_bytes: arena_bytes + always_live_bytes,
+            footprint_bytes: arena_bytes + always_live_bytes,
             usage,
+            cap_fallback,
+            stopped: layout.stopped,
         });
     }
     let mut plan = Plan {
-        options: *options,
+        options: options.clone(),
         devices,
         placements,
         violations: Vec::new(),
@@ -371,13 +522,15 @@ pub fn plan(problem: &Problem, options: &PlanOptions) -> Result<Plan, PlanError>
 }
 
 /// Lays out the arena buffers `arena` of one device: one region per precision class, stacked.
-/// Returns the offset of each buffer of `arena` and the arena's extent.
+/// `None` when the strategy's layout would pass 2^64 bytes.
 fn layout_arena(
     problem: &Problem,
     arena: &[usize],
     strategy: Strategy,
     options: &PlanOptions,
-) -> (Vec<u64>, u64) {
+    device: usize,
+    control: &mut Control<'_>,
+) -> Option<ArenaLayout> {
     let mut classes: BTreeMap<Option<DType>, Vec<usize>> = BTreeMap::new();
     for (k, &b) in arena.iter().enumerate() {
         let class = if options.precision_classes {
@@ -389,6 +542,7 @@ fn layout_arena(
     }
     let mut offsets = vec![0; arena.len()];
     let mut base = 0u64;
+    let mut stopped = false;
     for members in classes.values() {
         let items: Vec<Item> = members
             .iter()
@@ -401,24 +555,43 @@ fn layout_arena(
                 }
             })
             .collect();
-        let region = layout_region(&items, strategy, options);
-        let alignment = if strategy == Strategy::Tlsf {
+        let region = layout_region(&items, strategy, options, device, control)?;
+        stopped |= region.stopped;
+        let granule = if strategy == Strategy::Tlsf {
             tlsf::GRANULE
         } else {
             1
         };
-        let alignment = items.iter().map(|i| i.alignment).fold(alignment, u64::max);
-        base = align_up(base, alignment).expect("validated: extents fit in u64");
-        for (&k, &offset) in members.iter().zip(&region.offsets) {
-            offsets[k] = base + offset;
+        let alignment = items.iter().map(|i| i.alignment).fold(granule, u64::max);
+        base = align_up(base, alignment)?;
+        for (&k, &offset) in members.iter().zip(&region.layout.offsets) {
+            offsets[k] = base.checked_add(offset)?;
         }
-        base += region.extent;
+        base = base.checked_add(region.layout.extent)?;
     }
-    (offsets, base)
+    Some(ArenaLayout {
+        strategy,
+        offsets,
+        extent: base,
+        stopped,
+    })
 }
 
-/// Lays out one region with one strategy (never `best`, which picks among these per device).
-fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> RegionLayout {
+/// A region's layout, and whether the caller stopped the strategy early.
+struct RegionOutcome {
+    layout: RegionLayout,
+    stopped: bool,
+}
+
+/// Lays out one region with one strategy; `None` when its layout would pass 2^64 bytes (only
+/// TLSF, which rounds every item up to the region's largest alignment, can).
+fn layout_region(
+    items: &[Item],
+    strategy: Strategy,
+    options: &PlanOptions,
+    device: usize,
+    control: &mut Control<'_>,
+) -> Option<RegionOutcome> {
     let intervals: Vec<LiveInterval> = items.iter().map(|i| i.live).collect();
     let greedy = |choice| {
         let order = size_order(items);
@@ -432,10 +605,16 @@ fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> R
             index.overlapping(intervals[order[r] as usize], r as u32, out)
         })
     };
+    let done = |layout| {
+        Some(RegionOutcome {
+            layout,
+            stopped: false,
+        })
+    };
     match strategy {
-        Strategy::FirstFit => greedy(GapChoice::Lowest),
-        Strategy::BestFit => greedy(GapChoice::Smallest),
-        Strategy::Tlsf => tlsf::layout(items),
+        Strategy::FirstFit => done(greedy(GapChoice::Lowest)),
+        Strategy::BestFit => done(greedy(GapChoice::Smallest)),
+        Strategy::Tlsf => done(tlsf::layout(items)?),
         Strategy::Bump => {
             let mut offsets = Vec::with_capacity(items.len());
             let mut extent = 0;
@@ -445,7 +624,7 @@ fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> R
                 offsets.push(offset);
                 extent = offset + item.size;
             }
-            RegionLayout { offsets, extent }
+            done(RegionLayout { offsets, extent })
         }
         Strategy::Search => {
             // One decode visits every item and its neighbours; count them (cheaply, without
@@ -457,7 +636,7 @@ fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> R
                 .map(|&i| index.count_overlapping(i))
                 .sum::<u64>();
             if visits > options.search_work {
-                return greedy(GapChoice::Lowest);
+                return done(greedy(GapChoice::Lowest));
             }
             let neighbours: Vec<Vec<u32>> = intervals
                 .iter()
@@ -471,9 +650,10 @@ fn layout_region(items: &[Item], strategy: Strategy, options: &PlanOptions) -> R
                 .collect();
             let evaluations = (options.search_work / visits.max(1))
                 .min(u64::from(options.search_evaluations)) as u32;
-            search::layout(items, &neighbours, evaluations)
+            let (layout, stopped) =
+                search::layout(items, &neighbours, evaluations, device, control);
+            Some(RegionOutcome { layout, stopped })
         }
-        Strategy::Best => unreachable!("best picks among the other strategies per device"),
     }
 }
 
@@ -497,7 +677,7 @@ fn bump_into_pools(
         .collect();
     let packed = pack_into_pools(&items, cap).map_err(|k| PlanError::OverCap {
         buffer: problem.buffers[buffers[k]].name.clone(),
-        size: problem.buffers[buffers[k]].size,
+        occupied: items[k].0,
         cap,
     })?;
     let first = pools.len();

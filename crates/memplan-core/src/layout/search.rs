@@ -7,10 +7,11 @@
 //! decode stops as soon as it does). The generator is a
 //! fixed-seed SplitMix64 and the budget is a count of evaluations, never a clock, so the result
 //! is the same bytes on every machine. It returns the best layout seen, never worse than
-//! first-fit's.
+//! first-fit's. The caller's [`Control`] may end it early (between evaluations: it then keeps
+//! the best so far) and hears the best extent and the bound as it goes.
 
 use super::greedy::{GapChoice, place_in_order_within, size_order};
-use super::{Item, RegionLayout};
+use super::{Control, Item, Progress, RegionLayout};
 use crate::lower_bound::live_curve;
 
 /// A small, fast, fixed-seed generator (SplitMix64).
@@ -31,8 +32,18 @@ impl SplitMix64 {
     }
 }
 
+/// How many evaluations pass between two questions to the caller's [`Control`].
+const EVALUATIONS_PER_CHECK: u32 = 16;
+
 /// Searches up to `evaluations` orders; `neighbours[i]` are the items overlapping item `i`.
-pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) -> RegionLayout {
+/// Returns the best layout and whether `control` stopped the search early.
+pub(crate) fn layout(
+    items: &[Item],
+    neighbours: &[Vec<u32>],
+    evaluations: u32,
+    device: usize,
+    control: &mut Control<'_>,
+) -> (RegionLayout, bool) {
     // A decode gives up once it passes `limit`: such an order would be rejected anyway.
     let mut rank = vec![0u32; items.len()];
     let mut decode = |order: &[u32], limit: u64| {
@@ -56,14 +67,27 @@ pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) 
     let mut current = decode(&order, u64::MAX).expect("no limit");
     let mut best = current.clone();
     if items.len() < 2 {
-        return best;
+        return (best, false);
     }
     let mut rng = SplitMix64(0x6d65_6d70_6c61_6e00);
     let mut at_peak = Vec::new();
     let floor = lower_bound_hint(items);
-    for _ in 0..evaluations {
+    let mut stopped = false;
+    for evaluation in 0..evaluations {
         if best.extent <= floor {
             break;
+        }
+        if evaluation % EVALUATIONS_PER_CHECK == 0 && evaluation > 0 {
+            control.report(Progress {
+                device,
+                evaluations: u64::from(evaluation),
+                best_bytes: best.extent,
+                bound_bytes: floor,
+            });
+            if control.stop() {
+                stopped = true;
+                break;
+            }
         }
         at_peak.clear();
         at_peak.extend(
@@ -97,7 +121,7 @@ pub(crate) fn layout(items: &[Item], neighbours: &[Vec<u32>], evaluations: u32) 
             order.insert(from, moved);
         }
     }
-    best
+    (best, stopped)
 }
 
 /// The most bytes live at once among `items`: no layout goes below it, so search stops there.

@@ -23,7 +23,7 @@ fn planned(p: &Problem, strategy: Strategy) -> Plan {
     plan(
         p,
         &PlanOptions {
-            strategy,
+            strategy: strategy.into(),
             ..PlanOptions::default()
         },
     )
@@ -99,12 +99,12 @@ proptest! {
         p in arb_problem(),
         classes in any::<bool>(),
     ) {
-        for strategy in Strategy::ALL {
+        for strategy in StrategyChoice::ALL {
             let options = PlanOptions { strategy, precision_classes: classes, search_evaluations: 50, ..PlanOptions::default() };
             let plan = plan(&p, &options).unwrap();
             prop_assert!(plan.is_valid(), "{strategy}: {:?}", plan.violations);
             for d in &plan.devices {
-                prop_assert!(d.peak_bytes >= d.usage.lower_bound, "{strategy}: peak below LB");
+                prop_assert!(d.footprint_bytes >= d.usage.lower_bound, "{strategy}: peak below LB");
                 let slow = (0..p.positions).map(|q| live_bytes(&p, d.device, q)).max().unwrap_or(0);
                 prop_assert_eq!(d.usage.lower_bound, slow);
             }
@@ -114,25 +114,31 @@ proptest! {
 
     #[test]
     fn best_is_never_worse_than_any_heuristic(p in arb_problem()) {
-        let peak = |strategy| plan(&p, &PlanOptions { strategy, search_evaluations: 50, ..PlanOptions::default() }).unwrap().peak_bytes();
-        let best = peak(Strategy::Best);
-        for s in [Strategy::FirstFit, Strategy::BestFit, Strategy::Tlsf, Strategy::Bump, Strategy::Search] {
-            prop_assert!(best <= peak(s), "best {best} > {s} {}", peak(s));
+        let footprint = |strategy| plan(&p, &PlanOptions { strategy, search_evaluations: 50, ..PlanOptions::default() }).unwrap().footprint_bytes();
+        let best = footprint(StrategyChoice::Best);
+        for s in Strategy::ALL {
+            prop_assert!(best <= footprint(s.into()), "best {best} > {s} {}", footprint(s.into()));
         }
     }
 
     #[test]
     fn a_small_cap_splits_into_pools_or_names_the_oversized_buffer(p in arb_problem(), cap in 1u64..20_000) {
-        let options = PlanOptions { strategy: Strategy::FirstFit, pool_cap: cap, ..PlanOptions::default() };
+        let options = PlanOptions { strategy: Strategy::FirstFit.into(), pool_cap: Some(cap), ..PlanOptions::default() };
         match plan(&p, &options) {
             Ok(plan) => {
                 prop_assert!(plan.is_valid(), "{:?}", plan.violations);
                 prop_assert!(plan.devices.iter().flat_map(|d| &d.pools).all(|pool| pool.bytes <= cap));
+                for d in &plan.devices {
+                    if let Some(f) = d.cap_fallback {
+                        prop_assert!(f.layout_bytes > cap);
+                        prop_assert_eq!(f.fallback_bytes, d.arena_bytes);
+                    }
+                }
             }
-            Err(PlanError::OverCap { buffer, size, cap: c }) => {
+            Err(PlanError::OverCap { buffer, occupied, cap: c }) => {
                 prop_assert_eq!(c, cap);
                 let b = p.buffers.iter().find(|b| b.name == buffer).unwrap();
-                prop_assert!(b.occupied_size() > cap && b.size == size);
+                prop_assert!(b.occupied_size() > cap && b.occupied_size() == occupied);
             }
             Err(e) => prop_assert!(false, "unexpected error {e}"),
         }
@@ -189,7 +195,7 @@ fn the_checker_catches_misalignment_and_classes_sharing_bytes() {
                 placements: &shared
             },
             false,
-            u64::MAX
+            None
         )
         .is_empty()
     );
@@ -200,7 +206,7 @@ fn the_checker_catches_misalignment_and_classes_sharing_bytes() {
             placements: &shared,
         },
         true,
-        u64::MAX,
+        None,
     );
     assert_eq!(
         v,
@@ -221,7 +227,7 @@ fn the_checker_catches_misalignment_and_classes_sharing_bytes() {
             placements: &misaligned,
         },
         false,
-        u64::MAX,
+        None,
     );
     assert!(
         v.contains(&Violation::Misaligned {
@@ -238,7 +244,7 @@ fn the_checker_catches_misalignment_and_classes_sharing_bytes() {
             placements: &shared,
         },
         false,
-        8,
+        Some(8),
     );
     assert!(
         matches!(
@@ -272,24 +278,25 @@ fn pool_cap_1000_1000_then_1_gives_two_pools() {
 #[test]
 fn an_item_over_the_cap_is_an_error_naming_it() {
     assert_eq!(pack_into_pools(&[(10, 1), (1001, 1)], 1000), Err(1));
+    // The error gives the occupied size (999 bytes at alignment 8 occupy 1000).
     let p = problem(
         1,
         vec![
             buffer("small", 10, 1, live(0, 0)),
-            buffer("huge", 1001, 1, live(0, 0)),
+            buffer("huge", 999, 8, live(0, 0)),
         ],
     );
     let e = plan(
         &p,
         &PlanOptions {
-            pool_cap: 1000,
+            pool_cap: Some(996),
             ..PlanOptions::default()
         },
     )
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "buffer `huge` needs 1001 bytes, more than the pool cap of 1000 bytes"
+        "buffer `huge` occupies 1000 bytes, more than the pool cap of 996 bytes"
     );
 }
 
@@ -342,8 +349,8 @@ fn an_arena_over_the_cap_falls_back_to_bump_pools() {
     let plan = plan(
         &p,
         &PlanOptions {
-            strategy: Strategy::FirstFit,
-            pool_cap: 1000,
+            strategy: Strategy::FirstFit.into(),
+            pool_cap: Some(1000),
             ..PlanOptions::default()
         },
     )
@@ -351,6 +358,17 @@ fn an_arena_over_the_cap_falls_back_to_bump_pools() {
     assert!(plan.is_valid());
     let pools: Vec<u64> = plan.devices[0].pools.iter().map(|p| p.bytes).collect();
     assert_eq!(pools, vec![600, 900]);
+    // The plan says what the cap cost: the layout took 1200, the fallback 1500.
+    assert_eq!(
+        plan.devices[0].cap_fallback,
+        Some(CapFallback {
+            cap: 1000,
+            layout_bytes: 1200,
+            fallback_bytes: 1500
+        })
+    );
+    // Without a cap (the default: 64-bit offsets) the same arena is one pool.
+    assert_eq!(planned(&p, Strategy::FirstFit).devices[0].pools.len(), 1);
 }
 
 #[test]
@@ -369,7 +387,7 @@ fn disjoint_lifetimes_share_bytes_and_always_live_ones_do_not() {
         (
             d.arena_bytes,
             d.always_live_bytes,
-            d.peak_bytes,
+            d.footprint_bytes,
             d.usage.lower_bound
         ),
         (100, 50, 150, 150)
@@ -394,4 +412,111 @@ fn tlsf_rounds_to_256_and_frees_before_it_allocates() {
     let offsets: Vec<u64> = plan.placements.iter().map(|p| p.offset).collect();
     assert_eq!(offsets, vec![0, 0, 256]);
     assert_eq!(plan.devices[0].arena_bytes, 512);
+}
+
+#[test]
+fn every_strategy_is_listed_once_in_the_order_of_its_variants() {
+    for (i, s) in Strategy::ALL.into_iter().enumerate() {
+        assert_eq!(s as usize, i);
+        assert_eq!(StrategyChoice::from(s).strategies(), &[s]);
+        assert_eq!(s.name().parse::<Strategy>(), Ok(s));
+    }
+    assert_eq!("best".parse::<StrategyChoice>(), Ok(StrategyChoice::Best));
+    assert!("best".parse::<Strategy>().is_err());
+    assert_eq!(StrategyChoice::Best.strategies(), &Strategy::ALL);
+}
+
+#[test]
+fn tlsf_refuses_a_layout_past_64_bits_and_best_does_without_it() {
+    // TLSF rounds every item up to the largest alignment of the region: 4 x 2^62 = 2^64.
+    let p = problem(
+        1,
+        vec![
+            buffer("huge-align", 1, 1 << 62, live(0, 0)),
+            buffer("a", 8, 1, live(0, 0)),
+            buffer("b", 8, 1, live(0, 0)),
+            buffer("c", 8, 1, live(0, 0)),
+        ],
+    );
+    let e = plan(
+        &p,
+        &PlanOptions {
+            strategy: Strategy::Tlsf.into(),
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            PlanError::ExtentOverflow {
+                strategy: Strategy::Tlsf,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let best = plan(&p, &PlanOptions::default()).unwrap();
+    assert!(best.is_valid());
+    assert_ne!(best.devices[0].strategy, Strategy::Tlsf);
+}
+
+#[test]
+fn a_stop_condition_ends_search_with_its_best_so_far_and_progress_is_heard() {
+    // Many small, overlapping buffers: search would evaluate its whole budget.
+    let buffers = (0..60)
+        .map(|i| {
+            buffer(
+                &format!("b{i}"),
+                100 + (i * 37) % 300,
+                1,
+                live(i as u32 % 7, i as u32 % 7 + 3),
+            )
+        })
+        .collect();
+    let p = problem(12, buffers);
+    let options = PlanOptions {
+        strategy: Strategy::Search.into(),
+        ..PlanOptions::default()
+    };
+    let full = plan(&p, &options).unwrap();
+    let mut asked = 0;
+    let mut stop = || {
+        asked += 1;
+        asked >= 2
+    };
+    let mut heard = Vec::new();
+    let mut progress = |p: Progress| heard.push(p);
+    let stopped = plan_with(
+        &p,
+        &options,
+        &mut Control {
+            should_stop: Some(&mut stop),
+            progress: Some(&mut progress),
+        },
+    )
+    .unwrap();
+    assert!(stopped.is_valid());
+    assert!(stopped.devices[0].stopped && !full.devices[0].stopped);
+    assert_eq!(heard.len(), 2);
+    assert!(heard.iter().all(|h| h.best_bytes >= h.bound_bytes));
+    // Stopped early, it is still no worse than first-fit.
+    assert!(stopped.footprint_bytes() <= planned(&p, Strategy::FirstFit).footprint_bytes());
+    assert!(stopped.footprint_bytes() >= full.footprint_bytes());
+}
+
+#[test]
+fn device_totals_never_wrap() {
+    // Two devices of 2^63 bytes each: their sum does not fit in 64 bits, so the problem is
+    // refused rather than reported with a wrapped footprint.
+    let mut p = problem(
+        1,
+        vec![
+            buffer("a", 1 << 63, 1, live(0, 0)),
+            buffer("b", 1 << 63, 1, live(0, 0)),
+        ],
+    );
+    p.buffers[1].device = 1;
+    let e = plan(&p, &PlanOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("more than 2^64 bytes"), "{e}");
 }

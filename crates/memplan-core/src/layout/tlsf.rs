@@ -247,7 +247,8 @@ impl Tlsf {
 }
 
 /// Lays the items out online in schedule order (see the module docs).
-pub(crate) fn layout(items: &[Item]) -> RegionLayout {
+/// `None` when the rounded layout would pass 2^64 bytes (a huge alignment rounds every item up).
+pub(crate) fn layout(items: &[Item]) -> Option<RegionLayout> {
     let granule = items.iter().map(|i| i.alignment).fold(GRANULE, u64::max);
     let positions = items
         .iter()
@@ -275,11 +276,11 @@ pub(crate) fn layout(items: &[Item]) -> RegionLayout {
         for &i in &starting[p] {
             let units = items[i].size.div_ceil(granule);
             block[i] = tlsf.allocate(units);
-            offsets[i] = tlsf.start(block[i]) * granule;
-            extent = extent.max(offsets[i] + units * granule);
+            offsets[i] = tlsf.start(block[i]).checked_mul(granule)?;
+            extent = extent.max(offsets[i].checked_add(units.checked_mul(granule)?)?);
         }
     }
-    RegionLayout { offsets, extent }
+    Some(RegionLayout { offsets, extent })
 }
 
 #[cfg(test)]

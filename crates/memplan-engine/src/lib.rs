@@ -1,0 +1,317 @@
+//! memplan-engine: the whole pipeline behind one entry, for the CLI and the web worker alike.
+//!
+//! A [`Session`] is built once from bytes: the dump is read (any format of memplan-formats),
+//! resolved once, and its liveness analysed (buffers, intervals, the producer and consumer
+//! index). A [`Scenario`] is everything a user may change about a plan, as typed serde data; the
+//! session plans it into an [`Outcome`]: the plan itself, compact. The report, the view model and
+//! the minimalloc CSV are derived from an outcome on demand, so a caller pays only for what it
+//! shows, and nothing outside this crate assembles the pipeline by hand.
+//!
+//! Why a crate and not a module of memplan-core: a session starts from bytes and ends in views,
+//! so it needs memplan-formats and memplan-render; the core must not (it stays pure and knows no
+//! format). This crate adds no planning logic and no numbers of its own: it wires the layers in
+//! the one order, bytes -> importer -> graph -> liveness -> layout -> check -> views.
+
+use memplan_core::graph::ResolvedGraph;
+use memplan_core::problem::ProblemError;
+use memplan_core::{
+    Control, Graph, Layout, Liveness, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
+    Problem, StrategyChoice, Violation, analyze, check, plan_with,
+};
+use memplan_formats::report::PlanReport;
+use memplan_formats::{Format, FormatError, load, minimalloc};
+use memplan_render::ViewModel;
+use serde::{Deserialize, Serialize};
+
+/// What went wrong, with the input (file, URL or example) it came from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    #[error("{input}: {error}")]
+    Format { input: String, error: FormatError },
+    #[error("{input}: {error}")]
+    Problem { input: String, error: ProblemError },
+    #[error("{input}: {error}")]
+    Plan { input: String, error: PlanError },
+    #[error(
+        "{input}: minimalloc CSV holds one address space, and this dump has {devices} devices; export memplan JSON, or one device at a time"
+    )]
+    MultiDevice { input: String, devices: usize },
+    #[error("{input}: the file gives no offsets to check; pass a plan report")]
+    NoGivenPlan { input: String },
+}
+
+/// Everything a user may change about a plan. Plain, typed data: the CLI builds it from flags,
+/// the page from its controls and its link, and the worker receives it as JSON. Fields the open
+/// issues add (flips, param bindings, a device class) join it here, each with a default that
+/// plans the dump as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Scenario {
+    pub strategy: StrategyChoice,
+    /// Only tensors of equal dtype share bytes.
+    pub precision_classes: bool,
+    /// The largest pool, bytes. `None`: the dump's own `pool_cap`, else no cap (64-bit offsets).
+    pub pool_cap: Option<u64>,
+    /// `search`'s budget of conflict visits per region; `None`: the default. Deterministic: the
+    /// same limit gives the same plan.
+    pub work_limit: Option<u64>,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            strategy: StrategyChoice::Best,
+            precision_classes: true,
+            pool_cap: None,
+            work_limit: None,
+        }
+    }
+}
+
+/// A scenario planned: the plan and the options it was made with. Compact: what every view
+/// derives from, and nothing derived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub scenario: Scenario,
+    pub plan: Plan,
+}
+
+/// A dump read, resolved and analysed once, ready to plan under any scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// The file, URL or example it came from; messages start with it.
+    pub source: String,
+    pub format: Format,
+    pub graph: Graph,
+    pub resolved: ResolvedGraph,
+    pub liveness: Liveness,
+    /// Offsets the file gives itself (a minimalloc `offset` column), one per tensor.
+    pub given_offsets: Option<Vec<u64>>,
+}
+
+/// The counts `memplan validate` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub tensors: usize,
+    pub steps: usize,
+    pub loops: usize,
+    pub devices: usize,
+    pub buffers: usize,
+    pub positions: u32,
+}
+
+impl Session {
+    /// Reads `bytes` in any format memplan reads, checks the graph, and analyses its liveness.
+    /// What loads here can be planned: a problem that no scenario could plan (sizes that add up
+    /// past 2^64, a buffer over the dump's own pool cap) is refused now, not at the first plan.
+    pub fn load(bytes: &[u8], source: &str) -> Result<Session, EngineError> {
+        let loaded = load(bytes, source).map_err(|error| EngineError::Format {
+            input: source.to_string(),
+            error,
+        })?;
+        let liveness = analyze(&loaded.graph, &loaded.resolved);
+        let session = Session {
+            source: source.to_string(),
+            format: loaded.format,
+            graph: loaded.graph,
+            resolved: loaded.resolved,
+            liveness,
+            given_offsets: loaded.offsets,
+        };
+        session
+            .problem()
+            .validate()
+            .map_err(|error| EngineError::Problem {
+                input: session.source.clone(),
+                error,
+            })?;
+        if let Some(cap) = session.graph.pool_cap {
+            session.check_cap(cap)?;
+        }
+        Ok(session)
+    }
+
+    pub fn problem(&self) -> &Problem {
+        &self.liveness.problem
+    }
+
+    pub fn counts(&self) -> Counts {
+        Counts {
+            tensors: self.graph.tensors.len(),
+            steps: self.graph.steps.len(),
+            loops: self.graph.loops.len(),
+            devices: self.problem().device_ids.len(),
+            buffers: self.problem().buffers.len(),
+            positions: self.problem().positions,
+        }
+    }
+
+    /// Refuses a cap that some buffer cannot fit under, naming it.
+    fn check_cap(&self, cap: u64) -> Result<(), EngineError> {
+        match self
+            .problem()
+            .buffers
+            .iter()
+            .find(|b| b.occupied_size() > cap)
+        {
+            Some(b) => Err(self.plan_error(PlanError::OverCap {
+                buffer: b.name.clone(),
+                occupied: b.occupied_size(),
+                cap,
+            })),
+            None => Ok(()),
+        }
+    }
+
+    fn plan_error(&self, error: PlanError) -> EngineError {
+        EngineError::Plan {
+            input: self.source.clone(),
+            error,
+        }
+    }
+
+    /// The pool cap a scenario plans under: its own, else the dump's, else none.
+    pub fn pool_cap(&self, scenario: &Scenario) -> Option<u64> {
+        scenario.pool_cap.or(self.graph.pool_cap)
+    }
+
+    /// The core's options for `scenario` on this dump.
+    pub fn options(&self, scenario: &Scenario) -> PlanOptions {
+        let defaults = PlanOptions::default();
+        PlanOptions {
+            strategy: scenario.strategy,
+            precision_classes: scenario.precision_classes,
+            pool_cap: self.pool_cap(scenario),
+            search_work: scenario.work_limit.unwrap_or(defaults.search_work),
+            ..defaults
+        }
+    }
+
+    /// Plans `scenario`; the plan has passed the independent checker (its verdict is in it).
+    pub fn plan(&self, scenario: &Scenario) -> Result<Outcome, EngineError> {
+        self.plan_with(scenario, &mut Control::default())
+    }
+
+    /// [`Session::plan`] under the caller's stop condition and progress callback.
+    pub fn plan_with(
+        &self,
+        scenario: &Scenario,
+        control: &mut Control<'_>,
+    ) -> Result<Outcome, EngineError> {
+        let plan = plan_with(self.problem(), &self.options(scenario), control)
+            .map_err(|e| self.plan_error(e))?;
+        Ok(Outcome {
+            scenario: scenario.clone(),
+            plan,
+        })
+    }
+
+    /// The plan report: what `memplan plan --json` prints and the page exports.
+    pub fn report(&self, outcome: &Outcome) -> PlanReport {
+        PlanReport::new(self.problem(), &outcome.plan)
+    }
+
+    /// The plan as the views show it.
+    pub fn view_model(&self, outcome: &Outcome) -> ViewModel {
+        ViewModel::new(&self.graph, &self.resolved, &self.liveness, &outcome.plan)
+    }
+
+    /// The buffers as minimalloc CSV, with the plan's offsets when given (each device's pools
+    /// laid end to end). minimalloc has one address space, so a dump of several devices is
+    /// refused (the same refusal in the CLI and the page).
+    pub fn minimalloc_csv(&self, outcome: Option<&Outcome>) -> Result<String, EngineError> {
+        let devices = self.problem().device_ids.len();
+        if devices > 1 {
+            return Err(EngineError::MultiDevice {
+                input: self.source.clone(),
+                devices,
+            });
+        }
+        let offsets = outcome.map(|o| o.plan.device_offsets(self.problem()));
+        Ok(minimalloc::write(self.problem(), offsets.as_deref()))
+    }
+
+    /// Checks a plan report against this dump: it must place exactly this dump's buffers (see
+    /// [`PlanReport::layout_for`]), and the independent checker must find nothing wrong under
+    /// `scenario`'s precision classes and pool cap.
+    pub fn check_report(
+        &self,
+        report: &PlanReport,
+        scenario: &Scenario,
+    ) -> Result<Checked, FormatError> {
+        let (pools, placements) = report.layout_for(self.problem())?;
+        Ok(self.check_layout(pools, placements, scenario))
+    }
+
+    /// Checks the offsets the file gives itself (a minimalloc `offset` column): one arena pool per
+    /// device, as tall as the highest buffer end.
+    pub fn check_given(&self, scenario: &Scenario) -> Result<Checked, EngineError> {
+        let offsets = self
+            .given_offsets
+            .as_ref()
+            .ok_or_else(|| EngineError::NoGivenPlan {
+                input: self.source.clone(),
+            })?;
+        let problem = self.problem();
+        let placements: Vec<Placement> = self
+            .liveness
+            .buffer_tensor
+            .iter()
+            .map(|&t| Placement {
+                pool: 0,
+                offset: offsets[t],
+            })
+            .collect();
+        let mut pools = vec![
+            vec![Pool {
+                role: PoolRole::Arena,
+                bytes: 0
+            }];
+            problem.device_ids.len()
+        ];
+        for (b, p) in problem.buffers.iter().zip(&placements) {
+            let pool = &mut pools[b.device][0];
+            pool.bytes = pool.bytes.max(p.offset.saturating_add(b.occupied_size()));
+        }
+        Ok(self.check_layout(pools, placements, scenario))
+    }
+
+    fn check_layout(
+        &self,
+        pools: Vec<Vec<Pool>>,
+        placements: Vec<Placement>,
+        scenario: &Scenario,
+    ) -> Checked {
+        let pool_refs: Vec<&[Pool]> = pools.iter().map(Vec::as_slice).collect();
+        let violations = check(
+            self.problem(),
+            Layout {
+                pools: &pool_refs,
+                placements: &placements,
+            },
+            scenario.precision_classes,
+            self.pool_cap(scenario),
+        );
+        let footprint_bytes = pools
+            .iter()
+            .flatten()
+            .fold(0u64, |sum, p| sum.saturating_add(p.bytes));
+        Checked {
+            buffers: placements.len(),
+            footprint_bytes,
+            violations,
+        }
+    }
+}
+
+/// A checked plan from outside: its size and what the checker found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub buffers: usize,
+    /// Every pool of every device (saturating: a tampered report may claim anything).
+    pub footprint_bytes: u64,
+    pub violations: Vec<Violation>,
+}
+
+#[cfg(test)]
+mod tests;
