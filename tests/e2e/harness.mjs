@@ -1,5 +1,6 @@
 // Shared set-up of the end-to-end tests: a static server for the release bundle (dist/) on
 // 127.0.0.1, and Debian's Chromium driven by playwright-core, failing on any console error.
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize, resolve } from 'node:path';
@@ -19,8 +20,17 @@ const types = {
   '.csv': 'text/csv',
 };
 
+/** What the tests need built first, with the command that builds it. */
+const prerequisites = [
+  [join(dist, 'index.html'), 'the release bundle: run `trunk build --release` (./scripts/test.sh does)'],
+  [join(root, 'target/debug/memplan'), 'the CLI: run `cargo build -p memplan-cli` (./scripts/test.sh does)'],
+];
+
 /** Serves `dist/` (and `/fixtures/...` from extra files) until `close()`. */
 export async function serve(extra = {}) {
+  for (const [path, what] of prerequisites) {
+    if (!existsSync(path)) throw new Error(`${path} is missing: the end-to-end tests need ${what}`);
+  }
   const server = createServer(async (req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     if (extra[path] !== undefined) {

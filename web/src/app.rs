@@ -300,7 +300,7 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                 <td class="num" data-bytes=d.lower_bound_bytes.to_string()>{bytes(d.lower_bound_bytes)}</td>
                 <td class="num">{ratio(d.footprint_bytes, d.lower_bound_bytes)}</td>
                 <td class="num">{bytes(d.arena_bytes)}</td>
-                <td class="num">{bytes(d.always_live_bytes)}</td>
+                <td class="num">{bytes(d.static_bytes)}</td>
                 <td class="num">{d.pools.len()}</td>
             </tr>
         })
@@ -339,12 +339,15 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                 <div><dt>"fragmentation"</dt><dd data-testid="fragmentation">{bytes(r.footprint_bytes - r.lower_bound_bytes)}</dd></div>
                 <div><dt>"footprint / LB"</dt><dd data-testid="peak-ratio">{ratio(r.footprint_bytes, r.lower_bound_bytes)}</dd></div>
                 <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid>{verdict}</dd></div>
+                <Show when=move || state.cancelled.get()>
+                    <div><dt>"search"</dt><dd data-testid="cancelled">"cancelled: its best plan so far"</dd></div>
+                </Show>
             </dl>
             <table class="devices">
                 <thead>
                     <tr>
                         <th>"device"</th><th>"strategy"</th><th>"footprint"</th><th>"lower bound"</th>
-                        <th>"ratio"</th><th>"arena"</th><th>"always-live"</th><th>"pools"</th>
+                        <th>"ratio"</th><th>"arena"</th><th>"static"</th><th>"pools"</th>
                     </tr>
                 </thead>
                 <tbody>{devices}</tbody>

@@ -58,6 +58,11 @@ pub struct PageState {
     pub embed: bool,
     /// What is being loaded, while it is.
     pub busy: RwSignal<Option<Busy>>,
+    /// A plan of the worker's dump is in progress: cancel asks the worker to stop it and keep
+    /// its best so far (rather than terminating it).
+    pub planning: RwSignal<bool>,
+    /// The plan shown is a search's best so far: a cancel ended it early.
+    pub cancelled: RwSignal<bool>,
     /// Where the dump shown came from.
     pub origin: RwSignal<Origin>,
     /// The dump loaded on the main thread (bundled examples) with its plan, for re-planning and
@@ -85,6 +90,8 @@ impl PageState {
             help: RwSignal::new(false),
             embed: url.embed,
             busy: RwSignal::new(None),
+            planning: RwSignal::new(false),
+            cancelled: RwSignal::new(false),
             origin: RwSignal::new(Origin::default()),
             local: StoredValue::new(None),
             restore: StoredValue::new(None),
@@ -160,6 +167,7 @@ impl PageState {
             self.origin.set(origin.unwrap_or(restore.origin));
         }
         self.analysis.set(Some(Arc::new(a)));
+        self.cancelled.set(false);
         self.error.set(None);
     }
 

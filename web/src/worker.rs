@@ -1,11 +1,14 @@
-//! The Web Worker: loads and plans off the main thread, so the page stays responsive and a load
-//! can be cancelled (by terminating the worker). All logic is in `worker_protocol::Worker`.
+//! The Web Worker: loads and plans off the main thread, so the page stays responsive. All logic
+//! is in `worker_protocol::Worker`; this wires it to the scope and drives a job one step per
+//! task, returning to the event loop in between so that a `cancel` can arrive.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use memplan_web::worker_protocol::{Request, Response, Worker};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 /// Reads `{request, bytes}`: the request as JSON text, the bytes (for a load) as an ArrayBuffer.
@@ -23,10 +26,19 @@ fn request(data: &JsValue) -> Result<(Request, Option<Vec<u8>>), String> {
     Ok((request, bytes))
 }
 
+/// Resolves on a later task, after the messages that arrived meanwhile.
+async fn next_task(scope: &DedicatedWorkerGlobalScope) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+    });
+    let _ = JsFuture::from(promise).await;
+}
+
 fn main() {
     console_error_panic_hook::set_once();
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-    let worker = RefCell::new(Worker::default());
+    let worker = Rc::new(RefCell::new(Worker::default()));
+    let driving = Rc::new(Cell::new(false));
     let poster = scope.clone();
     let post = move |r: Response| {
         let text = serde_json::to_string(&r)
@@ -34,12 +46,28 @@ fn main() {
         let _ = poster.post_message(&JsValue::from_str(&text));
     };
     let clock = scope.performance();
-    let now = move || clock.as_ref().map_or(0.0, |p| p.now());
+    let now = Rc::new(move || clock.as_ref().map_or(0.0, |p| p.now()));
+    let driver_scope = scope.clone();
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let mut post = post.clone();
         match request(&event.data()) {
-            Ok((r, bytes)) => worker.borrow_mut().handle(r, bytes, &now, &mut post),
+            Ok((r, bytes)) => worker.borrow_mut().handle(r, bytes, &mut post),
             Err(e) => post(Response::Error(e)),
+        }
+        if worker.borrow().busy() && !driving.get() {
+            driving.set(true);
+            let (worker, driving, now, scope) = (
+                worker.clone(),
+                driving.clone(),
+                now.clone(),
+                driver_scope.clone(),
+            );
+            wasm_bindgen_futures::spawn_local(async move {
+                while worker.borrow_mut().step(&*now, &mut post) {
+                    next_task(&scope).await;
+                }
+                driving.set(false);
+            });
         }
     });
     scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));

@@ -52,6 +52,7 @@ pub fn load(state: PageState, source: &str, bytes: js_sys::ArrayBuffer) {
 
 /// Re-plans the worker's loaded dump under `scenario`.
 pub fn plan(state: PageState, scenario: Scenario) {
+    state.planning.set(true);
     send(state, &Request::Plan(scenario), None);
 }
 
@@ -75,7 +76,7 @@ fn send(state: PageState, request: &Request, bytes: Option<js_sys::ArrayBuffer>)
         && let Err(e) = start(state, &mut c)
     {
         drop(c);
-        state.busy.set(None);
+        done(state);
         state
             .error
             .set(Some(format!("cannot start the background worker: {e}")));
@@ -128,16 +129,21 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), String> {
                     state.error.set(Some(format!("export failed: {e}")));
                 }
             }
-            Ok(Response::Planned(analysis)) => {
-                state.busy.set(None);
+            Ok(Response::Planned {
+                analysis,
+                cancelled,
+            }) => {
+                done(state);
                 state.apply(*analysis, None);
+                state.cancelled.set(cancelled);
             }
+            Ok(Response::Cancelled) => done(state),
             Ok(Response::Error(message)) => {
-                state.busy.set(None);
+                done(state);
                 state.error.set(Some(message));
             }
             Err(e) => {
-                state.busy.set(None);
+                done(state);
                 state.error.set(Some(format!(
                     "the background worker sent an unreadable answer: {e}"
                 )));
@@ -145,7 +151,7 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), String> {
         }
     });
     let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |event: ErrorEvent| {
-        state.busy.set(None);
+        done(state);
         state.error.set(Some(format!(
             "the background worker failed: {}",
             event.message()
@@ -160,9 +166,21 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), String> {
     Ok(())
 }
 
-/// Cancels a load (the cancel button): stops the worker and forgets what the load would have
-/// restored; the page keeps what it shows.
+/// The worker has answered (or stopped): nothing is in progress.
+fn done(state: PageState) {
+    state.busy.set(None);
+    state.planning.set(false);
+}
+
+/// The cancel button. A plan of the loaded dump is asked to stop: the worker answers with its
+/// best plan so far (or, before it has one, keeps what the page shows). A load still parsing
+/// cannot listen, so it is stopped by terminating the worker (the last resort), and the page
+/// keeps what it shows.
 pub fn cancel(state: PageState) {
+    if state.planning.get_untracked() {
+        send(state, &Request::Cancel, None);
+        return;
+    }
     stop(state);
     state.restore.set_value(None);
 }
@@ -181,5 +199,5 @@ pub fn stop(state: PageState) {
     c.ready = false;
     c.pending = None;
     c.handlers = None;
-    state.busy.set(None);
+    done(state);
 }

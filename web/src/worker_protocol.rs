@@ -8,12 +8,16 @@
 //! page draws: an [`Analysis`], not the whole report), `exported` or `error`.
 //!
 //! The worker keeps the session and its outcome, so a re-plan or an export does not re-read the
-//! input. [`Worker::handle`] is its whole logic, pure and tested natively; `src/worker.rs` only
-//! wires it to the scope. Requests to come (`sweep`, `fit`, `compare`) are variants of the same
-//! enum, answered by the same loop.
+//! input. A plan is a job of bounded steps: for `search`, a deepening sequence of work limits
+//! ending in the scenario's own, so the last step gives exactly the plan the CLI makes, and each
+//! step before it is a complete, checked plan. Between steps the worker returns to its event
+//! loop, so a `cancel` arrives and ends the job with the best plan so far (the page terminates
+//! the worker only as a last resort, for a load still parsing). [`Worker`] is the worker's whole
+//! logic, pure and tested natively; `src/worker.rs` only wires it to the scope and the event
+//! loop. Requests to come (`sweep`, `fit`, `compare`) are jobs of the same kind.
 
-use memplan_core::{Control, Progress};
-use memplan_engine::Scenario;
+use memplan_core::{Control, Progress, Strategy, StrategyChoice};
+use memplan_engine::{Outcome, Scenario, Session};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{Analysis, Export, ExportKind, Local, export};
@@ -27,6 +31,8 @@ pub enum Request {
     Plan(Scenario),
     /// Make a file of the current plan.
     Export(ExportKind),
+    /// End the running plan with its best so far.
+    Cancel,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,7 +49,15 @@ pub enum Response {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bound_bytes: Option<u64>,
     },
-    Planned(Box<Analysis>),
+    /// The plan to draw; `cancelled` when a cancel ended its search early (this is its best
+    /// plan so far, complete and checked).
+    Planned {
+        analysis: Box<Analysis>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
+    },
+    /// A cancel came before any plan of the new scenario: the page keeps what it shows.
+    Cancelled,
     Exported(Export),
     Error(String),
 }
@@ -54,10 +68,43 @@ pub const STAGES: u32 = 3;
 /// The least time between two progress messages of a search, milliseconds.
 const PROGRESS_EVERY_MS: f64 = 100.0;
 
-/// The worker's state: the loaded session and its current outcome.
+/// The work limits a job plans with, in order: for `search`, a deepening sequence ending in
+/// the scenario's own limit; for everything else, that limit alone (one step).
+fn work_limits(scenario: &Scenario) -> Vec<Option<u64>> {
+    let limit = scenario
+        .work_limit
+        .unwrap_or(memplan_core::layout::DEFAULT_SEARCH_WORK);
+    if scenario.strategy == StrategyChoice::One(Strategy::Search) {
+        let mut limits: Vec<Option<u64>> = [64, 16, 4]
+            .iter()
+            .map(|d| limit / d)
+            .filter(|&l| l > 0)
+            .map(Some)
+            .collect();
+        limits.push(scenario.work_limit);
+        limits
+    } else {
+        vec![scenario.work_limit]
+    }
+}
+
+/// A plan in progress.
+struct Job {
+    session: Session,
+    scenario: Scenario,
+    limits: Vec<Option<u64>>,
+    done: usize,
+    /// The lowest plan of the steps so far.
+    best: Option<Outcome>,
+    /// What was shown before the job, to keep if it is cancelled before its first step.
+    previous: Option<Outcome>,
+}
+
+/// The worker's state: the loaded session with its current outcome, or the job planning it.
 #[derive(Default)]
 pub struct Worker {
     local: Option<Local>,
+    job: Option<Job>,
 }
 
 fn progress(stage: u32, what: String) -> Response {
@@ -71,58 +118,103 @@ fn progress(stage: u32, what: String) -> Response {
 }
 
 impl Worker {
-    /// Answers `request` (with `bytes` for a load), posting every response through `post`.
-    /// `now` is the caller's clock in milliseconds, used only to space progress messages.
+    /// Answers `request` (with `bytes` for a load), posting responses through `post`. A load or
+    /// a plan starts a job: call [`Worker::step`] until it returns `false`, returning to the
+    /// event loop in between so that a cancel can arrive.
     pub fn handle(
         &mut self,
         request: Request,
         bytes: Option<Vec<u8>>,
-        now: &dyn Fn() -> f64,
         post: &mut dyn FnMut(Response),
     ) {
-        let scenario = match request {
+        match request {
             Request::Load { source, scenario } => {
                 let Some(bytes) = bytes else {
                     return post(Response::Error(format!(
                         "{source}: no bytes came with the load"
                     )));
                 };
+                self.abandon();
                 post(progress(1, format!("parsing and checking {source}")));
-                match memplan_engine::Session::load(&bytes, &source) {
-                    Ok(session) => {
-                        self.local = None;
-                        self.plan(session, &scenario, now, post);
-                    }
+                match Session::load(&bytes, &source) {
+                    Ok(session) => self.start(session, scenario, None, post),
                     Err(e) => post(Response::Error(e.to_string())),
                 }
-                return;
             }
-            Request::Plan(scenario) => scenario,
+            Request::Plan(scenario) => {
+                self.abandon();
+                match self.local.take() {
+                    Some(Local { session, outcome }) => {
+                        self.start(session, scenario, Some(outcome), post)
+                    }
+                    None => post(Response::Error("nothing is loaded to plan".into())),
+                }
+            }
             Request::Export(kind) => {
                 let Some(local) = &self.local else {
-                    return post(Response::Error("nothing is loaded to export".into()));
+                    return post(Response::Error("nothing is planned to export".into()));
                 };
-                return post(match export(&local.session, &local.outcome, kind) {
+                post(match export(&local.session, &local.outcome, kind) {
                     Ok(file) => Response::Exported(file),
                     Err(e) => Response::Error(e.to_string()),
                 });
             }
-        };
-        match self.local.take() {
-            Some(local) => self.plan(local.session, &scenario, now, post),
-            None => post(Response::Error("nothing is loaded to plan".into())),
+            Request::Cancel => self.cancel(post),
         }
     }
 
-    fn plan(
+    fn start(
         &mut self,
-        session: memplan_engine::Session,
-        scenario: &Scenario,
-        now: &dyn Fn() -> f64,
+        session: Session,
+        scenario: Scenario,
+        previous: Option<Outcome>,
         post: &mut dyn FnMut(Response),
     ) {
-        let what = format!("planning with {}", scenario.strategy);
-        post(progress(2, what.clone()));
+        post(progress(2, format!("planning with {}", scenario.strategy)));
+        self.job = Some(Job {
+            session,
+            limits: work_limits(&scenario),
+            scenario,
+            done: 0,
+            best: None,
+            previous,
+        });
+    }
+
+    /// A new request replaces a running job: it keeps its session and its last good outcome,
+    /// and posts nothing.
+    fn abandon(&mut self) {
+        if let Some(job) = self.job.take()
+            && let Some(outcome) = job.best.or(job.previous)
+        {
+            self.local = Some(Local {
+                session: job.session,
+                outcome,
+            });
+        }
+    }
+
+    /// Whether a job is running.
+    pub fn busy(&self) -> bool {
+        self.job.is_some()
+    }
+
+    /// Runs one step of the job: one complete plan. `now` is the caller's clock (ms), used only
+    /// to space progress messages. Returns whether the job goes on.
+    pub fn step(&mut self, now: &dyn Fn() -> f64, post: &mut dyn FnMut(Response)) -> bool {
+        let Some(job) = self.job.as_mut() else {
+            return false;
+        };
+        let scenario = Scenario {
+            work_limit: job.limits[job.done],
+            ..job.scenario.clone()
+        };
+        let what = format!(
+            "planning with {} (step {} of {})",
+            scenario.strategy,
+            job.done + 1,
+            job.limits.len()
+        );
         let mut last = now();
         let mut heard = |p: Progress| {
             let t = now();
@@ -137,44 +229,110 @@ impl Worker {
                 });
             }
         };
-        let planned = session.plan_with(
-            scenario,
+        let planned = job.session.plan_with(
+            &scenario,
             &mut Control {
                 should_stop: None,
                 progress: Some(&mut heard),
             },
         );
+        job.done += 1;
         match planned {
-            Ok(outcome) => {
-                post(progress(3, "preparing the views".into()));
-                let local = Local { session, outcome };
-                post(Response::Planned(Box::new(local.analysis())));
-                self.local = Some(local);
+            Ok(mut outcome) => {
+                outcome.scenario = job.scenario.clone();
+                let better = job.best.as_ref().is_none_or(|b| {
+                    outcome.plan.footprint_bytes() < b.plan.footprint_bytes()
+                });
+                // The last step is the scenario's own plan: it is kept even on a tie, so the
+                // result is exactly the CLI's.
+                if better || job.done == job.limits.len() {
+                    job.best = Some(outcome);
+                }
+                if job.done < job.limits.len() {
+                    let best = job.best.as_ref().map(|b| b.plan.footprint_bytes());
+                    post(Response::Progress {
+                        stage: 2,
+                        of: STAGES,
+                        what: format!("planning with {}", job.scenario.strategy),
+                        best_bytes: best,
+                        bound_bytes: Some(
+                            job.best.as_ref().map_or(0, |b| b.plan.lower_bound_bytes()),
+                        ),
+                    });
+                    return true;
+                }
+                self.finish(false, post);
+                false
             }
             Err(e) => {
                 post(Response::Error(e.to_string()));
-                // The session stays loaded under its last good outcome, if any.
+                self.abandon();
+                false
             }
         }
+    }
+
+    /// Ends the running job: with its best plan so far, or (before any) with what was shown.
+    pub fn cancel(&mut self, post: &mut dyn FnMut(Response)) {
+        match &self.job {
+            Some(job) if job.best.is_some() => self.finish(true, post),
+            Some(_) => {
+                self.abandon();
+                post(Response::Cancelled);
+            }
+            None => post(Response::Cancelled),
+        }
+    }
+
+    fn finish(&mut self, cancelled: bool, post: &mut dyn FnMut(Response)) {
+        let Some(job) = self.job.take() else { return };
+        let Some(outcome) = job.best else { return };
+        post(progress(3, "preparing the views".into()));
+        let local = Local {
+            session: job.session,
+            outcome,
+        };
+        post(Response::Planned {
+            analysis: Box::new(local.analysis()),
+            cancelled,
+        });
+        self.local = Some(local);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memplan_core::Strategy;
 
-    fn run(worker: &mut Worker, request: Request, bytes: Option<&[u8]>) -> Vec<Response> {
+    /// Handles `request`, then runs its job to the end, or cancels it after `cancel_after`
+    /// steps.
+    fn run_until(
+        worker: &mut Worker,
+        request: Request,
+        bytes: Option<&[u8]>,
+        cancel_after: Option<usize>,
+    ) -> Vec<Response> {
         let mut out = Vec::new();
         let clock = std::cell::Cell::new(0.0);
         let now = || {
             clock.set(clock.get() + 50.0);
             clock.get()
         };
-        worker.handle(request, bytes.map(<[u8]>::to_vec), &now, &mut |r| {
-            out.push(r)
-        });
+        worker.handle(request, bytes.map(<[u8]>::to_vec), &mut |r| out.push(r));
+        let mut steps = 0;
+        while worker.busy() {
+            if cancel_after == Some(steps) {
+                worker.handle(Request::Cancel, None, &mut |r| out.push(r));
+                break;
+            }
+            worker.step(&now, &mut |r| out.push(r));
+            steps += 1;
+        }
         out
+    }
+
+    fn run(worker: &mut Worker, request: Request, bytes: Option<&[u8]>) -> Vec<Response> {
+        run_until(worker, request, bytes, None)
     }
 
     fn scenario(strategy: Strategy) -> Scenario {
@@ -183,6 +341,18 @@ mod tests {
             ..Scenario::default()
         }
     }
+
+    fn planned(out: &[Response]) -> (&Analysis, bool) {
+        match out.last() {
+            Some(Response::Planned {
+                analysis,
+                cancelled,
+            }) => (analysis, *cancelled),
+            other => panic!("{other:?} in {out:?}"),
+        }
+    }
+
+    const A: &[u8] = include_bytes!("../../tests/data/minimalloc/A.1048576.csv");
 
     #[test]
     fn a_load_reports_progress_then_the_plan_and_a_replan_reuses_the_session() {
@@ -196,41 +366,17 @@ mod tests {
             Some(b"id,lower,upper,size\na,0,2,100\nb,1,3,50\n"),
         );
         assert_eq!(out.len(), 4);
-        assert!(matches!(
-            &out[0],
-            Response::Progress {
-                stage: 1,
-                of: 3,
-                ..
-            }
-        ));
-        let Response::Planned(a) = &out[3] else {
-            panic!("{out:?}")
-        };
-        assert_eq!((a.tensor_count, a.summary.footprint_bytes), (2, 150));
-        let out = run(
-            &mut worker,
-            Request::Plan(scenario(Strategy::FirstFit)),
-            None,
-        );
-        let Response::Planned(a) = out.last().unwrap() else {
-            panic!("{out:?}")
-        };
-        assert_eq!(a.strategy(), Strategy::FirstFit.into());
-        let out = run(
-            &mut worker,
-            Request::Export(ExportKind::MinimallocCsv),
-            None,
-        );
+        assert!(matches!(&out[0], Response::Progress { stage: 1, of: 3, .. }));
+        let (a, cancelled) = planned(&out);
+        assert_eq!((a.tensor_count, a.summary.footprint_bytes, cancelled), (2, 150, false));
+        let out = run(&mut worker, Request::Plan(scenario(Strategy::FirstFit)), None);
+        assert_eq!(planned(&out).0.strategy(), Strategy::FirstFit.into());
+        let out = run(&mut worker, Request::Export(ExportKind::MinimallocCsv), None);
         let Response::Exported(file) = &out[0] else {
             panic!("{out:?}")
         };
         assert_eq!(file.file_name, "x.plan.csv");
-        assert!(
-            file.text.starts_with("id,lower,upper,size,offset\n"),
-            "{}",
-            file.text
-        );
+        assert!(file.text.starts_with("id,lower,upper,size,offset\n"), "{}", file.text);
     }
 
     #[test]
@@ -247,50 +393,67 @@ mod tests {
         );
         assert_eq!(
             out.last(),
-            Some(&Response::Error(
-                "model.onnx: model.onnx is not UTF-8 text".into()
-            ))
+            Some(&Response::Error("model.onnx: model.onnx is not UTF-8 text".into()))
         );
     }
 
     #[test]
-    fn a_search_reports_its_best_so_far() {
+    fn a_search_deepens_to_exactly_the_clis_plan_and_reports_its_best_so_far() {
         let mut worker = Worker::default();
-        let out = run(
-            &mut worker,
-            Request::Load {
-                source: "A.csv".into(),
-                scenario: scenario(Strategy::Search),
-            },
-            Some(include_bytes!("../../tests/data/minimalloc/A.1048576.csv")),
-        );
-        let best: Vec<(u64, u64)> = out
+        let load = Request::Load {
+            source: "A.csv".into(),
+            scenario: scenario(Strategy::Search),
+        };
+        let out = run(&mut worker, load, Some(A));
+        let best: Vec<u64> = out
             .iter()
             .filter_map(|r| match r {
                 Response::Progress {
                     best_bytes: Some(b),
-                    bound_bytes: Some(l),
                     ..
-                } => Some((*b, *l)),
+                } => Some(*b),
                 _ => None,
             })
             .collect();
-        assert!(!best.is_empty(), "{out:?}");
-        assert!(best.iter().all(|(b, l)| b >= l));
-        assert!(
-            best.windows(2).all(|w| w[1].0 <= w[0].0),
-            "best so far never rises"
+        assert!(best.len() >= 3, "{out:?}");
+        let (a, _) = planned(&out);
+        let session = Session::load(A, "A.csv").unwrap();
+        let cli = session.plan(&scenario(Strategy::Search)).unwrap();
+        assert_eq!(a.summary.footprint_bytes, cli.plan.footprint_bytes());
+        assert_eq!(a.summary, Analysis::of(&session, &cli).summary);
+    }
+
+    #[test]
+    fn a_cancel_keeps_the_best_plan_so_far() {
+        let mut worker = Worker::default();
+        run(
+            &mut worker,
+            Request::Load {
+                source: "A.csv".into(),
+                scenario: scenario(Strategy::FirstFit),
+            },
+            Some(A),
         );
+        let out = run_until(&mut worker, Request::Plan(scenario(Strategy::Search)), None, Some(1));
+        let (a, cancelled) = planned(&out);
+        assert!(cancelled);
+        assert!(a.summary.valid);
+        assert_eq!(a.strategy(), Strategy::Search.into());
+        // The worker keeps it: an export is of the plan shown.
+        let out = run(&mut worker, Request::Export(ExportKind::PlanJson), None);
+        assert!(matches!(&out[0], Response::Exported(f) if f.text.contains(&format!("\"footprint_bytes\": {}", a.summary.footprint_bytes))));
+        // A cancel before the first step keeps what was shown.
+        let out = run_until(&mut worker, Request::Plan(scenario(Strategy::Bump)), None, Some(0));
+        assert_eq!(out.last(), Some(&Response::Cancelled));
+        let out = run(&mut worker, Request::Export(ExportKind::PlanJson), None);
+        assert!(matches!(&out[0], Response::Exported(f) if f.text.contains("\"strategy\": \"search\"")));
     }
 
     #[test]
     fn errors_are_answers_not_panics() {
         let mut worker = Worker::default();
         let out = run(&mut worker, Request::Plan(Scenario::default()), None);
-        assert_eq!(
-            out,
-            vec![Response::Error("nothing is loaded to plan".into())]
-        );
+        assert_eq!(out, vec![Response::Error("nothing is loaded to plan".into())]);
         let out = run(
             &mut worker,
             Request::Load {
@@ -307,5 +470,6 @@ mod tests {
             request,
             r#"{"plan":{"strategy":"tlsf","precision_classes":true,"pool_cap":null,"work_limit":null}}"#
         );
+        assert_eq!(serde_json::to_string(&Request::Cancel).unwrap(), r#""cancel""#);
     }
 }

@@ -94,6 +94,7 @@ fn plan_json_has_the_documented_fields_and_a_checked_plan() {
         "lower_bound_bytes",
         "arena_bytes",
         "always_live_bytes",
+        "static_bytes",
         "pools",
     ] {
         assert!(!d[field].is_null(), "devices[0].{field}");

@@ -46,7 +46,7 @@ pub fn plan_table(report: &PlanSummary) -> String {
     let _ = writeln!(
         out,
         "{:<16} {:<10} {:>12} {:>12} {:>8} {:>12} {:>12} {:>6}",
-        "device", "strategy", "footprint", "lower bound", "ratio", "arena", "always-live", "pools"
+        "device", "strategy", "footprint", "lower bound", "ratio", "arena", "static", "pools"
     );
     for d in &report.devices {
         let _ = writeln!(
@@ -58,7 +58,7 @@ pub fn plan_table(report: &PlanSummary) -> String {
             bytes(d.lower_bound_bytes),
             ratio(d.footprint_bytes, d.lower_bound_bytes),
             bytes(d.arena_bytes),
-            bytes(d.always_live_bytes),
+            bytes(d.static_bytes),
             d.pools.len()
         );
     }

@@ -94,6 +94,11 @@ impl<'de> DeserializeSeed<'de> for StrictSeed {
 /// A serde message in the product's words: no Rust type names.
 pub(crate) fn plain_message(message: &str) -> String {
     message
+        .replace("invalid type: map", "invalid type: an object")
+        .replace("expected a sequence", "expected an array")
+        .replace("invalid type: sequence", "invalid type: an array")
+        .replace("expected a map", "expected an object")
+        .replace("invalid type: floating point", "invalid type: the number")
         .replace("expected u64", "expected a non-negative integer below 2^64")
         .replace("expected u32", "expected a non-negative integer below 2^32")
         .replace("expected usize", "expected a non-negative integer")
@@ -136,11 +141,8 @@ pub fn parse_resolved(text: &str) -> Result<(Graph, ResolvedGraph), FormatError>
             });
         }
     }
-    let graph: Graph =
-        serde_path_to_error::deserialize(value).map_err(|e| FormatError::JsonStructure {
-            path: e.path().to_string(),
-            message: plain_message(&e.inner().to_string()),
-        })?;
+    let graph: Graph = serde_path_to_error::deserialize(value)
+        .map_err(|e| FormatError::structure(&e.path().to_string(), &e.inner().to_string()))?;
     let resolved = graph.resolve()?;
     Ok((graph, resolved))
 }
@@ -228,7 +230,7 @@ mod tests {
         let e = error_after("\"op\": \"relu\"", "\"opp\": \"relu\"");
         assert!(
             e.to_string()
-                .starts_with("at `steps[0].opp`: unknown field"),
+                .starts_with("at `steps[0]`: unknown field `opp`"),
             "{e}"
         );
     }
@@ -254,7 +256,7 @@ mod tests {
         let e = error_after("\"bytes\": 128, \"dtype\"", "\"bytes\": 1.5, \"dtype\"");
         assert_eq!(
             e.to_string(),
-            "at `tensors[1].bytes`: invalid type: floating point `1.5`, expected a non-negative integer below 2^64"
+            "at `tensors[1].bytes`: invalid type: the number `1.5`, expected a non-negative integer below 2^64"
         );
     }
 

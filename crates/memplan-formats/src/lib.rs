@@ -26,7 +26,8 @@ pub enum FormatError {
         column: usize,
         message: String,
     },
-    #[error("at `{path}`: {message}")]
+    /// `path` is where, as shown: `` `tensors[3].bytes` ``, or "the top level".
+    #[error("at {path}: {message}")]
     JsonStructure { path: String, message: String },
     #[error("not a memplan dump: {0}")]
     NotADump(String),
@@ -43,6 +44,27 @@ pub enum FormatError {
     Unrecognized(String),
     #[error("{0} is not UTF-8 text")]
     NotText(String),
+}
+
+impl FormatError {
+    /// A structure error at a serde path (`tensors[3].bytes`), in the product's words: an
+    /// unknown field's path ends with the field, which the message names already, so the path
+    /// given is where it is (its parent), not the field twice.
+    pub fn structure(path: &str, message: &str) -> FormatError {
+        let message = json::plain_message(message);
+        let mut path = path;
+        if message.starts_with("unknown field") {
+            path = path.rfind('.').map_or("", |dot| &path[..dot]);
+        }
+        FormatError::JsonStructure {
+            path: if path.is_empty() || path == "." {
+                "the top level".into()
+            } else {
+                format!("`{path}`")
+            },
+            message,
+        }
+    }
 }
 
 /// The formats memplan reads.

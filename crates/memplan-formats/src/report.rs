@@ -50,7 +50,11 @@ pub struct DeviceReport {
     pub footprint_bytes: u64,
     pub lower_bound_bytes: u64,
     pub arena_bytes: u64,
+    /// The occupied bytes of the always-live buffers (live at every position).
     pub always_live_bytes: u64,
+    /// The bytes of the static pools that hold them: `always_live_bytes` plus alignment padding.
+    /// The footprint is `arena_bytes + static_bytes`.
+    pub static_bytes: u64,
     /// The first position where the live bytes reach the lower bound.
     pub peak_position: Option<u32>,
     /// The tensors live there.
@@ -149,7 +153,8 @@ impl PlanSummary {
                     footprint_bytes: d.footprint_bytes,
                     lower_bound_bytes: d.usage.lower_bound,
                     arena_bytes: d.arena_bytes,
-                    always_live_bytes: d.always_live_bytes,
+                    always_live_bytes: d.usage.always_live_bytes,
+                    static_bytes: d.static_bytes,
                     peak_position: d.usage.peak_position,
                     live_at_peak: d
                         .usage
@@ -186,10 +191,7 @@ impl PlanReport {
                     message: inner.to_string(),
                 }
             } else {
-                FormatError::JsonStructure {
-                    path: e.path().to_string(),
-                    message: inner.to_string(),
-                }
+                FormatError::structure(&e.path().to_string(), &inner.to_string())
             }
         })
     }
@@ -204,7 +206,7 @@ impl PlanReport {
         problem: &Problem,
     ) -> Result<(Vec<Vec<Pool>>, Vec<Placement>), FormatError> {
         let structure =
-            |path: String, message: String| FormatError::JsonStructure { path, message };
+            |path: String, message: String| FormatError::structure(&path, &message);
         let mut pools = vec![Vec::new(); problem.device_ids.len()];
         let mut seen_device = vec![false; problem.device_ids.len()];
         for (k, d) in self.summary.devices.iter().enumerate() {

@@ -297,9 +297,9 @@ pub struct DevicePlan {
     /// Arena pools first, then static pools.
     pub pools: Vec<Pool>,
     pub arena_bytes: u64,
-    /// The bytes of the static pools: the always-live buffers' occupied sizes, plus the
-    /// alignment padding between them.
-    pub always_live_bytes: u64,
+    /// The bytes of the static pools: the always-live buffers' occupied sizes
+    /// (`usage.always_live_bytes`) plus the alignment padding between them.
+    pub static_bytes: u64,
     /// The footprint: every pool, arena and static.
     pub footprint_bytes: u64,
     pub usage: DeviceUsage,
@@ -493,14 +493,14 @@ pub fn plan_with(
                 .map(|p| p.bytes)
                 .sum::<u64>()
         };
-        let (arena_bytes, always_live_bytes) = (sum(PoolRole::Arena), sum(PoolRole::Static));
+        let (arena_bytes, static_bytes) = (sum(PoolRole::Arena), sum(PoolRole::Static));
         devices.push(DevicePlan {
             device,
             strategy: layout.strategy,
             pools,
             arena_bytes,
-            always_live_bytes,
-            footprint_bytes: arena_bytes + always_live_bytes,
+            static_bytes,
+            footprint_bytes: arena_bytes + static_bytes,
             usage,
             cap_fallback,
             stopped: layout.stopped,

@@ -386,7 +386,7 @@ fn disjoint_lifetimes_share_bytes_and_always_live_ones_do_not() {
     assert_eq!(
         (
             d.arena_bytes,
-            d.always_live_bytes,
+            d.static_bytes,
             d.footprint_bytes,
             d.usage.lower_bound
         ),

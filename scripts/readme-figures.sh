@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Writes the README's measured figures from the commands that measure them, never by hand:
+# the benchmark table (`memplan bench`), the bundle size (`scripts/bundle-size.sh`, after a
+# release build) and the browser figures (`tests/e2e/output/perf.json`, written by the e2e
+# tests). Each block sits between `<!-- NAME:begin -->` and `<!-- NAME:end -->` with the date and
+# the command that produced it. Run it after `./scripts/test.sh` on the machine the figures are for.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+today=$(date -u +%Y-%m-%d)
+cores=$(nproc)
+
+replace() { # name, file holding the new block
+  python3 - "$1" "$2" <<'PY'
+import sys, re
+name, path = sys.argv[1], sys.argv[2]
+block = open(path).read().rstrip('\n')
+readme = open('README.md').read()
+begin, end = f'<!-- {name}:begin -->', f'<!-- {name}:end -->'
+if begin not in readme or end not in readme:
+    sys.exit(f'README.md has no {begin} ... {end} block')
+head, rest = readme.split(begin, 1)
+_, tail = rest.split(end, 1)
+open('README.md', 'w').write(f'{head}{begin}\n{block}\n{end}{tail}')
+PY
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+bench_cmd="cargo run --profile fast -p memplan-cli -- bench --csv-dir tests/data/minimalloc --csv-dir tests/data/large"
+{
+  echo "\`$bench_cmd\` ($today, $cores cores, one run, all rows side by side):"
+  echo
+  cargo run -q --locked --profile fast -p memplan-cli -- bench --csv-dir tests/data/minimalloc --csv-dir tests/data/large
+} > "$tmp/bench"
+replace bench "$tmp/bench"
+
+if ls dist/*.wasm >/dev/null 2>&1; then
+  {
+    echo "\`./scripts/bundle-size.sh\` after \`trunk build --release\` ($today):"
+    echo
+    echo '```'
+    ./scripts/bundle-size.sh
+    echo '```'
+  } > "$tmp/bundle"
+  replace bundle "$tmp/bundle"
+fi
+
+if [ -f tests/e2e/output/perf.json ]; then
+  {
+    echo "\`tests/e2e/output/perf.json\` and \`big-dump.txt\`, written by \`node --test tests/e2e/\` in headless Chromium ($today, $cores cores):"
+    echo
+    echo '```'
+    cat tests/e2e/output/perf.json
+    [ -f tests/e2e/output/big-dump.txt ] && cat tests/e2e/output/big-dump.txt
+    echo '```'
+  } > "$tmp/browser"
+  replace browser "$tmp/browser"
+fi
+echo "README.md figures written ($today)"
