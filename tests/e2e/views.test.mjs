@@ -119,6 +119,9 @@ test('a cancel during a search keeps its best plan so far', async () => {
   await testid('strategy-select').selectOption('search');
   await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), search.footprint_bytes, { timeout: 60000 });
   assert.equal(await testid('cancelled').count(), 0);
+  // The tests after this one start from the default example.
+  await page.goto(server.url);
+  await testid('summary').waitFor();
 });
 
 test('the timeline draws a bar per tensor, filtered by search, and sorts', async () => {
