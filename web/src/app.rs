@@ -17,6 +17,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::analysis::{Analysis, ExportKind};
 use crate::canvas::PlotCanvas;
+use crate::error::{FetchFailure, WebError};
 use crate::examples::{DEFAULT_EXAMPLE, EXAMPLES};
 use crate::export;
 use crate::state::{Busy, Origin, PageState, Restore};
@@ -62,27 +63,31 @@ fn load_file(state: PageState, file: web_sys::File) {
 }
 
 /// Fetches `url` (no credentials): its bytes, whatever the format.
-async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, String> {
-    let window = web_sys::window().ok_or("no window")?;
+async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
+    let fail = |reason| WebError::Fetch {
+        url: url.to_string(),
+        reason,
+    };
+    let window = web_sys::window().ok_or(WebError::Browser("find the window"))?;
     let init = web_sys::RequestInit::new();
     init.set_credentials(web_sys::RequestCredentials::Omit);
     init.set_mode(web_sys::RequestMode::Cors);
-    let response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
+    let response: web_sys::Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
         .await
-        .map_err(|_| {
-            "the request failed (network, or the server does not allow cross-origin reads)"
-                .to_string()
-        })?;
-    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response")?;
+        .ok()
+        .and_then(|r| r.dyn_into().ok())
+        .ok_or(fail(FetchFailure::Network))?;
     if !response.ok() {
-        return Err(format!("the server answered {}", response.status()));
+        return Err(fail(FetchFailure::Status(response.status())));
     }
-    let buffer = JsFuture::from(response.array_buffer().map_err(|_| "no body")?)
+    let body = response
+        .array_buffer()
+        .map_err(|_| fail(FetchFailure::Body))?;
+    JsFuture::from(body)
         .await
-        .map_err(|_| "cannot read the body")?;
-    buffer
-        .dyn_into()
-        .map_err(|_| "the body is not bytes".to_string())
+        .ok()
+        .and_then(|b| b.dyn_into().ok())
+        .ok_or(fail(FetchFailure::Body))
 }
 
 #[component]
@@ -115,7 +120,7 @@ pub fn App() -> impl IntoView {
                     Err(e) => {
                         state.busy.set(None);
                         state.restore.set_value(None);
-                        state.error.set(Some(format!("{src}: {e}")));
+                        state.error.set(Some(e.to_string()));
                     }
                 }
             });
@@ -415,10 +420,10 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
             })
             .and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok());
         let result = canvas
-            .ok_or_else(|| "no canvas".to_string())
+            .ok_or(WebError::Browser("find the view's canvas"))
             .and_then(|c| {
                 c.to_data_url_with_type("image/png")
-                    .map_err(|_| "the canvas cannot be read".to_string())
+                    .map_err(|_| WebError::Browser("read the canvas as PNG"))
             })
             .and_then(|url| {
                 export::download_url(

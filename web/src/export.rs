@@ -7,6 +7,7 @@ use memplan_render::svg::{SvgOptions, arena_svg, timeline_svg};
 use wasm_bindgen::JsCast;
 
 use crate::analysis::Analysis;
+use crate::error::WebError;
 use crate::url_state::Tab;
 
 /// The SVG of a view: `window` and `rows` as the screen shows them.
@@ -17,7 +18,7 @@ pub fn view_svg(
     rows: &[usize],
     window: Option<Viewport>,
     color_by: ColorBy,
-) -> Result<String, String> {
+) -> Result<String, WebError> {
     let options = SvgOptions {
         color_by,
         ..SvgOptions::default()
@@ -32,7 +33,7 @@ pub fn view_svg(
             options,
         ),
     }
-    .map_err(|e| e.to_string())
+    .map_err(WebError::from)
 }
 
 /// A file name from the source: `model.json` -> `model.<suffix>`.
@@ -51,28 +52,29 @@ pub fn file_name(source: &str, suffix: &str) -> String {
 }
 
 /// Makes the browser download `text` as `name`.
-pub fn download_text(name: &str, mime: &str, text: &str) -> Result<(), String> {
+pub fn download_text(name: &str, mime: &str, text: &str) -> Result<(), WebError> {
     let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
     let options = web_sys::BlobPropertyBag::new();
     options.set_type(mime);
     let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options)
-        .map_err(|_| "cannot make a blob")?;
-    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(|_| "cannot make a URL")?;
+        .map_err(|_| WebError::Browser("make a blob of the file"))?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob)
+        .map_err(|_| WebError::Browser("make a URL of the file"))?;
     let result = download_url(name, &url);
     let _ = web_sys::Url::revoke_object_url(&url);
     result
 }
 
 /// Makes the browser download `url` (a blob or data URL) as `name`.
-pub fn download_url(name: &str, url: &str) -> Result<(), String> {
+pub fn download_url(name: &str, url: &str) -> Result<(), WebError> {
     let document = web_sys::window()
         .and_then(|w| w.document())
-        .ok_or("no document")?;
+        .ok_or(WebError::Browser("find the document"))?;
     let a: web_sys::HtmlAnchorElement = document
         .create_element("a")
-        .map_err(|_| "cannot make a link")?
-        .dyn_into()
-        .map_err(|_| "not a link")?;
+        .ok()
+        .and_then(|e| e.dyn_into().ok())
+        .ok_or(WebError::Browser("make a download link"))?;
     a.set_href(url);
     a.set_download(name);
     a.click();

@@ -202,7 +202,7 @@ impl PageState {
         match self.local.get_value() {
             Some(local) => {
                 let made = crate::analysis::export(&local.session, &local.outcome, kind)
-                    .map_err(|e| e.to_string())
+                    .map_err(crate::error::WebError::from)
                     .and_then(|f| crate::export::download_text(&f.file_name, &f.mime, &f.text));
                 if let Err(e) = made {
                     self.error.set(Some(format!("export failed: {e}")));

@@ -5,6 +5,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use memplan_web::error::WebError;
 use memplan_web::worker_protocol::{Request, Response, Worker};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -12,13 +13,13 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 /// Reads `{request, bytes}`: the request as JSON text, the bytes (for a load) as an ArrayBuffer.
-fn request(data: &JsValue) -> Result<(Request, Option<Vec<u8>>), String> {
+fn request(data: &JsValue) -> Result<(Request, Option<Vec<u8>>), WebError> {
     let get = |key: &str| js_sys::Reflect::get(data, &JsValue::from_str(key)).unwrap_or_default();
     let text = get("request")
         .as_string()
-        .ok_or("a message to the worker carries its request as text")?;
+        .ok_or_else(|| WebError::Request("it carries no request text".into()))?;
     let request: Request =
-        serde_json::from_str(&text).map_err(|e| format!("an unreadable request: {e}"))?;
+        serde_json::from_str(&text).map_err(|e| WebError::Request(e.to_string()))?;
     let bytes = get("bytes")
         .dyn_into::<js_sys::ArrayBuffer>()
         .ok()
@@ -52,7 +53,7 @@ fn main() {
         let mut post = post.clone();
         match request(&event.data()) {
             Ok((r, bytes)) => worker.borrow_mut().handle(r, bytes, &mut post),
-            Err(e) => post(Response::Error(e)),
+            Err(e) => post(Response::Error(e.to_string())),
         }
         if worker.borrow().busy() && !driving.get() {
             driving.set(true);

@@ -13,6 +13,7 @@ use web_sys::{ErrorEvent, MessageEvent, Worker};
 use memplan_engine::Scenario;
 
 use crate::analysis::ExportKind;
+use crate::error::WebError;
 use crate::state::{Busy, PageState};
 use crate::worker_protocol::{Request, Response};
 
@@ -77,9 +78,7 @@ fn send(state: PageState, request: &Request, bytes: Option<js_sys::ArrayBuffer>)
     {
         drop(c);
         done(state);
-        state
-            .error
-            .set(Some(format!("cannot start the background worker: {e}")));
+        state.error.set(Some(e.to_string()));
         return;
     }
     if c.ready {
@@ -91,8 +90,8 @@ fn send(state: PageState, request: &Request, bytes: Option<js_sys::ArrayBuffer>)
     }
 }
 
-fn start(state: PageState, c: &mut WorkerClient) -> Result<(), String> {
-    let worker = Worker::new(WORKER_URL).map_err(|e| format!("{e:?}"))?;
+fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
+    let worker = Worker::new(WORKER_URL).map_err(|e| WebError::WorkerStart(format!("{e:?}")))?;
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let text = event.data().as_string().unwrap_or_default();
         match serde_json::from_str::<Response>(&text) {

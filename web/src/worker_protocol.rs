@@ -240,9 +240,10 @@ impl Worker {
         match planned {
             Ok(mut outcome) => {
                 outcome.scenario = job.scenario.clone();
-                let better = job.best.as_ref().is_none_or(|b| {
-                    outcome.plan.footprint_bytes() < b.plan.footprint_bytes()
-                });
+                let better = job
+                    .best
+                    .as_ref()
+                    .is_none_or(|b| outcome.plan.footprint_bytes() < b.plan.footprint_bytes());
                 // The last step is the scenario's own plan: it is kept even on a tie, so the
                 // result is exactly the CLI's.
                 if better || job.done == job.limits.len() {
@@ -366,17 +367,39 @@ mod tests {
             Some(b"id,lower,upper,size\na,0,2,100\nb,1,3,50\n"),
         );
         assert_eq!(out.len(), 4);
-        assert!(matches!(&out[0], Response::Progress { stage: 1, of: 3, .. }));
+        assert!(matches!(
+            &out[0],
+            Response::Progress {
+                stage: 1,
+                of: 3,
+                ..
+            }
+        ));
         let (a, cancelled) = planned(&out);
-        assert_eq!((a.tensor_count, a.summary.footprint_bytes, cancelled), (2, 150, false));
-        let out = run(&mut worker, Request::Plan(scenario(Strategy::FirstFit)), None);
+        assert_eq!(
+            (a.tensor_count, a.summary.footprint_bytes, cancelled),
+            (2, 150, false)
+        );
+        let out = run(
+            &mut worker,
+            Request::Plan(scenario(Strategy::FirstFit)),
+            None,
+        );
         assert_eq!(planned(&out).0.strategy(), Strategy::FirstFit.into());
-        let out = run(&mut worker, Request::Export(ExportKind::MinimallocCsv), None);
+        let out = run(
+            &mut worker,
+            Request::Export(ExportKind::MinimallocCsv),
+            None,
+        );
         let Response::Exported(file) = &out[0] else {
             panic!("{out:?}")
         };
         assert_eq!(file.file_name, "x.plan.csv");
-        assert!(file.text.starts_with("id,lower,upper,size,offset\n"), "{}", file.text);
+        assert!(
+            file.text.starts_with("id,lower,upper,size,offset\n"),
+            "{}",
+            file.text
+        );
     }
 
     #[test]
@@ -393,7 +416,9 @@ mod tests {
         );
         assert_eq!(
             out.last(),
-            Some(&Response::Error("model.onnx: model.onnx is not UTF-8 text".into()))
+            Some(&Response::Error(
+                "model.onnx: model.onnx is not UTF-8 text".into()
+            ))
         );
     }
 
@@ -434,26 +459,43 @@ mod tests {
             },
             Some(A),
         );
-        let out = run_until(&mut worker, Request::Plan(scenario(Strategy::Search)), None, Some(1));
+        let out = run_until(
+            &mut worker,
+            Request::Plan(scenario(Strategy::Search)),
+            None,
+            Some(1),
+        );
         let (a, cancelled) = planned(&out);
         assert!(cancelled);
         assert!(a.summary.valid);
         assert_eq!(a.strategy(), Strategy::Search.into());
         // The worker keeps it: an export is of the plan shown.
         let out = run(&mut worker, Request::Export(ExportKind::PlanJson), None);
-        assert!(matches!(&out[0], Response::Exported(f) if f.text.contains(&format!("\"footprint_bytes\": {}", a.summary.footprint_bytes))));
+        assert!(
+            matches!(&out[0], Response::Exported(f) if f.text.contains(&format!("\"footprint_bytes\": {}", a.summary.footprint_bytes)))
+        );
         // A cancel before the first step keeps what was shown.
-        let out = run_until(&mut worker, Request::Plan(scenario(Strategy::Bump)), None, Some(0));
+        let out = run_until(
+            &mut worker,
+            Request::Plan(scenario(Strategy::Bump)),
+            None,
+            Some(0),
+        );
         assert_eq!(out.last(), Some(&Response::Cancelled));
         let out = run(&mut worker, Request::Export(ExportKind::PlanJson), None);
-        assert!(matches!(&out[0], Response::Exported(f) if f.text.contains("\"strategy\": \"search\"")));
+        assert!(
+            matches!(&out[0], Response::Exported(f) if f.text.contains("\"strategy\": \"search\""))
+        );
     }
 
     #[test]
     fn errors_are_answers_not_panics() {
         let mut worker = Worker::default();
         let out = run(&mut worker, Request::Plan(Scenario::default()), None);
-        assert_eq!(out, vec![Response::Error("nothing is loaded to plan".into())]);
+        assert_eq!(
+            out,
+            vec![Response::Error("nothing is loaded to plan".into())]
+        );
         let out = run(
             &mut worker,
             Request::Load {
@@ -470,6 +512,9 @@ mod tests {
             request,
             r#"{"plan":{"strategy":"tlsf","precision_classes":true,"pool_cap":null,"work_limit":null}}"#
         );
-        assert_eq!(serde_json::to_string(&Request::Cancel).unwrap(), r#""cancel""#);
+        assert_eq!(
+            serde_json::to_string(&Request::Cancel).unwrap(),
+            r#""cancel""#
+        );
     }
 }

@@ -205,8 +205,7 @@ impl PlanReport {
         &self,
         problem: &Problem,
     ) -> Result<(Vec<Vec<Pool>>, Vec<Placement>), FormatError> {
-        let structure =
-            |path: String, message: String| FormatError::structure(&path, &message);
+        let structure = |path: String, message: String| FormatError::structure(&path, &message);
         let mut pools = vec![Vec::new(); problem.device_ids.len()];
         let mut seen_device = vec![false; problem.device_ids.len()];
         for (k, d) in self.summary.devices.iter().enumerate() {
