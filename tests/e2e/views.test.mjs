@@ -57,19 +57,35 @@ const testid = (id) => page.getByTestId(id);
 const bytesOf = async (id) => Number(await testid(id).getAttribute('data-bytes'));
 const drawn = () => page.waitForFunction(() => document.querySelector('canvas.plot')?.hasAttribute('data-draw-ms'));
 
+/** The plot area of a canvas (CSS pixels in the page), as the canvas reports it. */
+async function plotArea(id, attribute = 'data-area') {
+  await testid(id).scrollIntoViewIfNeeded();
+  const box = await testid(id).boundingBox();
+  const [x, y, w, h] = (await testid(id).getAttribute(attribute)).split(',').map(Number);
+  return { x: box.x + x, y: box.y + y, w, h };
+}
+
 /** The CSS-pixel point at the middle of tensor `name`'s rectangle in the fitted arena map. */
 async function arenaPoint(report, name) {
-  await testid('arena-canvas').scrollIntoViewIfNeeded();
-  const box = await testid('arena-canvas').boundingBox();
+  const a = await plotArea('arena-canvas');
+  const arenaOnly = await testid('arena-only').isChecked();
   const p = report.placements.find((x) => x.tensor === name);
   const device = report.devices.find((d) => d.device === p.device);
   const base = device.pools.slice(0, p.pool).reduce((s, q) => s + q.bytes, 0);
-  const height = device.pools.reduce((s, q) => s + q.bytes, 0);
-  const w = box.width - 84 - 12;
-  const h = box.height - 8 - 22;
+  const height = device.pools.filter((q) => !arenaOnly || q.role === 'arena').reduce((s, q) => s + q.bytes, 0);
   return {
-    x: box.x + 84 + ((p.live[0] + p.live[1] + 1) / 2 / report.positions) * w,
-    y: box.y + 8 + h - ((base + p.offset + p.size / 2) / height) * h,
+    x: a.x + ((p.live[0] + p.live[1] + 1) / 2 / report.positions) * a.w,
+    y: a.y + a.h - ((base + p.offset + p.size / 2) / height) * a.h,
+  };
+}
+
+/** The CSS-pixel point over row `k` (of the rows in order) at positions `live` of the timeline. */
+async function rowPoint(k, live, positions) {
+  const a = await plotArea('timeline-canvas');
+  const [first] = (await testid('timeline-canvas').getAttribute('data-rows')).split(',').map(Number);
+  return {
+    x: a.x + ((live[0] + live[1] + 1) / 2 / positions) * a.w,
+    y: a.y + (k - first + 0.5) * 16,
   };
 }
 
@@ -128,7 +144,13 @@ test('the timeline draws a bar per tensor, filtered by search, and sorts', async
   const report = await golden('mlp-training');
   await testid('tab-timeline').click();
   await drawn();
-  assert.equal(Number(await testid('timeline-canvas').getAttribute('data-items')), report.placements.length);
+  // The MLP's weights and optimizer state dwarf its arena: the views start on the arena alone.
+  assert.equal(await testid('arena-only').isChecked(), true);
+  const arena = report.placements.filter((p) => !p.always_live);
+  assert.equal(Number(await testid('timeline-canvas').getAttribute('data-items')), arena.length);
+  await testid('arena-only').uncheck();
+  await page.waitForFunction((n) => document.querySelector('[data-testid=timeline-canvas]').dataset.items === String(n), report.placements.length);
+  assert.match(page.url(), /arena=all/);
   await testid('search').fill('dW');
   await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]').dataset.items === '3');
   assert.match(page.url(), /q=dW/);
@@ -143,21 +165,16 @@ test('the timeline draws a bar per tensor, filtered by search, and sorts', async
     .map((p, i) => ({ ...p, i }))
     .sort((a, b) => a.live[0] - b.live[0] || a.live[1] - b.live[1] || a.i - b.i);
   const k = rows.findIndex((p) => !p.always_live && p.live[1] - p.live[0] >= 3);
-  await testid('timeline-canvas').scrollIntoViewIfNeeded();
-  const box = await testid('timeline-canvas').boundingBox();
-  const h = box.height - 8 - 22;
-  const band = Math.floor(h * 0.3);
-  const top = box.y + 8 + band + 10;
-  const gh = h - band - 10;
-  const w = box.width - 84 - 12;
-  const x = box.x + 84 + ((rows[k].live[0] + rows[k].live[1] + 1) / 2 / report.positions) * w;
-  await page.mouse.click(x, top + ((k + 0.5) / rows.length) * gh);
+  const at = await rowPoint(k, rows[k].live, report.positions);
+  await page.mouse.click(at.x, at.y);
   assert.equal(await testid('selected').innerText(), rows[k].tensor);
+  assert.equal(await testid('details-name').innerText(), rows[k].tensor);
   // The selection is shared with the arena map.
   await testid('tab-arena').click();
   assert.equal(await testid('selected').innerText(), rows[k].tensor);
   await page.keyboard.press('Escape');
   await testid('tab-timeline').click();
+  await testid('arena-only').check();
 });
 
 test('the arena map: hover card, click selects, wheel zooms to the cursor, drag pans', async () => {

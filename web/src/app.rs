@@ -1,6 +1,12 @@
-//! The page: header with the bundled examples, loading (drop anywhere, file picker, `?src=`),
-//! the error banner, the summary with the strategy selector, and the timeline and arena views
-//! with their controls, keyboard, exports and shareable URL.
+//! The page: header with the bundled examples and the file picker, loading (drop anywhere,
+//! file picker, `?src=`), the banners (errors, the link's warnings, a local file the link
+//! cannot hold), the summary with the strategy selector and the arena-only control, and a
+//! workspace of the views (timeline and arena map, with their toolbar, keyboard and exports)
+//! beside the side panels (live at the peak, the selection's details). In embed mode, the view
+//! alone fills the frame, with a link to open it whole.
+//!
+//! The link follows the screen: a new dump, view, strategy, device or focus is a history entry
+//! (Back walks them); zoom, selection, search and order replace the current one.
 
 use std::sync::Arc;
 
@@ -20,6 +26,7 @@ use crate::canvas::PlotCanvas;
 use crate::error::{FetchFailure, WebError};
 use crate::examples::{DEFAULT_EXAMPLE, EXAMPLES};
 use crate::export;
+use crate::panels::{Details, PeakTable, Unplanned};
 use crate::state::{Busy, Origin, PageState, Restore};
 use crate::url_state::{Tab, UrlState};
 use crate::worker_protocol::STAGES;
@@ -51,7 +58,14 @@ fn load_file(state: PageState, file: web_sys::File) {
     }));
     spawn_local(async move {
         match JsFuture::from(file.array_buffer()).await {
-            Ok(buffer) => state.load_in_worker(buffer.unchecked_into(), &name, Origin::default()),
+            Ok(buffer) => {
+                let origin = Origin {
+                    file: Some(name.clone()),
+                    ..Origin::default()
+                };
+                state.missing_file.set(None);
+                state.load_in_worker(buffer.unchecked_into(), &name, origin)
+            }
             Err(_) => {
                 state.busy.set(None);
                 state
@@ -90,16 +104,91 @@ async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
         .ok_or(fail(FetchFailure::Body))
 }
 
+/// The part of the link that makes a history entry when it changes: what is shown, not where
+/// the eye is on it.
+fn history_key(u: &UrlState) -> String {
+    UrlState {
+        selected: None,
+        zoom: None,
+        search: String::new(),
+        sort: RowOrder::default(),
+        color_by: ColorBy::default(),
+        axis_steps: false,
+        ..u.clone()
+    }
+    .to_query()
+}
+
+/// Shows what the link says after Back or Forward: the view, strategy, example and the rest.
+fn follow_link(state: PageState, key: StoredValue<String>) {
+    let url = UrlState::parse(&location_search());
+    key.set_value(history_key(&url));
+    state.tab.set(url.tab);
+    state.sort.set(url.sort);
+    state.color_by.set(url.color_by);
+    state.search.set(url.search.clone());
+    state.arena_only.set(url.arena_only);
+    state.axis_steps.set(url.axis_steps);
+    let origin = state.origin.get_untracked();
+    let restore = Restore {
+        selected: url.selected.clone(),
+        device: url.device.clone(),
+        zoom: url.zoom,
+        origin: Origin {
+            example: url.example.clone(),
+            src: url.src.clone(),
+            file: url.file.clone(),
+        },
+    };
+    let same_dump =
+        origin.example == url.example && origin.src == url.src && origin.file == url.file;
+    if !same_dump {
+        if let Some(e) = url
+            .example
+            .as_deref()
+            .and_then(|name| EXAMPLES.iter().find(|e| e.name == name))
+            .or((url.src.is_none() && url.file.is_none()).then_some(DEFAULT_EXAMPLE))
+        {
+            state.strategy.set(url.strategy);
+            state.restore.set_value(Some(restore.clone()));
+            state.load_here(e.text.as_bytes(), e.name, restore.origin);
+            return;
+        }
+        // A URL or a file: load the page afresh for it.
+        if let Some(w) = web_sys::window() {
+            let _ = w.location().reload();
+        }
+        return;
+    }
+    if state.strategy.get_untracked() != url.strategy {
+        state.set_strategy(url.strategy);
+    }
+    if let Some(a) = state.analysis.get_untracked() {
+        let device = url
+            .device
+            .as_ref()
+            .and_then(|id| a.model.devices.iter().position(|d| &d.id == id))
+            .unwrap_or(0);
+        state.device.set(device);
+        state
+            .selected
+            .set(url.selected.as_deref().and_then(|id| a.model.buffer_of(id)));
+    }
+    state.window().set(url.zoom);
+}
+
 #[component]
 pub fn App() -> impl IntoView {
     let url = UrlState::parse(&location_search());
     let state = PageState::new(&url);
 
-    // First load: `?src=` (in the worker), else `?example=` or the default example (here); the
-    // link's selection, device and zoom are restored once it is planned.
+    // First load: `?src=` (in the worker), else `?example=` or the default example (here); a
+    // link to a local file says so and offers to choose it again. The link's selection, device
+    // and zoom are restored once it is planned.
     let origin = Origin {
         example: url.example.clone(),
         src: url.src.clone(),
+        file: url.file.clone(),
     };
     state.restore.set_value(Some(Restore {
         selected: url.selected.clone(),
@@ -107,8 +196,8 @@ pub fn App() -> impl IntoView {
         zoom: url.zoom,
         origin: origin.clone(),
     }));
-    match url.src.clone() {
-        Some(src) => {
+    match (url.src.clone(), url.example.clone(), url.file.clone()) {
+        (Some(src), _, _) => {
             state.busy.set(Some(Busy {
                 stage: 0,
                 of: STAGES,
@@ -125,9 +214,9 @@ pub fn App() -> impl IntoView {
                 }
             });
         }
-        None => {
-            let example = url
-                .example
+        (None, None, Some(file)) => state.missing_file.set(Some(file)),
+        (None, example, _) => {
+            let example = example
                 .as_deref()
                 .and_then(|name| EXAMPLES.iter().find(|e| e.name == name))
                 .unwrap_or(DEFAULT_EXAMPLE);
@@ -135,24 +224,37 @@ pub fn App() -> impl IntoView {
         }
     }
 
-    // The URL follows the screen.
+    // The link follows the screen; what is shown makes a history entry, the rest replaces it.
+    let key = StoredValue::new(history_key(&url));
     Effect::new(move |_| {
-        let query = state.url_state().to_query();
-        if let Some(w) = web_sys::window() {
-            let path = w.location().pathname().unwrap_or_default();
-            let target = if query.is_empty() {
-                path
-            } else {
-                format!("{path}?{query}")
-            };
-            if let Ok(history) = w.history() {
-                let _ =
-                    history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&target));
-            }
+        let u = state.url_state();
+        let query = u.to_query();
+        let Some(w) = web_sys::window() else { return };
+        let current = w.location().search().unwrap_or_default();
+        if current.trim_start_matches('?') == query {
+            return;
+        }
+        let path = w.location().pathname().unwrap_or_default();
+        let target = if query.is_empty() {
+            path
+        } else {
+            format!("{path}?{query}")
+        };
+        let Ok(history) = w.history() else { return };
+        let next = history_key(&u);
+        let null = wasm_bindgen::JsValue::NULL;
+        if next != key.get_value() && state.analysis.with_untracked(Option::is_some) {
+            key.set_value(next);
+            let _ = history.push_state_with_url(&null, "", Some(&target));
+        } else {
+            let _ = history.replace_state_with_url(&null, "", Some(&target));
         }
     });
+    // Back and Forward: the root lives as long as the page, so these listeners do too.
+    let _history = window_event_listener(ev::popstate, move |_| follow_link(state, key));
 
     let search_input = NodeRef::<Input>::new();
+    let file_input = NodeRef::<Input>::new();
     let _keys = window_event_listener(ev::keydown, move |e: web_sys::KeyboardEvent| {
         let typing = e
             .target()
@@ -176,9 +278,10 @@ pub fn App() -> impl IntoView {
         let fit = crate::canvas::world(state, state.tab.get_untracked());
         let Some(fit) = fit else { return };
         let current = window.get_untracked().unwrap_or(fit);
+        // W/S zoom time only; A/D pan it; F fits everything.
         match e.key().as_str() {
-            "w" | "W" => window.set(Some(current.zoom(1.5, 0.5, 0.5, 1.0))),
-            "s" | "S" => window.set(Some(current.zoom(1.0 / 1.5, 0.5, 0.5, 1.0))),
+            "w" | "W" => window.set(Some(current.zoom_x(1.5, 0.5, 1.0))),
+            "s" | "S" => window.set(Some(current.zoom_x(1.0 / 1.5, 0.5, 1.0))),
             "a" | "A" => window.set(Some(current.pan(-0.2, 0.0))),
             "d" | "D" => window.set(Some(current.pan(0.2, 0.0))),
             "f" | "F" => window.set(None),
@@ -212,6 +315,12 @@ pub fn App() -> impl IntoView {
         }
         input.set_value("");
     };
+    let choose_file = move |_| {
+        if let Some(input) = file_input.get_untracked() {
+            input.click();
+        }
+    };
+    let loaded = move || state.analysis.with(Option::is_some);
 
     view! {
         <div
@@ -237,7 +346,8 @@ pub fn App() -> impl IntoView {
                                     <button
                                         data-testid=format!("example-{}", e.name)
                                         on:click=move |_| {
-                                            let origin = Origin { example: Some(e.name.to_string()), src: None };
+                                            let origin = Origin { example: Some(e.name.to_string()), ..Origin::default() };
+                                            state.missing_file.set(None);
                                             state.load_here(e.text.as_bytes(), e.name, origin);
                                         }
                                     >
@@ -246,14 +356,34 @@ pub fn App() -> impl IntoView {
                                 }
                             })
                             .collect_view()}
+                        <label class="open-file" title="memplan JSON or minimalloc CSV; or drop a file anywhere">
+                            "open a file…"
+                            <input node_ref=file_input type="file" data-testid="file-input" accept=".json,.csv,application/json,text/csv" on:change=on_pick />
+                        </label>
                         <button class="help-button" on:click=move |_| state.help.update(|h| *h = !*h)>"? keys"</button>
                     </nav>
                 </header>
-                <label class="drop-zone">
-                    <span>"Drop a dump anywhere (memplan JSON or minimalloc CSV), or "</span>
-                    <span class="pick">"choose a file"</span>
-                    <input type="file" data-testid="file-input" accept=".json,.csv,application/json,text/csv" on:change=on_pick />
-                </label>
+                {move || state.missing_file.get().map(|name| view! {
+                    <div class="notice" data-testid="missing-file" role="status">
+                        <span>{format!("“{name}” was opened from your disk, so the link cannot hold it. Choose it again to see this view.")}</span>
+                        <button on:click=choose_file>"choose the file"</button>
+                    </div>
+                })}
+                {move || {
+                    let notices = state.notices.get();
+                    (!notices.is_empty()).then(|| view! {
+                        <div class="notice" data-testid="url-warning" role="status">
+                            <ul>{notices.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}</ul>
+                            <button class="dismiss" aria-label="Dismiss" on:click=move |_| state.notices.set(Vec::new())>"×"</button>
+                        </div>
+                    })
+                }}
+                <Show when=move || !loaded() && state.busy.with(Option::is_none) && state.missing_file.with(Option::is_none)>
+                    <div class="drop-zone" on:click=choose_file>
+                        "Drop a dump anywhere (memplan JSON or minimalloc CSV), or "
+                        <span class="pick">"choose a file"</span>
+                    </div>
+                </Show>
             </Show>
             {move || state.busy.get().map(|busy| view! {
                 <div class="progress" data-testid="progress" role="status">
@@ -269,10 +399,29 @@ pub fn App() -> impl IntoView {
                     <button class="dismiss" aria-label="Dismiss" on:click=move |_| state.error.set(None)>"×"</button>
                 </div>
             })}
-            {move || state.analysis.get().map(|a| view! {
-                <Show when=move || !state.embed><Summary state=state analysis=a.clone() /></Show>
-                <Views state=state search_input=search_input />
-            })}
+            <Show when=loaded>
+                {move || (!state.embed).then(|| state.analysis.get().map(|a| view! { <Summary state=state analysis=a /> }))}
+                <div class="workspace" class:embed=state.embed>
+                    <Views state=state search_input=search_input />
+                    <Show when=move || !state.embed>
+                        <aside class="side">
+                            <PeakTable state=state />
+                            <Details state=state />
+                            <Unplanned state=state />
+                        </aside>
+                    </Show>
+                </div>
+            </Show>
+            <Show when=move || state.embed>
+                <a class="open-whole" data-testid="open-whole" target="_blank" rel="noopener"
+                    href=move || {
+                        let mut u = state.url_state();
+                        u.embed = false;
+                        let query = u.to_query();
+                        if query.is_empty() { "./".to_string() } else { format!("./?{query}") }
+                    }
+                >"open in memplan ↗"</a>
+            </Show>
             <Show when=move || state.help.get()><Help state=state /></Show>
         </div>
     }
@@ -294,6 +443,11 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
             r.violations.join("; ")
         )
     };
+    let (always_live, arena): (u64, u64) = r
+        .devices
+        .iter()
+        .fold((0, 0), |(s, a), d| (s + d.static_bytes, a + d.arena_bytes));
+    let several = r.devices.len() > 1;
     let devices = r
         .devices
         .iter()
@@ -310,13 +464,39 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
             </tr>
         })
         .collect_view();
+    let fallbacks: Vec<String> = r
+        .devices
+        .iter()
+        .filter_map(|d| {
+            let f = d.cap_fallback?;
+            Some(format!(
+                "{}: the arena ({}) is over the pool cap of {}, so it was bump-packed into pools: {} ({} more)",
+                d.device,
+                bytes(f.layout_bytes),
+                bytes(f.cap),
+                bytes(f.fallback_bytes),
+                bytes(f.fallback_bytes.saturating_sub(f.layout_bytes))
+            ))
+        })
+        .collect();
     view! {
         <section class="summary" data-testid="summary">
             <div class="summary-head">
-                <div>
+                <div class="what">
                     <h2>{title}</h2>
-                    <p class="source">{format!("{} · {}", analysis.source, analysis.format)}</p>
+                    <span class="source">{format!("{} · {} · {} tensors, {} steps, {} positions", analysis.source, analysis.format, analysis.tensor_count, analysis.step_count, r.positions)}</span>
                 </div>
+                <label class="control" title="leave the always-live pools (weights, optimizer state, caches) out of the views">
+                    <input type="checkbox" data-testid="arena-only"
+                        prop:checked=move || state.arena_only_now()
+                        on:change=move |ev| {
+                            state.arena_only.set(Some(event_target_checked(&ev)));
+                            state.arena_window.set(None);
+                            state.timeline_window.set(None);
+                        }
+                    />
+                    " arena only"
+                </label>
                 <label class="control">
                     "strategy "
                     <select
@@ -336,27 +516,31 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                 </label>
             </div>
             <dl class="figures">
-                <div><dt>"tensors"</dt><dd data-testid="tensor-count">{analysis.tensor_count}</dd></div>
-                <div><dt>"steps"</dt><dd data-testid="step-count">{analysis.step_count}</dd></div>
-                <div><dt>"positions"</dt><dd>{r.positions}</dd></div>
-                <div><dt>"footprint"</dt><dd data-testid="peak-bytes" data-bytes=r.footprint_bytes.to_string()>{bytes(r.footprint_bytes)}</dd></div>
-                <div><dt>"lower bound"</dt><dd data-testid="lower-bound" data-bytes=r.lower_bound_bytes.to_string()>{bytes(r.lower_bound_bytes)}</dd></div>
-                <div><dt>"fragmentation"</dt><dd data-testid="fragmentation">{bytes(r.footprint_bytes - r.lower_bound_bytes)}</dd></div>
+                <div class="key"><dt>"footprint"</dt><dd data-testid="peak-bytes" data-bytes=r.footprint_bytes.to_string()>{bytes(r.footprint_bytes)}</dd></div>
+                <div class="key"><dt>"lower bound"</dt><dd data-testid="lower-bound" data-bytes=r.lower_bound_bytes.to_string()>{bytes(r.lower_bound_bytes)}</dd></div>
+                <div><dt>"fragmentation"</dt><dd data-testid="fragmentation" data-bytes=(r.footprint_bytes - r.lower_bound_bytes).to_string()>{bytes(r.footprint_bytes - r.lower_bound_bytes)}</dd></div>
                 <div><dt>"footprint / LB"</dt><dd data-testid="peak-ratio">{ratio(r.footprint_bytes, r.lower_bound_bytes)}</dd></div>
+                <div><dt>"arena"</dt><dd data-testid="arena-bytes" data-bytes=arena.to_string()>{bytes(arena)}</dd></div>
+                <div><dt>"always-live pools"</dt><dd data-testid="static-bytes" data-bytes=always_live.to_string()>{bytes(always_live)}</dd></div>
                 <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid>{verdict}</dd></div>
                 <Show when=move || state.cancelled.get()>
                     <div><dt>"search"</dt><dd data-testid="cancelled">"cancelled: its best plan so far"</dd></div>
                 </Show>
+                <span data-testid="tensor-count" hidden>{analysis.tensor_count}</span>
+                <span data-testid="step-count" hidden>{analysis.step_count}</span>
             </dl>
-            <table class="devices">
-                <thead>
-                    <tr>
-                        <th>"device"</th><th>"strategy"</th><th>"footprint"</th><th>"lower bound"</th>
-                        <th>"ratio"</th><th>"arena"</th><th>"static"</th><th>"pools"</th>
-                    </tr>
-                </thead>
-                <tbody>{devices}</tbody>
-            </table>
+            {fallbacks.into_iter().map(|f| view! { <p class="warning small" data-testid="cap-fallback">{f}</p> }).collect_view()}
+            {several.then(|| view! {
+                <table class="devices">
+                    <thead>
+                        <tr>
+                            <th>"device"</th><th>"strategy"</th><th>"footprint"</th><th>"lower bound"</th>
+                            <th>"ratio"</th><th>"arena"</th><th>"static"</th><th>"pools"</th>
+                        </tr>
+                    </thead>
+                    <tbody>{devices}</tbody>
+                </table>
+            })}
         </section>
     }
 }
@@ -382,10 +566,12 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
         };
         let tab = state.tab.get_untracked();
         let device = a.model.clamp_device(state.device.get_untracked());
+        let arena_only = state.arena_only_untracked();
         let rows = a.model.rows(
             device,
             &state.search.get_untracked(),
             state.sort.get_untracked(),
+            arena_only,
         );
         let result = export::view_svg(
             &a,
@@ -394,6 +580,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
             &rows,
             state.window().get_untracked(),
             state.color_by.get_untracked(),
+            arena_only,
         )
         .and_then(|svg| {
             export::download_text(
@@ -411,26 +598,18 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
             return;
         };
         let tab = state.tab.get_untracked();
-        let canvas = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| {
-                d.query_selector(&format!("[data-testid={}-canvas]", tab.name()))
-                    .ok()
-                    .flatten()
-            })
-            .and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok());
-        let result = canvas
-            .ok_or(WebError::Browser("find the view's canvas"))
-            .and_then(|c| {
-                c.to_data_url_with_type("image/png")
-                    .map_err(|_| WebError::Browser("read the canvas as PNG"))
-            })
-            .and_then(|url| {
-                export::download_url(
-                    &export::file_name(&a.source, &format!("{}.png", tab.name())),
-                    &url,
-                )
-            });
+        let result = export::view_png(
+            &a,
+            tab,
+            state.color_by.get_untracked(),
+            state.device.get_untracked(),
+        )
+        .and_then(|url| {
+            export::download_url(
+                &export::file_name(&a.source, &format!("{}.png", tab.name())),
+                &url,
+            )
+        });
         if let Err(e) = result {
             state.error.set(Some(format!("export failed: {e}")));
         }
@@ -439,78 +618,87 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
 
     view! {
         <section class="views" class:embed=state.embed>
-            <div class="toolbar">
-                <Show when=move || !state.embed>
+            <Show when=move || !state.embed>
+                <div class="toolbar">
                     <div class="tabs" role="tablist">
                         {tab_button(Tab::Timeline, "Live spans")}
                         {tab_button(Tab::Arena, "Arena map")}
                     </div>
-                </Show>
-                <input
-                    node_ref=search_input
-                    class="search"
-                    type="search"
-                    placeholder="search tensors ( / )"
-                    data-testid="search"
-                    prop:value=move || state.search.get()
-                    on:input=move |ev| state.search.set(event_target_value(&ev))
-                />
-                <Show when=move || state.tab.get() == Tab::Timeline>
-                    <label class="control">
-                        "sort "
-                        <select data-testid="sort-select" on:change=move |ev| {
-                            if let Some(o) = RowOrder::parse(&event_target_value(&ev)) {
-                                state.sort.set(o);
-                            }
-                        }>
-                            {RowOrder::ALL.iter().map(|o| view! {
-                                <option value=o.name() selected=move || state.sort.get() == *o>{o.name()}</option>
-                            }).collect_view()}
-                        </select>
-                    </label>
-                </Show>
-                <label class="control">
-                    "color "
-                    <select data-testid="color-select" on:change=move |ev| {
-                        if let Some(c) = ColorBy::parse(&event_target_value(&ev)) {
-                            state.color_by.set(c);
+                    <input
+                        node_ref=search_input
+                        class="search"
+                        type="search"
+                        placeholder="search tensors, ops, steps ( / )"
+                        data-testid="search"
+                        prop:value=move || state.search.get()
+                        on:input=move |ev| {
+                            state.search.set(event_target_value(&ev));
+                            state.timeline_window.update(|w| if let Some(w) = w { w.y0 = 0.0 });
                         }
-                    }>
-                        {[ColorBy::Kind, ColorBy::DType].iter().map(|c| view! {
-                            <option value=c.name() selected=move || state.color_by.get() == *c>{c.name()}</option>
-                        }).collect_view()}
-                    </select>
-                </label>
-                {move || state.analysis.get().filter(|a| a.model.devices.len() > 1).map(|a| view! {
+                    />
+                    <Show when=move || state.tab.get() == Tab::Timeline>
+                        <label class="control">
+                            "sort "
+                            <select data-testid="sort-select" on:change=move |ev| {
+                                if let Some(o) = RowOrder::parse(&event_target_value(&ev)) {
+                                    state.sort.set(o);
+                                }
+                            }>
+                                {RowOrder::ALL.iter().map(|o| view! {
+                                    <option value=o.name() selected=move || state.sort.get() == *o>{o.name()}</option>
+                                }).collect_view()}
+                            </select>
+                        </label>
+                    </Show>
                     <label class="control">
-                        "device "
-                        <select data-testid="device-select" on:change=move |ev| {
-                            if let Ok(d) = event_target_value(&ev).parse::<usize>() {
-                                state.device.set(d);
-                                state.arena_window.set(None);
-                                state.timeline_window.set(None);
+                        "color "
+                        <select data-testid="color-select" on:change=move |ev| {
+                            if let Some(c) = ColorBy::parse(&event_target_value(&ev)) {
+                                state.color_by.set(c);
                             }
                         }>
-                            {a.model.devices.iter().enumerate().map(|(i, d)| view! {
-                                <option value=i.to_string() selected=move || state.device.get() == i>{d.id.clone()}</option>
+                            {ColorBy::ALL.iter().map(|c| view! {
+                                <option value=c.name() selected=move || state.color_by.get() == *c>{c.name()}</option>
                             }).collect_view()}
                         </select>
                     </label>
-                })}
-                <button on:click=move |_| state.window().set(None) title="F">"fit"</button>
-                <div class="exports">
-                    <button data-testid="export-svg" on:click=export_svg>"SVG"</button>
-                    <button data-testid="export-png" on:click=export_png>"PNG"</button>
-                    <button data-testid="export-plan-json" on:click=move |_| export_plan(ExportKind::PlanJson)>"plan JSON"</button>
-                    <button data-testid="export-plan-csv" on:click=move |_| export_plan(ExportKind::MinimallocCsv)>"minimalloc CSV"</button>
+                    <label class="control" title="label the time axis with positions or step names">
+                        "axis "
+                        <select data-testid="axis-select" on:change=move |ev| state.axis_steps.set(event_target_value(&ev) == "steps")>
+                            <option value="positions" selected=move || !state.axis_steps.get()>"positions"</option>
+                            <option value="steps" selected=move || state.axis_steps.get()>"steps"</option>
+                        </select>
+                    </label>
+                    {move || state.analysis.get().filter(|a| a.model.devices.len() > 1).map(|a| view! {
+                        <label class="control">
+                            "device "
+                            <select data-testid="device-select" on:change=move |ev| {
+                                if let Ok(d) = event_target_value(&ev).parse::<usize>() {
+                                    state.device.set(d);
+                                    state.arena_window.set(None);
+                                    state.timeline_window.set(None);
+                                }
+                            }>
+                                {a.model.devices.iter().enumerate().map(|(i, d)| view! {
+                                    <option value=i.to_string() selected=move || state.device.get() == i>{d.id.clone()}</option>
+                                }).collect_view()}
+                            </select>
+                        </label>
+                    })}
+                    <button on:click=move |_| state.window().set(None) title="F">"fit"</button>
+                    <div class="exports">
+                        <button data-testid="export-svg" on:click=export_svg>"SVG"</button>
+                        <button data-testid="export-png" on:click=export_png>"PNG"</button>
+                        <button data-testid="export-plan-json" on:click=move |_| export_plan(ExportKind::PlanJson)>"plan JSON"</button>
+                        <button data-testid="export-plan-csv" on:click=move |_| export_plan(ExportKind::MinimallocCsv)>"minimalloc CSV"</button>
+                    </div>
                 </div>
-            </div>
-            <Legend state=state />
+                <div class="legend-line"><Legend state=state /><Selected state=state /></div>
+            </Show>
             {move || match state.tab.get() {
                 Tab::Timeline => view! { <PlotCanvas state=state tab=Tab::Timeline /> }.into_any(),
                 Tab::Arena => view! { <PlotCanvas state=state tab=Tab::Arena /> }.into_any(),
             }}
-            <Selected state=state />
         </section>
     }
 }
@@ -544,14 +732,7 @@ fn Selected(state: PageState) -> impl IntoView {
             {move || {
                 let a = state.analysis.get()?;
                 let b = a.model.buffers.get(state.selected.get()?)?;
-                Some(format!(
-                    "  ·  {} · offset {} (pool {}) · positions {}..={}",
-                    bytes(b.size),
-                    b.offset,
-                    b.pool,
-                    b.first,
-                    b.last
-                ))
+                Some(format!("  ·  {}", bytes(b.size)))
             }}
         </div>
     }
@@ -563,13 +744,14 @@ fn Help(state: PageState) -> impl IntoView {
         <div class="help" data-testid="help" role="dialog" aria-label="Keyboard">
             <h3>"Keys"</h3>
             <table>
-                <tr><td><kbd>"W"</kbd>" / "<kbd>"S"</kbd></td><td>"zoom in / out"</td></tr>
+                <tr><td><kbd>"W"</kbd>" / "<kbd>"S"</kbd></td><td>"zoom in / out in time"</td></tr>
                 <tr><td><kbd>"A"</kbd>" / "<kbd>"D"</kbd></td><td>"pan left / right"</td></tr>
                 <tr><td><kbd>"F"</kbd></td><td>"fit everything"</td></tr>
                 <tr><td><kbd>"Esc"</kbd></td><td>"clear the selection"</td></tr>
                 <tr><td><kbd>"/"</kbd></td><td>"search tensors"</td></tr>
                 <tr><td><kbd>"?"</kbd></td><td>"this help"</td></tr>
-                <tr><td>"wheel, drag"</td><td>"zoom to the cursor, pan"</td></tr>
+                <tr><td>"wheel, drag"</td><td>"arena map: zoom to the cursor, pan"</td></tr>
+                <tr><td>"wheel, drag"</td><td>"live spans: scroll the rows, pan; ctrl-wheel zooms time"</td></tr>
                 <tr><td>"click"</td><td>"select the smallest buffer under the cursor"</td></tr>
             </table>
             <button on:click=move |_| state.help.set(false)>"close"</button>

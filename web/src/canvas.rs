@@ -2,8 +2,13 @@
 //! directly: tens of thousands of rectangles, culled to the window, DPR-aware. Geometry and
 //! colors come from memplan-render's `scene` and `color`, the same as the SVG export.
 //!
-//! Interaction: wheel zooms to the cursor, drag pans, hover shows a card, click selects the
-//! smallest rectangle under the cursor (empty space clears the selection).
+//! Interaction. Arena map: wheel zooms to the cursor, drag pans. Timeline: rows have a fixed
+//! height and scroll (wheel, or drag up and down); ctrl- or cmd-wheel zooms time at the cursor,
+//! shift-wheel pans it. Both: hover shows a card, click selects the smallest rectangle under the
+//! cursor (empty space clears the selection); over the usage curve, a readout of the position.
+//!
+//! Lifetimes: every listener this module adds to the window is removed when its component is
+//! disposed (`on_cleanup`), so an event after a re-render never reaches a disposed signal.
 
 use std::collections::HashSet;
 
@@ -11,22 +16,33 @@ use leptos::html::Canvas;
 use leptos::prelude::*;
 use memplan_formats::human::bytes;
 use memplan_render::color::{ColorBy, color_of};
-use memplan_render::scene::{Rect, Viewport, arena_height, arena_rects, pick, timeline_rows};
+use memplan_render::scene::{
+    Rect, Viewport, arena_height, arena_rects, pick, position_ticks, timeline_rows,
+};
+use memplan_render::{DeviceView, ViewModel};
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
 use crate::state::PageState;
 use crate::url_state::Tab;
 
-const LEFT: f64 = 84.0;
+const LEFT_ARENA: f64 = 84.0;
+/// The timeline's left margin holds the row labels (tensor names).
+const LEFT_TIMELINE: f64 = 160.0;
 const RIGHT: f64 = 12.0;
 const TOP: f64 = 8.0;
-const BOTTOM: f64 = 22.0;
+/// The time axis: tick labels, then the loops' band.
+const BOTTOM: f64 = 40.0;
+/// The height of a timeline row, CSS pixels.
+pub const ROW_PX: f64 = 16.0;
 /// The share of the timeline's height given to the memory-usage curve.
 const BAND: f64 = 0.3;
+const FONT: &str = "11px system-ui, sans-serif";
+/// An estimate of the width of a character of `FONT`, for truncating labels without measuring.
+const CHAR_PX: f64 = 6.2;
 
-/// What a canvas shows, rebuilt only when the dump, device, order, search or colors change
-/// (never on pan or zoom).
+/// What a canvas shows, rebuilt only when the dump, device, order, search, colors or focus
+/// change (never on pan or zoom).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scene {
     pub rects: Vec<Rect>,
@@ -36,17 +52,34 @@ pub struct Scene {
     /// live at the peak).
     pub styles: Vec<String>,
     pub style_of: Vec<u16>,
+    /// Per style, whether text on it is dark (the fill is light).
+    pub dark_text: Vec<bool>,
     /// Rectangle indices grouped by style, so a frame sets each style once.
     pub draw_order: Vec<u32>,
+    /// The views leave the always-live buffers out.
+    pub arena_only: bool,
+}
+
+/// Whether a `#rrggbb` or `#rrggbbaa` fill (over white) is light enough for dark text.
+fn light(css: &str) -> bool {
+    let hex = |i: usize| u8::from_str_radix(css.get(i..i + 2).unwrap_or("00"), 16).unwrap_or(0);
+    let alpha = if css.len() > 7 {
+        f64::from(hex(7)) / 255.0
+    } else {
+        1.0
+    };
+    let channel = |i: usize| f64::from(hex(i)) * alpha + 255.0 * (1.0 - alpha);
+    0.299 * channel(1) + 0.587 * channel(3) + 0.114 * channel(5) > 150.0
 }
 
 impl Scene {
     fn new(
-        model: &memplan_render::ViewModel,
+        model: &ViewModel,
         rects: Vec<Rect>,
         faded: Vec<bool>,
         fit: Viewport,
         color_by: ColorBy,
+        arena_only: bool,
     ) -> Self {
         let mut styles: Vec<String> = Vec::new();
         let style_of: Vec<u16> = rects
@@ -64,6 +97,7 @@ impl Scene {
                 }
             })
             .collect();
+        let dark_text = styles.iter().map(|s| light(s)).collect();
         let mut draw_order: Vec<u32> = (0..rects.len() as u32).collect();
         draw_order.sort_by_key(|&i| (style_of[i as usize], i));
         Scene {
@@ -71,7 +105,9 @@ impl Scene {
             fit,
             styles,
             style_of,
+            dark_text,
             draw_order,
+            arena_only,
         }
     }
 }
@@ -81,13 +117,15 @@ pub fn world(state: PageState, tab: Tab) -> Option<Viewport> {
     let analysis = state.analysis.get_untracked()?;
     let model = &analysis.model;
     let device = model.clamp_device(state.device.get_untracked());
+    let arena_only = state.arena_only_untracked();
     let height = match tab {
-        Tab::Arena => arena_height(model, device) as f64,
+        Tab::Arena => arena_height(model, device, arena_only) as f64,
         Tab::Timeline => model
             .rows(
                 device,
                 &state.search.get_untracked(),
                 state.sort.get_untracked(),
+                arena_only,
             )
             .len() as f64,
     };
@@ -98,20 +136,21 @@ pub fn scene(state: PageState, tab: Tab) -> Option<Scene> {
     let analysis = state.analysis.get()?;
     let model = &analysis.model;
     let device = model.clamp_device(state.device.get());
-    let matches: HashSet<usize> = model.search(&state.search.get()).into_iter().collect();
     let color_by = state.color_by.get();
+    let arena_only = state.arena_only_now();
     match tab {
         Tab::Arena => {
-            let rects = arena_rects(model, device);
+            let matches: HashSet<usize> = model.search(&state.search.get()).into_iter().collect();
+            let rects = arena_rects(model, device, arena_only);
             let faded = rects.iter().map(|r| !matches.contains(&r.buffer)).collect();
             let fit = Viewport::fit(
                 f64::from(model.positions),
-                arena_height(model, device) as f64,
+                arena_height(model, device, arena_only) as f64,
             );
-            Some(Scene::new(model, rects, faded, fit, color_by))
+            Some(Scene::new(model, rects, faded, fit, color_by, arena_only))
         }
         Tab::Timeline => {
-            let rows = model.rows(device, &state.search.get(), state.sort.get());
+            let rows = model.rows(device, &state.search.get(), state.sort.get(), arena_only);
             let rects = timeline_rows(model, &rows);
             let at_peak: HashSet<usize> = model
                 .devices
@@ -120,29 +159,40 @@ pub fn scene(state: PageState, tab: Tab) -> Option<Scene> {
                 .unwrap_or_default();
             let faded = rects.iter().map(|r| !at_peak.contains(&r.buffer)).collect();
             let fit = Viewport::fit(f64::from(model.positions), rects.len() as f64);
-            Some(Scene::new(model, rects, faded, fit, color_by))
+            Some(Scene::new(model, rects, faded, fit, color_by, arena_only))
         }
     }
 }
 
-/// The plot area in CSS pixels: x, y, width, height.
-#[derive(Debug, Clone, Copy)]
-struct Area {
-    x: f64,
-    y: f64,
-    w: f64,
-    h: f64,
+/// A plot area in CSS pixels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Area {
+    pub x: f64,
+    pub y: f64,
+    pub w: f64,
+    pub h: f64,
 }
 
+impl Area {
+    fn contains(&self, x: f64, y: f64) -> bool {
+        self.x <= x && x < self.x + self.w && self.y <= y && y < self.y + self.h
+    }
+}
+
+/// The main area and, for the timeline, the usage curve's band above it.
 fn areas(tab: Tab, width: f64, height: f64) -> (Area, Option<Area>) {
+    let left = match tab {
+        Tab::Arena => LEFT_ARENA,
+        Tab::Timeline => LEFT_TIMELINE,
+    };
     let (w, h) = (
-        (width - LEFT - RIGHT).max(10.0),
+        (width - left - RIGHT).max(10.0),
         (height - TOP - BOTTOM).max(10.0),
     );
     match tab {
         Tab::Arena => (
             Area {
-                x: LEFT,
+                x: left,
                 y: TOP,
                 w,
                 h,
@@ -150,22 +200,40 @@ fn areas(tab: Tab, width: f64, height: f64) -> (Area, Option<Area>) {
             None,
         ),
         Tab::Timeline => {
-            let band = (h * BAND).floor();
-            let gap = 10.0;
+            let band = (h * BAND).floor().max(60.0).min(h / 2.0);
+            let gap = 12.0;
             (
                 Area {
-                    x: LEFT,
+                    x: left,
                     y: TOP + band + gap,
                     w,
                     h: (h - band - gap).max(10.0),
                 },
                 Some(Area {
-                    x: LEFT,
+                    x: left,
                     y: TOP,
                     w,
                     h: band,
                 }),
             )
+        }
+    }
+}
+
+/// The window actually drawn: for the timeline, the rows that fit at [`ROW_PX`] from the
+/// scrolled-to one (the stored window's `y0`), never past the last.
+fn effective(tab: Tab, v: Viewport, fit: Viewport, a: Area) -> Viewport {
+    match tab {
+        Tab::Arena => v,
+        Tab::Timeline => {
+            let visible = (a.h / ROW_PX).max(1.0);
+            let rows = fit.y1;
+            let y0 = v.y0.min(rows - visible).max(0.0).floor();
+            Viewport {
+                y0,
+                y1: y0 + visible,
+                ..v
+            }
         }
     }
 }
@@ -180,6 +248,19 @@ fn to_world(tab: Tab, a: Area, v: Viewport, px: f64, py: f64) -> (f64, f64) {
 
 fn context(canvas: &web_sys::HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
     canvas.get_context("2d").ok()??.dyn_into().ok()
+}
+
+/// `text` cut to about `px` pixels of `FONT`, with an ellipsis when cut.
+fn fit_text(text: &str, px: f64) -> Option<String> {
+    let most = (px / CHAR_PX).floor() as usize;
+    let count = text.chars().count();
+    if most < 2 {
+        None
+    } else if count <= most {
+        Some(text.to_string())
+    } else {
+        Some(text.chars().take(most - 1).chain(['…']).collect())
+    }
 }
 
 /// Draws `scene` through window `v` on `canvas`.
@@ -202,6 +283,9 @@ fn draw(
         f64::from(canvas.client_width()),
         f64::from(canvas.client_height()),
     );
+    if width < 1.0 || height < 1.0 {
+        return;
+    }
     let (pw, ph) = ((width * dpr).round() as u32, (height * dpr).round() as u32);
     if canvas.width() != pw || canvas.height() != ph {
         canvas.set_width(pw);
@@ -212,6 +296,7 @@ fn draw(
     ctx.set_fill_style_str("#ffffff");
     ctx.fill_rect(0.0, 0.0, width, height);
     let (a, band) = areas(tab, width, height);
+    let v = effective(tab, v, scene.fit, a);
     let sx = a.w / (v.x1 - v.x0);
     let sy = a.h / (v.y1 - v.y0);
     let px = |x: f64| a.x + (x - v.x0) * sx;
@@ -227,6 +312,8 @@ fn draw(
     ctx.clip();
     let mut current_style = None;
     let mut selected_box = None;
+    // Rectangles with room for a label, labelled after all are drawn.
+    let mut labelled: Vec<(usize, f64, f64, f64, f64, bool)> = Vec::new();
     ctx.set_stroke_style_str("#ffffff");
     ctx.set_line_width(0.5);
     for &k in &scene.draw_order {
@@ -243,31 +330,48 @@ fn draw(
             current_style = Some(style);
         }
         let (w, h) = ((x1 - x0).max(1.0), (y1 - y0).max(1.0));
-        ctx.fill_rect(x0, y0, w, h);
-        if w > 3.0 && h > 3.0 {
+        let inset = if tab == Tab::Timeline { 1.5 } else { 0.0 };
+        ctx.fill_rect(x0, y0 + inset, w, (h - 2.0 * inset).max(1.0));
+        if w > 3.0 && h > 3.0 && tab == Tab::Arena {
             ctx.stroke_rect(x0, y0, w, h);
+        }
+        if w >= 36.0 && h >= 13.0 {
+            labelled.push((r.buffer, x0, y0, w, h, scene.dark_text[style as usize]));
         }
         if Some(r.buffer) == selected {
             selected_box = Some((x0, y0, w, h));
         }
     }
-    if tab == Tab::Arena {
-        // Pool boundaries.
-        if let Some(d) = model.devices.get(device)
-            && d.pools.len() > 1
-        {
+    ctx.set_font(FONT);
+    ctx.set_text_align("left");
+    for (b, x, y, w, h, dark) in labelled {
+        if let Some(text) = fit_text(&model.buffers[b].name, w - 8.0) {
+            ctx.set_fill_style_str(if dark { "#1b1f24" } else { "#ffffff" });
+            let _ = ctx.fill_text(&text, x + 4.0, y + h / 2.0 + 4.0);
+        }
+    }
+    if tab == Tab::Arena
+        && let Some(d) = model.devices.get(device)
+        && d.pools.len() > 1
+    {
+        // Pool boundaries, labelled on a white tag so they read over any color.
+        for (k, p) in d.pools.iter().enumerate() {
+            if scene.arena_only && p.role != memplan_core::PoolRole::Arena {
+                continue;
+            }
+            let y = py(p.base as f64);
             ctx.set_stroke_style_str("#1b1f24");
             ctx.set_line_width(1.0);
+            ctx.begin_path();
+            ctx.move_to(a.x, y);
+            ctx.line_to(a.x + a.w, y);
+            ctx.stroke();
+            let label = format!("pool {k} ({}, {})", p.role.name(), bytes(p.bytes));
+            let tw = ctx.measure_text(&label).map_or(120.0, |m| m.width());
+            ctx.set_fill_style_str("rgba(255, 255, 255, 0.92)");
+            ctx.fill_rect(a.x + 2.0, y - 16.0, tw + 8.0, 14.0);
             ctx.set_fill_style_str("#1b1f24");
-            ctx.set_font("11px system-ui, sans-serif");
-            for (k, p) in d.pools.iter().enumerate() {
-                let y = py(p.base as f64);
-                ctx.begin_path();
-                ctx.move_to(a.x, y);
-                ctx.line_to(a.x + a.w, y);
-                ctx.stroke();
-                let _ = ctx.fill_text(&format!("pool {k} ({})", p.role.name()), a.x + 4.0, y - 3.0);
-            }
+            let _ = ctx.fill_text(&label, a.x + 6.0, y - 5.0);
         }
     }
     if let Some((x, y, w, h)) = selected_box {
@@ -277,59 +381,138 @@ fn draw(
     }
     ctx.restore();
 
-    // Axes.
+    time_axis(&ctx, model, a, v, state.axis_steps.get_untracked());
     ctx.set_fill_style_str("#5b6470");
-    ctx.set_font("11px system-ui, sans-serif");
-    ctx.set_text_align("center");
-    let ticks = 8.0;
-    for k in 0..=ticks as u32 {
-        let x = v.x0 + (v.x1 - v.x0) * f64::from(k) / ticks;
-        let _ = ctx.fill_text(&format!("{}", x.floor() as i64), px(x), height - 6.0);
-    }
+    ctx.set_font(FONT);
     ctx.set_text_align("right");
-    if tab == Tab::Arena {
-        for k in 0..=4 {
-            let y = v.y0 + (v.y1 - v.y0) * f64::from(k) / 4.0;
-            let _ = ctx.fill_text(&bytes(y.max(0.0) as u64), a.x - 6.0, py(y) + 4.0);
+    match tab {
+        Tab::Arena => {
+            for k in 0..=4 {
+                let y = v.y0 + (v.y1 - v.y0) * f64::from(k) / 4.0;
+                let _ = ctx.fill_text(&bytes(y.max(0.0) as u64), a.x - 6.0, py(y) + 4.0);
+            }
         }
-    } else {
-        let _ = ctx.fill_text(
-            &format!("{} rows", scene.rects.len()),
-            a.x - 6.0,
-            a.y + 12.0,
-        );
+        Tab::Timeline => {
+            // Row labels: the tensor names of the rows shown.
+            for r in scene.rects.iter().filter(|r| r.y0 >= v.y0 && r.y0 < v.y1) {
+                if let Some(text) = fit_text(&model.buffers[r.buffer].name, a.x - 12.0) {
+                    let y = py(r.y0) + ROW_PX / 2.0 + 4.0;
+                    ctx.set_fill_style_str(if Some(r.buffer) == selected {
+                        "#1b1f24"
+                    } else {
+                        "#5b6470"
+                    });
+                    let _ = ctx.fill_text(&text, a.x - 6.0, y);
+                }
+            }
+        }
     }
     if let (Some(band), Some(d)) = (band, model.devices.get(device)) {
-        usage_band(&ctx, band, v, d);
+        usage_band(&ctx, band, v, d, scene.arena_only);
     }
     // What was drawn and how long it took: hooks for tests and for the curious.
     let _ = canvas.set_attribute("data-items", &scene.rects.len().to_string());
+    let _ = canvas.set_attribute("data-rows", &format!("{},{}", v.y0, v.y1));
+    let _ = canvas.set_attribute("data-area", &format!("{},{},{},{}", a.x, a.y, a.w, a.h));
+    if let Some(b) = band {
+        let _ = canvas.set_attribute("data-band", &format!("{},{},{},{}", b.x, b.y, b.w, b.h));
+    }
     if let (Some(p), Some(t0)) = (performance, started) {
         let _ = canvas.set_attribute("data-draw-ms", &format!("{:.2}", p.now() - t0));
     }
 }
 
-/// The memory-usage curve above the timeline, the footprint line, the peak marked.
+/// The time axis under `a`: unique position numbers (or step names), and each loop's extent
+/// with its trip count.
+fn time_axis(ctx: &CanvasRenderingContext2d, model: &ViewModel, a: Area, v: Viewport, steps: bool) {
+    let px = |x: f64| a.x + (x - v.x0) / (v.x1 - v.x0) * a.w;
+    let spacing = if steps { 110.0 } else { 70.0 };
+    let most = (a.w / spacing).floor().max(1.0) as usize;
+    ctx.set_fill_style_str("#5b6470");
+    ctx.set_font(FONT);
+    ctx.set_text_align("center");
+    let per_position = a.w / (v.x1 - v.x0);
+    let y = a.y + a.h + 14.0;
+    for t in position_ticks(v.x0, v.x1, most) {
+        let label = if steps {
+            let room = per_position.max(spacing) - 6.0;
+            model
+                .position_labels
+                .get(t as usize)
+                .and_then(|l| fit_text(l, room.min(spacing - 6.0)))
+                .unwrap_or_default()
+        } else {
+            t.to_string()
+        };
+        let x = px(f64::from(t) + 0.5);
+        if x >= a.x - 1.0 && x <= a.x + a.w + 1.0 {
+            let _ = ctx.fill_text(&label, x, y);
+        }
+    }
+    // The loops: a bracket under the axis over the loop's position, with its trip count.
+    let y = a.y + a.h + 28.0;
+    ctx.set_stroke_style_str("#8a6d00");
+    ctx.set_line_width(1.5);
+    for l in &model.loops {
+        let (x0, x1) = (
+            px(f64::from(l.position)).max(a.x),
+            px(f64::from(l.position) + 1.0).min(a.x + a.w),
+        );
+        if x1 <= x0 {
+            continue;
+        }
+        ctx.begin_path();
+        ctx.move_to(x0 + 1.0, y - 5.0);
+        ctx.line_to(x0 + 1.0, y);
+        ctx.line_to(x1 - 1.0, y);
+        ctx.line_to(x1 - 1.0, y - 5.0);
+        ctx.stroke();
+        let trips = l.trip_count.map_or_else(String::new, |n| format!(" ×{n}"));
+        let text = format!("↻ {}{trips} ({} steps)", l.id, l.steps);
+        let short = format!("↻{trips}");
+        ctx.set_fill_style_str("#8a6d00");
+        let label = fit_text(&text, (x1 - x0).max(0.0) + 60.0)
+            .filter(|t| t.chars().count() == text.chars().count())
+            .unwrap_or(short);
+        let _ = ctx.fill_text(&label, (x0 + x1) / 2.0, y + 11.0);
+    }
+}
+
+/// The memory-usage curve above the timeline: the footprint line, the lower bound at the peak,
+/// and the gap between them (fragmentation), shaded and labelled.
 fn usage_band(
     ctx: &CanvasRenderingContext2d,
     b: Area,
     v: Viewport,
-    d: &memplan_render::DeviceView,
+    d: &DeviceView,
+    arena_only: bool,
 ) {
-    let top = (d.footprint_bytes.max(d.lower_bound) as f64 * 1.05).max(1.0);
+    let floor = d.floor(arena_only);
+    let footprint = d.shown_footprint(arena_only);
+    let lower_bound = d.lower_bound.saturating_sub(floor);
+    let top = (footprint.max(lower_bound) as f64 * 1.12).max(1.0);
     let px = |x: f64| b.x + (x - v.x0) / (v.x1 - v.x0) * b.w;
     let py = |y: f64| b.y + b.h - y / top * b.h;
     ctx.save();
     ctx.begin_path();
     ctx.rect(b.x, b.y, b.w, b.h);
     ctx.clip();
-    ctx.set_fill_style_str("#eef3fc");
+    ctx.set_fill_style_str("#f4f7fd");
     ctx.fill_rect(b.x, b.y, b.w, b.h);
+    // Fragmentation: between the lower bound and the footprint.
+    ctx.set_fill_style_str("rgba(214, 39, 40, 0.10)");
+    ctx.fill_rect(
+        b.x,
+        py(footprint as f64),
+        b.w,
+        py(lower_bound as f64) - py(footprint as f64),
+    );
     ctx.begin_path();
     ctx.move_to(px(0.0), py(0.0));
     for (p, &live) in d.curve.iter().enumerate() {
-        ctx.line_to(px(p as f64), py(live as f64));
-        ctx.line_to(px(p as f64 + 1.0), py(live as f64));
+        let live = live.saturating_sub(floor) as f64;
+        ctx.line_to(px(p as f64), py(live));
+        ctx.line_to(px(p as f64 + 1.0), py(live));
     }
     ctx.line_to(px(d.curve.len() as f64), py(0.0));
     ctx.set_fill_style_str("rgba(47, 111, 222, 0.35)");
@@ -340,42 +523,101 @@ fn usage_band(
     ctx.set_stroke_style_str("#d62728");
     ctx.set_line_width(1.0);
     ctx.begin_path();
-    ctx.move_to(b.x, py(d.footprint_bytes as f64));
-    ctx.line_to(b.x + b.w, py(d.footprint_bytes as f64));
+    ctx.move_to(b.x, py(footprint as f64));
+    ctx.line_to(b.x + b.w, py(footprint as f64));
     ctx.stroke();
+    ctx.set_stroke_style_str("#111111");
+    ctx.set_line_dash(&js_sys::Array::of2(&4.0.into(), &3.0.into()))
+        .unwrap_or_default();
+    ctx.begin_path();
+    ctx.move_to(b.x, py(lower_bound as f64));
+    ctx.line_to(b.x + b.w, py(lower_bound as f64));
+    ctx.stroke();
+    ctx.set_line_dash(&js_sys::Array::new()).unwrap_or_default();
+    ctx.set_font(FONT);
     if let Some(p) = d.peak_position {
         let x = px(f64::from(p) + 0.5);
-        ctx.set_stroke_style_str("#111111");
         ctx.begin_path();
         ctx.move_to(x, b.y + b.h);
-        ctx.line_to(x, py(d.lower_bound as f64));
+        ctx.line_to(x, py(lower_bound as f64));
         ctx.stroke();
         ctx.set_fill_style_str("#111111");
-        ctx.set_text_align("left");
-        ctx.set_font("11px system-ui, sans-serif");
-        let _ = ctx.fill_text(
-            &format!("lower bound {}", bytes(d.lower_bound)),
-            x + 4.0,
-            py(d.lower_bound as f64) + 12.0,
-        );
+        ctx.set_text_align(if x > b.x + b.w * 0.7 { "right" } else { "left" });
+        let dx = if x > b.x + b.w * 0.7 { -4.0 } else { 4.0 };
+        let _ = ctx.fill_text("peak", x + dx, b.y + b.h - 4.0);
     }
     ctx.restore();
+    let what = if arena_only { " (arena)" } else { "" };
+    ctx.set_font(FONT);
+    ctx.set_text_align("left");
     ctx.set_fill_style_str("#b3261e");
-    ctx.set_text_align("right");
-    ctx.set_font("11px system-ui, sans-serif");
     let _ = ctx.fill_text(
-        &format!("footprint {}", bytes(d.footprint_bytes)),
+        &format!("footprint{what} {}", bytes(footprint)),
+        b.x + 4.0,
+        py(footprint as f64) - 3.0,
+    );
+    ctx.set_text_align("right");
+    let _ = ctx.fill_text(
+        &format!(
+            "fragmentation {}",
+            bytes(footprint.saturating_sub(lower_bound))
+        ),
         b.x + b.w - 4.0,
-        py(d.footprint_bytes as f64) - 4.0,
+        (py(footprint as f64) + py(lower_bound as f64)) / 2.0 + 4.0,
+    );
+    ctx.set_fill_style_str("#111111");
+    ctx.set_text_align("left");
+    let _ = ctx.fill_text(
+        &format!("lower bound{what} {}", bytes(lower_bound)),
+        b.x + 4.0,
+        py(lower_bound as f64) + 12.0,
     );
     ctx.set_fill_style_str("#5b6470");
+    ctx.set_text_align("right");
+    let _ = ctx.fill_text("live bytes", b.x - 6.0, b.y + 10.0);
     let _ = ctx.fill_text("0", b.x - 6.0, b.y + b.h);
+}
+
+/// Where the hover card sits: beside the cursor, on the side with room, inside the container.
+fn card_style(x: f64, y: f64, width: f64, height: f64) -> String {
+    let horizontal = if x > width * 0.55 {
+        format!("right: {}px", (width - x + 14.0).max(0.0))
+    } else {
+        format!("left: {}px", x + 14.0)
+    };
+    let vertical = if y > height * 0.5 {
+        format!("bottom: {}px", (height - y + 14.0).max(0.0))
+    } else {
+        format!("top: {}px", y + 14.0)
+    };
+    format!("{horizontal}; {vertical}")
+}
+
+/// What the pointer is over.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Hover {
+    /// A buffer's rectangle, at `(x, y)` in a container of `(w, h)` CSS pixels.
+    Buffer {
+        buffer: usize,
+        x: f64,
+        y: f64,
+        w: f64,
+        h: f64,
+    },
+    /// The usage curve at a position.
+    Curve {
+        position: u32,
+        x: f64,
+        y: f64,
+        w: f64,
+        h: f64,
+    },
 }
 
 #[component]
 pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
-    let hover = RwSignal::new(None::<(usize, f64, f64)>);
+    let hover = RwSignal::new(None::<Hover>);
     let drag = StoredValue::new(None::<(f64, f64, Viewport, bool)>);
     let scene = Memo::new(move |_| scene(state, tab));
     let window = match tab {
@@ -384,19 +626,7 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
     };
     let current = move || scene.with(|s| s.as_ref().map(|s| window.get().unwrap_or(s.fit)));
 
-    Effect::new(move |_| {
-        let (Some(el), Some(v)) = (canvas.get(), current()) else {
-            return;
-        };
-        state.selected.track();
-        scene.with(|s| {
-            if let Some(s) = s {
-                draw(&el, state, tab, s, v);
-            }
-        });
-    });
-    // Redraw on resize.
-    let _ = leptos::prelude::window_event_listener(leptos::ev::resize, move |_| {
+    let redraw = move || {
         if let (Some(el), Some(v)) = (
             canvas.get_untracked(),
             scene.with_untracked(|s| s.as_ref().map(|s| window.get_untracked().unwrap_or(s.fit))),
@@ -407,58 +637,124 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
                 }
             });
         }
-    });
-
-    let local = move |ev: &web_sys::MouseEvent| -> Option<(f64, f64, Area)> {
-        let el = canvas.get_untracked()?;
-        let r = el.get_bounding_client_rect();
-        let (a, _) = areas(tab, r.width(), r.height());
-        Some((
-            f64::from(ev.client_x()) - r.left(),
-            f64::from(ev.client_y()) - r.top(),
-            a,
-        ))
     };
-    let viewport = move || {
-        scene.with_untracked(|s| s.as_ref().map(|s| window.get_untracked().unwrap_or(s.fit)))
+    Effect::new(move |_| {
+        let (Some(el), Some(v)) = (canvas.get(), current()) else {
+            return;
+        };
+        state.selected.track();
+        state.axis_steps.track();
+        scene.with(|s| {
+            if let Some(s) = s {
+                draw(&el, state, tab, s, v);
+            }
+        });
+    });
+    // Redraw on resize; the listener goes with the component.
+    let resize = window_event_listener(leptos::ev::resize, move |_| redraw());
+    on_cleanup(move || resize.remove());
+
+    let local =
+        move |ev: &web_sys::MouseEvent| -> Option<(f64, f64, Area, Option<Area>, f64, f64)> {
+            let el = canvas.get_untracked()?;
+            let r = el.get_bounding_client_rect();
+            let (a, band) = areas(tab, r.width(), r.height());
+            Some((
+                f64::from(ev.client_x()) - r.left(),
+                f64::from(ev.client_y()) - r.top(),
+                a,
+                band,
+                r.width(),
+                r.height(),
+            ))
+        };
+    // The window as drawn (for the timeline, the rows that fit).
+    let viewport = move |a: Area| {
+        scene.with_untracked(|s| {
+            s.as_ref()
+                .map(|s| effective(tab, window.get_untracked().unwrap_or(s.fit), s.fit, a))
+        })
     };
 
     let on_wheel = move |ev: web_sys::WheelEvent| {
         ev.prevent_default();
-        let (Some((x, y, a)), Some(v)) = (local(&ev), viewport()) else {
+        let Some((x, y, a, _, _, _)) = local(&ev) else {
             return;
         };
-        let factor = (-ev.delta_y() * 0.0015).exp();
+        let Some(v) = viewport(a) else { return };
         let fx = ((x - a.x) / a.w).clamp(0.0, 1.0);
-        let fy = ((y - a.y) / a.h).clamp(0.0, 1.0);
-        let fy = if tab == Tab::Arena { 1.0 - fy } else { fy };
-        window.set(Some(v.zoom(factor, fx, fy, 1.0)));
+        let factor = (-ev.delta_y() * 0.0015).exp();
+        let next = match tab {
+            Tab::Arena => {
+                let fy = 1.0 - ((y - a.y) / a.h).clamp(0.0, 1.0);
+                v.zoom(factor, fx, fy, 1.0)
+            }
+            Tab::Timeline if ev.ctrl_key() || ev.meta_key() => v.zoom_x(factor, fx, 1.0),
+            Tab::Timeline if ev.shift_key() => {
+                let delta = if ev.delta_x() != 0.0 {
+                    ev.delta_x()
+                } else {
+                    ev.delta_y()
+                };
+                v.pan(delta / a.w, 0.0)
+            }
+            Tab::Timeline => Viewport {
+                y0: v.y0 + (ev.delta_y() / ROW_PX).round(),
+                ..v
+            },
+        };
+        window.set(Some(next));
     };
     let on_down = move |ev: web_sys::MouseEvent| {
-        if let (Some((x, y, _)), Some(v)) = (local(&ev), viewport()) {
+        if let Some((x, y, a, _, _, _)) = local(&ev)
+            && let Some(v) = viewport(a)
+        {
             drag.set_value(Some((x, y, v, false)));
         }
     };
     let on_move = move |ev: web_sys::MouseEvent| {
-        let Some((x, y, a)) = local(&ev) else { return };
+        let Some((x, y, a, band, w, h)) = local(&ev) else {
+            return;
+        };
         if let Some((sx, sy, start, moved)) = drag.get_value() {
             let (dx, dy) = (x - sx, y - sy);
             if moved || dx.abs() + dy.abs() > 3.0 {
-                let fy = if tab == Tab::Arena {
-                    dy / a.h
-                } else {
-                    -dy / a.h
+                let next = match tab {
+                    Tab::Arena => start.pan(-dx / a.w, dy / a.h),
+                    Tab::Timeline => Viewport {
+                        y0: start.y0 - (dy / ROW_PX).round(),
+                        ..start.pan(-dx / a.w, 0.0)
+                    },
                 };
-                window.set(Some(start.pan(-dx / a.w, fy)));
+                window.set(Some(next));
                 drag.set_value(Some((sx, sy, start, true)));
                 hover.set(None);
                 return;
             }
         }
-        let Some(v) = viewport() else { return };
+        let Some(v) = viewport(a) else { return };
+        if let Some(band) = band
+            && band.contains(x, y)
+        {
+            let (wx, _) = to_world(tab, band, v, x, y);
+            let positions = state
+                .analysis
+                .get_untracked()
+                .map_or(0, |a| a.model.positions);
+            hover.set(
+                (wx >= 0.0 && (wx as u32) < positions).then_some(Hover::Curve {
+                    position: wx as u32,
+                    x,
+                    y,
+                    w,
+                    h,
+                }),
+            );
+            return;
+        }
         let (wx, wy) = to_world(tab, a, v, x, y);
         let under = scene.with_untracked(|s| s.as_ref().and_then(|s| pick(&s.rects, wx, wy)));
-        hover.set(under.map(|b| (b, x, y)));
+        hover.set(under.map(|buffer| Hover::Buffer { buffer, x, y, w, h }));
     };
     let on_up = move |ev: web_sys::MouseEvent| {
         let clicked = matches!(drag.get_value(), Some((_, _, _, false)));
@@ -466,9 +762,13 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
         if !clicked {
             return;
         }
-        let (Some((x, y, a)), Some(v)) = (local(&ev), viewport()) else {
+        let Some((x, y, a, band, _, _)) = local(&ev) else {
             return;
         };
+        if band.is_some_and(|b| b.contains(x, y)) {
+            return;
+        }
+        let Some(v) = viewport(a) else { return };
         let (wx, wy) = to_world(tab, a, v, x, y);
         let under = scene.with_untracked(|s| s.as_ref().and_then(|s| pick(&s.rects, wx, wy)));
         state.selected.set(under);
@@ -482,6 +782,17 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
         Tab::Arena => "arena-canvas",
         Tab::Timeline => "timeline-canvas",
     };
+    let no_match = move || {
+        let query = state.search.get();
+        let empty = scene.with(|s| s.as_ref().is_some_and(|s| s.rects.is_empty()));
+        (empty && !query.trim().is_empty()).then(|| {
+            view! {
+                <div class="no-match" data-testid="no-match">
+                    {format!("no tensor matches “{}”", query.trim())}
+                </div>
+            }
+        })
+    };
     view! {
         <div class="canvas-wrap">
             <canvas
@@ -494,41 +805,48 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
                 on:mouseup=on_up
                 on:mouseleave=on_leave
             ></canvas>
+            {no_match}
             {move || {
-                let (b, x, y) = hover.get()?;
-                let a = state.analysis.get().filter(|a| b < a.model.buffers.len())?;
-                Some(view! { <HoverCard analysis=a buffer=b x=x y=y /> })
+                let a = state.analysis.get()?;
+                match hover.get()? {
+                    Hover::Buffer { buffer, x, y, w, h } => {
+                        a.model.buffers.get(buffer)?;
+                        let style = card_style(x, y, w, h);
+                        Some(view! { <HoverCard model=a.clone() buffer=buffer style=style /> }.into_any())
+                    }
+                    Hover::Curve { position, x, y, w, h } => {
+                        let style = card_style(x, y, w, h);
+                        let arena_only = state.arena_only_untracked();
+                        Some(view! { <CurveReadout analysis=a.clone() position=position style=style arena_only=arena_only device=state.device.get_untracked() /> }.into_any())
+                    }
+                }
             }}
         </div>
     }
 }
 
-/// The card under the cursor: what the buffer is, where and when it lives, who writes and reads it.
-#[component]
-fn HoverCard(
-    analysis: std::sync::Arc<crate::analysis::Analysis>,
-    buffer: usize,
-    x: f64,
-    y: f64,
-) -> impl IntoView {
-    let m = &analysis.model;
-    let b = &m.buffers[buffer];
+/// A list of steps for a card: their ids, the first six and a count of the rest.
+pub fn step_list(model: &ViewModel, steps: &[u32]) -> String {
+    let ids = model.step_ids(steps);
+    if ids.is_empty() {
+        "none".to_string()
+    } else if ids.len() > 6 {
+        format!("{} and {} more", ids[..6].join(", "), ids.len() - 6)
+    } else {
+        ids.join(", ")
+    }
+}
+
+/// When a buffer lives, in positions and what runs there.
+pub fn interval_text(model: &ViewModel, b: &memplan_render::BufferView) -> String {
     let label = |p: u32| {
-        m.position_labels
+        model
+            .position_labels
             .get(p as usize)
             .cloned()
             .unwrap_or_default()
     };
-    let list = |steps: &[String]| {
-        if steps.is_empty() {
-            "none".to_string()
-        } else if steps.len() > 6 {
-            format!("{} and {} more", steps[..6].join(", "), steps.len() - 6)
-        } else {
-            steps.join(", ")
-        }
-    };
-    let when = if b.always_live {
+    if b.always_live {
         "always live".to_string()
     } else {
         format!(
@@ -538,19 +856,75 @@ fn HoverCard(
             label(b.first),
             label(b.last)
         )
-    };
+    }
+}
+
+/// The card under the cursor: what the buffer is, where and when it lives, who writes and reads it.
+#[component]
+fn HoverCard(
+    model: std::sync::Arc<crate::analysis::Analysis>,
+    buffer: usize,
+    style: String,
+) -> impl IntoView {
+    let m = &model.model;
+    let b = &m.buffers[buffer];
     let dtype = b
         .dtype
         .map_or_else(|| "-".to_string(), |d| d.name().to_string());
     view! {
-        <div class="hover-card" data-testid="hover-card" style=format!("left: {}px; top: {}px", x + 14.0, y + 14.0)>
+        <div class="hover-card" data-testid="hover-card" style=style>
             <div class="name">{b.name.clone()}</div>
             <div class="muted">{format!("{} · {} · {}", b.tensor, b.kind.name(), dtype)}</div>
             <div>{format!("size {} ({} B)", bytes(b.size), b.size)}</div>
             <div>{format!("offset {} in pool {} · address {}", b.offset, b.pool, b.address)}</div>
-            <div>{when}</div>
-            <div>{format!("producers: {}", list(&b.producers))}</div>
-            <div>{format!("consumers: {}", list(&b.consumers))}</div>
+            <div>{interval_text(m, b)}</div>
+            <div>{format!("producers: {}", step_list(m, &b.producers))}</div>
+            <div>{format!("consumers: {}", step_list(m, &b.consumers))}</div>
+        </div>
+    }
+}
+
+/// The readout over the usage curve: what runs at the position and what is live there.
+#[component]
+fn CurveReadout(
+    analysis: std::sync::Arc<crate::analysis::Analysis>,
+    position: u32,
+    style: String,
+    arena_only: bool,
+    device: usize,
+) -> impl IntoView {
+    let m = &analysis.model;
+    let d = &m.devices[m.clamp_device(device)];
+    let floor = d.floor(arena_only);
+    let live = d
+        .curve
+        .get(position as usize)
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(floor);
+    let what = if arena_only { " (arena)" } else { "" };
+    let runs: Vec<String> = match m.loop_at(position) {
+        Some(l) => {
+            let trips = l.trip_count.map_or_else(String::new, |n| format!(" ×{n}"));
+            vec![format!("loop {}{trips}: {} steps", l.id, l.steps)]
+        }
+        None => m
+            .steps_at(position)
+            .map(|(_, s)| {
+                if s.op.is_empty() {
+                    s.name.clone()
+                } else {
+                    format!("{} · {}", s.name, s.op)
+                }
+            })
+            .collect(),
+    };
+    view! {
+        <div class="hover-card" data-testid="curve-readout" style=style>
+            <div class="name">{format!("position {position}")}</div>
+            {runs.into_iter().map(|r| view! { <div>{r}</div> }).collect_view()}
+            <div>{format!("live{what} {} ({live} B)", bytes(live))}</div>
+            <div>{format!("footprint{what} {}", bytes(d.shown_footprint(arena_only)))}</div>
         </div>
     }
 }

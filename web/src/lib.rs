@@ -11,6 +11,7 @@ pub mod canvas;
 pub mod error;
 pub mod examples;
 pub mod export;
+pub mod panels;
 pub mod panic;
 pub mod state;
 pub mod url_state;

@@ -23,11 +23,13 @@ pub struct Busy {
     pub what: String,
 }
 
-/// Where the dump shown came from, for the link: a bundled example or a `?src=` URL.
+/// Where the dump shown came from, for the link: a bundled example, a `?src=` URL, or a file
+/// from the user's disk (only its name: the file itself cannot be in a link).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Origin {
     pub example: Option<String>,
     pub src: Option<String>,
+    pub file: Option<String>,
 }
 
 /// What a link asks to show once its dump is loaded.
@@ -55,6 +57,14 @@ pub struct PageState {
     pub arena_window: RwSignal<Option<Viewport>>,
     pub timeline_window: RwSignal<Option<Viewport>>,
     pub help: RwSignal<bool>,
+    /// Whether the views leave the always-live buffers out; `None`: when they dwarf the arena.
+    pub arena_only: RwSignal<Option<bool>>,
+    /// The time axis labels step names rather than position numbers.
+    pub axis_steps: RwSignal<bool>,
+    /// Messages about the link (values it could not use, a file it cannot hold).
+    pub notices: RwSignal<Vec<String>>,
+    /// A local file the link named but cannot hold: offer to choose it again.
+    pub missing_file: RwSignal<Option<String>>,
     pub embed: bool,
     /// What is being loaded, while it is.
     pub busy: RwSignal<Option<Busy>>,
@@ -88,6 +98,10 @@ impl PageState {
             arena_window: RwSignal::new(None),
             timeline_window: RwSignal::new(None),
             help: RwSignal::new(false),
+            arena_only: RwSignal::new(url.arena_only),
+            axis_steps: RwSignal::new(url.axis_steps),
+            notices: RwSignal::new(url.warnings.clone()),
+            missing_file: RwSignal::new(None),
             embed: url.embed,
             busy: RwSignal::new(None),
             planning: RwSignal::new(false),
@@ -212,6 +226,22 @@ impl PageState {
         }
     }
 
+    /// Whether the views show the arena alone now: the user's choice, else when the always-live
+    /// bytes dwarf the arena of the device shown.
+    pub fn arena_only_now(self) -> bool {
+        self.arena_only.get().unwrap_or_else(|| {
+            self.analysis.get().is_some_and(|a| {
+                a.model
+                    .always_live_dwarfs_arena(a.model.clamp_device(self.device.get()))
+            })
+        })
+    }
+
+    /// [`PageState::arena_only_now`], without tracking.
+    pub fn arena_only_untracked(self) -> bool {
+        untrack(|| self.arena_only_now())
+    }
+
     /// The window of the current view.
     pub fn window(self) -> RwSignal<Option<Viewport>> {
         match self.tab.get_untracked() {
@@ -244,7 +274,7 @@ impl PageState {
             Tab::Timeline => self.timeline_window.get(),
             Tab::Arena => self.arena_window.get(),
         };
-        let Origin { example, src } = self.origin.get();
+        let Origin { example, src, file } = self.origin.get();
         UrlState {
             tab,
             strategy: self.strategy.get(),
@@ -256,7 +286,11 @@ impl PageState {
             search: self.search.get(),
             example,
             src,
+            file,
+            arena_only: self.arena_only.get(),
+            axis_steps: self.axis_steps.get(),
             embed: self.embed,
+            warnings: Vec::new(),
         }
     }
 }

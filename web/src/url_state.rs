@@ -1,8 +1,9 @@
 //! The state a link carries: `?view=arena&strategy=best&sel=h1&zoom=0,12,0,4096&...`.
 //!
 //! Parsing is forgiving (an unknown or malformed value falls back to the default: a link must
-//! never break the page); writing is canonical (defaults left out, fixed key order), so the same
-//! screen gives the same link.
+//! never break the page) but not silent: each value it could not use is named in
+//! [`UrlState::warnings`], which the page shows. Writing is canonical (defaults left out, fixed
+//! key order), so the same screen gives the same link.
 
 use memplan_core::StrategyChoice;
 use memplan_render::color::ColorBy;
@@ -48,8 +49,16 @@ pub struct UrlState {
     pub example: Option<String>,
     /// A URL to fetch the dump from.
     pub src: Option<String>,
+    /// A file from the user's disk: its name, for saying that it is not in the link.
+    pub file: Option<String>,
+    /// Whether the views leave the always-live buffers out; `None`: decided by the plan.
+    pub arena_only: Option<bool>,
+    /// The time axis labels step names rather than position numbers.
+    pub axis_steps: bool,
     /// Show only the chosen view (for iframes).
     pub embed: bool,
+    /// What the link asked for that the page could not use, as messages.
+    pub warnings: Vec<String>,
 }
 
 impl Default for UrlState {
@@ -65,7 +74,11 @@ impl Default for UrlState {
             search: String::new(),
             example: None,
             src: None,
+            file: None,
+            arena_only: None,
+            axis_steps: false,
             embed: false,
+            warnings: Vec::new(),
         }
     }
 }
@@ -84,23 +97,68 @@ impl UrlState {
     /// Reads a query string (with or without the leading `?`).
     pub fn parse(query: &str) -> Self {
         let mut state = UrlState::default();
+        let mut warnings = Vec::new();
+        let mut unknown = |key: &str, value: &str, expected: &str| {
+            warnings.push(format!(
+                "the link's {key}={value:?} is not known (expected {expected}); showing the default"
+            ))
+        };
         for (key, value) in form_urlencoded::parse(query.trim_start_matches('?').as_bytes()) {
             let value = value.into_owned();
             match key.as_ref() {
-                "view" => state.tab = Tab::parse(&value).unwrap_or_default(),
-                "strategy" => state.strategy = value.parse().unwrap_or(StrategyChoice::Best),
+                "view" => match Tab::parse(&value) {
+                    Some(t) => state.tab = t,
+                    None => unknown("view", &value, "timeline or arena"),
+                },
+                "strategy" => match value.parse() {
+                    Ok(s) => state.strategy = s,
+                    Err(_) => unknown(
+                        "strategy",
+                        &value,
+                        "first-fit, best-fit, tlsf, search, bump or best",
+                    ),
+                },
                 "sel" if !value.is_empty() => state.selected = Some(value),
-                "zoom" => state.zoom = Viewport::parse(&value),
+                "zoom" => match Viewport::parse(&value) {
+                    Some(v) => state.zoom = Some(v),
+                    None => unknown("zoom", &value, "x0,x1,y0,y1 with x0 < x1 and y0 < y1"),
+                },
                 "device" if !value.is_empty() => state.device = Some(value),
-                "sort" => state.sort = RowOrder::parse(&value).unwrap_or_default(),
-                "color" => state.color_by = ColorBy::parse(&value).unwrap_or_default(),
+                "sort" => match RowOrder::parse(&value) {
+                    Some(o) => state.sort = o,
+                    None => unknown("sort", &value, "start, size or lifetime"),
+                },
+                "color" => match ColorBy::parse(&value) {
+                    Some(c) => state.color_by = c,
+                    None => unknown("color", &value, "kind or dtype"),
+                },
                 "q" => state.search = value,
-                "example" if !value.is_empty() => state.example = Some(value),
+                "example" if !value.is_empty() => {
+                    if crate::examples::EXAMPLES.iter().any(|e| e.name == value) {
+                        state.example = Some(value);
+                    } else {
+                        let names: Vec<&str> =
+                            crate::examples::EXAMPLES.iter().map(|e| e.name).collect();
+                        unknown("example", &value, &names.join(" or "));
+                    }
+                }
                 "src" if !value.is_empty() => state.src = Some(value),
+                "file" if !value.is_empty() => state.file = Some(value),
+                "arena" => match value.as_str() {
+                    "only" => state.arena_only = Some(true),
+                    "all" => state.arena_only = Some(false),
+                    _ => unknown("arena", &value, "only or all"),
+                },
+                "axis" => match value.as_str() {
+                    "steps" => state.axis_steps = true,
+                    "positions" => state.axis_steps = false,
+                    _ => unknown("axis", &value, "steps or positions"),
+                },
                 "embed" => state.embed = value == "1" || value == "true",
                 _ => {}
             }
         }
+        state.warnings = warnings;
         state
     }
 
@@ -113,6 +171,9 @@ impl UrlState {
         }
         if let Some(example) = &self.example {
             q.append_pair("example", example);
+        }
+        if let Some(file) = &self.file {
+            q.append_pair("file", file);
         }
         if self.tab != d.tab {
             q.append_pair("view", self.tab.name());
@@ -137,6 +198,12 @@ impl UrlState {
         }
         if !self.search.is_empty() {
             q.append_pair("q", &self.search);
+        }
+        if let Some(only) = self.arena_only {
+            q.append_pair("arena", if only { "only" } else { "all" });
+        }
+        if self.axis_steps {
+            q.append_pair("axis", "steps");
         }
         if self.embed {
             q.append_pair("embed", "1");
@@ -167,7 +234,11 @@ mod tests {
             search: "norm".into(),
             example: Some("mlp-training".into()),
             src: None,
+            file: Some("my model.json".into()),
+            arena_only: Some(false),
+            axis_steps: true,
             embed: true,
+            warnings: Vec::new(),
         };
         let query = state.to_query();
         assert_eq!(UrlState::parse(&query), state);
@@ -177,8 +248,27 @@ mod tests {
 
     #[test]
     fn malformed_values_fall_back_to_defaults() {
-        let s = UrlState::parse("view=nope&strategy=magic&zoom=1,2,3&sort=up&color=red&embed=yes");
-        assert_eq!(s, UrlState::default());
+        let s = UrlState::parse(
+            "view=nope&strategy=magic&zoom=1,2,3&sort=up&color=red&embed=yes&example=gpt9",
+        );
+        assert_eq!(
+            s.warnings,
+            vec![
+                r#"the link's view="nope" is not known (expected timeline or arena); showing the default"#,
+                r#"the link's strategy="magic" is not known (expected first-fit, best-fit, tlsf, search, bump or best); showing the default"#,
+                r#"the link's zoom="1,2,3" is not known (expected x0,x1,y0,y1 with x0 < x1 and y0 < y1); showing the default"#,
+                r#"the link's sort="up" is not known (expected start, size or lifetime); showing the default"#,
+                r#"the link's color="red" is not known (expected kind or dtype); showing the default"#,
+                r#"the link's example="gpt9" is not known (expected mlp-training or transformer-decode); showing the default"#,
+            ]
+        );
+        assert_eq!(
+            UrlState {
+                warnings: Vec::new(),
+                ..s
+            },
+            UrlState::default()
+        );
         assert_eq!(UrlState::parse("zoom=5,1,0,1").zoom, None);
         assert_eq!(UrlState::parse("zoom=0,NaN,0,1").zoom, None);
     }

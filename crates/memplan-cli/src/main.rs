@@ -46,6 +46,15 @@ enum View {
     Arena,
 }
 
+/// Whether a view leaves the always-live buffers out and scales to the arena.
+#[derive(Clone, Copy, ValueEnum)]
+enum ArenaOnly {
+    /// When the always-live bytes dwarf the arena (the page's default).
+    Auto,
+    On,
+    Off,
+}
+
 /// A clap parser for a closed set of named values (`ALL` and `name`), so that a value outside
 /// it is a usage error (exit 2) that lists the possible ones.
 fn one_of<T: Copy + Send + Sync + 'static>(
@@ -144,9 +153,13 @@ enum Command {
         /// Order of the timeline rows.
         #[arg(long, default_value = "start", value_parser = one_of(&RowOrder::ALL, RowOrder::name))]
         sort: RowOrder,
-        /// Only the timeline rows whose tensor id or name contains this.
+        /// Only the timeline rows that match this (tensor or view ids and names, step ids, names
+        /// and ops), as the page's search box.
         #[arg(long, default_value = "")]
         search: String,
+        /// Leave the always-live buffers out and scale to the arena.
+        #[arg(long, value_enum, default_value = "auto")]
+        arena_only: ArenaOnly,
         /// The zoom window, as the page's `?zoom=`: `x0,x1,y0,y1` in positions and rows
         /// (timeline) or positions and bytes (arena).
         #[arg(long, value_parser = parse_window)]
@@ -346,6 +359,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             color_by,
             sort,
             search,
+            arena_only,
             window,
             width,
             height,
@@ -371,15 +385,21 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                             .join(", "),
                     })?,
             };
+            let arena_only = match arena_only {
+                ArenaOnly::Auto => model.always_live_dwarfs_arena(device),
+                ArenaOnly::On => true,
+                ArenaOnly::Off => false,
+            };
             let options = SvgOptions {
                 width,
                 height,
                 color_by,
+                arena_only,
             };
             let svg = match view {
                 View::Arena => arena_svg(&model, device, window, options),
                 View::Timeline => {
-                    let rows = model.rows(device, &search, sort);
+                    let rows = model.rows(device, &search, sort, arena_only);
                     timeline_svg(&model, device, &rows, window.map(|v| (v.x0, v.x1)), options)
                 }
             }

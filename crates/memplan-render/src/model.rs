@@ -1,6 +1,13 @@
 //! The view model: a plan as the views show it.
+//!
+//! Everything here is a figure of memplan-core's, rearranged for reading: per buffer its tensor,
+//! place and interval, the steps that write and read it, and the views into it; per position
+//! what runs there; per device the pools, the usage curve and the peak; and the tensors that own
+//! no bytes, with the reason, so no tensor of the dump disappears from the page.
 
-use memplan_core::graph::{Graph, TensorKind};
+use std::collections::HashMap;
+
+use memplan_core::graph::{Graph, Storage, TensorKind};
 use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
 use serde::{Deserialize, Serialize};
 
@@ -26,9 +33,91 @@ pub struct BufferView {
     pub first: u32,
     pub last: u32,
     pub always_live: bool,
-    /// Steps writing it (or a view of it), and steps reading it, in schedule order.
-    pub producers: Vec<String>,
-    pub consumers: Vec<String>,
+    /// Steps (indices into [`ViewModel::steps`]) writing it or a view of it, and reading it, in
+    /// schedule order.
+    pub producers: Vec<u32>,
+    pub consumers: Vec<u32>,
+    /// The views that take its bytes, in tensor order.
+    pub views: Vec<ViewInto>,
+}
+
+/// A view into a buffer's bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewInto {
+    pub tensor: String,
+    pub name: String,
+    /// Where it starts in the buffer.
+    pub offset: u64,
+    pub size: u64,
+}
+
+/// One step of the schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepView {
+    pub id: String,
+    /// The display name (the id when the dump gives none).
+    pub name: String,
+    pub op: String,
+    /// The position it runs at.
+    pub position: u32,
+}
+
+/// A loop of the schedule: one position.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoopView {
+    pub id: String,
+    pub position: u32,
+    pub trip_count: Option<u64>,
+    /// How many steps it runs.
+    pub steps: u32,
+}
+
+/// Why a tensor of the dump owns no bytes in the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unplanned {
+    /// Fused away (or a view of a tensor that is).
+    Elided,
+    /// Never read or written, and not always-live.
+    Unused,
+}
+
+impl Unplanned {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unplanned::Elided => "elided (fused away)",
+            Unplanned::Unused => "never used",
+        }
+    }
+}
+
+/// A tensor that owns no bytes in the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnplannedTensor {
+    pub tensor: String,
+    pub name: String,
+    pub reason: Unplanned,
+}
+
+impl DeviceView {
+    /// The bytes under the usage curve that the view leaves out: the always-live ones when it
+    /// shows the arena alone.
+    pub fn floor(&self, arena_only: bool) -> u64 {
+        if arena_only {
+            self.always_live_bytes
+        } else {
+            0
+        }
+    }
+
+    /// The footprint line of the view: the arena's pools alone, or every pool.
+    pub fn shown_footprint(&self, arena_only: bool) -> u64 {
+        if arena_only {
+            self.arena_bytes
+        } else {
+            self.footprint_bytes
+        }
+    }
 }
 
 impl BufferView {
@@ -52,6 +141,11 @@ pub struct DeviceView {
     pub pools: Vec<PoolView>,
     /// The footprint: all pools.
     pub footprint_bytes: u64,
+    /// The pools of buffers with live intervals, and the static pools of always-live ones.
+    pub arena_bytes: u64,
+    pub static_bytes: u64,
+    /// The occupied bytes of the always-live buffers (the curve's floor).
+    pub always_live_bytes: u64,
     pub lower_bound: u64,
     pub curve: Vec<u64>,
     pub peak_position: Option<u32>,
@@ -65,17 +159,47 @@ pub struct ViewModel {
     pub positions: u32,
     /// What runs at each position: a step id, or a loop id.
     pub position_labels: Vec<String>,
+    pub steps: Vec<StepView>,
+    pub loops: Vec<LoopView>,
     pub devices: Vec<DeviceView>,
     /// One per buffer of the plan, in canonical order.
     pub buffers: Vec<BufferView>,
+    /// The tensors that own no bytes and are not views of a buffer (those are listed under it).
+    pub unplanned: Vec<UnplannedTensor>,
 }
 
 impl ViewModel {
     pub fn new(graph: &Graph, resolved: &ResolvedGraph, liveness: &Liveness, plan: &Plan) -> Self {
         let problem = &liveness.problem;
         let (producers, consumers) = (&liveness.uses.producers, &liveness.uses.consumers);
-        let step_ids = |steps: &[usize]| steps.iter().map(|&s| graph.steps[s].id.clone()).collect();
+        let indices = |steps: &[usize]| steps.iter().map(|&s| s as u32).collect();
         let offsets = plan.device_offsets(problem);
+        let mut views: HashMap<usize, Vec<ViewInto>> = HashMap::new();
+        let mut unplanned = Vec::new();
+        for (t, rt) in resolved.tensors.iter().enumerate() {
+            let tensor = &graph.tensors[t];
+            match rt.storage {
+                Storage::View { root, offset } => views.entry(root).or_default().push(ViewInto {
+                    tensor: tensor.id.clone(),
+                    name: tensor.display_name().to_string(),
+                    offset,
+                    size: rt.bytes,
+                }),
+                Storage::Elided => unplanned.push(UnplannedTensor {
+                    tensor: tensor.id.clone(),
+                    name: tensor.display_name().to_string(),
+                    reason: Unplanned::Elided,
+                }),
+                Storage::Owned => {}
+            }
+        }
+        for &t in &liveness.unused {
+            unplanned.push(UnplannedTensor {
+                tensor: graph.tensors[t].id.clone(),
+                name: graph.tensors[t].display_name().to_string(),
+                reason: Unplanned::Unused,
+            });
+        }
         let buffers = problem
             .buffers
             .iter()
@@ -98,8 +222,9 @@ impl ViewModel {
                     first: span.first,
                     last: span.last,
                     always_live: buffer.lifetime == Lifetime::Always,
-                    producers: step_ids(&producers[t]),
-                    consumers: step_ids(&consumers[t]),
+                    producers: indices(&producers[t]),
+                    consumers: indices(&consumers[t]),
+                    views: views.remove(&t).unwrap_or_default(),
                 }
             })
             .collect();
@@ -131,40 +256,177 @@ impl ViewModel {
                     })
                     .collect(),
                 footprint_bytes: d.footprint_bytes,
+                arena_bytes: d.arena_bytes,
+                static_bytes: d.static_bytes,
+                always_live_bytes: d.usage.always_live_bytes,
                 lower_bound: d.usage.lower_bound,
                 curve: d.usage.curve.clone(),
                 peak_position: d.usage.peak_position,
                 live_at_peak: d.usage.live_at_peak.clone(),
             })
             .collect();
+        let mut steps = Vec::with_capacity(graph.steps.len());
+        let mut loops = Vec::new();
+        for (p, position) in resolved.positions.iter().enumerate() {
+            for s in position.first_step..=position.last_step {
+                let step = &graph.steps[s];
+                steps.push(StepView {
+                    id: step.id.clone(),
+                    name: step.name.clone().unwrap_or_else(|| step.id.clone()),
+                    op: step.op.clone(),
+                    position: p as u32,
+                });
+            }
+            if let Some(l) = position.loop_index {
+                loops.push(LoopView {
+                    id: graph.loops[l].id.clone(),
+                    position: p as u32,
+                    trip_count: graph.loops[l].trip_count,
+                    steps: (position.last_step - position.first_step + 1) as u32,
+                });
+            }
+        }
         ViewModel {
             title: graph.name.clone(),
             positions: problem.positions,
             position_labels,
+            steps,
+            loops,
+            unplanned,
             devices,
             buffers,
         }
     }
 
-    /// Indices of the buffers whose tensor id or name contains `query` (case-insensitive);
-    /// every buffer for an empty query.
+    /// Indices of the buffers that match `query` (case-insensitive): their tensor id or name,
+    /// the id or name of a view into them, or the id, name or op of a step that writes or
+    /// reads them. Every buffer for an empty query.
     pub fn search(&self, query: &str) -> Vec<usize> {
         let q = query.trim().to_lowercase();
+        if q.is_empty() {
+            return (0..self.buffers.len()).collect();
+        }
+        let hit = |s: &str| s.to_lowercase().contains(&q);
+        let step_hits: Vec<bool> = self
+            .steps
+            .iter()
+            .map(|s| hit(&s.id) || hit(&s.name) || hit(&s.op))
+            .collect();
+        let step_hit = |s: &u32| step_hits.get(*s as usize).copied().unwrap_or(false);
         (0..self.buffers.len())
             .filter(|&b| {
-                q.is_empty()
-                    || self.buffers[b].tensor.to_lowercase().contains(&q)
-                    || self.buffers[b].name.to_lowercase().contains(&q)
+                let x = &self.buffers[b];
+                hit(&x.tensor)
+                    || hit(&x.name)
+                    || x.views.iter().any(|v| hit(&v.tensor) || hit(&v.name))
+                    || x.producers.iter().any(step_hit)
+                    || x.consumers.iter().any(step_hit)
             })
             .collect()
     }
 
-    /// The timeline's rows: the buffers of `device` matching `query`, in `order`.
-    pub fn rows(&self, device: usize, query: &str, order: RowOrder) -> Vec<usize> {
+    /// The step ids of `steps` (indices), for lists.
+    pub fn step_ids(&self, steps: &[u32]) -> Vec<&str> {
+        steps
+            .iter()
+            .filter_map(|&s| self.steps.get(s as usize).map(|s| s.id.as_str()))
+            .collect()
+    }
+
+    /// The loop running at `position`, if one does.
+    pub fn loop_at(&self, position: u32) -> Option<&LoopView> {
+        self.loops.iter().find(|l| l.position == position)
+    }
+
+    /// The steps running at `position`, in schedule order.
+    pub fn steps_at(&self, position: u32) -> impl Iterator<Item = (u32, &StepView)> {
+        let start = self.steps.partition_point(|s| s.position < position);
+        self.steps[start..]
+            .iter()
+            .take_while(move |s| s.position == position)
+            .enumerate()
+            .map(move |(k, s)| ((start + k) as u32, s))
+    }
+
+    /// The tensors live at the peak of `device`, largest first (ties in canonical order), each
+    /// with why it is still alive there.
+    pub fn peak_rows(&self, device: usize) -> Vec<PeakRow> {
+        let Some(d) = self.devices.get(device) else {
+            return Vec::new();
+        };
+        let Some(peak) = d.peak_position else {
+            return Vec::new();
+        };
+        let mut rows: Vec<PeakRow> = d
+            .live_at_peak
+            .iter()
+            .map(|&b| {
+                let x = &self.buffers[b];
+                let alive = if x.always_live {
+                    Alive::AlwaysLive
+                } else {
+                    // The last use is at its last position: the last reader there, else the
+                    // last writer.
+                    let at_last = |steps: &[u32]| {
+                        steps
+                            .iter()
+                            .rev()
+                            .find(|&&s| {
+                                self.steps
+                                    .get(s as usize)
+                                    .is_some_and(|s| s.position == x.last)
+                            })
+                            .copied()
+                    };
+                    match (at_last(&x.consumers), at_last(&x.producers)) {
+                        (Some(step), _) => Alive::UntilRead {
+                            step,
+                            wait: x.last - peak,
+                        },
+                        (None, Some(step)) => Alive::UntilWritten {
+                            step,
+                            wait: x.last - peak,
+                        },
+                        (None, None) => Alive::UntilPosition {
+                            position: x.last,
+                            wait: x.last - peak,
+                        },
+                    }
+                };
+                PeakRow {
+                    buffer: b,
+                    bytes: x.occupied,
+                    producer: x.producers.first().copied(),
+                    alive,
+                }
+            })
+            .collect();
+        rows.sort_by_key(|r| (std::cmp::Reverse(r.bytes), r.buffer));
+        rows
+    }
+
+    /// Whether the always-live bytes of `device` dwarf its arena (twice it or more): then the
+    /// views show the arena alone by default, where the plan makes its choices.
+    pub fn always_live_dwarfs_arena(&self, device: usize) -> bool {
+        self.devices.get(device).is_some_and(|d| {
+            d.static_bytes > 0 && d.static_bytes >= d.arena_bytes.saturating_mul(2)
+        })
+    }
+
+    /// The timeline's rows: the buffers of `device` matching `query`, in `order`; without the
+    /// always-live ones when `arena_only`.
+    pub fn rows(
+        &self,
+        device: usize,
+        query: &str,
+        order: RowOrder,
+        arena_only: bool,
+    ) -> Vec<usize> {
         let mut rows: Vec<usize> = self
             .search(query)
             .into_iter()
             .filter(|&b| self.buffers[b].device == device)
+            .filter(|&b| !(arena_only && self.buffers[b].always_live))
             .collect();
         order.sort(self, &mut rows);
         rows
@@ -179,6 +441,30 @@ impl ViewModel {
     pub fn buffer_of(&self, id: &str) -> Option<usize> {
         self.buffers.iter().position(|b| b.tensor == id)
     }
+}
+
+/// A tensor live at the peak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeakRow {
+    pub buffer: usize,
+    /// Its occupied bytes: its share of the lower bound.
+    pub bytes: u64,
+    /// The first step that writes it.
+    pub producer: Option<u32>,
+    pub alive: Alive,
+}
+
+/// Why a tensor is still alive at the peak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alive {
+    /// It outlives the schedule (an input, a weight, an output, held).
+    AlwaysLive,
+    /// Step `step` reads it last, `wait` positions after the peak.
+    UntilRead { step: u32, wait: u32 },
+    /// Nothing reads it after the peak; step `step` writes it last, `wait` positions after.
+    UntilWritten { step: u32, wait: u32 },
+    /// Its interval ends at `position` (a minimalloc buffer: no steps), `wait` after the peak.
+    UntilPosition { position: u32, wait: u32 },
 }
 
 /// How the timeline orders its rows.
@@ -243,21 +529,84 @@ pub(crate) mod tests {
     fn producers_and_consumers_go_through_views() {
         let m = example();
         let qkv = &m.buffers[m.buffer_of("qkv").unwrap()];
-        assert_eq!(qkv.producers, vec!["qkv_proj"]);
+        assert_eq!(m.step_ids(&qkv.producers), vec!["qkv_proj"]);
         // q, k_new and v_new are views of qkv: their readers read qkv.
-        assert_eq!(qkv.consumers, vec!["kv_append", "attention"]);
+        assert_eq!(m.step_ids(&qkv.consumers), vec!["kv_append", "attention"]);
         assert_eq!(m.position_labels[1], "loop layers");
+        // And they are listed under it, so no tensor disappears.
+        let views: Vec<&str> = qkv.views.iter().map(|v| v.tensor.as_str()).collect();
+        assert_eq!(views, vec!["q", "k_new", "v_new"]);
+        let l = m.loop_at(1).unwrap();
+        assert_eq!((l.id.as_str(), l.trip_count), ("layers", Some(24)));
+        assert!(m.steps_at(1).all(|(_, s)| s.position == 1));
+    }
+
+    #[test]
+    fn every_tensor_of_the_dump_is_a_buffer_a_view_or_unplanned_with_a_reason() {
+        let text = include_str!("../../../static/examples/transformer-decode.json");
+        let graph = memplan_formats::json::parse(text).unwrap();
+        let m = example();
+        let listed = m.buffers.len()
+            + m.buffers.iter().map(|b| b.views.len()).sum::<usize>()
+            + m.unplanned.len();
+        assert_eq!(listed, graph.tensors.len());
+    }
+
+    #[test]
+    fn the_peak_rows_are_live_at_peak_largest_first_with_their_reason() {
+        let m = example();
+        let rows = m.peak_rows(0);
+        let mut at_peak = m.devices[0].live_at_peak.clone();
+        let mut listed: Vec<usize> = rows.iter().map(|r| r.buffer).collect();
+        assert!(rows.windows(2).all(|w| w[0].bytes >= w[1].bytes));
+        assert_eq!(
+            rows.iter().map(|r| r.bytes).sum::<u64>(),
+            m.devices[0].lower_bound
+        );
+        at_peak.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(listed, at_peak);
+        let peak = m.devices[0].peak_position.unwrap();
+        for r in &rows {
+            let b = &m.buffers[r.buffer];
+            match r.alive {
+                Alive::AlwaysLive => assert!(b.always_live),
+                Alive::UntilRead { step, wait } => {
+                    assert_eq!(m.steps[step as usize].position, b.last);
+                    assert!(b.consumers.contains(&step));
+                    assert_eq!(wait, b.last - peak);
+                }
+                Alive::UntilWritten { step, .. } => assert!(b.producers.contains(&step)),
+                Alive::UntilPosition { .. } => panic!("a graph's buffers have steps"),
+            }
+        }
+    }
+
+    #[test]
+    fn search_matches_ops_and_step_names_too() {
+        let m = example();
+        let by_op = m.search("matmul");
+        assert!(!by_op.is_empty());
+        assert!(by_op.iter().all(|&b| {
+            let x = &m.buffers[b];
+            x.producers
+                .iter()
+                .chain(&x.consumers)
+                .any(|&s| m.steps[s as usize].op.contains("matmul"))
+                || x.name.contains("matmul")
+        }));
+        assert!(m.search("no such thing anywhere").is_empty());
     }
 
     #[test]
     fn rows_sort_and_search() {
         let m = example();
         let mut rows = m.search("NORM");
-        assert!(
-            rows.iter().all(
-                |&b| m.buffers[b].tensor.contains("norm") || m.buffers[b].name.contains("norm")
-            )
-        );
+        let named = (0..m.buffers.len()).filter(|&b| {
+            m.buffers[b].tensor.contains("norm") || m.buffers[b].name.contains("norm")
+        });
+        assert!(named.clone().count() > 0);
+        assert!(named.into_iter().all(|b| rows.contains(&b)));
         RowOrder::Size.sort(&m, &mut rows);
         assert!(
             rows.windows(2)

@@ -23,13 +23,15 @@ impl Rect {
     }
 }
 
-/// The arena map of `device`: each buffer over its live interval and its bytes, pools end to end.
-pub fn arena_rects(model: &ViewModel, device: usize) -> Vec<Rect> {
+/// The arena map of `device`: each buffer over its live interval and its bytes, pools end to end
+/// (arena pools first, then static ones). `arena_only` leaves the always-live buffers out: the
+/// arena is what the plan decides.
+pub fn arena_rects(model: &ViewModel, device: usize, arena_only: bool) -> Vec<Rect> {
     model
         .buffers
         .iter()
         .enumerate()
-        .filter(|(_, b)| b.device == device && b.occupied > 0)
+        .filter(|(_, b)| b.device == device && b.occupied > 0 && !(arena_only && b.always_live))
         .map(|(i, b)| Rect {
             buffer: i,
             x0: f64::from(b.first),
@@ -40,9 +42,39 @@ pub fn arena_rects(model: &ViewModel, device: usize) -> Vec<Rect> {
         .collect()
 }
 
-/// The bytes of `device`'s memory: its pools end to end.
-pub fn arena_height(model: &ViewModel, device: usize) -> u64 {
-    model.devices.get(device).map_or(0, |d| d.footprint_bytes)
+/// The bytes of `device`'s memory: its pools end to end, or its arena pools alone.
+pub fn arena_height(model: &ViewModel, device: usize, arena_only: bool) -> u64 {
+    model.devices.get(device).map_or(0, |d| {
+        if arena_only {
+            d.arena_bytes
+        } else {
+            d.footprint_bytes
+        }
+    })
+}
+
+/// At most about `most` positions in `x0..x1` to label, as unique integers on a step of 1, 2 or
+/// 5 times a power of ten (a label names the position whose column it sits under).
+pub fn position_ticks(x0: f64, x1: f64, most: usize) -> Vec<u32> {
+    if !(x0.is_finite() && x1.is_finite()) || x1 <= x0 || most == 0 {
+        return Vec::new();
+    }
+    let raw = ((x1 - x0) / most as f64).max(1.0);
+    let power = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * power)
+        .max(1.0);
+    let first = (x0.max(0.0) / step).ceil() * step;
+    let mut ticks = Vec::new();
+    let mut t = first;
+    while t < x1 && ticks.len() <= most * 2 {
+        ticks.push(t as u32);
+        t += step;
+    }
+    ticks
 }
 
 /// Timeline rows: row `k` shows buffer `rows[k]` over its live interval, at `y = k..k+1`.
@@ -125,6 +157,19 @@ impl Viewport {
         }
     }
 
+    /// Zooms in time only by `factor`, keeping the position at fraction `fx` of the window
+    /// where it is; never narrower than `min_span`.
+    pub fn zoom_x(self, factor: f64, fx: f64, min_span: f64) -> Self {
+        let w = self.x1 - self.x0;
+        let nw = (w / factor).max(min_span);
+        let cx = self.x0 + fx * w;
+        Viewport {
+            x0: cx - fx * nw,
+            x1: cx - fx * nw + nw,
+            ..self
+        }
+    }
+
     /// Moves by fractions of the window.
     pub fn pan(self, fx: f64, fy: f64) -> Self {
         let (dx, dy) = ((self.x1 - self.x0) * fx, (self.y1 - self.y0) * fy);
@@ -144,6 +189,23 @@ impl Viewport {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ticks_are_unique_integers_on_a_round_step() {
+        // A window of 5 positions on a wide axis used to print "0 0 1 1 2".
+        assert_eq!(super::position_ticks(0.0, 5.0, 8), vec![0, 1, 2, 3, 4]);
+        assert_eq!(super::position_ticks(0.0, 23.0, 8), vec![0, 5, 10, 15, 20]);
+        assert_eq!(super::position_ticks(3.5, 4.2, 8), vec![4]);
+        let t = super::position_ticks(0.0, 1_000_000.0, 8);
+        assert!(t.len() <= 8 && t.windows(2).all(|w| w[0] < w[1]));
+        assert!(super::position_ticks(5.0, 5.0, 8).is_empty());
+    }
+
+    #[test]
+    fn zooming_in_time_keeps_the_rows() {
+        let v = super::Viewport::fit(100.0, 50.0).zoom_x(2.0, 0.5, 1.0);
+        assert_eq!((v.x0, v.x1, v.y0, v.y1), (25.0, 75.0, 0.0, 50.0));
+    }
+
     use super::*;
 
     #[test]

@@ -33,6 +33,8 @@ pub struct SvgOptions {
     pub width: u32,
     pub height: u32,
     pub color_by: ColorBy,
+    /// Leave the always-live buffers out and scale to the arena.
+    pub arena_only: bool,
 }
 
 impl Default for SvgOptions {
@@ -41,6 +43,7 @@ impl Default for SvgOptions {
             width: 1200,
             height: 700,
             color_by: ColorBy::Kind,
+            arena_only: false,
         }
     }
 }
@@ -73,7 +76,7 @@ pub fn arena_svg(
     viewport: Option<Viewport>,
     options: SvgOptions,
 ) -> Result<String, RenderError> {
-    let height = arena_height(model, device) as f64;
+    let height = arena_height(model, device, options.arena_only) as f64;
     let v = viewport.unwrap_or_else(|| Viewport::fit(f64::from(model.positions), height));
     let mut out = String::new();
     {
@@ -95,7 +98,7 @@ pub fn arena_svg(
             .y_label_formatter(&|y| bytes(y.max(0.0) as u64))
             .draw()
             .map_err(err)?;
-        let rects: Vec<_> = arena_rects(model, device)
+        let rects: Vec<_> = arena_rects(model, device, options.arena_only)
             .into_iter()
             .filter(|r| v.shows(r))
             .collect();
@@ -125,6 +128,9 @@ pub fn arena_svg(
         let pools = &model.devices[device].pools;
         let mut entries = color_entries(model, options.color_by);
         for (k, p) in pools.iter().enumerate().skip(1) {
+            if options.arena_only && p.role != memplan_core::PoolRole::Arena {
+                continue;
+            }
             let y = p.base as f64;
             chart
                 .draw_series(LineSeries::new(
@@ -248,7 +254,7 @@ pub fn timeline_svg(
         root.fill(&WHITE).map_err(err)?;
         let root = titled(root, &device_title(model, device, "live spans"))?;
         let (upper, lower) = root.split_vertically(options.height / 3);
-        usage_chart(&upper, model, device, x0, x1)?;
+        usage_chart(&upper, model, device, x0, x1, options.arena_only)?;
         let n = rows.len().max(1) as f64;
         let mut chart = ChartBuilder::on(&lower)
             .margin(12)
@@ -297,9 +303,13 @@ fn usage_chart<DB: DrawingBackend>(
     device: usize,
     x0: f64,
     x1: f64,
+    arena_only: bool,
 ) -> Result<(), RenderError> {
     let d = &model.devices[device];
-    let top = (d.footprint_bytes.max(d.lower_bound) as f64 * 1.05).max(1.0);
+    let floor = d.floor(arena_only);
+    let footprint_bytes = d.shown_footprint(arena_only);
+    let lower_bound = d.lower_bound.saturating_sub(floor);
+    let top = (footprint_bytes.max(lower_bound) as f64 * 1.05).max(1.0);
     let mut chart = ChartBuilder::on(area)
         .margin(12)
         .x_label_area_size(20)
@@ -318,12 +328,13 @@ fn usage_chart<DB: DrawingBackend>(
         .curve
         .iter()
         .enumerate()
-        .flat_map(|(p, &v)| [(p as f64, v as f64), (p as f64 + 1.0, v as f64)]);
+        .map(|(p, &v)| (p, v.saturating_sub(floor)))
+        .flat_map(|(p, v)| [(p as f64, v as f64), (p as f64 + 1.0, v as f64)]);
     let blue = RGBColor(0x2f, 0x6f, 0xde);
     chart
         .draw_series(LineSeries::new(steps, blue.stroke_width(2)))
         .map_err(err)?;
-    let footprint = d.footprint_bytes as f64;
+    let footprint = footprint_bytes as f64;
     chart
         .draw_series(LineSeries::new(
             [(x0, footprint), (x1, footprint)],
@@ -333,15 +344,22 @@ fn usage_chart<DB: DrawingBackend>(
     let mut entries = vec![
         ("live bytes".to_string(), Swatch::Line(blue)),
         (
-            format!("footprint {}", bytes(d.footprint_bytes)),
+            format!("footprint {}", bytes(footprint_bytes)),
             Swatch::Line(RED),
+        ),
+        (
+            format!(
+                "fragmentation {} (footprint - lower bound)",
+                bytes(footprint_bytes.saturating_sub(lower_bound))
+            ),
+            Swatch::Fill(RGBColor(0xf6, 0xc8, 0xc4)),
         ),
     ];
     if let Some(p) = d.peak_position {
         let x = f64::from(p) + 0.5;
         chart
             .draw_series(LineSeries::new(
-                [(x, 0.0), (x, d.lower_bound as f64)],
+                [(x, 0.0), (x, lower_bound as f64)],
                 BLACK.stroke_width(1),
             ))
             .map_err(err)?;
@@ -350,7 +368,7 @@ fn usage_chart<DB: DrawingBackend>(
             .get(p as usize)
             .map_or("", String::as_str);
         entries.push((
-            format!("lower bound {} (live at {at})", bytes(d.lower_bound)),
+            format!("lower bound {} (live at {at})", bytes(lower_bound)),
             Swatch::Line(BLACK),
         ));
     }
@@ -388,7 +406,7 @@ mod tests {
     #[test]
     fn the_timeline_svg_marks_the_peak() {
         let m = example();
-        let rows = m.rows(0, "", RowOrder::Start);
+        let rows = m.rows(0, "", RowOrder::Start, false);
         let svg = timeline_svg(&m, 0, &rows, None, SvgOptions::default()).unwrap();
         assert!(
             svg.contains("lower bound") && svg.contains("(live at "),

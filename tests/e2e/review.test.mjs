@@ -1,0 +1,292 @@
+// The explorer as a design review reads it: the defects of part 2 (resize after a re-render,
+// one name per figure, history and links, embed mode, the hover card, the PNG) and what answers
+// "what makes the peak, and why" (arena only, the live-at-peak table, readouts, details, loops,
+// views, search). Screenshots go to tests/e2e/output/review-*.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { launch, output, root, serve } from './harness.mjs';
+
+const memplanBin = join(root, 'target/debug/memplan');
+const cli = (...args) => execFileSync(memplanBin, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
+const exampleFile = (name) => join(root, 'static/examples', `${name}.json`);
+const minimallocFile = join(root, 'tests/data/minimalloc/C.1048576.csv');
+
+let server, browser, page;
+before(async () => {
+  await mkdir(output, { recursive: true });
+  server = await serve({
+    '/fixtures/embed-host.html':
+      '<!doctype html><html><head><link rel="icon" href="data:,"></head><body style="margin:0"><iframe id="f" src="/?example=transformer-decode&view=arena&embed=1" style="width:700px;height:400px;border:0"></iframe></body></html>',
+  });
+  ({ browser, page } = await launch());
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const testid = (id) => page.getByTestId(id);
+const drawn = (id) => page.waitForFunction((id) => document.querySelector(`[data-testid=${id}]`)?.hasAttribute('data-draw-ms'), id);
+const shot = (name) => page.screenshot({ path: join(output, `review-${name}.png`) });
+/** No panic banner, no console error so far. */
+function healthy(what) {
+  assert.deepEqual(page.problems, [], `${what}: ${page.problems.join(' | ')}`);
+}
+
+test('resizing the window after every kind of re-render keeps the page alive', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await drawn('timeline-canvas');
+  const resize = async (what) => {
+    await page.setViewportSize({ width: 1100, height: 700 });
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await page.waitForTimeout(100);
+    assert.equal(await testid('error').count(), 0, `${what}: ${await testid('error').allInnerTexts()}`);
+    healthy(what);
+  };
+  await testid('tab-arena').click();
+  await resize('after a tab switch');
+  await testid('tab-timeline').click();
+  await resize('after the tab switch back');
+  await testid('strategy-select').selectOption('tlsf');
+  await resize('after a strategy change');
+  await testid('example-transformer-decode').click();
+  await resize('after an example');
+  await testid('file-input').setInputFiles(minimallocFile);
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '203');
+  await resize('after a file');
+  await testid('arena-only').click();
+  await resize('after arena only');
+});
+
+test('one name per figure: footprint, lower bound and their gap', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  const report = JSON.parse(cli('plan', exampleFile('mlp-training'), '--json'));
+  const text = await testid('summary').innerText();
+  assert.match(text, /FOOTPRINT/i);
+  assert.doesNotMatch(text, /\bpeak\b(?! position)/i, 'the summary does not call the footprint "peak"');
+  assert.equal(Number(await testid('peak-bytes').getAttribute('data-bytes')), report.footprint_bytes);
+  assert.equal(Number(await testid('fragmentation').getAttribute('data-bytes')), report.footprint_bytes - report.lower_bound_bytes);
+});
+
+test('Back walks the examples and tabs, and stays in the app', async () => {
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  await testid('example-transformer-decode').click();
+  await page.waitForFunction(() => /example=transformer-decode/.test(location.search));
+  await testid('tab-arena').click();
+  await page.waitForFunction(() => /view=arena/.test(location.search));
+  await page.goBack();
+  await page.waitForFunction(() => !/view=arena/.test(location.search));
+  assert.equal(await testid('tab-timeline').getAttribute('aria-selected'), 'true');
+  assert.match(page.url(), /example=transformer-decode/);
+  await page.goBack();
+  await page.waitForFunction(() => !/example=/.test(location.search));
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '38');
+  assert.ok(page.url().startsWith(server.url), page.url());
+  await page.goForward();
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '35');
+  healthy('history');
+});
+
+test('a link to a local file says the file is not in it and offers to choose it again', async () => {
+  await page.goto(server.url);
+  await testid('file-input').setInputFiles(minimallocFile);
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '203');
+  assert.match(page.url(), /file=C\.1048576\.csv/);
+  await page.reload();
+  await testid('missing-file').waitFor();
+  assert.match(await testid('missing-file').innerText(), /C\.1048576\.csv.*cannot hold it/);
+  assert.equal(await testid('summary').count(), 0, 'no other dump is shown in its place');
+  await testid('file-input').setInputFiles(minimallocFile);
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '203');
+  assert.equal(await testid('missing-file').count(), 0);
+});
+
+test('unknown values in a link are named', async () => {
+  await page.goto(`${server.url}?view=gantt&strategy=magic&example=gpt9`);
+  await testid('url-warning').waitFor();
+  const text = await testid('url-warning').innerText();
+  for (const bad of ['view="gantt"', 'strategy="magic"', 'example="gpt9"']) assert.ok(text.includes(bad), text);
+  await testid('summary').waitFor();
+});
+
+test('in a 700x400 iframe the embedded view fills the frame, with a link to open it whole', async () => {
+  await page.setViewportSize({ width: 900, height: 600 });
+  await page.goto(`${server.url}fixtures/embed-host.html`);
+  const frame = page.frameLocator('#f');
+  await frame.getByTestId('arena-canvas').waitFor();
+  await page.waitForTimeout(300);
+  const box = await frame.getByTestId('arena-canvas').boundingBox();
+  assert.ok(box.width >= 690 && box.height >= 380, `canvas ${box.width}x${box.height}`);
+  assert.ok(box.y + box.height <= 401, 'not cut off');
+  assert.equal(await frame.getByTestId('summary').count(), 0);
+  assert.equal(await frame.getByTestId('search').count(), 0);
+  assert.equal(await frame.getByTestId('tab-timeline').count(), 0);
+  const link = frame.getByTestId('open-whole');
+  assert.match(await link.getAttribute('href'), /example=transformer-decode/);
+  assert.doesNotMatch(await link.getAttribute('href'), /embed/);
+  await page.screenshot({ path: join(output, 'review-embed-700x400.png') });
+});
+
+for (const [name, load] of [
+  ['mlp', async () => page.goto(server.url)],
+  ['decode', async () => page.goto(`${server.url}?example=transformer-decode`)],
+  ['minimalloc', async () => {
+    await page.goto(server.url);
+    await testid('file-input').setInputFiles(minimallocFile);
+    await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '203');
+  }],
+]) {
+  test(`at 1366x768 the peak table and the chart's axes are on the first screen (${name})`, async () => {
+    await page.setViewportSize({ width: 1366, height: 768 });
+    await load();
+    await drawn('timeline-canvas');
+    const table = await testid('peak-table').boundingBox();
+    assert.ok(table && table.y + 60 < 768, `peak table at ${JSON.stringify(table)}`);
+    assert.ok((await testid('peak-row').count()) > 0);
+    const canvas = await testid('timeline-canvas').boundingBox();
+    assert.ok(canvas.y + canvas.height <= 768, `the chart ends at ${canvas.y + canvas.height}`);
+    assert.equal(await page.evaluate(() => document.scrollingElement.scrollHeight <= innerHeight + 1), true, 'no scrolling');
+    await shot(`1366x768-${name}`);
+  });
+}
+
+test('the peak table is the report\'s live-at-peak, largest first, and a click selects', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?arena=all`);
+  await testid('peak-table').waitFor();
+  const report = JSON.parse(cli('plan', exampleFile('mlp-training'), '--json'));
+  const rows = await page.$$eval('[data-testid=peak-row]', (rs) => rs.map((r) => ({ tensor: r.dataset.tensor, bytes: Number(r.dataset.bytes) })));
+  assert.deepEqual(rows.map((r) => r.tensor).sort(), [...report.devices[0].live_at_peak].sort());
+  for (let i = 1; i < rows.length; i++) assert.ok(rows[i - 1].bytes >= rows[i].bytes, 'sorted by size');
+  assert.equal(rows.reduce((s, r) => s + r.bytes, 0), report.lower_bound_bytes);
+  const row = testid('peak-row').filter({ hasText: 'read by' }).first();
+  const tensor = await row.getAttribute('data-tensor');
+  assert.match(await row.innerText(), /read by .*(\d+ positions? later|at the peak)/);
+  await row.click();
+  assert.equal(await testid('selected').innerText(), tensor);
+  assert.equal(await testid('details-name').innerText(), tensor);
+  await shot('peak-table');
+  // Arena only hides the always-live rows and says how many.
+  await testid('arena-only').check();
+  await testid('peak-hidden').waitFor();
+  assert.ok((await testid('peak-row').count()) < rows.length);
+});
+
+test('arena only: on by default when always-live bytes dwarf the arena; both figures stay', async () => {
+  await page.goto(`${server.url}?example=transformer-decode&view=arena`);
+  await drawn('arena-canvas');
+  assert.equal(await testid('arena-only').isChecked(), true);
+  const arenaItems = Number(await testid('arena-canvas').getAttribute('data-items'));
+  await testid('arena-only').uncheck();
+  await page.waitForFunction((n) => Number(document.querySelector('[data-testid=arena-canvas]').dataset.items) > n, arenaItems);
+  for (const id of ['arena-bytes', 'static-bytes', 'peak-bytes', 'lower-bound']) assert.ok(Number(await testid(id).getAttribute('data-bytes')) > 0, id);
+  // The CLI draws the same: the SVG export equals `memplan render --arena-only off`.
+  const [download] = await Promise.all([page.waitForEvent('download'), testid('export-svg').click()]);
+  const svg = await readFile(await download.path(), 'utf8');
+  assert.equal(svg, cli('render', exampleFile('transformer-decode'), '--view', 'arena', '--arena-only', 'off'));
+});
+
+test('readouts: the curve tells position, step, op, live bytes and footprint; the hover card stays on screen', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await drawn('timeline-canvas');
+  const box = await testid('timeline-canvas').boundingBox();
+  const [bx, by, bw, bh] = (await testid('timeline-canvas').getAttribute('data-band')).split(',').map(Number);
+  await page.mouse.move(box.x + bx + bw * 0.5, box.y + by + bh * 0.6);
+  await testid('curve-readout').waitFor();
+  const text = await testid('curve-readout').innerText();
+  assert.match(text, /position \d+/);
+  assert.match(text, /live .*B/);
+  assert.match(text, /footprint/);
+  assert.match(text, / · /, 'the step and its op');
+  // Near the bottom-right corner the card opens up and to the left, inside the view.
+  await testid('tab-arena').click();
+  await drawn('arena-canvas');
+  const arena = await testid('arena-canvas').boundingBox();
+  const [ax, ay, aw, ah] = (await testid('arena-canvas').getAttribute('data-area')).split(',').map(Number);
+  for (let dx = 0.99; dx > 0.5; dx -= 0.05) {
+    await page.mouse.move(arena.x + ax + aw * dx, arena.y + ay + ah * 0.97);
+    if (await testid('hover-card').count()) break;
+  }
+  const card = await testid('hover-card').boundingBox();
+  assert.ok(card, 'a card shows');
+  assert.ok(card.x + card.width <= 1400 && card.y + card.height <= 900 && card.x >= 0 && card.y >= 0, JSON.stringify(card));
+  await shot('hover-corner');
+});
+
+test('search matches ops and step names, and says when nothing matches', async () => {
+  await page.goto(`${server.url}?example=transformer-decode&arena=all`);
+  await drawn('timeline-canvas');
+  await testid('search').fill('matmul');
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.items) > 0);
+  await testid('search').fill('no such tensor');
+  await testid('no-match').waitFor();
+  assert.match(await testid('no-match').innerText(), /no tensor matches/);
+  await testid('search').fill('');
+});
+
+test('details: views listed under their base, loops named, nothing of the dump missing', async () => {
+  await page.goto(`${server.url}?example=transformer-decode&sel=qkv&arena=all`);
+  await testid('details-name').waitFor();
+  assert.equal(await testid('details-name').innerText(), 'qkv');
+  const views = await testid('details-views').innerText();
+  for (const v of ['q', 'k_new', 'v_new']) assert.ok(views.includes(v), views);
+  assert.match(await testid('details').innerText(), /loop layers ×24/);
+  // The details panel does not cover the chart.
+  const chart = await testid('timeline-canvas').boundingBox();
+  const details = await testid('details').boundingBox();
+  assert.ok(details.x >= chart.x + chart.width || details.y >= chart.y + chart.height, 'beside or below the chart');
+  await shot('details');
+});
+
+test('W/S zoom in time only; the rows scroll on their own', async () => {
+  await page.goto(server.url);
+  await testid('file-input').setInputFiles(minimallocFile);
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '203');
+  await drawn('timeline-canvas');
+  await page.keyboard.press('w');
+  await page.waitForFunction(() => /zoom=/.test(location.search));
+  const z = new URL(page.url()).searchParams.get('zoom').split(',').map(Number);
+  const [, , , rowsBefore] = z;
+  assert.ok(z[1] - z[0] < 203, `time zoomed: ${z}`);
+  const first = (await testid('timeline-canvas').getAttribute('data-rows')).split(',').map(Number)[0];
+  const a = await testid('timeline-canvas').boundingBox();
+  await page.mouse.move(a.x + a.width / 2, a.y + a.height * 0.8);
+  await page.mouse.wheel(0, 160);
+  await page.waitForFunction((f) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.rows.split(',')[0]) !== f, first);
+  const after = new URL(page.url()).searchParams.get('zoom').split(',').map(Number);
+  assert.deepEqual(after.slice(0, 2), z.slice(0, 2), 'scrolling rows keeps the time window');
+  assert.ok(rowsBefore !== undefined);
+});
+
+test('the PNG export has a title band and the legend above the view', async () => {
+  await page.goto(server.url);
+  await drawn('timeline-canvas');
+  const [download] = await Promise.all([page.waitForEvent('download'), testid('export-png').click()]);
+  const png = await readFile(await download.path());
+  const height = png.readUInt32BE(20);
+  const canvasHeight = await page.evaluate(() => document.querySelector('[data-testid=timeline-canvas]').height);
+  const dpr = await page.evaluate(() => devicePixelRatio);
+  assert.equal(height, canvasHeight + Math.round(52 * dpr));
+});
+
+test('at 1400x900 the page reads whole', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?example=transformer-decode`);
+  await drawn('timeline-canvas');
+  await shot('1400x900-decode');
+  await page.goto(`${server.url}?view=arena`);
+  await drawn('arena-canvas');
+  await shot('1400x900-mlp-arena');
+  await page.setViewportSize({ width: 1000, height: 700 });
+  await page.waitForTimeout(200);
+  await shot('resized-1000x700');
+  healthy('screens');
+});

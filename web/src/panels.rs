@@ -1,0 +1,269 @@
+//! The side panels: what makes the peak and why ([`PeakTable`]), everything about the selected
+//! tensor ([`Details`]), and the tensors that own no bytes ([`Unplanned`]). They read the view
+//! model only: every figure is one the CLI's report has too.
+
+use leptos::prelude::*;
+use memplan_formats::human::bytes;
+use memplan_render::ViewModel;
+use memplan_render::model::{Alive, PeakRow};
+
+use crate::canvas::{interval_text, step_list};
+use crate::state::PageState;
+use crate::url_state::Tab;
+
+/// A step as a reader names it: its name, and its op when it has one.
+fn step_text(model: &ViewModel, step: u32) -> String {
+    match model.steps.get(step as usize) {
+        Some(s) if s.op.is_empty() => s.name.clone(),
+        Some(s) => format!("{} ({})", s.name, s.op),
+        None => "-".into(),
+    }
+}
+
+/// Why a tensor is alive at the peak, in words: its last use, and how long it waits for it.
+fn alive_text(model: &ViewModel, row: &PeakRow) -> String {
+    let waits = |n: u32| match n {
+        0 => ", at the peak".to_string(),
+        1 => ", 1 position later".to_string(),
+        n => format!(", {n} positions later"),
+    };
+    match row.alive {
+        Alive::AlwaysLive => format!("always live ({})", model.buffers[row.buffer].kind.name()),
+        Alive::UntilRead { step, wait } => {
+            format!("read by {}{}", step_text(model, step), waits(wait))
+        }
+        Alive::UntilWritten { step, wait } => format!(
+            "written by {}{} (no later reader)",
+            step_text(model, step),
+            waits(wait)
+        ),
+        Alive::UntilPosition { position, wait } => {
+            let label = model
+                .position_labels
+                .get(position as usize)
+                .cloned()
+                .unwrap_or_default();
+            format!("lives until {label}{}", waits(wait))
+        }
+    }
+}
+
+/// Selects `buffer` and scrolls the timeline to its row.
+fn select(state: PageState, buffer: usize) {
+    state.selected.set(Some(buffer));
+    let Some(a) = state.analysis.get_untracked() else {
+        return;
+    };
+    let m = &a.model;
+    let rows = m.rows(
+        m.clamp_device(state.device.get_untracked()),
+        &state.search.get_untracked(),
+        state.sort.get_untracked(),
+        state.arena_only_untracked(),
+    );
+    if let Some(k) = rows.iter().position(|&b| b == buffer) {
+        let fit = memplan_render::scene::Viewport::fit(f64::from(m.positions), rows.len() as f64);
+        let v = state.timeline_window.get_untracked().unwrap_or(fit);
+        let first = (k as f64 - 3.0).max(0.0);
+        if state.tab.get_untracked() == Tab::Timeline || (k as f64) < v.y0 {
+            state
+                .timeline_window
+                .set(Some(memplan_render::scene::Viewport { y0: first, ..v }));
+        }
+    }
+}
+
+/// The tensors live at the peak, largest first, each with why it is still alive.
+#[component]
+pub fn PeakTable(state: PageState) -> impl IntoView {
+    move || {
+        let a = state.analysis.get()?;
+        let m = &a.model;
+        let device = m.clamp_device(state.device.get());
+        let d = &m.devices[device];
+        let peak = d.peak_position?;
+        let arena_only = state.arena_only_now();
+        let (shown, hidden): (Vec<PeakRow>, Vec<PeakRow>) = m
+            .peak_rows(device)
+            .into_iter()
+            .partition(|r| !(arena_only && m.buffers[r.buffer].always_live));
+        let selected = state.selected.get();
+        let at = m
+            .position_labels
+            .get(peak as usize)
+            .cloned()
+            .unwrap_or_default();
+        // In arena-only mode the shares are of the arena's part of the lower bound.
+        let bound = d.lower_bound.saturating_sub(d.floor(arena_only));
+        let share = |bytes: u64| {
+            if bound == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.1}%", bytes as f64 * 100.0 / bound as f64)
+            }
+        };
+        let rows = shown
+            .iter()
+            .map(|r| {
+                let b = &m.buffers[r.buffer];
+                let why = alive_text(m, r);
+                let producer = r.producer.map_or("-".into(), |s| step_text(m, s));
+                let buffer = r.buffer;
+                view! {
+                    <tr
+                        data-testid="peak-row"
+                        data-tensor=b.tensor.clone()
+                        data-bytes=r.bytes.to_string()
+                        class:selected=selected == Some(buffer)
+                        on:click=move |_| select(state, buffer)
+                        title="select it in the views"
+                    >
+                        <td class="name">{b.name.clone()}</td>
+                        <td class="num">{bytes(r.bytes)}</td>
+                        <td class="num">{share(r.bytes)}</td>
+                        <td>{producer}</td>
+                        <td>{why}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        let hidden_note = (!hidden.is_empty()).then(|| {
+            let total: u64 = hidden.iter().map(|r| r.bytes).sum();
+            view! {
+                <p class="muted small" data-testid="peak-hidden">
+                    {format!(
+                        "+ {} always-live tensors ({}) not listed: arena only",
+                        hidden.len(),
+                        bytes(total)
+                    )}
+                </p>
+            }
+        });
+        Some(view! {
+            <section class="panel peak" data-testid="peak-table">
+                <h3>"Live at the peak"</h3>
+                <p class="muted small">
+                    {if arena_only {
+                        format!(
+                            "position {peak} ({at}): {} live in the arena's {} tensors (the lower bound is {} with the always-live pools)",
+                            bytes(bound),
+                            shown.len(),
+                            bytes(d.lower_bound)
+                        )
+                    } else {
+                        format!(
+                            "position {peak} ({at}): {} live in {} tensors, the lower bound",
+                            bytes(d.lower_bound),
+                            shown.len()
+                        )
+                    }}
+                </p>
+                <div class="table-scroll">
+                    <table>
+                        <thead>
+                            <tr>
+                                <th>"tensor"</th><th class="num">"size"</th><th class="num">"share"</th>
+                                <th>"written by"</th><th>"alive because"</th>
+                            </tr>
+                        </thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                </div>
+                {hidden_note}
+            </section>
+        })
+    }
+}
+
+/// Everything about the selected tensor: what the hover card has, plus its views and loops.
+#[component]
+pub fn Details(state: PageState) -> impl IntoView {
+    move || {
+        let a = state.analysis.get()?;
+        let m = &a.model;
+        let Some(b) = state.selected.get().and_then(|k| m.buffers.get(k)) else {
+            return Some(
+                view! {
+                    <section class="panel details" data-testid="details">
+                        <p class="muted small">"Click a tensor in a view, or a row above, to see where and why it lives."</p>
+                    </section>
+                }
+                .into_any(),
+            );
+        };
+        let dtype = b.dtype.map_or("-", |d| d.name());
+        let pool = m
+            .devices
+            .get(b.device)
+            .and_then(|d| d.pools.get(b.pool))
+            .map_or_else(String::new, |p| format!(" ({})", p.role.name()));
+        let loops: Vec<String> = m
+            .loops
+            .iter()
+            .filter(|l| b.always_live || (b.first <= l.position && l.position <= b.last))
+            .map(|l| {
+                let trips = l.trip_count.map_or_else(String::new, |n| format!(" ×{n}"));
+                let how = if !b.always_live && b.first == l.position && b.last == l.position {
+                    "inside"
+                } else {
+                    "live across"
+                };
+                format!("{how} loop {}{trips} (position {})", l.id, l.position)
+            })
+            .collect();
+        let views = b
+            .views
+            .iter()
+            .map(|v| {
+                view! {
+                    <li>
+                        <span class="name">{v.name.clone()}</span>
+                        {format!(" · bytes {}..{} ({})", v.offset, v.offset + v.size, bytes(v.size))}
+                    </li>
+                }
+            })
+            .collect_view();
+        let has_views = !b.views.is_empty();
+        Some(
+            view! {
+                <section class="panel details" data-testid="details">
+                    <h3 data-testid="details-name">{b.name.clone()}</h3>
+                    <p class="muted small">{format!("{} · {} · {}", b.tensor, b.kind.name(), dtype)}</p>
+                    <dl class="facts">
+                        <dt>"size"</dt><dd>{format!("{} ({} B; occupies {} B)", bytes(b.size), b.size, b.occupied)}</dd>
+                        <dt>"place"</dt><dd>{format!("pool {}{pool}, offset {}; address {}", b.pool, b.offset, b.address)}</dd>
+                        <dt>"lives"</dt><dd>{interval_text(m, b)}</dd>
+                        <dt>"written by"</dt><dd>{step_list(m, &b.producers)}</dd>
+                        <dt>"read by"</dt><dd>{step_list(m, &b.consumers)}</dd>
+                        {(!loops.is_empty()).then(|| view! { <dt>"loops"</dt><dd>{loops.join("; ")}</dd> })}
+                    </dl>
+                    {has_views.then(|| view! { <h4>"Views into it"</h4> })}
+                    <ul class="views-list" data-testid="details-views">{views}</ul>
+                </section>
+            }
+            .into_any(),
+        )
+    }
+}
+
+/// The tensors of the dump that own no bytes, with the reason; views are under their base.
+#[component]
+pub fn Unplanned(state: PageState) -> impl IntoView {
+    move || {
+        let a = state.analysis.get()?;
+        let unplanned = &a.model.unplanned;
+        if unplanned.is_empty() {
+            return None;
+        }
+        let items = unplanned
+            .iter()
+            .map(|u| view! { <li><span class="name">{u.name.clone()}</span>{format!(" · {}", u.reason.name())}</li> })
+            .collect_view();
+        Some(view! {
+            <details class="panel unplanned" data-testid="unplanned">
+                <summary>{format!("{} tensors own no bytes", unplanned.len())}</summary>
+                <ul>{items}</ul>
+            </details>
+        })
+    }
+}
