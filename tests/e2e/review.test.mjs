@@ -206,6 +206,13 @@ test('readouts: the curve tells position, step, op, live bytes and footprint; th
   assert.match(text, /live .*B/);
   assert.match(text, /footprint/);
   assert.match(text, / · /, 'the step and its op');
+  // The time axis can name the steps; the link keeps it.
+  const before = await testid('timeline-canvas').getAttribute('data-draw-ms');
+  await testid('axis-select').selectOption('steps');
+  await page.waitForFunction(() => /axis=steps/.test(location.search));
+  await page.waitForFunction((b) => document.querySelector('[data-testid=timeline-canvas]').getAttribute('data-draw-ms') !== b, before);
+  await shot('axis-steps');
+  await testid('axis-select').selectOption('positions');
   // Near the bottom-right corner the card opens up and to the left, inside the view.
   await testid('tab-arena').click();
   await drawn('arena-canvas');
