@@ -180,6 +180,87 @@ def transformer_decode():
     })
 
 
+def decoder_serving():
+    """One decode step of a served 28-layer, d=3072 decoder with grouped-query attention (bf16),
+    batch B, KV cache of S positions: every size follows B and S (no byte-offset views), so the
+    dump can be planned at any binding, e.g. `memplan fits --param B=1..256 --set S=4096`.
+    Shapes are those of a 3B-parameter Llama-3.2-class model."""
+    L, d, H, KV, hd, ff, V = 28, 3072, 24, 8, 128, 8192, 128256
+    b, seq = 16, 4096
+    tensors, steps = [], []
+
+    def t(id, shape, kind="intermediate", dtype="bf16", **extra):
+        entry = dict(id=id, shape=shape, dtype=dtype)
+        if kind != "intermediate":
+            entry["kind"] = kind
+        entry.update(extra)
+        tensors.append(entry)
+
+    def s(id, op, reads, writes, cost, loop=None):
+        step = dict(id=id, op=op, reads=reads, writes=writes, cost=cost)
+        if loop:
+            step["loop"] = loop
+        steps.append(step)
+
+    t("tokens", ["B"], "input", dtype="i32")
+    t("positions", ["B"], "input", dtype="i32")
+    t("embed", [V, d], "param", name="token embedding (tied with the LM head)")
+    t("k_cache", [L, "B", "S", KV, hd], "input", held=True, name="K cache (all layers)")
+    t("v_cache", [L, "B", "S", KV, hd], "input", held=True, name="V cache (all layers)")
+    for w, shape in (("w_q", [L, d, H * hd]), ("w_k", [L, d, KV * hd]), ("w_v", [L, d, KV * hd]),
+                     ("w_o", [L, H * hd, d]), ("w_gate", [L, d, ff]), ("w_up", [L, d, ff]),
+                     ("w_down", [L, ff, d]), ("ln1", [L, d]), ("ln2", [L, d])):
+        t(w, shape, "param")
+    t("ln_f", [d], "param")
+    t("hidden", ["B", 1, d], name="residual stream")
+    s("embed_lookup", "gather", ["tokens", "embed"], ["hidden"], b * d)
+    t("h_norm", ["B", 1, d])
+    t("q", ["B", 1, H * hd])
+    t("k_new", ["B", 1, KV * hd])
+    t("v_new", ["B", 1, KV * hd])
+    t("scores", ["B", H, 1, "S"], "scratch", dtype="f32")
+    t("attn", ["B", 1, H * hd])
+    t("attn_proj", ["B", 1, d])
+    t("h2_norm", ["B", 1, d])
+    t("gate", ["B", 1, ff])
+    t("up", ["B", 1, ff])
+    t("act", ["B", 1, ff])
+    t("down", ["B", 1, d])
+    loop = "layers"
+    s("ln_attn", "rms_norm", ["hidden", "ln1"], ["h_norm"], 4 * b * d, loop)
+    s("q_proj", "matmul", ["h_norm", "w_q"], ["q"], 2 * b * d * H * hd, loop)
+    s("k_proj", "matmul", ["h_norm", "w_k"], ["k_new"], 2 * b * d * KV * hd, loop)
+    s("v_proj", "matmul", ["h_norm", "w_v"], ["v_new"], 2 * b * d * KV * hd, loop)
+    s("kv_append", "kv_append", ["k_new", "v_new", "positions"], ["k_cache", "v_cache"], 2 * b * KV * hd, loop)
+    s("attention", "flash_decode", ["q", "k_cache", "v_cache", "positions"], ["attn", "scores"],
+      4 * b * H * seq * hd, loop)
+    s("o_proj", "matmul", ["attn", "w_o"], ["attn_proj"], 2 * b * H * hd * d, loop)
+    s("residual_attn", "add", ["hidden", "attn_proj"], ["hidden"], b * d, loop)
+    s("ln_mlp", "rms_norm", ["hidden", "ln2"], ["h2_norm"], 4 * b * d, loop)
+    s("mlp_gate", "matmul", ["h2_norm", "w_gate"], ["gate"], 2 * b * d * ff, loop)
+    s("mlp_up", "matmul", ["h2_norm", "w_up"], ["up"], 2 * b * d * ff, loop)
+    s("swiglu", "swiglu", ["gate", "up"], ["act"], 8 * b * ff, loop)
+    s("mlp_down", "matmul", ["act", "w_down"], ["down"], 2 * b * ff * d, loop)
+    s("residual_mlp", "add", ["hidden", "down"], ["hidden"], b * d, loop)
+    t("final_norm", ["B", 1, d])
+    t("logits", ["B", V], dtype="f32")
+    t("next_tokens", ["B"], "output", dtype="i32")
+    s("ln_final", "rms_norm", ["hidden", "ln_f"], ["final_norm"], 4 * b * d)
+    s("lm_head", "matmul", ["final_norm", "embed"], ["logits"], 2 * b * d * V)
+    s("sample", "argmax", ["logits"], ["next_tokens"], b * V)
+    write("decoder-serving", {
+        "memplan": 1,
+        "name": "Decoder serving step (28 layers, d=3072, GQA 24/8, bf16, KV cache of B x S)",
+        "alignment": 256,
+        "params": {"B": b, "S": seq},
+        "devices": [{"id": "gpu0", "hardware_class": "l4-24gb"}],
+        "tensors": tensors,
+        "steps": steps,
+        "loops": [{"id": loop, "trip_count": L, "back_edge_reads": ["hidden"]}],
+    })
+
+
 if __name__ == "__main__":
     mlp_training()
     transformer_decode()
+    decoder_serving()

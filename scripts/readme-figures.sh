@@ -37,6 +37,17 @@ bench_cmd="cargo run --profile fast -p memplan-cli -- bench --csv-dir tests/data
 } > "$tmp/bench"
 replace bench "$tmp/bench"
 
+fits_cmd="memplan fits static/examples/decoder-serving.json --device l4-24gb --util 0.9 --param B=1..1024 --set S=4096"
+{
+  echo "\`$fits_cmd\` ($today, $cores cores):"
+  echo
+  echo '```'
+  cargo run -q --locked --profile fast -p memplan-cli -- fits static/examples/decoder-serving.json \
+    --device l4-24gb --util 0.9 --param B=1..1024 --set S=4096
+  echo '```'
+} > "$tmp/fits"
+replace fits "$tmp/fits"
+
 if ls dist/*.wasm >/dev/null 2>&1; then
   {
     echo "\`./scripts/bundle-size.sh\` after \`trunk build --release\` ($today):"

@@ -20,6 +20,11 @@ pub const EXAMPLES: &[Example] = &[
         title: "Transformer decode",
         text: include_str!("../../static/examples/transformer-decode.json"),
     },
+    Example {
+        name: "decoder-serving",
+        title: "Decoder serving (B, S)",
+        text: include_str!("../../static/examples/decoder-serving.json"),
+    },
 ];
 
 /// The example shown when the page opens.

@@ -12,10 +12,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeMap;
+
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
+use memplan_core::spaces::OutputSource;
 use memplan_core::{Control, StrategyChoice};
-use memplan_engine::{EngineError, Scenario, Session};
+use memplan_engine::{DeviceBudget, EngineError, Scenario, Session};
+use memplan_formats::hardware::{self, HardwareError};
 use memplan_formats::report::PlanReport;
 use memplan_formats::{FormatError, human, json};
 use memplan_render::color::ColorBy;
@@ -84,17 +88,101 @@ struct ScenarioArgs {
     /// `search`'s budget of conflict visits per region (deterministic).
     #[arg(long)]
     work_limit: Option<u64>,
+    /// A value for a param of the dump (a symbolic dim), e.g. `--set B=8`; repeat for more.
+    #[arg(long = "set", value_name = "NAME=V", value_parser = parse_binding)]
+    bindings: Vec<(String, u64)>,
+    /// The device class every device of the dump is: a bundled class (h100-sxm-80gb,
+    /// a100-40gb, l4-24gb, rtx-4090-24gb, jetson-agx-orin-64gb) or the class of `--hardware`.
+    #[arg(long)]
+    device: Option<String>,
+    /// The utilization the device runs at, in (0, its class's ceiling].
+    #[arg(long, default_value_t = 0.9)]
+    util: f64,
+    /// A hardware class file of your own (its class is the file's name without `.toml`).
+    #[arg(long, value_name = "FILE.toml")]
+    hardware: Option<PathBuf>,
+}
+
+fn parse_binding(s: &str) -> Result<(String, u64), BadArgument> {
+    let bad = || BadArgument(format!("`{s}` is not NAME=VALUE with a non-negative integer value"));
+    let (name, value) = s.split_once('=').ok_or_else(bad)?;
+    let value = value.trim().parse().map_err(|_| bad())?;
+    Ok((name.trim().to_string(), value))
+}
+
+/// A `--param NAME=LO..HI` range.
+#[derive(Debug, Clone)]
+struct ParamRange {
+    name: String,
+    lo: u64,
+    hi: u64,
+}
+
+fn parse_range(s: &str) -> Result<ParamRange, BadArgument> {
+    let bad = || BadArgument(format!("`{s}` is not NAME=LO..HI with integers LO <= HI"));
+    let (name, range) = s.split_once('=').ok_or_else(bad)?;
+    let (lo, hi) = range.split_once("..").ok_or_else(bad)?;
+    let (lo, hi): (u64, u64) = (
+        lo.trim().parse().map_err(|_| bad())?,
+        hi.trim().trim_start_matches('=').parse().map_err(|_| bad())?,
+    );
+    if lo > hi {
+        return Err(bad());
+    }
+    Ok(ParamRange {
+        name: name.trim().to_string(),
+        lo,
+        hi,
+    })
 }
 
 impl ScenarioArgs {
-    fn scenario(&self) -> Scenario {
-        Scenario {
+    fn scenario(&self) -> Result<Scenario, CliError> {
+        Ok(Scenario {
             strategy: self.strategy,
             precision_classes: !self.no_precision_classes,
             pool_cap: self.pool_cap,
             work_limit: self.work_limit,
-        }
+            params: self.bindings.iter().cloned().collect::<BTreeMap<_, _>>(),
+            device: self.device_budget()?,
+        })
     }
+
+    /// The device class asked for: the `--hardware` file's, or a bundled one by name.
+    fn device_budget(&self) -> Result<Option<DeviceBudget>, CliError> {
+        let class = match (&self.hardware, &self.device) {
+            (Some(path), device) => {
+                let stem = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                match device {
+                    Some(name) if *name != stem => bundled(name)?,
+                    _ => {
+                        let text = String::from_utf8_lossy(&read_bytes(path)?).into_owned();
+                        hardware::parse(&stem, &text).map_err(|error| CliError::Hardware {
+                            path: display(path),
+                            error,
+                        })?
+                    }
+                }
+            }
+            (None, Some(name)) => bundled(name)?,
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(DeviceBudget {
+            class: class.class,
+            terms: class.memory,
+            util: self.util,
+        }))
+    }
+}
+
+fn bundled(name: &str) -> Result<hardware::HardwareClass, CliError> {
+    hardware::bundled(name).ok_or_else(|| CliError::UnknownClass {
+        class: name.to_string(),
+        known: hardware::bundled_names().join(", "),
+    })
 }
 
 #[derive(Subcommand)]
@@ -144,9 +232,9 @@ enum Command {
         view: View,
         #[command(flatten)]
         scenario: ScenarioArgs,
-        /// The device to draw (an id; the first device when absent).
-        #[arg(long)]
-        device: Option<String>,
+        /// The device of the dump to draw (its id; the first device when absent).
+        #[arg(long = "device-id", value_name = "ID")]
+        device_id: Option<String>,
         /// Color buffers by kind or dtype.
         #[arg(long, default_value = "kind", value_parser = one_of(&ColorBy::ALL, ColorBy::name))]
         color_by: ColorBy,
@@ -174,11 +262,38 @@ enum Command {
     },
     /// Measure every strategy on instances and print a table (footprint, ratio, time).
     Bench(bench::BenchArgs),
+    /// Classify every buffer slot: memory space, access, host transfer, each output's source.
+    Spaces {
+        file: PathBuf,
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The largest value of a param whose plan fits a device class (checked bisection).
+    Fits {
+        file: PathBuf,
+        /// The param and the range to search, e.g. `--param B=1..256`.
+        #[arg(long, value_parser = parse_range)]
+        param: ParamRange,
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-fn parse_window(s: &str) -> Result<Viewport, String> {
-    Viewport::parse(s)
-        .ok_or_else(|| format!("`{s}` is not a window `x0,x1,y0,y1` with x0 < x1 and y0 < y1"))
+/// A flag's value that is not of its form (a usage error: exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadArgument(String);
+
+fn parse_window(s: &str) -> Result<Viewport, BadArgument> {
+    Viewport::parse(s).ok_or_else(|| {
+        BadArgument(format!(
+            "`{s}` is not a window `x0,x1,y0,y1` with x0 < x1 and y0 < y1"
+        ))
+    })
 }
 
 /// Why a command failed: one line, naming the file.
@@ -198,6 +313,10 @@ enum CliError {
     },
     #[error("{path}: {error}")]
     Render { path: String, error: RenderError },
+    #[error("{path}: {error}")]
+    Hardware { path: String, error: HardwareError },
+    #[error("no hardware class `{class}` (bundled: {known}; or pass --hardware FILE.toml)")]
+    UnknownClass { class: String, known: String },
 }
 
 /// `text` on one line: control characters (a newline or an escape sequence in an id) escaped.
@@ -281,7 +400,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 should_stop: Some(&mut past_deadline),
                 progress: None,
             };
-            let outcome = session.plan_with(&scenario.scenario(), &mut control)?;
+            let outcome = session.plan_with(&scenario.scenario()?, &mut control)?;
             let report = session.report(&outcome);
             if json {
                 println!(
@@ -305,7 +424,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             scenario,
         } => {
             let session = open(&file)?;
-            let scenario = scenario.scenario();
+            let scenario = scenario.scenario()?;
             let checked = match plan {
                 Some(p) => {
                     let at = |error| CliError::Report {
@@ -343,9 +462,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let text = match to {
                 ConvertTo::Json => json::write(&session.graph),
                 ConvertTo::Minimalloc => {
-                    let outcome = with_plan
-                        .then(|| session.plan(&scenario.scenario()))
-                        .transpose()?;
+                    let scenario = scenario.scenario()?;
+                    let outcome = with_plan.then(|| session.plan(&scenario)).transpose()?;
                     session.minimalloc_csv(outcome.as_ref())?
                 }
             };
@@ -355,7 +473,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             file,
             view,
             scenario,
-            device,
+            device_id,
             color_by,
             sort,
             search,
@@ -366,9 +484,9 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             output,
         } => {
             let session = open(&file)?;
-            let outcome = session.plan(&scenario.scenario())?;
+            let outcome = session.plan(&scenario.scenario()?)?;
             let model = session.view_model(&outcome);
-            let device = match device {
+            let device = match device_id {
                 None => 0,
                 Some(id) => model
                     .devices
@@ -410,6 +528,142 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             write_out(output.as_deref(), &svg)?;
         }
         Command::Bench(args) => bench::run(&args)?,
+        Command::Spaces {
+            file,
+            scenario,
+            json,
+        } => {
+            let session = open(&file)?;
+            let spaces = session.spaces(&scenario.scenario()?)?;
+            let graph = &session.graph;
+            if json {
+                println!("{}", spaces_json(&session, &spaces));
+            } else {
+                print!("{}", spaces_table(graph, &spaces));
+            }
+            for d in &spaces.diagnostics {
+                eprintln!("memplan: {}: {}", file.display(), one_line(&d.to_string()));
+            }
+            if !spaces.diagnostics.is_empty() {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Command::Fits {
+            file,
+            param,
+            scenario,
+            json,
+        } => {
+            let session = open(&file)?;
+            let scenario = scenario.scenario()?;
+            let started = Instant::now();
+            let fits = session.largest_fitting(&scenario, &param.name, param.lo, param.hi)?;
+            let millis = started.elapsed().as_secs_f64() * 1e3;
+            let class = scenario.device.as_ref().map_or("", |d| d.class.as_str());
+            if json {
+                let value = serde_json::json!({
+                    "param": fits.param,
+                    "largest": fits.largest,
+                    "class": class,
+                    "util": fits.budget.util,
+                    "budget_bytes": fits.budget.util_budget_bytes,
+                    "driver_bytes": fits.budget.driver_bytes,
+                    "usable_bytes": fits.budget.usable_bytes,
+                    "footprint_at_largest": fits.footprint_at_largest,
+                    "footprint_at_next": fits.footprint_at_next,
+                    "probes": fits.probes,
+                });
+                println!("{}", serde_json::to_string_pretty(&value).expect("JSON values print"));
+            } else {
+                print!("{}", human::fits_text(class, &fits_summary(&fits, &param), millis));
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn fits_summary(fits: &memplan_engine::Fits, param: &ParamRange) -> human::FitsSummary {
+    human::FitsSummary {
+        param: fits.param.clone(),
+        lo: param.lo,
+        hi: param.hi,
+        largest: fits.largest,
+        util: fits.budget.util,
+        device_bytes: fits.budget.device_bytes,
+        util_budget_bytes: fits.budget.util_budget_bytes,
+        driver_bytes: fits.budget.driver_bytes,
+        usable_bytes: fits.budget.usable_bytes,
+        footprint_at_largest: fits.footprint_at_largest,
+        footprint_at_next: fits.footprint_at_next,
+        probes: fits.probes,
+    }
+}
+
+/// The spaces as JSON: tensors by id, steps by id.
+fn spaces_json(session: &Session, spaces: &memplan_core::spaces::Spaces) -> String {
+    let g = &session.graph;
+    let slots: Vec<serde_json::Value> = spaces
+        .slots
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "tensor": g.tensors[s.tensor].id,
+                "space": s.space,
+                "access": s.access,
+                "transfer": s.transfer,
+                "bytes": s.bytes,
+                "dynamic": s.dynamic,
+                "views": g.tensors.iter().enumerate()
+                    .filter(|&(t, _)| t != s.tensor && spaces.slot_of[t].is_some_and(|k| spaces.slots[k].tensor == s.tensor))
+                    .map(|(_, v)| v.id.clone()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let outputs: Vec<serde_json::Value> = spaces
+        .outputs
+        .iter()
+        .map(|o| {
+            let source = match o.source {
+                Some(OutputSource::Written { step }) => serde_json::json!({"written_by": g.steps[step].id}),
+                Some(OutputSource::Alias { tensor }) => serde_json::json!({"alias_of": g.tensors[tensor].id}),
+                None => serde_json::Value::Null,
+            };
+            serde_json::json!({"index": o.index, "tensor": g.tensors[o.tensor].id, "source": source})
+        })
+        .collect();
+    let value = serde_json::json!({
+        "slots": slots,
+        "outputs": outputs,
+        "counts": spaces.counts,
+        "diagnostics": spaces.diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    });
+    serde_json::to_string_pretty(&value).expect("JSON values print")
+}
+
+/// The spaces as a table.
+fn spaces_table(g: &memplan_core::Graph, spaces: &memplan_core::spaces::Spaces) -> String {
+    let rows: Vec<human::SpaceRow> = spaces
+        .slots
+        .iter()
+        .map(|s| human::SpaceRow {
+            tensor: g.tensors[s.tensor].id.clone(),
+            space: s.space.name(),
+            access: s.access.name(),
+            transfer: s.transfer.name(),
+            bytes: s.bytes,
+            dynamic: s.dynamic,
+            source: spaces
+                .outputs
+                .iter()
+                .filter(|o| spaces.slot_of[o.tensor].is_some_and(|k| spaces.slots[k].tensor == s.tensor))
+                .map(|o| match o.source {
+                    Some(OutputSource::Written { step }) => format!("output #{} written by {}", o.index, g.steps[step].id),
+                    Some(OutputSource::Alias { tensor }) => format!("output #{} is {}", o.index, g.tensors[tensor].id),
+                    None => format!("output #{} has no writer", o.index),
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
+        .collect();
+    human::spaces_table(&rows, &spaces.counts)
 }

@@ -149,6 +149,18 @@ pub enum MemorySpace {
     Unified,
 }
 
+impl MemorySpace {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemorySpace::Host => "host",
+            MemorySpace::DeviceGlobal => "device_global",
+            MemorySpace::DeviceConstant => "device_constant",
+            MemorySpace::DeviceShared => "device_shared",
+            MemorySpace::Unified => "unified",
+        }
+    }
+}
+
 /// One dimension of a shape: a number, or the name of a param.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]

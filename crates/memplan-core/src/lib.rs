@@ -5,10 +5,15 @@
 //! lays the problem out ([`plan`]), and the independent [`check`]er verifies the layout before
 //! anyone sees it. The [`lower_bound`] says how far any layout could go.
 //!
+//! Beside the plan: [`spaces`] classifies every slot into a memory space with its access and host
+//! transfer, and [`budget`] says what a device class leaves a plan and answers "the largest value
+//! that fits" by checked bisection.
+//!
 //! This crate is pure: no I/O, no clocks, no threads, no randomness that is not seeded. The same
 //! input gives the same bytes out, natively and in WebAssembly. Reading and writing formats is
 //! `memplan-formats`' job; showing plans is the CLI's and the web app's.
 
+pub mod budget;
 pub mod check;
 pub mod dtype;
 pub mod graph;
@@ -16,6 +21,7 @@ pub mod layout;
 pub mod liveness;
 pub mod lower_bound;
 pub mod problem;
+pub mod spaces;
 
 pub use check::{Layout, Violation, check};
 pub use dtype::DType;

@@ -12,19 +12,23 @@
 //! format). This crate adds no planning logic and no numbers of its own: it wires the layers in
 //! the one order, bytes -> importer -> graph -> liveness -> layout -> check -> views.
 
-use memplan_core::graph::ResolvedGraph;
+use std::collections::BTreeMap;
+
+use memplan_core::budget::{Budget, BudgetError, DriverTerms, largest_fitting};
+use memplan_core::graph::{GraphError, ResolvedGraph};
 use memplan_core::problem::ProblemError;
+use memplan_core::spaces::{Spaces, classify};
 use memplan_core::{
     Control, Graph, Layout, Liveness, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
     Problem, StrategyChoice, Violation, analyze, check, plan_with,
 };
-use memplan_formats::report::PlanReport;
+use memplan_formats::report::{BudgetReport, PlanReport};
 use memplan_formats::{Format, FormatError, load, minimalloc};
 use memplan_render::ViewModel;
 use serde::{Deserialize, Serialize};
 
 /// What went wrong, with the input (file, URL or example) it came from.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EngineError {
     #[error("{input}: {error}")]
     Format { input: String, error: FormatError },
@@ -38,13 +42,43 @@ pub enum EngineError {
     MultiDevice { input: String, devices: usize },
     #[error("{input}: the file gives no offsets to check; pass a plan report")]
     NoGivenPlan { input: String },
+    #[error("{input}: with {binding}: {error}")]
+    Binding {
+        input: String,
+        binding: String,
+        error: GraphError,
+    },
+    #[error("{input}: the dump has no param `{param}` (its params: {known})")]
+    UnknownParam {
+        input: String,
+        param: String,
+        known: String,
+    },
+    #[error("{input}: device class `{class}`: {error}")]
+    Budget {
+        input: String,
+        class: String,
+        error: BudgetError,
+    },
+    #[error("{input}: `{query}` needs a device class to fit into")]
+    NoDevice { input: String, query: &'static str },
+    #[error(
+        "{input}: the footprint is not monotone in `{param}`: {lower} fits and {higher} does not, but the bisection's answer {answer} does not check"
+    )]
+    NotMonotone {
+        input: String,
+        param: String,
+        lower: u64,
+        higher: u64,
+        answer: u64,
+    },
 }
 
 /// Everything a user may change about a plan. Plain, typed data: the CLI builds it from flags,
 /// the page from its controls and its link, and the worker receives it as JSON. Fields the open
 /// issues add (flips, param bindings, a device class) join it here, each with a default that
 /// plans the dump as it is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Scenario {
     pub strategy: StrategyChoice,
@@ -55,6 +89,22 @@ pub struct Scenario {
     /// `search`'s budget of conflict visits per region; `None`: the default. Deterministic: the
     /// same limit gives the same plan.
     pub work_limit: Option<u64>,
+    /// Values of the dump's params (symbolic dims) that replace its own.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, u64>,
+    /// The device class every device of the dump is, and the utilization it runs at: the plan
+    /// then reports its headroom or overflow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceBudget>,
+}
+
+/// A device class and a utilization.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceBudget {
+    pub class: String,
+    pub terms: DriverTerms,
+    pub util: f64,
 }
 
 impl Default for Scenario {
@@ -64,16 +114,46 @@ impl Default for Scenario {
             precision_classes: true,
             pool_cap: None,
             work_limit: None,
+            params: BTreeMap::new(),
+            device: None,
         }
     }
 }
 
-/// A scenario planned: the plan and the options it was made with. Compact: what every view
-/// derives from, and nothing derived.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A scenario planned: the plan and the options it was made with, the graph it was made of when
+/// the scenario rebinds params, and the device budget when it names one. Compact: what every
+/// view derives from, and nothing derived.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub scenario: Scenario,
     pub plan: Plan,
+    /// The dump under the scenario's params, when they differ from its own.
+    pub bound: Option<Box<Bound>>,
+    pub budget: Option<Budget>,
+}
+
+/// A dump under other param values: resolved and analysed again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bound {
+    pub graph: Graph,
+    pub resolved: ResolvedGraph,
+    pub liveness: Liveness,
+}
+
+/// The answer of a "largest that fits" query, with both witnesses of the checked bisection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fits {
+    pub param: String,
+    /// The largest value in the range that fits; `None` when not even the low end does.
+    pub largest: Option<u64>,
+    pub budget: Budget,
+    /// The footprint at `largest` (it fits: at most the usable bytes).
+    pub footprint_at_largest: Option<u64>,
+    /// The footprint at `largest + 1` (it does not fit), or at the low end when nothing fits;
+    /// `None` when `largest` is the range's top.
+    pub footprint_at_next: Option<u64>,
+    /// How many values were planned to find it.
+    pub probes: u32,
 }
 
 /// A dump read, resolved and analysed once, ready to plan under any scenario.
@@ -198,37 +278,204 @@ impl Session {
         scenario: &Scenario,
         control: &mut Control<'_>,
     ) -> Result<Outcome, EngineError> {
-        let plan = plan_with(self.problem(), &self.options(scenario), control)
-            .map_err(|e| self.plan_error(e))?;
+        let budget = self.budget(scenario)?;
+        let bound = self.bind(&scenario.params)?;
+        let problem = bound
+            .as_ref()
+            .map_or(self.problem(), |b| &b.liveness.problem);
+        let plan =
+            plan_with(problem, &self.options(scenario), control).map_err(|e| self.plan_error(e))?;
         Ok(Outcome {
             scenario: scenario.clone(),
             plan,
+            bound: bound.map(Box::new),
+            budget,
         })
+    }
+
+    /// The budget of the scenario's device, if it names one.
+    fn budget(&self, scenario: &Scenario) -> Result<Option<Budget>, EngineError> {
+        scenario
+            .device
+            .as_ref()
+            .map(|d| {
+                d.terms.budget(d.util).map_err(|error| EngineError::Budget {
+                    input: self.source.clone(),
+                    class: d.class.clone(),
+                    error,
+                })
+            })
+            .transpose()
+    }
+
+    /// The dump under `params` (each must be a param of the dump), when they change any value:
+    /// resolved and analysed again, since sizes change.
+    pub fn bind(&self, params: &BTreeMap<String, u64>) -> Result<Option<Bound>, EngineError> {
+        let mut graph = self.graph.clone();
+        let mut changed = false;
+        for (name, &value) in params {
+            let Some(current) = graph.params.get_mut(name) else {
+                return Err(EngineError::UnknownParam {
+                    input: self.source.clone(),
+                    param: name.clone(),
+                    known: self.graph.params.keys().cloned().collect::<Vec<_>>().join(", "),
+                });
+            };
+            changed |= *current != value;
+            *current = value;
+        }
+        if !changed {
+            return Ok(None);
+        }
+        let binding = params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let resolved = graph.resolve().map_err(|error| EngineError::Binding {
+            input: self.source.clone(),
+            binding,
+            error,
+        })?;
+        let liveness = analyze(&graph, &resolved);
+        liveness
+            .problem
+            .validate()
+            .map_err(|error| EngineError::Problem {
+                input: self.source.clone(),
+                error,
+            })?;
+        Ok(Some(Bound {
+            graph,
+            resolved,
+            liveness,
+        }))
+    }
+
+    /// The graph, resolved graph and liveness an outcome was planned from.
+    fn parts<'a>(&'a self, outcome: &'a Outcome) -> (&'a Graph, &'a ResolvedGraph, &'a Liveness) {
+        match &outcome.bound {
+            Some(b) => (&b.graph, &b.resolved, &b.liveness),
+            None => (&self.graph, &self.resolved, &self.liveness),
+        }
     }
 
     /// The plan report: what `memplan plan --json` prints and the page exports.
     pub fn report(&self, outcome: &Outcome) -> PlanReport {
-        PlanReport::new(self.problem(), &outcome.plan)
+        let (_, _, liveness) = self.parts(outcome);
+        let mut report = PlanReport::new(&liveness.problem, &outcome.plan);
+        if let (Some(budget), Some(device)) = (outcome.budget, &outcome.scenario.device) {
+            report.summary.set_budget(BudgetReport::new(&device.class, budget));
+        }
+        report
     }
 
     /// The plan as the views show it.
     pub fn view_model(&self, outcome: &Outcome) -> ViewModel {
-        ViewModel::new(&self.graph, &self.resolved, &self.liveness, &outcome.plan)
+        let (graph, resolved, liveness) = self.parts(outcome);
+        ViewModel::new(graph, resolved, liveness, &outcome.plan)
+    }
+
+    /// The memory spaces of the dump (under the scenario's params).
+    pub fn spaces(&self, scenario: &Scenario) -> Result<Spaces, EngineError> {
+        Ok(match self.bind(&scenario.params)? {
+            Some(b) => classify(&b.graph, &b.resolved),
+            None => classify(&self.graph, &self.resolved),
+        })
+    }
+
+    /// The largest value of `param` in `lo..=hi` whose plan fits the scenario's device on every
+    /// device of the dump, by bisection over the planner's footprint; checked: it fits, and the
+    /// next value does not (or it is `hi`). A value whose sizes overflow does not fit.
+    pub fn largest_fitting(
+        &self,
+        scenario: &Scenario,
+        param: &str,
+        lo: u64,
+        hi: u64,
+    ) -> Result<Fits, EngineError> {
+        let budget = self.budget(scenario)?.ok_or_else(|| EngineError::NoDevice {
+            input: self.source.clone(),
+            query: "fits",
+        })?;
+        if !self.graph.params.contains_key(param) {
+            return Err(EngineError::UnknownParam {
+                input: self.source.clone(),
+                param: param.to_string(),
+                known: self.graph.params.keys().cloned().collect::<Vec<_>>().join(", "),
+            });
+        }
+        // The footprint at `value` (the largest device's), or `None` when sizes overflow.
+        let footprint = |value: u64| -> Result<Option<u64>, EngineError> {
+            let mut s = scenario.clone();
+            s.params.insert(param.to_string(), value);
+            s.device = None;
+            match self.plan(&s) {
+                Ok(o) => Ok(Some(
+                    o.plan
+                        .devices
+                        .iter()
+                        .map(|d| d.footprint_bytes)
+                        .max()
+                        .unwrap_or(0),
+                )),
+                Err(EngineError::Binding {
+                    error: GraphError::SizeOverflow { .. },
+                    ..
+                })
+                | Err(EngineError::Problem {
+                    error: ProblemError::TotalOverflow { .. } | ProblemError::SizeOverflow { .. },
+                    ..
+                }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        let fits = |f: Option<u64>| f.is_some_and(|f| f <= budget.usable_bytes);
+        let answer = largest_fitting(lo, hi, &mut |v| footprint(v).map(fits))?;
+        let (footprint_at_largest, footprint_at_next) = match answer.largest {
+            None => (None, if lo <= hi { footprint(lo)? } else { None }),
+            Some(x) => {
+                let at = footprint(x)?;
+                let next = if x < hi { footprint(x + 1)? } else { None };
+                if !fits(at) || (x < hi && fits(next)) {
+                    return Err(EngineError::NotMonotone {
+                        input: self.source.clone(),
+                        param: param.to_string(),
+                        lower: lo,
+                        higher: hi,
+                        answer: x,
+                    });
+                }
+                (at, next)
+            }
+        };
+        Ok(Fits {
+            param: param.to_string(),
+            largest: answer.largest,
+            budget,
+            footprint_at_largest,
+            footprint_at_next,
+            probes: answer.probes + 2,
+        })
     }
 
     /// The buffers as minimalloc CSV, with the plan's offsets when given (each device's pools
     /// laid end to end). minimalloc has one address space, so a dump of several devices is
     /// refused (the same refusal in the CLI and the page).
     pub fn minimalloc_csv(&self, outcome: Option<&Outcome>) -> Result<String, EngineError> {
-        let devices = self.problem().device_ids.len();
+        let problem = match outcome {
+            Some(o) => &self.parts(o).2.problem,
+            None => self.problem(),
+        };
+        let devices = problem.device_ids.len();
         if devices > 1 {
             return Err(EngineError::MultiDevice {
                 input: self.source.clone(),
                 devices,
             });
         }
-        let offsets = outcome.map(|o| o.plan.device_offsets(self.problem()));
-        Ok(minimalloc::write(self.problem(), offsets.as_deref()))
+        let offsets = outcome.map(|o| o.plan.device_offsets(problem));
+        Ok(minimalloc::write(problem, offsets.as_deref()))
     }
 
     /// Checks a plan report against this dump: it must place exactly this dump's buffers (see

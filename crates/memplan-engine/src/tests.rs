@@ -176,3 +176,145 @@ fn a_work_limit_is_deterministic() {
         .unwrap();
     assert!(more.plan.footprint_bytes() <= a.plan.footprint_bytes());
 }
+
+const SERVING: &str = include_str!("../../../static/examples/decoder-serving.json");
+
+fn on(class: &str, util: f64) -> Option<DeviceBudget> {
+    let c = memplan_formats::hardware::bundled(class).unwrap();
+    Some(DeviceBudget {
+        class: c.class,
+        terms: c.memory,
+        util,
+    })
+}
+
+#[test]
+fn params_rebind_sizes_and_the_report_follows() {
+    let s = session(SERVING);
+    let at = |b: u64| {
+        s.plan(&Scenario {
+            params: [("B".to_string(), b)].into(),
+            ..Scenario::default()
+        })
+        .unwrap()
+    };
+    let (small, large) = (at(1), at(64));
+    assert!(small.bound.is_some() && large.bound.is_some());
+    assert!(large.plan.footprint_bytes() > small.plan.footprint_bytes());
+    // The derived views use the bound graph: the K cache holds 64 sequences.
+    let model = s.view_model(&large);
+    let k = &model.buffers[model.buffer_of("k_cache").unwrap()];
+    assert_eq!(k.size, 28 * 64 * 4096 * 8 * 128 * 2);
+    assert!(s.report(&large).summary.valid);
+    // The dump's own value needs no rebinding.
+    assert!(at(16).bound.is_none());
+    let e = s
+        .plan(&Scenario {
+            params: [("batch".to_string(), 2)].into(),
+            ..Scenario::default()
+        })
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "test: the dump has no param `batch` (its params: B, S)"
+    );
+}
+
+#[test]
+fn a_device_budget_reports_headroom_or_overflow() {
+    let s = session(SERVING);
+    let fits = s
+        .plan(&Scenario {
+            device: on("l4-24gb", 0.9),
+            ..Scenario::default()
+        })
+        .unwrap();
+    let r = s.report(&fits).summary;
+    let b = r.budget.as_ref().unwrap();
+    assert_eq!(b.class, "l4-24gb");
+    assert_eq!(
+        r.devices[0].headroom_bytes,
+        Some(b.usable_bytes - r.devices[0].footprint_bytes)
+    );
+    let over = s
+        .plan(&Scenario {
+            params: [("B".to_string(), 64)].into(),
+            device: on("l4-24gb", 0.9),
+            ..Scenario::default()
+        })
+        .unwrap();
+    let r = s.report(&over).summary;
+    assert!(r.devices[0].overflow_bytes.is_some() && r.devices[0].headroom_bytes.is_none());
+    let e = s
+        .plan(&Scenario {
+            device: on("jetson-agx-orin-64gb", 0.9),
+            ..Scenario::default()
+        })
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("device class `jetson-agx-orin-64gb`: util 0.9 is above the class's ceiling of 0.75"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
+    let s = session(SERVING);
+    let scenario = Scenario {
+        params: [("S".to_string(), 4096)].into(),
+        device: on("l4-24gb", 0.9),
+        ..Scenario::default()
+    };
+    let f = s.largest_fitting(&scenario, "B", 1, 512).unwrap();
+    let x = f.largest.unwrap();
+    assert!(f.footprint_at_largest.unwrap() <= f.budget.usable_bytes);
+    assert!(f.footprint_at_next.unwrap() > f.budget.usable_bytes);
+    // The witnesses are the plans of x and x + 1, made independently.
+    let plan_at = |b: u64| {
+        let mut sc = scenario.clone();
+        sc.params.insert("B".into(), b);
+        s.plan(&sc).unwrap().plan.footprint_bytes()
+    };
+    assert_eq!(plan_at(x), f.footprint_at_largest.unwrap());
+    assert_eq!(plan_at(x + 1), f.footprint_at_next.unwrap());
+    assert!(f.probes <= 2 + 10 + 2, "{} probes", f.probes);
+    // A longer context leaves room for fewer sequences; an H100 for more.
+    let long = Scenario {
+        params: [("S".to_string(), 16384)].into(),
+        ..scenario.clone()
+    };
+    assert!(s.largest_fitting(&long, "B", 1, 512).unwrap().largest.unwrap() < x);
+    let h100 = Scenario {
+        device: on("h100-sxm-80gb", 0.9),
+        ..scenario.clone()
+    };
+    assert!(s.largest_fitting(&h100, "B", 1, 512).unwrap().largest.unwrap() > x);
+    // Edges: nothing fits; the top of the range fits; sizes past 2^64 do not fit.
+    let tiny = s.largest_fitting(&scenario, "B", 1000, 2000).unwrap();
+    assert_eq!(tiny.largest, None);
+    assert!(tiny.footprint_at_next.unwrap() > tiny.budget.usable_bytes);
+    let top = s.largest_fitting(&scenario, "B", 1, 4).unwrap();
+    assert_eq!((top.largest, top.footprint_at_next), (Some(4), None));
+    let huge = s.largest_fitting(&scenario, "S", 1, u64::MAX).unwrap();
+    assert!(huge.largest.is_some());
+    assert!(matches!(
+        s.largest_fitting(&Scenario::default(), "B", 1, 8),
+        Err(EngineError::NoDevice { .. })
+    ));
+}
+
+#[test]
+fn spaces_of_an_example() {
+    let s = session(SERVING);
+    let spaces = s.spaces(&Scenario::default()).unwrap();
+    assert!(spaces.diagnostics.is_empty());
+    assert_eq!(spaces.outputs.len(), 1);
+    assert!(matches!(
+        spaces.outputs[0].source,
+        Some(memplan_core::spaces::OutputSource::Written { .. })
+    ));
+    // tokens, positions, both caches and the weights come from the host.
+    assert_eq!(spaces.counts.host_input_transfers, 2 + 2 + 1 + 10);
+    assert_eq!(spaces.counts.host_output_transfers, 1);
+}

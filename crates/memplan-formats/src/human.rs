@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Plan, Problem, StrategyChoice};
 
 use crate::report::PlanSummary;
@@ -62,6 +63,31 @@ pub fn plan_table(report: &PlanSummary) -> String {
             d.pools.len()
         );
     }
+    if let Some(b) = &report.budget {
+        for d in &report.devices {
+            let _ = match (d.headroom_bytes, d.overflow_bytes) {
+                (Some(h), _) => writeln!(
+                    out,
+                    "{}: fits {} at util {} ({} usable): headroom {}",
+                    d.device,
+                    b.class,
+                    b.util,
+                    bytes(b.usable_bytes),
+                    bytes(h)
+                ),
+                (_, Some(o)) => writeln!(
+                    out,
+                    "{}: does NOT fit {} at util {} ({} usable): over by {}",
+                    d.device,
+                    b.class,
+                    b.util,
+                    bytes(b.usable_bytes),
+                    bytes(o)
+                ),
+                _ => Ok(()),
+            };
+        }
+    }
     for d in &report.devices {
         if let Some(f) = d.cap_fallback {
             let _ = writeln!(
@@ -82,6 +108,141 @@ pub fn plan_table(report: &PlanSummary) -> String {
             );
         }
     }
+    out
+}
+
+/// One slot of `memplan spaces`' table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpaceRow {
+    pub tensor: String,
+    pub space: &'static str,
+    pub access: &'static str,
+    pub transfer: &'static str,
+    pub bytes: u64,
+    pub dynamic: bool,
+    /// What the outputs on this slot come from.
+    pub source: String,
+}
+
+/// The memory spaces as a table, then the counts.
+pub fn spaces_table(rows: &[SpaceRow], counts: &SpaceCounts) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<28} {:<16} {:<11} {:<15} {:>12}  output",
+        "slot", "space", "access", "transfer", "bytes"
+    );
+    for r in rows {
+        let size = if r.dynamic {
+            format!("{} (dyn)", bytes(r.bytes))
+        } else {
+            bytes(r.bytes)
+        };
+        let _ = writeln!(
+            out,
+            "{:<28} {:<16} {:<11} {:<15} {:>12}  {}",
+            r.tensor, r.space, r.access, r.transfer, size, r.source
+        );
+    }
+    let _ = writeln!(
+        out,
+        "slots: {} device_global, {} device_constant, {} device_shared, {} host, {} unified; \
+         transfers: {} in, {} out; {} dynamic, {} elided; static bytes {}",
+        counts.device_global,
+        counts.device_constant,
+        counts.device_shared,
+        counts.host,
+        counts.unified,
+        counts.host_input_transfers,
+        counts.host_output_transfers,
+        counts.dynamic,
+        counts.elided,
+        bytes(counts.total_static_bytes)
+    );
+    out
+}
+
+/// The answer of `memplan fits`, as figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitsSummary {
+    pub param: String,
+    pub lo: u64,
+    pub hi: u64,
+    pub largest: Option<u64>,
+    pub util: f64,
+    pub device_bytes: u64,
+    pub util_budget_bytes: u64,
+    pub driver_bytes: u64,
+    pub usable_bytes: u64,
+    pub footprint_at_largest: Option<u64>,
+    pub footprint_at_next: Option<u64>,
+    pub probes: u32,
+}
+
+/// `memplan fits`' answer in words, with both witnesses and what the query took.
+pub fn fits_text(class: &str, f: &FitsSummary, millis: f64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{class} at util {}: {} of {} usable ({} util budget less {} for the driver, estimated)",
+        f.util,
+        bytes(f.usable_bytes),
+        bytes(f.device_bytes),
+        bytes(f.util_budget_bytes),
+        bytes(f.driver_bytes)
+    );
+    let over = |footprint: u64| bytes(footprint.saturating_sub(f.usable_bytes));
+    match f.largest {
+        None => {
+            let _ = writeln!(
+                out,
+                "no {} in {}..={} fits: at {}={} the footprint is {}, over by {}",
+                f.param,
+                f.lo,
+                f.hi,
+                f.param,
+                f.lo,
+                f.footprint_at_next.map_or("past 2^64 bytes".into(), bytes),
+                f.footprint_at_next.map_or("-".into(), over)
+            );
+        }
+        Some(x) => {
+            let _ = writeln!(out, "largest {} that fits: {x}", f.param);
+            if let Some(at) = f.footprint_at_largest {
+                let _ = writeln!(
+                    out,
+                    "  {}={x}: footprint {}, headroom {}",
+                    f.param,
+                    bytes(at),
+                    bytes(f.usable_bytes - at.min(f.usable_bytes))
+                );
+            }
+            match (x < f.hi, f.footprint_at_next) {
+                (true, Some(next)) => {
+                    let _ = writeln!(
+                        out,
+                        "  {}={}: footprint {}, over by {}",
+                        f.param,
+                        x + 1,
+                        bytes(next),
+                        over(next)
+                    );
+                }
+                (true, None) => {
+                    let _ = writeln!(
+                        out,
+                        "  {}={}: its sizes pass 2^64 bytes",
+                        f.param,
+                        x + 1
+                    );
+                }
+                (false, _) => {
+                    let _ = writeln!(out, "  (the top of the range {}..={})", f.lo, f.hi);
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "{} plans, {millis:.0} ms", f.probes);
     out
 }
 

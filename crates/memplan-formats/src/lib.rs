@@ -4,12 +4,14 @@
 //! - [`json`]: the native memplan JSON dump, version 1 (a graph).
 //! - [`minimalloc`]: minimalloc CSV (buffers with half-open lifetimes, optionally offsets).
 //! - [`report`]: the plan report that `memplan plan --json` prints and `memplan check` reads.
+//! - [`hardware`]: device classes' memory terms (strict TOML).
 //! - [`human`]: byte sizes and the plan table as people read them.
 //! - [`load`]: detects the format of some bytes and imports them.
 //!
 //! Every importer returns a [`FormatError`] that says what is wrong and where (a line, a JSON
 //! path, an element id); none panics on any input.
 
+pub mod hardware;
 pub mod human;
 pub mod json;
 pub mod minimalloc;

@@ -10,13 +10,14 @@
 
 use std::collections::HashMap;
 
+use memplan_core::budget::Budget;
 use memplan_core::{CapFallback, Lifetime, Placement, Plan, Pool, PoolRole, Problem};
 use serde::{Deserialize, Serialize};
 
 use crate::FormatError;
 
 /// The whole report: the figures, then every placement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanReport {
     #[serde(flatten)]
     pub summary: PlanSummary,
@@ -25,7 +26,7 @@ pub struct PlanReport {
 
 /// The report's figures without the placements: what a summary shows (the web worker sends the
 /// page this, with the view model, not the whole report).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanSummary {
     pub strategy: String,
     pub precision_classes: bool,
@@ -39,6 +40,34 @@ pub struct PlanSummary {
     pub violations: Vec<String>,
     pub positions: u32,
     pub devices: Vec<DeviceReport>,
+    /// The device class every device is, when the plan was asked to fit one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetReport>,
+}
+
+/// A device class's bytes under one utilization (see `memplan_core::budget`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetReport {
+    pub class: String,
+    pub util: f64,
+    pub device_bytes: u64,
+    pub util_budget_bytes: u64,
+    pub driver_bytes: u64,
+    pub usable_bytes: u64,
+}
+
+impl BudgetReport {
+    pub fn new(class: &str, b: Budget) -> Self {
+        BudgetReport {
+            class: class.to_string(),
+            util: b.util,
+            device_bytes: b.device_bytes,
+            util_budget_bytes: b.util_budget_bytes,
+            driver_bytes: b.driver_bytes,
+            usable_bytes: b.usable_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +95,12 @@ pub struct DeviceReport {
     /// Whether a stop condition ended the search early (the plan is its best so far).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
+    /// With a device budget: how far the footprint is under the usable bytes, or over them
+    /// (exactly one is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headroom_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overflow_bytes: Option<u64>,
 }
 
 /// The arena a strategy laid out over the cap, and what the bump-packed pools take instead.
@@ -172,9 +207,23 @@ impl PlanSummary {
                         .collect(),
                     cap_fallback: d.cap_fallback.map(Into::into),
                     stopped: d.stopped,
+                    headroom_bytes: None,
+                    overflow_bytes: None,
                 })
                 .collect(),
+            budget: None,
         }
+    }
+
+    /// Adds a device budget: each device's headroom under its usable bytes, or overflow.
+    pub fn set_budget(&mut self, budget: BudgetReport) {
+        for d in &mut self.devices {
+            match budget.usable_bytes.checked_sub(d.footprint_bytes) {
+                Some(headroom) => d.headroom_bytes = Some(headroom),
+                None => d.overflow_bytes = Some(d.footprint_bytes - budget.usable_bytes),
+            }
+        }
+        self.budget = Some(budget);
     }
 }
 

@@ -1,0 +1,130 @@
+//! Hardware classes: a device class's memory terms, from a TOML file with a strict `[memory]`
+//! table (static/hardware/README.md documents it). Every key is required and no other is
+//! accepted: a class with a missing or unknown key, a per mille over 1000 or a util ceiling
+//! outside (0, 1] is an error naming the class and the problem, never a default. The classes
+//! that ship with memplan are compiled in ([`BUNDLED`]); users pass their own file.
+
+use memplan_core::budget::DriverTerms;
+use serde::Deserialize;
+
+/// A device class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HardwareClass {
+    /// How it is named on the command line and in a dump (the file's stem).
+    pub class: String,
+    /// A display name.
+    pub name: String,
+    pub memory: DriverTerms,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: String,
+    memory: DriverTerms,
+}
+
+/// Why a hardware class could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("hardware class `{class}`: {detail}")]
+pub struct HardwareError {
+    pub class: String,
+    pub detail: String,
+}
+
+/// The classes that ship with memplan: (class, TOML text).
+pub const BUNDLED: [(&str, &str); 5] = [
+    ("h100-sxm-80gb", include_str!("../../../static/hardware/h100-sxm-80gb.toml")),
+    ("a100-40gb", include_str!("../../../static/hardware/a100-40gb.toml")),
+    ("l4-24gb", include_str!("../../../static/hardware/l4-24gb.toml")),
+    ("rtx-4090-24gb", include_str!("../../../static/hardware/rtx-4090-24gb.toml")),
+    (
+        "jetson-agx-orin-64gb",
+        include_str!("../../../static/hardware/jetson-agx-orin-64gb.toml"),
+    ),
+];
+
+/// Reads class `class` from its TOML text.
+pub fn parse(class: &str, text: &str) -> Result<HardwareClass, HardwareError> {
+    let err = |detail: String| HardwareError {
+        class: class.to_string(),
+        detail,
+    };
+    let file: File = toml::from_str(text).map_err(|e| {
+        // One line: the message and where, not toml's multi-line snippet.
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let message = e.message().trim().replace('\n', " ");
+        err(match line {
+            Some(line) => format!("line {line}: {message}"),
+            None => message,
+        })
+    })?;
+    file.memory
+        .validate()
+        .map_err(|e| err(format!("[memory]: {e}")))?;
+    Ok(HardwareClass {
+        class: class.to_string(),
+        name: file.name,
+        memory: file.memory,
+    })
+}
+
+/// A bundled class by name; `None` when no class of that name ships.
+pub fn bundled(class: &str) -> Option<HardwareClass> {
+    BUNDLED
+        .iter()
+        .find(|(name, _)| *name == class)
+        .map(|(name, text)| parse(name, text).expect("bundled classes parse (tested)"))
+}
+
+/// The names of the bundled classes.
+pub fn bundled_names() -> Vec<&'static str> {
+    BUNDLED.iter().map(|(name, _)| *name).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bundled_class_parses_and_the_examples_class_exists() {
+        for (name, text) in BUNDLED {
+            let c = parse(name, text).unwrap();
+            assert!(c.memory.device_bytes > 20_000_000_000, "{name}");
+            assert!(c.memory.budget(c.memory.util_ceiling).unwrap().usable_bytes > 0);
+        }
+        assert!(bundled("a100-40gb").is_some());
+        assert!(bundled("jetson-agx-orin-64gb").unwrap().memory.unified);
+        assert_eq!(bundled("h200"), None);
+    }
+
+    const GOOD: &str = "name = \"x\"\n[memory]\ndevice_bytes = 1000000\ndriver_fixed_bytes = 10\ndriver_budget_per_mille = 5\nunified = false\nutil_ceiling = 0.9\n";
+
+    #[test]
+    fn a_missing_or_unknown_key_is_an_error_naming_the_class_never_a_default() {
+        assert!(parse("mine", GOOD).is_ok());
+        let e = parse("mine", &GOOD.replace("unified = false\n", "")).unwrap_err();
+        assert_eq!(e.class, "mine");
+        assert!(e.to_string().starts_with("hardware class `mine`: "), "{e}");
+        assert!(e.to_string().contains("missing field `unified`"), "{e}");
+        let e = parse("mine", &GOOD.replace("unified", "unifed")).unwrap_err();
+        assert!(e.to_string().contains("unknown field `unifed`"), "{e}");
+        let e = parse("mine", &format!("{GOOD}extra = 1\n")).unwrap_err();
+        assert!(e.to_string().contains("extra"), "{e}");
+        let e = parse("mine", "name = \"x\"\n").unwrap_err();
+        assert!(e.to_string().contains("missing field `memory`"), "{e}");
+        assert_eq!(e.to_string().lines().count(), 1);
+    }
+
+    #[test]
+    fn out_of_range_terms_are_errors() {
+        let e = parse("mine", &GOOD.replace("= 5\n", "= 1001\n")).unwrap_err();
+        assert!(e.to_string().contains("more than 1000"), "{e}");
+        let e = parse("mine", &GOOD.replace("0.9", "1.2")).unwrap_err();
+        assert!(e.to_string().contains("not in (0, 1]"), "{e}");
+        let e = parse("mine", &GOOD.replace("0.9", "0")).unwrap_err();
+        assert!(e.to_string().contains("not in (0, 1]"), "{e}");
+    }
+}
