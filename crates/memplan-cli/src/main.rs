@@ -104,7 +104,11 @@ struct ScenarioArgs {
 }
 
 fn parse_binding(s: &str) -> Result<(String, u64), BadArgument> {
-    let bad = || BadArgument(format!("`{s}` is not NAME=VALUE with a non-negative integer value"));
+    let bad = || {
+        BadArgument(format!(
+            "`{s}` is not NAME=VALUE with a non-negative integer value"
+        ))
+    };
     let (name, value) = s.split_once('=').ok_or_else(bad)?;
     let value = value.trim().parse().map_err(|_| bad())?;
     Ok((name.trim().to_string(), value))
@@ -124,7 +128,10 @@ fn parse_range(s: &str) -> Result<ParamRange, BadArgument> {
     let (lo, hi) = range.split_once("..").ok_or_else(bad)?;
     let (lo, hi): (u64, u64) = (
         lo.trim().parse().map_err(|_| bad())?,
-        hi.trim().trim_start_matches('=').parse().map_err(|_| bad())?,
+        hi.trim()
+            .trim_start_matches('=')
+            .parse()
+            .map_err(|_| bad())?,
     );
     if lo > hi {
         return Err(bad());
@@ -573,9 +580,15 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                     "footprint_at_next": fits.footprint_at_next,
                     "probes": fits.probes,
                 });
-                println!("{}", serde_json::to_string_pretty(&value).expect("JSON values print"));
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&value).expect("JSON values print")
+                );
             } else {
-                print!("{}", human::fits_text(class, &fits_summary(&fits, &param), millis));
+                print!(
+                    "{}",
+                    human::fits_text(class, &fits_summary(&fits, &param), millis)
+                );
             }
         }
     }
@@ -655,10 +668,16 @@ fn spaces_table(g: &memplan_core::Graph, spaces: &memplan_core::spaces::Spaces) 
             source: spaces
                 .outputs
                 .iter()
-                .filter(|o| spaces.slot_of[o.tensor].is_some_and(|k| spaces.slots[k].tensor == s.tensor))
+                .filter(|o| {
+                    spaces.slot_of[o.tensor].is_some_and(|k| spaces.slots[k].tensor == s.tensor)
+                })
                 .map(|o| match o.source {
-                    Some(OutputSource::Written { step }) => format!("output #{} written by {}", o.index, g.steps[step].id),
-                    Some(OutputSource::Alias { tensor }) => format!("output #{} is {}", o.index, g.tensors[tensor].id),
+                    Some(OutputSource::Written { step }) => {
+                        format!("output #{} written by {}", o.index, g.steps[step].id)
+                    }
+                    Some(OutputSource::Alias { tensor }) => {
+                        format!("output #{} is {}", o.index, g.tensors[tensor].id)
+                    }
                     None => format!("output #{} has no writer", o.index),
                 })
                 .collect::<Vec<_>>()

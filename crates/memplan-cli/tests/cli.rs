@@ -324,12 +324,25 @@ fn fits_answers_the_largest_batch_with_both_witnesses() {
     let usable = r["usable_bytes"].as_u64().unwrap();
     assert!(r["footprint_at_largest"].as_u64().unwrap() <= usable);
     assert!(r["footprint_at_next"].as_u64().unwrap() > usable);
-    for field in ["param", "budget_bytes", "usable_bytes", "footprint_at_largest", "footprint_at_next"] {
+    for field in [
+        "param",
+        "budget_bytes",
+        "usable_bytes",
+        "footprint_at_largest",
+        "footprint_at_next",
+    ] {
         assert!(!r[field].is_null(), "{field}");
     }
     // The plan at the answer fits, with the headroom the query reported.
     let o = memplan(&[
-        "plan", &dump, "--device", "l4-24gb", "--set", &format!("B={largest}"), "--set", "S=4096",
+        "plan",
+        &dump,
+        "--device",
+        "l4-24gb",
+        "--set",
+        &format!("B={largest}"),
+        "--set",
+        "S=4096",
         "--json",
     ]);
     let p: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -338,7 +351,10 @@ fn fits_answers_the_largest_batch_with_both_witnesses() {
         usable - r["footprint_at_largest"].as_u64().unwrap()
     );
     let text = stdout(&memplan(&args[..args.len() - 1]));
-    assert!(text.contains(&format!("largest B that fits: {largest}")), "{text}");
+    assert!(
+        text.contains(&format!("largest B that fits: {largest}")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -346,19 +362,38 @@ fn device_classes_and_params_are_refused_with_reasons() {
     let dump = example("decoder-serving.json");
     let o = memplan(&["plan", &dump, "--device", "h200"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("no hardware class `h200` (bundled: h100-sxm-80gb, a100-40gb"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no hardware class `h200` (bundled: h100-sxm-80gb, a100-40gb"),
+        "{}",
+        stderr(&o)
+    );
     let o = memplan(&["plan", &dump, "--device", "jetson-agx-orin-64gb"]);
-    assert!(stderr(&o).contains("util 0.9 is above the class's ceiling of 0.75"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("util 0.9 is above the class's ceiling of 0.75"),
+        "{}",
+        stderr(&o)
+    );
     let o = memplan(&["plan", &dump, "--set", "X=3"]);
-    assert!(stderr(&o).contains("the dump has no param `X` (its params: B, S)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the dump has no param `X` (its params: B, S)"),
+        "{}",
+        stderr(&o)
+    );
     let o = memplan(&["plan", &dump, "--set", "B=many"]);
     assert_eq!(o.status.code(), Some(2));
     let o = memplan(&["fits", &dump, "--param", "B=9..1", "--device", "l4-24gb"]);
     assert_eq!(o.status.code(), Some(2));
-    let bad = temp("mine.toml", "name = \"mine\"\n[memory]\ndevice_bytes = 1000\n");
+    let bad = temp(
+        "mine.toml",
+        "name = \"mine\"\n[memory]\ndevice_bytes = 1000\n",
+    );
     let o = memplan(&["plan", &dump, "--hardware", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("hardware class `mine`: line"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("hardware class `mine`: line"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("missing field"), "{}", stderr(&o));
     let good = temp(
         "tiny.toml",
@@ -376,15 +411,27 @@ fn spaces_classify_and_a_missing_writer_is_a_diagnostic() {
     let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(r["outputs"][0]["source"]["written_by"], "sample");
     assert_eq!(r["counts"]["host_output_transfers"], 1);
-    let kv = r["slots"].as_array().unwrap().iter().find(|s| s["tensor"] == "k_cache").unwrap();
-    assert_eq!((kv["space"].as_str(), kv["transfer"].as_str()), (Some("device_global"), Some("host_to_device")));
+    let kv = r["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["tensor"] == "k_cache")
+        .unwrap();
+    assert_eq!(
+        (kv["space"].as_str(), kv["transfer"].as_str()),
+        (Some("device_global"), Some("host_to_device"))
+    );
     let broken = temp(
         "writerless.json",
         r#"{"memplan": 1, "name": "writerless", "tensors": [{"id": "x", "bytes": 4, "kind": "input"}, {"id": "y", "bytes": 32, "kind": "output"}], "steps": [{"id": "s", "reads": ["x"], "writes": ["x"]}]}"#,
     );
     let o = memplan(&["spaces", broken.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stdout(&o).contains("output #0 has no writer"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("output #0 has no writer"),
+        "{}",
+        stdout(&o)
+    );
     assert!(
         stderr(&o).contains("graph `writerless` output #0 (`y`) has no kernel writer or backing alias; schedule its producer or provide an input/constant alias"),
         "{}",

@@ -216,8 +216,14 @@ mod tests {
     fn bisection_edges() {
         let ok = |limit: u64| move |x: u64| Ok::<_, ()>(x <= limit);
         assert_eq!(largest_fitting(1, 64, &mut ok(0)).unwrap().largest, None);
-        assert_eq!(largest_fitting(1, 64, &mut ok(100)).unwrap().largest, Some(64));
-        assert_eq!(largest_fitting(1, 64, &mut ok(17)).unwrap().largest, Some(17));
+        assert_eq!(
+            largest_fitting(1, 64, &mut ok(100)).unwrap().largest,
+            Some(64)
+        );
+        assert_eq!(
+            largest_fitting(1, 64, &mut ok(17)).unwrap().largest,
+            Some(17)
+        );
         assert_eq!(largest_fitting(5, 5, &mut ok(5)).unwrap().largest, Some(5));
         assert_eq!(largest_fitting(6, 5, &mut ok(9)).unwrap().largest, None);
         let e = largest_fitting(1, 9, &mut |x| if x > 4 { Err("boom") } else { Ok(true) });

@@ -21,6 +21,7 @@ pub mod layout;
 pub mod liveness;
 pub mod lower_bound;
 pub mod problem;
+pub mod remat;
 pub mod spaces;
 
 pub use check::{Layout, Violation, check};

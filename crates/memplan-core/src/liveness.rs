@@ -8,6 +8,12 @@
 //! Owning tensors become buffers in tensor order (the canonical order). Views and elided tensors
 //! own nothing and become no buffer. A tensor that owns storage, is not always-live and is never
 //! taken needs no bytes: it is listed in [`Liveness::unused`], not planned.
+//!
+//! Rematerialization ([`analyze_inlined`]): an *inlined* tensor gets no storage; each step that
+//! reads it reads, instead, what its producing steps read (transitively through other inlined
+//! tensors), since it recomputes it there; a step that writes only inlined tensors takes nothing
+//! at its own position. So the producer's inputs live longer, which is why inlining can cost
+//! bytes as well as free them.
 
 use crate::graph::{Graph, ResolvedGraph, Storage};
 use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
@@ -24,6 +30,8 @@ pub struct Liveness {
     pub tensor_buffer: Vec<Option<usize>>,
     /// Tensors that own storage but are never taken and not always-live.
     pub unused: Vec<usize>,
+    /// Tensors inlined (recomputed at each use): no storage.
+    pub inlined: Vec<usize>,
 }
 
 /// For each storage root, the steps that write it (or a view of it) and the steps that read it,
@@ -57,23 +65,118 @@ impl Uses {
     }
 }
 
-/// For each position, the storage roots it takes (sorted, each once).
-pub fn taken_per_position(resolved: &ResolvedGraph) -> Vec<Vec<usize>> {
+/// For each position, the storage roots it takes (sorted, each once), with the tensors marked
+/// in `inlined` (one flag per tensor, or empty for none) recomputed at their uses.
+pub fn taken_per_position(resolved: &ResolvedGraph, inlined: &[bool]) -> Vec<Vec<usize>> {
+    let is_inlined = |t: usize| inlined.get(t).copied().unwrap_or(false);
+    // The steps that write each inlined root.
+    let mut producers: Vec<Vec<usize>> = vec![
+        Vec::new();
+        if inlined.is_empty() {
+            0
+        } else {
+            resolved.tensors.len()
+        }
+    ];
+    if !inlined.is_empty() {
+        for (s, step) in resolved.steps.iter().enumerate() {
+            for &w in &step.writes {
+                if let Some(r) = resolved.root(w).filter(|&r| is_inlined(r)) {
+                    producers[r].push(s);
+                }
+            }
+        }
+    }
+    // What a use of inlined root `r` reads instead: its producers' reads, expanded (memoized; a
+    // producer that reads what it writes is not expanded twice).
+    let mut expansion: Vec<Option<Vec<usize>>> = vec![None; producers.len()];
+    fn expand(
+        r: usize,
+        resolved: &ResolvedGraph,
+        producers: &[Vec<usize>],
+        is_inlined: &dyn Fn(usize) -> bool,
+        expansion: &mut Vec<Option<Vec<usize>>>,
+        visiting: &mut Vec<bool>,
+    ) -> Vec<usize> {
+        if let Some(done) = &expansion[r] {
+            return done.clone();
+        }
+        if visiting[r] {
+            return Vec::new();
+        }
+        visiting[r] = true;
+        let mut roots = Vec::new();
+        for &s in &producers[r] {
+            for &t in &resolved.steps[s].reads {
+                match resolved.root(t) {
+                    Some(q) if is_inlined(q) => roots.extend(expand(
+                        q, resolved, producers, is_inlined, expansion, visiting,
+                    )),
+                    Some(q) => roots.push(q),
+                    None => {}
+                }
+            }
+        }
+        roots.sort_unstable();
+        roots.dedup();
+        visiting[r] = false;
+        expansion[r] = Some(roots.clone());
+        roots
+    }
+    let mut visiting = vec![false; producers.len()];
     resolved
         .positions
         .iter()
         .map(|p| {
-            let steps = &resolved.steps[p.first_step..=p.last_step];
             let back_edge = p
                 .loop_index
                 .map(|l| resolved.back_edge_reads[l].as_slice())
                 .unwrap_or_default();
-            let mut roots: Vec<usize> = steps
-                .iter()
-                .flat_map(|s| s.reads.iter().chain(&s.writes))
-                .chain(back_edge)
-                .filter_map(|&t| resolved.root(t))
-                .collect();
+            let mut roots: Vec<usize> = Vec::new();
+            for step in &resolved.steps[p.first_step..=p.last_step] {
+                let writes_kept = step
+                    .writes
+                    .iter()
+                    .any(|&w| resolved.root(w).is_some_and(|r| !is_inlined(r)));
+                if !inlined.is_empty()
+                    && !writes_kept
+                    && !step.writes.is_empty()
+                    && step.writes.iter().any(|&w| resolved.root(w).is_some())
+                {
+                    // It only computes inlined values: it runs at their uses instead.
+                    continue;
+                }
+                for &t in step.reads.iter().chain(&step.writes) {
+                    match resolved.root(t) {
+                        Some(r) if is_inlined(r) => roots.extend(expand(
+                            r,
+                            resolved,
+                            &producers,
+                            &is_inlined,
+                            &mut expansion,
+                            &mut visiting,
+                        )),
+                        Some(r) => roots.push(r),
+                        None => {}
+                    }
+                }
+            }
+            for &t in back_edge {
+                if let Some(r) = resolved.root(t) {
+                    if is_inlined(r) {
+                        roots.extend(expand(
+                            r,
+                            resolved,
+                            &producers,
+                            &is_inlined,
+                            &mut expansion,
+                            &mut visiting,
+                        ));
+                    } else {
+                        roots.push(r);
+                    }
+                }
+            }
             roots.sort_unstable();
             roots.dedup();
             roots
@@ -83,9 +186,16 @@ pub fn taken_per_position(resolved: &ResolvedGraph) -> Vec<Vec<usize>> {
 
 /// Builds the planning problem of `graph` (already resolved as `resolved`).
 pub fn analyze(graph: &Graph, resolved: &ResolvedGraph) -> Liveness {
+    analyze_inlined(graph, resolved, &[])
+}
+
+/// [`analyze`] with the tensors of `inlined` (one flag per tensor, or empty for none)
+/// recomputed at their uses instead of stored (see the module docs).
+pub fn analyze_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) -> Liveness {
     let n = resolved.tensors.len();
+    let is_inlined = |t: usize| inlined.get(t).copied().unwrap_or(false);
     let mut span: Vec<Option<LiveInterval>> = vec![None; n];
-    for (position, roots) in taken_per_position(resolved).iter().enumerate() {
+    for (position, roots) in taken_per_position(resolved, inlined).iter().enumerate() {
         let position = position as u32;
         for &t in roots {
             let s = span[t].get_or_insert(LiveInterval::new(position, position));
@@ -101,8 +211,13 @@ pub fn analyze(graph: &Graph, resolved: &ResolvedGraph) -> Liveness {
     let mut buffer_tensor = Vec::new();
     let mut tensor_buffer = vec![None; n];
     let mut unused = Vec::new();
+    let mut inlined_list = Vec::new();
     for (t, rt) in resolved.tensors.iter().enumerate() {
         if rt.storage != Storage::Owned {
+            continue;
+        }
+        if is_inlined(t) {
+            inlined_list.push(t);
             continue;
         }
         let lifetime = match (rt.always_live, span[t]) {
@@ -130,6 +245,7 @@ pub fn analyze(graph: &Graph, resolved: &ResolvedGraph) -> Liveness {
         buffer_tensor,
         tensor_buffer,
         unused,
+        inlined: inlined_list,
     }
 }
 

@@ -209,13 +209,14 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
         }
     }
     for slot in &mut slots {
-        slot.space = graph.tensors[slot.tensor].memory_space.unwrap_or(
-            if slot.constant && !slot.output {
-                MemorySpace::DeviceConstant
-            } else {
-                MemorySpace::DeviceGlobal
-            },
-        );
+        slot.space =
+            graph.tensors[slot.tensor]
+                .memory_space
+                .unwrap_or(if slot.constant && !slot.output {
+                    MemorySpace::DeviceConstant
+                } else {
+                    MemorySpace::DeviceGlobal
+                });
         slot.access = match (slot.input, slot.output, slot.constant) {
             (true, true, _) => Access::ReadWrite,
             (false, true, _) => Access::WriteOnly,

@@ -318,7 +318,13 @@ impl Session {
                 return Err(EngineError::UnknownParam {
                     input: self.source.clone(),
                     param: name.clone(),
-                    known: self.graph.params.keys().cloned().collect::<Vec<_>>().join(", "),
+                    known: self
+                        .graph
+                        .params
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 });
             };
             changed |= *current != value;
@@ -365,7 +371,9 @@ impl Session {
         let (_, _, liveness) = self.parts(outcome);
         let mut report = PlanReport::new(&liveness.problem, &outcome.plan);
         if let (Some(budget), Some(device)) = (outcome.budget, &outcome.scenario.device) {
-            report.summary.set_budget(BudgetReport::new(&device.class, budget));
+            report
+                .summary
+                .set_budget(BudgetReport::new(&device.class, budget));
         }
         report
     }
@@ -394,15 +402,23 @@ impl Session {
         lo: u64,
         hi: u64,
     ) -> Result<Fits, EngineError> {
-        let budget = self.budget(scenario)?.ok_or_else(|| EngineError::NoDevice {
-            input: self.source.clone(),
-            query: "fits",
-        })?;
+        let budget = self
+            .budget(scenario)?
+            .ok_or_else(|| EngineError::NoDevice {
+                input: self.source.clone(),
+                query: "fits",
+            })?;
         if !self.graph.params.contains_key(param) {
             return Err(EngineError::UnknownParam {
                 input: self.source.clone(),
                 param: param.to_string(),
-                known: self.graph.params.keys().cloned().collect::<Vec<_>>().join(", "),
+                known: self
+                    .graph
+                    .params
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
             });
         }
         // The footprint at `value` (the largest device's), or `None` when sizes overflow.

@@ -252,8 +252,9 @@ fn a_device_budget_reports_headroom_or_overflow() {
         })
         .unwrap_err();
     assert!(
-        e.to_string()
-            .contains("device class `jetson-agx-orin-64gb`: util 0.9 is above the class's ceiling of 0.75"),
+        e.to_string().contains(
+            "device class `jetson-agx-orin-64gb`: util 0.9 is above the class's ceiling of 0.75"
+        ),
         "{e}"
     );
 }
@@ -284,12 +285,24 @@ fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
         params: [("S".to_string(), 16384)].into(),
         ..scenario.clone()
     };
-    assert!(s.largest_fitting(&long, "B", 1, 512).unwrap().largest.unwrap() < x);
+    assert!(
+        s.largest_fitting(&long, "B", 1, 512)
+            .unwrap()
+            .largest
+            .unwrap()
+            < x
+    );
     let h100 = Scenario {
         device: on("h100-sxm-80gb", 0.9),
         ..scenario.clone()
     };
-    assert!(s.largest_fitting(&h100, "B", 1, 512).unwrap().largest.unwrap() > x);
+    assert!(
+        s.largest_fitting(&h100, "B", 1, 512)
+            .unwrap()
+            .largest
+            .unwrap()
+            > x
+    );
     // Edges: nothing fits; the top of the range fits; sizes past 2^64 do not fit.
     let tiny = s.largest_fitting(&scenario, "B", 1000, 2000).unwrap();
     assert_eq!(tiny.largest, None);

@@ -34,10 +34,22 @@ pub struct HardwareError {
 
 /// The classes that ship with memplan: (class, TOML text).
 pub const BUNDLED: [(&str, &str); 5] = [
-    ("h100-sxm-80gb", include_str!("../../../static/hardware/h100-sxm-80gb.toml")),
-    ("a100-40gb", include_str!("../../../static/hardware/a100-40gb.toml")),
-    ("l4-24gb", include_str!("../../../static/hardware/l4-24gb.toml")),
-    ("rtx-4090-24gb", include_str!("../../../static/hardware/rtx-4090-24gb.toml")),
+    (
+        "h100-sxm-80gb",
+        include_str!("../../../static/hardware/h100-sxm-80gb.toml"),
+    ),
+    (
+        "a100-40gb",
+        include_str!("../../../static/hardware/a100-40gb.toml"),
+    ),
+    (
+        "l4-24gb",
+        include_str!("../../../static/hardware/l4-24gb.toml"),
+    ),
+    (
+        "rtx-4090-24gb",
+        include_str!("../../../static/hardware/rtx-4090-24gb.toml"),
+    ),
     (
         "jetson-agx-orin-64gb",
         include_str!("../../../static/hardware/jetson-agx-orin-64gb.toml"),

@@ -229,12 +229,7 @@ pub fn fits_text(class: &str, f: &FitsSummary, millis: f64) -> String {
                     );
                 }
                 (true, None) => {
-                    let _ = writeln!(
-                        out,
-                        "  {}={}: its sizes pass 2^64 bytes",
-                        f.param,
-                        x + 1
-                    );
+                    let _ = writeln!(out, "  {}={}: its sizes pass 2^64 bytes", f.param, x + 1);
                 }
                 (false, _) => {
                     let _ = writeln!(out, "  (the top of the range {}..={})", f.lo, f.hi);

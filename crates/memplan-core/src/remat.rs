@@ -1,0 +1,485 @@
+//! Rematerialization: which intermediates to recompute at their uses instead of storing, so the
+//! footprint fits a budget, and what that costs in recompute.
+//!
+//! A *candidate* is a tensor that may be inlined ([`candidates`]): the dump's list, or, when it
+//! gives none, each intermediate that is the only output of its step, owns its bytes, has no
+//! views and is read later. Its recompute cost is the dump's figure, or its step's cost times
+//! the number of steps that read it. Inlining is liveness's ([`crate::liveness::analyze_inlined`]):
+//! the tensor gets no storage and its producer's inputs live until its uses.
+//!
+//! Relief is never assumed: every set of flips is scored by a real relayout with the same
+//! options, strategies and checker as any plan ([`Rematerializer::score`]), so it can be
+//! negative. [`Rematerializer::fit`] is the seed's two-round greedy, exactly:
+//! 1. every candidate (cut to `max_candidates`, keeping the cheapest to recompute; the number
+//!    cut is reported) is scored alone against the baseline, and ranked by relief per unit of
+//!    recompute cost with [`compare_relief_ratio`] (exact: no floats, no cross-multiplication),
+//!    ties by cost then tensor order;
+//! 2. in that order, each is scored on top of the accepted set. One that pays is accepted; one
+//!    that adds nothing is *held*. While flips are held, each later candidate is also scored with
+//!    the held group: a group that beats the candidate alone is load-bearing and commits with it
+//!    (the held flips carry 0, the closing flip the group's relief); one that loses is harmful
+//!    and discarded for good; one that ties is neutral and stays held. Acceptance stops as soon
+//!    as the budget is met (`Minimize` takes every flip that helps); held flips never joined by
+//!    a paying one are discarded at the end, so recompute is never paid for zero bytes.
+//!
+//! The reliefs of the accepted flips sum to exactly `baseline - final`. Not meeting the budget
+//! is an outcome (`within_budget: false`), not an error.
+
+use std::cmp::Ordering;
+
+use serde::{Deserialize, Serialize};
+
+use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
+use crate::layout::{PlanError, PlanOptions, plan};
+use crate::liveness::{Uses, analyze_inlined};
+
+/// A tensor that may be recomputed at its uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub tensor: usize,
+    /// The cost of recomputing it at all its uses, in the unit of step costs.
+    pub recompute_cost: u64,
+}
+
+/// The candidates of a graph: the dump's list, or derived (see the module docs).
+pub fn candidates(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Vec<Candidate> {
+    if let Some(given) = &graph.remat_candidates {
+        return given
+            .iter()
+            .filter_map(|c| {
+                Some(Candidate {
+                    tensor: *resolved.tensor_index.get(&c.tensor)?,
+                    recompute_cost: c.recompute_cost,
+                })
+            })
+            .collect();
+    }
+    let n = resolved.tensors.len();
+    let mut has_views = vec![false; n];
+    for rt in &resolved.tensors {
+        if let Storage::View { root, .. } = rt.storage {
+            has_views[root] = true;
+        }
+    }
+    let mut found = Vec::new();
+    for (s, step) in resolved.steps.iter().enumerate() {
+        let [w] = step.writes[..] else { continue };
+        let rt = &resolved.tensors[w];
+        let eligible = rt.storage == Storage::Owned
+            && !rt.always_live
+            && graph.tensors[w].kind == TensorKind::Intermediate
+            && !has_views[w]
+            && uses.producers[w] == [s]
+            && !step.reads.contains(&w);
+        let readers = uses.consumers[w].iter().filter(|&&c| c != s).count() as u64;
+        if eligible && readers > 0 {
+            found.push(Candidate {
+                tensor: w,
+                recompute_cost: graph.steps[s].cost.saturating_mul(readers),
+            });
+        }
+    }
+    found.sort_by_key(|c| c.tensor);
+    found
+}
+
+/// Compares the rationals `ra/ca` and `rb/cb` exactly (`ca`, `cb` > 0; the reliefs may be
+/// negative): signs first, then a continued-fraction descent over the magnitudes, so neither a
+/// float nor a product of a byte count and a cost (which could overflow) is ever formed.
+pub fn compare_relief_ratio(ra: i128, ca: u64, rb: i128, cb: u64) -> Ordering {
+    debug_assert!(ca > 0 && cb > 0);
+    let (ca, cb) = (u128::from(ca.max(1)), u128::from(cb.max(1)));
+    match (ra < 0, rb < 0) {
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        (false, false) => compare_fractions(ra.unsigned_abs(), ca, rb.unsigned_abs(), cb),
+        // Both negative: ra/ca < rb/cb exactly when |rb|/cb < |ra|/ca.
+        (true, true) => compare_fractions(rb.unsigned_abs(), cb, ra.unsigned_abs(), ca),
+    }
+}
+
+/// `a/b` against `c/d`, all non-negative, `b`, `d` > 0: compare the integer parts; when they tie,
+/// the remainders' fractions compare as their reciprocals, reversed (Euclid's steps: it ends).
+fn compare_fractions(mut a: u128, mut b: u128, mut c: u128, mut d: u128) -> Ordering {
+    let mut reversed = false;
+    loop {
+        let (qa, ra) = (a / b, a % b);
+        let (qc, rc) = (c / d, c % d);
+        let order = match (qa.cmp(&qc), ra == 0, rc == 0) {
+            (Ordering::Equal, true, true) => Ordering::Equal,
+            (Ordering::Equal, true, false) => Ordering::Less,
+            (Ordering::Equal, false, true) => Ordering::Greater,
+            (Ordering::Equal, false, false) => {
+                (a, b, c, d) = (b, ra, d, rc);
+                reversed = !reversed;
+                continue;
+            }
+            (order, _, _) => order,
+        };
+        return if reversed { order.reverse() } else { order };
+    }
+}
+
+/// What `fit` aims for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// Fit the footprint under this many bytes, and stop as soon as it does.
+    Bytes(u64),
+    /// Take every flip that relieves footprint, whatever its cost.
+    Minimize,
+}
+
+/// An accepted flip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flip {
+    pub tensor: usize,
+    /// The bytes it relieved on top of the flips before it (a held flip that committed with a
+    /// group carries 0; the closing flip carries the group's relief).
+    pub relief_bytes: i128,
+    pub recompute_cost: u64,
+}
+
+/// What happened to a candidate in round two, in order: the plan log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    /// It paid on top of the accepted set.
+    Accepted { tensor: usize, relief_bytes: i128 },
+    /// It added nothing on top of the accepted set: held, in case it is half of a pair.
+    Held { tensor: usize },
+    /// The held group beat `closing` alone: they commit together.
+    GroupCommitted {
+        tensors: Vec<usize>,
+        closing: usize,
+        relief_bytes: i128,
+    },
+    /// The held group made `against` worse: discarded for good.
+    GroupDiscarded { tensors: Vec<usize>, against: usize },
+    /// The held group tied with `against` alone: kept held.
+    GroupKept { tensors: Vec<usize>, against: usize },
+    /// Held to the end, never joined by a paying flip: discarded, nothing paid.
+    UnpaidDiscarded { tensors: Vec<usize> },
+    /// The budget is met: acceptance stops.
+    BudgetMet { footprint_bytes: u64 },
+}
+
+/// The answer of [`Rematerializer::fit`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FitResult {
+    pub baseline_bytes: u64,
+    pub final_bytes: u64,
+    /// In acceptance order; their reliefs sum to `baseline_bytes - final_bytes`.
+    pub flips: Vec<Flip>,
+    /// Candidates scored on their own in round one.
+    pub considered: usize,
+    /// Candidates the `max_candidates` cut left unscored.
+    pub dropped: usize,
+    pub within_budget: bool,
+    pub log: Vec<Event>,
+}
+
+impl FitResult {
+    pub fn recompute_cost(&self) -> u64 {
+        self.flips.iter().map(|f| f.recompute_cost).sum()
+    }
+
+    /// The inlined tensors, in acceptance order.
+    pub fn tensors(&self) -> Vec<usize> {
+        self.flips.iter().map(|f| f.tensor).collect()
+    }
+}
+
+/// One budget of a sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    pub budget_bytes: u64,
+    pub footprint_bytes: u64,
+    pub recompute_cost: u64,
+    pub flips: Vec<usize>,
+    /// No other point has a footprint and a cost both at most this one's, one of them lower.
+    pub pareto: bool,
+    /// The least recompute cost of any subset of the candidates that fits the budget, when the
+    /// exhaustive optimum was computed (`None` when no subset fits, or not computed).
+    pub exhaustive_cost: Option<u64>,
+}
+
+/// Every subset of a few candidates, scored: the best possible trade-off, to judge the greedy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exhaustive {
+    /// (footprint, recompute cost) of each subset, by bitmask over the candidates.
+    pub subsets: Vec<(u64, u64)>,
+}
+
+impl Exhaustive {
+    /// The least cost of a subset whose footprint is at most `budget`.
+    pub fn best_cost(&self, budget: u64) -> Option<u64> {
+        self.subsets
+            .iter()
+            .filter(|(f, _)| *f <= budget)
+            .map(|(_, c)| *c)
+            .min()
+    }
+
+    /// The least footprint any subset reaches.
+    pub fn least_footprint(&self) -> u64 {
+        self.subsets.iter().map(|(f, _)| *f).min().unwrap_or(0)
+    }
+}
+
+/// The most candidates the exhaustive optimum enumerates (2^20 relayouts).
+pub const EXHAUSTIVE_MAX_CANDIDATES: usize = 20;
+
+/// Scores and chooses flips for one graph under one set of plan options.
+pub struct Rematerializer<'a> {
+    pub graph: &'a Graph,
+    pub resolved: &'a ResolvedGraph,
+    pub options: &'a PlanOptions,
+    pub candidates: Vec<Candidate>,
+}
+
+impl Rematerializer<'_> {
+    /// The footprint with the tensors of `inlined` recomputed at their uses: a real relayout.
+    pub fn score(&self, inlined: &[usize]) -> Result<u64, PlanError> {
+        let mut flags = vec![false; self.resolved.tensors.len()];
+        for &t in inlined {
+            flags[t] = true;
+        }
+        let liveness = analyze_inlined(self.graph, self.resolved, &flags);
+        Ok(plan(&liveness.problem, self.options)?.footprint_bytes())
+    }
+
+    fn cost_of(&self, tensor: usize) -> u64 {
+        self.candidates
+            .iter()
+            .find(|c| c.tensor == tensor)
+            .map_or(0, |c| c.recompute_cost)
+    }
+
+    /// The two-round greedy of the module docs. `max_candidates`: `None` takes the default, 32
+    /// for a byte budget and unbounded for `Minimize`.
+    pub fn fit(
+        &self,
+        target: Target,
+        max_candidates: Option<usize>,
+    ) -> Result<FitResult, PlanError> {
+        let baseline = self.score(&[])?;
+        let met = |footprint: u64| match target {
+            Target::Bytes(b) => footprint <= b,
+            Target::Minimize => false,
+        };
+        let mut result = FitResult {
+            baseline_bytes: baseline,
+            final_bytes: baseline,
+            flips: Vec::new(),
+            considered: 0,
+            dropped: 0,
+            within_budget: true,
+            log: Vec::new(),
+        };
+        if met(baseline) {
+            result.log.push(Event::BudgetMet {
+                footprint_bytes: baseline,
+            });
+            return Ok(result);
+        }
+        // The cut: the cheapest to recompute.
+        let limit = max_candidates.unwrap_or(match target {
+            Target::Bytes(_) => 32,
+            Target::Minimize => usize::MAX,
+        });
+        let mut pool = self.candidates.clone();
+        pool.sort_by_key(|c| (c.recompute_cost, c.tensor));
+        result.dropped = pool.len().saturating_sub(limit);
+        pool.truncate(limit);
+        result.considered = pool.len();
+
+        // Round one: solo relief, ranked by relief per unit of cost.
+        let mut ranked: Vec<(Candidate, i128)> = pool
+            .iter()
+            .map(|&c| {
+                Ok((
+                    c,
+                    i128::from(baseline) - i128::from(self.score(&[c.tensor])?),
+                ))
+            })
+            .collect::<Result<_, PlanError>>()?;
+        ranked.sort_by(|(a, ra), (b, rb)| {
+            compare_relief_ratio(*rb, b.recompute_cost.max(1), *ra, a.recompute_cost.max(1))
+                .then(a.recompute_cost.cmp(&b.recompute_cost))
+                .then(a.tensor.cmp(&b.tensor))
+        });
+
+        // Round two: acceptance with speculative held groups.
+        let mut accepted: Vec<usize> = Vec::new();
+        let mut held: Vec<usize> = Vec::new();
+        let mut current = baseline;
+        for (c, _) in &ranked {
+            if met(current) {
+                result.log.push(Event::BudgetMet {
+                    footprint_bytes: current,
+                });
+                break;
+            }
+            let with = |extra: &[usize]| -> Vec<usize> {
+                accepted
+                    .iter()
+                    .chain(extra)
+                    .copied()
+                    .chain([c.tensor])
+                    .collect()
+            };
+            let alone = self.score(&with(&[]))?;
+            let alone_relief = i128::from(current) - i128::from(alone);
+            let accept_alone =
+                |result: &mut FitResult, accepted: &mut Vec<usize>, current: &mut u64| {
+                    accepted.push(c.tensor);
+                    result.flips.push(Flip {
+                        tensor: c.tensor,
+                        relief_bytes: alone_relief,
+                        recompute_cost: c.recompute_cost,
+                    });
+                    result.log.push(Event::Accepted {
+                        tensor: c.tensor,
+                        relief_bytes: alone_relief,
+                    });
+                    *current = alone;
+                };
+            if held.is_empty() {
+                if alone_relief > 0 {
+                    accept_alone(&mut result, &mut accepted, &mut current);
+                } else {
+                    held.push(c.tensor);
+                    result.log.push(Event::Held { tensor: c.tensor });
+                }
+                continue;
+            }
+            let grouped = self.score(&with(&held))?;
+            let group_relief = i128::from(current) - i128::from(grouped);
+            match group_relief.cmp(&alone_relief) {
+                Ordering::Greater if group_relief > 0 => {
+                    // Load-bearing: the held flips commit with this one.
+                    for &h in &held {
+                        accepted.push(h);
+                        result.flips.push(Flip {
+                            tensor: h,
+                            relief_bytes: 0,
+                            recompute_cost: self.cost_of(h),
+                        });
+                    }
+                    accepted.push(c.tensor);
+                    result.flips.push(Flip {
+                        tensor: c.tensor,
+                        relief_bytes: group_relief,
+                        recompute_cost: c.recompute_cost,
+                    });
+                    result.log.push(Event::GroupCommitted {
+                        tensors: std::mem::take(&mut held),
+                        closing: c.tensor,
+                        relief_bytes: group_relief,
+                    });
+                    current = grouped;
+                }
+                Ordering::Less => {
+                    // Harmful: discarded for good; the candidate stands alone.
+                    result.log.push(Event::GroupDiscarded {
+                        tensors: std::mem::take(&mut held),
+                        against: c.tensor,
+                    });
+                    if alone_relief > 0 {
+                        accept_alone(&mut result, &mut accepted, &mut current);
+                    } else {
+                        held.push(c.tensor);
+                        result.log.push(Event::Held { tensor: c.tensor });
+                    }
+                }
+                _ => {
+                    // Neutral (or neither pays): the group stays held.
+                    result.log.push(Event::GroupKept {
+                        tensors: held.clone(),
+                        against: c.tensor,
+                    });
+                    if alone_relief > 0 {
+                        accept_alone(&mut result, &mut accepted, &mut current);
+                    } else {
+                        held.push(c.tensor);
+                        result.log.push(Event::Held { tensor: c.tensor });
+                    }
+                }
+            }
+        }
+        if met(current) && !matches!(result.log.last(), Some(Event::BudgetMet { .. })) {
+            result.log.push(Event::BudgetMet {
+                footprint_bytes: current,
+            });
+        }
+        if !held.is_empty() {
+            result.log.push(Event::UnpaidDiscarded { tensors: held });
+        }
+        result.final_bytes = current;
+        result.within_budget = match target {
+            Target::Bytes(b) => current <= b,
+            Target::Minimize => true,
+        };
+        Ok(result)
+    }
+
+    /// Every subset of the candidates scored, when there are at most `most` of them.
+    pub fn exhaustive(&self, most: usize) -> Result<Option<Exhaustive>, PlanError> {
+        let n = self.candidates.len();
+        if n > most.min(EXHAUSTIVE_MAX_CANDIDATES) {
+            return Ok(None);
+        }
+        let mut subsets = Vec::with_capacity(1 << n);
+        for mask in 0u32..(1 << n) {
+            let chosen: Vec<&Candidate> = self
+                .candidates
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| mask & (1 << k) != 0)
+                .map(|(_, c)| c)
+                .collect();
+            let tensors: Vec<usize> = chosen.iter().map(|c| c.tensor).collect();
+            let cost = chosen.iter().map(|c| c.recompute_cost).sum();
+            subsets.push((self.score(&tensors)?, cost));
+        }
+        Ok(Some(Exhaustive { subsets }))
+    }
+
+    /// `fit` at `points` budgets from the minimize result up to the baseline (evenly spaced),
+    /// with the Pareto frontier marked and, when given, the exhaustive optimum at each budget.
+    pub fn sweep(
+        &self,
+        points: usize,
+        exhaustive: Option<&Exhaustive>,
+    ) -> Result<Vec<SweepPoint>, PlanError> {
+        let least = self.fit(Target::Minimize, None)?;
+        let (lo, hi) = (least.final_bytes, least.baseline_bytes);
+        let points = points.max(2);
+        let mut out: Vec<SweepPoint> = Vec::with_capacity(points);
+        for k in 0..points {
+            let budget = lo + ((u128::from(hi - lo) * k as u128) / (points as u128 - 1)) as u64;
+            let r = self.fit(Target::Bytes(budget), None)?;
+            out.push(SweepPoint {
+                budget_bytes: budget,
+                footprint_bytes: r.final_bytes,
+                recompute_cost: r.recompute_cost(),
+                flips: r.tensors(),
+                pareto: false,
+                exhaustive_cost: exhaustive.and_then(|e| e.best_cost(budget)),
+            });
+        }
+        for k in 0..out.len() {
+            let (f, c) = (out[k].footprint_bytes, out[k].recompute_cost);
+            out[k].pareto = !out.iter().any(|o| {
+                o.footprint_bytes <= f
+                    && o.recompute_cost <= c
+                    && (o.footprint_bytes < f || o.recompute_cost < c)
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests;

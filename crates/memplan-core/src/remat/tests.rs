@@ -1,0 +1,364 @@
+//! The remat planner against the seed's cases, the exact ratio order, and random graphs.
+
+use super::*;
+use crate::graph::{Step, Tensor};
+use crate::layout::Strategy;
+use proptest::prelude::*;
+use proptest::strategy::Strategy as _;
+
+#[test]
+fn the_ratio_order_is_exact_on_every_small_case_signs_included() {
+    for ra in -12i128..=12 {
+        for rb in -12i128..=12 {
+            for ca in 1u64..=12 {
+                for cb in 1u64..=12 {
+                    let expected = (ra * i128::from(cb)).cmp(&(rb * i128::from(ca)));
+                    assert_eq!(
+                        compare_relief_ratio(ra, ca, rb, cb),
+                        expected,
+                        "{ra}/{ca} vs {rb}/{cb}"
+                    );
+                }
+            }
+        }
+    }
+    // Large magnitudes, whose cross products would not fit in i128: (M-1)/M > (M-2)/(M-1).
+    let m = i128::from(u64::MAX);
+    assert_eq!(
+        compare_relief_ratio(m - 1, u64::MAX, m - 2, u64::MAX - 1),
+        Ordering::Greater
+    );
+    assert_eq!(
+        compare_relief_ratio(-(m - 1), u64::MAX, -(m - 2), u64::MAX - 1),
+        Ordering::Less
+    );
+    assert_eq!(compare_relief_ratio(-m, 1, -m + 1, 1), Ordering::Less);
+}
+
+fn tensor(id: &str, bytes: u64) -> Tensor {
+    Tensor {
+        id: id.into(),
+        bytes: Some(bytes),
+        ..Tensor::default()
+    }
+}
+
+fn input(id: &str, bytes: u64) -> Tensor {
+    Tensor {
+        kind: TensorKind::Input,
+        ..tensor(id, bytes)
+    }
+}
+
+fn step(id: &str, reads: &[&str], writes: &[&str], cost: u64) -> Step {
+    Step {
+        id: id.into(),
+        reads: reads.iter().map(|s| s.to_string()).collect(),
+        writes: writes.iter().map(|s| s.to_string()).collect(),
+        cost,
+        ..Step::default()
+    }
+}
+
+fn first_fit() -> PlanOptions {
+    PlanOptions {
+        strategy: Strategy::FirstFit.into(),
+        ..PlanOptions::default()
+    }
+}
+
+/// Fits `g` (with derived candidates) and checks the invariants every fit holds.
+fn fit(g: &Graph, target: Target) -> (FitResult, Vec<String>) {
+    let resolved = g.resolve().unwrap();
+    let uses = Uses::of(&resolved);
+    let options = first_fit();
+    let r = Rematerializer {
+        graph: g,
+        resolved: &resolved,
+        options: &options,
+        candidates: candidates(g, &resolved, &uses),
+    };
+    let result = r.fit(target, None).unwrap();
+    let reliefs: i128 = result.flips.iter().map(|f| f.relief_bytes).sum();
+    assert_eq!(
+        reliefs,
+        i128::from(result.baseline_bytes) - i128::from(result.final_bytes)
+    );
+    assert_eq!(
+        r.score(&result.tensors()).unwrap(),
+        result.final_bytes,
+        "final is the flips' score"
+    );
+    let names = result
+        .tensors()
+        .iter()
+        .map(|&t| g.tensors[t].id.clone())
+        .collect();
+    (result, names)
+}
+
+/// Two tensors pinning the same peak: each frees nothing alone, both together free it.
+fn twin_peaks() -> Graph {
+    Graph {
+        tensors: vec![
+            input("a", 8),
+            tensor("x", 1000),
+            tensor("u", 10),
+            tensor("y", 1000),
+            tensor("v", 10),
+        ],
+        steps: vec![
+            step("px", &["a"], &["x"], 5),
+            step("cx", &["x"], &["u"], 1),
+            step("py", &["a"], &["y"], 5),
+            step("cy", &["y"], &["v"], 1),
+        ],
+        ..Graph::default()
+    }
+}
+
+#[test]
+fn two_tensors_pinning_the_same_peak_commit_as_a_group() {
+    let g = twin_peaks();
+    let (r, flips) = fit(&g, Target::Minimize);
+    assert_eq!(flips, vec!["x", "y"]);
+    // The always-live input's 8 bytes stay.
+    assert_eq!((r.baseline_bytes, r.final_bytes), (1018, 18));
+    // The held flip carries 0, the closing flip the group's whole relief.
+    assert_eq!(r.flips[0].relief_bytes, 0);
+    assert_eq!(r.flips[1].relief_bytes, 1000);
+    assert!(matches!(r.log[0], Event::Held { .. }));
+    assert!(matches!(
+        r.log[1],
+        Event::GroupCommitted {
+            relief_bytes: 1000,
+            ..
+        }
+    ));
+    assert_eq!((r.considered, r.dropped), (2, 0));
+}
+
+#[test]
+fn a_budget_already_met_takes_no_flips() {
+    let (r, flips) = fit(&twin_peaks(), Target::Bytes(5000));
+    assert!(flips.is_empty() && r.within_budget);
+    assert_eq!((r.considered, r.final_bytes), (0, r.baseline_bytes));
+    // Out of reach: an outcome, not an error.
+    let (r, _) = fit(&twin_peaks(), Target::Bytes(1));
+    assert!(!r.within_budget);
+    assert_eq!(r.final_bytes, 18);
+}
+
+#[test]
+fn a_candidate_with_negative_relief_is_never_paid_for() {
+    // Inlining `x` makes the 1000-byte `big` live until x's reader, at the peak of `y`. Neither
+    // `big` nor `y` is a candidate (their steps write two tensors).
+    let g = Graph {
+        tensors: vec![
+            input("a", 8),
+            tensor("big", 1000),
+            tensor("side", 1),
+            tensor("x", 10),
+            tensor("y", 1500),
+            tensor("side2", 1),
+            tensor("z", 1),
+        ],
+        steps: vec![
+            step("pbig", &["a"], &["big", "side"], 1),
+            step("px", &["big"], &["x"], 1),
+            step("py", &["a"], &["y", "side2"], 1),
+            step("cy", &["y", "x"], &["z"], 1),
+        ],
+        ..Graph::default()
+    };
+    let resolved = g.resolve().unwrap();
+    let options = first_fit();
+    let r = Rematerializer {
+        graph: &g,
+        resolved: &resolved,
+        options: &options,
+        candidates: candidates(&g, &resolved, &Uses::of(&resolved)),
+    };
+    let x = resolved.tensor_index["x"];
+    let solo = i128::from(r.score(&[]).unwrap()) - i128::from(r.score(&[x]).unwrap());
+    assert!(solo < 0, "inlining x costs bytes: {solo}");
+    let (result, flips) = fit(&g, Target::Minimize);
+    assert!(flips.is_empty(), "{:?}", result.log);
+    assert_eq!(
+        result.log,
+        vec![
+            Event::Held { tensor: x },
+            Event::UnpaidDiscarded { tensors: vec![x] }
+        ]
+    );
+    assert_eq!(result.final_bytes, result.baseline_bytes);
+}
+
+#[test]
+fn the_cut_keeps_the_cheapest_and_reports_the_rest() {
+    let g = twin_peaks();
+    let resolved = g.resolve().unwrap();
+    let options = first_fit();
+    let mut cands = candidates(&g, &resolved, &Uses::of(&resolved));
+    cands[1].recompute_cost = 99;
+    let r = Rematerializer {
+        graph: &g,
+        resolved: &resolved,
+        options: &options,
+        candidates: cands,
+    };
+    let result = r.fit(Target::Minimize, Some(1)).unwrap();
+    assert_eq!((result.considered, result.dropped), (1, 1));
+    // Alone, x frees nothing: held, then discarded unpaid.
+    assert!(result.flips.is_empty());
+    assert!(matches!(
+        result.log.last(),
+        Some(Event::UnpaidDiscarded { .. })
+    ));
+}
+
+#[test]
+fn inlining_moves_the_producers_inputs_to_the_uses() {
+    let g = Graph {
+        tensors: vec![
+            tensor("a", 100),
+            tensor("x", 10),
+            tensor("y", 10),
+            tensor("z", 10),
+        ],
+        steps: vec![
+            step("pa", &[], &["a"], 1),
+            step("px", &["a"], &["x"], 1),
+            step("mid", &[], &["y"], 1),
+            step("use", &["x", "y"], &["z"], 1),
+        ],
+        ..Graph::default()
+    };
+    let resolved = g.resolve().unwrap();
+    let mut flags = vec![false; 4];
+    flags[1] = true;
+    let l = analyze_inlined(&g, &resolved, &flags);
+    let spans: Vec<(String, crate::Lifetime)> = l
+        .problem
+        .buffers
+        .iter()
+        .map(|b| (b.name.clone(), b.lifetime))
+        .collect();
+    let at = |a, b| crate::Lifetime::Live(crate::LiveInterval::new(a, b));
+    // `a` now lives until `use` recomputes x from it; x has no storage; px takes nothing.
+    assert_eq!(
+        spans,
+        vec![
+            ("a".into(), at(0, 3)),
+            ("y".into(), at(2, 3)),
+            ("z".into(), at(3, 3))
+        ]
+    );
+    assert_eq!(l.inlined, vec![1]);
+}
+
+/// A random chain-like graph: each step reads up to two earlier tensors and writes one.
+fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
+    prop::collection::vec(
+        (
+            1u64..200,
+            any::<prop::sample::Index>(),
+            any::<prop::sample::Index>(),
+            1u64..9,
+        ),
+        3..12,
+    )
+    .prop_map(|spec| {
+        let mut tensors = vec![input("in", 16)];
+        let mut steps = Vec::new();
+        for (k, (bytes, r1, r2, cost)) in spec.into_iter().enumerate() {
+            let id = format!("t{k}");
+            let reads: Vec<String> = [r1, r2]
+                .iter()
+                .map(|r| tensors[r.index(tensors.len())].id.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            tensors.push(tensor(&id, bytes * 8));
+            steps.push(Step {
+                id: format!("s{k}"),
+                reads,
+                writes: vec![id],
+                cost,
+                ..Step::default()
+            });
+        }
+        Graph {
+            tensors,
+            steps,
+            ..Graph::default()
+        }
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn fits_keep_their_invariants_on_random_graphs(g in arb_graph(), budget in 0u64..3000) {
+        for target in [Target::Minimize, Target::Bytes(budget)] {
+            let (r, _) = fit(&g, target);
+            prop_assert!(r.final_bytes <= r.baseline_bytes);
+            if let Target::Bytes(b) = target {
+                prop_assert_eq!(r.within_budget, r.final_bytes <= b);
+            }
+            // Every flip that pays was worth it: no flip is committed with a non-positive
+            // marginal relief unless it is a held part of a group.
+            prop_assert!(r.flips.iter().all(|f| f.relief_bytes >= 0));
+        }
+    }
+}
+
+/// Found by searching random graphs for the case (tensor indices count `in` as 0): `t3` adds
+/// nothing on top of the accepted set and is held; with it, `t2` relieves less than alone, so the
+/// group is harmful and discarded for good, and `t2` is accepted alone. Later `t0` is held and
+/// commits with `t1`.
+#[test]
+fn a_harmful_held_group_is_discarded_and_the_candidate_stands_alone() {
+    let g: Graph = serde_json::from_str(
+        r#"{"tensors":[{"id":"in","bytes":16,"kind":"input"},{"id":"t0","bytes":344},{"id":"t1","bytes":304},
+        {"id":"t2","bytes":728},{"id":"t3","bytes":192},{"id":"t4","bytes":936},{"id":"t5","bytes":1184},
+        {"id":"t6","bytes":416}],"steps":[{"id":"s0","reads":["in"],"writes":["t0"],"cost":7},
+        {"id":"s1","reads":["t0"],"writes":["t1"],"cost":8},{"id":"s2","reads":["in","t0"],"writes":["t2"],"cost":3},
+        {"id":"s3","reads":["in","t2"],"writes":["t3"],"cost":2},{"id":"s4","reads":["t1","t3"],"writes":["t4"],"cost":8},
+        {"id":"s5","reads":["in","t4"],"writes":["t5"],"cost":5},{"id":"s6","reads":["t1","t5"],"writes":["t6"],"cost":8}]}"#,
+    )
+    .unwrap();
+    let (r, flips) = fit(&g, Target::Minimize);
+    assert_eq!(
+        r.log,
+        vec![
+            Event::Accepted {
+                tensor: 6,
+                relief_bytes: 768
+            },
+            Event::Accepted {
+                tensor: 5,
+                relief_bytes: 280
+            },
+            Event::Held { tensor: 4 },
+            Event::GroupDiscarded {
+                tensors: vec![4],
+                against: 3
+            },
+            Event::Accepted {
+                tensor: 3,
+                relief_bytes: 464
+            },
+            Event::Held { tensor: 1 },
+            Event::GroupCommitted {
+                tensors: vec![1],
+                closing: 2,
+                relief_bytes: 304
+            },
+        ]
+    );
+    // The discarded flip is never reconsidered.
+    assert!(!flips.contains(&"t3".to_string()));
+    assert_eq!(flips, vec!["t5", "t4", "t2", "t0", "t1"]);
+}
