@@ -260,7 +260,170 @@ def decoder_serving():
     })
 
 
+class Builder:
+    """Tensors and steps of a training step, with the forward activations kept for backward."""
+
+    def __init__(self, dtype):
+        self.tensors, self.steps, self.dtype = [], [], dtype
+
+    def t(self, id, shape, kind="intermediate", dtype=None, **extra):
+        entry = dict(id=id, shape=shape, dtype=dtype or self.dtype)
+        if kind != "intermediate":
+            entry["kind"] = kind
+        entry.update(extra)
+        self.tensors.append(entry)
+        return id
+
+    def s(self, id, op, reads, writes, cost):
+        self.steps.append(dict(id=id, op=op, reads=reads, writes=writes, cost=cost))
+
+    def candidates(self, ids):
+        """Remat candidates: recomputing one costs its step's cost at each step that reads it."""
+        out = []
+        for id in ids:
+            producer = next(s for s in self.steps if id in s["writes"])
+            readers = sum(1 for s in self.steps if id in s["reads"])
+            out.append(dict(tensor=id, recompute_cost=producer["cost"] * readers))
+        return out
+
+
+def transformer_training():
+    """One training step of a stack of L transformer blocks (bf16 activations), every forward
+    activation kept for the backward pass: the arena, not the weights, holds the peak, and the
+    attention probabilities (B x H x S x S) dominate it. About 2,000 tensors. The remat
+    candidates are the forward activations activation checkpointing would recompute: each
+    block's norms, attention probabilities and MLP activation."""
+    L, B, S, d, H, ff = 72, 4, 1024, 1024, 16, 4096
+    bt = B * S
+    g = Builder("bf16")
+    g.t("tokens", [B, S], "input", dtype="i32")
+    g.t("embed", [32000, d], "param")
+    g.s("embed_lookup", "gather", ["tokens", "embed"], [g.t("x0", [B, S, d])], bt * d)
+    x = "x0"
+    saved = []
+    for l in range(L):
+        w = {n: g.t(f"{n}{l}", shape, "param") for n, shape in
+             (("w_qkv", [d, 3 * d]), ("w_o", [d, d]), ("w_up", [d, ff]), ("w_down", [ff, d]))}
+        n1 = g.t(f"n1_{l}", [B, S, d])
+        g.s(f"ln1_{l}", "layer_norm", [x], [n1], 8 * bt * d)
+        qkv = g.t(f"qkv_{l}", [B, S, 3 * d])
+        g.s(f"qkv_proj_{l}", "matmul", [n1, w["w_qkv"]], [qkv], 2 * bt * d * 3 * d)
+        probs = g.t(f"probs_{l}", [B, H, S, S], dtype="f32")
+        g.s(f"attn_probs_{l}", "softmax_qk", [qkv], [probs], 2 * B * H * S * S * (d // H) + 5 * B * H * S * S)
+        ctx = g.t(f"ctx_{l}", [B, S, d])
+        g.s(f"attn_ctx_{l}", "matmul_pv", [probs, qkv], [ctx], 2 * B * H * S * S * (d // H))
+        proj = g.t(f"proj_{l}", [B, S, d])
+        g.s(f"o_proj_{l}", "matmul", [ctx, w["w_o"]], [proj], 2 * bt * d * d)
+        x1 = g.t(f"x1_{l}", [B, S, d])
+        g.s(f"residual1_{l}", "add", [x, proj], [x1], bt * d)
+        n2 = g.t(f"n2_{l}", [B, S, d])
+        g.s(f"ln2_{l}", "layer_norm", [x1], [n2], 8 * bt * d)
+        up = g.t(f"up_{l}", [B, S, ff])
+        g.s(f"mlp_up_{l}", "matmul", [n2, w["w_up"]], [up], 2 * bt * d * ff)
+        act = g.t(f"act_{l}", [B, S, ff])
+        g.s(f"gelu_{l}", "gelu", [up], [act], 8 * bt * ff)
+        down = g.t(f"down_{l}", [B, S, d])
+        g.s(f"mlp_down_{l}", "matmul", [act, w["w_down"]], [down], 2 * bt * ff * d)
+        x2 = g.t(f"x2_{l}", [B, S, d])
+        g.s(f"residual2_{l}", "add", [x1, down], [x2], bt * d)
+        saved.append((l, x, n1, qkv, probs, ctx, x1, n2, up, act, w))
+        x = x2
+    loss = g.t("loss", [1], "output", dtype="f32")
+    g.t("labels", [B, S], "input", dtype="i32")
+    g.s("loss_fn", "cross_entropy", [x, "embed", "labels"], [loss], 2 * bt * d * 32000)
+    dx = g.t("d_out", [B, S, d])
+    g.s("loss_grad", "cross_entropy_grad", [x, "embed", "labels"], [dx], 2 * bt * d * 32000)
+    for l, x_in, n1, qkv, probs, ctx, x1, n2, up, act, w in reversed(saved):
+        def grad(name, shape, op, reads, cost, dtype=None):
+            out = g.t(f"{name}_{l}", shape, dtype=dtype)
+            g.s(f"{op}_{name}_{l}", op, reads, [out], cost)
+            return out
+        dw_down = grad("dw_down", [ff, d], "matmul_tn", [act, dx], 2 * bt * ff * d)
+        d_act = grad("d_act", [B, S, ff], "matmul_nt", [dx, w["w_down"]], 2 * bt * ff * d)
+        d_up = grad("d_up", [B, S, ff], "gelu_grad", [d_act, up], 8 * bt * ff)
+        dw_up = grad("dw_up", [d, ff], "matmul_tn", [n2, d_up], 2 * bt * d * ff)
+        d_n2 = grad("d_n2", [B, S, d], "matmul_nt", [d_up, w["w_up"]], 2 * bt * d * ff)
+        d_x1 = grad("d_x1", [B, S, d], "layer_norm_grad", [d_n2, x1, dx], 8 * bt * d)
+        dw_o = grad("dw_o", [d, d], "matmul_tn", [ctx, d_x1], 2 * bt * d * d)
+        d_ctx = grad("d_ctx", [B, S, d], "matmul_nt", [d_x1, w["w_o"]], 2 * bt * d * d)
+        d_probs = grad("d_probs", [B, H, S, S], "matmul_pv_grad", [d_ctx, qkv], 2 * B * H * S * S * (d // H), dtype="f32")
+        d_qkv = grad("d_qkv", [B, S, 3 * d], "softmax_qk_grad", [d_probs, probs, qkv, d_ctx], 4 * B * H * S * S * (d // H))
+        dw_qkv = grad("dw_qkv", [d, 3 * d], "matmul_tn", [n1, d_qkv], 2 * bt * d * 3 * d)
+        d_n1 = grad("d_n1", [B, S, d], "matmul_nt", [d_qkv, w["w_qkv"]], 2 * bt * d * 3 * d)
+        d_x = grad("d_x", [B, S, d], "layer_norm_grad", [d_n1, x_in, d_x1], 8 * bt * d)
+        for name, dw in (("w_down", dw_down), ("w_up", dw_up), ("w_o", dw_o), ("w_qkv", dw_qkv)):
+            g.s(f"sgd_{name}{l}", "sgd", [w[name], dw], [w[name]], 2 * d * d)
+        dx = d_x
+    g.s("embed_grad", "scatter_add", [dx, "tokens", "embed"], ["embed"], bt * d)
+    write("transformer-training", {
+        "memplan": 1,
+        "name": f"Transformer training step ({L} blocks, d={d}, S={S}, activations kept)",
+        "alignment": 256,
+        "tensors": g.tensors,
+        "steps": g.steps,
+        "remat_candidates": g.candidates(
+            [f"{n}_{l}" for l in range(L) for n in ("n1", "probs", "n2", "act")]),
+    })
+
+
+def convnet_training():
+    """One training step of a small convnet (f32, batch 32, 64x64 images): conv-relu-pool x 3,
+    then a linear classifier, activations kept for backward. Few candidates, so `memplan sweep`
+    scores every subset beside the greedy."""
+    B = 32
+    g = Builder("f32")
+    g.t("images", [B, 3, 64, 64], "input")
+    g.t("labels", [B], "input", dtype="i64")
+    x, shapes = "images", [(3, 32, 64), (32, 64, 32), (64, 128, 16)]
+    saved = []
+    for i, (cin, cout, hw) in enumerate(shapes):
+        wt = g.t(f"conv{i}_w", [cout, cin, 3, 3], "param")
+        c = g.t(f"conv{i}", [B, cout, hw, hw])
+        g.s(f"conv{i}_fwd", "conv2d", [x, wt], [c], 2 * B * cout * cin * 9 * hw * hw)
+        r = g.t(f"relu{i}", [B, cout, hw, hw])
+        g.s(f"relu{i}_fwd", "relu", [c], [r], B * cout * hw * hw)
+        p = g.t(f"pool{i}", [B, cout, hw // 2, hw // 2])
+        g.s(f"pool{i}_fwd", "max_pool", [r], [p], B * cout * hw * hw)
+        saved.append((i, x, wt, c, r, p, cin, cout, hw))
+        x = p
+    fc_w = g.t("fc_w", [128 * 8 * 8, 10], "param")
+    logits = g.t("logits", [B, 10])
+    g.s("fc_fwd", "matmul", [x, fc_w], [logits], 2 * B * 128 * 64 * 10)
+    loss = g.t("loss", [1], "output")
+    g.s("loss_fn", "cross_entropy", [logits, "labels"], [loss], B * 10)
+    d_logits = g.t("d_logits", [B, 10])
+    g.s("loss_grad", "cross_entropy_grad", [logits, "labels"], [d_logits], B * 10)
+    d_fc_w = g.t("d_fc_w", [128 * 8 * 8, 10])
+    g.s("fc_w_grad", "matmul_tn", [x, d_logits], [d_fc_w], 2 * B * 128 * 64 * 10)
+    g.s("sgd_fc", "sgd", [fc_w, d_fc_w], [fc_w], 2 * 128 * 64 * 10)
+    dx = g.t("d_pool2", [B, 128, 8, 8])
+    g.s("fc_x_grad", "matmul_nt", [d_logits, fc_w], [dx], 2 * B * 128 * 64 * 10)
+    for i, x_in, wt, c, r, p, cin, cout, hw in reversed(saved):
+        d_r = g.t(f"d_relu{i}", [B, cout, hw, hw])
+        g.s(f"pool{i}_grad", "max_pool_grad", [dx, r], [d_r], B * cout * hw * hw)
+        d_c = g.t(f"d_conv{i}", [B, cout, hw, hw])
+        g.s(f"relu{i}_grad", "relu_grad", [d_r, c], [d_c], B * cout * hw * hw)
+        d_w = g.t(f"d_conv{i}_w", [cout, cin, 3, 3])
+        g.s(f"conv{i}_w_grad", "conv2d_w_grad", [x_in, d_c], [d_w], 2 * B * cout * cin * 9 * hw * hw)
+        g.s(f"sgd_conv{i}", "sgd", [wt, d_w], [wt], 2 * cout * cin * 9)
+        if i > 0:
+            d_x = g.t(f"d_pool{i - 1}", [B, cin, hw, hw])
+            g.s(f"conv{i}_x_grad", "conv2d_x_grad", [d_c, wt], [d_x], 2 * B * cout * cin * 9 * hw * hw)
+            dx = d_x
+    write("convnet-training", {
+        "memplan": 1,
+        "name": "Convnet training step (3 conv blocks, batch 32, f32, activations kept)",
+        "alignment": 256,
+        "tensors": g.tensors,
+        "steps": g.steps,
+        "remat_candidates": g.candidates(
+            [f"{n}{i}" for i in range(3) for n in ("conv", "relu", "pool")]),
+    })
+
+
 if __name__ == "__main__":
     mlp_training()
     transformer_decode()
     decoder_serving()
+    transformer_training()
+    convnet_training()

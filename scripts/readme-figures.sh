@@ -37,6 +37,22 @@ bench_cmd="cargo run --profile fast -p memplan-cli -- bench --csv-dir tests/data
 } > "$tmp/bench"
 replace bench "$tmp/bench"
 
+{
+  echo "\`memplan bench --remat static/examples/transformer-training.json --remat static/examples/convnet-training.json\` ($today, $cores cores):"
+  echo
+  cargo run -q --locked --profile fast -p memplan-cli -- bench \
+    --remat static/examples/transformer-training.json --remat static/examples/convnet-training.json
+} > "$tmp/remat"
+replace remat "$tmp/remat"
+
+{
+  echo "\`memplan sweep static/examples/convnet-training.json --points 12 --strategy first-fit\` ($today):"
+  echo
+  cargo run -q --locked --profile fast -p memplan-cli -- sweep static/examples/convnet-training.json \
+    --points 12 --strategy first-fit
+} > "$tmp/greedy"
+replace greedy "$tmp/greedy"
+
 fits_cmd="memplan fits static/examples/decoder-serving.json --device l4-24gb --util 0.9 --param B=1..1024 --set S=4096"
 {
   echo "\`$fits_cmd\` ($today, $cores cores):"

@@ -21,6 +21,11 @@ pub const EXAMPLES: &[Example] = &[
         text: include_str!("../../static/examples/transformer-decode.json"),
     },
     Example {
+        name: "convnet-training",
+        title: "Convnet training step",
+        text: include_str!("../../static/examples/convnet-training.json"),
+    },
+    Example {
         name: "decoder-serving",
         title: "Decoder serving (B, S)",
         text: include_str!("../../static/examples/decoder-serving.json"),

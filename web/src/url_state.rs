@@ -259,7 +259,7 @@ mod tests {
                 r#"the link's zoom="1,2,3" is not known (expected x0,x1,y0,y1 with x0 < x1 and y0 < y1); showing the default"#,
                 r#"the link's sort="up" is not known (expected start, size or lifetime); showing the default"#,
                 r#"the link's color="red" is not known (expected kind or dtype); showing the default"#,
-                r#"the link's example="gpt9" is not known (expected mlp-training or transformer-decode or decoder-serving); showing the default"#,
+                r#"the link's example="gpt9" is not known (expected mlp-training or transformer-decode or convnet-training or decoder-serving); showing the default"#,
             ]
         );
         assert_eq!(

@@ -16,6 +16,7 @@ fn wasm_plans_the_examples_to_the_native_bytes() {
     let goldens = [
         include_str!("../../tests/golden/mlp-training.plan.json"),
         include_str!("../../tests/golden/transformer-decode.plan.json"),
+        include_str!("../../tests/golden/convnet-training.plan.json"),
         include_str!("../../tests/golden/decoder-serving.plan.json"),
     ];
     assert_eq!(EXAMPLES.len(), goldens.len(), "a golden report per example");

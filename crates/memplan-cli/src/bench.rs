@@ -24,6 +24,9 @@ pub struct BenchArgs {
     /// Sizes of synthetic instances, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
     synthetic: Vec<usize>,
+    /// Dumps to time rematerialization on (one toggle, a fit, a 32-point sweep), with first-fit.
+    #[arg(long = "remat")]
+    remat: Vec<PathBuf>,
     /// Strategies to run, comma-separated (default: all).
     #[arg(long, value_delimiter = ',', value_parser = one_of(&StrategyChoice::ALL, StrategyChoice::name))]
     strategies: Vec<StrategyChoice>,
@@ -74,7 +77,95 @@ pub fn synthetic(n: usize) -> Problem {
     }
 }
 
+/// Times rematerialization on `file`: the baseline plan, one toggle (a plan with one candidate
+/// inlined: liveness re-derived, relaid out and checked), a fit to 80% of the baseline with the
+/// default candidate cap, and a 32-point sweep; all with first-fit.
+fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
+    let session = crate::open(file)?;
+    let scenario = Scenario {
+        strategy: memplan_core::Strategy::FirstFit.into(),
+        ..Scenario::default()
+    };
+    let name = file
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let timed =
+        |f: &mut dyn FnMut() -> Result<String, CliError>| -> Result<(String, f64), CliError> {
+            let start = Instant::now();
+            let what = f()?;
+            Ok((what, start.elapsed().as_secs_f64() * 1e3))
+        };
+    let candidates = session.candidates(&scenario)?;
+    let mut rows = Vec::new();
+    let (what, ms) = timed(&mut || {
+        Ok(format!(
+            "footprint {}",
+            session.plan(&scenario)?.plan.footprint_bytes()
+        ))
+    })?;
+    rows.push(("baseline plan", what, ms));
+    if let Some(c) = candidates.first() {
+        let flip = Scenario {
+            inline: vec![session.graph.tensors[c.tensor].id.clone()],
+            ..scenario.clone()
+        };
+        let (what, ms) = timed(&mut || {
+            Ok(format!(
+                "footprint {} with {} inlined",
+                session.plan(&flip)?.plan.footprint_bytes(),
+                flip.inline[0]
+            ))
+        })?;
+        rows.push(("one toggle", what, ms));
+    }
+    let baseline = session.plan(&scenario)?.plan.footprint_bytes();
+    let budget = baseline / 5 * 4;
+    let (what, ms) = timed(&mut || {
+        let f = session.fit(&scenario, memplan_core::remat::Target::Bytes(budget), None)?;
+        Ok(format!(
+            "budget {budget}: footprint {}, {} flips, {} considered, {} cut, within budget: {}",
+            f.final_bytes,
+            f.flips.len(),
+            f.considered,
+            f.dropped,
+            f.within_budget
+        ))
+    })?;
+    rows.push(("fit, default cap", what, ms));
+    let (what, ms) = timed(&mut || {
+        let s = session.sweep(&scenario, 32, 20)?;
+        Ok(format!(
+            "{} points over {} candidates{}",
+            s.points.len(),
+            s.candidates,
+            if s.exhaustive.is_some() {
+                ", exhaustive optimum computed"
+            } else {
+                ""
+            }
+        ))
+    })?;
+    rows.push(("32-point sweep", what, ms));
+    let mut out = format!(
+        "| {name} ({} tensors, {} candidates) | what | time (ms) |\n|---|---|---:|\n",
+        session.graph.tensors.len(),
+        candidates.len()
+    );
+    for (task, what, ms) in rows {
+        out.push_str(&format!("| {task} | {what} | {ms:.1} |\n"));
+    }
+    Ok(out)
+}
+
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+    if !args.remat.is_empty() {
+        for file in &args.remat {
+            println!("{}", remat_rows(file)?);
+        }
+        return Ok(());
+    }
     let strategies = if args.strategies.is_empty() {
         StrategyChoice::ALL.to_vec()
     } else {

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
+use memplan_core::remat::{Event, Target};
 use memplan_core::spaces::OutputSource;
 use memplan_core::{Control, StrategyChoice};
 use memplan_engine::{DeviceBudget, EngineError, Scenario, Session};
@@ -101,6 +102,9 @@ struct ScenarioArgs {
     /// A hardware class file of your own (its class is the file's name without `.toml`).
     #[arg(long, value_name = "FILE.toml")]
     hardware: Option<PathBuf>,
+    /// Flips: remat candidates to recompute at their uses instead of storing, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "ID,ID")]
+    inline: Vec<String>,
 }
 
 fn parse_binding(s: &str) -> Result<(String, u64), BadArgument> {
@@ -120,6 +124,17 @@ struct ParamRange {
     name: String,
     lo: u64,
     hi: u64,
+}
+
+fn parse_target(s: &str) -> Result<Target, BadArgument> {
+    if s.trim().eq_ignore_ascii_case("minimize") {
+        return Ok(Target::Minimize);
+    }
+    human::parse_bytes(s).map(Target::Bytes).ok_or_else(|| {
+        BadArgument(format!(
+            "`{s}` is not a byte size (512MiB, 1.5GB, 4096) or `minimize`"
+        ))
+    })
 }
 
 fn parse_range(s: &str) -> Result<ParamRange, BadArgument> {
@@ -152,6 +167,7 @@ impl ScenarioArgs {
             work_limit: self.work_limit,
             params: self.bindings.iter().cloned().collect::<BTreeMap<_, _>>(),
             device: self.device_budget()?,
+            inline: self.inline.clone(),
         })
     }
 
@@ -272,6 +288,35 @@ enum Command {
     /// Classify every buffer slot: memory space, access, host transfer, each output's source.
     Spaces {
         file: PathBuf,
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Choose flips (tensors to recompute at their uses) so the footprint fits a budget.
+    Fit {
+        file: PathBuf,
+        /// The footprint to fit under (`512MiB`, `1.5GB`, bytes), or `minimize`.
+        #[arg(long, value_parser = parse_target)]
+        budget: Target,
+        /// Score at most this many candidates, the cheapest to recompute (default: 32 for a
+        /// byte budget, all for minimize).
+        #[arg(long)]
+        max_candidates: Option<usize>,
+        /// Each candidate is scored by a relayout, so fit defaults to the fast `first-fit`.
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fit at many budgets from the minimized footprint up to the baseline: the trade-off curve.
+    Sweep {
+        file: PathBuf,
+        #[arg(long, default_value_t = 32)]
+        points: usize,
+        /// Compute the exhaustive optimum (every subset of candidates) up to this many.
+        #[arg(long, default_value_t = 20)]
+        exhaustive_max: usize,
         #[command(flatten)]
         scenario: ScenarioArgs,
         #[arg(long)]
@@ -555,6 +600,104 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 return Ok(ExitCode::from(1));
             }
         }
+        Command::Fit {
+            file,
+            budget,
+            max_candidates,
+            scenario,
+            json,
+        } => {
+            let session = open(&file)?;
+            let scenario = scenario.scenario()?;
+            let started = Instant::now();
+            let fit = session.fit(&scenario, budget, max_candidates)?;
+            let millis = started.elapsed().as_secs_f64() * 1e3;
+            let id = |t: usize| session.graph.tensors[t].id.clone();
+            if json {
+                let value = serde_json::json!({
+                    "baseline_bytes": fit.baseline_bytes,
+                    "final_bytes": fit.final_bytes,
+                    "flips": fit.flips.iter().map(|f| serde_json::json!({
+                        "tensor": id(f.tensor),
+                        "relief_bytes": f.relief_bytes,
+                        "recompute_cost": f.recompute_cost,
+                    })).collect::<Vec<_>>(),
+                    "recompute_cost": fit.recompute_cost(),
+                    "considered": fit.considered,
+                    "dropped": fit.dropped,
+                    "within_budget": fit.within_budget,
+                    "log": fit.log.iter().map(|e| event_text(e, &id)).collect::<Vec<_>>(),
+                });
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&value).expect("JSON values print")
+                );
+            } else {
+                let flips: Vec<(String, i128, u64)> = fit
+                    .flips
+                    .iter()
+                    .map(|f| (id(f.tensor), f.relief_bytes, f.recompute_cost))
+                    .collect();
+                let log: Vec<String> = fit.log.iter().map(|e| event_text(e, &id)).collect();
+                print!(
+                    "{}",
+                    human::fit_text(
+                        fit.baseline_bytes,
+                        fit.final_bytes,
+                        &flips,
+                        &log,
+                        fit.considered,
+                        fit.dropped,
+                        fit.within_budget,
+                        millis
+                    )
+                );
+            }
+        }
+        Command::Sweep {
+            file,
+            points,
+            exhaustive_max,
+            scenario,
+            json,
+        } => {
+            let session = open(&file)?;
+            let scenario = scenario.scenario()?;
+            let started = Instant::now();
+            let sweep = session.sweep(&scenario, points, exhaustive_max)?;
+            let millis = started.elapsed().as_secs_f64() * 1e3;
+            let id = |t: usize| session.graph.tensors[t].id.clone();
+            if json {
+                let value = serde_json::json!({
+                    "candidates": sweep.candidates,
+                    "points": sweep.points.iter().map(|p| serde_json::json!({
+                        "budget_bytes": p.budget_bytes,
+                        "footprint_bytes": p.footprint_bytes,
+                        "recompute_cost": p.recompute_cost,
+                        "flips": p.flips.iter().map(|&t| id(t)).collect::<Vec<_>>(),
+                        "pareto": p.pareto,
+                    })).collect::<Vec<_>>(),
+                    "exhaustive": sweep.exhaustive.as_ref().map(|_| sweep.points.iter().map(|p| serde_json::json!({
+                        "budget_bytes": p.budget_bytes,
+                        "recompute_cost": p.exhaustive_cost,
+                    })).collect::<Vec<_>>()),
+                });
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&value).expect("JSON values print")
+                );
+            } else {
+                print!(
+                    "{}",
+                    human::sweep_table(
+                        &sweep.points,
+                        sweep.candidates,
+                        sweep.exhaustive.is_some(),
+                        millis
+                    )
+                );
+            }
+        }
         Command::Fits {
             file,
             param,
@@ -593,6 +736,44 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A fit's log entry in words.
+fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
+    let ids = |ts: &[usize]| ts.iter().map(|&t| id(t)).collect::<Vec<_>>().join(", ");
+    match e {
+        Event::Accepted {
+            tensor,
+            relief_bytes,
+        } => {
+            format!("accepted {}: relieves {relief_bytes} B", id(*tensor))
+        }
+        Event::Held { tensor } => format!(
+            "held {}: frees nothing on top of the accepted flips",
+            id(*tensor)
+        ),
+        Event::GroupCommitted {
+            tensors,
+            closing,
+            relief_bytes,
+        } => format!(
+            "committed held {} with {}: together they relieve {relief_bytes} B",
+            ids(tensors),
+            id(*closing)
+        ),
+        Event::GroupDiscarded { tensors, against } => format!(
+            "discarded held {} for good: harmful to {}",
+            ids(tensors),
+            id(*against)
+        ),
+        Event::GroupKept { tensors, against } => {
+            format!("kept {} held: neutral to {}", ids(tensors), id(*against))
+        }
+        Event::UnpaidDiscarded { tensors } => {
+            format!("discarded held {}: never paid for", ids(tensors))
+        }
+        Event::BudgetMet { footprint_bytes } => format!("budget met at {footprint_bytes} B"),
+    }
 }
 
 fn fits_summary(fits: &memplan_engine::Fits, param: &ParamRange) -> human::FitsSummary {

@@ -438,3 +438,83 @@ fn spaces_classify_and_a_missing_writer_is_a_diagnostic() {
         stderr(&o)
     );
 }
+
+#[test]
+fn fit_sweep_and_inline_by_hand_agree() {
+    let dump = example("convnet-training.json");
+    let o = memplan(&[
+        "fit",
+        &dump,
+        "--budget",
+        "55MB",
+        "--strategy",
+        "first-fit",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fit: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for field in [
+        "baseline_bytes",
+        "final_bytes",
+        "flips",
+        "considered",
+        "dropped",
+        "within_budget",
+    ] {
+        assert!(!fit[field].is_null(), "{field}");
+    }
+    assert_eq!(fit["within_budget"], true);
+    let flips: Vec<String> = fit["flips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["tensor"].as_str().unwrap().to_string())
+        .collect();
+    let reliefs: i64 = fit["flips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["relief_bytes"].as_i64().unwrap())
+        .sum();
+    assert_eq!(
+        reliefs,
+        fit["baseline_bytes"].as_i64().unwrap() - fit["final_bytes"].as_i64().unwrap()
+    );
+    let o = memplan(&[
+        "plan",
+        &dump,
+        "--strategy",
+        "first-fit",
+        "--inline",
+        &flips.join(","),
+        "--json",
+    ]);
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(plan["footprint_bytes"], fit["final_bytes"]);
+    let o = memplan(&[
+        "sweep",
+        &dump,
+        "--points",
+        "6",
+        "--strategy",
+        "first-fit",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sweep: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let points = sweep["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6);
+    for field in [
+        "budget_bytes",
+        "footprint_bytes",
+        "recompute_cost",
+        "flips",
+        "pareto",
+    ] {
+        assert!(!points[0][field].is_null(), "{field}");
+    }
+    assert_eq!(sweep["exhaustive"].as_array().unwrap().len(), 6);
+    let o = memplan(&["fit", &dump, "--budget", "lots"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is not a byte size"), "{}", stderr(&o));
+}

@@ -25,7 +25,9 @@
 //! The reliefs of the accepted flips sum to exactly `baseline - final`. Not meeting the budget
 //! is an outcome (`within_budget: false`), not an error.
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -230,23 +232,65 @@ impl Exhaustive {
 /// The most candidates the exhaustive optimum enumerates (2^20 relayouts).
 pub const EXHAUSTIVE_MAX_CANDIDATES: usize = 20;
 
-/// Scores and chooses flips for one graph under one set of plan options.
+/// Scores and chooses flips for one graph under one set of plan options. Scores are memoized by
+/// the set of inlined tensors: the fits of a sweep share their solo scores and the prefixes of
+/// their decisions, so each set is laid out once.
 pub struct Rematerializer<'a> {
     pub graph: &'a Graph,
     pub resolved: &'a ResolvedGraph,
     pub options: &'a PlanOptions,
     pub candidates: Vec<Candidate>,
+    scores: RefCell<HashMap<Vec<usize>, u64>>,
 }
 
-impl Rematerializer<'_> {
-    /// The footprint with the tensors of `inlined` recomputed at their uses: a real relayout.
+impl<'a> Rematerializer<'a> {
+    pub fn new(
+        graph: &'a Graph,
+        resolved: &'a ResolvedGraph,
+        options: &'a PlanOptions,
+        candidates: Vec<Candidate>,
+    ) -> Self {
+        Rematerializer {
+            graph,
+            resolved,
+            options,
+            candidates,
+            scores: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// How many distinct sets were laid out so far.
+    pub fn relayouts(&self) -> usize {
+        self.scores.borrow().len()
+    }
+
+    /// The footprint with the tensors of `inlined` recomputed at their uses: a real relayout,
+    /// checked (a plan that fails the checker is a bug and an error here).
     pub fn score(&self, inlined: &[usize]) -> Result<u64, PlanError> {
+        let mut key = inlined.to_vec();
+        key.sort_unstable();
+        key.dedup();
+        if let Some(&known) = self.scores.borrow().get(&key) {
+            return Ok(known);
+        }
         let mut flags = vec![false; self.resolved.tensors.len()];
-        for &t in inlined {
+        for &t in &key {
             flags[t] = true;
         }
         let liveness = analyze_inlined(self.graph, self.resolved, &flags);
-        Ok(plan(&liveness.problem, self.options)?.footprint_bytes())
+        let plan = plan(&liveness.problem, self.options)?;
+        if !plan.is_valid() {
+            return Err(PlanError::Unchecked(
+                plan.violations
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ));
+        }
+        let footprint = plan.footprint_bytes();
+        self.scores.borrow_mut().insert(key, footprint);
+        Ok(footprint)
     }
 
     fn cost_of(&self, tensor: usize) -> u64 {

@@ -16,7 +16,11 @@ use std::collections::BTreeMap;
 
 use memplan_core::budget::{Budget, BudgetError, DriverTerms, largest_fitting};
 use memplan_core::graph::{GraphError, ResolvedGraph};
+use memplan_core::liveness::analyze_inlined;
 use memplan_core::problem::ProblemError;
+use memplan_core::remat::{
+    Candidate, Exhaustive, FitResult, Rematerializer, SweepPoint, Target, candidates,
+};
 use memplan_core::spaces::{Spaces, classify};
 use memplan_core::{
     Control, Graph, Layout, Liveness, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
@@ -60,6 +64,12 @@ pub enum EngineError {
         class: String,
         error: BudgetError,
     },
+    #[error("{input}: tensor `{tensor}` cannot be recomputed at its uses: {reason}")]
+    NotACandidate {
+        input: String,
+        tensor: String,
+        reason: &'static str,
+    },
     #[error("{input}: `{query}` needs a device class to fit into")]
     NoDevice { input: String, query: &'static str },
     #[error(
@@ -96,6 +106,9 @@ pub struct Scenario {
     /// then reports its headroom or overflow.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceBudget>,
+    /// Flips: the remat candidates (tensor ids) recomputed at their uses instead of stored.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inline: Vec<String>,
 }
 
 /// A device class and a utilization.
@@ -116,6 +129,7 @@ impl Default for Scenario {
             work_limit: None,
             params: BTreeMap::new(),
             device: None,
+            inline: Vec::new(),
         }
     }
 }
@@ -132,12 +146,24 @@ pub struct Outcome {
     pub budget: Option<Budget>,
 }
 
-/// A dump under other param values: resolved and analysed again.
+/// A dump under other param values or flips: resolved (when params change) and analysed again.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bound {
     pub graph: Graph,
     pub resolved: ResolvedGraph,
     pub liveness: Liveness,
+}
+
+/// The most buffer relayouts an exhaustive optimum may take (2^candidates x buffers).
+pub const EXHAUSTIVE_WORK: u64 = 50_000_000;
+
+/// A budget sweep: the fit at each budget, and the exhaustive optimum when it was computed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sweep {
+    pub candidates: usize,
+    pub points: Vec<SweepPoint>,
+    #[serde(skip)]
+    pub exhaustive: Option<Exhaustive>,
 }
 
 /// The answer of a "largest that fits" query, with both witnesses of the checked bisection.
@@ -279,7 +305,7 @@ impl Session {
         control: &mut Control<'_>,
     ) -> Result<Outcome, EngineError> {
         let budget = self.budget(scenario)?;
-        let bound = self.bind(&scenario.params)?;
+        let bound = self.derive(scenario)?;
         let problem = bound
             .as_ref()
             .map_or(self.problem(), |b| &b.liveness.problem);
@@ -358,6 +384,118 @@ impl Session {
         }))
     }
 
+    /// The dump as `scenario` plans it: its params bound and its flips inlined (`None` when
+    /// neither changes anything).
+    pub fn derive(&self, scenario: &Scenario) -> Result<Option<Bound>, EngineError> {
+        let bound = self.bind(&scenario.params)?;
+        if scenario.inline.is_empty() {
+            return Ok(bound);
+        }
+        let (graph, resolved) = match &bound {
+            Some(b) => (&b.graph, &b.resolved),
+            None => (&self.graph, &self.resolved),
+        };
+        let liveness = match &bound {
+            Some(b) => &b.liveness,
+            None => &self.liveness,
+        };
+        let candidates = candidates(graph, resolved, &liveness.uses);
+        let mut flags = vec![false; resolved.tensors.len()];
+        for id in &scenario.inline {
+            let not = |reason| EngineError::NotACandidate {
+                input: self.source.clone(),
+                tensor: id.clone(),
+                reason,
+            };
+            let t = *resolved
+                .tensor_index
+                .get(id)
+                .ok_or_else(|| not("no tensor has this id"))?;
+            if !candidates.iter().any(|c| c.tensor == t) {
+                return Err(not(if graph.remat_candidates.is_some() {
+                    "the dump's remat_candidates do not list it"
+                } else {
+                    "it is not the only output of its step, or owns no bytes, is always-live, has views, or is never read"
+                }));
+            }
+            flags[t] = true;
+        }
+        let liveness = analyze_inlined(graph, resolved, &flags);
+        let (graph, resolved) = (graph.clone(), resolved.clone());
+        Ok(Some(Bound {
+            graph,
+            resolved,
+            liveness,
+        }))
+    }
+
+    /// The remat candidates of the dump (under the scenario's params), with their costs.
+    pub fn candidates(&self, scenario: &Scenario) -> Result<Vec<Candidate>, EngineError> {
+        Ok(match self.bind(&scenario.params)? {
+            Some(b) => candidates(&b.graph, &b.resolved, &b.liveness.uses),
+            None => candidates(&self.graph, &self.resolved, &self.liveness.uses),
+        })
+    }
+
+    /// Runs `f` with a rematerializer for the scenario (its params and plan options; its own
+    /// flips are where the search starts from: none).
+    fn with_remat<T>(
+        &self,
+        scenario: &Scenario,
+        f: impl FnOnce(&Rematerializer<'_>) -> Result<T, memplan_core::PlanError>,
+    ) -> Result<T, EngineError> {
+        let bound = self.bind(&scenario.params)?;
+        let (graph, resolved, liveness) = match &bound {
+            Some(b) => (&b.graph, &b.resolved, &b.liveness),
+            None => (&self.graph, &self.resolved, &self.liveness),
+        };
+        let options = self.options(scenario);
+        let remat = Rematerializer::new(
+            graph,
+            resolved,
+            &options,
+            candidates(graph, resolved, &liveness.uses),
+        );
+        f(&remat).map_err(|e| self.plan_error(e))
+    }
+
+    /// The seed's two-round fit of the dump to `target` (see `memplan_core::remat`).
+    pub fn fit(
+        &self,
+        scenario: &Scenario,
+        target: Target,
+        max_candidates: Option<usize>,
+    ) -> Result<FitResult, EngineError> {
+        self.with_remat(scenario, |r| r.fit(target, max_candidates))
+    }
+
+    /// `fit` at `points` budgets from the minimized footprint up to the baseline, with the
+    /// exhaustive optimum at each when the candidates are few enough (at most
+    /// `exhaustive_most`, and at most [`EXHAUSTIVE_WORK`] buffer relayouts in all).
+    pub fn sweep(
+        &self,
+        scenario: &Scenario,
+        points: usize,
+        exhaustive_most: usize,
+    ) -> Result<Sweep, EngineError> {
+        let buffers = self.problem().buffers.len().max(1) as u64;
+        self.with_remat(scenario, |r| {
+            let n = r.candidates.len();
+            let affordable = n <= 40 && (1u64 << n).saturating_mul(buffers) <= EXHAUSTIVE_WORK;
+            let exhaustive = if affordable {
+                r.exhaustive(exhaustive_most)?
+            } else {
+                None
+            };
+            let points = r.sweep(points, exhaustive.as_ref())?;
+            Ok(Sweep {
+                candidates: n,
+                points,
+                exhaustive,
+            })
+        })
+    }
+
     /// The graph, resolved graph and liveness an outcome was planned from.
     fn parts<'a>(&'a self, outcome: &'a Outcome) -> (&'a Graph, &'a ResolvedGraph, &'a Liveness) {
         match &outcome.bound {
@@ -375,6 +513,17 @@ impl Session {
                 .summary
                 .set_budget(BudgetReport::new(&device.class, budget));
         }
+        if !outcome.scenario.inline.is_empty() {
+            let (graph, resolved, liveness) = self.parts(outcome);
+            let costs = candidates(graph, resolved, &liveness.uses);
+            report.summary.inlined = outcome.scenario.inline.clone();
+            report.summary.recompute_cost = liveness
+                .inlined
+                .iter()
+                .filter_map(|t| costs.iter().find(|c| c.tensor == *t))
+                .map(|c| c.recompute_cost)
+                .sum();
+        }
         report
     }
 
@@ -386,7 +535,7 @@ impl Session {
 
     /// The memory spaces of the dump (under the scenario's params).
     pub fn spaces(&self, scenario: &Scenario) -> Result<Spaces, EngineError> {
-        Ok(match self.bind(&scenario.params)? {
+        Ok(match self.derive(scenario)? {
             Some(b) => classify(&b.graph, &b.resolved),
             None => classify(&self.graph, &self.resolved),
         })

@@ -331,3 +331,91 @@ fn spaces_of_an_example() {
     assert_eq!(spaces.counts.host_input_transfers, 2 + 2 + 1 + 10);
     assert_eq!(spaces.counts.host_output_transfers, 1);
 }
+
+const CONVNET: &str = include_str!("../../../static/examples/convnet-training.json");
+
+fn first_fit() -> Scenario {
+    Scenario {
+        strategy: Strategy::FirstFit.into(),
+        ..Scenario::default()
+    }
+}
+
+#[test]
+fn a_flip_inlines_a_candidate_and_every_view_follows() {
+    let s = session(CONVNET);
+    let flipped = Scenario {
+        inline: vec!["relu0".into()],
+        ..first_fit()
+    };
+    let base = s.plan(&first_fit()).unwrap();
+    let o = s.plan(&flipped).unwrap();
+    assert!(o.plan.footprint_bytes() < base.plan.footprint_bytes());
+    let report = s.report(&o);
+    assert_eq!(report.summary.inlined, vec!["relu0"]);
+    assert!(report.summary.recompute_cost > 0);
+    assert!(report.placements.iter().all(|p| p.tensor != "relu0"));
+    let model = s.view_model(&o);
+    assert!(model.buffer_of("relu0").is_none());
+    assert!(
+        model
+            .unplanned
+            .iter()
+            .any(|u| u.tensor == "relu0" && u.reason == memplan_render::model::Unplanned::Inlined)
+    );
+    // The flip is the one fit would score: the same relayout.
+    let fit = s
+        .fit(&first_fit(), memplan_core::remat::Target::Minimize, None)
+        .unwrap();
+    assert!(fit.final_bytes <= o.plan.footprint_bytes());
+    let e = s
+        .plan(&Scenario {
+            inline: vec!["labels".into()],
+            ..first_fit()
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("tensor `labels` cannot be recomputed at its uses: the dump's remat_candidates do not list it"), "{e}");
+}
+
+#[test]
+fn fit_and_sweep_through_the_engine() {
+    let s = session(CONVNET);
+    let base = s.plan(&first_fit()).unwrap().plan.footprint_bytes();
+    let fit = s
+        .fit(
+            &first_fit(),
+            memplan_core::remat::Target::Bytes(base / 5 * 4),
+            None,
+        )
+        .unwrap();
+    assert!(fit.within_budget && fit.final_bytes <= base / 5 * 4);
+    // Applying the fit's flips by hand gives its footprint.
+    let by_hand = Scenario {
+        inline: fit
+            .tensors()
+            .iter()
+            .map(|&t| s.graph.tensors[t].id.clone())
+            .collect(),
+        ..first_fit()
+    };
+    assert_eq!(
+        s.plan(&by_hand).unwrap().plan.footprint_bytes(),
+        fit.final_bytes
+    );
+    let sweep = s.sweep(&first_fit(), 8, 20).unwrap();
+    assert_eq!(sweep.points.len(), 8);
+    assert!(sweep.exhaustive.is_some());
+    let first = &sweep.points[0];
+    let last = sweep.points.last().unwrap();
+    assert!(first.footprint_bytes <= last.footprint_bytes);
+    assert_eq!(
+        last.recompute_cost, 0,
+        "at the baseline budget nothing is inlined"
+    );
+    for p in &sweep.points {
+        assert!(p.footprint_bytes <= p.budget_bytes);
+        // The greedy never beats the exhaustive optimum.
+        assert!(p.exhaustive_cost.unwrap() <= p.recompute_cost);
+    }
+    assert!(sweep.points.iter().any(|p| p.pareto));
+}

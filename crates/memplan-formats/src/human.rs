@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use memplan_core::remat::SweepPoint;
 use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Plan, Problem, StrategyChoice};
 
@@ -21,6 +22,50 @@ pub fn bytes(bytes: u64) -> String {
         format!("{bytes} B")
     } else {
         format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+/// Reads a byte size as people write it: `4096`, `512MiB`, `1.5GB`, `2 GiB` (binary units
+/// KiB..TiB, decimal KB..TB, and B). `None` when it is not one, or past 2^64.
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = (t[..split].trim(), t[split..].trim());
+    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "kib" | "k" => 1 << 10,
+        "mib" | "m" => 1 << 20,
+        "gib" | "g" => 1 << 30,
+        "tib" | "t" => 1 << 40,
+        _ => return None,
+    };
+    if number.is_empty() {
+        return None;
+    }
+    match number.split_once('.') {
+        None => number.parse::<u64>().ok()?.checked_mul(scale),
+        Some((whole, fraction)) => {
+            // Exact decimal arithmetic: whole x scale + fraction x scale / 10^digits.
+            if fraction.is_empty() || fraction.len() > 18 || fraction.contains('.') {
+                return None;
+            }
+            let whole: u64 = if whole.is_empty() {
+                0
+            } else {
+                whole.parse().ok()?
+            };
+            let digits: u64 = fraction.parse().ok()?;
+            let denominator = 10u128.pow(fraction.len() as u32);
+            let part = u128::from(digits) * u128::from(scale) / denominator;
+            let total = u128::from(whole) * u128::from(scale) + part;
+            u64::try_from(total).ok()
+        }
     }
 }
 
@@ -241,6 +286,115 @@ pub fn fits_text(class: &str, f: &FitsSummary, millis: f64) -> String {
     out
 }
 
+/// `memplan fit`'s answer: the footprints, the flips in acceptance order, and the log.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_text(
+    baseline: u64,
+    last: u64,
+    flips: &[(String, i128, u64)],
+    log: &[String],
+    considered: usize,
+    dropped: usize,
+    within_budget: bool,
+    millis: f64,
+) -> String {
+    let mut out = String::new();
+    let cost: u64 = flips.iter().map(|f| f.2).sum();
+    let _ = writeln!(
+        out,
+        "footprint {} -> {} ({} relieved) for a recompute cost of {cost}; {}",
+        bytes(baseline),
+        bytes(last),
+        bytes(baseline.saturating_sub(last)),
+        if within_budget {
+            "within budget"
+        } else {
+            "OVER budget: no more flips help"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{considered} candidates scored, {dropped} cut; {} flips, {millis:.0} ms",
+        flips.len()
+    );
+    for (tensor, relief, cost) in flips {
+        let _ = writeln!(out, "  {tensor:<32} relieves {relief:>12} B  cost {cost}");
+    }
+    if !log.is_empty() {
+        let _ = writeln!(out, "log:");
+        for line in log {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    out
+}
+
+/// `memplan sweep`'s table: each budget's footprint and cost, Pareto points marked, and the
+/// exhaustive optimum's cost beside the greedy's where it was computed.
+pub fn sweep_table(
+    points: &[SweepPoint],
+    candidates: usize,
+    exhaustive: bool,
+    millis: f64,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| budget | footprint | recompute cost | flips | pareto |{}",
+        if exhaustive {
+            " exhaustive optimum's cost | greedy / optimum |"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "|---:|---:|---:|---:|---|{}",
+        if exhaustive { "---:|---:|" } else { "" }
+    );
+    for p in points {
+        let _ = write!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            p.budget_bytes,
+            p.footprint_bytes,
+            p.recompute_cost,
+            p.flips.len(),
+            if p.pareto { "yes" } else { "" }
+        );
+        if exhaustive {
+            let (best, ratio) = match p.exhaustive_cost {
+                Some(0) => (
+                    "0".to_string(),
+                    if p.recompute_cost == 0 {
+                        "1.000".into()
+                    } else {
+                        "-".into()
+                    },
+                ),
+                Some(best) => (
+                    best.to_string(),
+                    format!("{:.3}", p.recompute_cost as f64 / best as f64),
+                ),
+                None => ("-".to_string(), "-".to_string()),
+            };
+            let _ = write!(out, " {best} | {ratio} |");
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "\n{} points over {candidates} candidates{}, {millis:.0} ms",
+        points.len(),
+        if exhaustive {
+            ", every subset scored"
+        } else {
+            ""
+        }
+    );
+    out
+}
+
 /// One measured plan of `memplan bench`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchRow {
@@ -327,6 +481,20 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_sizes_parse_as_people_write_them() {
+        assert_eq!(parse_bytes("4096"), Some(4096));
+        assert_eq!(parse_bytes("512MiB"), Some(512 << 20));
+        assert_eq!(parse_bytes("1.5GB"), Some(1_500_000_000));
+        assert_eq!(parse_bytes(" 2 GiB "), Some(2 << 30));
+        assert_eq!(parse_bytes("0.5KiB"), Some(512));
+        assert_eq!(parse_bytes("16EiB"), None);
+        assert_eq!(parse_bytes("99999999999TB"), None);
+        assert_eq!(parse_bytes("1..5GB"), None);
+        assert_eq!(parse_bytes("MiB"), None);
+        assert_eq!(parse_bytes("-1"), None);
+    }
 
     #[test]
     fn sizes_use_binary_units() {

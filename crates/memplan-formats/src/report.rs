@@ -43,6 +43,15 @@ pub struct PlanSummary {
     /// The device class every device is, when the plan was asked to fit one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetReport>,
+    /// The flips: tensors recomputed at their uses instead of stored, and what that costs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inlined: Vec<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub recompute_cost: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// A device class's bytes under one utilization (see `memplan_core::budget`).
@@ -212,6 +221,8 @@ impl PlanSummary {
                 })
                 .collect(),
             budget: None,
+            inlined: Vec::new(),
+            recompute_cost: 0,
         }
     }
 

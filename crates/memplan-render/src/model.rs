@@ -80,6 +80,8 @@ pub enum Unplanned {
     Elided,
     /// Never read or written, and not always-live.
     Unused,
+    /// Recomputed at each use (a flip): no storage.
+    Inlined,
 }
 
 impl Unplanned {
@@ -87,6 +89,7 @@ impl Unplanned {
         match self {
             Unplanned::Elided => "elided (fused away)",
             Unplanned::Unused => "never used",
+            Unplanned::Inlined => "recomputed at its uses (a flip)",
         }
     }
 }
@@ -192,6 +195,13 @@ impl ViewModel {
                 }),
                 Storage::Owned => {}
             }
+        }
+        for &t in &liveness.inlined {
+            unplanned.push(UnplannedTensor {
+                tensor: graph.tensors[t].id.clone(),
+                name: graph.tensors[t].display_name().to_string(),
+                reason: Unplanned::Inlined,
+            });
         }
         for &t in &liveness.unused {
             unplanned.push(UnplannedTensor {

@@ -383,6 +383,9 @@ pub enum PlanError {
          takes it past 2^64 bytes); choose another strategy"
     )]
     ExtentOverflow { device: String, strategy: Strategy },
+    /// A plan failed the independent checker where no plan may be shown unchecked (a bug).
+    #[error("BUG: a plan failed the checker: {0}")]
+    Unchecked(String),
 }
 
 /// One buffer of a region, as a strategy sees it.

@@ -72,12 +72,7 @@ fn fit(g: &Graph, target: Target) -> (FitResult, Vec<String>) {
     let resolved = g.resolve().unwrap();
     let uses = Uses::of(&resolved);
     let options = first_fit();
-    let r = Rematerializer {
-        graph: g,
-        resolved: &resolved,
-        options: &options,
-        candidates: candidates(g, &resolved, &uses),
-    };
+    let r = Rematerializer::new(g, &resolved, &options, candidates(g, &resolved, &uses));
     let result = r.fit(target, None).unwrap();
     let reliefs: i128 = result.flips.iter().map(|f| f.relief_bytes).sum();
     assert_eq!(
@@ -173,12 +168,12 @@ fn a_candidate_with_negative_relief_is_never_paid_for() {
     };
     let resolved = g.resolve().unwrap();
     let options = first_fit();
-    let r = Rematerializer {
-        graph: &g,
-        resolved: &resolved,
-        options: &options,
-        candidates: candidates(&g, &resolved, &Uses::of(&resolved)),
-    };
+    let r = Rematerializer::new(
+        &g,
+        &resolved,
+        &options,
+        candidates(&g, &resolved, &Uses::of(&resolved)),
+    );
     let x = resolved.tensor_index["x"];
     let solo = i128::from(r.score(&[]).unwrap()) - i128::from(r.score(&[x]).unwrap());
     assert!(solo < 0, "inlining x costs bytes: {solo}");
@@ -201,12 +196,7 @@ fn the_cut_keeps_the_cheapest_and_reports_the_rest() {
     let options = first_fit();
     let mut cands = candidates(&g, &resolved, &Uses::of(&resolved));
     cands[1].recompute_cost = 99;
-    let r = Rematerializer {
-        graph: &g,
-        resolved: &resolved,
-        options: &options,
-        candidates: cands,
-    };
+    let r = Rematerializer::new(&g, &resolved, &options, cands);
     let result = r.fit(Target::Minimize, Some(1)).unwrap();
     assert_eq!((result.considered, result.dropped), (1, 1));
     // Alone, x frees nothing: held, then discarded unpaid.
