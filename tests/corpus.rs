@@ -13,6 +13,34 @@ use sha2::{Digest, Sha256};
 struct Corpus {
     minimalloc: Minimalloc,
     large: Large,
+    onnx: Onnx,
+    torch: Torch,
+}
+
+#[derive(Deserialize)]
+struct Onnx {
+    file: Vec<OnnxEntry>,
+}
+
+#[derive(Deserialize)]
+struct OnnxEntry {
+    path: String,
+    unsized_tensors: usize,
+    always_live: u64,
+    lower_bound: u64,
+}
+
+#[derive(Deserialize)]
+struct Torch {
+    file: Vec<TorchEntry>,
+}
+
+#[derive(Deserialize)]
+struct TorchEntry {
+    path: String,
+    allocations: usize,
+    live_peak: u64,
+    reserved: u64,
 }
 
 #[derive(Deserialize)]
@@ -62,7 +90,10 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
         checked += 1;
     }
     let c = corpus();
-    assert_eq!(checked, c.minimalloc.file.len() + c.large.file.len());
+    assert_eq!(
+        checked,
+        c.minimalloc.file.len() + c.large.file.len() + c.onnx.file.len() + c.torch.file.len()
+    );
 }
 
 /// Plans `entry` with every strategy: each plan valid, the lower bound exact. Returns `best`'s
@@ -173,4 +204,62 @@ fn minimalloc_offsets_round_trip_through_the_checker() {
             .violations
             .is_empty()
     );
+}
+
+fn load(path: &str) -> Session {
+    let bytes = std::fs::read(data_dir().join(path)).unwrap();
+    Session::load(&bytes, path).unwrap()
+}
+
+#[test]
+fn onnx_models_have_the_figures_of_onnx_shape_inference() {
+    for entry in &corpus().onnx.file {
+        let s = load(&entry.path);
+        let unsized_tensors = s.graph.tensors.iter().filter(|t| t.elided).count();
+        assert_eq!(unsized_tensors, entry.unsized_tensors, "{}", entry.path);
+        if entry.unsized_tensors > 0 {
+            assert!(
+                s.warnings[0].contains("could not be sized"),
+                "{:?}",
+                s.warnings
+            );
+        }
+        for strategy in StrategyChoice::ALL {
+            let outcome = s
+                .plan(&Scenario {
+                    strategy,
+                    ..Scenario::default()
+                })
+                .unwrap();
+            assert!(outcome.plan.is_valid(), "{} {strategy}", entry.path);
+            let d = &outcome.plan.devices[0];
+            assert_eq!(
+                d.usage.always_live_bytes, entry.always_live,
+                "{}",
+                entry.path
+            );
+            assert_eq!(d.usage.lower_bound, entry.lower_bound, "{}", entry.path);
+        }
+    }
+}
+
+#[test]
+fn a_torch_snapshot_has_the_figures_of_pythons_pickle() {
+    for entry in &corpus().torch.file {
+        let s = load(&entry.path);
+        assert_eq!(s.problem().buffers.len(), entry.allocations);
+        assert_eq!(s.reserved_bytes, Some(entry.reserved));
+        let outcome = s.plan(&Scenario::default()).unwrap();
+        assert!(outcome.plan.is_valid());
+        assert_eq!(outcome.plan.lower_bound_bytes(), entry.live_peak);
+        let report = s.report(&outcome);
+        assert_eq!(report.summary.reserved_bytes, Some(entry.reserved));
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("2 frees of memory allocated before the trace")),
+            "{:?}",
+            s.warnings
+        );
+    }
 }

@@ -297,3 +297,22 @@ test('at 1400x900 the page reads whole', async () => {
   await shot('resized-1000x700');
   healthy('screens');
 });
+
+test('an ONNX model and a PyTorch snapshot load in the worker, with their warnings and what was reserved', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  await testid('file-input').setInputFiles(join(root, 'tests/data/onnx/light_squeezenet.onnx'));
+  await page.waitForFunction(() => /ONNX model/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''));
+  assert.equal(Number(await testid('lower-bound').getAttribute('data-bytes')), 11857384);
+  assert.match(await testid('import-warnings').innerText(), /could not be sized/);
+  await drawn('timeline-canvas');
+  await shot('onnx');
+  await testid('file-input').setInputFiles(join(root, 'tests/data/torch/magma27_memory_snapshot.pickle'));
+  await testid('reserved').waitFor({ timeout: 60000 });
+  assert.match(await testid('reserved').innerText(), /the allocator reserved 13\.21 GiB; the live peak was 11\.99 GiB/);
+  assert.match(await testid('summary').innerText(), /PyTorch memory snapshot/);
+  assert.equal(Number(await testid('lower-bound').getAttribute('data-bytes')), 12877758464);
+  await shot('torch');
+  healthy('importers');
+});

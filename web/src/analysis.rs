@@ -51,6 +51,8 @@ pub struct Analysis {
     pub scenario: Scenario,
     pub summary: PlanSummary,
     pub model: ViewModel,
+    /// What the import could not carry over exactly.
+    pub warnings: Vec<String>,
 }
 
 impl Analysis {
@@ -61,8 +63,9 @@ impl Analysis {
             tensor_count: session.graph.tensors.len(),
             step_count: session.graph.steps.len(),
             scenario: outcome.scenario.clone(),
-            summary: memplan_formats::report::PlanSummary::new(session.problem(), &outcome.plan),
+            summary: session.report(outcome).summary,
             model: session.view_model(outcome),
+            warnings: session.warnings.clone(),
         }
     }
 

@@ -356,9 +356,9 @@ pub fn App() -> impl IntoView {
                                 }
                             })
                             .collect_view()}
-                        <label class="open-file" title="memplan JSON or minimalloc CSV; or drop a file anywhere">
+                        <label class="open-file" title="memplan JSON, minimalloc CSV, ONNX or a PyTorch memory snapshot; or drop a file anywhere">
                             "open a file…"
-                            <input node_ref=file_input type="file" data-testid="file-input" accept=".json,.csv,application/json,text/csv" on:change=on_pick />
+                            <input node_ref=file_input type="file" data-testid="file-input" accept=".json,.csv,.onnx,.pickle,.pkl,application/json,text/csv" on:change=on_pick />
                         </label>
                         <button class="help-button" on:click=move |_| state.help.update(|h| *h = !*h)>"? keys"</button>
                     </nav>
@@ -380,7 +380,7 @@ pub fn App() -> impl IntoView {
                 }}
                 <Show when=move || !loaded() && state.busy.with(Option::is_none) && state.missing_file.with(Option::is_none)>
                     <div class="drop-zone" on:click=choose_file>
-                        "Drop a dump anywhere (memplan JSON or minimalloc CSV), or "
+                        "Drop a dump anywhere (memplan JSON, minimalloc CSV, ONNX, PyTorch memory snapshot), or "
                         <span class="pick">"choose a file"</span>
                     </div>
                 </Show>
@@ -530,6 +530,14 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                 <span data-testid="step-count" hidden>{analysis.step_count}</span>
             </dl>
             {fallbacks.into_iter().map(|f| view! { <p class="warning small" data-testid="cap-fallback">{f}</p> }).collect_view()}
+            {r.reserved_bytes.map(|reserved| view! {
+                <p class="small" data-testid="reserved">{memplan_formats::human::reserved_sentence(r.footprint_bytes, reserved, r.lower_bound_bytes)}</p>
+            })}
+            {(!analysis.warnings.is_empty()).then(|| view! {
+                <ul class="warning small" data-testid="import-warnings">
+                    {analysis.warnings.iter().map(|w| view! { <li>{w.clone()}</li> }).collect_view()}
+                </ul>
+            })}
             {several.then(|| view! {
                 <table class="devices">
                     <thead>

@@ -126,6 +126,26 @@ struct ParamRange {
     hi: u64,
 }
 
+fn parse_input_shape(s: &str) -> Result<(String, Vec<u64>), BadArgument> {
+    let bad = || {
+        BadArgument(format!(
+            "`{s}` is not NAME=DxDx.. (e.g. images=1x3x640x640)"
+        ))
+    };
+    let (name, dims) = s.rsplit_once('=').ok_or_else(bad)?;
+    let dims = dims
+        .split(['x', 'X', ','])
+        .map(|d| d.trim().parse::<u64>().map_err(|_| bad()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((name.trim().to_string(), dims))
+}
+
+fn onnx_options(shapes: &[(String, Vec<u64>)]) -> memplan_formats::onnx::Options {
+    memplan_formats::onnx::Options {
+        input_shapes: shapes.iter().cloned().collect(),
+    }
+}
+
 fn parse_target(s: &str) -> Result<Target, BadArgument> {
     if s.trim().eq_ignore_ascii_case("minimize") {
         return Ok(Target::Minimize);
@@ -215,6 +235,9 @@ enum Command {
     /// Plan a dump and print the plan (a table, or the report as JSON).
     Plan {
         file: PathBuf,
+        /// An ONNX input's fixed shape, e.g. `images=1x3x640x640`; repeat for more.
+        #[arg(long, value_name = "NAME=DxDx..", value_parser = parse_input_shape)]
+        input_shape: Vec<(String, Vec<u64>)>,
         #[command(flatten)]
         scenario: ScenarioArgs,
         /// Stop `search` after this many milliseconds and keep its best layout so far (the
@@ -237,6 +260,9 @@ enum Command {
     /// Convert a dump to memplan JSON or minimalloc CSV.
     Convert {
         file: PathBuf,
+        /// An ONNX input's fixed shape, e.g. `images=1x3x640x640`; repeat for more.
+        #[arg(long, value_name = "NAME=DxDx..", value_parser = parse_input_shape)]
+        input_shape: Vec<(String, Vec<u64>)>,
         #[arg(long)]
         to: ConvertTo,
         /// Also plan it and write the offsets (minimalloc only).
@@ -405,8 +431,18 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
     })
 }
 
+/// Loads a dump; what the import could not carry over exactly goes to stderr as warnings.
 pub(crate) fn open(path: &Path) -> Result<Session, CliError> {
-    Ok(Session::load(&read_bytes(path)?, &display(path))?)
+    open_with(path, &memplan_formats::onnx::Options::default())
+}
+
+/// [`open`] with import options.
+fn open_with(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Session, CliError> {
+    let session = Session::load_with(&read_bytes(path)?, &display(path), options)?;
+    for w in &session.warnings {
+        eprintln!("memplan: warning: {}: {}", path.display(), one_line(w));
+    }
+    Ok(session)
 }
 
 fn write_out(output: Option<&Path>, text: &str) -> Result<(), CliError> {
@@ -441,11 +477,12 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Plan {
             file,
+            input_shape,
             scenario,
             time_limit,
             json,
         } => {
-            let session = open(&file)?;
+            let session = open_with(&file, &onnx_options(&input_shape))?;
             let deadline = time_limit.map(|ms| Instant::now() + Duration::from_millis(ms));
             let mut past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
             let mut control = Control {
@@ -505,12 +542,13 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Convert {
             file,
+            input_shape,
             to,
             with_plan,
             scenario,
             output,
         } => {
-            let session = open(&file)?;
+            let session = open_with(&file, &onnx_options(&input_shape))?;
             let text = match to {
                 ConvertTo::Json => json::write(&session.graph),
                 ConvertTo::Minimalloc => {

@@ -518,3 +518,76 @@ fn fit_sweep_and_inline_by_hand_agree() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("is not a byte size"), "{}", stderr(&o));
 }
+
+#[test]
+fn onnx_models_plan_convert_and_take_a_fixed_input_shape() {
+    let model = root().join("tests/data/onnx/light_squeezenet.onnx");
+    let model = model.to_str().unwrap();
+    let o = memplan(&["plan", model, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 tensors could not be sized"),
+        "{}",
+        stderr(&o)
+    );
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(r["lower_bound_bytes"], 11857384);
+    // A batch of 4 at the input: the activations grow, the weights do not.
+    let o = memplan(&[
+        "plan",
+        model,
+        "--input-shape",
+        "data_0=4x3x224x224",
+        "--json",
+    ]);
+    let r4: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let activations = |r: &serde_json::Value| {
+        r["lower_bound_bytes"].as_u64().unwrap()
+            - r["devices"][0]["always_live_bytes"].as_u64().unwrap()
+    };
+    assert_eq!(activations(&r4), 4 * activations(&r));
+    // Converted to memplan JSON, the model plans to the same figures.
+    let o = memplan(&["convert", model, "--to", "json"]);
+    let json = temp("squeezenet.json", &stdout(&o));
+    let o = memplan(&["plan", json.to_str().unwrap(), "--json"]);
+    let again: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(again["lower_bound_bytes"], r["lower_bound_bytes"]);
+    let o = memplan(&["plan", model, "--input-shape", "nope=1x2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("`nope`, which is not an input"),
+        "{}",
+        stderr(&o)
+    );
+    let garbage = temp("garbage.onnx", "");
+    std::fs::write(&garbage, b"\x08\x07\x12\xffnonsense").unwrap();
+    let o = memplan(&["plan", garbage.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("ONNX: "), "{}", stderr(&o));
+}
+
+#[test]
+fn a_torch_snapshot_plans_beside_what_the_allocator_reserved() {
+    let snapshot = root().join("tests/data/torch/magma27_memory_snapshot.pickle");
+    let o = memplan(&[
+        "plan",
+        snapshot.to_str().unwrap(),
+        "--strategy",
+        "first-fit",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("a static arena would need 11.99 GiB; the allocator reserved 13.21 GiB; the live peak was 11.99 GiB"),
+        "{}",
+        stdout(&o)
+    );
+    let evil = temp("evil.pickle", "");
+    std::fs::write(&evil, b"\x80\x02cos\nsystem\n.").unwrap();
+    let o = memplan(&["plan", evil.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("refers to `os.system`"),
+        "{}",
+        stderr(&o)
+    );
+}

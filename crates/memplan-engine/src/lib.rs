@@ -27,7 +27,7 @@ use memplan_core::{
     Problem, StrategyChoice, Violation, analyze, check, plan_with,
 };
 use memplan_formats::report::{BudgetReport, PlanReport};
-use memplan_formats::{Format, FormatError, load, minimalloc};
+use memplan_formats::{Format, FormatError, load_with, minimalloc, onnx};
 use memplan_render::ViewModel;
 use serde::{Deserialize, Serialize};
 
@@ -193,6 +193,10 @@ pub struct Session {
     pub liveness: Liveness,
     /// Offsets the file gives itself (a minimalloc `offset` column), one per tensor.
     pub given_offsets: Option<Vec<u64>>,
+    /// What the source's own allocator reserved (a PyTorch snapshot's segments).
+    pub reserved_bytes: Option<u64>,
+    /// What the import could not carry over exactly.
+    pub warnings: Vec<String>,
 }
 
 /// The counts `memplan validate` prints.
@@ -211,7 +215,16 @@ impl Session {
     /// What loads here can be planned: a problem that no scenario could plan (sizes that add up
     /// past 2^64, a buffer over the dump's own pool cap) is refused now, not at the first plan.
     pub fn load(bytes: &[u8], source: &str) -> Result<Session, EngineError> {
-        let loaded = load(bytes, source).map_err(|error| EngineError::Format {
+        Self::load_with(bytes, source, &onnx::Options::default())
+    }
+
+    /// [`Session::load`] with import options (an ONNX model's fixed input shapes).
+    pub fn load_with(
+        bytes: &[u8],
+        source: &str,
+        options: &onnx::Options,
+    ) -> Result<Session, EngineError> {
+        let loaded = load_with(bytes, source, options).map_err(|error| EngineError::Format {
             input: source.to_string(),
             error,
         })?;
@@ -223,6 +236,8 @@ impl Session {
             resolved: loaded.resolved,
             liveness,
             given_offsets: loaded.offsets,
+            reserved_bytes: loaded.reserved_bytes,
+            warnings: loaded.warnings,
         };
         session
             .problem()
@@ -508,6 +523,7 @@ impl Session {
     pub fn report(&self, outcome: &Outcome) -> PlanReport {
         let (_, _, liveness) = self.parts(outcome);
         let mut report = PlanReport::new(&liveness.problem, &outcome.plan);
+        report.summary.reserved_bytes = self.reserved_bytes;
         if let (Some(budget), Some(device)) = (outcome.budget, &outcome.scenario.device) {
             report
                 .summary

@@ -108,6 +108,13 @@ pub fn plan_table(report: &PlanSummary) -> String {
             d.pools.len()
         );
     }
+    if let Some(reserved) = report.reserved_bytes {
+        let _ = writeln!(
+            out,
+            "{}",
+            reserved_sentence(report.footprint_bytes, reserved, report.lower_bound_bytes)
+        );
+    }
     if let Some(b) = &report.budget {
         for d in &report.devices {
             let _ = match (d.headroom_bytes, d.overflow_bytes) {
@@ -154,6 +161,17 @@ pub fn plan_table(report: &PlanSummary) -> String {
         }
     }
     out
+}
+
+/// The comparison a snapshot invites: what a static plan would take, what the caching
+/// allocator reserved, and the live peak.
+pub fn reserved_sentence(footprint: u64, reserved: u64, live_peak: u64) -> String {
+    format!(
+        "a static arena would need {}; the allocator reserved {}; the live peak was {}",
+        bytes(footprint),
+        bytes(reserved),
+        bytes(live_peak)
+    )
 }
 
 /// One slot of `memplan spaces`' table.

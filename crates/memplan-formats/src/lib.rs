@@ -3,6 +3,7 @@
 //!
 //! - [`json`]: the native memplan JSON dump, version 1 (a graph).
 //! - [`minimalloc`]: minimalloc CSV (buffers with half-open lifetimes, optionally offsets).
+//! - [`torch`]: PyTorch CUDA memory snapshots, through the safe unpickler [`pickle`].
 //! - [`report`]: the plan report that `memplan plan --json` prints and `memplan check` reads.
 //! - [`hardware`]: device classes' memory terms (strict TOML).
 //! - [`human`]: byte sizes and the plan table as people read them.
@@ -15,7 +16,10 @@ pub mod hardware;
 pub mod human;
 pub mod json;
 pub mod minimalloc;
+pub mod onnx;
+pub mod pickle;
 pub mod report;
+pub mod torch;
 
 use memplan_core::{Graph, GraphError, ResolvedGraph};
 
@@ -42,10 +46,18 @@ pub enum FormatError {
     Csv { line: u64, message: String },
     #[error(transparent)]
     Graph(#[from] GraphError),
-    #[error("cannot tell the format of {0}: expected a memplan JSON dump or a minimalloc CSV")]
+    #[error(
+        "cannot tell the format of {0}: expected a memplan JSON dump, a minimalloc CSV, an ONNX model or a PyTorch memory snapshot"
+    )]
     Unrecognized(String),
     #[error("{0} is not UTF-8 text")]
     NotText(String),
+    #[error("{0}")]
+    Pickle(#[from] pickle::PickleError),
+    #[error("not a PyTorch memory snapshot: {0}")]
+    Snapshot(String),
+    #[error("ONNX: {0}")]
+    Onnx(String),
 }
 
 impl FormatError {
@@ -74,6 +86,8 @@ impl FormatError {
 pub enum Format {
     MemplanJson,
     MinimallocCsv,
+    TorchSnapshot,
+    Onnx,
 }
 
 impl Format {
@@ -81,6 +95,8 @@ impl Format {
         match self {
             Format::MemplanJson => "memplan JSON",
             Format::MinimallocCsv => "minimalloc CSV",
+            Format::TorchSnapshot => "PyTorch memory snapshot",
+            Format::Onnx => "ONNX model",
         }
     }
 }
@@ -94,15 +110,59 @@ pub struct Loaded {
     pub resolved: ResolvedGraph,
     /// Offsets the file gives (a minimalloc `offset` column), one per tensor.
     pub offsets: Option<Vec<u64>>,
+    /// What the source's own allocator reserved (a PyTorch snapshot's segments), to compare.
+    pub reserved_bytes: Option<u64>,
+    /// What the import could not carry over exactly, for the reader.
+    pub warnings: Vec<String>,
 }
 
 /// Detects the format by content (the file name's extension only breaks ties) and imports it.
 /// `name` is used in messages.
 pub fn load(bytes: &[u8], name: &str) -> Result<Loaded, FormatError> {
+    load_with(bytes, name, &onnx::Options::default())
+}
+
+/// [`load`] with the options of the ONNX importer (fixed input shapes).
+pub fn load_with(
+    bytes: &[u8],
+    name: &str,
+    onnx_options: &onnx::Options,
+) -> Result<Loaded, FormatError> {
+    let lower = name.to_ascii_lowercase();
+    // A protobuf is binary: an ONNX model by its name, or (not text, first field the IR version)
+    // by its content.
+    let looks_onnx = std::str::from_utf8(bytes).is_err() && bytes.first() == Some(&0x08);
+    if lower.ends_with(".onnx") || looks_onnx {
+        let imported = onnx::parse(bytes, onnx_options)?;
+        let resolved = imported.graph.resolve()?;
+        return Ok(Loaded {
+            format: Format::Onnx,
+            graph: imported.graph,
+            resolved,
+            offsets: None,
+            reserved_bytes: None,
+            warnings: imported.warnings,
+        });
+    }
+    let pickled = matches!(bytes, [0x80, 2..=5, ..]);
+    if pickled || lower.ends_with(".pickle") || lower.ends_with(".pkl") {
+        let imported = torch::parse(bytes)?;
+        let resolved = imported.graph.resolve()?;
+        return Ok(Loaded {
+            format: Format::TorchSnapshot,
+            graph: imported.graph,
+            resolved,
+            offsets: None,
+            reserved_bytes: Some(imported.reserved_bytes),
+            warnings: imported.warnings,
+        });
+    }
     let text = std::str::from_utf8(bytes).map_err(|_| FormatError::NotText(name.to_string()))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let format = detect(text, name).ok_or_else(|| FormatError::Unrecognized(name.to_string()))?;
     match format {
+        // Text is never a pickle or a protobuf: `detect` names only the text formats.
+        Format::TorchSnapshot | Format::Onnx => Err(FormatError::Unrecognized(name.to_string())),
         Format::MemplanJson => {
             let (graph, resolved) = json::parse_resolved(text)?;
             Ok(Loaded {
@@ -110,6 +170,8 @@ pub fn load(bytes: &[u8], name: &str) -> Result<Loaded, FormatError> {
                 graph,
                 resolved,
                 offsets: None,
+                reserved_bytes: None,
+                warnings: Vec::new(),
             })
         }
         Format::MinimallocCsv => {
@@ -120,6 +182,8 @@ pub fn load(bytes: &[u8], name: &str) -> Result<Loaded, FormatError> {
                 graph: imported.graph,
                 resolved,
                 offsets: imported.offsets,
+                reserved_bytes: None,
+                warnings: Vec::new(),
             })
         }
     }
@@ -180,12 +244,66 @@ mod fuzz {
         "id,lower,upper,size,offset\n0,0,10,4,0\n1,10,20,4,0\n2,5,15,8,4\n",
     ];
 
+    const BINARY_SEEDS: [(&str, &[u8]); 2] = [
+        (
+            "fuzz.onnx",
+            include_bytes!("../../../tests/data/onnx/light_squeezenet.onnx"),
+        ),
+        (
+            "fuzz.pickle",
+            include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle"),
+        ),
+    ];
+
+    /// Loads `bytes` as `name` and, when that works, plans the graph: neither may panic.
+    fn load_and_plan(bytes: &[u8], name: &str) {
+        if let Ok(loaded) = load(bytes, name) {
+            let l = memplan_core::analyze(&loaded.graph, &loaded.resolved);
+            let _ = memplan_core::plan(
+                &l.problem,
+                &memplan_core::PlanOptions {
+                    strategy: memplan_core::Strategy::FirstFit.into(),
+                    ..memplan_core::PlanOptions::default()
+                },
+            );
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
         #[test]
         fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
-            let _ = load(&bytes, "fuzz");
+            for name in ["fuzz", "fuzz.onnx", "fuzz.pickle"] {
+                let _ = load(&bytes, name);
+            }
+            // As a pickle of every protocol this reader takes.
+            for version in 2u8..=5 {
+                let mut pickled = vec![0x80, version];
+                pickled.extend(&bytes);
+                let _ = load(&pickled, "fuzz");
+            }
+        }
+
+        #[test]
+        fn mutated_binary_dumps_never_panic(
+            seed in 0usize..BINARY_SEEDS.len(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..3, any::<u8>()), 1..12),
+        ) {
+            let (name, seed) = BINARY_SEEDS[seed];
+            let mut bytes = seed.to_vec();
+            for (at, kind, b) in edits {
+                let i = at.index(bytes.len().max(1)).min(bytes.len());
+                match kind {
+                    0 => { if i < bytes.len() { bytes.remove(i); } }
+                    1 => bytes.insert(i, b),
+                    _ => { if i < bytes.len() { bytes[i] = b; } }
+                }
+            }
+            load_and_plan(&bytes, name);
+            // Cut short anywhere.
+            let cut = bytes.len() / 2;
+            load_and_plan(&bytes[..cut], name);
         }
 
         #[test]

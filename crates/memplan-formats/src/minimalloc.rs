@@ -138,10 +138,17 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
     Ok(build(rows))
 }
 
-fn build(rows: Vec<Row>) -> Imported {
-    // Positions: the distinct start times, in order.
+/// The schedule that gives buffers with half-open lifetimes `[lower, upper)` (`lower < upper`)
+/// their conflicts: one step per distinct start time, in time order, writing the buffers that
+/// start then and reading those whose last start-time position it is (see the module docs).
+/// Steps are named `<prefix>t=<time>` and run on `device` (the first device when `None`).
+pub(crate) fn steps_of_lifetimes(
+    lifetimes: &[(String, u64, u64)],
+    prefix: &str,
+    device: Option<&str>,
+) -> Vec<Step> {
     let times: Vec<u64> = {
-        let mut t: Vec<u64> = rows.iter().map(|r| r.lower).collect();
+        let mut t: Vec<u64> = lifetimes.iter().map(|r| r.1).collect();
         t.sort_unstable();
         t.dedup();
         t
@@ -149,23 +156,32 @@ fn build(rows: Vec<Row>) -> Imported {
     let position = |time: u64| times.partition_point(|&t| t <= time) - 1;
     let mut writes: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     let mut reads: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for r in &rows {
-        let (first, last) = (position(r.lower), position(r.upper - 1));
-        writes.entry(first).or_default().push(r.id.clone());
+    for (id, lower, upper) in lifetimes {
+        let (first, last) = (position(*lower), position(upper - 1));
+        writes.entry(first).or_default().push(id.clone());
         if last != first {
-            reads.entry(last).or_default().push(r.id.clone());
+            reads.entry(last).or_default().push(id.clone());
         }
     }
-    let steps = times
+    times
         .iter()
         .enumerate()
         .map(|(p, t)| Step {
-            id: format!("t={t}"),
+            id: format!("{prefix}t={t}"),
             writes: writes.remove(&p).unwrap_or_default(),
             reads: reads.remove(&p).unwrap_or_default(),
+            device: device.map(str::to_string),
             ..Step::default()
         })
+        .collect()
+}
+
+fn build(rows: Vec<Row>) -> Imported {
+    let lifetimes: Vec<(String, u64, u64)> = rows
+        .iter()
+        .map(|r| (r.id.clone(), r.lower, r.upper))
         .collect();
+    let steps = steps_of_lifetimes(&lifetimes, "", None);
     let offsets = rows.iter().map(|r| r.offset).collect::<Option<Vec<u64>>>();
     let tensors = rows
         .into_iter()

@@ -43,6 +43,10 @@ pub struct PlanSummary {
     /// The device class every device is, when the plan was asked to fit one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetReport>,
+    /// What the source's own allocator reserved (a PyTorch snapshot's segments): beside the
+    /// footprint a static plan needs and the live peak (the lower bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_bytes: Option<u64>,
     /// The flips: tensors recomputed at their uses instead of stored, and what that costs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inlined: Vec<String>,
@@ -221,6 +225,7 @@ impl PlanSummary {
                 })
                 .collect(),
             budget: None,
+            reserved_bytes: None,
             inlined: Vec::new(),
             recompute_cost: 0,
         }
