@@ -53,6 +53,13 @@ replace remat "$tmp/remat"
 } > "$tmp/greedy"
 replace greedy "$tmp/greedy"
 
+{
+  echo "\`memplan bench --onnx-mb 20\` ($today, $cores cores):"
+  echo
+  cargo run -q --locked --profile fast -p memplan-cli -- bench --onnx-mb 20
+} > "$tmp/onnx"
+replace onnx "$tmp/onnx"
+
 fits_cmd="memplan fits static/examples/decoder-serving.json --device l4-24gb --util 0.9 --param B=1..1024 --set S=4096"
 {
   echo "\`$fits_cmd\` ($today, $cores cores):"
@@ -82,6 +89,7 @@ if [ -f tests/e2e/output/perf.json ]; then
     echo '```'
     cat tests/e2e/output/perf.json
     [ -f tests/e2e/output/big-dump.txt ] && cat tests/e2e/output/big-dump.txt
+    [ -f tests/e2e/output/onnx-20mb.txt ] && cat tests/e2e/output/onnx-20mb.txt
     echo '```'
   } > "$tmp/browser"
   replace browser "$tmp/browser"

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { launch, output, root, serve } from './harness.mjs';
 
@@ -308,6 +308,10 @@ test('an ONNX model and a PyTorch snapshot load in the worker, with their warnin
   assert.match(await testid('import-warnings').innerText(), /could not be sized/);
   await drawn('timeline-canvas');
   await shot('onnx');
+  // A fixed input shape imports the model again: a batch of 2 doubles the activations.
+  await testid('input-shape').fill('data_0=2x3x224x224');
+  await testid('reimport').click();
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid=lower-bound]')?.dataset.bytes) > 11857384, null, { timeout: 30000 });
   await testid('file-input').setInputFiles(join(root, 'tests/data/torch/magma27_memory_snapshot.pickle'));
   await testid('reserved').waitFor({ timeout: 60000 });
   assert.match(await testid('reserved').innerText(), /the allocator reserved 13\.21 GiB; the live peak was 11\.99 GiB/);
@@ -315,4 +319,18 @@ test('an ONNX model and a PyTorch snapshot load in the worker, with their warnin
   assert.equal(Number(await testid('lower-bound').getAttribute('data-bytes')), 12877758464);
   await shot('torch');
   healthy('importers');
+});
+
+test('a 20 MB ONNX model imports and plans in the worker (measured)', async () => {
+  const file = join(output, 'synthetic-20mb.onnx');
+  cli('bench', '--onnx-mb', '20', '--write-onnx', file);
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  const started = Date.now();
+  await testid('file-input').setInputFiles(file);
+  await page.waitForFunction(() => /synthetic-20mb\.onnx/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''), null, { timeout: 60000 });
+  const seconds = (Date.now() - started) / 1000;
+  assert.equal(await testid('checker').innerText(), 'valid');
+  await writeFile(join(output, 'onnx-20mb.txt'), `20 MB ONNX model (21.2 MB file): read, imported and planned in the worker in ${seconds.toFixed(2)} s\n`);
+  healthy('onnx 20 MB');
 });

@@ -533,6 +533,25 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
             {r.reserved_bytes.map(|reserved| view! {
                 <p class="small" data-testid="reserved">{memplan_formats::human::reserved_sentence(r.footprint_bytes, reserved, r.lower_bound_bytes)}</p>
             })}
+            {(analysis.format == memplan_formats::Format::Onnx.name()).then(|| {
+                let shapes = RwSignal::new(String::new());
+                let apply = move || match memplan_formats::onnx::parse_input_shapes(&shapes.get_untracked()) {
+                    Ok(import) => crate::worker_client::reimport(state, import),
+                    Err(e) => state.error.set(Some(e.to_string())),
+                };
+                view! {
+                    <p class="small control">
+                        "input shapes "
+                        <input data-testid="input-shape" class="search" placeholder="data=1x3x224x224; ..."
+                            prop:value=move || shapes.get()
+                            on:input=move |ev| shapes.set(event_target_value(&ev))
+                            on:keydown=move |ev: web_sys::KeyboardEvent| if ev.key() == "Enter" { apply() }
+                        />
+                        " "
+                        <button data-testid="reimport" on:click=move |_| apply()>"import again"</button>
+                    </p>
+                }
+            })}
             {(!analysis.warnings.is_empty()).then(|| view! {
                 <ul class="warning small" data-testid="import-warnings">
                     {analysis.warnings.iter().map(|w| view! { <li>{w.clone()}</li> }).collect_view()}

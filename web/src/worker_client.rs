@@ -47,8 +47,26 @@ pub fn load(state: PageState, source: &str, bytes: js_sys::ArrayBuffer) {
     let request = Request::Load {
         source: source.to_string(),
         scenario: state.scenario(),
+        import: Default::default(),
     };
     send(state, &request, Some(bytes));
+}
+
+/// Imports the worker's last bytes again with `import` (an ONNX model's fixed input shapes).
+pub fn reimport(state: PageState, import: memplan_formats::onnx::Options) {
+    state.busy.set(Some(Busy {
+        stage: 1,
+        of: crate::worker_protocol::STAGES,
+        what: "importing again".into(),
+    }));
+    send(
+        state,
+        &Request::Reimport {
+            scenario: state.scenario(),
+            import,
+        },
+        None,
+    );
 }
 
 /// Re-plans the worker's loaded dump under `scenario`.

@@ -24,6 +24,12 @@ pub struct BenchArgs {
     /// Sizes of synthetic instances, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
     synthetic: Vec<usize>,
+    /// Time importing and planning a synthetic ONNX model of this many MB (stored weights).
+    #[arg(long)]
+    onnx_mb: Option<u64>,
+    /// Also write that model to this file (for the browser's measurement).
+    #[arg(long, requires = "onnx_mb")]
+    write_onnx: Option<PathBuf>,
     /// Dumps to time rematerialization on (one toggle, a fit, a 32-point sweep), with first-fit.
     #[arg(long = "remat")]
     remat: Vec<PathBuf>,
@@ -160,6 +166,33 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+    if let Some(mb) = args.onnx_mb {
+        let bytes = memplan_formats::onnx::synthetic_model(mb);
+        if let Some(path) = &args.write_onnx {
+            std::fs::write(path, &bytes).map_err(|error| CliError::Io {
+                path: path.display().to_string(),
+                error,
+            })?;
+        }
+        let start = Instant::now();
+        let session = memplan_engine::Session::load(&bytes, "synthetic.onnx")?;
+        let import_ms = start.elapsed().as_secs_f64() * 1e3;
+        let start = Instant::now();
+        let outcome = session.plan(&Scenario::default())?;
+        let plan_ms = start.elapsed().as_secs_f64() * 1e3;
+        println!(
+            "| ONNX model | bytes | nodes | import (ms) | plan, best (ms) | footprint | valid |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|---|");
+        println!(
+            "| synthetic {mb} MB | {} | {} | {import_ms:.1} | {plan_ms:.1} | {} | {} |",
+            bytes.len(),
+            session.graph.steps.len(),
+            outcome.plan.footprint_bytes(),
+            if outcome.plan.is_valid() { "yes" } else { "NO" }
+        );
+        return Ok(());
+    }
     if !args.remat.is_empty() {
         for file in &args.remat {
             println!("{}", remat_rows(file)?);

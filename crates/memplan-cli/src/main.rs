@@ -126,18 +126,8 @@ struct ParamRange {
     hi: u64,
 }
 
-fn parse_input_shape(s: &str) -> Result<(String, Vec<u64>), BadArgument> {
-    let bad = || {
-        BadArgument(format!(
-            "`{s}` is not NAME=DxDx.. (e.g. images=1x3x640x640)"
-        ))
-    };
-    let (name, dims) = s.rsplit_once('=').ok_or_else(bad)?;
-    let dims = dims
-        .split(['x', 'X', ','])
-        .map(|d| d.trim().parse::<u64>().map_err(|_| bad()))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((name.trim().to_string(), dims))
+fn parse_input_shape(s: &str) -> Result<(String, Vec<u64>), memplan_formats::onnx::BadInputShape> {
+    memplan_formats::onnx::parse_input_shape(s)
 }
 
 fn onnx_options(shapes: &[(String, Vec<u64>)]) -> memplan_formats::onnx::Options {

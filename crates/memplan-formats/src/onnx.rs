@@ -159,9 +159,38 @@ mod proto {
 }
 
 /// How to import: fixed shapes for inputs (by name), replacing their symbolic dims.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     pub input_shapes: BTreeMap<String, Vec<u64>>,
+}
+
+/// An input shape written `NAME=1x3x640x640` that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not NAME=DxDx.. (e.g. images=1x3x640x640)")]
+pub struct BadInputShape(pub String);
+
+/// Reads one `NAME=1x3x640x640` (dims split by `x` or `,`).
+pub fn parse_input_shape(text: &str) -> Result<(String, Vec<u64>), BadInputShape> {
+    let bad = || BadInputShape(text.to_string());
+    let (name, dims) = text.rsplit_once('=').ok_or_else(bad)?;
+    let dims = dims
+        .split(['x', 'X', ','])
+        .map(|d| d.trim().parse::<u64>().map_err(|_| bad()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if name.trim().is_empty() || dims.is_empty() {
+        return Err(bad());
+    }
+    Ok((name.trim().to_string(), dims))
+}
+
+/// Reads shapes separated by `;` or spaces, as the explorer's field takes them.
+pub fn parse_input_shapes(text: &str) -> Result<Options, BadInputShape> {
+    let input_shapes = text
+        .split([';', ' ', '\n'])
+        .filter(|s| !s.trim().is_empty())
+        .map(parse_input_shape)
+        .collect::<Result<_, _>>()?;
+    Ok(Options { input_shapes })
 }
 
 /// A model read into a graph.
@@ -1409,4 +1438,152 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         },
         warnings,
     })
+}
+
+/// A model of about `megabytes` MB for benchmarks: conv-relu blocks of 256 channels at 56x56,
+/// each with its weights stored in the file (2.4 MB a block), written with the same messages the
+/// reader decodes.
+pub fn synthetic_model(megabytes: u64) -> Vec<u8> {
+    use proto::*;
+    let c = 256i64;
+    let weights = (c * c * 9 * 4) as u64;
+    let blocks = (megabytes * 1_000_000).div_ceil(weights).max(1) as usize;
+    let value = |name: &str, dims: &[i64]| ValueInfoProto {
+        name: name.to_string(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TensorTypeProto {
+                elem_type: 1,
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| Dimension {
+                            dim_value: Some(d),
+                            dim_param: None,
+                        })
+                        .collect(),
+                }),
+            }),
+        }),
+    };
+    let ints = |name: &str, v: Vec<i64>| AttributeProto {
+        name: name.into(),
+        ints: v,
+        ..AttributeProto::default()
+    };
+    let mut graph = GraphProto {
+        name: format!("synthetic {megabytes} MB"),
+        input: vec![value("x", &[1, c, 56, 56])],
+        ..GraphProto::default()
+    };
+    let mut x = "x".to_string();
+    for i in 0..blocks {
+        let (w, b, conv, relu) = (
+            format!("w{i}"),
+            format!("b{i}"),
+            format!("conv{i}"),
+            format!("relu{i}"),
+        );
+        graph.initializer.push(TensorProto {
+            dims: vec![c, c, 3, 3],
+            data_type: 1,
+            name: w.clone(),
+            raw_data: vec![0; weights as usize],
+            ..TensorProto::default()
+        });
+        graph.initializer.push(TensorProto {
+            dims: vec![c],
+            data_type: 1,
+            name: b.clone(),
+            raw_data: vec![0; c as usize * 4],
+            ..TensorProto::default()
+        });
+        graph.node.push(NodeProto {
+            input: vec![x.clone(), w, b],
+            output: vec![conv.clone()],
+            name: conv.clone(),
+            op_type: "Conv".into(),
+            attribute: vec![
+                ints("kernel_shape", vec![3, 3]),
+                ints("pads", vec![1, 1, 1, 1]),
+            ],
+            ..NodeProto::default()
+        });
+        graph.node.push(NodeProto {
+            input: vec![conv],
+            output: vec![relu.clone()],
+            name: relu.clone(),
+            op_type: "Relu".into(),
+            ..NodeProto::default()
+        });
+        x = relu;
+    }
+    graph.output.push(value(&x, &[1, c, 56, 56]));
+    ModelProto {
+        ir_version: 8,
+        producer_name: "memplan bench".into(),
+        graph: Some(graph),
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+    }
+    .encode_to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_synthetic_model_reads_back_with_every_shape_inferred() {
+        let bytes = synthetic_model(5);
+        assert!(bytes.len() > 5_000_000);
+        let imported = parse(&bytes, &Options::default()).unwrap();
+        assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
+        let g = imported.graph;
+        assert!(g.tensors.iter().all(|t| !t.elided));
+        let resolved = g.resolve().unwrap();
+        let relu = resolved.tensor_index["relu0"];
+        assert_eq!(resolved.tensors[relu].bytes, 256 * 56 * 56 * 4);
+        // Relu outputs are remat candidates; the Conv outputs (not elementwise) are not.
+        let candidates = g.remat_candidates.unwrap();
+        assert!(candidates.iter().any(|c| c.tensor == "relu0"));
+        assert!(candidates.iter().all(|c| !c.tensor.starts_with("conv")));
+    }
+
+    #[test]
+    fn input_shapes_read_as_written() {
+        assert_eq!(
+            parse_input_shape("images=1x3x640x640"),
+            Ok(("images".into(), vec![1, 3, 640, 640]))
+        );
+        assert_eq!(parse_input_shape("a:b=2,3"), Ok(("a:b".into(), vec![2, 3])));
+        assert!(parse_input_shape("images").is_err());
+        assert!(parse_input_shape("images=1xx3").is_err());
+        let o = parse_input_shapes("x=1x3; y=4 ").unwrap();
+        assert_eq!(o.input_shapes.len(), 2);
+        assert_eq!(parse_input_shapes("").unwrap(), Options::default());
+    }
+
+    #[test]
+    fn control_flow_is_refused_with_a_reason() {
+        let model = proto::ModelProto {
+            graph: Some(proto::GraphProto {
+                node: vec![proto::NodeProto {
+                    name: "loop".into(),
+                    op_type: "Loop".into(),
+                    output: vec!["y".into()],
+                    ..proto::NodeProto::default()
+                }],
+                ..proto::GraphProto::default()
+            }),
+            ..proto::ModelProto::default()
+        };
+        let e = parse(&model.encode_to_vec(), &Options::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("node `loop` is Loop: control flow is not imported"),
+            "{e}"
+        );
+    }
 }

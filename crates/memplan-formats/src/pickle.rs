@@ -251,7 +251,7 @@ impl Unpickler<'_> {
     }
 
     fn set_items(&mut self, items: Vec<Value>, depth: usize) -> Result<(), PickleError> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err(self.err("a dict update with a key but no value"));
         }
         self.deepen_top(depth)?;
@@ -566,12 +566,8 @@ mod tests {
         );
         // Lists nested past the limit.
         let mut deep = b"\x80\x04".to_vec();
-        for _ in 0..(MAX_DEPTH + 5) {
-            deep.push(b']');
-        }
-        for _ in 0..(MAX_DEPTH + 4) {
-            deep.push(b'a');
-        }
+        deep.extend(vec![b']'; MAX_DEPTH + 5]);
+        deep.extend(vec![b'a'; MAX_DEPTH + 4]);
         deep.push(b'.');
         assert!(read(&deep).unwrap_err().to_string().contains("nest deeper"));
         assert!(read(b"").is_err());
