@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use memplan_core::StrategyChoice;
+use memplan_core::{Strategy, StrategyChoice};
 use memplan_engine::{Scenario, Session};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -59,6 +59,13 @@ struct Entry {
     path: String,
     buffers: usize,
     lower_bound: u64,
+    /// The least footprint, when known (else at most `best_known`).
+    #[serde(default)]
+    optimum: Option<u64>,
+    #[serde(default)]
+    best_known: Option<u64>,
+    #[serde(default)]
+    search_proves_optimum: bool,
 }
 
 fn data_dir() -> PathBuf {
@@ -154,6 +161,78 @@ fn minimalloc_files_have_their_published_lower_bounds_and_every_strategy_plans_t
         "best's mean footprint/LB {mean:.3} over the minimalloc files exceeds {}",
         corpus.minimalloc.best_mean_ratio_at_most
     );
+}
+
+#[test]
+fn search_proves_only_true_bounds_and_solves_what_it_claims() {
+    let corpus = corpus();
+    for entry in corpus.minimalloc.file.iter().chain(&corpus.large.file) {
+        let s = session(entry);
+        let search = Scenario {
+            strategy: StrategyChoice::One(Strategy::Search),
+            ..Scenario::default()
+        };
+        let plan = s.plan(&search).unwrap().plan;
+        assert!(plan.is_valid(), "{}: {:?}", entry.path, plan.violations);
+        let exact = plan.devices[0]
+            .exact
+            .expect("search reports what it proved");
+        // Sound: never above the known optimum, nor above a known layout.
+        let known = entry
+            .optimum
+            .or(entry.best_known)
+            .unwrap_or(entry.lower_bound);
+        assert!(
+            exact.proven_lower_bound_bytes <= known,
+            "{}: proved {} but {known} is reachable",
+            entry.path,
+            exact.proven_lower_bound_bytes
+        );
+        if let Some(optimum) = entry.optimum {
+            assert!(plan.footprint_bytes() >= optimum, "{}", entry.path);
+        }
+        assert_eq!(
+            exact.optimal,
+            plan.footprint_bytes() == exact.proven_lower_bound_bytes
+        );
+        if entry.search_proves_optimum {
+            assert!(
+                exact.optimal,
+                "{}: {} not proven",
+                entry.path,
+                plan.footprint_bytes()
+            );
+            assert_eq!(
+                Some(plan.footprint_bytes()),
+                entry.optimum.or(Some(entry.lower_bound)),
+                "{}",
+                entry.path
+            );
+        }
+        // A capacity: met where the optimum is known to fit it; refused below the live peak.
+        if entry.search_proves_optimum {
+            let at = s
+                .plan(&Scenario {
+                    capacity: Some(plan.footprint_bytes()),
+                    ..search.clone()
+                })
+                .unwrap()
+                .plan;
+            assert!(
+                at.footprint_bytes() <= plan.footprint_bytes(),
+                "{}",
+                entry.path
+            );
+        }
+        let below = s
+            .plan(&Scenario {
+                capacity: Some(entry.lower_bound - 1),
+                ..search.clone()
+            })
+            .unwrap()
+            .plan;
+        assert!(below.devices[0].exact.unwrap().proven_lower_bound_bytes >= entry.lower_bound);
+    }
 }
 
 #[test]

@@ -110,7 +110,7 @@ test('the summary shows the exact figures of `memplan plan --json`, and the stra
   await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), report.footprint_bytes);
 });
 
-test('a cancel during a search keeps its best plan so far', async () => {
+test('a search shows its progress, a cancel keeps its best plan so far, and a proof shows as optimal', async () => {
   await page.goto(server.url);
   await testid('summary').waitFor();
   const file = await readFile(join(root, 'tests/data/minimalloc/F.1048576.csv'));
@@ -121,7 +121,8 @@ test('a cancel during a search keeps its best plan so far', async () => {
   await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), firstFit.footprint_bytes);
   // The worker reports its best so far between steps; a cancel then ends it with that plan.
   await testid('strategy-select').selectOption('search');
-  await page.waitForFunction(() => /best so far/.test(document.querySelector('[data-testid=progress]')?.textContent ?? ''));
+  await testid('solver-progress').waitFor();
+  assert.match(await testid('solver-progress').innerText(), /best so far .* optimal is at least/);
   await testid('cancel').click();
   await testid('cancelled').waitFor();
   assert.equal(await testid('progress').count(), 0);
@@ -135,6 +136,15 @@ test('a cancel during a search keeps its best plan so far', async () => {
   await testid('strategy-select').selectOption('search');
   await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), search.footprint_bytes, { timeout: 60000 });
   assert.equal(await testid('cancelled').count(), 0);
+  // Not proven optimal: the page shows what is proven, as the CLI does.
+  assert.equal(await testid('optimal').count(), 0);
+  assert.equal(await bytesOf('proven-bound'), search.proven_lower_bound_bytes);
+  // C is solved and proven: the badge says so.
+  const c = await readFile(join(root, 'tests/data/minimalloc/C.1048576.csv'));
+  await testid('file-input').setInputFiles({ name: 'C.csv', mimeType: 'text/csv', buffer: c });
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '203');
+  await testid('optimal').waitFor({ timeout: 60000 });
+  assert.equal(await bytesOf('peak-bytes'), 1039360);
   // The tests after this one start from the default example.
   await page.goto(server.url);
   await testid('summary').waitFor();

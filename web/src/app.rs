@@ -55,6 +55,7 @@ fn load_file(state: PageState, file: web_sys::File) {
         stage: 0,
         of: STAGES,
         what: format!("reading {name}"),
+        solver: None,
     }));
     spawn_local(async move {
         match JsFuture::from(file.array_buffer()).await {
@@ -202,6 +203,7 @@ pub fn App() -> impl IntoView {
                 stage: 0,
                 of: STAGES,
                 what: format!("fetching {src}"),
+                solver: None,
             }));
             spawn_local(async move {
                 match fetch_bytes(&src).await {
@@ -390,6 +392,20 @@ pub fn App() -> impl IntoView {
                     <progress max=busy.of value=busy.stage></progress>
                     <span class="spinner"></span>
                     <span>{busy.what}</span>
+                    {busy.solver.map(|s| view! {
+                        <span class="solver" data-testid="solver-progress"
+                            data-best-bytes=s.best_bytes.to_string()
+                            data-bound-bytes=s.bound_bytes.to_string()
+                            title="the search's best layout so far, and what it has proven no layout goes below">
+                            <progress max=s.best_bytes.to_string() value=s.bound_bytes.to_string()></progress>
+                            {format!(
+                                "best so far {} · optimal is at least {}{}",
+                                bytes(s.best_bytes),
+                                bytes(s.bound_bytes),
+                                s.nodes.map(|n| format!(" · {n} nodes")).unwrap_or_default()
+                            )}
+                        </span>
+                    })}
                     <button data-testid="cancel" on:click=move |_| crate::worker_client::cancel(state)>"cancel"</button>
                 </div>
             })}
@@ -523,6 +539,15 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                 <div><dt>"arena"</dt><dd data-testid="arena-bytes" data-bytes=arena.to_string()>{bytes(arena)}</dd></div>
                 <div><dt>"always-live pools"</dt><dd data-testid="static-bytes" data-bytes=always_live.to_string()>{bytes(always_live)}</dd></div>
                 <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid>{verdict}</dd></div>
+                {match (r.optimal, r.proven_lower_bound_bytes) {
+                    (Some(true), _) => Some(view! {
+                        <div><dt>"search"</dt><dd data-testid="optimal" class="badge" title="the exact search proved no layout goes below this footprint">"optimal"</dd></div>
+                    }.into_any()),
+                    (Some(false), Some(proven)) => Some(view! {
+                        <div><dt>"optimal is at least"</dt><dd data-testid="proven-bound" data-bytes=proven.to_string()>{bytes(proven)}</dd></div>
+                    }.into_any()),
+                    _ => None,
+                }}
                 <Show when=move || state.cancelled.get()>
                     <div><dt>"search"</dt><dd data-testid="cancelled">"cancelled: its best plan so far"</dd></div>
                 </Show>

@@ -21,6 +21,16 @@ pub struct Busy {
     pub stage: u32,
     pub of: u32,
     pub what: String,
+    /// While a search runs: the lowest footprint so far, what no layout goes below, and the
+    /// exact search's nodes.
+    pub solver: Option<SolverProgress>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SolverProgress {
+    pub best_bytes: u64,
+    pub bound_bytes: u64,
+    pub nodes: Option<u64>,
 }
 
 /// Where the dump shown came from, for the link: a bundled example, a `?src=` URL, or a file
@@ -147,6 +157,7 @@ impl PageState {
             stage: 0,
             of: STAGES,
             what,
+            solver: None,
         }));
         self.restore
             .update_value(|r| r.get_or_insert_with(Restore::default).origin = origin);
@@ -204,6 +215,7 @@ impl PageState {
                     stage: 2,
                     of: STAGES,
                     what,
+                    solver: None,
                 }));
                 crate::worker_client::plan(self, self.scenario());
             }

@@ -14,7 +14,7 @@ use memplan_engine::Scenario;
 
 use crate::analysis::ExportKind;
 use crate::error::WebError;
-use crate::state::{Busy, PageState};
+use crate::state::{Busy, PageState, SolverProgress};
 use crate::worker_protocol::{Request, Response};
 
 /// The worker's loader, which trunk writes next to the page.
@@ -58,6 +58,7 @@ pub fn reimport(state: PageState, import: memplan_formats::onnx::Options) {
         stage: 1,
         of: crate::worker_protocol::STAGES,
         what: "importing again".into(),
+        solver: None,
     }));
     send(
         state,
@@ -128,16 +129,22 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
                 what,
                 best_bytes,
                 bound_bytes,
+                nodes,
             }) => {
-                let what = match (best_bytes, bound_bytes) {
-                    (Some(best), Some(bound)) => format!(
-                        "{what}: best so far {}, no layout below {}",
-                        memplan_formats::human::bytes(best),
-                        memplan_formats::human::bytes(bound)
-                    ),
-                    _ => what,
+                let solver = match (best_bytes, bound_bytes) {
+                    (Some(best_bytes), Some(bound_bytes)) => Some(SolverProgress {
+                        best_bytes,
+                        bound_bytes,
+                        nodes,
+                    }),
+                    _ => None,
                 };
-                state.busy.set(Some(Busy { stage, of, what }))
+                state.busy.set(Some(Busy {
+                    stage,
+                    of,
+                    what,
+                    solver,
+                }))
             }
             Ok(Response::Exported(file)) => {
                 if let Err(e) =

@@ -58,6 +58,9 @@ pub enum Response {
         best_bytes: Option<u64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bound_bytes: Option<u64>,
+        /// The exact search's nodes so far.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nodes: Option<u64>,
     },
     /// The plan to draw; `cancelled` when a cancel ended its search early (this is its best
     /// plan so far, complete and checked).
@@ -126,6 +129,7 @@ fn progress(stage: u32, what: String) -> Response {
         what,
         best_bytes: None,
         bound_bytes: None,
+        nodes: None,
     }
 }
 
@@ -263,6 +267,7 @@ impl Worker {
                     what: what.clone(),
                     best_bytes: Some(p.best_bytes),
                     bound_bytes: Some(p.bound_bytes),
+                    nodes: Some(p.evaluations),
                 });
             }
         };
@@ -296,6 +301,7 @@ impl Worker {
                         bound_bytes: Some(
                             job.best.as_ref().map_or(0, |b| b.plan.lower_bound_bytes()),
                         ),
+                        nodes: None,
                     });
                     return true;
                 }
@@ -480,6 +486,14 @@ mod tests {
             })
             .collect();
         assert!(best.len() >= 3, "{out:?}");
+        // The exact search's nodes come with its progress.
+        assert!(out.iter().any(|r| matches!(
+            r,
+            Response::Progress {
+                nodes: Some(n),
+                ..
+            } if *n > 0
+        )));
         let (a, _) = planned(&out);
         let session = Session::load(A, "A.csv").unwrap();
         let cli = session.plan(&scenario(Strategy::Search)).unwrap();

@@ -21,7 +21,7 @@ use memplan_core::spaces::OutputSource;
 use memplan_core::{Control, StrategyChoice};
 use memplan_engine::{DeviceBudget, EngineError, Scenario, Session};
 use memplan_formats::hardware::{self, HardwareError};
-use memplan_formats::report::PlanReport;
+use memplan_formats::report::{PlanReport, PlanSummary};
 use memplan_formats::{FormatError, human, json};
 use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
@@ -89,6 +89,10 @@ struct ScenarioArgs {
     /// `search`'s budget of conflict visits per region (deterministic).
     #[arg(long)]
     work_limit: Option<u64>,
+    /// For `search`: find a layout whose footprint fits this (512MiB, 1048576), or prove none
+    /// does (exit 1), instead of minimizing.
+    #[arg(long, value_parser = parse_size)]
+    capacity: Option<u64>,
     /// A value for a param of the dump (a symbolic dim), e.g. `--set B=8`; repeat for more.
     #[arg(long = "set", value_name = "NAME=V", value_parser = parse_binding)]
     bindings: Vec<(String, u64)>,
@@ -136,6 +140,29 @@ fn onnx_options(shapes: &[(String, Vec<u64>)]) -> memplan_formats::onnx::Options
     }
 }
 
+fn parse_size(s: &str) -> Result<u64, BadArgument> {
+    human::parse_bytes(s)
+        .ok_or_else(|| BadArgument(format!("`{s}` is not a byte size (512MiB, 1.5GB, 4096)")))
+}
+
+/// A duration in milliseconds: `1s`, `250ms`, `1.5s`, or a bare number of milliseconds.
+fn parse_duration_ms(s: &str) -> Result<u64, BadArgument> {
+    let t = s.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (t, 1.0)
+    };
+    match number.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e15 => Ok((v * scale).round() as u64),
+        _ => Err(BadArgument(format!(
+            "`{s}` is not a duration (1s, 250ms, 1500)"
+        ))),
+    }
+}
+
 fn parse_target(s: &str) -> Result<Target, BadArgument> {
     if s.trim().eq_ignore_ascii_case("minimize") {
         return Ok(Target::Minimize);
@@ -175,6 +202,7 @@ impl ScenarioArgs {
             precision_classes: !self.no_precision_classes,
             pool_cap: self.pool_cap,
             work_limit: self.work_limit,
+            capacity: self.capacity,
             params: self.bindings.iter().cloned().collect::<BTreeMap<_, _>>(),
             device: self.device_budget()?,
             inline: self.inline.clone(),
@@ -230,9 +258,10 @@ enum Command {
         input_shape: Vec<(String, Vec<u64>)>,
         #[command(flatten)]
         scenario: ScenarioArgs,
-        /// Stop `search` after this many milliseconds and keep its best layout so far (the
-        /// result then depends on the machine's speed; `--work-limit` does not).
-        #[arg(long)]
+        /// Stop `search` after this long (1s, 250ms; a bare number is milliseconds) and keep
+        /// its best layout so far (the result then depends on the machine's speed;
+        /// `--work-limit` does not).
+        #[arg(long, value_parser = parse_duration_ms)]
         time_limit: Option<u64>,
         /// Print the plan report as JSON.
         #[arg(long)]
@@ -388,6 +417,53 @@ enum CliError {
 }
 
 /// `text` on one line: control characters (a newline or an escape sequence in an id) escaped.
+/// Why each device whose footprint passes `capacity` does: proven by the live bytes at one
+/// step, proven by the exact search, or only not found within the limit.
+fn capacity_misses(summary: &PlanSummary, capacity: u64) -> Vec<String> {
+    let exact = |b: u64| format!("{} B ({})", grouped(b), human::bytes(b));
+    summary
+        .devices
+        .iter()
+        .filter(|d| d.footprint_bytes > capacity)
+        .map(|d| {
+            let head = format!("{}: no layout fits {}", d.device, exact(capacity));
+            match (d.peak_position, d.proven_lower_bound_bytes) {
+                (Some(step), _) if d.lower_bound_bytes > capacity => format!(
+                    "{head}: the live bytes at step {step} alone are {}",
+                    exact(d.lower_bound_bytes)
+                ),
+                (_, Some(proven)) if proven > capacity => format!(
+                    "{head}: the exact search proved every layout needs at least {}{}",
+                    exact(proven),
+                    d.nodes.map(|n| format!(" ({n} nodes)")).unwrap_or_default()
+                ),
+                (_, proven) => format!(
+                    "{}: no layout within {} found before the limit; the best is {}{}",
+                    d.device,
+                    exact(capacity),
+                    exact(d.footprint_bytes),
+                    proven
+                        .map(|p| format!(", and optimal is at least {}", exact(p)))
+                        .unwrap_or_default()
+                ),
+            }
+        })
+        .collect()
+}
+
+/// `1048576` as `1,048,576`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn one_line(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
@@ -473,14 +549,20 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let session = open_with(&file, &onnx_options(&input_shape))?;
-            let deadline = time_limit.map(|ms| Instant::now() + Duration::from_millis(ms));
+            let started = Instant::now();
+            let deadline = time_limit.map(|ms| started + Duration::from_millis(ms));
             let mut past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
             let mut control = Control {
                 should_stop: Some(&mut past_deadline),
                 progress: None,
             };
             let outcome = session.plan_with(&scenario.scenario()?, &mut control)?;
-            let report = session.report(&outcome);
+            let mut report = session.report(&outcome);
+            // The one field that varies run to run: only where `search` ran, whose users ask
+            // how long the proof took; every other plan prints the same bytes each time.
+            if report.summary.nodes.is_some() {
+                report.summary.elapsed_ms = Some(started.elapsed().as_millis() as u64);
+            }
             if json {
                 println!(
                     "{}",
@@ -495,6 +577,15 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                     one_line(&report.summary.violations.join("; "))
                 );
                 return Ok(ExitCode::from(3));
+            }
+            if let Some(capacity) = scenario.capacity {
+                let misses = capacity_misses(&report.summary, capacity);
+                for miss in &misses {
+                    eprintln!("memplan: {miss}");
+                }
+                if !misses.is_empty() {
+                    return Ok(ExitCode::from(1));
+                }
             }
         }
         Command::Check {

@@ -591,3 +591,42 @@ fn a_torch_snapshot_plans_beside_what_the_allocator_reserved() {
         stderr(&o)
     );
 }
+
+#[test]
+fn search_proves_optimal_and_a_capacity_below_the_live_peak_exits_1_saying_why() {
+    let c = root().join("tests/data/minimalloc/C.1048576.csv");
+    let c = c.to_str().unwrap();
+    let o = memplan(&["plan", c, "--strategy", "search", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let summary = &report;
+    assert_eq!(summary["footprint_bytes"], 1039360);
+    assert_eq!(summary["proven_lower_bound_bytes"], 1039360);
+    assert_eq!(summary["optimal"], true);
+    assert!(summary["nodes"].as_u64().unwrap() > 0);
+    assert!(summary["elapsed_ms"].is_u64());
+    assert_eq!(summary["devices"][0]["optimal"], true);
+
+    let o = memplan(&["plan", c, "--strategy", "search", "--capacity", "1000000"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(
+            "no layout fits 1,000,000 B (976.56 KiB): the live bytes at step 9 alone are 1,039,360 B"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let o = memplan(&[
+        "plan",
+        c,
+        "--strategy",
+        "search",
+        "--capacity",
+        "1MiB",
+        "--time-limit",
+        "5s",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = memplan(&["plan", c, "--time-limit", "soon"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -99,6 +99,10 @@ pub struct Scenario {
     /// `search`'s budget of conflict visits per region; `None`: the default. Deterministic: the
     /// same limit gives the same plan.
     pub work_limit: Option<u64>,
+    /// For `search`: the footprint each device must fit in; the search stops at the first layout
+    /// within it or proves none exists. `None`: minimize.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<u64>,
     /// Values of the dump's params (symbolic dims) that replace its own.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, u64>,
@@ -127,6 +131,7 @@ impl Default for Scenario {
             precision_classes: true,
             pool_cap: None,
             work_limit: None,
+            capacity: None,
             params: BTreeMap::new(),
             device: None,
             inline: Vec::new(),
@@ -304,6 +309,7 @@ impl Session {
             precision_classes: scenario.precision_classes,
             pool_cap: self.pool_cap(scenario),
             search_work: scenario.work_limit.unwrap_or(defaults.search_work),
+            search_capacity: scenario.capacity,
             ..defaults
         }
     }

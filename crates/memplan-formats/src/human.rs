@@ -108,6 +108,23 @@ pub fn plan_table(report: &PlanSummary) -> String {
             d.pools.len()
         );
     }
+    for d in &report.devices {
+        if let (Some(bound), Some(optimal), Some(nodes)) =
+            (d.proven_lower_bound_bytes, d.optimal, d.nodes)
+        {
+            let verdict = if optimal {
+                format!("optimal: no layout goes below {}", bytes(bound))
+            } else {
+                format!("no layout goes below {}", bytes(bound))
+            };
+            let stopped = if d.stopped { ", stopped early" } else { "" };
+            let _ = writeln!(
+                out,
+                "{}: {verdict} ({nodes} search nodes{stopped})",
+                d.device
+            );
+        }
+    }
     if let Some(reserved) = report.reserved_bytes {
         let _ = writeln!(
             out,

@@ -40,6 +40,18 @@ pub struct PlanSummary {
     pub violations: Vec<String>,
     pub positions: u32,
     pub devices: Vec<DeviceReport>,
+    /// When `search` laid every device out: the devices' proven bounds summed, and whether every
+    /// device is proven optimal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proven_lower_bound_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimal: Option<bool>,
+    /// Search nodes visited, summed over devices (with `search`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u64>,
+    /// How long planning took, set by a caller with a clock (the CLI); the core has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
     /// The device class every device is, when the plan was asked to fit one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetReport>,
@@ -108,6 +120,14 @@ pub struct DeviceReport {
     /// Whether a stop condition ended the search early (the plan is its best so far).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
+    /// When `search` laid the arena out: no layout of this device goes below this, whether the
+    /// footprint reaches it (proven optimal), and the search nodes visited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proven_lower_bound_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimal: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u64>,
     /// With a device budget: how far the footprint is under the usable bytes, or over them
     /// (exactly one is set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -220,10 +240,26 @@ impl PlanSummary {
                         .collect(),
                     cap_fallback: d.cap_fallback.map(Into::into),
                     stopped: d.stopped,
+                    proven_lower_bound_bytes: d.exact.map(|e| e.proven_lower_bound_bytes),
+                    optimal: d.exact.map(|e| e.optimal),
+                    nodes: d.exact.map(|e| e.nodes),
                     headroom_bytes: None,
                     overflow_bytes: None,
                 })
                 .collect(),
+            proven_lower_bound_bytes: plan
+                .devices
+                .iter()
+                .map(|d| d.exact.map(|e| e.proven_lower_bound_bytes))
+                .sum(),
+            optimal: plan
+                .devices
+                .iter()
+                .map(|d| d.exact.map(|e| e.optimal))
+                .collect::<Option<Vec<bool>>>()
+                .map(|all| all.iter().all(|&o| o)),
+            nodes: plan.devices.iter().map(|d| d.exact.map(|e| e.nodes)).sum(),
+            elapsed_ms: None,
             budget: None,
             reserved_bytes: None,
             inlined: Vec::new(),

@@ -16,6 +16,7 @@
 //! in a module of its own; the shared machinery (interval
 //! queries, gap choice, pool packing) lives once, here and in `greedy` and `interval_index`.
 
+mod exact;
 mod greedy;
 mod interval_index;
 mod search;
@@ -196,6 +197,17 @@ pub struct PlanOptions {
     /// buffer and its overlapping neighbours): on large regions it evaluates fewer orders, and
     /// where not even one fits it keeps first-fit's layout, so its cost stays bounded.
     pub search_work: u64,
+    /// For `search`: the footprint each device must fit in. The search stops at the first
+    /// layout within it, or proves that none exists, instead of minimizing.
+    pub search_capacity: Option<u64>,
+}
+
+impl PlanOptions {
+    /// Whether `search` runs its exact part: only when asked for by name. Within `best` it runs
+    /// its local search alone, so that a page load stays fast.
+    fn exact_search(&self) -> bool {
+        self.strategy == StrategyChoice::One(Strategy::Search)
+    }
 }
 
 impl Default for PlanOptions {
@@ -206,6 +218,7 @@ impl Default for PlanOptions {
             pool_cap: None,
             search_evaluations: DEFAULT_SEARCH_EVALUATIONS,
             search_work: DEFAULT_SEARCH_WORK,
+            search_capacity: None,
         }
     }
 }
@@ -307,6 +320,20 @@ pub struct DevicePlan {
     pub cap_fallback: Option<CapFallback>,
     /// Whether the caller's stop condition ended a search early on this device.
     pub stopped: bool,
+    /// What the exact search proved, when `search` laid the arena out.
+    pub exact: Option<ExactStats>,
+}
+
+/// What the exact search of `search` found and proved on a device's arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExactStats {
+    /// Search nodes visited.
+    pub nodes: u64,
+    /// No layout of this device goes below this footprint (its regions' proven bounds, stacked,
+    /// with the static pools).
+    pub proven_lower_bound_bytes: u64,
+    /// Every region reached its proven bound.
+    pub optimal: bool,
 }
 
 impl DevicePlan {
@@ -410,6 +437,8 @@ struct ArenaLayout {
     offsets: Vec<u64>,
     extent: u64,
     stopped: bool,
+    /// For `search`: nodes, the regions' proven bounds summed, and whether all are optimal.
+    exact: Option<(u64, u64, bool)>,
 }
 
 /// Plans `problem` under `options` and checks the plan with the independent checker.
@@ -435,10 +464,34 @@ pub fn plan_with(
 
         // The portfolio: every strategy of the choice, the lowest extent wins, ties to the
         // earlier. A strategy whose layout cannot be expressed in 64 bits drops out.
+        // With a capacity, the arena's share: what the static pools leave.
+        let arena_capacity = match options.search_capacity {
+            Some(capacity) => {
+                let (mut pools, mut scratch) = (Vec::new(), placements.clone());
+                let cap = options.pool_cap.unwrap_or(u64::MAX);
+                bump_into_pools(
+                    problem,
+                    &statics,
+                    PoolRole::Static,
+                    cap,
+                    &mut pools,
+                    &mut scratch,
+                )?;
+                Some(capacity.saturating_sub(pools.iter().map(|p| p.bytes).sum()))
+            }
+            None => None,
+        };
         let mut chosen: Option<ArenaLayout> = None;
         for &strategy in options.strategy.strategies() {
-            let Some(candidate) = layout_arena(problem, &arena, strategy, options, device, control)
-            else {
+            let Some(candidate) = layout_arena(
+                problem,
+                &arena,
+                strategy,
+                options,
+                arena_capacity,
+                device,
+                control,
+            ) else {
                 continue;
             };
             if chosen.as_ref().is_none_or(|c| candidate.extent < c.extent) {
@@ -497,6 +550,16 @@ pub fn plan_with(
                 .sum::<u64>()
         };
         let (arena_bytes, static_bytes) = (sum(PoolRole::Arena), sum(PoolRole::Static));
+        let exact = layout.exact.map(|(nodes, proven, all_optimal)| {
+            let proven_lower_bound_bytes = (proven + static_bytes).max(usage.lower_bound);
+            ExactStats {
+                nodes,
+                proven_lower_bound_bytes,
+                optimal: all_optimal
+                    && cap_fallback.is_none()
+                    && arena_bytes + static_bytes <= proven_lower_bound_bytes,
+            }
+        });
         devices.push(DevicePlan {
             device,
             strategy: layout.strategy,
@@ -507,6 +570,7 @@ pub fn plan_with(
             usage,
             cap_fallback,
             stopped: layout.stopped,
+            exact,
         });
     }
     let mut plan = Plan {
@@ -531,6 +595,7 @@ fn layout_arena(
     arena: &[usize],
     strategy: Strategy,
     options: &PlanOptions,
+    capacity: Option<u64>,
     device: usize,
     control: &mut Control<'_>,
 ) -> Option<ArenaLayout> {
@@ -546,6 +611,7 @@ fn layout_arena(
     let mut offsets = vec![0; arena.len()];
     let mut base = 0u64;
     let mut stopped = false;
+    let mut exact: Option<(u64, u64, bool)> = None;
     for members in classes.values() {
         let items: Vec<Item> = members
             .iter()
@@ -558,8 +624,16 @@ fn layout_arena(
                 }
             })
             .collect();
-        let region = layout_region(&items, strategy, options, device, control)?;
+        // A capacity binds a lone region; stacked regions are each minimized.
+        let goal = capacity.filter(|_| classes.len() == 1);
+        let region = layout_region(&items, strategy, options, goal, device, control)?;
         stopped |= region.stopped;
+        if let Some((nodes, proven)) = region.exact {
+            let (n, p, all) = exact.get_or_insert((0, 0, true));
+            *n += nodes;
+            *p += proven;
+            *all &= region.layout.extent <= proven;
+        }
         let granule = if strategy == Strategy::Tlsf {
             tlsf::GRANULE
         } else {
@@ -577,13 +651,16 @@ fn layout_arena(
         offsets,
         extent: base,
         stopped,
+        exact: exact.filter(|_| strategy == Strategy::Search),
     })
 }
 
-/// A region's layout, and whether the caller stopped the strategy early.
+/// A region's layout, whether the caller stopped the strategy early, and for `search` the
+/// exact search's nodes and proven lower bound.
 struct RegionOutcome {
     layout: RegionLayout,
     stopped: bool,
+    exact: Option<(u64, u64)>,
 }
 
 /// Lays out one region with one strategy; `None` when its layout would pass 2^64 bytes (only
@@ -592,6 +669,7 @@ fn layout_region(
     items: &[Item],
     strategy: Strategy,
     options: &PlanOptions,
+    goal: Option<u64>,
     device: usize,
     control: &mut Control<'_>,
 ) -> Option<RegionOutcome> {
@@ -612,6 +690,7 @@ fn layout_region(
         Some(RegionOutcome {
             layout,
             stopped: false,
+            exact: None,
         })
     };
     match strategy {
@@ -653,9 +732,34 @@ fn layout_region(
                 .collect();
             let evaluations = (options.search_work / visits.max(1))
                 .min(u64::from(options.search_evaluations)) as u32;
-            let (layout, stopped) =
-                search::layout(items, &neighbours, evaluations, device, control);
-            Some(RegionOutcome { layout, stopped })
+            let (warm, stopped) = search::layout(items, &neighbours, evaluations, device, control);
+            if stopped || !options.exact_search() {
+                return Some(RegionOutcome {
+                    layout: warm,
+                    stopped,
+                    exact: None,
+                });
+            }
+            // The exact search: from the warm start down to what it can prove, within a node
+            // budget of the same work (each node orders the region's unplaced buffers: about
+            // eight visits per buffer).
+            let limit = options.search_work / (8 * items.len() as u64).max(1);
+            let bound = search::lower_bound_hint(items);
+            let m = exact::minimize(
+                items,
+                &neighbours,
+                warm,
+                bound,
+                goal,
+                limit,
+                device,
+                control,
+            );
+            Some(RegionOutcome {
+                stopped: m.stopped,
+                exact: Some((m.nodes, m.proven_lower_bound)),
+                layout: m.layout,
+            })
         }
     }
 }

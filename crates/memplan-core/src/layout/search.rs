@@ -125,7 +125,7 @@ pub(crate) fn layout(
 }
 
 /// The most bytes live at once among `items`: no layout goes below it, so search stops there.
-fn lower_bound_hint(items: &[Item]) -> u64 {
+pub(crate) fn lower_bound_hint(items: &[Item]) -> u64 {
     let positions = items
         .iter()
         .map(|i| i.live.last as usize + 1)
