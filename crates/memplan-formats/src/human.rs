@@ -441,6 +441,9 @@ pub struct BenchRow {
     /// The caller's clock: the planner has none.
     pub millis: f64,
     pub valid: bool,
+    /// With `search`: what it proved no layout goes below (summed over devices), and whether
+    /// the footprint reaches it.
+    pub proven: Option<(u64, bool)>,
     /// Whether the row counts in the mean ratio per strategy (the real files, not synthetic).
     pub in_mean: bool,
 }
@@ -462,6 +465,12 @@ impl BenchRow {
             lower_bound_bytes: plan.lower_bound_bytes(),
             millis,
             valid: plan.is_valid(),
+            proven: plan
+                .devices
+                .iter()
+                .map(|d| d.exact.map(|e| (e.proven_lower_bound_bytes, e.optimal)))
+                .collect::<Option<Vec<(u64, bool)>>>()
+                .map(|all| (all.iter().map(|a| a.0).sum(), all.iter().all(|a| a.1))),
             in_mean,
         }
     }
@@ -472,13 +481,18 @@ impl BenchRow {
 pub fn bench_table(rows: &[BenchRow]) -> String {
     let mut out = String::new();
     out.push_str(
-        "| instance | buffers | strategy | footprint | lower bound | footprint/LB | time (ms) | valid |\n",
+        "| instance | buffers | strategy | footprint | lower bound | footprint/LB | proven | time (ms) | valid |\n",
     );
-    out.push_str("|---|---:|---|---:|---:|---:|---:|---|\n");
+    out.push_str("|---|---:|---|---:|---:|---:|---|---:|---|\n");
     for r in rows {
+        let proven = match r.proven {
+            Some((_, true)) => "optimal".to_string(),
+            Some((bound, false)) => format!(">= {bound}"),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {:.1} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {proven} | {:.1} | {} |",
             r.instance,
             r.buffers,
             r.strategy,
