@@ -627,6 +627,23 @@ fn search_proves_optimal_and_a_capacity_below_the_live_peak_exits_1_saying_why()
         "5s",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // Above the live peak but past what a tiny budget finds: said so, not claimed impossible.
+    let o = memplan(&[
+        "plan",
+        c,
+        "--strategy",
+        "search",
+        "--capacity",
+        "1040000",
+        "--work-limit",
+        "1000",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no layout within 1,040,000 B (1015.62 KiB) found before the limit"),
+        "{}",
+        stderr(&o)
+    );
     let o = memplan(&["plan", c, "--time-limit", "soon"]);
     assert_eq!(o.status.code(), Some(2));
 }

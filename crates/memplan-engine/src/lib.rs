@@ -355,6 +355,21 @@ impl Session {
             .transpose()
     }
 
+    /// The error for a param the dump does not have, naming the ones it has.
+    fn unknown_param(&self, param: &str) -> EngineError {
+        EngineError::UnknownParam {
+            input: self.source.clone(),
+            param: param.to_string(),
+            known: self
+                .graph
+                .params
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
     /// The dump under `params` (each must be a param of the dump), when they change any value:
     /// resolved and analysed again, since sizes change.
     pub fn bind(&self, params: &BTreeMap<String, u64>) -> Result<Option<Bound>, EngineError> {
@@ -362,17 +377,7 @@ impl Session {
         let mut changed = false;
         for (name, &value) in params {
             let Some(current) = graph.params.get_mut(name) else {
-                return Err(EngineError::UnknownParam {
-                    input: self.source.clone(),
-                    param: name.clone(),
-                    known: self
-                        .graph
-                        .params
-                        .keys()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                });
+                return Err(self.unknown_param(name));
             };
             changed |= *current != value;
             *current = value;
@@ -580,17 +585,7 @@ impl Session {
                 query: "fits",
             })?;
         if !self.graph.params.contains_key(param) {
-            return Err(EngineError::UnknownParam {
-                input: self.source.clone(),
-                param: param.to_string(),
-                known: self
-                    .graph
-                    .params
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
+            return Err(self.unknown_param(param));
         }
         // The footprint at `value` (the largest device's), or `None` when sizes overflow.
         let footprint = |value: u64| -> Result<Option<u64>, EngineError> {

@@ -29,6 +29,7 @@ use crate::graph::align_up;
 use crate::problem::LiveInterval;
 
 /// A max segment tree over positions.
+#[derive(Clone)]
 struct MaxTree {
     tree: Vec<u64>,
     leaves: usize,
@@ -85,6 +86,7 @@ impl MaxTree {
 /// Per position `t`: the highest end of the buffers placed at `t` and the bytes still to place
 /// there. Placing in non-decreasing offset order, whatever is still to place at `t` lands above
 /// both `height[t]` and the current offset, so `max(height[t], offset) + need[t]` must fit.
+#[derive(Clone)]
 struct Sections {
     height: Vec<u64>,
     /// The least floor of the buffers still to place at `t` (0 when none): all of them land
@@ -302,12 +304,9 @@ impl Search<'_> {
             }
         }
         let mut raised: Vec<(usize, u64)> = Vec::new();
-        let mut dead = self.sections.top(part.lo, part.hi, at) > self.capacity;
+        let mut dead = false;
         for &j in &self.neighbours[c] {
             let j = j as usize;
-            if dead {
-                break;
-            }
             if self.placed[j] {
                 continue;
             }
@@ -318,7 +317,10 @@ impl Search<'_> {
             if lifted > self.floor[j] {
                 raised.push((j, self.floor[j]));
                 self.floor[j] = lifted;
-                dead = lifted.saturating_add(self.items[j].size) > self.capacity;
+                if lifted.saturating_add(self.items[j].size) > self.capacity {
+                    dead = true;
+                    break;
+                }
             }
         }
         let lowered = if dead {
@@ -424,8 +426,7 @@ impl Search<'_> {
 
 /// The static preorderings tried in turn, each as a key to sort by (largest first): the most
 /// bytes live beside the buffer at any time (`total`), its size and its area, in three orders.
-fn preorderings(items: &[Item]) -> Vec<Vec<u32>> {
-    let sections = Sections::new(items);
+fn preorderings(items: &[Item], sections: &Sections) -> Vec<Vec<u32>> {
     let total: Vec<u64> = items
         .iter()
         .map(|it| {
@@ -489,8 +490,9 @@ pub(crate) fn fits(
     }
     let compressed = compress(items);
     let items = &compressed[..];
-    let ranks = preorderings(items);
-    let positions = Sections::new(items).height.len();
+    let sections = Sections::new(items);
+    let ranks = preorderings(items, &sections);
+    let positions = sections.height.len();
     let mut crossing = vec![0u32; positions];
     for it in items {
         for p in it.live.first..it.live.last {
@@ -525,7 +527,7 @@ pub(crate) fn fits(
                 offset: vec![0; items.len()],
                 placed: vec![false; items.len()],
                 solution: vec![0; items.len()],
-                sections: Sections::new(items),
+                sections: sections.clone(),
                 crossing: crossing.clone(),
                 live_at: &live_at,
                 seen: vec![0; positions],
@@ -767,12 +769,18 @@ mod tests {
             })
             .collect();
         let nb = neighbours(&items);
-        let (answer, nodes) = fits(&items, &nb, 1, 5, &mut Control::default());
-        // Capacity 1 is infeasible at once (a buffer larger than it), or unknown within 5 nodes.
-        assert!(matches!(
-            answer,
-            Feasibility::Infeasible | Feasibility::Unknown
-        ));
-        assert!(nodes <= 6);
+        let unlimited = |capacity| fits(&items, &nb, capacity, u64::MAX, &mut Control::default()).0;
+        let mut optimum = items.iter().map(|i| i.size).sum::<u64>();
+        while matches!(unlimited(optimum - 1), Feasibility::Fits(_)) {
+            optimum -= 1;
+        }
+        assert_eq!(unlimited(optimum - 1), Feasibility::Infeasible);
+        // Every placement is a node: 12 buffers cannot be placed within 3 nodes, and running
+        // out proves nothing. Below the optimum, nothing fits, whatever the limit.
+        let (answer, nodes) = fits(&items, &nb, optimum, 3, &mut Control::default());
+        assert_eq!(answer, Feasibility::Unknown);
+        assert!(nodes <= 3, "{nodes}");
+        let (answer, _) = fits(&items, &nb, optimum - 1, 3, &mut Control::default());
+        assert!(!matches!(answer, Feasibility::Fits(_)), "{answer:?}");
     }
 }

@@ -437,8 +437,15 @@ struct ArenaLayout {
     offsets: Vec<u64>,
     extent: u64,
     stopped: bool,
-    /// For `search`: nodes, the regions' proven bounds summed, and whether all are optimal.
-    exact: Option<(u64, u64, bool)>,
+    /// For `search`: what the exact search did and proved, over the arena's regions.
+    exact: Option<Proof>,
+}
+
+/// The exact search's nodes, and the least extent it proved (a sum over stacked regions).
+#[derive(Debug, Clone, Copy, Default)]
+struct Proof {
+    nodes: u64,
+    lower_bound: u64,
 }
 
 /// Plans `problem` under `options` and checks the plan with the independent checker.
@@ -550,14 +557,13 @@ pub fn plan_with(
                 .sum::<u64>()
         };
         let (arena_bytes, static_bytes) = (sum(PoolRole::Arena), sum(PoolRole::Static));
-        let exact = layout.exact.map(|(nodes, proven, all_optimal)| {
-            let proven_lower_bound_bytes = (proven + static_bytes).max(usage.lower_bound);
+        let exact = layout.exact.map(|proof| {
+            let proven_lower_bound_bytes =
+                (proof.lower_bound + static_bytes).max(usage.lower_bound);
             ExactStats {
-                nodes,
+                nodes: proof.nodes,
                 proven_lower_bound_bytes,
-                optimal: all_optimal
-                    && cap_fallback.is_none()
-                    && arena_bytes + static_bytes <= proven_lower_bound_bytes,
+                optimal: arena_bytes + static_bytes <= proven_lower_bound_bytes,
             }
         });
         devices.push(DevicePlan {
@@ -611,7 +617,7 @@ fn layout_arena(
     let mut offsets = vec![0; arena.len()];
     let mut base = 0u64;
     let mut stopped = false;
-    let mut exact: Option<(u64, u64, bool)> = None;
+    let mut exact: Option<Proof> = None;
     for members in classes.values() {
         let items: Vec<Item> = members
             .iter()
@@ -628,11 +634,10 @@ fn layout_arena(
         let goal = capacity.filter(|_| classes.len() == 1);
         let region = layout_region(&items, strategy, options, goal, device, control)?;
         stopped |= region.stopped;
-        if let Some((nodes, proven)) = region.exact {
-            let (n, p, all) = exact.get_or_insert((0, 0, true));
-            *n += nodes;
-            *p += proven;
-            *all &= region.layout.extent <= proven;
+        if let Some(proof) = region.exact {
+            let sum = exact.get_or_insert_default();
+            sum.nodes += proof.nodes;
+            sum.lower_bound += proof.lower_bound;
         }
         let granule = if strategy == Strategy::Tlsf {
             tlsf::GRANULE
@@ -651,16 +656,16 @@ fn layout_arena(
         offsets,
         extent: base,
         stopped,
-        exact: exact.filter(|_| strategy == Strategy::Search),
+        exact,
     })
 }
 
-/// A region's layout, whether the caller stopped the strategy early, and for `search` the
-/// exact search's nodes and proven lower bound.
+/// A region's layout, whether the caller stopped the strategy early, and for `search` what
+/// the exact search proved.
 struct RegionOutcome {
     layout: RegionLayout,
     stopped: bool,
-    exact: Option<(u64, u64)>,
+    exact: Option<Proof>,
 }
 
 /// Lays out one region with one strategy; `None` when its layout would pass 2^64 bytes (only
@@ -757,7 +762,10 @@ fn layout_region(
             );
             Some(RegionOutcome {
                 stopped: m.stopped,
-                exact: Some((m.nodes, m.proven_lower_bound)),
+                exact: Some(Proof {
+                    nodes: m.nodes,
+                    lower_bound: m.proven_lower_bound,
+                }),
                 layout: m.layout,
             })
         }
