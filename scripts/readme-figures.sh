@@ -37,6 +37,19 @@ bench_cmd="cargo run --profile fast -p memplan-cli -- bench --csv-dir tests/data
 } > "$tmp/bench"
 replace bench "$tmp/bench"
 
+scale_cmd="memplan bench --synthetic 1000000 --all-live 0 --strategies first-fit,best"
+{
+  echo "\`$scale_cmd\` ($today, $cores cores, one run; the last line is GNU time's):"
+  echo
+  cargo build -q --locked --profile fast -p memplan-cli
+  /usr/bin/time -o "$tmp/time" -f '%M KiB maximum resident set size, %e s wall' \
+    target/fast/memplan bench --synthetic 1000000 --all-live 0 --strategies first-fit,best
+  echo
+  echo
+  cat "$tmp/time"
+} > "$tmp/scale"
+replace scale "$tmp/scale"
+
 {
   echo "\`memplan bench --remat static/examples/transformer-training.json --remat static/examples/convnet-training.json\` ($today, $cores cores):"
   echo

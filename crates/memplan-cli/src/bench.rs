@@ -5,7 +5,10 @@
 //! sizes. The synthetic generator is fixed-seed (SplitMix64), so every run plans the same
 //! problems: `n` buffers over `n` positions; each starts at a uniform position and lives
 //! 1 to 64 positions, or 1 in 50 of them up to a quarter of the schedule; sizes are log-uniform
-//! from 256 B to 4 MiB in 256-byte steps; one dtype, alignment 256.
+//! from 256 B to 4 MiB in 256-byte steps; one dtype, alignment 256. The all-live instances
+//! (`--all-live`) are the worst case for a greedy that lists what each buffer overlaps: every
+//! buffer starts in the first half of the schedule and ends in the second, so all of them are
+//! live at its middle.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -24,6 +27,10 @@ pub struct BenchArgs {
     /// Sizes of synthetic instances, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
     synthetic: Vec<usize>,
+    /// Sizes of synthetic instances whose buffers are all live at once, comma-separated (0:
+    /// none).
+    #[arg(long = "all-live", value_delimiter = ',', default_value = "100000")]
+    all_live: Vec<usize>,
     /// Time importing and planning a synthetic ONNX model of this many MB (stored weights).
     #[arg(long)]
     onnx_mb: Option<u64>,
@@ -52,17 +59,36 @@ impl SplitMix64 {
 
 /// The synthetic instance of `n` buffers described in the module docs.
 pub fn synthetic(n: usize) -> Problem {
-    let mut rng = SplitMix64(n as u64);
     let positions = n.max(1) as u64;
+    generate(n, positions, |rng| {
+        let first = rng.next() % positions;
+        let length = if rng.next().is_multiple_of(50) {
+            1 + rng.next() % (positions / 4).max(1)
+        } else {
+            1 + rng.next() % 64
+        };
+        (first, (first + length - 1).min(positions - 1))
+    })
+}
+
+/// The all-live instance of `n` buffers described in the module docs.
+pub fn all_live(n: usize) -> Problem {
+    let half = (n as u64 / 2).max(1);
+    generate(n, 2 * half, |rng| {
+        (rng.next() % half, half + rng.next() % half)
+    })
+}
+
+/// `n` buffers over `positions`, each live over `interval(rng)`, sized as the module docs say.
+fn generate(
+    n: usize,
+    positions: u64,
+    mut interval: impl FnMut(&mut SplitMix64) -> (u64, u64),
+) -> Problem {
+    let mut rng = SplitMix64(n as u64);
     let buffers = (0..n)
         .map(|i| {
-            let first = rng.next() % positions;
-            let length = if rng.next().is_multiple_of(50) {
-                1 + rng.next() % (positions / 4).max(1)
-            } else {
-                1 + rng.next() % 64
-            };
-            let last = (first + length - 1).min(positions - 1);
+            let (first, last) = interval(&mut rng);
             // log2 of the size, uniform in [8, 22].
             let log = 8.0 + (rng.next() % 1_000_000) as f64 / 1_000_000.0 * 14.0;
             let size = ((2f64.powf(log) as u64) / 256).max(1) * 256;
@@ -242,9 +268,10 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             }
         }
     }
-    for &n in &args.synthetic {
-        let problem = synthetic(n);
-        let name = format!("synthetic-{n}");
+    let generated = (args.synthetic.iter().map(|&n| (format!("synthetic-{n}"), synthetic(n))))
+        .chain(args.all_live.iter().map(|&n| (format!("all-live-{n}"), all_live(n))))
+        .filter(|(_, problem)| !problem.buffers.is_empty());
+    for (name, problem) in generated {
         for &strategy in &strategies {
             let options = PlanOptions {
                 strategy,

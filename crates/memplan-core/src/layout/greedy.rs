@@ -5,8 +5,11 @@
 //! whose live intervals overlap its own are its conflicts; their address ranges, sorted, leave
 //! gaps. `first-fit` takes the lowest aligned offset that clears them all; `best-fit` takes the
 //! smallest gap the buffer fits in (ties: the lowest), or the top when none is bounded. The two
-//! differ in that one choice only, so they share everything else here; `search` reuses
-//! [`place_in_order`] as its decoder.
+//! differ in that one choice only ([`choose_gap`]), so they share everything else. Listing the
+//! conflicts is quadratic when thousands of buffers overlap, so the two strategies run over
+//! [`super::occupancy`], which answers the same question from merged unions; `search` decodes
+//! with [`place_in_order_within`] over its own neighbour lists, and [`place_in_order`] is the
+//! tests' reference.
 
 use super::{Item, RegionLayout};
 use crate::graph::align_up;
@@ -27,8 +30,8 @@ pub(crate) fn size_order(items: &[Item]) -> Vec<u32> {
 
 /// Places the items in `order`, each at the gap `choice` picks among its placed conflicts.
 /// `conflicts(r, out)` appends the *ranks* (places in `order`) below `r` of the items whose
-/// live intervals overlap the item of rank `r`. Working in rank space keeps the offsets read
-/// in placement order, which is what makes large regions fast.
+/// live intervals overlap the item of rank `r`.
+#[cfg(test)]
 pub(crate) fn place_in_order(
     items: &[Item],
     order: &[u32],

@@ -19,6 +19,7 @@
 mod exact;
 mod greedy;
 mod interval_index;
+mod occupancy;
 mod search;
 mod tlsf;
 
@@ -32,7 +33,7 @@ use crate::graph::align_up;
 use crate::lower_bound::{DeviceUsage, device_usage};
 use crate::problem::{LiveInterval, Problem, ProblemError};
 
-use greedy::{GapChoice, place_in_order, size_order};
+use greedy::{GapChoice, size_order};
 use interval_index::IntervalIndex;
 
 /// How the arena of one device is laid out: one layout algorithm.
@@ -470,7 +471,8 @@ pub fn plan_with(
             .partition(|&b| !problem.buffers[b].is_always_live());
 
         // The portfolio: every strategy of the choice, the lowest extent wins, ties to the
-        // earlier. A strategy whose layout cannot be expressed in 64 bits drops out.
+        // earlier. A strategy whose layout cannot be expressed in 64 bits drops out, and so
+        // does, in `best`, one past the work budget (`first-fit` never does).
         // With a capacity, the arena's share: what the static pools leave.
         let arena_capacity = match options.search_capacity {
             Some(capacity) => {
@@ -669,7 +671,8 @@ struct RegionOutcome {
 }
 
 /// Lays out one region with one strategy; `None` when its layout would pass 2^64 bytes (only
-/// TLSF, which rounds every item up to the region's largest alignment, can).
+/// TLSF, which rounds every item up to the region's largest alignment, can), or when `best`
+/// drops the strategy for passing the work budget.
 fn layout_region(
     items: &[Item],
     strategy: Strategy,
@@ -680,16 +683,14 @@ fn layout_region(
 ) -> Option<RegionOutcome> {
     let intervals: Vec<LiveInterval> = items.iter().map(|i| i.live).collect();
     let greedy = |choice| {
-        let order = size_order(items);
-        let mut rank = vec![0u32; items.len()];
-        for (r, &i) in order.iter().enumerate() {
-            rank[i as usize] = r as u32;
-        }
-        let index = IntervalIndex::new(&intervals, &rank);
-        // Only the conflicts placed before an item matter to it.
-        place_in_order(items, &order, choice, &mut |r, out| {
-            index.overlapping(intervals[order[r] as usize], r as u32, out)
-        })
+        let offsets = occupancy::place(items, &size_order(items), choice);
+        let extent = items
+            .iter()
+            .zip(&offsets)
+            .map(|(item, &offset)| offset + item.size)
+            .max()
+            .unwrap_or(0);
+        RegionLayout { offsets, extent }
     };
     let done = |layout| {
         Some(RegionOutcome {
@@ -698,8 +699,20 @@ fn layout_region(
             exact: None,
         })
     };
+    // Every item's overlapping buffers, counted without listing them: what `best-fit`'s lists
+    // and one decode of `search` cost.
+    let overlaps = || IntervalIndex::new(&intervals, &(0..items.len() as u32).collect::<Vec<_>>());
+    let visits = |index: &IntervalIndex| {
+        intervals
+            .iter()
+            .map(|&i| index.count_overlapping(i))
+            .sum::<u64>()
+    };
+    // In `best`, a strategy past the work budget drops out: `first-fit` stands in.
+    let in_best = options.strategy == StrategyChoice::Best;
     match strategy {
         Strategy::FirstFit => done(greedy(GapChoice::Lowest)),
+        Strategy::BestFit if in_best && visits(&overlaps()) > options.search_work => None,
         Strategy::BestFit => done(greedy(GapChoice::Smallest)),
         Strategy::Tlsf => done(tlsf::layout(items)?),
         Strategy::Bump => {
@@ -714,16 +727,11 @@ fn layout_region(
             done(RegionLayout { offsets, extent })
         }
         Strategy::Search => {
-            // One decode visits every item and its neighbours; count them (cheaply, without
-            // listing them) and keep first-fit's layout when not even one decode fits the budget.
-            let identity: Vec<u32> = (0..items.len() as u32).collect();
-            let index = IntervalIndex::new(&intervals, &identity);
-            let visits = intervals
-                .iter()
-                .map(|&i| index.count_overlapping(i))
-                .sum::<u64>();
+            // Keep first-fit's layout when not even one decode fits the budget.
+            let index = overlaps();
+            let visits = visits(&index);
             if visits > options.search_work {
-                return done(greedy(GapChoice::Lowest));
+                return (!in_best).then(|| done(greedy(GapChoice::Lowest)))?;
             }
             let neighbours: Vec<Vec<u32>> = intervals
                 .iter()

@@ -125,6 +125,25 @@ proptest! {
         prop_assert!(search <= best, "search {search} > best {best}");
     }
 
+    /// Past the work budget (here: any work at all), `best` does without `best-fit` and
+    /// `search`, and is the best of the rest.
+    #[test]
+    fn best_drops_the_costly_strategies_past_the_work_budget(p in arb_problem()) {
+        let options = |strategy| PlanOptions { strategy, search_work: 0, ..PlanOptions::default() };
+        let best = plan(&p, &options(StrategyChoice::Best)).unwrap();
+        for device in &best.devices {
+            prop_assert!(![Strategy::BestFit, Strategy::Search].contains(&device.strategy) || device.arena_bytes == 0);
+        }
+        let cheap: Vec<Plan> = [Strategy::FirstFit, Strategy::Tlsf, Strategy::Bump]
+            .into_iter()
+            .filter_map(|s| plan(&p, &options(s.into())).ok())
+            .collect();
+        for (d, device) in best.devices.iter().enumerate() {
+            let least = cheap.iter().map(|plan| plan.devices[d].arena_bytes).min();
+            prop_assert_eq!(Some(device.arena_bytes), least);
+        }
+    }
+
     #[test]
     fn a_small_cap_splits_into_pools_or_names_the_oversized_buffer(p in arb_problem(), cap in 1u64..20_000) {
         let options = PlanOptions { strategy: Strategy::FirstFit.into(), pool_cap: Some(cap), ..PlanOptions::default() };

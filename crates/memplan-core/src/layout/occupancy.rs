@@ -1,0 +1,360 @@
+//! Which addresses are taken at which times: what lets `first-fit` and `best-fit` place a
+//! buffer without listing the thousands of placed buffers it overlaps.
+//!
+//! A segment tree over time (compressed to the distinct starts). Each node keeps two unions of
+//! address ranges, merged as they grow: `touching`, of the placed buffers whose live interval
+//! meets the node's span, and `covering`, of those whose interval spans all of it. A buffer's
+//! interval splits into canonical nodes (it covers them) whose strict ancestors lie on the
+//! two root paths of its first and last positions (it touches them). So a query for `[a, b]`
+//! reads the `touching` union of its own canonical nodes and the `covering` union of every
+//! node on the root paths of `a` and `b`: exactly the buffers that overlap `[a, b]`, in
+//! O(log T) merged lists, each as short as the address map is fragmented there.
+//!
+//! Invariant: the union of the ranges a query reads equals the union of the address ranges of
+//! the placed buffers overlapping it, so the gap chosen is the one a full scan would choose
+//! (property-tested against [`choose_gap`] over the listed conflicts).
+
+use super::Item;
+use super::greedy::{GapChoice, choose_gap};
+use super::interval_index::IntervalIndex;
+use crate::graph::align_up;
+use crate::problem::LiveInterval;
+
+/// Disjoint address ranges `[start, end)`, sorted; touching ranges merge.
+#[derive(Default)]
+struct Ranges(Vec<(u64, u64)>);
+
+impl Ranges {
+    fn insert(&mut self, start: u64, end: u64) {
+        let v = &mut self.0;
+        // Most buffers land at or above the top of the ranges they meet.
+        match v.last_mut() {
+            Some(last) if last.1 == start => {
+                last.1 = end;
+                return;
+            }
+            Some(last) if last.1 < start => {
+                v.push((start, end));
+                return;
+            }
+            None => {
+                v.push((start, end));
+                return;
+            }
+            _ => {}
+        }
+        // The first range that reaches `start`, and the first past it that begins after `end`.
+        let lo = v.partition_point(|&(_, e)| e < start);
+        let hi = lo + v[lo..].iter().take_while(|&&(s, _)| s <= end).count();
+        if lo == hi {
+            v.insert(lo, (start, end));
+        } else {
+            v[lo] = (start.min(v[lo].0), end.max(v[hi - 1].1));
+            v.drain(lo + 1..hi);
+        }
+    }
+}
+
+/// The first index at or after `from` whose element fails `pred` (true, then false, along `v`):
+/// exponential search, so a cursor that moves a little costs a little.
+fn gallop<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
+    // A walk that has passed everything is the common case at the top of the map.
+    if v.last().is_none_or(&pred) {
+        return v.len();
+    }
+    let (mut lo, mut step) = (from, 1);
+    while lo + step <= v.len() && pred(&v[lo + step - 1]) {
+        lo += step;
+        step *= 2;
+    }
+    lo + v[lo..(lo + step).min(v.len())].partition_point(pred)
+}
+
+/// A walk up the address space through the unions one query reads, with a cursor per union
+/// (how many of its ranges start below the walk) that only moves up.
+struct Walk<'a> {
+    unions: Vec<&'a Ranges>,
+    cursors: Vec<usize>,
+}
+
+impl Walk<'_> {
+    /// The least `x >= from`, as `align` rounds, with `[x, x + size)` clear of every range.
+    /// A range that blocks sends `x` past its end; that skips only offsets it blocks. Done when
+    /// every union in turn lets `x` pass.
+    fn clear(&mut self, from: u64, size: u64, align: impl Fn(u64) -> u64) -> u64 {
+        let n = self.unions.len();
+        let (mut x, mut passed, mut u) = (from, 0, 0);
+        while passed < n {
+            let ranges = &self.unions[u].0;
+            let k = gallop(ranges, self.cursors[u], |&(start, _)| start < x + size);
+            self.cursors[u] = k;
+            match k.checked_sub(1).map(|j| ranges[j].1).filter(|&end| end > x) {
+                Some(end) => {
+                    x = align(end);
+                    passed = 0;
+                }
+                None => {
+                    passed += 1;
+                    u = (u + 1) % n;
+                }
+            }
+        }
+        x
+    }
+
+    /// Where the free run at a clear `x` ends: the least start above it, if any.
+    fn next_start(&self) -> Option<u64> {
+        self.unions
+            .iter()
+            .zip(&self.cursors)
+            .filter_map(|(r, &k)| r.0.get(k).map(|&(start, _)| start))
+            .min()
+    }
+}
+
+#[derive(Default)]
+struct Node {
+    /// The union of the placed buffers whose live interval meets the node's span.
+    touching: Ranges,
+    /// The union of those whose live interval spans all of it.
+    covering: Ranges,
+}
+
+pub(crate) struct Occupancy {
+    /// Sorted distinct starts: time compressed to them keeps every overlap.
+    starts: Vec<u32>,
+    leaves: usize,
+    nodes: Vec<Node>,
+}
+
+impl Occupancy {
+    pub(crate) fn new(items: &[Item]) -> Self {
+        let mut starts: Vec<u32> = items.iter().map(|i| i.live.first).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let leaves = starts.len().next_power_of_two();
+        Occupancy {
+            starts,
+            leaves,
+            nodes: (0..2 * leaves).map(|_| Node::default()).collect(),
+        }
+    }
+
+    /// The leaf span `[lo, hi)` of `live`: every start it reaches.
+    pub(crate) fn span(&self, live: LiveInterval) -> (usize, usize) {
+        let lo = self.starts.partition_point(|&s| s < live.first);
+        let hi = self.starts.partition_point(|&s| s <= live.last);
+        (lo + self.leaves, hi + self.leaves)
+    }
+
+    /// The nodes on the root paths of nodes `lo` and `hi`, each once.
+    fn root_paths(mut lo: usize, mut hi: usize, mut visit: impl FnMut(usize)) {
+        while lo != hi {
+            visit(lo);
+            visit(hi);
+            lo /= 2;
+            hi /= 2;
+        }
+        while lo >= 1 {
+            visit(lo);
+            lo /= 2;
+        }
+    }
+
+    /// Canonical nodes of the leaf span `[lo, hi)`.
+    fn canonical(mut lo: usize, mut hi: usize, mut visit: impl FnMut(usize)) {
+        while lo < hi {
+            if lo & 1 == 1 {
+                visit(lo);
+                lo += 1;
+            }
+            if hi & 1 == 1 {
+                hi -= 1;
+                visit(hi);
+            }
+            lo /= 2;
+            hi /= 2;
+        }
+    }
+
+    /// Marks `[offset, offset + size)` taken over the leaf span `(lo, hi)`.
+    pub(crate) fn insert(&mut self, (lo, hi): (usize, usize), offset: u64, size: u64) {
+        if size == 0 {
+            return;
+        }
+        let end = offset + size;
+        Self::canonical(lo, hi, |n| {
+            let node = &mut self.nodes[n];
+            node.covering.insert(offset, end);
+            node.touching.insert(offset, end);
+        });
+        Self::root_paths(lo / 2, (hi - 1) / 2, |n| {
+            self.nodes[n].touching.insert(offset, end)
+        });
+    }
+
+    /// A walk through the unions a query over `live` must clear, the longest first (the
+    /// likeliest to block).
+    fn walk(&self, (lo, hi): (usize, usize)) -> Walk<'_> {
+        let mut unions = Vec::new();
+        Self::canonical(lo, hi, |n| unions.push(&self.nodes[n].touching));
+        Self::root_paths(lo, hi - 1, |n| unions.push(&self.nodes[n].covering));
+        unions.retain(|r| !r.0.is_empty());
+        unions.sort_by_key(|r| std::cmp::Reverse(r.0.len()));
+        let cursors = vec![0; unions.len()];
+        Walk { unions, cursors }
+    }
+
+    /// Where `choice` puts `item` among the placed buffers it overlaps: the same offset as
+    /// [`choose_gap`] over all of them.
+    pub(crate) fn choose(&self, item: &Item, span: (usize, usize), choice: GapChoice) -> u64 {
+        let mut walk = self.walk(span);
+        let aligned = |v: u64| align_up(v, item.alignment).expect("validated: extents fit in u64");
+        match choice {
+            GapChoice::Lowest => walk.clear(0, item.size, aligned),
+            // Every free run of the union, bottom up: the tightest that fits, else the top.
+            GapChoice::Smallest => {
+                let mut best: Option<(u64, u64)> = None;
+                let mut from = 0;
+                loop {
+                    let free = walk.clear(from, 1, |v| v);
+                    let Some(next) = walk.next_start() else {
+                        return best.map_or_else(|| aligned(free), |(_, offset)| offset);
+                    };
+                    let (gap, offset) = (next - free, aligned(free));
+                    if offset + item.size <= next && best.is_none_or(|(b, _)| gap < b) {
+                        best = Some((gap, offset));
+                    }
+                    from = next;
+                }
+            }
+        }
+    }
+}
+
+/// Up to how many overlapping buffers `best-fit` lists them all rather than walking the
+/// unions: its walk visits every free run of the union, which costs more than a short list.
+const LISTING_LIMIT: u64 = 1024;
+
+/// Places the items in `order`, each where `choice` puts it among the placed buffers it
+/// overlaps.
+pub(crate) fn place(items: &[Item], order: &[u32], choice: GapChoice) -> Vec<u64> {
+    let limit = match choice {
+        GapChoice::Lowest => 0,
+        GapChoice::Smallest => LISTING_LIMIT,
+    };
+    place_listing_up_to(items, order, choice, limit)
+}
+
+/// [`place`], listing the placed buffers an item overlaps (and scanning them with
+/// [`choose_gap`]) when it overlaps at most `limit` buffers, placed or not.
+fn place_listing_up_to(items: &[Item], order: &[u32], choice: GapChoice, limit: u64) -> Vec<u64> {
+    let mut occupancy = Occupancy::new(items);
+    let mut rank = vec![0u32; items.len()];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i as usize] = r as u32;
+    }
+    let intervals: Vec<LiveInterval> = items.iter().map(|i| i.live).collect();
+    let index = (limit > 0).then(|| IntervalIndex::new(&intervals, &rank));
+    let mut offsets = vec![0; items.len()];
+    let (mut earlier, mut ranges) = (Vec::new(), Vec::new());
+    for (r, &i) in order.iter().enumerate() {
+        let item = &items[i as usize];
+        if item.size == 0 {
+            continue;
+        }
+        let span = occupancy.span(item.live);
+        let offset = match &index {
+            Some(index) if index.count_overlapping(item.live) <= limit => {
+                earlier.clear();
+                index.overlapping(item.live, r as u32, &mut earlier);
+                ranges.clear();
+                ranges.extend(earlier.iter().map(|&e| {
+                    let placed = order[e as usize] as usize;
+                    (offsets[placed], offsets[placed] + items[placed].size)
+                }));
+                choose_gap(&mut ranges, item.size, item.alignment, choice)
+            }
+            _ => occupancy.choose(item, span, choice),
+        };
+        occupancy.insert(span, offset, item.size);
+        offsets[i as usize] = offset;
+    }
+    offsets
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::greedy::place_in_order;
+    use proptest::prelude::*;
+
+    fn items() -> impl Strategy<Value = Vec<Item>> {
+        prop::collection::vec((0u32..30, 0u32..12, 1u64..64, 0u32..3, 0u64..3), 0..60).prop_map(
+            |raw| {
+                raw.into_iter()
+                    .map(|(first, length, size, align, zero)| Item {
+                        size: if zero == 0 { 0 } else { size },
+                        alignment: 1 << (2 * align),
+                        live: LiveInterval::new(first, first + length),
+                    })
+                    .collect()
+            },
+        )
+    }
+
+    proptest! {
+        /// The same offsets as the full scan over every listed conflict, in any order.
+        #[test]
+        fn chooses_what_the_full_scan_chooses(
+            items in items(),
+            seed in any::<u64>(),
+            smallest in any::<bool>(),
+            limit in prop::sample::select(vec![0, 4, u64::MAX]),
+        ) {
+            let choice = if smallest { GapChoice::Smallest } else { GapChoice::Lowest };
+            let mut order: Vec<u32> = (0..items.len() as u32).collect();
+            order.sort_by_key(|&r| (u64::from(r) ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let fast = place_listing_up_to(&items, &order, choice, limit);
+            let slow = place_in_order(&items, &order, choice, &mut |r, out| {
+                let live = items[order[r] as usize].live;
+                out.extend((0..r as u32).filter(|&e| items[order[e as usize] as usize].live.overlaps(live)));
+            });
+            prop_assert_eq!(fast, slow.offsets);
+        }
+    }
+
+    #[test]
+    fn gallop_finds_the_first_failure_from_any_cursor() {
+        let v: Vec<u32> = (0..50).map(|x| x * 2).collect();
+        for from in 0..=50 {
+            for bound in 0..110 {
+                let expected = v.partition_point(|&x| x < bound).max(from);
+                assert_eq!(gallop(&v, from, |&x| x < bound), expected);
+            }
+        }
+    }
+
+    #[test]
+    fn merges_touching_ranges_and_walks_past_them() {
+        let mut r = Ranges::default();
+        r.insert(10, 20);
+        r.insert(30, 40);
+        r.insert(20, 30);
+        assert_eq!(r.0, vec![(10, 40)]);
+        r.insert(50, 60);
+        r.insert(0, 5);
+        assert_eq!(r.0, vec![(0, 5), (10, 40), (50, 60)]);
+        let other = Ranges(vec![(40, 45)]);
+        let mut walk = Walk {
+            unions: vec![&r, &other],
+            cursors: vec![0, 0],
+        };
+        assert_eq!(walk.clear(5, 5, |v| v), 5);
+        assert_eq!(walk.next_start(), Some(10));
+        // Past (10, 40), then (40, 45) of the other union, to the gap below 50.
+        assert_eq!(walk.clear(6, 5, |v| v), 45);
+        assert_eq!(walk.clear(46, 5, |v| v), 60);
+        assert_eq!(walk.next_start(), None);
+    }
+}
