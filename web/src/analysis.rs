@@ -6,8 +6,11 @@
 //! the summary figures and the view model, what the page draws. Exports that need more (the
 //! whole report, the CSV) are derived on demand where the session lives ([`export`]).
 
-use memplan_core::StrategyChoice;
-use memplan_engine::{EngineError, Outcome, Scenario, Session};
+use memplan_core::remat::Target;
+use memplan_core::spaces::SpaceCounts;
+use memplan_core::{Strategy, StrategyChoice};
+use memplan_engine::{CandidateRow, EngineError, Outcome, Scenario, Session};
+use memplan_formats::human::SpaceRow;
 use memplan_formats::report::PlanSummary;
 use memplan_render::ViewModel;
 use serde::{Deserialize, Serialize};
@@ -53,6 +56,30 @@ pub struct Analysis {
     pub model: ViewModel,
     /// What the import could not carry over exactly.
     pub warnings: Vec<String>,
+    /// The tensors that may be recomputed at their uses, and which are.
+    pub candidates: Vec<CandidateRow>,
+    /// The plan without the scenario's flips, when it has some (not for `search`, whose
+    /// second run would double the wait).
+    pub baseline: Option<Baseline>,
+    /// Where each slot lives (`memplan spaces`); `None` when the scenario's params do not bind.
+    pub spaces: Option<SpacesView>,
+}
+
+/// The memory spaces as the page shows them: the table of `memplan spaces`, its counts and
+/// its diagnostics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpacesView {
+    pub rows: Vec<SpaceRow>,
+    pub counts: SpaceCounts,
+    pub diagnostics: Vec<String>,
+}
+
+/// The plan without flips, to measure flips against: its footprint and each device's usage
+/// curve (the flips change lifetimes, not the schedule, so the positions are the same).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub footprint_bytes: u64,
+    pub curves: Vec<Vec<u64>>,
 }
 
 impl Analysis {
@@ -66,12 +93,107 @@ impl Analysis {
             summary: session.report(outcome).summary,
             model: session.view_model(outcome),
             warnings: session.warnings.clone(),
+            candidates: session.candidate_rows(outcome),
+            baseline: baseline(session, &outcome.scenario),
+            spaces: session.spaces(&outcome.scenario).ok().map(|s| SpacesView {
+                rows: memplan_formats::human::space_rows(&session.graph, &s),
+                counts: s.counts,
+                diagnostics: s.diagnostics.iter().map(ToString::to_string).collect(),
+            }),
         }
     }
 
     pub fn strategy(&self) -> StrategyChoice {
         self.scenario.strategy
     }
+}
+
+fn baseline(session: &Session, scenario: &Scenario) -> Option<Baseline> {
+    if scenario.inline.is_empty() || scenario.strategy == Strategy::Search.into() {
+        return None;
+    }
+    let unflipped = Scenario {
+        inline: Vec::new(),
+        ..scenario.clone()
+    };
+    let outcome = session.plan(&unflipped).ok()?;
+    Some(Baseline {
+        footprint_bytes: outcome.plan.footprint_bytes(),
+        curves: session
+            .view_model(&outcome)
+            .devices
+            .into_iter()
+            .map(|d| d.curve)
+            .collect(),
+    })
+}
+
+/// A fit's answer as the page shows it: the footprints, the flips in acceptance order and
+/// the plan log in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitLog {
+    /// The budget asked for, as the user wrote it.
+    pub budget: String,
+    pub baseline_bytes: u64,
+    pub final_bytes: u64,
+    pub within_budget: bool,
+    /// (tensor, relief in bytes, recompute cost), in acceptance order.
+    pub flips: Vec<(String, i128, u64)>,
+    pub considered: usize,
+    pub dropped: usize,
+    pub log: Vec<String>,
+}
+
+impl FitLog {
+    /// The tensors the fit recomputes: the scenario's flips.
+    pub fn inline(&self) -> Vec<String> {
+        self.flips.iter().map(|f| f.0.clone()).collect()
+    }
+}
+
+/// Reads a budget as the page takes it: bytes (`512MiB`, `1.5GB`, `4096`) or `minimize`.
+pub fn parse_budget(text: &str) -> Option<Target> {
+    if text.trim().eq_ignore_ascii_case("minimize") {
+        return Some(Target::Minimize);
+    }
+    memplan_formats::human::parse_bytes(text).map(Target::Bytes)
+}
+
+/// Fits the session to `budget` from no flips (the seed's two rounds, default candidate cap).
+pub fn fit(session: &Session, scenario: &Scenario, budget: &str) -> Result<FitLog, FitError> {
+    let target = parse_budget(budget).ok_or_else(|| FitError::Budget(budget.to_string()))?;
+    let unflipped = Scenario {
+        inline: Vec::new(),
+        ..scenario.clone()
+    };
+    let fit = session.fit(&unflipped, target, None)?;
+    let id = |t: usize| session.graph.tensors[t].id.clone();
+    Ok(FitLog {
+        budget: budget.trim().to_string(),
+        baseline_bytes: fit.baseline_bytes,
+        final_bytes: fit.final_bytes,
+        within_budget: fit.within_budget,
+        flips: fit
+            .flips
+            .iter()
+            .map(|f| (id(f.tensor), f.relief_bytes, f.recompute_cost))
+            .collect(),
+        considered: fit.considered,
+        dropped: fit.dropped,
+        log: fit
+            .log
+            .iter()
+            .map(|e| memplan_formats::human::event_text(e, &id))
+            .collect(),
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FitError {
+    #[error("the budget {0:?} is not a size (512MiB, 1.5GB, 4096) or `minimize`")]
+    Budget(String),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
 }
 
 /// What the page can download besides the drawings.
@@ -133,7 +255,6 @@ pub fn example_report_json(example: &crate::examples::Example) -> String {
 mod tests {
     use super::*;
     use crate::examples::EXAMPLES;
-    use memplan_core::Strategy;
 
     #[test]
     fn every_example_loads_and_plans_validly() {
@@ -175,6 +296,46 @@ mod tests {
                 e.name
             );
         }
+    }
+
+    #[test]
+    fn a_fit_names_its_flips_and_a_plan_with_them_shows_the_baseline() {
+        let e = EXAMPLES
+            .iter()
+            .find(|e| e.name == "convnet-training")
+            .unwrap();
+        let local = Local::load(e.text.as_bytes(), e.name, &Scenario::default()).unwrap();
+        let a = local.analysis();
+        assert!(a.candidates.len() >= 2 && a.candidates.iter().all(|c| !c.inlined));
+        assert_eq!(a.baseline, None);
+        let budget = a.summary.footprint_bytes * 9 / 10;
+        let log = fit(&local.session, &local.outcome.scenario, &budget.to_string()).unwrap();
+        assert!(!log.flips.is_empty() && !log.log.is_empty(), "{log:?}");
+        let flipped = local
+            .replan(&Scenario {
+                inline: log.inline(),
+                ..Scenario::default()
+            })
+            .unwrap()
+            .analysis();
+        assert_eq!(flipped.summary.footprint_bytes, log.final_bytes);
+        let baseline = flipped.baseline.as_ref().unwrap();
+        assert_eq!(baseline.footprint_bytes, a.summary.footprint_bytes);
+        assert_eq!(baseline.curves[0], a.model.devices[0].curve);
+        assert_ne!(flipped.model.devices[0].curve, a.model.devices[0].curve);
+        let inlined: Vec<&str> = flipped
+            .candidates
+            .iter()
+            .filter(|c| c.inlined)
+            .map(|c| c.tensor.as_str())
+            .collect();
+        assert_eq!(inlined.len(), log.flips.len());
+        assert!(matches!(
+            fit(&local.session, &local.outcome.scenario, "lots"),
+            Err(FitError::Budget(_))
+        ));
+        assert_eq!(parse_budget("1.5GB"), Some(Target::Bytes(1_500_000_000)));
+        assert_eq!(parse_budget(" Minimize "), Some(Target::Minimize));
     }
 
     #[test]

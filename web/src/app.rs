@@ -28,7 +28,7 @@ use crate::examples::{DEFAULT_EXAMPLE, EXAMPLES};
 use crate::export;
 use crate::panels::{Details, PeakTable, Unplanned};
 use crate::state::{Busy, Origin, PageState, Restore};
-use crate::url_state::{Tab, UrlState};
+use crate::url_state::{Panel, Tab, UrlState};
 use crate::worker_protocol::STAGES;
 
 /// The largest input the page reads, bytes: past it the page says so instead of freezing.
@@ -65,6 +65,7 @@ fn load_file(state: PageState, file: web_sys::File) {
                     ..Origin::default()
                 };
                 state.missing_file.set(None);
+                state.forget_flips();
                 state.load_in_worker(buffer.unchecked_into(), &name, origin)
             }
             Err(_) => {
@@ -115,6 +116,7 @@ fn history_key(u: &UrlState) -> String {
         sort: RowOrder::default(),
         color_by: ColorBy::default(),
         axis_steps: false,
+        budget: String::new(),
         ..u.clone()
     }
     .to_query()
@@ -125,6 +127,7 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
     let url = UrlState::parse(&location_search());
     key.set_value(history_key(&url));
     state.tab.set(url.tab);
+    state.panel.set(url.panel);
     state.sort.set(url.sort);
     state.color_by.set(url.color_by);
     state.search.set(url.search.clone());
@@ -151,6 +154,9 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
             .or((url.src.is_none() && url.file.is_none()).then_some(DEFAULT_EXAMPLE))
         {
             state.strategy.set(url.strategy);
+            state.inline.set(url.inline.clone());
+            state.budget.set(url.budget.clone());
+            state.fit_log.set(None);
             state.restore.set_value(Some(restore.clone()));
             state.load_here(e.text.as_bytes(), e.name, restore.origin);
             return;
@@ -161,7 +167,9 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
         }
         return;
     }
-    if state.strategy.get_untracked() != url.strategy {
+    if state.strategy.get_untracked() != url.strategy || state.inline.get_untracked() != url.inline
+    {
+        state.inline.set(url.inline.clone());
         state.set_strategy(url.strategy);
     }
     if let Some(a) = state.analysis.get_untracked() {
@@ -350,6 +358,7 @@ pub fn App() -> impl IntoView {
                                         on:click=move |_| {
                                             let origin = Origin { example: Some(e.name.to_string()), ..Origin::default() };
                                             state.missing_file.set(None);
+                                            state.forget_flips();
                                             state.load_here(e.text.as_bytes(), e.name, origin);
                                         }
                                     >
@@ -667,6 +676,19 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
         }
     };
     let export_plan = move |kind| state.export(kind);
+    let panel_button = move |panel: Panel, label: &'static str, title: &'static str| {
+        view! {
+            <button
+                data-testid=format!("tab-{}", panel.name())
+                title=title
+                class:active=move || state.panel.get() == panel
+                aria-pressed=move || (state.panel.get() == panel).to_string()
+                on:click=move |_| state.panel.update(|p| *p = if *p == panel { Panel::None } else { panel })
+            >
+                {label}
+            </button>
+        }
+    };
 
     view! {
         <section class="views" class:embed=state.embed>
@@ -675,6 +697,8 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                     <div class="tabs" role="tablist">
                         {tab_button(Tab::Timeline, "Live spans")}
                         {tab_button(Tab::Arena, "Arena map")}
+                        {panel_button(Panel::Flips, "Flips", "recompute tensors at their uses; fit a budget")}
+                        {panel_button(Panel::Spaces, "Spaces", "where each slot lives: device, host, constant, shared")}
                     </div>
                     <input
                         node_ref=search_input
@@ -746,6 +770,11 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                     </div>
                 </div>
                 <div class="legend-line"><Legend state=state /><Selected state=state /></div>
+                {move || match state.panel.get() {
+                    Panel::Flips => Some(view! { <crate::flips::FlipsPanel state=state /> }.into_any()),
+                    Panel::Spaces => Some(view! { <crate::spaces::SpacesPanel state=state /> }.into_any()),
+                    Panel::None => None,
+                }}
             </Show>
             {move || match state.tab.get() {
                 Tab::Timeline => view! { <PlotCanvas state=state tab=Tab::Timeline /> }.into_any(),

@@ -408,7 +408,12 @@ fn draw(
         }
     }
     if let (Some(band), Some(d)) = (band, model.devices.get(device)) {
-        usage_band(&ctx, band, v, d, scene.arena_only);
+        let ghost = analysis
+            .baseline
+            .as_ref()
+            .and_then(|b| b.curves.get(device))
+            .map(Vec::as_slice);
+        usage_band(&ctx, band, v, d, ghost, scene.arena_only);
     }
     // What was drawn and how long it took: hooks for tests and for the curious.
     let _ = canvas.set_attribute("data-items", &scene.rects.len().to_string());
@@ -479,18 +484,23 @@ fn time_axis(ctx: &CanvasRenderingContext2d, model: &ViewModel, a: Area, v: View
 }
 
 /// The memory-usage curve above the timeline: the footprint line, the lower bound at the peak,
-/// and the gap between them (fragmentation), shaded and labelled.
+/// and the gap between them (fragmentation), shaded and labelled; with flips, the curve
+/// without them as a dashed ghost.
 fn usage_band(
     ctx: &CanvasRenderingContext2d,
     b: Area,
     v: Viewport,
     d: &DeviceView,
+    ghost: Option<&[u64]>,
     arena_only: bool,
 ) {
     let floor = d.floor(arena_only);
     let footprint = d.shown_footprint(arena_only);
     let lower_bound = d.lower_bound.saturating_sub(floor);
-    let top = (footprint.max(lower_bound) as f64 * 1.12).max(1.0);
+    let ghost_top = ghost
+        .and_then(|g| g.iter().max())
+        .map_or(0, |&m| m.saturating_sub(floor));
+    let top = (footprint.max(lower_bound).max(ghost_top) as f64 * 1.12).max(1.0);
     let px = |x: f64| b.x + (x - v.x0) / (v.x1 - v.x0) * b.w;
     let py = |y: f64| b.y + b.h - y / top * b.h;
     ctx.save();
@@ -520,6 +530,23 @@ fn usage_band(
     ctx.set_stroke_style_str("#2f6fde");
     ctx.set_line_width(1.5);
     ctx.stroke();
+    if let Some(ghost) = ghost {
+        ctx.begin_path();
+        for (p, &live) in ghost.iter().enumerate() {
+            let live = live.saturating_sub(floor) as f64;
+            if p == 0 {
+                ctx.move_to(px(0.0), py(live));
+            }
+            ctx.line_to(px(p as f64), py(live));
+            ctx.line_to(px(p as f64 + 1.0), py(live));
+        }
+        ctx.set_stroke_style_str("#6b7280");
+        ctx.set_line_width(1.0);
+        ctx.set_line_dash(&js_sys::Array::of2(&3.0.into(), &3.0.into()))
+            .unwrap_or_default();
+        ctx.stroke();
+        ctx.set_line_dash(&js_sys::Array::new()).unwrap_or_default();
+    }
     ctx.set_stroke_style_str("#d62728");
     ctx.set_line_width(1.0);
     ctx.begin_path();
@@ -573,6 +600,10 @@ fn usage_band(
         py(lower_bound as f64) + 12.0,
     );
     ctx.set_fill_style_str("#5b6470");
+    if ghost.is_some() {
+        ctx.set_text_align("center");
+        let _ = ctx.fill_text("dashed: without flips", b.x + b.w / 2.0, b.y + 10.0);
+    }
     ctx.set_text_align("right");
     let _ = ctx.fill_text("live bytes", b.x - 6.0, b.y + 10.0);
     let _ = ctx.fill_text("0", b.x - 6.0, b.y + b.h);

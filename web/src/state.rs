@@ -10,8 +10,8 @@ use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
 
-use crate::analysis::{Analysis, ExportKind, Local};
-use crate::url_state::{Tab, UrlState};
+use crate::analysis::{Analysis, ExportKind, FitLog, Local};
+use crate::url_state::{Panel, Tab, UrlState};
 use crate::worker_client::{Client, new_client};
 use crate::worker_protocol::STAGES;
 
@@ -57,6 +57,8 @@ pub struct PageState {
     pub error: RwSignal<Option<String>>,
     pub strategy: RwSignal<StrategyChoice>,
     pub tab: RwSignal<Tab>,
+    /// The panel beside the views.
+    pub panel: RwSignal<Panel>,
     /// The selected buffer (index into the view model's buffers).
     pub selected: RwSignal<Option<usize>>,
     pub device: RwSignal<usize>,
@@ -91,6 +93,12 @@ pub struct PageState {
     /// What to restore when the next analysis arrives.
     pub restore: StoredValue<Option<Restore>>,
     pub worker: Client,
+    /// The tensors recomputed at their uses (the scenario's flips), by id.
+    pub inline: RwSignal<Vec<String>>,
+    /// The budget field of the flips panel, as typed.
+    pub budget: RwSignal<String>,
+    /// The last fit's answer, shown as the plan log.
+    pub fit_log: RwSignal<Option<FitLog>>,
 }
 
 impl PageState {
@@ -100,6 +108,7 @@ impl PageState {
             error: RwSignal::new(None),
             strategy: RwSignal::new(url.strategy),
             tab: RwSignal::new(url.tab),
+            panel: RwSignal::new(url.panel),
             selected: RwSignal::new(None),
             device: RwSignal::new(0),
             sort: RwSignal::new(url.sort),
@@ -120,6 +129,9 @@ impl PageState {
             local: StoredValue::new(None),
             restore: StoredValue::new(None),
             worker: new_client(),
+            inline: RwSignal::new(url.inline.clone()),
+            budget: RwSignal::new(url.budget.clone()),
+            fit_log: RwSignal::new(None),
         }
     }
 
@@ -127,6 +139,7 @@ impl PageState {
     pub fn scenario(self) -> Scenario {
         Scenario {
             strategy: self.strategy.get_untracked(),
+            inline: self.inline.get_untracked(),
             ..Scenario::default()
         }
     }
@@ -200,6 +213,56 @@ impl PageState {
     /// thread when it was loaded there, else in the worker.
     pub fn set_strategy(self, strategy: StrategyChoice) {
         self.strategy.set(strategy);
+        self.replan();
+    }
+
+    /// A new dump starts with no flips and no fit.
+    pub fn forget_flips(self) {
+        self.inline.set(Vec::new());
+        self.fit_log.set(None);
+    }
+
+    /// Recomputes `tensor` at its uses, or stops doing so, and re-plans.
+    pub fn toggle_flip(self, tensor: &str) {
+        self.inline
+            .update(|flips| match flips.iter().position(|t| t == tensor) {
+                Some(k) => {
+                    flips.remove(k);
+                }
+                None => flips.push(tensor.to_string()),
+            });
+        self.replan();
+    }
+
+    /// Fits the dump to the budget field from no flips, shows the log and plans with the
+    /// fit's flips: here for a main-thread dump, in the worker otherwise.
+    pub fn fit(self) {
+        let budget = self.budget.get_untracked();
+        match self.local.get_value() {
+            Some(local) => match crate::analysis::fit(&local.session, &self.scenario(), &budget) {
+                Ok(log) => {
+                    self.inline.set(log.inline());
+                    self.fit_log.set(Some(log));
+                    self.replan();
+                }
+                Err(e) => self.error.set(Some(e.to_string())),
+            },
+            None if self.analysis.get_untracked().is_some() => {
+                self.busy.set(Some(Busy {
+                    stage: 2,
+                    of: STAGES,
+                    what: format!("fitting to {budget}"),
+                    solver: None,
+                }));
+                crate::worker_client::fit(self, self.scenario(), budget);
+            }
+            None => {}
+        }
+    }
+
+    /// Plans the loaded dump under the page's scenario, keeping selection and zoom.
+    fn replan(self) {
+        let strategy = self.strategy.get_untracked();
         match self.local.get_value() {
             Some(local) => match local.replan(&self.scenario()) {
                 Ok(local) => {
@@ -289,6 +352,9 @@ impl PageState {
         let Origin { example, src, file } = self.origin.get();
         UrlState {
             tab,
+            panel: self.panel.get(),
+            inline: self.inline.get(),
+            budget: self.budget.get(),
             strategy: self.strategy.get(),
             selected,
             zoom,

@@ -33,9 +33,39 @@ impl Tab {
     }
 }
 
+/// The panel shown beside the views: the tools that change the plan or explain it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Panel {
+    #[default]
+    None,
+    Flips,
+    Spaces,
+}
+
+impl Panel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Panel::None => "none",
+            Panel::Flips => "flips",
+            Panel::Spaces => "spaces",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Panel::None, Panel::Flips, Panel::Spaces]
+            .into_iter()
+            .find(|p| p.name() == s)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct UrlState {
     pub tab: Tab,
+    pub panel: Panel,
+    /// The tensors recomputed at their uses (one `flip=` each, in order).
+    pub inline: Vec<String>,
+    /// The flips panel's budget field.
+    pub budget: String,
     pub strategy: StrategyChoice,
     /// The selected tensor id.
     pub selected: Option<String>,
@@ -65,6 +95,9 @@ impl Default for UrlState {
     fn default() -> Self {
         UrlState {
             tab: Tab::default(),
+            panel: Panel::default(),
+            inline: Vec::new(),
+            budget: String::new(),
             strategy: StrategyChoice::Best,
             selected: None,
             zoom: None,
@@ -110,6 +143,12 @@ impl UrlState {
                     Some(t) => state.tab = t,
                     None => unknown("view", &value, "timeline or arena"),
                 },
+                "panel" => match Panel::parse(&value) {
+                    Some(p) => state.panel = p,
+                    None => unknown("panel", &value, "flips or spaces"),
+                },
+                "flip" if !value.is_empty() => state.inline.push(value),
+                "budget" => state.budget = value,
                 "strategy" => match value.parse() {
                     Ok(s) => state.strategy = s,
                     Err(_) => unknown(
@@ -178,8 +217,17 @@ impl UrlState {
         if self.tab != d.tab {
             q.append_pair("view", self.tab.name());
         }
+        if self.panel != d.panel {
+            q.append_pair("panel", self.panel.name());
+        }
         if self.strategy != d.strategy {
             q.append_pair("strategy", self.strategy.name());
+        }
+        for tensor in &self.inline {
+            q.append_pair("flip", tensor);
+        }
+        if !self.budget.is_empty() {
+            q.append_pair("budget", &self.budget);
         }
         if let Some(device) = &self.device {
             q.append_pair("device", device);
@@ -220,6 +268,9 @@ mod tests {
     fn a_link_round_trips() {
         let state = UrlState {
             tab: Tab::Arena,
+            panel: Panel::Flips,
+            inline: vec!["act,1".into(), "act 2".into()],
+            budget: "1.5GB".into(),
             strategy: memplan_core::Strategy::Tlsf.into(),
             selected: Some("h 1&<x>".into()),
             zoom: Some(Viewport {

@@ -77,6 +77,11 @@ pub fn plan(state: PageState, scenario: Scenario) {
 }
 
 /// Asks the worker for a file of its current plan; it arrives as `exported`.
+pub fn fit(state: PageState, scenario: Scenario, budget: String) {
+    state.planning.set(true);
+    send(state, &Request::Fit { scenario, budget }, None);
+}
+
 pub fn export(state: PageState, kind: ExportKind) {
     send(state, &Request::Export(kind), None);
 }
@@ -160,6 +165,10 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
                 done(state);
                 state.apply(*analysis, None);
                 state.cancelled.set(cancelled);
+            }
+            Ok(Response::Fitted(log)) => {
+                state.inline.set(log.inline());
+                state.fit_log.set(Some(*log));
             }
             Ok(Response::Cancelled) => done(state),
             Ok(Response::Error(message)) => {

@@ -20,7 +20,7 @@ use memplan_core::{Control, Progress, Strategy, StrategyChoice};
 use memplan_engine::{Outcome, Scenario, Session};
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{Analysis, Export, ExportKind, Local, export};
+use crate::analysis::{Analysis, Export, ExportKind, FitLog, Local, export, fit};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -39,6 +39,9 @@ pub enum Request {
     },
     /// Plan the loaded dump under another scenario.
     Plan(Scenario),
+    /// Fit the loaded dump to a budget (`512MiB`, or `minimize`) from no flips, then plan it
+    /// with the fit's flips.
+    Fit { scenario: Scenario, budget: String },
     /// Make a file of the current plan.
     Export(ExportKind),
     /// End the running plan with its best so far.
@@ -72,6 +75,8 @@ pub enum Response {
     /// A cancel came before any plan of the new scenario: the page keeps what it shows.
     Cancelled,
     Exported(Export),
+    /// A fit's answer; the plan with its flips follows.
+    Fitted(Box<FitLog>),
     Error(String),
 }
 
@@ -171,6 +176,27 @@ impl Worker {
                         self.start(session, scenario, Some(outcome), post)
                     }
                     None => post(Response::Error("nothing is loaded to plan".into())),
+                }
+            }
+            Request::Fit { scenario, budget } => {
+                self.abandon();
+                let Some(Local { session, outcome }) = self.local.take() else {
+                    return post(Response::Error("nothing is loaded to fit".into()));
+                };
+                post(progress(2, format!("fitting to {budget}")));
+                match fit(&session, &scenario, &budget) {
+                    Ok(log) => {
+                        let flipped = Scenario {
+                            inline: log.inline(),
+                            ..scenario
+                        };
+                        post(Response::Fitted(Box::new(log)));
+                        self.start(session, flipped, Some(outcome), post);
+                    }
+                    Err(e) => {
+                        self.local = Some(Local { session, outcome });
+                        post(Response::Error(e.to_string()));
+                    }
                 }
             }
             Request::Export(kind) => {
@@ -565,6 +591,52 @@ mod tests {
         let two = planned(&out).0.summary.lower_bound_bytes;
         assert!(two > one, "{two} vs {one}");
         assert!(!planned(&out).0.warnings.is_empty());
+    }
+
+    #[test]
+    fn a_fit_answers_its_log_then_plans_with_its_flips() {
+        let mut worker = Worker::default();
+        let example = crate::examples::EXAMPLES
+            .iter()
+            .find(|e| e.name == "convnet-training")
+            .unwrap();
+        let load = Request::Load {
+            source: "convnet.json".into(),
+            scenario: scenario(Strategy::FirstFit),
+            import: Default::default(),
+        };
+        let baseline = planned(&run(&mut worker, load, Some(example.text.as_bytes())))
+            .0
+            .summary
+            .footprint_bytes;
+        let fit = Request::Fit {
+            scenario: scenario(Strategy::FirstFit),
+            budget: (baseline * 9 / 10).to_string(),
+        };
+        let out = run(&mut worker, fit, None);
+        let log = out
+            .iter()
+            .find_map(|r| match r {
+                Response::Fitted(log) => Some(log),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{out:?}"));
+        let (a, _) = planned(&out);
+        assert_eq!(a.scenario.inline, log.inline());
+        assert_eq!(a.summary.footprint_bytes, log.final_bytes);
+        assert_eq!(
+            a.baseline.as_ref().map(|b| b.footprint_bytes),
+            Some(baseline)
+        );
+        let bad = Request::Fit {
+            scenario: scenario(Strategy::FirstFit),
+            budget: "much".into(),
+        };
+        let out = run(&mut worker, bad, None);
+        assert!(matches!(out.last(), Some(Response::Error(e)) if e.contains("not a size")));
+        // The session stays loaded after a refused fit.
+        let out = run(&mut worker, Request::Plan(scenario(Strategy::Bump)), None);
+        assert!(planned(&out).0.summary.valid);
     }
 
     #[test]

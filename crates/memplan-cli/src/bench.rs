@@ -268,9 +268,16 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             }
         }
     }
-    let generated = (args.synthetic.iter().map(|&n| (format!("synthetic-{n}"), synthetic(n))))
-        .chain(args.all_live.iter().map(|&n| (format!("all-live-{n}"), all_live(n))))
-        .filter(|(_, problem)| !problem.buffers.is_empty());
+    let generated = (args
+        .synthetic
+        .iter()
+        .map(|&n| (format!("synthetic-{n}"), synthetic(n))))
+    .chain(
+        args.all_live
+            .iter()
+            .map(|&n| (format!("all-live-{n}"), all_live(n))),
+    )
+    .filter(|(_, problem)| !problem.buffers.is_empty());
     for (name, problem) in generated {
         for &strategy in &strategies {
             let options = PlanOptions {

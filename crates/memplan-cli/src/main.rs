@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
-use memplan_core::remat::{Event, Target};
+use memplan_core::remat::Target;
 use memplan_core::spaces::OutputSource;
 use memplan_core::{Control, StrategyChoice};
 use memplan_engine::{DeviceBudget, EngineError, Scenario, Session};
@@ -710,7 +710,10 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             if json {
                 println!("{}", spaces_json(&session, &spaces));
             } else {
-                print!("{}", spaces_table(graph, &spaces));
+                print!(
+                    "{}",
+                    human::spaces_table(&human::space_rows(graph, &spaces), &spaces.counts)
+                );
             }
             for d in &spaces.diagnostics {
                 eprintln!("memplan: {}: {}", file.display(), one_line(&d.to_string()));
@@ -745,7 +748,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                     "considered": fit.considered,
                     "dropped": fit.dropped,
                     "within_budget": fit.within_budget,
-                    "log": fit.log.iter().map(|e| event_text(e, &id)).collect::<Vec<_>>(),
+                    "log": fit.log.iter().map(|e| human::event_text(e, &id)).collect::<Vec<_>>(),
                 });
                 println!(
                     "{}",
@@ -757,7 +760,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                     .iter()
                     .map(|f| (id(f.tensor), f.relief_bytes, f.recompute_cost))
                     .collect();
-                let log: Vec<String> = fit.log.iter().map(|e| event_text(e, &id)).collect();
+                let log: Vec<String> = fit.log.iter().map(|e| human::event_text(e, &id)).collect();
                 print!(
                     "{}",
                     human::fit_text(
@@ -857,44 +860,6 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A fit's log entry in words.
-fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
-    let ids = |ts: &[usize]| ts.iter().map(|&t| id(t)).collect::<Vec<_>>().join(", ");
-    match e {
-        Event::Accepted {
-            tensor,
-            relief_bytes,
-        } => {
-            format!("accepted {}: relieves {relief_bytes} B", id(*tensor))
-        }
-        Event::Held { tensor } => format!(
-            "held {}: frees nothing on top of the accepted flips",
-            id(*tensor)
-        ),
-        Event::GroupCommitted {
-            tensors,
-            closing,
-            relief_bytes,
-        } => format!(
-            "committed held {} with {}: together they relieve {relief_bytes} B",
-            ids(tensors),
-            id(*closing)
-        ),
-        Event::GroupDiscarded { tensors, against } => format!(
-            "discarded held {} for good: harmful to {}",
-            ids(tensors),
-            id(*against)
-        ),
-        Event::GroupKept { tensors, against } => {
-            format!("kept {} held: neutral to {}", ids(tensors), id(*against))
-        }
-        Event::UnpaidDiscarded { tensors } => {
-            format!("discarded held {}: never paid for", ids(tensors))
-        }
-        Event::BudgetMet { footprint_bytes } => format!("budget met at {footprint_bytes} B"),
-    }
-}
-
 fn fits_summary(fits: &memplan_engine::Fits, param: &ParamRange) -> human::FitsSummary {
     human::FitsSummary {
         param: fits.param.clone(),
@@ -951,38 +916,4 @@ fn spaces_json(session: &Session, spaces: &memplan_core::spaces::Spaces) -> Stri
         "diagnostics": spaces.diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&value).expect("JSON values print")
-}
-
-/// The spaces as a table.
-fn spaces_table(g: &memplan_core::Graph, spaces: &memplan_core::spaces::Spaces) -> String {
-    let rows: Vec<human::SpaceRow> = spaces
-        .slots
-        .iter()
-        .map(|s| human::SpaceRow {
-            tensor: g.tensors[s.tensor].id.clone(),
-            space: s.space.name(),
-            access: s.access.name(),
-            transfer: s.transfer.name(),
-            bytes: s.bytes,
-            dynamic: s.dynamic,
-            source: spaces
-                .outputs
-                .iter()
-                .filter(|o| {
-                    spaces.slot_of[o.tensor].is_some_and(|k| spaces.slots[k].tensor == s.tensor)
-                })
-                .map(|o| match o.source {
-                    Some(OutputSource::Written { step }) => {
-                        format!("output #{} written by {}", o.index, g.steps[step].id)
-                    }
-                    Some(OutputSource::Alias { tensor }) => {
-                        format!("output #{} is {}", o.index, g.tensors[tensor].id)
-                    }
-                    None => format!("output #{} has no writer", o.index),
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-        })
-        .collect();
-    human::spaces_table(&rows, &spaces.counts)
 }

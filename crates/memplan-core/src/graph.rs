@@ -459,7 +459,8 @@ fn index_ids<'a>(
             });
         }
     }
-    if map.len() > MAX_ELEMENTS {
+    // Indices are u32: on a 32-bit target (wasm) no map can pass this, on 64-bit one can.
+    if u32::try_from(map.len()).is_err() {
         return Err(GraphError::TooLarge {
             what,
             count: map.len(),

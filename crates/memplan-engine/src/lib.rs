@@ -187,6 +187,16 @@ pub struct Fits {
     pub probes: u32,
 }
 
+/// A remat candidate as the page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CandidateRow {
+    pub tensor: String,
+    pub bytes: u64,
+    pub recompute_cost: u64,
+    /// The outcome recomputes it at its uses.
+    pub inlined: bool,
+}
+
 /// A dump read, resolved and analysed once, ready to plan under any scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Session {
@@ -461,6 +471,24 @@ impl Session {
             Some(b) => candidates(&b.graph, &b.resolved, &b.liveness.uses),
             None => candidates(&self.graph, &self.resolved, &self.liveness.uses),
         })
+    }
+
+    /// The remat candidates of an outcome's graph, as the page lists them: each with its
+    /// tensor's id and bytes, and whether the outcome recomputes it.
+    pub fn candidate_rows(&self, outcome: &Outcome) -> Vec<CandidateRow> {
+        let (graph, resolved, liveness) = self.parts(outcome);
+        candidates(graph, resolved, &liveness.uses)
+            .into_iter()
+            .map(|c| {
+                let tensor = graph.tensors[c.tensor].id.clone();
+                CandidateRow {
+                    inlined: outcome.scenario.inline.contains(&tensor),
+                    tensor,
+                    bytes: resolved.tensors[c.tensor].bytes,
+                    recompute_cost: c.recompute_cost,
+                }
+            })
+            .collect()
     }
 
     /// Runs `f` with a rematerializer for the scenario (its params and plan options; its own

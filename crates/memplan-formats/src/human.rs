@@ -3,8 +3,9 @@
 
 use std::fmt::Write;
 
-use memplan_core::remat::SweepPoint;
-use memplan_core::spaces::SpaceCounts;
+use memplan_core::Graph;
+use memplan_core::remat::{Event, SweepPoint};
+use memplan_core::spaces::{OutputSource, SpaceCounts, Spaces};
 use memplan_core::{Plan, Problem, StrategyChoice};
 
 use crate::report::PlanSummary;
@@ -191,17 +192,50 @@ pub fn reserved_sentence(footprint: u64, reserved: u64, live_peak: u64) -> Strin
     )
 }
 
-/// One slot of `memplan spaces`' table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One slot of `memplan spaces`' table (and of the explorer's).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SpaceRow {
     pub tensor: String,
-    pub space: &'static str,
-    pub access: &'static str,
-    pub transfer: &'static str,
+    pub space: String,
+    pub access: String,
+    pub transfer: String,
     pub bytes: u64,
     pub dynamic: bool,
     /// What the outputs on this slot come from.
     pub source: String,
+}
+
+/// The rows of the memory spaces' table: one per slot, with what the outputs on it come from.
+pub fn space_rows(g: &Graph, spaces: &Spaces) -> Vec<SpaceRow> {
+    spaces
+        .slots
+        .iter()
+        .map(|s| SpaceRow {
+            tensor: g.tensors[s.tensor].id.clone(),
+            space: s.space.name().into(),
+            access: s.access.name().into(),
+            transfer: s.transfer.name().into(),
+            bytes: s.bytes,
+            dynamic: s.dynamic,
+            source: spaces
+                .outputs
+                .iter()
+                .filter(|o| {
+                    spaces.slot_of[o.tensor].is_some_and(|k| spaces.slots[k].tensor == s.tensor)
+                })
+                .map(|o| match o.source {
+                    Some(OutputSource::Written { step }) => {
+                        format!("output #{} written by {}", o.index, g.steps[step].id)
+                    }
+                    Some(OutputSource::Alias { tensor }) => {
+                        format!("output #{} is {}", o.index, g.tensors[tensor].id)
+                    }
+                    None => format!("output #{} has no writer", o.index),
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
+        .collect()
 }
 
 /// The memory spaces as a table, then the counts.
@@ -213,19 +247,35 @@ pub fn spaces_table(rows: &[SpaceRow], counts: &SpaceCounts) -> String {
         "slot", "space", "access", "transfer", "bytes"
     );
     for r in rows {
-        let size = if r.dynamic {
-            format!("{} (dyn)", bytes(r.bytes))
-        } else {
-            bytes(r.bytes)
-        };
         let _ = writeln!(
             out,
             "{:<28} {:<16} {:<11} {:<15} {:>12}  {}",
-            r.tensor, r.space, r.access, r.transfer, size, r.source
+            r.tensor,
+            r.space,
+            r.access,
+            r.transfer,
+            r.size(),
+            r.source
         );
     }
-    let _ = writeln!(
-        out,
+    let _ = writeln!(out, "{}", space_counts(counts));
+    out
+}
+
+impl SpaceRow {
+    /// The slot's size; a param-sized one at the dump's default, marked `(dyn)`.
+    pub fn size(&self) -> String {
+        if self.dynamic {
+            format!("{} (dyn)", bytes(self.bytes))
+        } else {
+            bytes(self.bytes)
+        }
+    }
+}
+
+/// The counts line of the memory spaces.
+pub fn space_counts(counts: &SpaceCounts) -> String {
+    format!(
         "slots: {} device_global, {} device_constant, {} device_shared, {} host, {} unified; \
          transfers: {} in, {} out; {} dynamic, {} elided; static bytes {}",
         counts.device_global,
@@ -238,8 +288,7 @@ pub fn spaces_table(rows: &[SpaceRow], counts: &SpaceCounts) -> String {
         counts.dynamic,
         counts.elided,
         bytes(counts.total_static_bytes)
-    );
-    out
+    )
 }
 
 /// The answer of `memplan fits`, as figures.
@@ -362,6 +411,44 @@ pub fn fit_text(
         }
     }
     out
+}
+
+/// A fit's log entry in words.
+pub fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
+    let ids = |ts: &[usize]| ts.iter().map(|&t| id(t)).collect::<Vec<_>>().join(", ");
+    match e {
+        Event::Accepted {
+            tensor,
+            relief_bytes,
+        } => {
+            format!("accepted {}: relieves {relief_bytes} B", id(*tensor))
+        }
+        Event::Held { tensor } => format!(
+            "held {}: frees nothing on top of the accepted flips",
+            id(*tensor)
+        ),
+        Event::GroupCommitted {
+            tensors,
+            closing,
+            relief_bytes,
+        } => format!(
+            "committed held {} with {}: together they relieve {relief_bytes} B",
+            ids(tensors),
+            id(*closing)
+        ),
+        Event::GroupDiscarded { tensors, against } => format!(
+            "discarded held {} for good: harmful to {}",
+            ids(tensors),
+            id(*against)
+        ),
+        Event::GroupKept { tensors, against } => {
+            format!("kept {} held: neutral to {}", ids(tensors), id(*against))
+        }
+        Event::UnpaidDiscarded { tensors } => {
+            format!("discarded held {}: never paid for", ids(tensors))
+        }
+        Event::BudgetMet { footprint_bytes } => format!("budget met at {footprint_bytes} B"),
+    }
 }
 
 /// `memplan sweep`'s table: each budget's footprint and cost, Pareto points marked, and the

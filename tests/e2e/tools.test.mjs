@@ -1,0 +1,149 @@
+// The panels that change or explain the plan, end to end on the release bundle. Flips: the
+// candidates of a training step, a toggle that re-plans to the CLI's footprint with the delta
+// against the plan without flips, a fit to a budget with its plan log, flips and budget in the
+// link, and the same in the worker for a dump the user brings. Spaces: the table, counts and
+// diagnostics of `memplan spaces`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { launch, output, root, serve } from './harness.mjs';
+
+const memplanBin = join(root, 'target/debug/memplan');
+const cli = (...args) => execFileSync(memplanBin, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
+const convnet = join(root, 'static/examples/convnet-training.json');
+const cliFootprint = (...inline) =>
+  JSON.parse(cli('plan', convnet, '--json', ...(inline.length ? ['--inline', inline.join(',')] : []))).footprint_bytes;
+
+/** An output no step writes: `memplan spaces` flags it. */
+const noWriter = {
+  memplan: 1,
+  name: 'no writer',
+  tensors: [
+    { id: 'x', bytes: 4096, kind: 'input' },
+    { id: 'h', bytes: 4096 },
+    { id: 'y', bytes: 1024, kind: 'output' },
+  ],
+  steps: [{ id: 's0', reads: ['x'], writes: ['h'] }],
+};
+
+let server, browser, page;
+before(async () => {
+  await mkdir(output, { recursive: true });
+  server = await serve({
+    '/fixtures/convnet.json': await readFile(convnet, 'utf8'),
+    '/fixtures/nowriter.json': JSON.stringify(noWriter),
+  });
+  ({ browser, page } = await launch());
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const testid = (id) => page.getByTestId(id);
+const bytesOf = async (id) => Number(await testid(id).getAttribute('data-bytes'));
+
+test('a flip re-plans at once to the CLI footprint, with the delta against no flips', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?example=convnet-training&panel=flips`);
+  await testid('flips-table').waitFor();
+  const names = await page.locator('[data-testid^="flip-"][type="checkbox"]').evaluateAll((els) =>
+    els.map((e) => e.dataset.testid.slice('flip-'.length)));
+  assert.equal(names.length, 9, names.join(', '));
+  const baseline = await bytesOf('peak-bytes');
+  assert.equal(baseline, cliFootprint());
+  assert.equal(await testid('flip-delta').count(), 0, 'no delta without flips');
+
+  await testid('flip-relu0').check();
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) !== b, baseline);
+  const flipped = await bytesOf('peak-bytes');
+  assert.equal(flipped, cliFootprint('relu0'));
+  assert.equal(await bytesOf('baseline-bytes'), baseline);
+  assert.equal(await bytesOf('flip-delta'), flipped - baseline);
+  assert.ok(flipped < baseline, `${flipped} vs ${baseline}`);
+  await page.waitForFunction(() => /flip=relu0/.test(location.search));
+  await page.screenshot({ path: join(output, 'flips-1400x900.png') });
+
+  // Unflipping gives the baseline back.
+  await testid('flip-relu0').uncheck();
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, baseline);
+  await page.waitForFunction(() => !/flip=/.test(location.search));
+});
+
+test('fit meets a budget, shows its plan log and applies its flips; the link keeps them', async () => {
+  await page.setViewportSize({ width: 1366, height: 768 });
+  await page.goto(`${server.url}?example=convnet-training&panel=flips`);
+  await testid('flips-table').waitFor();
+  const baseline = await bytesOf('peak-bytes');
+  const budget = Math.floor(baseline * 0.8);
+  await testid('budget-input').fill(String(budget));
+  await testid('fit-button').click();
+  await testid('fit-log').waitFor();
+  const expected = JSON.parse(cli('fit', convnet, '--budget', String(budget), '--json'));
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, expected.final_bytes);
+  const flips = await testid('fit-flip').allTextContents();
+  assert.deepEqual(flips.map((f) => f.split(':')[0]), expected.flips.map((f) => f.tensor));
+  assert.ok(expected.within_budget && expected.final_bytes <= budget);
+  for (const f of expected.flips) assert.ok(await testid(`flip-${f.tensor}`).isChecked(), f.tensor);
+  assert.match(await testid('fit-log').textContent(), /within budget/);
+  await page.screenshot({ path: join(output, 'flips-fit-1366x768.png') });
+
+  // The link carries the flips and the budget: opening it shows the same plan.
+  const link = page.url();
+  assert.match(link, new RegExp(`budget=${budget}`));
+  await page.goto('about:blank');
+  await page.goto(link);
+  await testid('flips-table').waitFor();
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, expected.final_bytes);
+  assert.equal(await testid('budget-input').inputValue(), String(budget));
+
+  // A budget that is not one says so.
+  await testid('budget-input').fill('lots');
+  await testid('fit-button').click();
+  await page.getByTestId('error').filter({ hasText: 'not a size' }).waitFor();
+});
+
+test('a dump the user brings fits in the worker', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?src=${encodeURIComponent(`${server.url}fixtures/convnet.json`)}&panel=flips&strategy=first-fit`);
+  await testid('flips-table').waitFor();
+  await testid('budget-input').fill('minimize');
+  await testid('fit-button').click();
+  await testid('fit-log').waitFor();
+  const expected = JSON.parse(cli('fit', convnet, '--budget', 'minimize', '--strategy', 'first-fit', '--json'));
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, expected.final_bytes);
+  assert.equal(await testid('fit-flip').count(), expected.flips.length);
+});
+
+test('the flips panel fits a 700x400 frame', async () => {
+  await page.setViewportSize({ width: 700, height: 400 });
+  await page.goto(`${server.url}?example=convnet-training&panel=flips`);
+  await testid('flips-table').waitFor();
+  await page.screenshot({ path: join(output, 'flips-700x400.png') });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 0, `horizontal overflow ${overflow}`);
+});
+
+test('the spaces panel shows what memplan spaces says', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?example=mlp-training`);
+  await testid('tab-spaces').click();
+  await testid('spaces-table').waitFor();
+  const text = execFileSync(memplanBin, ['spaces', join(root, 'static/examples/mlp-training.json')], { encoding: 'utf8' });
+  const lines = text.trim().split('\n');
+  assert.equal(await testid('space-row').count(), lines.length - 2);
+  assert.equal((await testid('space-counts').textContent()).trim(), lines.at(-1));
+  const first = (await testid('space-row').first().locator('td').allTextContents()).map((t) => t.trim());
+  assert.deepEqual(first.slice(0, 4), lines[1].split(/\s+/).slice(0, 4));
+  assert.equal(await testid('space-diagnostics').count(), 0);
+  await page.waitForFunction(() => /panel=spaces/.test(location.search));
+  await page.screenshot({ path: join(output, 'spaces-1400x900.png') });
+
+  // An output with no writer: the diagnostic, as the CLI words it.
+  await page.goto(`${server.url}?src=${encodeURIComponent(`${server.url}fixtures/nowriter.json`)}&panel=spaces`);
+  await testid('space-diagnostics').waitFor();
+  assert.match(await testid('space-diagnostics').textContent(), /output #0 \(`y`\) has no kernel writer or backing alias/);
+  assert.match(await testid('spaces-table').textContent(), /output #0 has no writer/);
+});

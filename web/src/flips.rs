@@ -1,0 +1,126 @@
+//! The flips panel: the remat candidates with a toggle each, the footprint against the plan
+//! without flips, and a budget to fit with its plan log. Every number comes from the engine
+//! (the candidates and the baseline from the [`Analysis`](crate::analysis::Analysis), the log
+//! from [`fit`](crate::analysis::fit)); toggling re-plans where the dump lives.
+
+use leptos::prelude::*;
+use memplan_formats::human::bytes;
+
+use crate::state::PageState;
+
+/// The change of `now` against `baseline`, signed, in words.
+fn delta(now: u64, baseline: u64) -> String {
+    if now == baseline {
+        "no change".into()
+    } else if now < baseline {
+        format!("-{}", bytes(baseline - now))
+    } else {
+        format!("+{}", bytes(now - baseline))
+    }
+}
+
+#[component]
+pub fn FlipsPanel(state: PageState) -> impl IntoView {
+    let summary = move || {
+        let a = state.analysis.get()?;
+        let recomputed = a.candidates.iter().filter(|c| c.inlined).count();
+        let footprint = a.summary.footprint_bytes;
+        Some(view! {
+            <p class="flips-head">
+                {format!("{} candidates, {recomputed} recomputed. Footprint {}", a.candidates.len(), bytes(footprint))}
+                {a.baseline.as_ref().map(|b| b.footprint_bytes).map(|b| view! {
+                    " against "
+                    <span data-testid="baseline-bytes" data-bytes=b.to_string()>{bytes(b)}</span>
+                    " without flips: "
+                    <strong data-testid="flip-delta" data-bytes=(i128::from(footprint) - i128::from(b)).to_string()>{delta(footprint, b)}</strong>
+                })}
+            </p>
+        })
+    };
+    let fit = move || state.fit();
+    view! {
+        <div class="flips" data-testid="flips-panel">
+            {summary}
+            <form class="fit-form" on:submit=move |ev| { ev.prevent_default(); fit(); }>
+                <label>
+                    "budget "
+                    <input data-testid="budget-input" class="search" placeholder="512MiB, 1.5GB, bytes or minimize"
+                        prop:value=move || state.budget.get()
+                        on:input=move |ev| state.budget.set(event_target_value(&ev)) />
+                </label>
+                <button type="submit" data-testid="fit-button"
+                    title="from no flips, recompute the candidates that relieve the most per cost until the footprint fits">"fit to budget"</button>
+                {move || (!state.inline.get().is_empty()).then(|| view! {
+                    <button type="button" data-testid="clear-flips" on:click=move |_| {
+                        state.inline.set(Vec::new());
+                        state.set_strategy(state.strategy.get_untracked());
+                    }>"clear flips"</button>
+                })}
+            </form>
+            <FitLogView state=state />
+            <div class="flips-table-wrap">
+                <table class="flips-table" data-testid="flips-table">
+                    <thead><tr><th>"recompute"</th><th>"tensor"</th><th class="num">"size"</th><th class="num">"recompute cost"</th><th>"state"</th></tr></thead>
+                    <tbody>
+                        {move || state.analysis.get().map(|a| a.candidates.iter().map(|c| {
+                            let tensor = c.tensor.clone();
+                            view! {
+                                <tr class:on=c.inlined>
+                                    <td><input type="checkbox" data-testid=format!("flip-{}", c.tensor)
+                                        prop:checked=c.inlined
+                                        on:change=move |_| state.toggle_flip(&tensor) /></td>
+                                    <td class="name">{c.tensor.clone()}</td>
+                                    <td class="num">{bytes(c.bytes)}</td>
+                                    <td class="num">{c.recompute_cost}</td>
+                                    <td>{if c.inlined { "recomputed" } else { "stored" }}</td>
+                                </tr>
+                            }
+                        }).collect_view())}
+                    </tbody>
+                </table>
+            </div>
+        </div>
+    }
+}
+
+#[component]
+fn FitLogView(state: PageState) -> impl IntoView {
+    move || {
+        state.fit_log.get().map(|log| {
+            let verdict = if log.within_budget {
+                "within budget"
+            } else {
+                "over budget: no more flips help"
+            };
+            let cost: u64 = log.flips.iter().map(|f| f.2).sum();
+            view! {
+                <details class="fit-log" data-testid="fit-log" open>
+                    <summary>
+                        {format!("fit to {}: {} -> {} for a recompute cost of {cost}; {verdict}; {} scored, {} cut",
+                            log.budget, bytes(log.baseline_bytes), bytes(log.final_bytes), log.considered, log.dropped)}
+                    </summary>
+                    <ol class="fit-flips">
+                        {log.flips.iter().map(|(tensor, relief, cost)| view! {
+                            <li data-testid="fit-flip">{format!("{tensor}: relieves {relief} B, cost {cost}")}</li>
+                        }).collect_view()}
+                    </ol>
+                    <ul class="fit-events small">
+                        {log.log.iter().map(|line| view! { <li>{line.clone()}</li> }).collect_view()}
+                    </ul>
+                </details>
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_are_signed() {
+        assert_eq!(delta(100, 300), "-200 B");
+        assert_eq!(delta(300, 100), "+200 B");
+        assert_eq!(delta(5, 5), "no change");
+    }
+}

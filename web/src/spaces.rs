@@ -1,0 +1,51 @@
+//! The memory-spaces panel: where each slot lives (`memplan spaces`), the counts, and the
+//! diagnostics, all from the engine's classification in the [`Analysis`](crate::analysis::Analysis).
+
+use leptos::prelude::*;
+use memplan_formats::human::space_counts;
+
+use crate::state::PageState;
+
+#[component]
+pub fn SpacesPanel(state: PageState) -> impl IntoView {
+    move || {
+        let a = state.analysis.get()?;
+        let Some(spaces) = a.spaces.clone() else {
+            return Some(
+                view! {
+                    <div class="panel-table" data-testid="spaces-panel">
+                        <p>"The memory spaces need every param bound: set them and plan again."</p>
+                    </div>
+                }
+                .into_any(),
+            );
+        };
+        Some(view! {
+            <div class="panel-table" data-testid="spaces-panel">
+                <p class="small" data-testid="space-counts">{space_counts(&spaces.counts)}</p>
+                {(!spaces.diagnostics.is_empty()).then(|| view! {
+                    <ul class="warning small" data-testid="space-diagnostics">
+                        {spaces.diagnostics.iter().map(|d| view! { <li>{d.clone()}</li> }).collect_view()}
+                    </ul>
+                })}
+                <div class="flips-table-wrap">
+                    <table class="flips-table" data-testid="spaces-table">
+                        <thead><tr><th>"slot"</th><th>"space"</th><th>"access"</th><th>"transfer"</th><th class="num">"bytes"</th><th>"output"</th></tr></thead>
+                        <tbody>
+                            {spaces.rows.iter().map(|r| view! {
+                                <tr data-testid="space-row">
+                                    <td class="name">{r.tensor.clone()}</td>
+                                    <td>{r.space.clone()}</td>
+                                    <td>{r.access.clone()}</td>
+                                    <td>{r.transfer.clone()}</td>
+                                    <td class="num">{r.size()}</td>
+                                    <td>{r.source.clone()}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            </div>
+        }.into_any())
+    }
+}
