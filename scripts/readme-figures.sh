@@ -97,12 +97,13 @@ fi
 
 if [ -f tests/e2e/output/perf.json ]; then
   {
-    echo "\`tests/e2e/output/perf.json\` and \`big-dump.txt\`, written by \`node --test tests/e2e/\` in headless Chromium ($today, $cores cores):"
+    echo "\`tests/e2e/output/perf.json\` and the \`.txt\` figures beside it, written by \`node --test tests/e2e/\` in headless Chromium ($today, $cores cores):"
     echo
     echo '```'
     cat tests/e2e/output/perf.json
     [ -f tests/e2e/output/big-dump.txt ] && cat tests/e2e/output/big-dump.txt
     [ -f tests/e2e/output/onnx-20mb.txt ] && cat tests/e2e/output/onnx-20mb.txt
+    [ -f tests/e2e/output/flip-toggle.txt ] && cat tests/e2e/output/flip-toggle.txt
     echo '```'
   } > "$tmp/browser"
   replace browser "$tmp/browser"

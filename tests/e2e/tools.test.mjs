@@ -2,11 +2,11 @@
 // candidates of a training step, a toggle that re-plans to the CLI's footprint with the delta
 // against the plan without flips, a fit to a budget with its plan log, flips and budget in the
 // link, and the same in the worker for a dump the user brings. Spaces: the table, counts and
-// diagnostics of `memplan spaces`.
+// diagnostics of `memplan spaces`. Embedding: a host page hands a dump over by postMessage.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { launch, output, root, serve } from './harness.mjs';
 
@@ -34,7 +34,10 @@ before(async () => {
   server = await serve({
     '/fixtures/convnet.json': await readFile(convnet, 'utf8'),
     '/fixtures/nowriter.json': JSON.stringify(noWriter),
+    '/fixtures/embed-example.html': await readFile(join(root, 'docs/embed-example.html'), 'utf8'),
+    '/fixtures/transformer-training.json': await readFile(join(root, 'static/examples/transformer-training.json'), 'utf8'),
   });
+  await writeFile(join(output, 'nowriter.json'), JSON.stringify(noWriter));
   ({ browser, page } = await launch());
 });
 after(async () => {
@@ -117,6 +120,32 @@ test('a dump the user brings fits in the worker', async () => {
   assert.equal(await testid('fit-flip').count(), expected.flips.length);
 });
 
+test('a flip on a 2,000-tensor training step re-plans and redraws, measured', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  const src = `${server.url}fixtures/transformer-training.json`;
+  await page.goto(`${server.url}?src=${encodeURIComponent(src)}&panel=flips&strategy=first-fit`);
+  await testid('flips-table').waitFor();
+  const first = await page.locator('[data-testid^="flip-"][type="checkbox"]').first().getAttribute('data-testid');
+  const times = [];
+  for (let i = 0; i < 5; i++) {
+    // From the click to the new footprint shown and the next frame drawn.
+    times.push(await page.evaluate(async (id) => {
+      const peak = () => document.querySelector('[data-testid="peak-bytes"]').dataset.bytes;
+      const before = peak();
+      const t0 = performance.now();
+      document.querySelector(`[data-testid="${id}"]`).click();
+      while (peak() === before) await new Promise((r) => setTimeout(r, 1));
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      return performance.now() - t0;
+    }, first));
+  }
+  times.sort((a, b) => a - b);
+  const tensors = await testid('tensor-count').textContent();
+  await writeFile(join(output, 'flip-toggle.txt'),
+    `one flip on transformer-training (${tensors} tensors, first-fit, in the worker): re-planned and redrawn in ${times[2].toFixed(0)} ms (median of 5; ${times.map((t) => t.toFixed(0)).join(', ')})\n`);
+  assert.ok(times.every((t) => t > 0));
+});
+
 test('the flips panel fits a 700x400 frame', async () => {
   await page.setViewportSize({ width: 700, height: 400 });
   await page.goto(`${server.url}?example=convnet-training&panel=flips`);
@@ -146,4 +175,29 @@ test('the spaces panel shows what memplan spaces says', async () => {
   await testid('space-diagnostics').waitFor();
   assert.match(await testid('space-diagnostics').textContent(), /output #0 \(`y`\) has no kernel writer or backing alias/);
   assert.match(await testid('spaces-table').textContent(), /output #0 has no writer/);
+});
+
+test('a host page hands a dump to the embedded explorer by postMessage', async () => {
+  await page.setViewportSize({ width: 900, height: 700 });
+  await page.goto(`${server.url}fixtures/embed-example.html?explorer=/`);
+  await page.waitForSelector('#post:not([disabled])');
+  await page.click('#post');
+  const frame = page.frameLocator('#memplan');
+  await page.waitForFunction(() => /file=posted\.json/.test(document.getElementById('memplan').contentWindow.location.search));
+  await frame.locator('canvas.plot[data-draw-ms]').waitFor();
+  await page.screenshot({ path: join(output, 'embed-postmessage.png') });
+
+  // On a whole page: a text dump posted to the window loads; a malformed message is named.
+  await page.goto(`${server.url}?example=mlp-training`);
+  await testid('peak-bytes').waitFor();
+  const text = JSON.stringify(noWriter);
+  await page.evaluate((text) => window.postMessage({ memplan: 1, type: 'load', name: 'nw.json', text }, '*'), text);
+  await page.waitForFunction(() => document.querySelector('[data-testid="tensor-count"]')?.textContent === '3');
+  const expected = JSON.parse(cli('plan', join(output, 'nowriter.json'), '--json')).footprint_bytes;
+  assert.equal(await bytesOf('peak-bytes'), expected);
+  await page.evaluate(() => window.postMessage({ memplan: 1, type: 'load', name: 'nothing.json' }, '*'));
+  await testid('error').filter({ hasText: 'has neither `bytes`' }).waitFor();
+  // Not ours: ignored.
+  await page.evaluate(() => window.postMessage({ type: 'load' }, '*'));
+  assert.equal(await testid('tensor-count').textContent(), '3');
 });

@@ -6,7 +6,6 @@
 //! the summary figures and the view model, what the page draws. Exports that need more (the
 //! whole report, the CSV) are derived on demand where the session lives ([`export`]).
 
-use memplan_core::remat::Target;
 use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Strategy, StrategyChoice};
 use memplan_engine::{CandidateRow, EngineError, Outcome, Scenario, Session};
@@ -151,17 +150,10 @@ impl FitLog {
     }
 }
 
-/// Reads a budget as the page takes it: bytes (`512MiB`, `1.5GB`, `4096`) or `minimize`.
-pub fn parse_budget(text: &str) -> Option<Target> {
-    if text.trim().eq_ignore_ascii_case("minimize") {
-        return Some(Target::Minimize);
-    }
-    memplan_formats::human::parse_bytes(text).map(Target::Bytes)
-}
-
 /// Fits the session to `budget` from no flips (the seed's two rounds, default candidate cap).
 pub fn fit(session: &Session, scenario: &Scenario, budget: &str) -> Result<FitLog, FitError> {
-    let target = parse_budget(budget).ok_or_else(|| FitError::Budget(budget.to_string()))?;
+    let target = memplan_formats::human::parse_target(budget)
+        .ok_or_else(|| FitError::Budget(budget.to_string()))?;
     let unflipped = Scenario {
         inline: Vec::new(),
         ..scenario.clone()
@@ -334,8 +326,6 @@ mod tests {
             fit(&local.session, &local.outcome.scenario, "lots"),
             Err(FitError::Budget(_))
         ));
-        assert_eq!(parse_budget("1.5GB"), Some(Target::Bytes(1_500_000_000)));
-        assert_eq!(parse_budget(" Minimize "), Some(Target::Minimize));
     }
 
     #[test]

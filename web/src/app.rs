@@ -262,6 +262,7 @@ pub fn App() -> impl IntoView {
     });
     // Back and Forward: the root lives as long as the page, so these listeners do too.
     let _history = window_event_listener(ev::popstate, move |_| follow_link(state, key));
+    crate::embed_api::listen(state);
 
     let search_input = NodeRef::<Input>::new();
     let file_input = NodeRef::<Input>::new();

@@ -164,14 +164,16 @@ fn parse_duration_ms(s: &str) -> Result<u64, BadArgument> {
 }
 
 fn parse_target(s: &str) -> Result<Target, BadArgument> {
-    if s.trim().eq_ignore_ascii_case("minimize") {
-        return Ok(Target::Minimize);
-    }
-    human::parse_bytes(s).map(Target::Bytes).ok_or_else(|| {
+    human::parse_target(s).ok_or_else(|| {
         BadArgument(format!(
             "`{s}` is not a byte size (512MiB, 1.5GB, 4096) or `minimize`"
         ))
     })
+}
+
+fn parse_percent(s: &str) -> Result<f64, BadArgument> {
+    human::parse_percent(s)
+        .ok_or_else(|| BadArgument(format!("`{s}` is not a percentage (5% or 5)")))
 }
 
 fn parse_range(s: &str) -> Result<ParamRange, BadArgument> {
@@ -330,6 +332,21 @@ enum Command {
     },
     /// Measure every strategy on instances and print a table (footprint, ratio, time).
     Bench(bench::BenchArgs),
+    /// Compare two plans tensor by tensor (matched by id): moved, resized, new, gone, interval
+    /// changed. Exit 1 when the footprint grew past `--fail-above`.
+    Diff {
+        /// The dump before the change.
+        before: PathBuf,
+        /// The dump after it.
+        after: PathBuf,
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        /// Fail (exit 1) when the footprint grew by more than this (`5%` or `5`).
+        #[arg(long, value_parser = parse_percent)]
+        fail_above: Option<f64>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Classify every buffer slot: memory space, access, host transfer, each output's source.
     Spaces {
         file: PathBuf,
@@ -699,6 +716,37 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             write_out(output.as_deref(), &svg)?;
         }
         Command::Bench(args) => bench::run(&args)?,
+        Command::Diff {
+            before,
+            after,
+            scenario,
+            fail_above,
+            json,
+        } => {
+            let scenario = scenario.scenario()?;
+            let report = |file: &Path| -> Result<PlanReport, CliError> {
+                let session = open(file)?;
+                Ok(session.report(&session.plan(&scenario)?))
+            };
+            let d = memplan_formats::diff::diff(&report(&before)?, &report(&after)?);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&d).expect("diffs serialize")
+                );
+            } else {
+                print!("{}", human::diff_text(&d));
+            }
+            if let Some(limit) = fail_above
+                && d.grew_past(limit)
+            {
+                eprintln!(
+                    "memplan: the footprint grew past {limit}%: {} -> {} B",
+                    d.before.footprint_bytes, d.after.footprint_bytes
+                );
+                return Ok(ExitCode::from(1));
+            }
+        }
         Command::Spaces {
             file,
             scenario,

@@ -647,3 +647,60 @@ fn search_proves_optimal_and_a_capacity_below_the_live_peak_exits_1_saying_why()
     let o = memplan(&["plan", c, "--time-limit", "soon"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn diff_names_each_change_and_fails_ci_past_the_threshold() {
+    // Before: two intermediates; after: one grows, one goes, one is new.
+    let dump = |extra: &str, h_bytes: u64| {
+        format!(
+            r#"{{"memplan": 1, "tensors": [
+                {{"id": "x", "bytes": 1000, "kind": "input"}},
+                {{"id": "h", "bytes": {h_bytes}}},
+                {{"id": "{extra}", "bytes": 500}},
+                {{"id": "y", "bytes": 100, "kind": "output"}}],
+              "steps": [
+                {{"id": "s0", "reads": ["x"], "writes": ["h"]}},
+                {{"id": "s1", "reads": ["h"], "writes": ["{extra}"]}},
+                {{"id": "s2", "reads": ["{extra}"], "writes": ["y"]}}]}}"#
+        )
+    };
+    let before = temp("diff-before.json", &dump("g", 2000));
+    let after = temp("diff-after.json", &dump("n", 3000));
+    let (b, a) = (before.to_str().unwrap(), after.to_str().unwrap());
+    let o = memplan(&["diff", b, a, "--strategy", "first-fit", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let d: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let change = |id: &str| {
+        d["tensors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tensor"] == id)
+            .unwrap_or_else(|| panic!("{id} in {d}"))
+            .clone()
+    };
+    assert_eq!(change("n")["change"], "new");
+    assert_eq!(change("g")["change"], "gone");
+    assert_eq!(change("h")["change"], "changed");
+    assert_eq!(change("h")["resized"], true);
+    assert_eq!(change("x")["change"], "same");
+    let grew = d["footprint_change_percent"].as_f64().unwrap();
+    assert!(grew > 5.0, "{grew}");
+
+    let o = memplan(&["diff", b, a, "--fail-above", "5%"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("the footprint grew past 5%"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stdout(&o).contains("1 new, 1 gone, 1 changed"),
+        "{}",
+        stdout(&o)
+    );
+    let o = memplan(&["diff", b, a, "--fail-above", "1000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = memplan(&["diff", b, a, "--fail-above", "lots"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

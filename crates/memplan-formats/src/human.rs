@@ -4,11 +4,12 @@
 use std::fmt::Write;
 
 use memplan_core::Graph;
-use memplan_core::remat::{Event, SweepPoint};
+use memplan_core::remat::{Event, SweepPoint, Target};
 use memplan_core::spaces::{OutputSource, SpaceCounts, Spaces};
 use memplan_core::{Plan, Problem, StrategyChoice};
 
-use crate::report::PlanSummary;
+use crate::diff::{Change, PlanDiff};
+use crate::report::{PlacementReport, PlanSummary};
 
 /// `bytes` in the largest binary unit that keeps it at least 1 (B, KiB, MiB, GiB, TiB).
 pub fn bytes(bytes: u64) -> String {
@@ -24,6 +25,84 @@ pub fn bytes(bytes: u64) -> String {
     } else {
         format!("{value:.2} {}", UNITS[unit])
     }
+}
+
+/// Reads a fit's budget: a byte size as [`parse_bytes`] reads it, or `minimize`.
+pub fn parse_target(text: &str) -> Option<Target> {
+    if text.trim().eq_ignore_ascii_case("minimize") {
+        return Some(Target::Minimize);
+    }
+    parse_bytes(text).map(Target::Bytes)
+}
+
+/// Reads a percentage: `5%` or `5`.
+pub fn parse_percent(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let number: f64 = t.strip_suffix('%').unwrap_or(t).trim().parse().ok()?;
+    number.is_finite().then_some(number)
+}
+
+/// `memplan diff`'s answer: both plans' figures, the counts of each change, and the tensors
+/// that changed, one per line.
+pub fn diff_text(d: &PlanDiff) -> String {
+    let mut out = String::new();
+    let side = |s: &crate::diff::Side| {
+        format!(
+            "footprint {} (lower bound {})",
+            bytes(s.footprint_bytes),
+            bytes(s.lower_bound_bytes)
+        )
+    };
+    let change = d
+        .footprint_change_percent
+        .map_or_else(|| "from nothing".to_string(), |p| format!("{p:+.2}%"));
+    let _ = writeln!(out, "before: {}", side(&d.before));
+    let _ = writeln!(out, "after:  {} ({change})", side(&d.after));
+    let _ = writeln!(
+        out,
+        "tensors: {} new, {} gone, {} changed, {} the same",
+        d.count(Change::New),
+        d.count(Change::Gone),
+        d.count(Change::Changed),
+        d.count(Change::Same)
+    );
+    let place = |p: &Option<PlacementReport>| {
+        p.as_ref().map_or_else(
+            || "-".to_string(),
+            |p| {
+                format!(
+                    "{} @ {} [{}, {}]",
+                    bytes(p.size),
+                    p.offset,
+                    p.live[0],
+                    p.live[1]
+                )
+            },
+        )
+    };
+    for t in d.tensors.iter().filter(|t| t.change != Change::Same) {
+        let what: Vec<&str> = match t.change {
+            Change::New => vec!["new"],
+            Change::Gone => vec!["gone"],
+            _ => [
+                (t.moved, "moved"),
+                (t.resized, "resized"),
+                (t.interval_changed, "interval changed"),
+            ]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<28} {:<28} {} -> {}",
+            t.tensor,
+            what.join(", "),
+            place(&t.before),
+            place(&t.after)
+        );
+    }
+    out
 }
 
 /// Reads a byte size as people write it: `4096`, `512MiB`, `1.5GB`, `2 GiB` (binary units
