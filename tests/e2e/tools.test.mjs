@@ -201,3 +201,45 @@ test('a host page hands a dump to the embedded explorer by postMessage', async (
   await page.evaluate(() => window.postMessage({ type: 'load' }, '*'));
   assert.equal(await testid('tensor-count').textContent(), '3');
 });
+
+test('the devices panel: the usable budget, the headroom, the largest batch that fits', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  const serving = join(root, 'static/examples/decoder-serving.json');
+  const fitsJson = (...args) => JSON.parse(cli('fits', serving, '--json', '--device', 'l4-24gb', ...args));
+  await page.goto(`${server.url}?example=decoder-serving&panel=devices`);
+  await testid('devices-panel').waitFor();
+  assert.equal(await testid('fits-button-B').isDisabled(), true, 'no class, no bisection');
+  await testid('hardware-select').selectOption('l4-24gb');
+  await testid('usable-bytes').waitFor();
+  const cliFits = fitsJson('--util', '0.9', '--param', 'B=1..64', '--set', 'S=4096');
+  assert.equal(await bytesOf('usable-bytes'), cliFits.usable_bytes);
+  assert.equal(await bytesOf('driver-bytes'), cliFits.driver_bytes);
+  assert.equal(await testid('headroom').getAttribute('data-what'), 'headroom');
+
+  await testid('fits-button-B').click();
+  await testid('fits-result').waitFor();
+  assert.equal(await testid('fits-result').getAttribute('data-largest'), String(cliFits.largest));
+  assert.match(await testid('fits-result').textContent(), /does not fit/);
+
+  // The param slider re-plans: at B=32 the plan overflows the device, as the bisection said.
+  const plan = (b) => JSON.parse(cli('plan', serving, '--json', '--set', `B=${b}`)).footprint_bytes;
+  await testid('param-value-B').fill(String(cliFits.largest + 1));
+  await testid('param-value-B').press('Enter');
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, plan(cliFits.largest + 1));
+  assert.equal(await testid('headroom').getAttribute('data-what'), 'overflow');
+  await page.waitForFunction(() => /hw=l4-24gb/.test(location.search) && /set=B%3D32/.test(location.search));
+  await page.screenshot({ path: join(output, 'devices-1400x900.png') });
+
+  // The util slider moves the usable bytes.
+  await testid('util-slider').fill('0.8');
+  await page.waitForFunction((u) => Number(document.querySelector('[data-testid="usable-bytes"]').dataset.bytes) === u,
+    fitsJson('--util', '0.8', '--param', 'B=1..2').usable_bytes);
+
+  // A class of the user's own, from a TOML file.
+  const toml = join(output, 'my-gpu.toml');
+  await writeFile(toml, (await readFile(join(root, 'static/hardware/l4-24gb.toml'), 'utf8')).replace(/^name = .*$/m, 'name = "My GPU"'));
+  await testid('hardware-file').setInputFiles(toml);
+  await page.waitForFunction(() => document.querySelector('[data-testid="hardware-select"]').selectedOptions[0]?.textContent === 'my-gpu (your file)');
+  await page.setViewportSize({ width: 1366, height: 768 });
+  await page.screenshot({ path: join(output, 'devices-1366x768.png') });
+});

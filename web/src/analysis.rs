@@ -6,6 +6,8 @@
 //! the summary figures and the view model, what the page draws. Exports that need more (the
 //! whole report, the CSV) are derived on demand where the session lives ([`export`]).
 
+use std::collections::BTreeMap;
+
 use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Strategy, StrategyChoice};
 use memplan_engine::{CandidateRow, EngineError, Outcome, Scenario, Session};
@@ -62,6 +64,8 @@ pub struct Analysis {
     pub baseline: Option<Baseline>,
     /// Where each slot lives (`memplan spaces`); `None` when the scenario's params do not bind.
     pub spaces: Option<SpacesView>,
+    /// The dump's params with the values planned: its defaults, overridden by the scenario's.
+    pub params: BTreeMap<String, u64>,
 }
 
 /// The memory spaces as the page shows them: the table of `memplan spaces`, its counts and
@@ -94,6 +98,13 @@ impl Analysis {
             warnings: session.warnings.clone(),
             candidates: session.candidate_rows(outcome),
             baseline: baseline(session, &outcome.scenario),
+            params: session
+                .graph
+                .params
+                .iter()
+                .chain(&outcome.scenario.params)
+                .map(|(k, &v)| (k.clone(), v))
+                .collect(),
             spaces: session.spaces(&outcome.scenario).ok().map(|s| SpacesView {
                 rows: memplan_formats::human::space_rows(&session.graph, &s),
                 counts: s.counts,

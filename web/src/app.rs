@@ -157,6 +157,15 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
             state.inline.set(url.inline.clone());
             state.budget.set(url.budget.clone());
             state.fit_log.set(None);
+            state.params.set(url.params.clone());
+            state.util.set(url.util);
+            state.hardware.set(
+                url.hardware
+                    .as_deref()
+                    .and_then(memplan_formats::hardware::bundled)
+                    .map(|c| (c.class, c.memory)),
+            );
+            state.fits.set(None);
             state.restore.set_value(Some(restore.clone()));
             state.load_here(e.text.as_bytes(), e.name, restore.origin);
             return;
@@ -167,9 +176,21 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
         }
         return;
     }
-    if state.strategy.get_untracked() != url.strategy || state.inline.get_untracked() != url.inline
+    let hardware = url
+        .hardware
+        .as_deref()
+        .and_then(memplan_formats::hardware::bundled)
+        .map(|c| (c.class, c.memory));
+    if state.strategy.get_untracked() != url.strategy
+        || state.inline.get_untracked() != url.inline
+        || state.params.get_untracked() != url.params
+        || state.util.get_untracked() != url.util
+        || state.hardware.get_untracked() != hardware
     {
         state.inline.set(url.inline.clone());
+        state.params.set(url.params.clone());
+        state.util.set(url.util);
+        state.hardware.set(hardware);
         state.set_strategy(url.strategy);
     }
     if let Some(a) = state.analysis.get_untracked() {
@@ -699,6 +720,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                         {tab_button(Tab::Timeline, "Live spans")}
                         {tab_button(Tab::Arena, "Arena map")}
                         {panel_button(Panel::Flips, "Flips", "recompute tensors at their uses; fit a budget")}
+                        {panel_button(Panel::Devices, "Devices", "what fits a device: its usable memory, the headroom, the largest batch")}
                         {panel_button(Panel::Spaces, "Spaces", "where each slot lives: device, host, constant, shared")}
                     </div>
                     <input
@@ -773,6 +795,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                 <div class="legend-line"><Legend state=state /><Selected state=state /></div>
                 {move || match state.panel.get() {
                     Panel::Flips => Some(view! { <crate::flips::FlipsPanel state=state /> }.into_any()),
+                    Panel::Devices => Some(view! { <crate::devices::DevicesPanel state=state /> }.into_any()),
                     Panel::Spaces => Some(view! { <crate::spaces::SpacesPanel state=state /> }.into_any()),
                     Panel::None => None,
                 }}

@@ -385,11 +385,22 @@ fn draw(
     ctx.set_fill_style_str("#5b6470");
     ctx.set_font(FONT);
     ctx.set_text_align("right");
+    // The device's usable bytes, in the view's bytes (above the always-live floor when the
+    // view leaves those out; `None` when the floor alone passes them).
+    let usable = analysis.summary.budget.as_ref().and_then(|b| {
+        let floor = model.devices.get(device)?.floor(scene.arena_only);
+        Some((b.usable_bytes.checked_sub(floor), b.usable_bytes))
+    });
     match tab {
         Tab::Arena => {
             for k in 0..=4 {
                 let y = v.y0 + (v.y1 - v.y0) * f64::from(k) / 4.0;
                 let _ = ctx.fill_text(&bytes(y.max(0.0) as u64), a.x - 6.0, py(y) + 4.0);
+            }
+            if let Some((line, usable)) = usable {
+                let at = line.map_or(Place::Below, |l| Place::of(l as f64, v.y0, v.y1));
+                let y = line.map_or(v.y1, |l| (l as f64).clamp(v.y0, v.y1));
+                budget_line(&ctx, a.x, a.x + a.w, py(y), usable, at);
             }
         }
         Tab::Timeline => {
@@ -413,7 +424,7 @@ fn draw(
             .as_ref()
             .and_then(|b| b.curves.get(device))
             .map(Vec::as_slice);
-        usage_band(&ctx, band, v, d, ghost, scene.arena_only);
+        usage_band(&ctx, band, v, d, ghost, usable, scene.arena_only);
     }
     // What was drawn and how long it took: hooks for tests and for the curious.
     let _ = canvas.set_attribute("data-items", &scene.rects.len().to_string());
@@ -483,6 +494,57 @@ fn time_axis(ctx: &CanvasRenderingContext2d, model: &ViewModel, a: Area, v: View
     }
 }
 
+/// Where a line falls against the bytes a view shows.
+#[derive(Clone, Copy, PartialEq)]
+enum Place {
+    Below,
+    In,
+    Above,
+}
+
+impl Place {
+    fn of(y: f64, low: f64, high: f64) -> Place {
+        if y < low {
+            Place::Below
+        } else if y > high {
+            Place::Above
+        } else {
+            Place::In
+        }
+    }
+}
+
+/// The device's usable bytes as a line across `[x0, x1]` at `y`, labelled; out of the view's
+/// range, only the label under the top `y`, saying where it is.
+fn budget_line(ctx: &CanvasRenderingContext2d, x0: f64, x1: f64, y: f64, usable: u64, at: Place) {
+    ctx.save();
+    ctx.set_stroke_style_str("#1a7f37");
+    ctx.set_line_width(1.5);
+    ctx.set_line_dash(&js_sys::Array::of2(&8.0.into(), &4.0.into()))
+        .unwrap_or_default();
+    if at == Place::In {
+        ctx.begin_path();
+        ctx.move_to(x0, y);
+        ctx.line_to(x1, y);
+        ctx.stroke();
+    }
+    ctx.set_font(FONT);
+    ctx.set_fill_style_str("#1a7f37");
+    ctx.set_text_align("right");
+    let label = match at {
+        Place::Above => format!("usable {} (above)", bytes(usable)),
+        Place::Below => format!("usable {} (below the view: over budget)", bytes(usable)),
+        Place::In => format!("usable {}", bytes(usable)),
+    };
+    ctx.set_fill_style_str(if at == Place::Below {
+        "#b3261e"
+    } else {
+        "#1a7f37"
+    });
+    let _ = ctx.fill_text(&label, x1 - 4.0, if at == Place::In { y - 3.0 } else { y + 22.0 });
+    ctx.restore();
+}
+
 /// The memory-usage curve above the timeline: the footprint line, the lower bound at the peak,
 /// and the gap between them (fragmentation), shaded and labelled; with flips, the curve
 /// without them as a dashed ghost.
@@ -492,6 +554,7 @@ fn usage_band(
     v: Viewport,
     d: &DeviceView,
     ghost: Option<&[u64]>,
+    usable: Option<(Option<u64>, u64)>,
     arena_only: bool,
 ) {
     let floor = d.floor(arena_only);
@@ -500,7 +563,12 @@ fn usage_band(
     let ghost_top = ghost
         .and_then(|g| g.iter().max())
         .map_or(0, |&m| m.saturating_sub(floor));
-    let top = (footprint.max(lower_bound).max(ghost_top) as f64 * 1.12).max(1.0);
+    let high = footprint.max(lower_bound).max(ghost_top);
+    // The usable line joins the scale when it is near the curve; far above, it is only named.
+    let budget_top = usable
+        .and_then(|(line, _)| line)
+        .map_or(0, |line| if line <= 2 * high { line } else { 0 });
+    let top = (high.max(budget_top) as f64 * 1.12).max(1.0);
     let px = |x: f64| b.x + (x - v.x0) / (v.x1 - v.x0) * b.w;
     let py = |y: f64| b.y + b.h - y / top * b.h;
     ctx.save();
@@ -561,6 +629,11 @@ fn usage_band(
     ctx.line_to(b.x + b.w, py(lower_bound as f64));
     ctx.stroke();
     ctx.set_line_dash(&js_sys::Array::new()).unwrap_or_default();
+    if let Some((line, usable)) = usable {
+        let at = line.map_or(Place::Below, |l| Place::of(l as f64, 0.0, top));
+        let y = line.map_or(top, |l| (l as f64).min(top));
+        budget_line(ctx, b.x, b.x + b.w, py(y), usable, at);
+    }
     ctx.set_font(FONT);
     if let Some(p) = d.peak_position {
         let x = px(f64::from(p) + 0.5);

@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use memplan_core::StrategyChoice;
-use memplan_engine::Scenario;
+use std::collections::BTreeMap;
+
+use memplan_core::budget::DriverTerms;
+use memplan_engine::{DeviceBudget, Fits, Scenario};
 use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
@@ -99,6 +102,14 @@ pub struct PageState {
     pub budget: RwSignal<String>,
     /// The last fit's answer, shown as the plan log.
     pub fit_log: RwSignal<Option<FitLog>>,
+    /// The device class every device of the dump is (its name and memory terms), if chosen.
+    pub hardware: RwSignal<Option<(String, DriverTerms)>>,
+    /// The utilization the device runs at.
+    pub util: RwSignal<f64>,
+    /// Values the user gave the dump's params (the rest keep their defaults).
+    pub params: RwSignal<BTreeMap<String, u64>>,
+    /// The last "largest that fits" answer.
+    pub fits: RwSignal<Option<Fits>>,
 }
 
 impl PageState {
@@ -132,6 +143,15 @@ impl PageState {
             inline: RwSignal::new(url.inline.clone()),
             budget: RwSignal::new(url.budget.clone()),
             fit_log: RwSignal::new(None),
+            hardware: RwSignal::new(
+                url.hardware
+                    .as_deref()
+                    .and_then(memplan_formats::hardware::bundled)
+                    .map(|c| (c.class, c.memory)),
+            ),
+            util: RwSignal::new(url.util),
+            params: RwSignal::new(url.params.clone()),
+            fits: RwSignal::new(None),
         }
     }
 
@@ -140,6 +160,15 @@ impl PageState {
         Scenario {
             strategy: self.strategy.get_untracked(),
             inline: self.inline.get_untracked(),
+            params: self.params.get_untracked(),
+            device: self
+                .hardware
+                .get_untracked()
+                .map(|(class, terms)| DeviceBudget {
+                    class,
+                    terms,
+                    util: self.util.get_untracked(),
+                }),
             ..Scenario::default()
         }
     }
@@ -216,10 +245,35 @@ impl PageState {
         self.replan();
     }
 
-    /// A new dump starts with no flips and no fit.
+    /// A new dump starts with no flips, no fit and no param values of the last one's.
     pub fn forget_flips(self) {
         self.inline.set(Vec::new());
         self.fit_log.set(None);
+        self.params.set(BTreeMap::new());
+        self.fits.set(None);
+    }
+
+    /// Re-plans with the device class, utilization or a param changed by `change`.
+    pub fn change_device(self, change: impl FnOnce()) {
+        change();
+        self.fits.set(None);
+        self.replan();
+    }
+
+    /// Asks for the largest value of `param` in `lo..=hi` that fits the device: here for a
+    /// main-thread dump, in the worker otherwise.
+    pub fn find_largest(self, param: String, lo: u64, hi: u64) {
+        let scenario = self.scenario();
+        match self.local.get_value() {
+            Some(local) => match local.session.largest_fitting(&scenario, &param, lo, hi) {
+                Ok(fits) => self.fits.set(Some(fits)),
+                Err(e) => self.error.set(Some(e.to_string())),
+            },
+            None if self.analysis.get_untracked().is_some() => {
+                crate::worker_client::fits(self, scenario, param, lo, hi);
+            }
+            None => {}
+        }
     }
 
     /// Recomputes `tensor` at its uses, or stops doing so, and re-plans.
@@ -351,6 +405,9 @@ impl PageState {
         };
         let Origin { example, src, file } = self.origin.get();
         UrlState {
+            hardware: self.hardware.get().map(|(class, _)| class),
+            util: self.util.get(),
+            params: self.params.get(),
             tab,
             panel: self.panel.get(),
             inline: self.inline.get(),

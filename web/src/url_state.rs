@@ -5,10 +5,15 @@
 //! [`UrlState::warnings`], which the page shows. Writing is canonical (defaults left out, fixed
 //! key order), so the same screen gives the same link.
 
+use std::collections::BTreeMap;
+
 use memplan_core::StrategyChoice;
 use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
+
+/// The utilization a device runs at unless the link says otherwise (the CLI's default too).
+pub const DEFAULT_UTIL: f64 = 0.9;
 
 /// The views with a tab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -39,6 +44,7 @@ pub enum Panel {
     #[default]
     None,
     Flips,
+    Devices,
     Spaces,
 }
 
@@ -47,12 +53,13 @@ impl Panel {
         match self {
             Panel::None => "none",
             Panel::Flips => "flips",
+            Panel::Devices => "devices",
             Panel::Spaces => "spaces",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [Panel::None, Panel::Flips, Panel::Spaces]
+        [Panel::None, Panel::Flips, Panel::Devices, Panel::Spaces]
             .into_iter()
             .find(|p| p.name() == s)
     }
@@ -66,6 +73,12 @@ pub struct UrlState {
     pub inline: Vec<String>,
     /// The flips panel's budget field.
     pub budget: String,
+    /// A bundled device class every device of the dump is.
+    pub hardware: Option<String>,
+    /// The utilization of that device.
+    pub util: f64,
+    /// Values given to the dump's params (`set=NAME=VALUE`, repeated).
+    pub params: BTreeMap<String, u64>,
     pub strategy: StrategyChoice,
     /// The selected tensor id.
     pub selected: Option<String>,
@@ -98,6 +111,9 @@ impl Default for UrlState {
             panel: Panel::default(),
             inline: Vec::new(),
             budget: String::new(),
+            hardware: None,
+            util: DEFAULT_UTIL,
+            params: BTreeMap::new(),
             strategy: StrategyChoice::Best,
             selected: None,
             zoom: None,
@@ -145,10 +161,31 @@ impl UrlState {
                 },
                 "panel" => match Panel::parse(&value) {
                     Some(p) => state.panel = p,
-                    None => unknown("panel", &value, "flips or spaces"),
+                    None => unknown("panel", &value, "flips, devices or spaces"),
                 },
                 "flip" if !value.is_empty() => state.inline.push(value),
                 "budget" => state.budget = value,
+                "hw" => {
+                    if memplan_formats::hardware::bundled(&value).is_some() {
+                        state.hardware = Some(value);
+                    } else {
+                        let names = memplan_formats::hardware::bundled_names().join(" or ");
+                        unknown("hw", &value, &names);
+                    }
+                }
+                "util" => match value.parse::<f64>() {
+                    Ok(u) if u > 0.0 && u <= 1.0 => state.util = u,
+                    _ => unknown("util", &value, "a number in (0, 1]"),
+                },
+                "set" => match value
+                    .split_once('=')
+                    .and_then(|(k, v)| Some((k, v.parse::<u64>().ok()?)))
+                {
+                    Some((name, v)) if !name.is_empty() => {
+                        state.params.insert(name.to_string(), v);
+                    }
+                    _ => unknown("set", &value, "NAME=VALUE with an integer value"),
+                },
                 "strategy" => match value.parse() {
                     Ok(s) => state.strategy = s,
                     Err(_) => unknown(
@@ -223,6 +260,15 @@ impl UrlState {
         if self.strategy != d.strategy {
             q.append_pair("strategy", self.strategy.name());
         }
+        if let Some(hardware) = &self.hardware {
+            q.append_pair("hw", hardware);
+        }
+        if self.util != d.util {
+            q.append_pair("util", &short(self.util));
+        }
+        for (name, value) in &self.params {
+            q.append_pair("set", &format!("{name}={value}"));
+        }
         for tensor in &self.inline {
             q.append_pair("flip", tensor);
         }
@@ -271,6 +317,9 @@ mod tests {
             panel: Panel::Flips,
             inline: vec!["act,1".into(), "act 2".into()],
             budget: "1.5GB".into(),
+            hardware: Some("l4-24gb".into()),
+            util: 0.85,
+            params: [("B".to_string(), 31), ("S".to_string(), 4096)].into(),
             strategy: memplan_core::Strategy::Tlsf.into(),
             selected: Some("h 1&<x>".into()),
             zoom: Some(Viewport {

@@ -82,6 +82,19 @@ pub fn fit(state: PageState, scenario: Scenario, budget: String) {
     send(state, &Request::Fit { scenario, budget }, None);
 }
 
+pub fn fits(state: PageState, scenario: Scenario, param: String, lo: u64, hi: u64) {
+    send(
+        state,
+        &Request::Fits {
+            scenario,
+            param,
+            lo,
+            hi,
+        },
+        None,
+    );
+}
+
 pub fn export(state: PageState, kind: ExportKind) {
     send(state, &Request::Export(kind), None);
 }
@@ -165,6 +178,10 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
                 done(state);
                 state.apply(*analysis, None);
                 state.cancelled.set(cancelled);
+            }
+            Ok(Response::Fits(fits)) => {
+                done(state);
+                state.fits.set(Some(*fits));
             }
             Ok(Response::Fitted(log)) => {
                 state.inline.set(log.inline());

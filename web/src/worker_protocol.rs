@@ -42,6 +42,13 @@ pub enum Request {
     /// Fit the loaded dump to a budget (`512MiB`, or `minimize`) from no flips, then plan it
     /// with the fit's flips.
     Fit { scenario: Scenario, budget: String },
+    /// The largest value of `param` in `lo..=hi` that fits the scenario's device.
+    Fits {
+        scenario: Scenario,
+        param: String,
+        lo: u64,
+        hi: u64,
+    },
     /// Make a file of the current plan.
     Export(ExportKind),
     /// End the running plan with its best so far.
@@ -77,6 +84,8 @@ pub enum Response {
     Exported(Export),
     /// A fit's answer; the plan with its flips follows.
     Fitted(Box<FitLog>),
+    /// A "largest that fits" answer, with both witnesses.
+    Fits(Box<memplan_engine::Fits>),
     Error(String),
 }
 
@@ -198,6 +207,23 @@ impl Worker {
                         post(Response::Error(e.to_string()));
                     }
                 }
+            }
+            Request::Fits {
+                scenario,
+                param,
+                lo,
+                hi,
+            } => {
+                self.abandon();
+                let Some(local) = &self.local else {
+                    return post(Response::Error("nothing is loaded to ask about".into()));
+                };
+                post(
+                    match local.session.largest_fitting(&scenario, &param, lo, hi) {
+                        Ok(fits) => Response::Fits(Box::new(fits)),
+                        Err(e) => Response::Error(e.to_string()),
+                    },
+                );
             }
             Request::Export(kind) => {
                 let Some(local) = &self.local else {
