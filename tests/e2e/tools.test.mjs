@@ -243,3 +243,43 @@ test('the devices panel: the usable budget, the headroom, the largest batch that
   await page.setViewportSize({ width: 1366, height: 768 });
   await page.screenshot({ path: join(output, 'devices-1366x768.png') });
 });
+
+test('the sweep panel: the chart, the points as memplan sweep gives them, a point applied, cancel', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?example=convnet-training&panel=sweep`);
+  await testid('sweep-panel').waitFor();
+  await testid('sweep-points').fill('8');
+  await testid('sweep-points').press('Tab');
+  await testid('sweep-button').click();
+  await testid('sweep-table').waitFor();
+  const expected = JSON.parse(cli('sweep', convnet, '--points', '8', '--json'));
+  const footprints = await page.locator('[data-testid="sweep-table"] tbody tr td:nth-child(3)').evaluateAll((tds) =>
+    tds.map((td) => Number(td.dataset.bytes)));
+  assert.deepEqual(footprints, expected.points.map((p) => p.footprint_bytes));
+  assert.equal(await page.locator('[data-testid="sweep-chart"] svg circle').count(), 2 * 8 + 1);
+  assert.match(await testid('sweep-summary').textContent(), /with the exhaustive optimum/);
+  await page.screenshot({ path: join(output, 'sweep-1400x900.png') });
+
+  // The first point (the least footprint) applied: its flips, its footprint.
+  await testid('sweep-point-0').click();
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, expected.points[0].footprint_bytes);
+  await page.waitForFunction((n) => new URLSearchParams(location.search).getAll('flip').length === n, expected.points[0].flips.length);
+
+  // A long sweep in the worker: progress, then cancel keeps the budgets fitted so far.
+  const src = `${server.url}fixtures/transformer-training.json`;
+  await page.goto(`${server.url}?src=${encodeURIComponent(src)}&panel=sweep&strategy=first-fit`);
+  await testid('sweep-panel').waitFor();
+  await testid('peak-bytes').waitFor();
+  await testid('sweep-points').fill('64');
+  await testid('sweep-points').press('Tab');
+  await testid('sweep-button').click();
+  // Past the minimize fit and a few budgets (steps 1 and 2 come before the budgets).
+  await page.waitForFunction(() => {
+    const m = /sweeping budgets: step (\d+)/.exec(document.querySelector('[data-testid="progress"]')?.textContent ?? '');
+    return m && Number(m[1]) >= 6;
+  });
+  await testid('cancel').click();
+  await testid('sweep-summary').filter({ hasText: 'cancelled' }).waitFor();
+  const rows = await page.locator('[data-testid="sweep-table"] tbody tr').count();
+  assert.ok(rows >= 1 && rows < 64, `${rows} rows`);
+});

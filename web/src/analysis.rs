@@ -122,11 +122,7 @@ fn baseline(session: &Session, scenario: &Scenario) -> Option<Baseline> {
     if scenario.inline.is_empty() || scenario.strategy == Strategy::Search.into() {
         return None;
     }
-    let unflipped = Scenario {
-        inline: Vec::new(),
-        ..scenario.clone()
-    };
-    let outcome = session.plan(&unflipped).ok()?;
+    let outcome = session.plan(&unflipped(scenario)).ok()?;
     Some(Baseline {
         footprint_bytes: outcome.plan.footprint_bytes(),
         curves: session
@@ -165,11 +161,7 @@ impl FitLog {
 pub fn fit(session: &Session, scenario: &Scenario, budget: &str) -> Result<FitLog, FitError> {
     let target = memplan_formats::human::parse_target(budget)
         .ok_or_else(|| FitError::Budget(budget.to_string()))?;
-    let unflipped = Scenario {
-        inline: Vec::new(),
-        ..scenario.clone()
-    };
-    let fit = session.fit(&unflipped, target, None)?;
+    let fit = session.fit(&unflipped(scenario), target, None)?;
     let id = |t: usize| session.graph.tensors[t].id.clone();
     Ok(FitLog {
         budget: budget.trim().to_string(),
@@ -189,6 +181,82 @@ pub fn fit(session: &Session, scenario: &Scenario, budget: &str) -> Result<FitLo
             .map(|e| memplan_formats::human::event_text(e, &id))
             .collect(),
     })
+}
+
+/// A budget sweep as the page shows it: the points with their flips by id, and the chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepView {
+    pub candidates: usize,
+    pub points: Vec<SweepRow>,
+    /// The exhaustive optimum was computed (the candidates are few).
+    pub exhaustive: bool,
+    /// A cancel ended it: the budgets fitted before it.
+    pub cancelled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepRow {
+    pub budget_bytes: u64,
+    pub footprint_bytes: u64,
+    pub recompute_cost: u64,
+    pub flips: Vec<String>,
+    pub pareto: bool,
+    pub exhaustive_cost: Option<u64>,
+}
+
+/// The width and height of the sweep chart, CSS pixels (it scales to its box).
+const SWEEP_CHART: (u32, u32) = (860, 300);
+
+impl SweepView {
+    pub fn of(session: &Session, sweep: &memplan_engine::Sweep, cancelled: bool) -> SweepView {
+        let id = |t: usize| session.graph.tensors[t].id.clone();
+        SweepView {
+            candidates: sweep.candidates,
+            points: sweep
+                .points
+                .iter()
+                .map(|p| SweepRow {
+                    budget_bytes: p.budget_bytes,
+                    footprint_bytes: p.footprint_bytes,
+                    recompute_cost: p.recompute_cost,
+                    flips: p.flips.iter().map(|&t| id(t)).collect(),
+                    pareto: p.pareto,
+                    exhaustive_cost: p.exhaustive_cost,
+                })
+                .collect(),
+            exhaustive: sweep.exhaustive.is_some(),
+            cancelled,
+        }
+    }
+
+    /// The chart (plotters SVG). Drawn on the page only: plotters measures text with the
+    /// page's canvas, which a worker does not have.
+    pub fn svg(&self) -> Result<String, memplan_render::svg::RenderError> {
+        let points: Vec<memplan_core::remat::SweepPoint> = self
+            .points
+            .iter()
+            .map(|p| memplan_core::remat::SweepPoint {
+                budget_bytes: p.budget_bytes,
+                footprint_bytes: p.footprint_bytes,
+                recompute_cost: p.recompute_cost,
+                flips: Vec::new(),
+                pareto: p.pareto,
+                exhaustive_cost: p.exhaustive_cost,
+            })
+            .collect();
+        memplan_render::svg::sweep_svg(&points, SWEEP_CHART.0, SWEEP_CHART.1)
+    }
+}
+
+/// The candidates a sweep may enumerate exhaustively (as `memplan sweep`'s default).
+pub const SWEEP_EXHAUSTIVE_MOST: usize = 20;
+
+/// A sweep starts from no flips: the scenario without its own.
+pub fn unflipped(scenario: &Scenario) -> Scenario {
+    Scenario {
+        inline: Vec::new(),
+        ..scenario.clone()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -720,6 +720,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                         {tab_button(Tab::Timeline, "Live spans")}
                         {tab_button(Tab::Arena, "Arena map")}
                         {panel_button(Panel::Flips, "Flips", "recompute tensors at their uses; fit a budget")}
+                        {panel_button(Panel::Sweep, "Sweep", "fit at many budgets: footprint against recompute cost, the Pareto frontier")}
                         {panel_button(Panel::Devices, "Devices", "what fits a device: its usable memory, the headroom, the largest batch")}
                         {panel_button(Panel::Spaces, "Spaces", "where each slot lives: device, host, constant, shared")}
                     </div>
@@ -795,6 +796,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                 <div class="legend-line"><Legend state=state /><Selected state=state /></div>
                 {move || match state.panel.get() {
                     Panel::Flips => Some(view! { <crate::flips::FlipsPanel state=state /> }.into_any()),
+                    Panel::Sweep => Some(view! { <crate::sweep::SweepPanel state=state /> }.into_any()),
                     Panel::Devices => Some(view! { <crate::devices::DevicesPanel state=state /> }.into_any()),
                     Panel::Spaces => Some(view! { <crate::spaces::SpacesPanel state=state /> }.into_any()),
                     Panel::None => None,

@@ -541,7 +541,11 @@ fn budget_line(ctx: &CanvasRenderingContext2d, x0: f64, x1: f64, y: f64, usable:
     } else {
         "#1a7f37"
     });
-    let _ = ctx.fill_text(&label, x1 - 4.0, if at == Place::In { y - 3.0 } else { y + 22.0 });
+    let _ = ctx.fill_text(
+        &label,
+        x1 - 4.0,
+        if at == Place::In { y - 3.0 } else { y + 22.0 },
+    );
     ctx.restore();
 }
 

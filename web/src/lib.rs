@@ -18,6 +18,7 @@ pub mod panels;
 pub mod panic;
 pub mod spaces;
 pub mod state;
+pub mod sweep;
 pub mod url_state;
 pub mod worker_client;
 pub mod worker_protocol;

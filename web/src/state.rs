@@ -13,10 +13,13 @@ use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
 
-use crate::analysis::{Analysis, ExportKind, FitLog, Local};
+use crate::analysis::{
+    Analysis, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST, SweepView, unflipped,
+};
 use crate::url_state::{Panel, Tab, UrlState};
 use crate::worker_client::{Client, new_client};
 use crate::worker_protocol::STAGES;
+use memplan_engine::SweepJob;
 
 /// A load in progress: stage `stage` of `of`.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,6 +113,13 @@ pub struct PageState {
     pub params: RwSignal<BTreeMap<String, u64>>,
     /// The last "largest that fits" answer.
     pub fits: RwSignal<Option<Fits>>,
+    /// The last budget sweep, and how many budgets the next one fits.
+    pub sweep: RwSignal<Option<SweepView>>,
+    pub sweep_points: RwSignal<usize>,
+    /// A sweep of a main-thread dump runs (in steps, yielding between them), and whether a
+    /// cancel asked it to stop.
+    pub local_sweep: RwSignal<bool>,
+    pub local_stop: StoredValue<bool>,
 }
 
 impl PageState {
@@ -152,6 +162,10 @@ impl PageState {
             util: RwSignal::new(url.util),
             params: RwSignal::new(url.params.clone()),
             fits: RwSignal::new(None),
+            sweep: RwSignal::new(None),
+            sweep_points: RwSignal::new(32),
+            local_sweep: RwSignal::new(false),
+            local_stop: StoredValue::new(false),
         }
     }
 
@@ -251,6 +265,69 @@ impl PageState {
         self.fit_log.set(None);
         self.params.set(BTreeMap::new());
         self.fits.set(None);
+        self.sweep.set(None);
+    }
+
+    /// Fits budgets from the minimized footprint to the baseline, from no flips: in the worker
+    /// for a user's dump; here, in steps that yield to the page, for a bundled example. Either
+    /// way the progress bar shows the step and cancel keeps the budgets fitted so far.
+    pub fn run_sweep(self) {
+        let points = self.sweep_points.get_untracked();
+        let scenario = unflipped(&self.scenario());
+        let busy = |what: String, stage: usize, of: usize| Busy {
+            stage: stage as u32,
+            of: of as u32,
+            what,
+            solver: None,
+        };
+        match self.local.get_value() {
+            Some(local) => {
+                self.local_stop.set_value(false);
+                self.local_sweep.set(true);
+                leptos::task::spawn_local(async move {
+                    let mut job = SweepJob::new(scenario, points, SWEEP_EXHAUSTIVE_MOST);
+                    loop {
+                        if self.local_stop.get_value() {
+                            let partial = job.partial();
+                            self.sweep
+                                .set(Some(SweepView::of(&local.session, &partial, true)));
+                            break;
+                        }
+                        match local.session.sweep_step(&mut job) {
+                            Ok(Some(done)) => {
+                                self.sweep
+                                    .set(Some(SweepView::of(&local.session, &done, false)));
+                                break;
+                            }
+                            Ok(None) => {
+                                let (done, of) = job.progress();
+                                let what = format!("sweeping budgets: step {done} of {of}");
+                                self.busy.set(Some(busy(what, done, of)));
+                                next_tick().await;
+                            }
+                            Err(e) => {
+                                self.error.set(Some(e.to_string()));
+                                break;
+                            }
+                        }
+                    }
+                    self.busy.set(None);
+                    self.local_sweep.set(false);
+                });
+            }
+            None if self.analysis.get_untracked().is_some() => {
+                self.busy
+                    .set(Some(busy("sweeping budgets".into(), 0, points + 2)));
+                crate::worker_client::sweep(self, scenario, points);
+            }
+            None => {}
+        }
+    }
+
+    /// Plans with `flips` (a sweep point's), replacing the page's.
+    pub fn apply_flips(self, flips: Vec<String>) {
+        self.inline.set(flips);
+        self.replan();
     }
 
     /// Re-plans with the device class, utilization or a param changed by `change`.
@@ -428,4 +505,15 @@ impl PageState {
             warnings: Vec::new(),
         }
     }
+}
+
+/// Yields to the page's event loop (a zero-delay timeout), so a long job run in steps keeps the
+/// page responsive and hears a cancel.
+async fn next_tick() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }

@@ -44,6 +44,7 @@ pub enum Panel {
     #[default]
     None,
     Flips,
+    Sweep,
     Devices,
     Spaces,
 }
@@ -54,14 +55,21 @@ impl Panel {
             Panel::None => "none",
             Panel::Flips => "flips",
             Panel::Devices => "devices",
+            Panel::Sweep => "sweep",
             Panel::Spaces => "spaces",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [Panel::None, Panel::Flips, Panel::Devices, Panel::Spaces]
-            .into_iter()
-            .find(|p| p.name() == s)
+        [
+            Panel::None,
+            Panel::Flips,
+            Panel::Sweep,
+            Panel::Devices,
+            Panel::Spaces,
+        ]
+        .into_iter()
+        .find(|p| p.name() == s)
     }
 }
 
@@ -161,7 +169,7 @@ impl UrlState {
                 },
                 "panel" => match Panel::parse(&value) {
                     Some(p) => state.panel = p,
-                    None => unknown("panel", &value, "flips, devices or spaces"),
+                    None => unknown("panel", &value, "flips, sweep, devices or spaces"),
                 },
                 "flip" if !value.is_empty() => state.inline.push(value),
                 "budget" => state.budget = value,

@@ -82,6 +82,11 @@ pub fn fit(state: PageState, scenario: Scenario, budget: String) {
     send(state, &Request::Fit { scenario, budget }, None);
 }
 
+pub fn sweep(state: PageState, scenario: Scenario, points: usize) {
+    state.planning.set(true);
+    send(state, &Request::Sweep { scenario, points }, None);
+}
+
 pub fn fits(state: PageState, scenario: Scenario, param: String, lo: u64, hi: u64) {
     send(
         state,
@@ -179,6 +184,10 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
                 state.apply(*analysis, None);
                 state.cancelled.set(cancelled);
             }
+            Ok(Response::Swept(sweep)) => {
+                done(state);
+                state.sweep.set(Some(*sweep));
+            }
             Ok(Response::Fits(fits)) => {
                 done(state);
                 state.fits.set(Some(*fits));
@@ -227,6 +236,10 @@ fn done(state: PageState) {
 /// cannot listen, so it is stopped by terminating the worker (the last resort), and the page
 /// keeps what it shows.
 pub fn cancel(state: PageState) {
+    if state.local_sweep.get_untracked() {
+        state.local_stop.set_value(true);
+        return;
+    }
     if state.planning.get_untracked() {
         send(state, &Request::Cancel, None);
         return;

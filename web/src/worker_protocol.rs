@@ -20,7 +20,11 @@ use memplan_core::{Control, Progress, Strategy, StrategyChoice};
 use memplan_engine::{Outcome, Scenario, Session};
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{Analysis, Export, ExportKind, FitLog, Local, export, fit};
+use crate::analysis::{
+    Analysis, Export, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST, SweepView, export, fit,
+    unflipped,
+};
+use memplan_engine::SweepJob;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -49,6 +53,8 @@ pub enum Request {
         lo: u64,
         hi: u64,
     },
+    /// Sweep budgets from the minimized footprint to the baseline: fit at `points` budgets.
+    Sweep { scenario: Scenario, points: usize },
     /// Make a file of the current plan.
     Export(ExportKind),
     /// End the running plan with its best so far.
@@ -86,6 +92,8 @@ pub enum Response {
     Fitted(Box<FitLog>),
     /// A "largest that fits" answer, with both witnesses.
     Fits(Box<memplan_engine::Fits>),
+    /// A sweep's answer (the budgets fitted before a cancel, if one came).
+    Swept(Box<SweepView>),
     Error(String),
 }
 
@@ -133,6 +141,8 @@ struct Job {
 pub struct Worker {
     local: Option<Local>,
     job: Option<Job>,
+    /// A sweep of the loaded session, in steps.
+    sweep: Option<SweepJob>,
     bytes: Option<(String, Vec<u8>)>,
 }
 
@@ -208,6 +218,17 @@ impl Worker {
                     }
                 }
             }
+            Request::Sweep { scenario, points } => {
+                self.abandon();
+                if self.local.is_none() {
+                    return post(Response::Error("nothing is loaded to sweep".into()));
+                }
+                self.sweep = Some(SweepJob::new(
+                    unflipped(&scenario),
+                    points,
+                    SWEEP_EXHAUSTIVE_MOST,
+                ));
+            }
             Request::Fits {
                 scenario,
                 param,
@@ -277,6 +298,7 @@ impl Worker {
     /// A new request replaces a running job: it keeps its session and its last good outcome,
     /// and posts nothing.
     fn abandon(&mut self) {
+        self.sweep = None;
         if let Some(job) = self.job.take()
             && let Some(outcome) = job.best.or(job.previous)
         {
@@ -289,12 +311,42 @@ impl Worker {
 
     /// Whether a job is running.
     pub fn busy(&self) -> bool {
-        self.job.is_some()
+        self.job.is_some() || self.sweep.is_some()
     }
 
     /// Runs one step of the job: one complete plan. `now` is the caller's clock (ms), used only
     /// to space progress messages. Returns whether the job goes on.
     pub fn step(&mut self, now: &dyn Fn() -> f64, post: &mut dyn FnMut(Response)) -> bool {
+        if let (Some(sweep), Some(local)) = (self.sweep.as_mut(), &self.local) {
+            return match local.session.sweep_step(sweep) {
+                Ok(None) => {
+                    let (done, of) = sweep.progress();
+                    post(Response::Progress {
+                        stage: done as u32,
+                        of: of as u32,
+                        what: format!("sweeping budgets: step {done} of {of}"),
+                        best_bytes: None,
+                        bound_bytes: None,
+                        nodes: None,
+                    });
+                    true
+                }
+                Ok(Some(done)) => {
+                    self.sweep = None;
+                    post(Response::Swept(Box::new(SweepView::of(
+                        &local.session,
+                        &done,
+                        false,
+                    ))));
+                    false
+                }
+                Err(e) => {
+                    self.sweep = None;
+                    post(Response::Error(e.to_string()));
+                    false
+                }
+            };
+        }
         let Some(job) = self.job.as_mut() else {
             return false;
         };
@@ -370,6 +422,13 @@ impl Worker {
 
     /// Ends the running job: with its best plan so far, or (before any) with what was shown.
     pub fn cancel(&mut self, post: &mut dyn FnMut(Response)) {
+        if let (Some(sweep), Some(local)) = (self.sweep.take(), &self.local) {
+            return post(Response::Swept(Box::new(SweepView::of(
+                &local.session,
+                &sweep.partial(),
+                true,
+            ))));
+        }
         match &self.job {
             Some(job) if job.best.is_some() => self.finish(true, post),
             Some(_) => {
@@ -661,6 +720,60 @@ mod tests {
         let out = run(&mut worker, bad, None);
         assert!(matches!(out.last(), Some(Response::Error(e)) if e.contains("not a size")));
         // The session stays loaded after a refused fit.
+        let out = run(&mut worker, Request::Plan(scenario(Strategy::Bump)), None);
+        assert!(planned(&out).0.summary.valid);
+    }
+
+    #[test]
+    fn a_sweep_runs_in_steps_and_a_cancel_keeps_the_budgets_fitted() {
+        let mut worker = Worker::default();
+        let example = crate::examples::EXAMPLES
+            .iter()
+            .find(|e| e.name == "convnet-training")
+            .unwrap();
+        let load = Request::Load {
+            source: "convnet.json".into(),
+            scenario: scenario(Strategy::FirstFit),
+            import: Default::default(),
+        };
+        run(&mut worker, load, Some(example.text.as_bytes()));
+        let sweep = || Request::Sweep {
+            scenario: scenario(Strategy::FirstFit),
+            points: 6,
+        };
+        let out = run(&mut worker, sweep(), None);
+        let steps = out
+            .iter()
+            .filter(
+                |r| matches!(r, Response::Progress { what, .. } if what.starts_with("sweeping")),
+            )
+            .count();
+        assert!(steps >= 6, "{out:?}");
+        let Some(Response::Swept(view)) = out.last() else {
+            panic!("{out:?}")
+        };
+        let session = Session::load(example.text.as_bytes(), "convnet.json").unwrap();
+        let cli = session
+            .sweep(
+                &scenario(Strategy::FirstFit),
+                6,
+                crate::analysis::SWEEP_EXHAUSTIVE_MOST,
+            )
+            .unwrap();
+        assert_eq!(**view, SweepView::of(&session, &cli, false));
+        assert!(view.svg().unwrap().starts_with("<svg"));
+
+        let out = run_until(&mut worker, sweep(), None, Some(4));
+        let Some(Response::Swept(view)) = out.last() else {
+            panic!("{out:?}")
+        };
+        assert!(view.cancelled);
+        assert_eq!(
+            view.points.len(),
+            2,
+            "four steps: the optimum, the minimize fit, two budgets"
+        );
+        // The session stays loaded.
         let out = run(&mut worker, Request::Plan(scenario(Strategy::Bump)), None);
         assert!(planned(&out).0.summary.valid);
     }

@@ -240,7 +240,44 @@ pub struct Rematerializer<'a> {
     pub resolved: &'a ResolvedGraph,
     pub options: &'a PlanOptions,
     pub candidates: Vec<Candidate>,
-    scores: RefCell<HashMap<Vec<usize>, u64>>,
+    scores: RefCell<Scores>,
+}
+
+/// The footprints of the sets of inlined tensors laid out so far. A caller that runs a long job
+/// in steps (a sweep in a worker) keeps them between steps with [`Rematerializer::with_scores`]
+/// and [`Rematerializer::into_scores`], so no set is laid out twice.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scores(HashMap<Vec<usize>, u64>);
+
+/// A sweep in progress ([`Rematerializer::start_sweep`]): one budget per step, so a caller can
+/// report progress and stop between budgets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepRun {
+    lo: u64,
+    hi: u64,
+    points: usize,
+    done: Vec<SweepPoint>,
+}
+
+impl SweepRun {
+    /// The budgets fitted so far, and how many there are in all.
+    pub fn progress(&self) -> (usize, usize) {
+        (self.done.len(), self.points)
+    }
+
+    /// The points with the Pareto frontier marked (over those fitted, if stopped early).
+    pub fn finish(self) -> Vec<SweepPoint> {
+        let mut out = self.done;
+        for k in 0..out.len() {
+            let (f, c) = (out[k].footprint_bytes, out[k].recompute_cost);
+            out[k].pareto = !out.iter().any(|o| {
+                o.footprint_bytes <= f
+                    && o.recompute_cost <= c
+                    && (o.footprint_bytes < f || o.recompute_cost < c)
+            });
+        }
+        out
+    }
 }
 
 impl<'a> Rematerializer<'a> {
@@ -250,18 +287,35 @@ impl<'a> Rematerializer<'a> {
         options: &'a PlanOptions,
         candidates: Vec<Candidate>,
     ) -> Self {
+        Self::with_scores(graph, resolved, options, candidates, Scores::default())
+    }
+
+    /// [`Rematerializer::new`], knowing the `scores` of an earlier one of the same graph,
+    /// options and candidates.
+    pub fn with_scores(
+        graph: &'a Graph,
+        resolved: &'a ResolvedGraph,
+        options: &'a PlanOptions,
+        candidates: Vec<Candidate>,
+        scores: Scores,
+    ) -> Self {
         Rematerializer {
             graph,
             resolved,
             options,
             candidates,
-            scores: RefCell::new(HashMap::new()),
+            scores: RefCell::new(scores),
         }
+    }
+
+    /// What it laid out, to hand to the next [`Rematerializer::with_scores`].
+    pub fn into_scores(self) -> Scores {
+        self.scores.into_inner()
     }
 
     /// How many distinct sets were laid out so far.
     pub fn relayouts(&self) -> usize {
-        self.scores.borrow().len()
+        self.scores.borrow().0.len()
     }
 
     /// The footprint with the tensors of `inlined` recomputed at their uses: a real relayout,
@@ -270,7 +324,7 @@ impl<'a> Rematerializer<'a> {
         let mut key = inlined.to_vec();
         key.sort_unstable();
         key.dedup();
-        if let Some(&known) = self.scores.borrow().get(&key) {
+        if let Some(&known) = self.scores.borrow().0.get(&key) {
             return Ok(known);
         }
         let mut flags = vec![false; self.resolved.tensors.len()];
@@ -289,7 +343,7 @@ impl<'a> Rematerializer<'a> {
             ));
         }
         let footprint = plan.footprint_bytes();
-        self.scores.borrow_mut().insert(key, footprint);
+        self.scores.borrow_mut().0.insert(key, footprint);
         Ok(footprint)
     }
 
@@ -497,31 +551,44 @@ impl<'a> Rematerializer<'a> {
         points: usize,
         exhaustive: Option<&Exhaustive>,
     ) -> Result<Vec<SweepPoint>, PlanError> {
+        let mut run = self.start_sweep(points)?;
+        while self.sweep_step(&mut run, exhaustive)? {}
+        Ok(run.finish())
+    }
+
+    /// The first step of [`Rematerializer::sweep`]: the minimize fit that sets the budgets.
+    pub fn start_sweep(&self, points: usize) -> Result<SweepRun, PlanError> {
         let least = self.fit(Target::Minimize, None)?;
-        let (lo, hi) = (least.final_bytes, least.baseline_bytes);
-        let points = points.max(2);
-        let mut out: Vec<SweepPoint> = Vec::with_capacity(points);
-        for k in 0..points {
-            let budget = lo + ((u128::from(hi - lo) * k as u128) / (points as u128 - 1)) as u64;
-            let r = self.fit(Target::Bytes(budget), None)?;
-            out.push(SweepPoint {
-                budget_bytes: budget,
-                footprint_bytes: r.final_bytes,
-                recompute_cost: r.recompute_cost(),
-                flips: r.tensors(),
-                pareto: false,
-                exhaustive_cost: exhaustive.and_then(|e| e.best_cost(budget)),
-            });
+        Ok(SweepRun {
+            lo: least.final_bytes,
+            hi: least.baseline_bytes,
+            points: points.max(2),
+            done: Vec::new(),
+        })
+    }
+
+    /// Fits the next budget of `run`; `false` once all are done.
+    pub fn sweep_step(
+        &self,
+        run: &mut SweepRun,
+        exhaustive: Option<&Exhaustive>,
+    ) -> Result<bool, PlanError> {
+        let k = run.done.len();
+        if k == run.points {
+            return Ok(false);
         }
-        for k in 0..out.len() {
-            let (f, c) = (out[k].footprint_bytes, out[k].recompute_cost);
-            out[k].pareto = !out.iter().any(|o| {
-                o.footprint_bytes <= f
-                    && o.recompute_cost <= c
-                    && (o.footprint_bytes < f || o.recompute_cost < c)
-            });
-        }
-        Ok(out)
+        let span = u128::from(run.hi - run.lo);
+        let budget = run.lo + (span * k as u128 / (run.points as u128 - 1)) as u64;
+        let r = self.fit(Target::Bytes(budget), None)?;
+        run.done.push(SweepPoint {
+            budget_bytes: budget,
+            footprint_bytes: r.final_bytes,
+            recompute_cost: r.recompute_cost(),
+            flips: r.tensors(),
+            pareto: false,
+            exhaustive_cost: exhaustive.and_then(|e| e.best_cost(budget)),
+        });
+        Ok(run.done.len() < run.points)
     }
 }
 

@@ -19,7 +19,8 @@ use memplan_core::graph::{GraphError, ResolvedGraph};
 use memplan_core::liveness::analyze_inlined;
 use memplan_core::problem::ProblemError;
 use memplan_core::remat::{
-    Candidate, Exhaustive, FitResult, Rematerializer, SweepPoint, Target, candidates,
+    Candidate, Exhaustive, FitResult, Rematerializer, Scores, SweepPoint, SweepRun, Target,
+    candidates,
 };
 use memplan_core::spaces::{Spaces, classify};
 use memplan_core::{
@@ -169,6 +170,52 @@ pub struct Sweep {
     pub points: Vec<SweepPoint>,
     #[serde(skip)]
     pub exhaustive: Option<Exhaustive>,
+}
+
+/// A sweep in steps ([`Session::sweep_step`]): what it has laid out and fitted so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepJob {
+    scenario: Scenario,
+    points: usize,
+    exhaustive_most: usize,
+    scores: Scores,
+    /// `None` until the first step decides (and computes) the exhaustive optimum.
+    exhaustive: Option<Option<Exhaustive>>,
+    run: Option<SweepRun>,
+    candidates: usize,
+}
+
+impl SweepJob {
+    pub fn new(scenario: Scenario, points: usize, exhaustive_most: usize) -> Self {
+        SweepJob {
+            scenario,
+            points,
+            exhaustive_most,
+            scores: Scores::default(),
+            exhaustive: None,
+            run: None,
+            candidates: 0,
+        }
+    }
+
+    /// Steps done and steps in all (two before the budgets: the exhaustive optimum and the
+    /// minimize fit).
+    pub fn progress(&self) -> (usize, usize) {
+        let total = self.points.max(2) + 2;
+        match &self.run {
+            Some(run) => (run.progress().0 + 2, total),
+            None => (usize::from(self.exhaustive.is_some()), total),
+        }
+    }
+
+    /// The sweep so far, for a job stopped early: the budgets fitted, the frontier among them.
+    pub fn partial(self) -> Sweep {
+        Sweep {
+            candidates: self.candidates,
+            points: self.run.map(SweepRun::finish).unwrap_or_default(),
+            exhaustive: self.exhaustive.flatten(),
+        }
+    }
 }
 
 /// The answer of a "largest that fits" query, with both witnesses of the checked bisection.
@@ -498,19 +545,33 @@ impl Session {
         scenario: &Scenario,
         f: impl FnOnce(&Rematerializer<'_>) -> Result<T, memplan_core::PlanError>,
     ) -> Result<T, EngineError> {
+        let mut scores = Scores::default();
+        self.with_remat_scores(scenario, &mut scores, f)
+    }
+
+    /// [`Session::with_remat`], starting from `scores` and leaving there what it laid out.
+    fn with_remat_scores<T>(
+        &self,
+        scenario: &Scenario,
+        scores: &mut Scores,
+        f: impl FnOnce(&Rematerializer<'_>) -> Result<T, memplan_core::PlanError>,
+    ) -> Result<T, EngineError> {
         let bound = self.bind(&scenario.params)?;
         let (graph, resolved, liveness) = match &bound {
             Some(b) => (&b.graph, &b.resolved, &b.liveness),
             None => (&self.graph, &self.resolved, &self.liveness),
         };
         let options = self.options(scenario);
-        let remat = Rematerializer::new(
+        let remat = Rematerializer::with_scores(
             graph,
             resolved,
             &options,
             candidates(graph, resolved, &liveness.uses),
+            std::mem::take(scores),
         );
-        f(&remat).map_err(|e| self.plan_error(e))
+        let result = f(&remat);
+        *scores = remat.into_scores();
+        result.map_err(|e| self.plan_error(e))
     }
 
     /// The seed's two-round fit of the dump to `target` (see `memplan_core::remat`).
@@ -532,21 +593,51 @@ impl Session {
         points: usize,
         exhaustive_most: usize,
     ) -> Result<Sweep, EngineError> {
+        let mut job = SweepJob::new(scenario.clone(), points, exhaustive_most);
+        loop {
+            if let Some(sweep) = self.sweep_step(&mut job)? {
+                return Ok(sweep);
+            }
+        }
+    }
+
+    /// One step of a sweep job: the exhaustive optimum (when affordable), then the minimize
+    /// fit, then one budget per step. `Some` with the sweep once the last budget is fitted.
+    pub fn sweep_step(&self, job: &mut SweepJob) -> Result<Option<Sweep>, EngineError> {
         let buffers = self.problem().buffers.len().max(1) as u64;
-        self.with_remat(scenario, |r| {
-            let n = r.candidates.len();
-            let affordable = n <= 40 && (1u64 << n).saturating_mul(buffers) <= EXHAUSTIVE_WORK;
-            let exhaustive = if affordable {
-                r.exhaustive(exhaustive_most)?
-            } else {
-                None
+        let SweepJob {
+            scenario,
+            points,
+            exhaustive_most,
+            scores,
+            exhaustive,
+            run,
+            candidates,
+        } = job;
+        self.with_remat_scores(scenario, scores, |r| {
+            *candidates = r.candidates.len();
+            let Some(known) = exhaustive else {
+                let n = r.candidates.len();
+                let affordable = n <= 40 && (1u64 << n).saturating_mul(buffers) <= EXHAUSTIVE_WORK;
+                *exhaustive = Some(if affordable {
+                    r.exhaustive(*exhaustive_most)?
+                } else {
+                    None
+                });
+                return Ok(None);
             };
-            let points = r.sweep(points, exhaustive.as_ref())?;
-            Ok(Sweep {
-                candidates: n,
-                points,
-                exhaustive,
-            })
+            let Some(sweep) = run else {
+                *run = Some(r.start_sweep(*points)?);
+                return Ok(None);
+            };
+            if r.sweep_step(sweep, known.as_ref())? {
+                return Ok(None);
+            }
+            Ok(Some(Sweep {
+                candidates: r.candidates.len(),
+                points: run.take().map(SweepRun::finish).unwrap_or_default(),
+                exhaustive: exhaustive.take().flatten(),
+            }))
         })
     }
 

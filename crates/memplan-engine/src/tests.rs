@@ -419,3 +419,45 @@ fn fit_and_sweep_through_the_engine() {
     }
     assert!(sweep.points.iter().any(|p| p.pareto));
 }
+
+#[test]
+fn a_sweep_in_steps_is_the_sweep_at_once_and_says_how_far_it_is() {
+    let s = session(CONVNET);
+    let scenario = Scenario {
+        strategy: Strategy::FirstFit.into(),
+        ..Scenario::default()
+    };
+    let whole = s.sweep(&scenario, 6, 20).unwrap();
+    let mut job = SweepJob::new(scenario.clone(), 6, 20);
+    let mut seen = Vec::new();
+    let stepped = loop {
+        seen.push(job.progress());
+        if let Some(sweep) = s.sweep_step(&mut job).unwrap() {
+            break sweep;
+        }
+    };
+    assert_eq!(stepped.points, whole.points);
+    assert_eq!(stepped.candidates, whole.candidates);
+    assert!(stepped.exhaustive.is_some() && whole.exhaustive.is_some());
+    // Progress counts every step: the exhaustive optimum, the minimize fit, six budgets.
+    assert_eq!(seen.first(), Some(&(0, 8)));
+    assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
+    // Stopped after three budgets: those three, with their own frontier.
+    let mut job = SweepJob::new(scenario, 6, 20);
+    while job.progress().0 < 5 {
+        assert!(s.sweep_step(&mut job).unwrap().is_none());
+    }
+    let partial = job.partial();
+    assert_eq!(partial.points.len(), 3);
+    assert_eq!(
+        partial.points[..3]
+            .iter()
+            .map(|p| p.budget_bytes)
+            .collect::<Vec<_>>(),
+        whole.points[..3]
+            .iter()
+            .map(|p| p.budget_bytes)
+            .collect::<Vec<_>>()
+    );
+    assert!(partial.points.iter().any(|p| p.pareto));
+}

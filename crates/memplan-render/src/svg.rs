@@ -428,3 +428,169 @@ mod tests {
         assert!(!svg.contains("<script>"), "unescaped title in SVG");
     }
 }
+
+/// A budget sweep as a chart: per budget, the footprint fitted (left axis) and its recompute
+/// cost (right axis), Pareto points filled, and the exhaustive optimum's cost dashed where it
+/// was computed. What `memplan sweep` tabulates, drawn.
+pub fn sweep_svg(
+    points: &[memplan_core::remat::SweepPoint],
+    width: u32,
+    height: u32,
+) -> Result<String, RenderError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (lo, hi) = points.iter().fold((u64::MAX, 0), |(lo, hi), p| {
+            (lo.min(p.budget_bytes), hi.max(p.budget_bytes))
+        });
+        let (x0, x1) = if lo >= hi {
+            (lo as f64 * 0.95, (hi as f64 * 1.05).max(1.0))
+        } else {
+            (lo as f64, hi as f64)
+        };
+        let top = points.iter().map(|p| p.footprint_bytes).max().unwrap_or(1) as f64 * 1.08;
+        let cost_top = points
+            .iter()
+            .flat_map(|p| [Some(p.recompute_cost), p.exhaustive_cost])
+            .flatten()
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64
+            * 1.08;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(80)
+            .right_y_label_area_size(80)
+            .build_cartesian_2d(x0..x1, 0.0..top.max(1.0))
+            .map_err(err)?
+            .set_secondary_coord(x0..x1, 0.0..cost_top);
+        chart
+            .configure_mesh()
+            .x_desc("budget")
+            .y_desc("footprint")
+            .x_labels(6)
+            .y_labels(5)
+            .x_label_formatter(&|x| bytes(x.max(0.0) as u64))
+            .y_label_formatter(&|y| bytes(y.max(0.0) as u64))
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(err)?;
+        chart
+            .configure_secondary_axes()
+            .y_desc("recompute cost")
+            .y_labels(5)
+            .y_label_formatter(&|c| format!("{:.3e}", c))
+            .draw()
+            .map_err(err)?;
+        let blue = RGBColor(0x2f, 0x6f, 0xde);
+        let orange = RGBColor(0xe0, 0x7b, 0x1a);
+        let gray = RGBColor(0x6b, 0x72, 0x80);
+        let xy = |p: &memplan_core::remat::SweepPoint, y: u64| (p.budget_bytes as f64, y as f64);
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().map(|p| xy(p, p.footprint_bytes)),
+                blue.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label("footprint")
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], blue.stroke_width(2)));
+        chart
+            .draw_series(points.iter().map(|p| {
+                let style = if p.pareto {
+                    blue.filled()
+                } else {
+                    WHITE.filled()
+                };
+                Circle::new(xy(p, p.footprint_bytes), 4, style)
+            }))
+            .map_err(err)?;
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|p| Circle::new(xy(p, p.footprint_bytes), 4, blue.stroke_width(1))),
+            )
+            .map_err(err)?
+            .label("Pareto point (filled)")
+            .legend(move |(x, y)| Circle::new((x + 8, y), 4, blue.filled()));
+        chart
+            .draw_secondary_series(LineSeries::new(
+                points.iter().map(|p| xy(p, p.recompute_cost)),
+                orange.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label("recompute cost (greedy)")
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], orange.stroke_width(2)));
+        let exhaustive: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|p| Some(xy(p, p.exhaustive_cost?)))
+            .collect();
+        if !exhaustive.is_empty() {
+            chart
+                .draw_secondary_series(DashedLineSeries::new(
+                    exhaustive,
+                    6,
+                    4,
+                    gray.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label("recompute cost (exhaustive optimum)")
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], gray.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(gray)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use super::*;
+    use memplan_core::remat::SweepPoint;
+
+    fn point(budget: u64, footprint: u64, cost: u64, pareto: bool) -> SweepPoint {
+        SweepPoint {
+            budget_bytes: budget,
+            footprint_bytes: footprint,
+            recompute_cost: cost,
+            flips: Vec::new(),
+            pareto,
+            exhaustive_cost: Some(cost / 2),
+        }
+    }
+
+    #[test]
+    fn a_sweep_draws_each_point_and_marks_the_frontier() {
+        let points = [
+            point(100, 100, 50, true),
+            point(200, 180, 10, true),
+            point(300, 300, 0, true),
+            point(400, 300, 5, false),
+        ];
+        let svg = sweep_svg(&points, 600, 300).unwrap();
+        assert!(svg.starts_with("<svg"), "{svg}");
+        for label in ["footprint", "recompute cost (greedy)", "exhaustive optimum"] {
+            assert!(svg.contains(label), "{label}");
+        }
+        // Two circles per point (fill, outline) and one in the legend.
+        assert_eq!(svg.matches("<circle").count(), 2 * points.len() + 1);
+        // A lone point: its fill, its outline and the legend's.
+        assert_eq!(
+            sweep_svg(&points[..1], 600, 300)
+                .unwrap()
+                .matches("<circle")
+                .count(),
+            3
+        );
+    }
+}

@@ -1,0 +1,83 @@
+//! The sweep panel: fit at evenly spaced budgets from the minimized footprint to the baseline,
+//! drawn (footprint and recompute cost against budget, Pareto points filled, the exhaustive
+//! optimum dashed where it was computed) and listed; a point's row applies its flips. The chart
+//! is plotters' SVG from memplan-render, made from numbers only.
+
+use leptos::prelude::*;
+use memplan_formats::human::bytes;
+
+use crate::state::PageState;
+
+#[component]
+pub fn SweepPanel(state: PageState) -> impl IntoView {
+    let result = move || {
+        let s = state.sweep.get()?;
+        let summary = format!(
+            "{} budgets over {} candidates{}{}",
+            s.points.len(),
+            s.candidates,
+            if s.exhaustive {
+                ", with the exhaustive optimum"
+            } else {
+                ""
+            },
+            if s.cancelled {
+                "; cancelled: the budgets fitted before it"
+            } else {
+                ""
+            }
+        );
+        let rows = s
+            .points
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                let flips = p.flips.clone();
+                let optimum = p.exhaustive_cost.map_or_else(|| "-".to_string(), |c| c.to_string());
+                view! {
+                    <tr class:on=p.pareto>
+                        <td><button data-testid=format!("sweep-point-{k}") title="plan with this point's flips"
+                            on:click=move |_| state.apply_flips(flips.clone())>"apply"</button></td>
+                        <td class="num">{bytes(p.budget_bytes)}</td>
+                        <td class="num" data-bytes=p.footprint_bytes.to_string()>{bytes(p.footprint_bytes)}</td>
+                        <td class="num">{p.recompute_cost}</td>
+                        <td class="num">{optimum}</td>
+                        <td class="num">{p.flips.len()}</td>
+                        <td>{if p.pareto { "yes" } else { "" }}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        Some(view! {
+            <p class="small" data-testid="sweep-summary">{summary}</p>
+            <div class="sweep-chart" data-testid="sweep-chart" inner_html=s.svg().unwrap_or_else(|e| e.to_string())></div>
+            <div class="flips-table-wrap">
+                <table class="flips-table" data-testid="sweep-table">
+                    <thead><tr><th></th><th class="num">"budget"</th><th class="num">"footprint"</th>
+                        <th class="num">"recompute cost"</th><th class="num">"optimum's cost"</th>
+                        <th class="num">"flips"</th><th>"Pareto"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+        })
+    };
+    view! {
+        <div class="panel-table sweep-panel" data-testid="sweep-panel">
+            <form class="fit-form" on:submit=move |ev| { ev.prevent_default(); state.run_sweep(); }>
+                <label>
+                    "budgets "
+                    <input type="number" min="2" max="256" data-testid="sweep-points" class="param-value"
+                        prop:value=move || state.sweep_points.get().to_string()
+                        on:change=move |ev| {
+                            if let Ok(n) = event_target_value(&ev).parse::<usize>() {
+                                state.sweep_points.set(n.clamp(2, 256));
+                            }
+                        } />
+                </label>
+                <button type="submit" data-testid="sweep-button"
+                    title="fit at evenly spaced budgets from the least footprint any flips reach to the footprint without flips">"sweep"</button>
+            </form>
+            {result}
+        </div>
+    }
+}
