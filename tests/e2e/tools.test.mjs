@@ -144,6 +144,10 @@ test('a flip on a 2,000-tensor training step re-plans and redraws, measured', as
   await writeFile(join(output, 'flip-toggle.txt'),
     `one flip on transformer-training (${tensors} tensors, first-fit, in the worker): re-planned and redrawn in ${times[2].toFixed(0)} ms (median of 5; ${times.map((t) => t.toFixed(0)).join(', ')})\n`);
   assert.ok(times.every((t) => t > 0));
+  // About a thousand tensors are live at this step's peak: the largest 200 are listed, the rest
+  // counted.
+  assert.equal(await testid('peak-row').count(), 200);
+  assert.match(await testid('peak-more').textContent(), /^\+ \d+ smaller tensors/);
 });
 
 test('the flips panel fits a 700x400 frame', async () => {

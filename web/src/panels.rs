@@ -73,6 +73,10 @@ fn select(state: PageState, buffer: usize) {
     }
 }
 
+/// The most rows the peak table lists (largest first): past a few hundred, rows cost the page
+/// more to lay out than a reader gets from them; the rest are counted.
+const PEAK_ROWS: usize = 200;
+
 /// The tensors live at the peak, largest first, each with why it is still alive.
 #[component]
 pub fn PeakTable(state: PageState) -> impl IntoView {
@@ -104,6 +108,7 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
         };
         let rows = shown
             .iter()
+            .take(PEAK_ROWS)
             .map(|r| {
                 let b = &m.buffers[r.buffer];
                 let why = alive_text(m, r);
@@ -139,6 +144,17 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
                 </p>
             }
         });
+        let smaller = shown
+            .get(PEAK_ROWS..)
+            .filter(|rest| !rest.is_empty())
+            .map(|rest| {
+                let total: u64 = rest.iter().map(|r| r.bytes).sum();
+                view! {
+                    <p class="muted small" data-testid="peak-more">
+                        {format!("+ {} smaller tensors ({}) not listed", rest.len(), bytes(total))}
+                    </p>
+                }
+            });
         Some(view! {
             <section class="panel peak" data-testid="peak-table">
                 <h3>"Live at the peak"</h3>
@@ -169,6 +185,7 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
                         <tbody>{rows}</tbody>
                     </table>
                 </div>
+                {smaller}
                 {hidden_note}
             </section>
         })
