@@ -103,7 +103,7 @@ if [ -f tests/e2e/output/perf.json ]; then
     cat tests/e2e/output/perf.json
     [ -f tests/e2e/output/big-dump.txt ] && cat tests/e2e/output/big-dump.txt
     [ -f tests/e2e/output/onnx-20mb.txt ] && cat tests/e2e/output/onnx-20mb.txt
-    [ -f tests/e2e/output/flip-toggle.txt ] && cat tests/e2e/output/flip-toggle.txt
+    [ -f tests/e2e/output/remat-browser.txt ] && cat tests/e2e/output/remat-browser.txt
     echo '```'
   } > "$tmp/browser"
   replace browser "$tmp/browser"
