@@ -310,3 +310,41 @@ test('the sweep panel: the chart, the points as memplan sweep gives them, a poin
   const rows = await page.locator('[data-testid="sweep-table"] tbody tr').count();
   assert.ok(rows >= 1 && rows < 64, `${rows} rows`);
 });
+
+test('the compare panel: another strategy, another dump, as memplan diff says', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?example=convnet-training&panel=compare`);
+  await testid('compare-panel').waitFor();
+  await testid('compare-strategy').selectOption('bump');
+  await testid('compare-button').click();
+  await testid('diff-table').waitFor();
+  const plan = (strategy) => JSON.parse(cli('plan', convnet, '--json', '--strategy', strategy));
+  const [best, bump] = [plan('best'), plan('bump')];
+  assert.equal(await bytesOf('compare-before'), best.footprint_bytes);
+  assert.equal(await bytesOf('compare-after'), bump.footprint_bytes);
+  const at = (r) => new Map(r.placements.map((p) => [p.tensor, JSON.stringify([p.device, p.pool, p.offset, p.size, p.live])]));
+  const [a, b] = [at(best), at(bump)];
+  const changed = [...a.keys()].filter((t) => a.get(t) !== b.get(t)).length;
+  assert.equal(await testid('diff-row').count(), changed);
+  await page.screenshot({ path: join(output, 'compare-1400x900.png') });
+
+  // Another dump: the same step at twice the batch, matched by tensor id.
+  const doubled = JSON.parse(await readFile(convnet, 'utf8'));
+  for (const t of doubled.tensors) if (t.shape && t.shape[0] === 32) t.shape[0] = 64;
+  const after = join(output, 'convnet-batch64.json');
+  await writeFile(after, JSON.stringify(doubled));
+  // The other dump plans under the strategy chosen (and without flips: its tensors differ).
+  await testid('compare-strategy').selectOption('best');
+  await testid('compare-file').setInputFiles(after);
+  const expected = JSON.parse(cli('diff', convnet, after, '--json'));
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid="compare-after"]')?.dataset.bytes) === b, expected.after.footprint_bytes);
+  const count = (c) => expected.tensors.filter((t) => t.change === c).length;
+  assert.equal((await testid('compare-counts').textContent()).trim(),
+    `${count('new')} new, ${count('gone')} gone, ${count('changed')} changed, ${count('same')} the same`);
+  assert.ok(count('changed') > 0);
+  await testid('diff-sort').selectOption('size change');
+  const deltas = await page.locator('[data-testid="diff-row"] td:nth-child(3)').allTextContents();
+  const numbers = deltas.map(Number);
+  assert.deepEqual(numbers, [...numbers].sort((x, y) => y - x));
+  assert.ok(numbers[0] > 0);
+});

@@ -248,6 +248,39 @@ impl SweepView {
     }
 }
 
+/// Two plans compared tensor by tensor, as `memplan diff` compares them, with what each side is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareView {
+    pub before: String,
+    pub after: String,
+    pub diff: memplan_formats::diff::PlanDiff,
+}
+
+/// What a plan is, in a few words: its dump and its scenario's strategy and flips.
+fn label(session: &Session, scenario: &Scenario) -> String {
+    let flips = match scenario.inline.len() {
+        0 => String::new(),
+        1 => ", 1 flip".into(),
+        n => format!(", {n} flips"),
+    };
+    format!("{} · {}{flips}", session.source, scenario.strategy)
+}
+
+/// The plan shown (`before`) against `after`: the same session under another scenario, or
+/// another dump.
+pub fn compare(
+    before: (&Session, &Outcome),
+    after: (&Session, &Scenario),
+) -> Result<CompareView, EngineError> {
+    let (session, scenario) = after;
+    let outcome = session.plan(scenario)?;
+    Ok(CompareView {
+        before: label(before.0, &before.1.scenario),
+        after: label(session, scenario),
+        diff: memplan_formats::diff::diff(&before.0.report(before.1), &session.report(&outcome)),
+    })
+}
+
 /// The candidates a sweep may enumerate exhaustively (as `memplan sweep`'s default).
 pub const SWEEP_EXHAUSTIVE_MOST: usize = 20;
 

@@ -723,6 +723,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                         {panel_button(Panel::Sweep, "Sweep", "fit at many budgets: footprint against recompute cost, the Pareto frontier")}
                         {panel_button(Panel::Devices, "Devices", "what fits a device: its usable memory, the headroom, the largest batch")}
                         {panel_button(Panel::Spaces, "Spaces", "where each slot lives: device, host, constant, shared")}
+                        {panel_button(Panel::Compare, "Compare", "this plan against another strategy, flip set or dump, tensor by tensor")}
                     </div>
                     <input
                         node_ref=search_input
@@ -799,6 +800,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                     Panel::Sweep => Some(view! { <crate::sweep::SweepPanel state=state /> }.into_any()),
                     Panel::Devices => Some(view! { <crate::devices::DevicesPanel state=state /> }.into_any()),
                     Panel::Spaces => Some(view! { <crate::spaces::SpacesPanel state=state /> }.into_any()),
+                    Panel::Compare => Some(view! { <crate::compare::ComparePanel state=state /> }.into_any()),
                     Panel::None => None,
                 }}
             </Show>

@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod app;
 pub mod canvas;
+pub mod compare;
 pub mod devices;
 pub mod embed_api;
 pub mod error;

@@ -14,7 +14,7 @@ use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
 
 use crate::analysis::{
-    Analysis, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST, SweepView, unflipped,
+    Analysis, CompareView, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST, SweepView, unflipped,
 };
 use crate::url_state::{Panel, Tab, UrlState};
 use crate::worker_client::{Client, new_client};
@@ -120,6 +120,8 @@ pub struct PageState {
     /// cancel asked it to stop.
     pub local_sweep: RwSignal<bool>,
     pub local_stop: StoredValue<bool>,
+    /// The plan shown against another: its diff.
+    pub comparison: RwSignal<Option<CompareView>>,
 }
 
 impl PageState {
@@ -166,6 +168,7 @@ impl PageState {
             sweep_points: RwSignal::new(32),
             local_sweep: RwSignal::new(false),
             local_stop: StoredValue::new(false),
+            comparison: RwSignal::new(None),
         }
     }
 
@@ -266,6 +269,38 @@ impl PageState {
         self.params.set(BTreeMap::new());
         self.fits.set(None);
         self.sweep.set(None);
+        self.comparison.set(None);
+    }
+
+    /// Compares the plan shown with `after`: the dump under `scenario`, or `other` (a file's
+    /// name and bytes) under it. Here for a main-thread dump, in the worker otherwise.
+    pub fn compare(self, scenario: Scenario, other: Option<(String, js_sys::ArrayBuffer)>) {
+        match self.local.get_value() {
+            Some(local) => {
+                let loaded = match &other {
+                    Some((source, bytes)) => {
+                        match memplan_engine::Session::load(
+                            &js_sys::Uint8Array::new(bytes).to_vec(),
+                            source,
+                        ) {
+                            Ok(session) => Some(session),
+                            Err(e) => return self.error.set(Some(e.to_string())),
+                        }
+                    }
+                    None => None,
+                };
+                let after = loaded.as_ref().unwrap_or(&local.session);
+                match crate::analysis::compare((&local.session, &local.outcome), (after, &scenario))
+                {
+                    Ok(view) => self.comparison.set(Some(view)),
+                    Err(e) => self.error.set(Some(e.to_string())),
+                }
+            }
+            None if self.analysis.get_untracked().is_some() => {
+                crate::worker_client::compare(self, scenario, other);
+            }
+            None => {}
+        }
     }
 
     /// Fits budgets from the minimized footprint to the baseline, from no flips: in the worker

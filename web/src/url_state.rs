@@ -47,6 +47,7 @@ pub enum Panel {
     Sweep,
     Devices,
     Spaces,
+    Compare,
 }
 
 impl Panel {
@@ -57,6 +58,7 @@ impl Panel {
             Panel::Devices => "devices",
             Panel::Sweep => "sweep",
             Panel::Spaces => "spaces",
+            Panel::Compare => "compare",
         }
     }
 
@@ -67,6 +69,7 @@ impl Panel {
             Panel::Sweep,
             Panel::Devices,
             Panel::Spaces,
+            Panel::Compare,
         ]
         .into_iter()
         .find(|p| p.name() == s)
@@ -169,7 +172,7 @@ impl UrlState {
                 },
                 "panel" => match Panel::parse(&value) {
                     Some(p) => state.panel = p,
-                    None => unknown("panel", &value, "flips, sweep, devices or spaces"),
+                    None => unknown("panel", &value, "flips, sweep, devices, spaces or compare"),
                 },
                 "flip" if !value.is_empty() => state.inline.push(value),
                 "budget" => state.budget = value,

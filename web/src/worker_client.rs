@@ -82,6 +82,11 @@ pub fn fit(state: PageState, scenario: Scenario, budget: String) {
     send(state, &Request::Fit { scenario, budget }, None);
 }
 
+pub fn compare(state: PageState, scenario: Scenario, other: Option<(String, js_sys::ArrayBuffer)>) {
+    let (source, bytes) = other.unzip();
+    send(state, &Request::Compare { scenario, source }, bytes);
+}
+
 pub fn sweep(state: PageState, scenario: Scenario, points: usize) {
     state.planning.set(true);
     send(state, &Request::Sweep { scenario, points }, None);
@@ -183,6 +188,10 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
                 done(state);
                 state.apply(*analysis, None);
                 state.cancelled.set(cancelled);
+            }
+            Ok(Response::Compared(view)) => {
+                done(state);
+                state.comparison.set(Some(*view));
             }
             Ok(Response::Swept(sweep)) => {
                 done(state);

@@ -21,8 +21,8 @@ use memplan_engine::{Outcome, Scenario, Session};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{
-    Analysis, Export, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST, SweepView, export, fit,
-    unflipped,
+    Analysis, CompareView, Export, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST, SweepView,
+    compare, export, fit, unflipped,
 };
 use memplan_engine::SweepJob;
 
@@ -55,6 +55,12 @@ pub enum Request {
     },
     /// Sweep budgets from the minimized footprint to the baseline: fit at `points` budgets.
     Sweep { scenario: Scenario, points: usize },
+    /// Compare the plan shown with the loaded dump under `scenario`, or (with bytes beside
+    /// the message) with the dump `source` under it.
+    Compare {
+        scenario: Scenario,
+        source: Option<String>,
+    },
     /// Make a file of the current plan.
     Export(ExportKind),
     /// End the running plan with its best so far.
@@ -94,6 +100,7 @@ pub enum Response {
     Fits(Box<memplan_engine::Fits>),
     /// A sweep's answer (the budgets fitted before a cancel, if one came).
     Swept(Box<SweepView>),
+    Compared(Box<CompareView>),
     Error(String),
 }
 
@@ -242,6 +249,26 @@ impl Worker {
                 post(
                     match local.session.largest_fitting(&scenario, &param, lo, hi) {
                         Ok(fits) => Response::Fits(Box::new(fits)),
+                        Err(e) => Response::Error(e.to_string()),
+                    },
+                );
+            }
+            Request::Compare { scenario, source } => {
+                self.abandon();
+                let Some(local) = &self.local else {
+                    return post(Response::Error("nothing is loaded to compare".into()));
+                };
+                let other = match (source, bytes) {
+                    (Some(source), Some(bytes)) => match Session::load(&bytes, &source) {
+                        Ok(session) => Some(session),
+                        Err(e) => return post(Response::Error(e.to_string())),
+                    },
+                    _ => None,
+                };
+                let after = other.as_ref().unwrap_or(&local.session);
+                post(
+                    match compare((&local.session, &local.outcome), (after, &scenario)) {
+                        Ok(view) => Response::Compared(Box::new(view)),
                         Err(e) => Response::Error(e.to_string()),
                     },
                 );
@@ -776,6 +803,50 @@ mod tests {
         // The session stays loaded.
         let out = run(&mut worker, Request::Plan(scenario(Strategy::Bump)), None);
         assert!(planned(&out).0.summary.valid);
+    }
+
+    #[test]
+    fn a_compare_diffs_the_plan_shown_against_another_scenario_or_dump() {
+        let mut worker = Worker::default();
+        let load = Request::Load {
+            source: "A.csv".into(),
+            scenario: scenario(Strategy::FirstFit),
+            import: Default::default(),
+        };
+        run(&mut worker, load, Some(A));
+        let out = run(
+            &mut worker,
+            Request::Compare {
+                scenario: scenario(Strategy::Bump),
+                source: None,
+            },
+            None,
+        );
+        let Some(Response::Compared(view)) = out.last() else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            (view.before.as_str(), view.after.as_str()),
+            ("A.csv · first-fit", "A.csv · bump")
+        );
+        assert!(view.diff.after.footprint_bytes > view.diff.before.footprint_bytes);
+        assert!(view.diff.count(memplan_formats::diff::Change::Changed) > 0);
+        // Another dump, by its bytes: one tensor fewer.
+        let other = b"id,lower,upper,size\n0,0,2,100\n";
+        let mut post = Vec::new();
+        worker.handle(
+            Request::Compare {
+                scenario: scenario(Strategy::FirstFit),
+                source: Some("B.csv".into()),
+            },
+            Some(other.to_vec()),
+            &mut |r| post.push(r),
+        );
+        let Some(Response::Compared(view)) = post.last() else {
+            panic!("{post:?}")
+        };
+        assert_eq!(view.after, "B.csv · first-fit");
+        assert!(view.diff.count(memplan_formats::diff::Change::Gone) > 100);
     }
 
     #[test]

@@ -1,0 +1,188 @@
+//! The compare panel: the plan shown against another, tensor by tensor, as `memplan diff`
+//! gives it. The other plan is the same dump under another strategy (with or without the
+//! flips shown), or another dump (before and after a change), matched by tensor id. Each side's
+//! footprint and lower bound, the counts, and a sortable table of what changed.
+
+use leptos::prelude::*;
+use memplan_core::StrategyChoice;
+use memplan_formats::diff::{Change, TensorDiff};
+use memplan_formats::human::bytes;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+use crate::state::PageState;
+
+/// How the diff table is sorted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// New, gone, changed, then the same; by id within each.
+    Change,
+    Tensor,
+    /// The largest growth first.
+    SizeDelta,
+}
+
+impl Order {
+    const ALL: [(Order, &'static str); 3] = [
+        (Order::Change, "change"),
+        (Order::Tensor, "tensor"),
+        (Order::SizeDelta, "size change"),
+    ];
+}
+
+fn what(t: &TensorDiff) -> String {
+    match t.change {
+        Change::New => "new".into(),
+        Change::Gone => "gone".into(),
+        Change::Same => "same".into(),
+        Change::Changed => [
+            (t.moved, "moved"),
+            (t.resized, "resized"),
+            (t.interval_changed, "interval changed"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect::<Vec<_>>()
+        .join(", "),
+    }
+}
+
+fn placed(p: &Option<memplan_formats::report::PlacementReport>) -> String {
+    p.as_ref().map_or_else(
+        || "-".into(),
+        |p| {
+            format!(
+                "{} @ {} [{}, {}]",
+                bytes(p.size),
+                p.offset,
+                p.live[0],
+                p.live[1]
+            )
+        },
+    )
+}
+
+#[component]
+pub fn ComparePanel(state: PageState) -> impl IntoView {
+    let strategy = RwSignal::new(StrategyChoice::Best);
+    let keep_flips = RwSignal::new(true);
+    let order = RwSignal::new(Order::Change);
+    let unchanged = RwSignal::new(false);
+    let scenario = move || {
+        let mut s = state.scenario();
+        s.strategy = strategy.get_untracked();
+        if !keep_flips.get_untracked() {
+            s.inline.clear();
+        }
+        s
+    };
+    let with_file = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        let Some(file) = input.files().and_then(|f| f.get(0)) else {
+            return;
+        };
+        let name = file.name();
+        leptos::task::spawn_local(async move {
+            match JsFuture::from(file.array_buffer()).await {
+                Ok(buffer) => {
+                    // Another dump's tensors differ: its plan starts from no flips.
+                    let mut s = scenario();
+                    s.inline.clear();
+                    state.compare(s, Some((name, buffer.unchecked_into())));
+                }
+                Err(_) => state.error.set(Some(format!("{name} could not be read"))),
+            }
+        });
+    };
+    let result = move || {
+        let view = state.comparison.get()?;
+        let d = &view.diff;
+        let change = d
+            .footprint_change_percent
+            .map_or_else(|| "from nothing".to_string(), |p| format!("{p:+.2}%"));
+        let mut rows: Vec<TensorDiff> = d
+            .tensors
+            .iter()
+            .filter(|t| unchanged.get() || t.change != Change::Same)
+            .cloned()
+            .collect();
+        match order.get() {
+            Order::Change => {}
+            Order::Tensor => rows.sort_by(|a, b| a.tensor.cmp(&b.tensor)),
+            Order::SizeDelta => rows.sort_by_key(|t| std::cmp::Reverse(t.size_delta())),
+        }
+        Some(view! {
+            <dl class="budget compare-sides">
+                <div><dt>"before: " {view.before.clone()}</dt>
+                    <dd data-testid="compare-before" data-bytes=d.before.footprint_bytes.to_string()>
+                        {format!("{} (lower bound {})", bytes(d.before.footprint_bytes), bytes(d.before.lower_bound_bytes))}
+                    </dd></div>
+                <div><dt>"after: " {view.after.clone()}</dt>
+                    <dd data-testid="compare-after" data-bytes=d.after.footprint_bytes.to_string()>
+                        {format!("{} (lower bound {}) {change}", bytes(d.after.footprint_bytes), bytes(d.after.lower_bound_bytes))}
+                    </dd></div>
+            </dl>
+            <p class="small" data-testid="compare-counts">
+                {format!("{} new, {} gone, {} changed, {} the same",
+                    d.count(Change::New), d.count(Change::Gone), d.count(Change::Changed), d.count(Change::Same))}
+            </p>
+            <div class="flips-table-wrap">
+                <table class="flips-table" data-testid="diff-table">
+                    <thead><tr><th>"tensor"</th><th>"change"</th><th class="num">"size change"</th><th>"before"</th><th>"after"</th></tr></thead>
+                    <tbody>
+                        {rows.into_iter().map(|t| view! {
+                            <tr data-testid="diff-row" data-tensor=t.tensor.clone() data-change=what(&t)>
+                                <td class="name">{t.tensor.clone()}</td>
+                                <td>{what(&t)}</td>
+                                <td class="num">{format!("{:+}", t.size_delta())}</td>
+                                <td>{placed(&t.before)}</td>
+                                <td>{placed(&t.after)}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        })
+    };
+    view! {
+        <div class="panel-table compare-panel" data-testid="compare-panel">
+            <div class="fit-form">
+                <label>
+                    "against "
+                    <select data-testid="compare-strategy" on:change=move |ev| {
+                        if let Ok(s) = event_target_value(&ev).parse() {
+                            strategy.set(s);
+                        }
+                    }>
+                        {StrategyChoice::ALL.iter().map(|s| view! {
+                            <option value=s.name() selected=move || strategy.get() == *s>{s.name()}</option>
+                        }).collect_view()}
+                    </select>
+                </label>
+                <label><input type="checkbox" data-testid="compare-keep-flips" prop:checked=move || keep_flips.get()
+                    on:change=move |ev| keep_flips.set(event_target_checked(&ev)) />" with the flips shown"</label>
+                <button data-testid="compare-button" on:click=move |_| state.compare(scenario(), None)>"compare"</button>
+                <label class="file-label">
+                    "or another dump "
+                    <input type="file" data-testid="compare-file" accept=".json,.csv,.onnx,.pickle,.pkl" on:change=with_file />
+                </label>
+                <label>
+                    "sort "
+                    <select data-testid="diff-sort" on:change=move |ev| {
+                        let v = event_target_value(&ev);
+                        if let Some((o, _)) = Order::ALL.iter().find(|(_, n)| *n == v) {
+                            order.set(*o);
+                        }
+                    }>
+                        {Order::ALL.iter().map(|(o, n)| view! {
+                            <option value=*n selected=move || order.get() == *o>{*n}</option>
+                        }).collect_view()}
+                    </select>
+                </label>
+                <label><input type="checkbox" data-testid="diff-unchanged" prop:checked=move || unchanged.get()
+                    on:change=move |ev| unchanged.set(event_target_checked(&ev)) />" unchanged too"</label>
+            </div>
+            {result}
+        </div>
+    }
+}
