@@ -90,6 +90,10 @@ test('fit meets a budget, shows its plan log and applies its flips; the link kee
   assert.deepEqual(flips.map((f) => f.split(':')[0]), expected.flips.map((f) => f.tensor));
   assert.ok(expected.within_budget && expected.final_bytes <= budget);
   for (const f of expected.flips) assert.ok(await testid(`flip-${f.tensor}`).isChecked(), f.tensor);
+  // Round one's solo reliefs fill the table: each accepted flip first in line relieves alone
+  // what it relieved first.
+  const first = expected.flips[0];
+  assert.equal(Number(await testid(`solo-${first.tensor}`).textContent()), first.relief_bytes);
   assert.match(await testid('fit-log').textContent(), /within budget/);
   await page.screenshot({ path: join(output, 'flips-fit-1366x768.png') });
 
@@ -291,6 +295,16 @@ test('the sweep panel: the chart, the points as memplan sweep gives them, a poin
   await testid('sweep-point-0').click();
   await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, expected.points[0].footprint_bytes);
   await page.waitForFunction((n) => new URLSearchParams(location.search).getAll('flip').length === n, expected.points[0].flips.length);
+  // A click on the chart at the last budget (the right end of the plot) plans its flips.
+  const at = await page.locator('[data-testid="sweep-chart"] svg').evaluate((svg) => {
+    const r = svg.getBoundingClientRect();
+    const scale = Math.min(r.width / 860, r.height / 300);
+    return { x: r.left + (r.width - 860 * scale) / 2 + (860 - 92) * scale, y: r.top + r.height / 2 };
+  });
+  await page.mouse.click(at.x, at.y);
+  const last = expected.points.at(-1);
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, last.footprint_bytes);
+  await page.waitForFunction((n) => new URLSearchParams(location.search).getAll('flip').length === n, last.flips.length);
 
   // A long sweep in the worker: progress, then cancel keeps the budgets fitted so far.
   const src = `${server.url}fixtures/transformer-training.json`;

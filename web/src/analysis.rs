@@ -148,6 +148,8 @@ pub struct FitLog {
     pub considered: usize,
     pub dropped: usize,
     pub log: Vec<String>,
+    /// Round one: (tensor, relief alone, recompute cost) of each candidate scored.
+    pub solo: Vec<(String, i128, u64)>,
 }
 
 impl FitLog {
@@ -175,6 +177,11 @@ pub fn fit(session: &Session, scenario: &Scenario, budget: &str) -> Result<FitLo
             .collect(),
         considered: fit.considered,
         dropped: fit.dropped,
+        solo: fit
+            .solo
+            .iter()
+            .map(|f| (id(f.tensor), f.relief_bytes, f.recompute_cost))
+            .collect(),
         log: fit
             .log
             .iter()
@@ -205,7 +212,7 @@ pub struct SweepRow {
 }
 
 /// The width and height of the sweep chart, CSS pixels (it scales to its box).
-const SWEEP_CHART: (u32, u32) = (860, 300);
+pub const SWEEP_CHART: (u32, u32) = (860, 300);
 
 impl SweepView {
     pub fn of(session: &Session, sweep: &memplan_engine::Sweep, cancelled: bool) -> SweepView {
@@ -232,8 +239,17 @@ impl SweepView {
     /// The chart (plotters SVG). Drawn on the page only: plotters measures text with the
     /// page's canvas, which a worker does not have.
     pub fn svg(&self) -> Result<String, memplan_render::svg::RenderError> {
-        let points: Vec<memplan_core::remat::SweepPoint> = self
-            .points
+        memplan_render::svg::sweep_svg(&self.chart_points(), SWEEP_CHART.0, SWEEP_CHART.1)
+    }
+
+    /// The point a click `x` pixels from the chart's left edge (in the chart's own pixels)
+    /// picks: the nearest by budget.
+    pub fn point_at(&self, x: f64) -> Option<usize> {
+        memplan_render::svg::sweep_point_at(&self.chart_points(), SWEEP_CHART.0, x)
+    }
+
+    fn chart_points(&self) -> Vec<memplan_core::remat::SweepPoint> {
+        self.points
             .iter()
             .map(|p| memplan_core::remat::SweepPoint {
                 budget_bytes: p.budget_bytes,
@@ -243,8 +259,7 @@ impl SweepView {
                 pareto: p.pareto,
                 exhaustive_cost: p.exhaustive_cost,
             })
-            .collect();
-        memplan_render::svg::sweep_svg(&points, SWEEP_CHART.0, SWEEP_CHART.1)
+            .collect()
     }
 }
 
@@ -415,6 +430,7 @@ mod tests {
         let budget = a.summary.footprint_bytes * 9 / 10;
         let log = fit(&local.session, &local.outcome.scenario, &budget.to_string()).unwrap();
         assert!(!log.flips.is_empty() && !log.log.is_empty(), "{log:?}");
+        assert_eq!(log.solo.len(), log.considered);
         let flipped = local
             .replan(&Scenario {
                 inline: log.inline(),

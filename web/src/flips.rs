@@ -60,10 +60,19 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
             <FitLogView state=state />
             <div class="flips-table-wrap">
                 <table class="flips-table" data-testid="flips-table">
-                    <thead><tr><th>"recompute"</th><th>"tensor"</th><th class="num">"size"</th><th class="num">"recompute cost"</th><th>"state"</th></tr></thead>
+                    <thead><tr><th>"recompute"</th><th>"tensor"</th><th class="num">"size"</th><th class="num">"recompute cost"</th>
+                        <th class="num" title="the bytes it relieves alone, scored by the last fit's first round">"solo relief"</th>
+                        <th class="num" title="solo relief per unit of recompute cost">"relief / cost"</th><th>"state"</th></tr></thead>
                     <tbody>
                         {move || state.analysis.get().map(|a| a.candidates.iter().map(|c| {
                             let tensor = c.tensor.clone();
+                            let solo = state.fit_log.with(|log| {
+                                log.as_ref()?.solo.iter().find(|s| s.0 == c.tensor).map(|s| (s.1, s.2))
+                            });
+                            let (relief, per_cost) = solo.map_or_else(
+                                || ("-".to_string(), "-".to_string()),
+                                |(r, cost)| (format!("{r}"), format!("{:.4}", r as f64 / cost.max(1) as f64)),
+                            );
                             view! {
                                 <tr class:on=c.inlined>
                                     <td><input type="checkbox" data-testid=format!("flip-{}", c.tensor)
@@ -72,6 +81,8 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                                     <td class="name">{c.tensor.clone()}</td>
                                     <td class="num">{bytes(c.bytes)}</td>
                                     <td class="num">{c.recompute_cost}</td>
+                                    <td class="num" data-testid=format!("solo-{}", c.tensor)>{relief}</td>
+                                    <td class="num">{per_cost}</td>
                                     <td>{if c.inlined { "recomputed" } else { "stored" }}</td>
                                 </tr>
                             }

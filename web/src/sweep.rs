@@ -6,7 +6,36 @@
 use leptos::prelude::*;
 use memplan_formats::human::bytes;
 
+use wasm_bindgen::JsCast;
+
+use crate::analysis::SWEEP_CHART;
 use crate::state::PageState;
+
+/// A click on the chart: the nearest budget's flips, planned. The SVG keeps its aspect inside
+/// its box (centred), so the click is mapped back to the chart's own pixels first.
+fn pick(state: PageState, ev: &leptos::ev::MouseEvent) {
+    let Some(view) = state.sweep.get_untracked() else {
+        return;
+    };
+    let Some(svg) = ev
+        .current_target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .and_then(|d| d.query_selector("svg").ok().flatten())
+    else {
+        return;
+    };
+    let rect = svg.get_bounding_client_rect();
+    let (w, h) = (f64::from(SWEEP_CHART.0), f64::from(SWEEP_CHART.1));
+    let scale = (rect.width() / w).min(rect.height() / h);
+    if scale <= 0.0 {
+        return;
+    }
+    let left = rect.left() + (rect.width() - w * scale) / 2.0;
+    let x = (f64::from(ev.client_x()) - left) / scale;
+    if let Some(k) = view.point_at(x) {
+        state.apply_flips(view.points[k].flips.clone());
+    }
+}
 
 #[component]
 pub fn SweepPanel(state: PageState) -> impl IntoView {
@@ -50,7 +79,9 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
             .collect_view();
         Some(view! {
             <p class="small" data-testid="sweep-summary">{summary}</p>
-            <div class="sweep-chart" data-testid="sweep-chart" inner_html=s.svg().unwrap_or_else(|e| e.to_string())></div>
+            <div class="sweep-chart" data-testid="sweep-chart" title="click a budget to plan with its flips"
+                on:click=move |ev| pick(state, &ev)
+                inner_html=s.svg().unwrap_or_else(|e| e.to_string())></div>
             <div class="flips-table-wrap">
                 <table class="flips-table" data-testid="sweep-table">
                     <thead><tr><th></th><th class="num">"budget"</th><th class="num">"footprint"</th>

@@ -177,6 +177,9 @@ pub struct FitResult {
     pub considered: usize,
     /// Candidates the `max_candidates` cut left unscored.
     pub dropped: usize,
+    /// Round one: each candidate considered, scored alone against the baseline, in the order
+    /// round two tries them (relief per unit of recompute cost, best first).
+    pub solo: Vec<Flip>,
     pub within_budget: bool,
     pub log: Vec<Event>,
 }
@@ -372,6 +375,7 @@ impl<'a> Rematerializer<'a> {
             flips: Vec::new(),
             considered: 0,
             dropped: 0,
+            solo: Vec::new(),
             within_budget: true,
             log: Vec::new(),
         };
@@ -407,6 +411,14 @@ impl<'a> Rematerializer<'a> {
                 .then(a.recompute_cost.cmp(&b.recompute_cost))
                 .then(a.tensor.cmp(&b.tensor))
         });
+        result.solo = ranked
+            .iter()
+            .map(|&(c, relief)| Flip {
+                tensor: c.tensor,
+                relief_bytes: relief,
+                recompute_cost: c.recompute_cost,
+            })
+            .collect();
 
         // Round two: acceptance with speculative held groups.
         let mut accepted: Vec<usize> = Vec::new();

@@ -429,6 +429,40 @@ mod tests {
     }
 }
 
+/// The sweep chart's margin and the width of each of its two value axes, pixels.
+const SWEEP_MARGIN: u32 = 12;
+const SWEEP_AXIS: u32 = 80;
+
+/// The budgets a sweep chart spans: the least and the greatest of its points (widened when
+/// they are one).
+fn sweep_span(points: &[memplan_core::remat::SweepPoint]) -> (f64, f64) {
+    let (lo, hi) = points.iter().fold((u64::MAX, 0), |(lo, hi), p| {
+        (lo.min(p.budget_bytes), hi.max(p.budget_bytes))
+    });
+    if lo >= hi {
+        (lo as f64 * 0.95, (hi as f64 * 1.05).max(1.0))
+    } else {
+        (lo as f64, hi as f64)
+    }
+}
+
+/// The point of [`sweep_svg`]'s chart (drawn `width` wide) nearest to `x` pixels from its left
+/// edge, by budget: what a click on the chart picks.
+pub fn sweep_point_at(
+    points: &[memplan_core::remat::SweepPoint],
+    width: u32,
+    x: f64,
+) -> Option<usize> {
+    let (x0, x1) = sweep_span(points);
+    let left = f64::from(SWEEP_MARGIN + SWEEP_AXIS);
+    let right = f64::from(width.saturating_sub(SWEEP_MARGIN + SWEEP_AXIS)).max(left + 1.0);
+    let budget = x0 + (x - left) / (right - left) * (x1 - x0);
+    (0..points.len()).min_by(|&a, &b| {
+        let d = |k: usize| (points[k].budget_bytes as f64 - budget).abs();
+        d(a).total_cmp(&d(b))
+    })
+}
+
 /// A budget sweep as a chart: per budget, the footprint fitted (left axis) and its recompute
 /// cost (right axis), Pareto points filled, and the exhaustive optimum's cost dashed where it
 /// was computed. What `memplan sweep` tabulates, drawn.
@@ -441,14 +475,7 @@ pub fn sweep_svg(
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let (lo, hi) = points.iter().fold((u64::MAX, 0), |(lo, hi), p| {
-            (lo.min(p.budget_bytes), hi.max(p.budget_bytes))
-        });
-        let (x0, x1) = if lo >= hi {
-            (lo as f64 * 0.95, (hi as f64 * 1.05).max(1.0))
-        } else {
-            (lo as f64, hi as f64)
-        };
+        let (x0, x1) = sweep_span(points);
         let top = points.iter().map(|p| p.footprint_bytes).max().unwrap_or(1) as f64 * 1.08;
         let cost_top = points
             .iter()
@@ -459,10 +486,10 @@ pub fn sweep_svg(
             .max(1) as f64
             * 1.08;
         let mut chart = ChartBuilder::on(&root)
-            .margin(12)
+            .margin(SWEEP_MARGIN)
             .x_label_area_size(36)
-            .y_label_area_size(80)
-            .right_y_label_area_size(80)
+            .y_label_area_size(SWEEP_AXIS)
+            .right_y_label_area_size(SWEEP_AXIS)
             .build_cartesian_2d(x0..x1, 0.0..top.max(1.0))
             .map_err(err)?
             .set_secondary_coord(x0..x1, 0.0..cost_top);
@@ -584,6 +611,11 @@ mod sweep_tests {
         }
         // Two circles per point (fill, outline) and one in the legend.
         assert_eq!(svg.matches("<circle").count(), 2 * points.len() + 1);
+        // A click picks the nearest budget: the ends of the plot pick the ends.
+        assert_eq!(sweep_point_at(&points, 600, 92.0), Some(0));
+        assert_eq!(sweep_point_at(&points, 600, 508.0), Some(3));
+        assert_eq!(sweep_point_at(&points, 600, 92.0 + 416.0 / 3.0), Some(1));
+        assert_eq!(sweep_point_at(&[], 600, 100.0), None);
         // A lone point: its fill, its outline and the legend's.
         assert_eq!(
             sweep_svg(&points[..1], 600, 300)

@@ -84,6 +84,21 @@ fn fit(g: &Graph, target: Target) -> (FitResult, Vec<String>) {
         result.final_bytes,
         "final is the flips' score"
     );
+    // Round one's scores: each candidate considered, alone, in the order round two tried them.
+    assert_eq!(result.solo.len(), result.considered);
+    for s in &result.solo {
+        let alone = r.score(&[s.tensor]).unwrap();
+        assert_eq!(
+            s.relief_bytes,
+            i128::from(result.baseline_bytes) - i128::from(alone)
+        );
+    }
+    assert!(result.solo.windows(2).all(|w| compare_relief_ratio(
+        w[0].relief_bytes,
+        w[0].recompute_cost.max(1),
+        w[1].relief_bytes,
+        w[1].recompute_cost.max(1)
+    ) != std::cmp::Ordering::Less));
     let names = result
         .tensors()
         .iter()
