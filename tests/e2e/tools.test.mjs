@@ -340,7 +340,16 @@ test('the compare panel: another strategy, another dump, as memplan diff says', 
   const [a, b] = [at(best), at(bump)];
   const changed = [...a.keys()].filter((t) => a.get(t) !== b.get(t)).length;
   assert.equal(await testid('diff-row').count(), changed);
+  // The other plan is drawn over the window of the view below: zooming that view moves it.
+  const drawn = () => testid('compare-after-view').evaluate((e) => e.innerHTML);
+  const whole = await drawn();
+  assert.match(whole, /^<svg/);
+  await page.locator('body').click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press('w');
+  await page.waitForFunction(() => /zoom=/.test(location.search));
+  await page.waitForFunction((w) => document.querySelector('[data-testid="compare-after-view"]').innerHTML !== w, whole);
   await page.screenshot({ path: join(output, 'compare-1400x900.png') });
+  await page.keyboard.press('f');
 
   // Another dump: the same step at twice the batch, matched by tensor id.
   const doubled = JSON.parse(await readFile(convnet, 'utf8'));

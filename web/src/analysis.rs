@@ -269,6 +269,8 @@ pub struct CompareView {
     pub before: String,
     pub after: String,
     pub diff: memplan_formats::diff::PlanDiff,
+    /// What the views draw of the other plan.
+    pub after_model: ViewModel,
 }
 
 /// What a plan is, in a few words: its dump and its scenario's strategy and flips.
@@ -293,6 +295,7 @@ pub fn compare(
         before: label(before.0, &before.1.scenario),
         after: label(session, scenario),
         diff: memplan_formats::diff::diff(&before.0.report(before.1), &session.report(&outcome)),
+        after_model: session.view_model(&outcome),
     })
 }
 

@@ -657,13 +657,14 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
             arena_only,
         );
         let result = export::view_svg(
-            &a,
+            &a.model,
             tab,
             device,
             &rows,
             state.window().get_untracked(),
             state.color_by.get_untracked(),
             arena_only,
+            None,
         )
         .and_then(|svg| {
             export::download_text(

@@ -11,6 +11,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::state::PageState;
+use crate::url_state::Tab;
 
 /// How the diff table is sorted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +61,39 @@ fn placed(p: &Option<memplan_formats::report::PlacementReport>) -> String {
             )
         },
     )
+}
+
+/// The other plan drawn as the view below draws the plan shown, over the same window: zooming
+/// or panning the view below moves this one too (time, and for the arena map addresses).
+#[component]
+fn AfterView(state: PageState) -> impl IntoView {
+    move || {
+        let view = state.comparison.get()?;
+        let model = &view.after_model;
+        let tab = state.tab.get();
+        let window = match tab {
+            Tab::Arena => state.arena_window.get(),
+            Tab::Timeline => state.timeline_window.get(),
+        };
+        let device = model.clamp_device(state.device.get());
+        let arena_only = state.arena_only_now();
+        let rows = model.rows(device, "", state.sort.get(), arena_only);
+        let svg = crate::export::view_svg(
+            model,
+            tab,
+            device,
+            &rows,
+            window,
+            state.color_by.get(),
+            arena_only,
+            Some((1400, 380)),
+        )
+        .unwrap_or_else(|e| e.to_string());
+        Some(view! {
+            <div class="compare-view" data-testid="compare-after-view"
+                title="the other plan, over the window of the view below" inner_html=svg></div>
+        })
+    }
 }
 
 #[component]
@@ -112,6 +146,7 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
             Order::SizeDelta => rows.sort_by_key(|t| std::cmp::Reverse(t.size_delta())),
         }
         Some(view! {
+            <AfterView state=state />
             <dl class="budget compare-sides">
                 <div><dt>"before: " {view.before.clone()}</dt>
                     <dd data-testid="compare-before" data-bytes=d.before.footprint_bytes.to_string()>

@@ -1,6 +1,7 @@
 //! Exports: the current view as SVG (memplan-render, the drawing `memplan render` makes) or PNG
 //! (the canvas), the plan as JSON (the `memplan plan --json` report) or minimalloc CSV.
 
+use memplan_render::ViewModel;
 use memplan_render::color::ColorBy;
 use memplan_render::scene::Viewport;
 use memplan_render::svg::{SvgOptions, arena_svg, timeline_svg};
@@ -10,30 +11,30 @@ use crate::analysis::Analysis;
 use crate::error::WebError;
 use crate::url_state::Tab;
 
-/// The SVG of a view: `window` and `rows` as the screen shows them.
+/// The SVG of a view of `model`: `window` and `rows` as the screen shows them, `size` pixels
+/// (`None`: the size `memplan render` draws).
+#[allow(clippy::too_many_arguments)]
 pub fn view_svg(
-    a: &Analysis,
+    model: &ViewModel,
     tab: Tab,
     device: usize,
     rows: &[usize],
     window: Option<Viewport>,
     color_by: ColorBy,
     arena_only: bool,
+    size: Option<(u32, u32)>,
 ) -> Result<String, WebError> {
+    let d = SvgOptions::default();
+    let (width, height) = size.unwrap_or((d.width, d.height));
     let options = SvgOptions {
         color_by,
         arena_only,
-        ..SvgOptions::default()
+        width,
+        height,
     };
     match tab {
-        Tab::Arena => arena_svg(&a.model, device, window, options),
-        Tab::Timeline => timeline_svg(
-            &a.model,
-            device,
-            rows,
-            window.map(|v| (v.x0, v.x1)),
-            options,
-        ),
+        Tab::Arena => arena_svg(model, device, window, options),
+        Tab::Timeline => timeline_svg(model, device, rows, window.map(|v| (v.x0, v.x1)), options),
     }
     .map_err(WebError::from)
 }
