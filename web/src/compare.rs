@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use memplan_core::StrategyChoice;
 use memplan_formats::diff::{Change, TensorDiff};
-use memplan_formats::human::bytes;
+use memplan_formats::human::{bytes, change_text, diff_counts, footprint_change, placement_text};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
@@ -29,38 +29,6 @@ impl Order {
         (Order::Tensor, "tensor"),
         (Order::SizeDelta, "size change"),
     ];
-}
-
-fn what(t: &TensorDiff) -> String {
-    match t.change {
-        Change::New => "new".into(),
-        Change::Gone => "gone".into(),
-        Change::Same => "same".into(),
-        Change::Changed => [
-            (t.moved, "moved"),
-            (t.resized, "resized"),
-            (t.interval_changed, "interval changed"),
-        ]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect::<Vec<_>>()
-        .join(", "),
-    }
-}
-
-fn placed(p: &Option<memplan_formats::report::PlacementReport>) -> String {
-    p.as_ref().map_or_else(
-        || "-".into(),
-        |p| {
-            format!(
-                "{} @ {} [{}, {}]",
-                bytes(p.size),
-                p.offset,
-                p.live[0],
-                p.live[1]
-            )
-        },
-    )
 }
 
 /// The other plan drawn as the view below draws the plan shown, over the same window: zooming
@@ -131,9 +99,7 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
     let result = move || {
         let view = state.comparison.get()?;
         let d = &view.diff;
-        let change = d
-            .footprint_change_percent
-            .map_or_else(|| "from nothing".to_string(), |p| format!("{p:+.2}%"));
+        let change = footprint_change(d);
         let mut rows: Vec<TensorDiff> = d
             .tensors
             .iter()
@@ -158,20 +124,19 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                     </dd></div>
             </dl>
             <p class="small" data-testid="compare-counts">
-                {format!("{} new, {} gone, {} changed, {} the same",
-                    d.count(Change::New), d.count(Change::Gone), d.count(Change::Changed), d.count(Change::Same))}
+                {diff_counts(d)}
             </p>
             <div class="flips-table-wrap">
                 <table class="flips-table" data-testid="diff-table">
                     <thead><tr><th>"tensor"</th><th>"change"</th><th class="num">"size change"</th><th>"before"</th><th>"after"</th></tr></thead>
                     <tbody>
                         {rows.into_iter().map(|t| view! {
-                            <tr data-testid="diff-row" data-tensor=t.tensor.clone() data-change=what(&t)>
+                            <tr data-testid="diff-row" data-tensor=t.tensor.clone() data-change=change_text(&t)>
                                 <td class="name">{t.tensor.clone()}</td>
-                                <td>{what(&t)}</td>
+                                <td>{change_text(&t)}</td>
                                 <td class="num">{format!("{:+}", t.size_delta())}</td>
-                                <td>{placed(&t.before)}</td>
-                                <td>{placed(&t.after)}</td>
+                                <td>{placement_text(&t.before)}</td>
+                                <td>{placement_text(&t.after)}</td>
                             </tr>
                         }).collect_view()}
                     </tbody>

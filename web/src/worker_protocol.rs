@@ -705,9 +705,8 @@ mod tests {
         assert!(!planned(&out).0.warnings.is_empty());
     }
 
-    #[test]
-    fn a_fit_answers_its_log_then_plans_with_its_flips() {
-        let mut worker = Worker::default();
+    /// A fresh worker, the convnet example, and the request that loads it with first-fit.
+    fn convnet_worker() -> (Worker, &'static crate::examples::Example, Request) {
         let example = crate::examples::EXAMPLES
             .iter()
             .find(|e| e.name == "convnet-training")
@@ -717,6 +716,12 @@ mod tests {
             scenario: scenario(Strategy::FirstFit),
             import: Default::default(),
         };
+        (Worker::default(), example, load)
+    }
+
+    #[test]
+    fn a_fit_answers_its_log_then_plans_with_its_flips() {
+        let (mut worker, example, load) = convnet_worker();
         let baseline = planned(&run(&mut worker, load, Some(example.text.as_bytes())))
             .0
             .summary
@@ -753,16 +758,7 @@ mod tests {
 
     #[test]
     fn a_sweep_runs_in_steps_and_a_cancel_keeps_the_budgets_fitted() {
-        let mut worker = Worker::default();
-        let example = crate::examples::EXAMPLES
-            .iter()
-            .find(|e| e.name == "convnet-training")
-            .unwrap();
-        let load = Request::Load {
-            source: "convnet.json".into(),
-            scenario: scenario(Strategy::FirstFit),
-            import: Default::default(),
-        };
+        let (mut worker, example, load) = convnet_worker();
         run(&mut worker, load, Some(example.text.as_bytes()));
         let sweep = || Request::Sweep {
             scenario: scenario(Strategy::FirstFit),

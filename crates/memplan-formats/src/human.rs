@@ -8,7 +8,7 @@ use memplan_core::remat::{Event, SweepPoint, Target};
 use memplan_core::spaces::{OutputSource, SpaceCounts, Spaces};
 use memplan_core::{Plan, Problem, StrategyChoice};
 
-use crate::diff::{Change, PlanDiff};
+use crate::diff::{Change, PlanDiff, TensorDiff};
 use crate::report::{PlacementReport, PlanSummary};
 
 /// `bytes` in the largest binary unit that keeps it at least 1 (B, KiB, MiB, GiB, TiB).
@@ -53,56 +53,71 @@ pub fn diff_text(d: &PlanDiff) -> String {
             bytes(s.lower_bound_bytes)
         )
     };
-    let change = d
-        .footprint_change_percent
-        .map_or_else(|| "from nothing".to_string(), |p| format!("{p:+.2}%"));
     let _ = writeln!(out, "before: {}", side(&d.before));
-    let _ = writeln!(out, "after:  {} ({change})", side(&d.after));
-    let _ = writeln!(
-        out,
-        "tensors: {} new, {} gone, {} changed, {} the same",
-        d.count(Change::New),
-        d.count(Change::Gone),
-        d.count(Change::Changed),
-        d.count(Change::Same)
-    );
-    let place = |p: &Option<PlacementReport>| {
-        p.as_ref().map_or_else(
-            || "-".to_string(),
-            |p| {
-                format!(
-                    "{} @ {} [{}, {}]",
-                    bytes(p.size),
-                    p.offset,
-                    p.live[0],
-                    p.live[1]
-                )
-            },
-        )
-    };
+    let _ = writeln!(out, "after:  {} ({})", side(&d.after), footprint_change(d));
+    let _ = writeln!(out, "tensors: {}", diff_counts(d));
     for t in d.tensors.iter().filter(|t| t.change != Change::Same) {
-        let what: Vec<&str> = match t.change {
-            Change::New => vec!["new"],
-            Change::Gone => vec!["gone"],
-            _ => [
-                (t.moved, "moved"),
-                (t.resized, "resized"),
-                (t.interval_changed, "interval changed"),
-            ]
-            .into_iter()
-            .filter_map(|(on, name)| on.then_some(name))
-            .collect(),
-        };
         let _ = writeln!(
             out,
             "  {:<28} {:<28} {} -> {}",
             t.tensor,
-            what.join(", "),
-            place(&t.before),
-            place(&t.after)
+            change_text(t),
+            placement_text(&t.before),
+            placement_text(&t.after)
         );
     }
     out
+}
+
+/// How much the footprint changed, signed, in percent (`from nothing` when it was 0).
+pub fn footprint_change(d: &PlanDiff) -> String {
+    d.footprint_change_percent
+        .map_or_else(|| "from nothing".to_string(), |p| format!("{p:+.2}%"))
+}
+
+/// How many tensors of a diff are new, gone, changed and the same, in words.
+pub fn diff_counts(d: &PlanDiff) -> String {
+    format!(
+        "{} new, {} gone, {} changed, {} the same",
+        d.count(Change::New),
+        d.count(Change::Gone),
+        d.count(Change::Changed),
+        d.count(Change::Same)
+    )
+}
+
+/// What changed for one tensor, in words: `new`, `gone`, `same`, or what of its placement did.
+pub fn change_text(t: &TensorDiff) -> String {
+    match t.change {
+        Change::New => "new".into(),
+        Change::Gone => "gone".into(),
+        Change::Same => "same".into(),
+        Change::Changed => [
+            (t.moved, "moved"),
+            (t.resized, "resized"),
+            (t.interval_changed, "interval changed"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect::<Vec<_>>()
+        .join(", "),
+    }
+}
+
+/// One side of a tensor's diff: its size, offset and live interval, or `-` where it is not.
+pub fn placement_text(p: &Option<PlacementReport>) -> String {
+    p.as_ref().map_or_else(
+        || "-".to_string(),
+        |p| {
+            format!(
+                "{} @ {} [{}, {}]",
+                bytes(p.size),
+                p.offset,
+                p.live[0],
+                p.live[1]
+            )
+        },
+    )
 }
 
 /// Reads a byte size as people write it: `4096`, `512MiB`, `1.5GB`, `2 GiB` (binary units
