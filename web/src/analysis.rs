@@ -42,6 +42,34 @@ impl Local {
     pub fn analysis(&self) -> Analysis {
         Analysis::of(&self.session, &self.outcome)
     }
+
+    /// [`Local::analysis`], reusing the plan without flips of an earlier analysis of the same
+    /// session (`cache`) when the scenario differs from it only in its flips.
+    pub fn analysis_cached(&self, cache: &mut BaselineCache) -> Analysis {
+        Analysis::of_cached(&self.session, &self.outcome, cache)
+    }
+}
+
+/// The plan without flips of one session, by the scenario it was made under: toggling flips
+/// leaves it as it is, so each toggle plans once, not twice. Keep one per session.
+#[derive(Debug, Clone, Default)]
+pub struct BaselineCache(Option<(Scenario, Option<Baseline>)>);
+
+impl BaselineCache {
+    fn baseline(&mut self, session: &Session, scenario: &Scenario) -> Option<Baseline> {
+        if scenario.inline.is_empty() || scenario.strategy == Strategy::Search.into() {
+            return None;
+        }
+        let key = unflipped(scenario);
+        match &self.0 {
+            Some((known, baseline)) if *known == key => baseline.clone(),
+            _ => {
+                let baseline = baseline(session, &key);
+                self.0 = Some((key, baseline.clone()));
+                baseline
+            }
+        }
+    }
 }
 
 /// What the page shows of a planned session: serializable, so the worker can hand it over.
@@ -87,6 +115,11 @@ pub struct Baseline {
 
 impl Analysis {
     pub fn of(session: &Session, outcome: &Outcome) -> Analysis {
+        Analysis::of_cached(session, outcome, &mut BaselineCache::default())
+    }
+
+    /// [`Analysis::of`], with the plan without flips from `cache` when it has it.
+    pub fn of_cached(session: &Session, outcome: &Outcome, cache: &mut BaselineCache) -> Analysis {
         Analysis {
             source: session.source.clone(),
             format: session.format.name().to_string(),
@@ -97,7 +130,7 @@ impl Analysis {
             model: session.view_model(outcome),
             warnings: session.warnings.clone(),
             candidates: session.candidate_rows(outcome),
-            baseline: baseline(session, &outcome.scenario),
+            baseline: cache.baseline(session, &outcome.scenario),
             params: session
                 .graph
                 .params
@@ -118,11 +151,9 @@ impl Analysis {
     }
 }
 
-fn baseline(session: &Session, scenario: &Scenario) -> Option<Baseline> {
-    if scenario.inline.is_empty() || scenario.strategy == Strategy::Search.into() {
-        return None;
-    }
-    let outcome = session.plan(&unflipped(scenario)).ok()?;
+/// The plan of `unflipped`, a scenario without flips, as a baseline.
+fn baseline(session: &Session, unflipped: &Scenario) -> Option<Baseline> {
+    let outcome = session.plan(unflipped).ok()?;
     Some(Baseline {
         footprint_bytes: outcome.plan.footprint_bytes(),
         curves: session
@@ -457,6 +488,35 @@ mod tests {
             fit(&local.session, &local.outcome.scenario, "lots"),
             Err(FitError::Budget(_))
         ));
+    }
+
+    #[test]
+    fn the_baseline_cache_never_serves_another_scenarios_plan() {
+        let e = EXAMPLES
+            .iter()
+            .find(|e| e.name == "convnet-training")
+            .unwrap();
+        let local = Local::load(e.text.as_bytes(), e.name, &Scenario::default()).unwrap();
+        let mut cache = BaselineCache::default();
+        let flips = |ids: &[&str], strategy: Strategy| Scenario {
+            inline: ids.iter().map(|s| s.to_string()).collect(),
+            strategy: strategy.into(),
+            ..Scenario::default()
+        };
+        for scenario in [
+            flips(&["relu0"], Strategy::BestFit),
+            flips(&["relu0", "relu1"], Strategy::BestFit),
+            flips(&["relu1"], Strategy::Bump),
+            flips(&[], Strategy::Bump),
+            flips(&["relu1"], Strategy::Bump),
+        ] {
+            let planned = local.replan(&scenario).unwrap();
+            assert_eq!(
+                planned.analysis_cached(&mut cache),
+                planned.analysis(),
+                "{scenario:?}"
+            );
+        }
     }
 
     #[test]

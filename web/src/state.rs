@@ -14,7 +14,8 @@ use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
 
 use crate::analysis::{
-    Analysis, CompareView, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST, SweepView, unflipped,
+    Analysis, BaselineCache, CompareView, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST,
+    SweepView, unflipped,
 };
 use crate::url_state::{Panel, Tab, UrlState};
 use crate::worker_client::{Client, new_client};
@@ -122,6 +123,8 @@ pub struct PageState {
     pub local_stop: StoredValue<bool>,
     /// The plan shown against another: its diff.
     pub comparison: RwSignal<Option<CompareView>>,
+    /// The main-thread dump's plan without flips, kept across toggles.
+    pub baselines: StoredValue<BaselineCache>,
 }
 
 impl PageState {
@@ -169,6 +172,7 @@ impl PageState {
             local_sweep: RwSignal::new(false),
             local_stop: StoredValue::new(false),
             comparison: RwSignal::new(None),
+            baselines: StoredValue::new(BaselineCache::default()),
         }
     }
 
@@ -196,7 +200,9 @@ impl PageState {
         match Local::load(bytes, source, &self.scenario()) {
             Ok(local) => {
                 crate::worker_client::stop(self);
-                let a = local.analysis();
+                let mut cache = BaselineCache::default();
+                let a = local.analysis_cached(&mut cache);
+                self.baselines.set_value(cache);
                 self.local.set_value(Some(Arc::new(local)));
                 self.apply(a, Some(origin));
                 true
@@ -432,7 +438,10 @@ impl PageState {
         match self.local.get_value() {
             Some(local) => match local.replan(&self.scenario()) {
                 Ok(local) => {
-                    let a = local.analysis();
+                    let a = self
+                        .baselines
+                        .try_update_value(|cache| local.analysis_cached(cache))
+                        .unwrap_or_else(|| local.analysis());
                     self.local.set_value(Some(Arc::new(local)));
                     self.apply(a, None);
                 }

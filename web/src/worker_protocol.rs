@@ -21,8 +21,8 @@ use memplan_engine::{Outcome, Scenario, Session};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{
-    Analysis, CompareView, Export, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST, SweepView,
-    compare, export, fit, unflipped,
+    Analysis, BaselineCache, CompareView, Export, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST,
+    SweepView, compare, export, fit, unflipped,
 };
 use memplan_engine::SweepJob;
 
@@ -150,6 +150,8 @@ pub struct Worker {
     job: Option<Job>,
     /// A sweep of the loaded session, in steps.
     sweep: Option<SweepJob>,
+    /// The loaded session's plan without flips, kept across toggles.
+    baselines: BaselineCache,
     bytes: Option<(String, Vec<u8>)>,
 }
 
@@ -296,6 +298,7 @@ impl Worker {
         post: &mut dyn FnMut(Response),
     ) {
         post(progress(1, format!("parsing and checking {source}")));
+        self.baselines = BaselineCache::default();
         let loaded = Session::load_with(&bytes, &source, import);
         self.bytes = Some((source, bytes));
         match loaded {
@@ -475,7 +478,7 @@ impl Worker {
             outcome,
         };
         post(Response::Planned {
-            analysis: Box::new(local.analysis()),
+            analysis: Box::new(local.analysis_cached(&mut self.baselines)),
             cancelled,
         });
         self.local = Some(local);
