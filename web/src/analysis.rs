@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Strategy, StrategyChoice};
 use memplan_engine::{CandidateRow, EngineError, Outcome, Scenario, Session};
-use memplan_formats::human::SpaceRow;
+use memplan_formats::human::{SpaceRow, event_text, named_flips};
 use memplan_formats::report::PlanSummary;
 use memplan_render::ViewModel;
 use serde::{Deserialize, Serialize};
@@ -201,23 +201,11 @@ pub fn fit(session: &Session, scenario: &Scenario, budget: &str) -> Result<FitLo
         baseline_bytes: fit.baseline_bytes,
         final_bytes: fit.final_bytes,
         within_budget: fit.within_budget,
-        flips: fit
-            .flips
-            .iter()
-            .map(|f| (id(f.tensor), f.relief_bytes, f.recompute_cost))
-            .collect(),
+        flips: named_flips(&fit.flips, &id),
         considered: fit.considered,
         dropped: fit.dropped,
-        solo: fit
-            .solo
-            .iter()
-            .map(|f| (id(f.tensor), f.relief_bytes, f.recompute_cost))
-            .collect(),
-        log: fit
-            .log
-            .iter()
-            .map(|e| memplan_formats::human::event_text(e, &id))
-            .collect(),
+        solo: named_flips(&fit.solo, &id),
+        log: fit.log.iter().map(|e| event_text(e, &id)).collect(),
     })
 }
 

@@ -803,11 +803,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                     serde_json::to_string_pretty(&value).expect("JSON values print")
                 );
             } else {
-                let flips: Vec<(String, i128, u64)> = fit
-                    .flips
-                    .iter()
-                    .map(|f| (id(f.tensor), f.relief_bytes, f.recompute_cost))
-                    .collect();
+                let flips = human::named_flips(&fit.flips, &id);
                 let log: Vec<String> = fit.log.iter().map(|e| human::event_text(e, &id)).collect();
                 print!(
                     "{}",

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use memplan_core::Graph;
-use memplan_core::remat::{Event, SweepPoint, Target};
+use memplan_core::remat::{Event, Flip, SweepPoint, Target};
 use memplan_core::spaces::{OutputSource, SpaceCounts, Spaces};
 use memplan_core::{Plan, Problem, StrategyChoice};
 
@@ -462,6 +462,14 @@ pub fn fits_text(class: &str, f: &FitsSummary, millis: f64) -> String {
     }
     let _ = writeln!(out, "{} plans, {millis:.0} ms", f.probes);
     out
+}
+
+/// Flips with their tensors named: (tensor id, relief in bytes, recompute cost).
+pub fn named_flips(flips: &[Flip], id: &dyn Fn(usize) -> String) -> Vec<(String, i128, u64)> {
+    flips
+        .iter()
+        .map(|f| (id(f.tensor), f.relief_bytes, f.recompute_cost))
+        .collect()
 }
 
 /// `memplan fit`'s answer: the footprints, the flips in acceptance order, and the log.

@@ -34,7 +34,7 @@ use crate::lower_bound::{DeviceUsage, device_usage};
 use crate::problem::{LiveInterval, Problem, ProblemError};
 
 use greedy::{GapChoice, size_order};
-use interval_index::IntervalIndex;
+use interval_index::{IntervalIndex, total_overlaps};
 
 /// How the arena of one device is laid out: one layout algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -700,19 +700,12 @@ fn layout_region(
         })
     };
     // Every item's overlapping buffers, counted without listing them: what `best-fit`'s lists
-    // and one decode of `search` cost.
-    let overlaps = || IntervalIndex::new(&intervals, &(0..items.len() as u32).collect::<Vec<_>>());
-    let visits = |index: &IntervalIndex| {
-        intervals
-            .iter()
-            .map(|&i| index.count_overlapping(i))
-            .sum::<u64>()
-    };
-    // In `best`, a strategy past the work budget drops out: `first-fit` stands in.
+    // and one decode of `search` cost. In `best`, a strategy past the work budget drops out:
+    // `first-fit` stands in.
     let in_best = options.strategy == StrategyChoice::Best;
     match strategy {
         Strategy::FirstFit => done(greedy(GapChoice::Lowest)),
-        Strategy::BestFit if in_best && visits(&overlaps()) > options.search_work => None,
+        Strategy::BestFit if in_best && total_overlaps(&intervals) > options.search_work => None,
         Strategy::BestFit => done(greedy(GapChoice::Smallest)),
         Strategy::Tlsf => done(tlsf::layout(items)?),
         Strategy::Bump => {
@@ -728,11 +721,12 @@ fn layout_region(
         }
         Strategy::Search => {
             // Keep first-fit's layout when not even one decode fits the budget.
-            let index = overlaps();
-            let visits = visits(&index);
+            let visits = total_overlaps(&intervals);
             if visits > options.search_work {
                 return (!in_best).then(|| done(greedy(GapChoice::Lowest)))?;
             }
+            let index =
+                IntervalIndex::new(&intervals, &(0..items.len() as u32).collect::<Vec<_>>());
             let neighbours: Vec<Vec<u32>> = intervals
                 .iter()
                 .enumerate()

@@ -250,12 +250,15 @@ pub(crate) fn place(items: &[Item], order: &[u32], choice: GapChoice) -> Vec<u64
 /// [`choose_gap`]) when it overlaps at most `limit` buffers, placed or not.
 fn place_listing_up_to(items: &[Item], order: &[u32], choice: GapChoice, limit: u64) -> Vec<u64> {
     let mut occupancy = Occupancy::new(items);
-    let mut rank = vec![0u32; items.len()];
-    for (r, &i) in order.iter().enumerate() {
-        rank[i as usize] = r as u32;
-    }
-    let intervals: Vec<LiveInterval> = items.iter().map(|i| i.live).collect();
-    let index = (limit > 0).then(|| IntervalIndex::new(&intervals, &rank));
+    // The listing index, only where it is used (`best-fit`): ranks are places in `order`.
+    let index = (limit > 0).then(|| {
+        let mut rank = vec![0u32; items.len()];
+        for (r, &i) in order.iter().enumerate() {
+            rank[i as usize] = r as u32;
+        }
+        let intervals: Vec<LiveInterval> = items.iter().map(|i| i.live).collect();
+        IntervalIndex::new(&intervals, &rank)
+    });
     let mut offsets = vec![0; items.len()];
     let (mut earlier, mut ranges) = (Vec::new(), Vec::new());
     for (r, &i) in order.iter().enumerate() {
