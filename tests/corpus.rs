@@ -66,6 +66,8 @@ struct Entry {
     best_known: Option<u64>,
     #[serde(default)]
     search_proves_optimum: bool,
+    #[serde(default)]
+    search_fits: Option<u64>,
 }
 
 fn data_dir() -> PathBuf {
@@ -222,6 +224,22 @@ fn search_proves_only_true_bounds_and_solves_what_it_claims() {
                 at.footprint_bytes() <= plan.footprint_bytes(),
                 "{}",
                 entry.path
+            );
+        }
+        if let Some(capacity) = entry.search_fits {
+            let within = s
+                .plan(&Scenario {
+                    capacity: Some(capacity),
+                    ..search.clone()
+                })
+                .unwrap()
+                .plan;
+            assert!(within.is_valid(), "{}", entry.path);
+            assert!(
+                within.footprint_bytes() <= capacity,
+                "{}: {} does not fit {capacity}",
+                entry.path,
+                within.footprint_bytes()
             );
         }
         let below = s

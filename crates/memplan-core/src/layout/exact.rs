@@ -13,16 +13,20 @@
 //!   (placing it first changed nothing for the others).
 //!
 //! After a placement the node is dead when a buffer's floor plus size passes the capacity, or
-//! when some time's unplaced bytes cannot fit between its placed height (or the current offset,
-//! whichever is higher) and the capacity: the cross-section bound, kept in two max trees.
+//! when some time's unplaced bytes cannot fit between the least floor of what is left there (or
+//! the current offset, whichever is higher) and the capacity: the cross-section bound, kept in
+//! max trees. The least floor per time is kept exact with a count of the buffers resting on it,
+//! rescanned (over per-time lists of what is unplaced) only when the last of them leaves.
 //!
-//! [`fits`] runs the search under several static preorderings in turn, doubling a node budget
-//! (most instances fall to one of them quickly, and which one differs). [`minimize`] starts
-//! from a known layout (the warm start) and the lower bound, tries the bound first (most real
-//! problems reach it), then bisects between what is proven and what is found. Every search has
-//! a node limit and asks the caller's [`Control`] whether to stop, so the core has no clock;
-//! the answer is the best layout found and the proven lower bound, with `optimal` when they
-//! meet. Deterministic for a given node limit.
+//! [`fits`] runs the search under several preorderings in turn, doubling a node budget, with
+//! each sub-problem ranked afresh when the timeline splits (search times are heavy-tailed: most
+//! instances fall to one order quickly, and which one differs). [`minimize`] probes the goal or
+//! the lower bound first with first-fit's layout to fall back on (most real problems reach the
+//! bound), runs the caller's warm start only when that probe does not settle it, then bisects
+//! between what is proven and what is found. Every search has a node limit and asks the
+//! caller's [`Control`] whether to stop, so the core has no clock; the answer is the best layout
+//! found and the proven lower bound, with `optimal` when they meet. Deterministic for a given
+//! node limit.
 
 use super::{Control, Item, Progress, RegionLayout};
 use crate::graph::align_up;
@@ -83,86 +87,69 @@ impl MaxTree {
     }
 }
 
-/// Per position `t`: the highest end of the buffers placed at `t` and the bytes still to place
-/// there. Placing in non-decreasing offset order, whatever is still to place at `t` lands above
-/// both `height[t]` and the current offset, so `max(height[t], offset) + need[t]` must fit.
+/// Per position `t`: the bytes still to place there and the least floor among them. Placing in
+/// non-decreasing offset order, whatever is still to place at `t` lands above both that floor
+/// (MiniMalloc's unallocated floor) and the current offset, so `max(lowest[t], offset) +
+/// need[t]` must fit. Every unplaced buffer's floor is at or above the end of each placed buffer
+/// beside it, so the lowest floor already covers what is placed at `t`.
 #[derive(Clone)]
 struct Sections {
-    height: Vec<u64>,
-    /// The least floor of the buffers still to place at `t` (0 when none): all of them land
-    /// at or above it (MiniMalloc's unallocated floor).
-    lowest: Vec<u64>,
     need: Vec<u64>,
-    /// `max(height, lowest) + need` per position.
+    /// The least floor of the buffers still to place at `t` (`u64::MAX` when none)...
+    lowest: Vec<u64>,
+    /// ...and how many of them rest on it: only when the last one leaves (placed, or its floor
+    /// raised) does `lowest[t]` need a rescan.
+    resting: Vec<u32>,
+    /// `lowest + need` per position with something to place, else 0.
     stacked: MaxTree,
     /// `need` per position.
     unplaced: MaxTree,
+    /// `lowest` per position with something to place, else 0: a raised buffer's old floor
+    /// above the maximum over its interval rests nowhere, and nothing there needs a look.
+    resting_on: MaxTree,
 }
 
 impl Sections {
-    fn new(items: &[Item]) -> Self {
-        let positions = items
-            .iter()
-            .map(|i| i.live.last as usize + 1)
-            .max()
-            .unwrap_or(1);
+    fn new(items: &[Item], positions: usize) -> Self {
         let mut need = vec![0u64; positions];
+        let mut resting = vec![0u32; positions];
         for it in items {
-            for t in it.live.first..=it.live.last {
-                need[t as usize] = need[t as usize].saturating_add(it.size);
+            for t in it.live.first as usize..=it.live.last as usize {
+                need[t] = need[t].saturating_add(it.size);
+                resting[t] += 1;
             }
         }
         Sections {
-            height: vec![0; positions],
             lowest: vec![0; positions],
+            resting,
             stacked: MaxTree::new(&need),
             unplaced: MaxTree::new(&need),
+            resting_on: MaxTree::new(&vec![0; positions]),
             need,
         }
     }
 
     /// Writes position `t`'s leaves; the caller rebuilds.
     fn write(&mut self, t: usize) {
-        let base = self.height[t].max(self.lowest[t]);
-        self.stacked.set_leaf(t, base.saturating_add(self.need[t]));
+        let stacked = if self.need[t] > 0 {
+            self.lowest[t].saturating_add(self.need[t])
+        } else {
+            0
+        };
+        self.stacked.set_leaf(t, stacked);
         self.unplaced.set_leaf(t, self.need[t]);
+        let resting_on = if self.resting[t] > 0 {
+            self.lowest[t]
+        } else {
+            0
+        };
+        self.resting_on.set_leaf(t, resting_on);
     }
 
     fn rebuild(&mut self, a: usize, b: usize) {
         self.stacked.rebuild(a, b);
         self.unplaced.rebuild(a, b);
-    }
-
-    /// Rebuilds over the span of the positions `changes` wrote.
-    fn rebuild_at(&mut self, changes: &[(usize, u64)]) {
-        let lo = changes.iter().map(|c| c.0).min();
-        let hi = changes.iter().map(|c| c.0).max();
-        if let (Some(lo), Some(hi)) = (lo, hi) {
-            self.rebuild(lo, hi);
-        }
-    }
-
-    /// Places `item` ending at `end`; returns the heights it replaced, to undo.
-    fn place(&mut self, item: &Item, end: u64) -> Vec<u64> {
-        let (a, b) = (item.live.first as usize, item.live.last as usize);
-        let old = self.height[a..=b].to_vec();
-        for t in a..=b {
-            self.height[t] = self.height[t].max(end);
-            self.need[t] -= item.size;
-            self.write(t);
-        }
-        self.rebuild(a, b);
-        old
-    }
-
-    fn unplace(&mut self, item: &Item, old: Vec<u64>) {
-        let a = item.live.first as usize;
-        for (k, h) in old.into_iter().enumerate() {
-            self.height[a + k] = h;
-            self.need[a + k] += item.size;
-            self.write(a + k);
-        }
-        self.rebuild(a, item.live.last as usize);
+        self.resting_on.rebuild(a, b);
     }
 
     /// The most any position of `lo..hi` needs when nothing more goes below `offset` there.
@@ -170,6 +157,66 @@ impl Sections {
         self.stacked
             .max(lo, hi)
             .max(offset.saturating_add(self.unplaced.max(lo, hi)))
+    }
+}
+
+/// Per position, the buffers live there that are still to place, at the front of its list.
+/// Placing a buffer swaps it just past the end of that prefix at each of its positions; undoing
+/// placements last-first grows each prefix back over it, so the lists stay consistent without
+/// any search.
+#[derive(Clone)]
+struct Unplaced {
+    lists: Vec<Vec<u32>>,
+    /// The length of each position's prefix.
+    count: Vec<u32>,
+    /// Buffer `i`'s index in the list of position `first + k` is `slot[base[i] + k]`.
+    slot: Vec<u32>,
+    base: Vec<usize>,
+}
+
+impl Unplaced {
+    fn new(items: &[Item], positions: usize) -> Self {
+        let mut lists = vec![Vec::new(); positions];
+        let mut slot = Vec::new();
+        let mut base = Vec::with_capacity(items.len());
+        for (i, it) in items.iter().enumerate() {
+            base.push(slot.len());
+            for list in &mut lists[it.live.first as usize..=it.live.last as usize] {
+                slot.push(list.len() as u32);
+                list.push(i as u32);
+            }
+        }
+        let count = lists.iter().map(|l| l.len() as u32).collect();
+        Unplaced {
+            lists,
+            count,
+            slot,
+            base,
+        }
+    }
+
+    fn at(&self, t: usize) -> &[u32] {
+        &self.lists[t][..self.count[t] as usize]
+    }
+
+    fn remove(&mut self, items: &[Item], i: usize) {
+        let first = items[i].live.first as usize;
+        for t in first..=items[i].live.last as usize {
+            let k = self.slot[self.base[i] + t - first] as usize;
+            let end = self.count[t] as usize - 1;
+            let d = self.lists[t][end] as usize;
+            self.lists[t].swap(k, end);
+            self.slot[self.base[i] + t - first] = end as u32;
+            self.slot[self.base[d] + t - items[d].live.first as usize] = k as u32;
+            self.count[t] -= 1;
+        }
+    }
+
+    /// Undoes the last [`Unplaced::remove`] still in force, of a buffer live over `live`.
+    fn restore(&mut self, live: LiveInterval) {
+        for t in live.first as usize..=live.last as usize {
+            self.count[t] += 1;
+        }
     }
 }
 
@@ -203,24 +250,54 @@ struct Part {
     hi: usize,
 }
 
-struct Search<'a> {
+/// What one placement changed, as offsets into the search's undo stacks.
+struct Mark {
+    raised: usize,
+    sections: usize,
+    cuts: usize,
+}
+
+/// The problem a search runs on, shared by every preordering.
+struct Shape<'a> {
     items: &'a [Item],
     neighbours: &'a [Vec<u32>],
-    /// Each buffer's place in the static preordering (ties between equal floors).
+    /// The buffers live at each position, all unplaced.
+    live_at: Unplaced,
+    /// Buffers with the same size, alignment and interval share a class: at one floor, trying
+    /// one of them tries them all.
+    class: Vec<u32>,
+    /// How long each buffer lives, in the region's positions before compression.
+    width: Vec<u64>,
+}
+
+struct Search<'a> {
+    shape: &'a Shape<'a>,
+    heuristic: Heuristic,
+    /// The restart round: seeds the random tie-break.
+    round: u64,
+    /// Each buffer's place in its part's preordering (ties between equal floors).
     rank: Vec<u32>,
     capacity: u64,
     floor: Vec<u64>,
     offset: Vec<u64>,
     placed: Vec<bool>,
+    unplaced: Unplaced,
+    /// Per buffer, its neighbours not yet placed.
+    open_neighbours: Vec<u32>,
     /// The offsets of the parts solved so far (each part's search unwinds when it returns).
     solution: Vec<u64>,
     sections: Sections,
     /// Per boundary `p` (between positions `p` and `p + 1`): the unplaced buffers live on both
     /// sides. At zero the part splits there.
     crossing: Vec<u32>,
-    /// The buffers live at each position.
-    live_at: &'a [Vec<u32>],
-    /// Marks positions already refreshed in one placement.
+    /// Undo stacks: raised floors `(buffer, floor before)`, sections `(position, lowest and
+    /// resting before)`, and the boundaries that fell to zero.
+    raised: Vec<(u32, u64)>,
+    changed: Vec<(u32, u64, u32)>,
+    cuts: Vec<usize>,
+    /// The candidates of every node on the current path, each node's above its parent's.
+    candidates: Vec<u32>,
+    /// Marks positions already logged in one placement.
     seen: Vec<u64>,
     stamp: u64,
     nodes: u64,
@@ -237,13 +314,18 @@ impl Search<'_> {
         last_rank: u32,
         control: &mut Control<'_>,
     ) -> Run {
-        let mut order: Vec<usize> = part
-            .members
-            .iter()
-            .map(|&i| i as usize)
-            .filter(|&i| !self.placed[i])
-            .collect();
-        if order.is_empty() {
+        let items = self.shape.items;
+        // No buffer goes at or above an unplaced one's floor + size: that one would fit below.
+        let mut min_height = u64::MAX;
+        let mut any = false;
+        for &i in &part.members {
+            let i = i as usize;
+            if !self.placed[i] {
+                any = true;
+                min_height = min_height.min(self.floor[i].saturating_add(items[i].size.max(1)));
+            }
+        }
+        if !any {
             self.record(part);
             return Run::Found;
         }
@@ -254,102 +336,185 @@ impl Search<'_> {
         if self.nodes.is_multiple_of(1024) && control.stop() {
             return Run::Stopped;
         }
-        order.sort_unstable_by_key(|&i| (self.floor[i], self.rank[i]));
-        let min_height = order
-            .iter()
-            .map(|&i| self.floor[i] + self.items[i].size.max(1))
-            .min()
-            .unwrap_or(u64::MAX);
-        let mut tried: Vec<(u64, u64, u32, u32, u64)> = Vec::new();
-        for c in order {
-            let (at, rank) = (self.floor[c], self.rank[c]);
-            if at >= min_height {
-                break;
-            }
-            if (at, rank) < (last_offset, last_rank) {
-                continue;
-            }
-            let it = self.items[c];
-            let key = (it.size, it.alignment, it.live.first, it.live.last, at);
-            if tried.contains(&key) {
-                continue;
-            }
-            tried.push(key);
-            let run = self.branch(part, c, control);
-            // A buffer with nothing unplaced beside it changes nothing for the rest: placed
-            // later, it would leave them the same problem, which just failed.
-            let hatless = self.neighbours[c].iter().all(|&j| self.placed[j as usize]);
-            if run != Run::Exhausted || hatless {
-                return run;
+        let base = self.candidates.len();
+        for &i in &part.members {
+            let u = i as usize;
+            let key = (self.floor[u], self.rank[u]);
+            if !self.placed[u] && key.0 < min_height && key >= (last_offset, last_rank) {
+                self.candidates.push(i);
             }
         }
-        Run::Exhausted
+        let (floor, rank) = (&self.floor, &self.rank);
+        self.candidates[base..].sort_unstable_by_key(|&i| (floor[i as usize], rank[i as usize]));
+        let mut run = Run::Exhausted;
+        for k in base..self.candidates.len() {
+            let c = self.candidates[k] as usize;
+            let twin = self.candidates[base..k].iter().any(|&d| {
+                let d = d as usize;
+                self.shape.class[d] == self.shape.class[c] && self.floor[d] == self.floor[c]
+            });
+            if twin {
+                continue;
+            }
+            run = self.branch(part, c, control);
+            // A buffer with nothing unplaced beside it changes nothing for the rest: placed
+            // later, it would leave them the same problem, which just failed.
+            if run != Run::Exhausted || self.open_neighbours[c] == 0 {
+                break;
+            }
+        }
+        self.candidates.truncate(base);
+        run
     }
 
     /// Places `c` at its floor, searches on (splitting the part where nothing unplaced crosses
     /// any more), and undoes the placement.
     fn branch(&mut self, part: &Part, c: usize, control: &mut Control<'_>) -> Run {
-        let it = self.items[c];
+        let at = self.floor[c];
+        let (mark, dead) = self.place(c);
+        let run = if dead || self.sections.top(part.lo, part.hi, at) > self.capacity {
+            Run::Exhausted
+        } else if self.cuts.len() == mark.cuts {
+            self.dfs(part, at, self.rank[c], control)
+        } else {
+            let cuts = self.cuts[mark.cuts..].to_vec();
+            self.split(part, &cuts, control)
+        };
+        self.unplace(c, mark);
+        run
+    }
+
+    /// Places `c` at its floor: raises its unplaced neighbours' floors, updates the sections,
+    /// and notes the boundaries nothing unplaced crosses any more. Says whether a raised floor
+    /// already passes the capacity.
+    fn place(&mut self, c: usize) -> (Mark, bool) {
+        let items = self.shape.items;
+        let it = items[c];
         let at = self.floor[c];
         let end = at + it.size;
+        let mark = Mark {
+            raised: self.raised.len(),
+            sections: self.changed.len(),
+            cuts: self.cuts.len(),
+        };
         self.placed[c] = true;
+        self.unplaced.remove(items, c);
         self.offset[c] = at;
-        let heights = self.sections.place(&it, end);
+        self.stamp += 1;
         let (first, last) = (it.live.first as usize, it.live.last as usize);
-        let mut cuts = Vec::new();
         for p in first..last {
             self.crossing[p] -= 1;
             if self.crossing[p] == 0 {
-                cuts.push(p);
+                self.cuts.push(p);
             }
         }
-        let mut raised: Vec<(usize, u64)> = Vec::new();
+        for t in first..=last {
+            self.log(t);
+            self.sections.need[t] -= it.size;
+            self.leave(t, at);
+        }
         let mut dead = false;
-        for &j in &self.neighbours[c] {
+        for &j in &self.shape.neighbours[c] {
             let j = j as usize;
             if self.placed[j] {
                 continue;
             }
-            let Some(lifted) = align_up(end, self.items[j].alignment) else {
-                dead = true;
-                break;
-            };
-            if lifted > self.floor[j] {
-                raised.push((j, self.floor[j]));
-                self.floor[j] = lifted;
-                if lifted.saturating_add(self.items[j].size) > self.capacity {
-                    dead = true;
-                    break;
+            self.open_neighbours[j] -= 1;
+            let old = self.floor[j];
+            let lifted = align_up(end, items[j].alignment).unwrap_or(u64::MAX);
+            if lifted <= old {
+                continue;
+            }
+            self.raised.push((j as u32, old));
+            self.floor[j] = lifted;
+            dead |= lifted.saturating_add(items[j].size) > self.capacity;
+            let live = items[j].live;
+            let (a, b) = (live.first as usize, live.last as usize);
+            if self.sections.resting_on.max(a, b + 1) < old {
+                continue;
+            }
+            for t in a..=b {
+                if self.sections.lowest[t] == old {
+                    self.log(t);
+                    self.leave(t, old);
                 }
             }
         }
-        let lowered = if dead {
-            Vec::new()
-        } else {
-            self.refresh_lowest(c, &raised)
-        };
-        dead = dead || self.sections.top(part.lo, part.hi, at) > self.capacity;
-        let run = if dead {
-            Run::Exhausted
-        } else if cuts.is_empty() {
-            self.dfs(part, at, self.rank[c], control)
-        } else {
-            self.split(part, &cuts, control)
-        };
-        for (j, old) in raised.into_iter().rev() {
-            self.floor[j] = old;
-        }
-        for &(t, old) in lowered.iter().rev() {
-            self.sections.lowest[t] = old;
+        // Rescan where the last buffer resting on the lowest floor left.
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for k in mark.sections..self.changed.len() {
+            let t = self.changed[k].0 as usize;
+            if self.sections.resting[t] == 0 {
+                let (mut lowest, mut resting) = (u64::MAX, 0);
+                for &i in self.unplaced.at(t) {
+                    let i = i as usize;
+                    match self.floor[i].cmp(&lowest) {
+                        std::cmp::Ordering::Less => (lowest, resting) = (self.floor[i], 1),
+                        std::cmp::Ordering::Equal => resting += 1,
+                        std::cmp::Ordering::Greater => {}
+                    }
+                }
+                self.sections.lowest[t] = lowest;
+                self.sections.resting[t] = resting;
+            }
             self.sections.write(t);
+            (lo, hi) = (lo.min(t), hi.max(t));
         }
-        self.sections.rebuild_at(&lowered);
-        for p in first..last {
+        if lo <= hi {
+            self.sections.rebuild(lo, hi);
+        }
+        (mark, dead)
+    }
+
+    /// Notes position `t`'s lowest floor and resting count once per placement, to undo.
+    fn log(&mut self, t: usize) {
+        if self.seen[t] != self.stamp {
+            self.seen[t] = self.stamp;
+            let s = &self.sections;
+            self.changed.push((t as u32, s.lowest[t], s.resting[t]));
+        }
+    }
+
+    /// A buffer at floor `floor` leaves the unplaced ones resting at `t`.
+    fn leave(&mut self, t: usize, floor: u64) {
+        if self.sections.lowest[t] == floor {
+            self.sections.resting[t] -= 1;
+        }
+    }
+
+    fn unplace(&mut self, c: usize, mark: Mark) {
+        let it = self.shape.items[c];
+        for &(j, old) in self.raised[mark.raised..].iter().rev() {
+            self.floor[j as usize] = old;
+        }
+        self.raised.truncate(mark.raised);
+        for &j in &self.shape.neighbours[c] {
+            if !self.placed[j as usize] {
+                self.open_neighbours[j as usize] += 1;
+            }
+        }
+        for t in it.live.first as usize..=it.live.last as usize {
+            self.sections.need[t] += it.size;
+        }
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for k in (mark.sections..self.changed.len()).rev() {
+            let (t, lowest, resting) = self.changed[k];
+            let t = t as usize;
+            self.sections.lowest[t] = lowest;
+            self.sections.resting[t] = resting;
+            self.sections.write(t);
+            (lo, hi) = (lo.min(t), hi.max(t));
+        }
+        self.changed.truncate(mark.sections);
+        if lo <= hi {
+            self.sections.rebuild(lo, hi);
+        }
+        for p in it.live.first as usize..it.live.last as usize {
             self.crossing[p] += 1;
         }
-        self.sections.unplace(&it, heights);
+        self.cuts.truncate(mark.cuts);
+        self.unplaced.restore(it.live);
         self.placed[c] = false;
-        run
     }
 
     /// Solves the pieces of `part` between `cuts` one after another: they share no unplaced
@@ -365,7 +530,7 @@ impl Search<'_> {
                 .iter()
                 .copied()
                 .filter(|&i| {
-                    let live = self.items[i as usize].live;
+                    let live = self.shape.items[i as usize].live;
                     !self.placed[i as usize]
                         && (live.first as usize) < hi
                         && live.last as usize >= lo
@@ -374,7 +539,11 @@ impl Search<'_> {
             if members.is_empty() {
                 continue;
             }
+            let ranks = self.preorder(&members);
             let run = self.dfs(&Part { members, lo, hi }, 0, 0, control);
+            for (i, r) in ranks {
+                self.rank[i as usize] = r;
+            }
             if run != Run::Found {
                 return run;
             }
@@ -383,35 +552,31 @@ impl Search<'_> {
         Run::Found
     }
 
-    /// Recomputes `lowest` where `c` was placed and where floors rose (`raised`: each buffer with
-    /// its floor before); returns what it replaced.
-    fn refresh_lowest(&mut self, c: usize, raised: &[(usize, u64)]) -> Vec<(usize, u64)> {
-        self.stamp += 1;
-        let mut lowered = Vec::new();
-        // Only where the buffer was the lowest (before it was placed or raised) can it change.
-        let before = std::iter::once((c, self.offset[c])).chain(raised.iter().copied());
-        for (b, was) in before {
-            let live = self.items[b].live;
-            for t in live.first as usize..=live.last as usize {
-                if self.seen[t] == self.stamp || self.sections.lowest[t] != was {
-                    continue;
-                }
-                self.seen[t] = self.stamp;
-                let lowest = self.live_at[t]
-                    .iter()
-                    .filter(|&&i| !self.placed[i as usize])
-                    .map(|&i| self.floor[i as usize])
-                    .min()
+    /// Ranks `members` by the search's heuristic, their totals taken from what is still to place
+    /// (as MiniMalloc ranks each sub-problem afresh); returns the ranks it replaced.
+    fn preorder(&mut self, members: &[u32]) -> Vec<(u32, u32)> {
+        let shape = self.shape;
+        let mut keyed: Vec<((u64, u64, u64), u32)> = members
+            .iter()
+            .map(|&i| {
+                let u = i as usize;
+                let live = shape.items[u].live;
+                let total = (live.first as usize..=live.last as usize)
+                    .map(|t| self.sections.need[t])
+                    .max()
                     .unwrap_or(0);
-                if lowest != self.sections.lowest[t] {
-                    lowered.push((t, self.sections.lowest[t]));
-                    self.sections.lowest[t] = lowest;
-                    self.sections.write(t);
-                }
-            }
-        }
-        self.sections.rebuild_at(&lowered);
-        lowered
+                let width = shape.width[u];
+                let area = shape.items[u].size.saturating_mul(width);
+                let random = scramble(i, self.round);
+                (self.heuristic.key(width, area, total, random), i)
+            })
+            .collect();
+        keyed.sort_unstable_by_key(|&(key, i)| (std::cmp::Reverse(key), i));
+        keyed
+            .iter()
+            .enumerate()
+            .map(|(r, &(_, i))| (i, std::mem::replace(&mut self.rank[i as usize], r as u32)))
+            .collect()
     }
 
     /// Keeps the offsets of the part's placed buffers.
@@ -424,35 +589,45 @@ impl Search<'_> {
     }
 }
 
-/// The static preorderings tried in turn, each as a key to sort by (largest first): the most
-/// bytes live beside the buffer at any time (`total`), its size and its area, in three orders.
-fn preorderings(items: &[Item], sections: &Sections) -> Vec<Vec<u32>> {
-    let total: Vec<u64> = items
-        .iter()
-        .map(|it| {
-            (it.live.first..=it.live.last)
-                .map(|t| sections.need[t as usize])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let area = |i: usize| items[i].size.saturating_mul(u64::from(items[i].live.len()));
-    let keys: [&dyn Fn(usize) -> (u64, u64, u64); 3] = [
-        &|i| (total[i], items[i].size, area(i)),
-        &|i| (items[i].size, area(i), total[i]),
-        &|i| (area(i), total[i], items[i].size),
+/// The preorderings tried in turn. Each sorts a part's buffers by a key, largest first, made of
+/// the buffer's total (the most bytes still to place beside it at any time), its width (how long
+/// it lives, before compression) and its area (size times width): three of MiniMalloc's orders,
+/// and one that breaks the ties of the first two keys at random, with a new seed each round.
+/// Search times are heavy-tailed (one order finds in a thousand nodes what another misses in a
+/// million), and randomized restarts are the standard cure; the seed is the round number, so
+/// the search stays deterministic.
+#[derive(Clone, Copy)]
+enum Heuristic {
+    TotalWidthArea,
+    AreaTotalWidth,
+    TotalAreaWidth,
+    TotalWidthRandom,
+}
+
+impl Heuristic {
+    const ALL: [Heuristic; 4] = [
+        Heuristic::TotalWidthArea,
+        Heuristic::AreaTotalWidth,
+        Heuristic::TotalAreaWidth,
+        Heuristic::TotalWidthRandom,
     ];
-    keys.iter()
-        .map(|key| {
-            let mut order: Vec<usize> = (0..items.len()).collect();
-            order.sort_by_key(|&i| (std::cmp::Reverse(key(i)), i));
-            let mut rank = vec![0u32; items.len()];
-            for (r, &i) in order.iter().enumerate() {
-                rank[i] = r as u32;
-            }
-            rank
-        })
-        .collect()
+
+    fn key(self, width: u64, area: u64, total: u64, random: u64) -> (u64, u64, u64) {
+        match self {
+            Heuristic::TotalWidthArea => (total, width, area),
+            Heuristic::AreaTotalWidth => (area, total, width),
+            Heuristic::TotalAreaWidth => (total, area, width),
+            Heuristic::TotalWidthRandom => (total, width, random),
+        }
+    }
+}
+
+/// A fixed hash of a buffer and a round (SplitMix64's finalizer): the random tie-break.
+fn scramble(i: u32, round: u64) -> u64 {
+    let mut z = u64::from(i) ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// The items with time renumbered to their distinct start positions: two buffers overlap iff
@@ -489,22 +664,48 @@ pub(crate) fn fits(
         return (Feasibility::Infeasible, 0);
     }
     let compressed = compress(items);
+    let positions = compressed
+        .iter()
+        .map(|i| i.live.last as usize + 1)
+        .max()
+        .unwrap_or(1);
+    let sections = Sections::new(&compressed, positions);
+    let width = items.iter().map(|i| u64::from(i.live.len())).collect();
     let items = &compressed[..];
-    let sections = Sections::new(items);
-    let ranks = preorderings(items, &sections);
-    let positions = sections.height.len();
     let mut crossing = vec![0u32; positions];
     for it in items {
         for p in it.live.first..it.live.last {
             crossing[p as usize] += 1;
         }
     }
-    let mut live_at = vec![Vec::new(); positions];
-    for (i, it) in items.iter().enumerate() {
-        for t in it.live.first..=it.live.last {
-            live_at[t as usize].push(i as u32);
-        }
+    let live_at = Unplaced::new(items, positions);
+    let mut classes: Vec<(u64, u64, LiveInterval, u32)> = items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| (it.size, it.alignment, it.live, i as u32))
+        .collect();
+    classes.sort_unstable_by_key(|&(size, alignment, live, i)| {
+        (size, alignment, live.first, live.last, i)
+    });
+    let mut class = vec![0u32; items.len()];
+    for (k, w) in classes.iter().enumerate() {
+        let same = k > 0 && {
+            let p = classes[k - 1];
+            (p.0, p.1, p.2) == (w.0, w.1, w.2)
+        };
+        class[w.3 as usize] = if same {
+            class[classes[k - 1].3 as usize]
+        } else {
+            k as u32
+        };
     }
+    let shape = Shape {
+        items,
+        neighbours,
+        live_at,
+        class,
+        width,
+    };
     let zeros: Vec<usize> = (0..positions.saturating_sub(1))
         .filter(|&p| crossing[p] == 0)
         .collect();
@@ -513,23 +714,31 @@ pub(crate) fn fits(
         lo: 0,
         hi: positions,
     };
+    let open_neighbours: Vec<u32> = neighbours.iter().map(|n| n.len() as u32).collect();
     let mut nodes = 0u64;
     let mut budget = (items.len() as u64).max(16);
+    let mut round = 0;
     loop {
-        for rank in &ranks {
+        for heuristic in Heuristic::ALL {
             let share = budget.min(limit - nodes);
             let mut s = Search {
-                items,
-                neighbours,
-                rank: rank.clone(),
+                shape: &shape,
+                heuristic,
+                round,
+                rank: vec![0; items.len()],
                 capacity,
                 floor: vec![0; items.len()],
                 offset: vec![0; items.len()],
                 placed: vec![false; items.len()],
+                unplaced: shape.live_at.clone(),
+                open_neighbours: open_neighbours.clone(),
                 solution: vec![0; items.len()],
                 sections: sections.clone(),
                 crossing: crossing.clone(),
-                live_at: &live_at,
+                raised: Vec::new(),
+                changed: Vec::new(),
+                cuts: Vec::new(),
+                candidates: Vec::new(),
                 seen: vec![0; positions],
                 stamp: 0,
                 nodes: 0,
@@ -558,6 +767,7 @@ pub(crate) fn fits(
             }
         }
         budget = budget.saturating_mul(2);
+        round += 1;
     }
 }
 
@@ -571,28 +781,36 @@ pub(crate) struct Minimized {
     pub stopped: bool,
 }
 
-/// The lowest layout it can find and prove, starting from `warm` (a valid layout) and `bound`
-/// (a lower bound), within `limit` nodes in all; with a `goal`, the first layout within it (or
-/// the proof that none exists) ends the search.
+/// The lowest layout it can find and prove, starting from `fallback` (a valid layout) and
+/// `bound` (a lower bound), within `limit` nodes in all; with a `goal`, the first layout within
+/// it (or the proof that none exists) ends the search.
 ///
-/// Probes capacities between the proven bound and the best layout: the bound first, then the
-/// goal, or without one halfway up; a probe that fits lowers the best, an infeasible one raises the
-/// bound, and one that runs out of nodes only moves the next probe up (it proves nothing).
+/// `warm` (a local search, say, and whether the caller stopped it) runs once, after the first
+/// probe and only when that probe did not settle the question: most problems reach their bound,
+/// and then a warm start is time spent for nothing.
+///
+/// Probes capacities between the proven bound and the best layout: the goal when there is one
+/// (it is all the caller asks), else the bound first, then halfway up; a probe that fits lowers
+/// the best, an infeasible one raises the bound, and one that runs out of nodes only moves the
+/// next probe up (it proves nothing).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn minimize(
     items: &[Item],
     neighbours: &[Vec<u32>],
-    warm: RegionLayout,
+    fallback: RegionLayout,
+    warm: &mut dyn FnMut(&mut Control<'_>) -> (RegionLayout, bool),
     bound: u64,
     goal: Option<u64>,
     limit: u64,
     device: usize,
     control: &mut Control<'_>,
 ) -> Minimized {
-    let mut best = warm;
+    let mut best = fallback;
     let mut proven = bound.min(best.extent);
-    // The bound first: a tight capacity prunes the most, and most real problems reach it.
-    let mut probe = proven;
+    let mut warmed = false;
+    // The goal first when there is one; else the bound: a tight capacity prunes the most, and
+    // most real problems reach it.
+    let mut probe = goal.map_or(proven, |g| g.max(proven));
     let mut nodes = 0u64;
     let mut stopped = false;
     let open = |best: u64, proven: u64| goal.is_none_or(|g| best > g && proven <= g);
@@ -602,11 +820,12 @@ pub(crate) fn minimize(
         } else {
             probe
         };
-        // Each probe gets a share of what is left: half for the bound, all for a goal after it.
+        // Each probe gets a share of what is left: all for a goal, three quarters for the
+        // bound (where most problems end), a quarter for each probe after it.
         let left = limit - nodes;
         let share = match goal {
-            _ if nodes == 0 => left / 2,
             Some(_) => left,
+            None if nodes == 0 => left / 4 * 3,
             None => left / 4,
         }
         .clamp(1, left);
@@ -617,6 +836,14 @@ pub(crate) fn minimize(
             Feasibility::Infeasible => proven = proven.max(target + 1),
             Feasibility::Unknown => stopped = control.stop(),
         }
+        if !warmed && !stopped && proven < best.extent && open(best.extent, proven) {
+            let (layout, halted) = warm(control);
+            stopped = halted;
+            if layout.extent < best.extent {
+                best = layout;
+            }
+        }
+        warmed = true;
         probe = if let Some(g) = goal {
             // With a goal: the bound, then the goal itself.
             g.max(proven)
@@ -745,15 +972,16 @@ mod tests {
             // Minimize from a bump layout reaches the optimum and says so.
             let mut extent = 0;
             let offsets = items.iter().map(|i| { let o = align_up(extent, i.alignment).unwrap(); extent = o + i.size; o }).collect();
-            let m = minimize(&items, &nb, RegionLayout { offsets, extent }, 0, None, u64::MAX, 0, &mut Control::default());
+            let bump = RegionLayout { offsets, extent };
+            let m = minimize(&items, &nb, bump.clone(), &mut |_| (bump.clone(), false), 0, None, u64::MAX, 0, &mut Control::default());
             prop_assert_eq!(m.layout.extent, optimum);
             prop_assert!(m.layout.extent <= m.proven_lower_bound, "proven optimal");
             // With a goal: met at the optimum; proven out of reach one byte below it.
             let bump = RegionLayout { offsets: m.layout.offsets.clone(), extent: u64::MAX };
-            let at = minimize(&items, &nb, bump.clone(), 0, Some(optimum), u64::MAX, 0, &mut Control::default());
+            let at = minimize(&items, &nb, bump.clone(), &mut |_| (bump.clone(), false), 0, Some(optimum), u64::MAX, 0, &mut Control::default());
             prop_assert!(at.layout.extent <= optimum);
             if optimum > 0 {
-                let below = minimize(&items, &nb, bump, 0, Some(optimum - 1), u64::MAX, 0, &mut Control::default());
+                let below = minimize(&items, &nb, bump.clone(), &mut |_| (bump.clone(), false), 0, Some(optimum - 1), u64::MAX, 0, &mut Control::default());
                 prop_assert!(below.proven_lower_bound > optimum - 1);
             }
         }

@@ -739,23 +739,27 @@ fn layout_region(
                 .collect();
             let evaluations = (options.search_work / visits.max(1))
                 .min(u64::from(options.search_evaluations)) as u32;
-            let (warm, stopped) = search::layout(items, &neighbours, evaluations, device, control);
-            if stopped || !options.exact_search() {
+            let mut warm = |control: &mut Control<'_>| {
+                search::layout(items, &neighbours, evaluations, device, control)
+            };
+            if !options.exact_search() {
+                let (layout, stopped) = warm(control);
                 return Some(RegionOutcome {
-                    layout: warm,
+                    layout,
                     stopped,
                     exact: None,
                 });
             }
-            // The exact search: from the warm start down to what it can prove, within a node
-            // budget of the same work (each node orders the region's unplaced buffers: about
-            // eight visits per buffer).
-            let limit = options.search_work / (8 * items.len() as u64).max(1);
+            // The exact search: first-fit's layout to fall back on, the local search as a warm
+            // start only when the first probe does not settle it, and a node budget of the same
+            // work (each node visits the region's unplaced buffers a few times).
+            let limit = options.search_work / (4 * items.len() as u64).max(1);
             let bound = search::lower_bound_hint(items);
             let m = exact::minimize(
                 items,
                 &neighbours,
-                warm,
+                greedy(GapChoice::Lowest),
+                &mut warm,
                 bound,
                 goal,
                 limit,

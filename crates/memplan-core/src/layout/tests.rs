@@ -486,18 +486,19 @@ fn tlsf_refuses_a_layout_past_64_bits_and_best_does_without_it() {
 
 #[test]
 fn a_stop_condition_ends_search_with_its_best_so_far_and_progress_is_heard() {
-    // Many small, overlapping buffers: search would evaluate its whole budget.
-    let buffers = (0..60)
+    // Many small, overlapping buffers: the exact search places one buffer a node and asks the
+    // stop condition every 1,024 nodes, so it asks before it is done.
+    let buffers = (0..2000)
         .map(|i| {
             buffer(
                 &format!("b{i}"),
                 100 + (i * 37) % 300,
                 1,
-                live(i as u32 % 7, i as u32 % 7 + 3),
+                live(i as u32 % 50, i as u32 % 50 + 3),
             )
         })
         .collect();
-    let p = problem(12, buffers);
+    let p = problem(60, buffers);
     let options = PlanOptions {
         strategy: Strategy::Search.into(),
         ..PlanOptions::default()
@@ -506,7 +507,7 @@ fn a_stop_condition_ends_search_with_its_best_so_far_and_progress_is_heard() {
     let mut asked = 0;
     let mut stop = || {
         asked += 1;
-        asked >= 2
+        true
     };
     let mut heard = Vec::new();
     let mut progress = |p: Progress| heard.push(p);
@@ -521,7 +522,8 @@ fn a_stop_condition_ends_search_with_its_best_so_far_and_progress_is_heard() {
     .unwrap();
     assert!(stopped.is_valid());
     assert!(stopped.devices[0].stopped && !full.devices[0].stopped);
-    assert_eq!(heard.len(), 2);
+    assert!(asked > 0);
+    assert!(!heard.is_empty());
     assert!(heard.iter().all(|h| h.best_bytes >= h.bound_bytes));
     // Stopped early, it is still no worse than first-fit.
     assert!(stopped.footprint_bytes() <= planned(&p, Strategy::FirstFit).footprint_bytes());
