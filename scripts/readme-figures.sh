@@ -37,6 +37,27 @@ bench_cmd="cargo run --profile fast -p memplan-cli -- bench --csv-dir tests/data
 } > "$tmp/bench"
 replace bench "$tmp/bench"
 
+{
+  echo "\`memplan plan FILE --strategy search --capacity 1048576 --json\` on each minimalloc file ($today, $cores cores, one run each; time is the JSON's \`elapsed_ms\`):"
+  echo
+  echo '| file | buffers | capacity | footprint | fits | proven lower bound | nodes | time (ms) |'
+  echo '|---|---:|---:|---:|---|---:|---:|---:|'
+  cargo build -q --locked --profile fast -p memplan-cli
+  cat > "$tmp/row.py" <<'PY'
+import json, sys
+p = json.load(sys.stdin)
+cells = [sys.argv[1], len(p["placements"]), 1048576, p["footprint_bytes"],
+         "yes" if p["footprint_bytes"] <= 1048576 else "no",
+         p["proven_lower_bound_bytes"], p["nodes"], p["elapsed_ms"]]
+print("| " + " | ".join(str(c) for c in cells) + " |")
+PY
+  for f in tests/data/minimalloc/*.csv; do
+    target/fast/memplan plan "$f" --strategy search --capacity 1048576 --json \
+      | python3 "$tmp/row.py" "$(basename "$f")"
+  done
+} > "$tmp/capacity"
+replace capacity "$tmp/capacity"
+
 scale_cmd="memplan bench --synthetic 1000000 --all-live 0 --strategies first-fit,best"
 {
   echo "\`$scale_cmd\` ($today, $cores cores, one run; the last line is GNU time's):"

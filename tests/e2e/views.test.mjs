@@ -113,10 +113,10 @@ test('the summary shows the exact figures of `memplan plan --json`, and the stra
 test('a search shows its progress, a cancel keeps its best plan so far, and a proof shows as optimal', async () => {
   await page.goto(server.url);
   await testid('summary').waitFor();
-  const file = await readFile(join(root, 'tests/data/minimalloc/F.1048576.csv'));
-  await testid('file-input').setInputFiles({ name: 'F.csv', mimeType: 'text/csv', buffer: file });
-  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '296');
-  const firstFit = JSON.parse(cli('plan', join(root, 'tests/data/minimalloc/F.1048576.csv'), '--json', '--strategy', 'first-fit'));
+  const file = await readFile(join(root, 'tests/data/minimalloc/D.1048576.csv'));
+  await testid('file-input').setInputFiles({ name: 'D.csv', mimeType: 'text/csv', buffer: file });
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '213');
+  const firstFit = JSON.parse(cli('plan', join(root, 'tests/data/minimalloc/D.1048576.csv'), '--json', '--strategy', 'first-fit'));
   await testid('strategy-select').selectOption('first-fit');
   await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), firstFit.footprint_bytes);
   // The worker reports its best so far between steps; a cancel then ends it with that plan.
@@ -130,7 +130,7 @@ test('a search shows its progress, a cancel keeps its best plan so far, and a pr
   const kept = await bytesOf('peak-bytes');
   assert.ok(kept <= firstFit.footprint_bytes, `${kept} > first-fit ${firstFit.footprint_bytes}`);
   // Run to the end, it is exactly the CLI's plan.
-  const search = JSON.parse(cli('plan', join(root, 'tests/data/minimalloc/F.1048576.csv'), '--json', '--strategy', 'search'));
+  const search = JSON.parse(cli('plan', join(root, 'tests/data/minimalloc/D.1048576.csv'), '--json', '--strategy', 'search'));
   await testid('strategy-select').selectOption('first-fit');
   await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), firstFit.footprint_bytes);
   await testid('strategy-select').selectOption('search');

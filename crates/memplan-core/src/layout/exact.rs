@@ -302,6 +302,8 @@ struct Search<'a> {
     stamp: u64,
     nodes: u64,
     limit: u64,
+    /// What the caller hears every 1,024 nodes, with the nodes searched before this run.
+    heard: Progress,
 }
 
 impl Search<'_> {
@@ -333,8 +335,14 @@ impl Search<'_> {
         if self.nodes > self.limit {
             return Run::OutOfNodes;
         }
-        if self.nodes.is_multiple_of(1024) && control.stop() {
-            return Run::Stopped;
+        if self.nodes.is_multiple_of(1024) {
+            control.report(Progress {
+                evaluations: self.heard.evaluations + self.nodes,
+                ..self.heard
+            });
+            if control.stop() {
+                return Run::Stopped;
+            }
         }
         let base = self.candidates.len();
         for &i in &part.members {
@@ -658,6 +666,7 @@ pub(crate) fn fits(
     neighbours: &[Vec<u32>],
     capacity: u64,
     limit: u64,
+    heard: Progress,
     control: &mut Control<'_>,
 ) -> (Feasibility, u64) {
     if items.iter().any(|i| i.size > capacity) {
@@ -743,6 +752,10 @@ pub(crate) fn fits(
                 stamp: 0,
                 nodes: 0,
                 limit: share,
+                heard: Progress {
+                    evaluations: heard.evaluations + nodes,
+                    ..heard
+                },
             };
             let run = s.split(&whole, &zeros, control);
             nodes += s.nodes.min(share);
@@ -829,7 +842,13 @@ pub(crate) fn minimize(
             None => left / 4,
         }
         .clamp(1, left);
-        let (answer, used) = fits(items, neighbours, target, share, control);
+        let heard = Progress {
+            device,
+            evaluations: nodes,
+            best_bytes: best.extent,
+            bound_bytes: proven,
+        };
+        let (answer, used) = fits(items, neighbours, target, share, heard, control);
         nodes += used;
         match answer {
             Feasibility::Fits(layout) => best = layout,
@@ -874,6 +893,13 @@ mod tests {
     use crate::layout::greedy::{GapChoice, place_in_order};
     use crate::problem::LiveInterval;
     use proptest::prelude::*;
+
+    const QUIET: Progress = Progress {
+        device: 0,
+        evaluations: 0,
+        best_bytes: u64::MAX,
+        bound_bytes: 0,
+    };
 
     fn neighbours(items: &[Item]) -> Vec<Vec<u32>> {
         (0..items.len())
@@ -951,7 +977,7 @@ mod tests {
             let optimum = brute_force(&items);
             let nb = neighbours(&items);
             // At the optimum it fits; one byte below it is proven infeasible.
-            let (at, _) = fits(&items, &nb, optimum, u64::MAX, &mut Control::default());
+            let (at, _) = fits(&items, &nb, optimum, u64::MAX, QUIET, &mut Control::default());
             let Feasibility::Fits(layout) = at else {
                 return Err(TestCaseError::fail(format!("no layout at the optimum {optimum}")));
             };
@@ -966,7 +992,7 @@ mod tests {
                 }
             }
             if optimum > 0 {
-                let (below, _) = fits(&items, &nb, optimum - 1, u64::MAX, &mut Control::default());
+                let (below, _) = fits(&items, &nb, optimum - 1, u64::MAX, QUIET, &mut Control::default());
                 prop_assert_eq!(below, Feasibility::Infeasible);
             }
             // Minimize from a bump layout reaches the optimum and says so.
@@ -997,7 +1023,17 @@ mod tests {
             })
             .collect();
         let nb = neighbours(&items);
-        let unlimited = |capacity| fits(&items, &nb, capacity, u64::MAX, &mut Control::default()).0;
+        let unlimited = |capacity| {
+            fits(
+                &items,
+                &nb,
+                capacity,
+                u64::MAX,
+                QUIET,
+                &mut Control::default(),
+            )
+            .0
+        };
         let mut optimum = items.iter().map(|i| i.size).sum::<u64>();
         while matches!(unlimited(optimum - 1), Feasibility::Fits(_)) {
             optimum -= 1;
@@ -1005,10 +1041,10 @@ mod tests {
         assert_eq!(unlimited(optimum - 1), Feasibility::Infeasible);
         // Every placement is a node: 12 buffers cannot be placed within 3 nodes, and running
         // out proves nothing. Below the optimum, nothing fits, whatever the limit.
-        let (answer, nodes) = fits(&items, &nb, optimum, 3, &mut Control::default());
+        let (answer, nodes) = fits(&items, &nb, optimum, 3, QUIET, &mut Control::default());
         assert_eq!(answer, Feasibility::Unknown);
         assert!(nodes <= 3, "{nodes}");
-        let (answer, _) = fits(&items, &nb, optimum - 1, 3, &mut Control::default());
+        let (answer, _) = fits(&items, &nb, optimum - 1, 3, QUIET, &mut Control::default());
         assert!(!matches!(answer, Feasibility::Fits(_)), "{answer:?}");
     }
 }
