@@ -126,6 +126,10 @@ if [ -f tests/e2e/output/perf.json ]; then
     [ -f tests/e2e/output/onnx-20mb.txt ] && cat tests/e2e/output/onnx-20mb.txt
     [ -f tests/e2e/output/remat-browser.txt ] && cat tests/e2e/output/remat-browser.txt
     echo '```'
+    if [ -f tests/e2e/output/solver-browser.txt ]; then
+      echo
+      cat tests/e2e/output/solver-browser.txt
+    fi
   } > "$tmp/browser"
   replace browser "$tmp/browser"
 fi

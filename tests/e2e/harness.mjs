@@ -26,6 +26,12 @@ const prerequisites = [
   [join(root, 'target/debug/memplan'), 'the CLI: run `cargo build -p memplan-cli` (./scripts/test.sh does)'],
 ];
 
+/**
+ * Cross-origin isolation, as Trunk.toml serves the explorer: the page may then share a stop flag
+ * with its worker, so a cancel stops a running search at once.
+ */
+const isolation = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
+
 /** Serves `dist/` (and `/fixtures/...` from extra files) until `close()`. */
 export async function serve(extra = {}) {
   for (const [path, what] of prerequisites) {
@@ -34,7 +40,7 @@ export async function serve(extra = {}) {
   const server = createServer(async (req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     if (extra[path] !== undefined) {
-      res.writeHead(200, { 'content-type': types[extname(path)] ?? 'application/octet-stream' });
+      res.writeHead(200, { 'content-type': types[extname(path)] ?? 'application/octet-stream', ...isolation });
       res.end(extra[path]);
       return;
     }
@@ -45,7 +51,7 @@ export async function serve(extra = {}) {
     }
     try {
       const body = await readFile(file);
-      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' });
+      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream', ...isolation });
       res.end(body);
     } catch {
       res.writeHead(404).end();

@@ -119,7 +119,9 @@ test('a search shows its progress, a cancel keeps its best plan so far, and a pr
   const firstFit = JSON.parse(cli('plan', join(root, 'tests/data/minimalloc/D.1048576.csv'), '--json', '--strategy', 'first-fit'));
   await testid('strategy-select').selectOption('first-fit');
   await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), firstFit.footprint_bytes);
-  // The worker reports its best so far between steps; a cancel then ends it with that plan.
+  // The page is cross-origin isolated (as Trunk.toml serves it): a cancel reaches the running
+  // search through the shared stop flag, which ends it with its best plan so far.
+  assert.equal(await page.evaluate(() => crossOriginIsolated), true);
   await testid('strategy-select').selectOption('search');
   await testid('solver-progress').waitFor();
   assert.match(await testid('solver-progress').innerText(), /best so far .* optimal is at least/);
@@ -146,6 +148,38 @@ test('a search shows its progress, a cancel keeps its best plan so far, and a pr
   await testid('optimal').waitFor({ timeout: 60000 });
   assert.equal(await bytesOf('peak-bytes'), 1039360);
   // The tests after this one start from the default example.
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+});
+
+test('search in the worker gives the plan of the CLI on each minimalloc file, timed side by side', async () => {
+  // The worker plans twice: a quick plan at 1/64 of the work limit (kept on a cancel), then the
+  // CLI's. Its time also holds the load's analysis and the drawing.
+  const lines = [];
+  for (const name of ['A', 'B', 'C', 'D', 'E', 'F']) {
+    const path = join(root, `tests/data/minimalloc/${name}.1048576.csv`);
+    const native = JSON.parse(cli('plan', path, '--json', '--strategy', 'search'));
+    await page.goto(`${server.url}?strategy=first-fit`);
+    await testid('summary').waitFor();
+    await testid('file-input').setInputFiles({ name: `${name}.csv`, mimeType: 'text/csv', buffer: await readFile(path) });
+    await page.waitForFunction((n) => document.querySelector('[data-testid=tensor-count]')?.textContent === String(n), native.placements.length);
+    await page.waitForFunction(() => !document.querySelector('[data-testid="progress"]'));
+    const t0 = Date.now();
+    await testid('strategy-select').selectOption('search');
+    await page.waitForFunction((b) => !document.querySelector('[data-testid="progress"]')
+      && document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), native.footprint_bytes, { timeout: 120_000 });
+    const browserMs = Date.now() - t0;
+    assert.equal(await testid('checker').innerText(), 'valid');
+    assert.equal(await testid('optimal').count(), native.optimal ? 1 : 0, name);
+    lines.push(`| ${name} | ${native.footprint_bytes} | ${native.optimal ? 'yes' : 'no'} | ${native.elapsed_ms} | ${browserMs} | ${(browserMs / Math.max(native.elapsed_ms, 1)).toFixed(1)} |`);
+  }
+  await writeFile(join(output, 'solver-browser.txt'), [
+    'search on minimalloc A-F: the CLI (`elapsed_ms`) and the worker in Chromium (selecting `search` to the plan drawn), side by side in one run',
+    '',
+    '| file | footprint | optimal | native (ms) | worker (ms) | worker / native |',
+    '|---|---:|---|---:|---:|---:|',
+    ...lines,
+  ].join('\n') + '\n');
   await page.goto(server.url);
   await testid('summary').waitFor();
 });

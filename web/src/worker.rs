@@ -1,6 +1,8 @@
 //! The Web Worker: loads and plans off the main thread, so the page stays responsive. All logic
 //! is in `worker_protocol::Worker`; this wires it to the scope and drives a job one step per
-//! task, returning to the event loop in between so that a `cancel` can arrive.
+//! task, returning to the event loop in between so that a `cancel` can arrive. When the page is
+//! cross-origin isolated it also shares a stop flag (a `SharedArrayBuffer`) that a running
+//! search reads, so a cancel stops it at once.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -49,22 +51,39 @@ fn main() {
     let clock = scope.performance();
     let now = Rc::new(move || clock.as_ref().map_or(0.0, |p| p.now()));
     let driver_scope = scope.clone();
+    let flag: Rc<RefCell<Option<js_sys::Int32Array>>> = Rc::default();
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let mut post = post.clone();
+        // Only an isolated page sends `stop`: elsewhere `SharedArrayBuffer` is not even defined.
+        let shared = js_sys::Reflect::get(&event.data(), &JsValue::from_str("stop"))
+            .ok()
+            .filter(|v| !v.is_undefined());
+        if let Some(shared) = shared
+            && flag.borrow().is_none()
+        {
+            *flag.borrow_mut() = Some(js_sys::Int32Array::new(&shared));
+            worker.borrow_mut().hear_cancels_live();
+        }
         match request(&event.data()) {
             Ok((r, bytes)) => worker.borrow_mut().handle(r, bytes, &mut post),
             Err(e) => post(Response::Error(e.to_string())),
         }
         if worker.borrow().busy() && !driving.get() {
             driving.set(true);
-            let (worker, driving, now, scope) = (
+            let (worker, driving, now, scope, flag) = (
                 worker.clone(),
                 driving.clone(),
                 now.clone(),
                 driver_scope.clone(),
+                flag.clone(),
             );
+            let stop = move || {
+                flag.borrow()
+                    .as_ref()
+                    .is_some_and(|f| js_sys::Atomics::load(f, 0).unwrap_or(0) != 0)
+            };
             wasm_bindgen_futures::spawn_local(async move {
-                while worker.borrow_mut().step(&*now, &mut post) {
+                while worker.borrow_mut().step(&*now, &stop, &mut post) {
                     next_task(&scope).await;
                 }
                 driving.set(false);

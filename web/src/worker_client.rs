@@ -1,6 +1,8 @@
 //! The page's side of the worker: starts it on first use, waits for its `ready`, sends typed
 //! requests (a load's bytes transferred, not copied), turns its answers into page state, and
-//! cancels by terminating it (the next request starts a fresh one, in about 50 ms).
+//! cancels: a plan by asking the worker (at once through the shared stop flag on an isolated
+//! page, else between its steps), a load still parsing by terminating it (the next request
+//! starts a fresh one, in about 50 ms).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -33,6 +35,17 @@ pub struct WorkerClient {
     /// A message sent before the worker was ready, with what it transfers.
     pending: Option<(js_sys::Object, js_sys::Array)>,
     handlers: Option<Handlers>,
+    /// The stop flag shared with the worker (a cancel raises it, a new request lowers it): only
+    /// on a cross-origin isolated page, where `SharedArrayBuffer` exists.
+    stop: Option<js_sys::Int32Array>,
+}
+
+/// A stop flag to share with the worker, when the page may share memory.
+fn shared_stop() -> Option<js_sys::Int32Array> {
+    let isolated = js_sys::Reflect::get(&js_sys::global(), &"crossOriginIsolated".into()).ok()?;
+    isolated
+        .as_bool()?
+        .then(|| js_sys::Int32Array::new(&js_sys::SharedArrayBuffer::new(4)))
 }
 
 /// The client, kept in the reactive owner (a `Worker` is not `Send`).
@@ -127,6 +140,11 @@ fn send(state: PageState, request: &Request, bytes: Option<js_sys::ArrayBuffer>)
         done(state);
         state.error.set(Some(e.to_string()));
         return;
+    }
+    if let Some(flag) = &c.stop {
+        let _ = js_sys::Reflect::set(&message, &"stop".into(), &flag.buffer());
+        let raised = matches!(request, Request::Cancel);
+        let _ = js_sys::Atomics::store(flag, 0, i32::from(raised));
     }
     if c.ready {
         if let Some(w) = &c.worker {
@@ -229,6 +247,7 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
     c.worker = Some(worker);
+    c.stop = shared_stop();
     c.ready = false;
     c.handlers = Some((onmessage, onerror));
     Ok(())

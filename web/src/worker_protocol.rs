@@ -8,9 +8,9 @@
 //! page draws: an [`Analysis`], not the whole report), `exported` or `error`.
 //!
 //! The worker keeps the session and its outcome, so a re-plan or an export does not re-read the
-//! input. A plan is a job of bounded steps: for `search`, a deepening sequence of work limits
-//! ending in the scenario's own, so the last step gives exactly the plan the CLI makes, and each
-//! step before it is a complete, checked plan. Between steps the worker returns to its event
+//! input. A plan is a job of bounded steps: for `search`, a quick plan at a small work limit,
+//! then the scenario's own, so the last step gives exactly the plan the CLI makes, and the step
+//! before it is a complete, checked plan. Between steps the worker returns to its event
 //! loop, so a `cancel` arrives and ends the job with the best plan so far (the page terminates
 //! the worker only as a last resort, for a load still parsing). [`Worker`] is the worker's whole
 //! logic, pure and tested natively; `src/worker.rs` only wires it to the scope and the event
@@ -110,21 +110,21 @@ pub const STAGES: u32 = 3;
 /// The least time between two progress messages of a search, milliseconds.
 const PROGRESS_EVERY_MS: f64 = 100.0;
 
-/// The work limits a job plans with, in order: for `search`, a deepening sequence ending in
-/// the scenario's own limit; for everything else, that limit alone (one step).
-fn work_limits(scenario: &Scenario) -> Vec<Option<u64>> {
+/// The work limits a job plans with, in order: for `search` when a cancel is heard only between
+/// steps, a quick plan at a 64th of the scenario's limit (something to keep on a cancel), then
+/// the scenario's own; otherwise that limit alone (one step). The search reports its progress
+/// within a step, so more steps would only redo work: each one is a search from scratch.
+fn work_limits(scenario: &Scenario, live_cancel: bool) -> Vec<Option<u64>> {
     let limit = scenario
         .work_limit
         .unwrap_or(memplan_core::layout::DEFAULT_SEARCH_WORK);
-    if scenario.strategy == StrategyChoice::One(Strategy::Search) {
-        let mut limits: Vec<Option<u64>> = [64, 16, 4]
-            .iter()
-            .map(|d| limit / d)
-            .filter(|&l| l > 0)
+    if scenario.strategy == StrategyChoice::One(Strategy::Search) && !live_cancel {
+        let quick = Some(limit / 64).filter(|&l| l > 0);
+        quick
+            .into_iter()
             .map(Some)
-            .collect();
-        limits.push(scenario.work_limit);
-        limits
+            .chain([scenario.work_limit])
+            .collect()
     } else {
         vec![scenario.work_limit]
     }
@@ -153,6 +153,9 @@ pub struct Worker {
     /// The loaded session's plan without flips, kept across toggles.
     baselines: BaselineCache,
     bytes: Option<(String, Vec<u8>)>,
+    /// Whether the caller's `stop` in [`Worker::step`] turns true on a cancel while a step runs
+    /// (the page shares a flag with the worker when it can), so a search stops at once.
+    live_cancel: bool,
 }
 
 fn progress(stage: u32, what: String) -> Response {
@@ -317,7 +320,7 @@ impl Worker {
         post(progress(2, format!("planning with {}", scenario.strategy)));
         self.job = Some(Job {
             session,
-            limits: work_limits(&scenario),
+            limits: work_limits(&scenario, self.live_cancel),
             scenario,
             done: 0,
             best: None,
@@ -339,14 +342,25 @@ impl Worker {
         }
     }
 
+    /// From now on, the `stop` given to [`Worker::step`] turns true when a cancel comes.
+    pub fn hear_cancels_live(&mut self) {
+        self.live_cancel = true;
+    }
+
     /// Whether a job is running.
     pub fn busy(&self) -> bool {
         self.job.is_some() || self.sweep.is_some()
     }
 
     /// Runs one step of the job: one complete plan. `now` is the caller's clock (ms), used only
-    /// to space progress messages. Returns whether the job goes on.
-    pub fn step(&mut self, now: &dyn Fn() -> f64, post: &mut dyn FnMut(Response)) -> bool {
+    /// to space progress messages; `stop` says whether a cancel came (see
+    /// [`Worker::hear_cancels_live`]). Returns whether the job goes on.
+    pub fn step(
+        &mut self,
+        now: &dyn Fn() -> f64,
+        stop: &dyn Fn() -> bool,
+        post: &mut dyn FnMut(Response),
+    ) -> bool {
         if let (Some(sweep), Some(local)) = (self.sweep.as_mut(), &self.local) {
             return match local.session.sweep_step(sweep) {
                 Ok(None) => {
@@ -405,13 +419,17 @@ impl Worker {
                 });
             }
         };
+        let mut asked = || stop();
         let planned = job.session.plan_with(
             &scenario,
             &mut Control {
-                should_stop: None,
+                should_stop: self
+                    .live_cancel
+                    .then_some(&mut asked as &mut dyn FnMut() -> bool),
                 progress: Some(&mut heard),
             },
         );
+        let cancelled = self.live_cancel && stop();
         job.done += 1;
         match planned {
             Ok(mut outcome) => {
@@ -422,8 +440,13 @@ impl Worker {
                     .is_none_or(|b| outcome.plan.footprint_bytes() < b.plan.footprint_bytes());
                 // The last step is the scenario's own plan: it is kept even on a tie, so the
                 // result is exactly the CLI's.
-                if better || job.done == job.limits.len() {
+                // A cancelled step keeps the best so far, the stopped plan only if lower.
+                if better || (job.done == job.limits.len() && !cancelled) {
                     job.best = Some(outcome);
+                }
+                if cancelled {
+                    self.finish(true, post);
+                    return false;
                 }
                 if job.done < job.limits.len() {
                     let best = job.best.as_ref().map(|b| b.plan.footprint_bytes());
@@ -510,7 +533,7 @@ mod tests {
                 worker.handle(Request::Cancel, None, &mut |r| out.push(r));
                 break;
             }
-            worker.step(&now, &mut |r| out.push(r));
+            worker.step(&now, &|| false, &mut |r| out.push(r));
             steps += 1;
         }
         out
@@ -640,6 +663,50 @@ mod tests {
         let cli = session.plan(&scenario(Strategy::Search)).unwrap();
         assert_eq!(a.summary.footprint_bytes, cli.plan.footprint_bytes());
         assert_eq!(a.summary, Analysis::of(&session, &cli).summary);
+    }
+
+    #[test]
+    fn a_cancel_heard_live_stops_the_search_within_its_step() {
+        let mut worker = Worker::default();
+        worker.hear_cancels_live();
+        run(
+            &mut worker,
+            Request::Load {
+                source: "A.csv".into(),
+                scenario: scenario(Strategy::FirstFit),
+                import: Default::default(),
+            },
+            Some(A),
+        );
+        let first_fit =
+            match run(&mut worker, Request::Export(ExportKind::PlanJson), None).remove(0) {
+                Response::Exported(f) => f.text,
+                other => panic!("{other:?}"),
+            };
+        let mut out = Vec::new();
+        worker.handle(Request::Plan(scenario(Strategy::Search)), None, &mut |r| {
+            out.push(r)
+        });
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            true
+        };
+        // One step, and the job is over: the search asked, stopped, and kept its best so far.
+        assert!(!worker.step(&|| 0.0, &stop, &mut |r| out.push(r)));
+        assert!(asked.get() > 0);
+        assert!(!worker.busy());
+        let (a, cancelled) = planned(&out);
+        assert!(cancelled && a.summary.valid);
+        assert!(first_fit.contains(&format!(
+            "\"footprint_bytes\": {}",
+            a.summary.footprint_bytes
+        )));
+        // Not cancelled, the same single step runs to the end: the CLI's plan (A is proven).
+        let out = run(&mut worker, Request::Plan(scenario(Strategy::Search)), None);
+        let (a, cancelled) = planned(&out);
+        assert!(!cancelled);
+        assert_eq!(a.summary.footprint_bytes, 1_048_576);
     }
 
     #[test]
