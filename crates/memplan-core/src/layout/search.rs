@@ -1,16 +1,17 @@
 //! `search`: a deterministic local search over placement orders, decoded by first-fit.
 //!
 //! Every compact layout is what first-fit makes of some order, so searching orders searches
-//! layouts. Start from first-fit's order (decreasing size); repeatedly take a buffer that reaches
+//! layouts. Start from the best order of a greedy portfolio (decreasing size, area, lifetime);
+//! repeatedly take a buffer that reaches
 //! the current extent and move it to an earlier, pseudo-random place in the order (now and then
 //! any buffer, to leave plateaus); keep a move unless it raises the extent (a
 //! decode stops as soon as it does). The generator is a
 //! fixed-seed SplitMix64 and the budget is a count of evaluations, never a clock, so the result
 //! is the same bytes on every machine. It returns the best layout seen, never worse than
-//! first-fit's. The caller's [`Control`] may end it early (between evaluations: it then keeps
+//! first-fit's nor the portfolio's. The caller's [`Control`] may end it early (between evaluations: it then keeps
 //! the best so far) and hears the best extent and the bound as it goes.
 
-use super::greedy::{GapChoice, place_in_order_within, size_order};
+use super::greedy::{GapChoice, place_in_order_within, portfolio};
 use super::{Control, Item, Progress, RegionLayout};
 use crate::lower_bound::live_curve;
 
@@ -63,8 +64,21 @@ pub(crate) fn layout(
             limit,
         )
     };
-    let mut order = size_order(items);
-    let mut current = decode(&order, u64::MAX).expect("no limit");
+    // The best of the greedy portfolio (the first on a tie).
+    let (mut order, mut current) = portfolio(items)
+        .into_iter()
+        .map(|order| {
+            let layout = decode(&order, u64::MAX).expect("no limit");
+            (order, layout)
+        })
+        .reduce(|best, next| {
+            if next.1.extent < best.1.extent {
+                next
+            } else {
+                best
+            }
+        })
+        .expect("three orders");
     let mut best = current.clone();
     if items.len() < 2 {
         return (best, false);
