@@ -58,6 +58,13 @@ PY
 } > "$tmp/capacity"
 replace capacity "$tmp/capacity"
 
+{
+  echo "\`./scripts/omnimalloc-compare.sh\` ($today, $cores cores, one run, all rows side by side):"
+  echo
+  ./scripts/omnimalloc-compare.sh
+} > "$tmp/omnimalloc"
+replace omnimalloc "$tmp/omnimalloc"
+
 scale_cmd="memplan bench --synthetic 1000000 --all-live 0 --strategies first-fit,best"
 {
   echo "\`$scale_cmd\` ($today, $cores cores, one run; the last line is GNU time's):"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Optional: memplan's `best` and `search` side by side with OmniMalloc (PyPI `omnimalloc`,
+# Apache-2.0) `greedy_by_all` and `supermalloc`, on the vendored minimalloc and large
+# ML-compiler problems, in one run. The project does not depend on it: where Python cannot
+# install the package, the script says so and exits 0.
+#
+# Every solver runs on one thread (OmniMalloc's thread count is set to 1; memplan is
+# single-threaded). Times are each solver's own: `search`'s `elapsed_ms`, `best`'s wall time
+# past a `bump` run of the same file (reading it, writing the JSON), OmniMalloc's `allocate`. Ratios are memplan over OmniMalloc: below 1 is a lower peak or a faster run.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+version=1.0.0
+venv="$root/target/omnimalloc-venv"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import omnimalloc" 2>/dev/null; then
+  if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q "omnimalloc==$version"; } >/dev/null 2>&1; then
+    echo "omnimalloc==$version cannot be installed here: nothing to compare with (skipped)"
+    exit 0
+  fi
+fi
+cargo build -q --locked --profile fast -p memplan-cli
+memplan="$root/target/fast/memplan"
+
+"$venv/bin/python" - "$memplan" tests/data/minimalloc/*.csv tests/data/large/*.csv <<'PY'
+import json, subprocess, sys, time
+import omnimalloc
+from omnimalloc.io import load_allocation
+
+omnimalloc.set_max_threads(1)
+memplan, files = sys.argv[1], sys.argv[2:]
+
+def run(path, strategy):
+    started = time.perf_counter()
+    out = subprocess.run([memplan, "plan", path, "--strategy", strategy, "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out), (time.perf_counter() - started) * 1000
+
+def ours(path, strategy):
+    plan, wall = run(path, strategy)
+    if "elapsed_ms" in plan:
+        ms = plan["elapsed_ms"]
+    else:
+        # No clock in a deterministic plan: the wall time past a `bump` run's (reading the
+        # file, writing the JSON), at least 0.1 ms.
+        ms = max(wall - min(run(path, "bump")[1] for _ in range(3)), 0.1)
+    return plan["footprint_bytes"], round(ms, 1), plan["lower_bound_bytes"]
+
+def theirs(path, allocator):
+    pool = load_allocation(path)
+    started = time.perf_counter()
+    placed = omnimalloc.allocate(pool, allocator, validate=True)
+    ms = (time.perf_counter() - started) * 1000
+    return max(a.offset + a.size for a in placed.allocations), ms
+
+print(f"memplan vs omnimalloc {omnimalloc.__version__ if hasattr(omnimalloc, '__version__') else ''}".strip())
+print()
+print("| file | LB | best | greedy_by_all | best / greedy peak | best / greedy time "
+      "| search | supermalloc | search / supermalloc peak | search / supermalloc time |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for path in files:
+    best, best_ms, lb = ours(path, "best")
+    search, search_ms, _ = ours(path, "search")
+    greedy, greedy_ms = theirs(path, "greedy_by_all")
+    sm, sm_ms = theirs(path, "supermalloc")
+    name = path.rsplit("/", 1)[-1]
+    print(f"| {name} | {lb} | {best} ({best_ms} ms) | {greedy} ({greedy_ms:.0f} ms) "
+          f"| {best / greedy:.4f} | {best_ms / max(greedy_ms, 1e-3):.2f} "
+          f"| {search} ({search_ms} ms) | {sm} ({sm_ms:.0f} ms) "
+          f"| {search / sm:.4f} | {search_ms / max(sm_ms, 1e-3):.2f} |")
+PY
