@@ -31,6 +31,9 @@ use crate::state::{Busy, Origin, PageState, Restore};
 use crate::url_state::{Panel, Tab, UrlState};
 use crate::worker_protocol::STAGES;
 
+/// How long work runs before its progress bar shows.
+const PROGRESS_DELAY: std::time::Duration = std::time::Duration::from_millis(150);
+
 /// The largest input the page reads, bytes: past it the page says so instead of freezing.
 pub const MAX_INPUT_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 
@@ -255,6 +258,24 @@ pub fn App() -> impl IntoView {
         }
     }
 
+    // Work that ends quickly shows no progress: the bar appears after PROGRESS_DELAY, so a flip
+    // or a slider does not push the page down and back up (two layouts, a canvas resized twice).
+    let progress_due = RwSignal::new(false);
+    Effect::new(move |_| {
+        if state.busy.with(Option::is_some) {
+            set_timeout(
+                move || {
+                    if state.busy.with_untracked(Option::is_some) {
+                        progress_due.set(true);
+                    }
+                },
+                PROGRESS_DELAY,
+            );
+        } else {
+            progress_due.set(false);
+        }
+    });
+
     // The link follows the screen; what is shown makes a history entry, the rest replaces it.
     let key = StoredValue::new(history_key(&url));
     Effect::new(move |_| {
@@ -418,7 +439,7 @@ pub fn App() -> impl IntoView {
                     </div>
                 </Show>
             </Show>
-            {move || state.busy.get().map(|busy| view! {
+            {move || state.busy.get().filter(|_| progress_due.get()).map(|busy| view! {
                 <div class="progress" data-testid="progress" role="status">
                     <progress max=busy.of value=busy.stage></progress>
                     <span class="spinner"></span>
