@@ -27,14 +27,16 @@ pub(crate) fn size_order(items: &[Item]) -> Vec<u32> {
 }
 
 /// The greedy portfolio `search` starts from: decreasing size (TFLite's greedy by size), area
-/// (size times lifetime) and lifetime, each tie broken by size, then index. Which order packs
-/// best differs from problem to problem, and trying three costs three decodes.
-pub(crate) fn portfolio(items: &[Item]) -> [Vec<u32>; 3] {
+/// (size times lifetime) and lifetime, and increasing start, each tie broken by size, then
+/// index. Which order packs best differs from problem to problem, and trying four costs four
+/// decodes.
+pub(crate) fn portfolio(items: &[Item]) -> [Vec<u32>; 4] {
     let width = |it: &Item| u64::from(it.live.len());
     [
         size_order(items),
         order_by(items, |it| (it.size.saturating_mul(width(it)), it.size)),
         order_by(items, |it| (width(it), it.size)),
+        order_by(items, |it| (u64::from(u32::MAX - it.live.first), it.size)),
     ]
 }
 

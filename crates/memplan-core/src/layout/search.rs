@@ -1,7 +1,7 @@
 //! `search`: a deterministic local search over placement orders, decoded by first-fit.
 //!
 //! Every compact layout is what first-fit makes of some order, so searching orders searches
-//! layouts. Start from the best order of a greedy portfolio (decreasing size, area, lifetime);
+//! layouts. Start from the best order of a greedy portfolio (by size, area, lifetime, start);
 //! repeatedly take a buffer that reaches
 //! the current extent and move it to an earlier, pseudo-random place in the order (now and then
 //! any buffer, to leave plateaus); keep a move unless it raises the extent (a
@@ -78,7 +78,7 @@ pub(crate) fn layout(
                 best
             }
         })
-        .expect("three orders");
+        .expect("four orders");
     let mut best = current.clone();
     if items.len() < 2 {
         return (best, false);
