@@ -562,6 +562,19 @@ mod tests {
 
     const A: &[u8] = include_bytes!("../../tests/data/minimalloc/A.1048576.csv");
 
+    /// Loads minimalloc A, planned with first-fit.
+    fn load_a_first_fit(worker: &mut Worker) {
+        run(
+            worker,
+            Request::Load {
+                source: "A.csv".into(),
+                scenario: scenario(Strategy::FirstFit),
+                import: Default::default(),
+            },
+            Some(A),
+        );
+    }
+
     #[test]
     fn a_load_reports_progress_then_the_plan_and_a_replan_reuses_the_session() {
         let mut worker = Worker::default();
@@ -669,15 +682,7 @@ mod tests {
     fn a_cancel_heard_live_stops_the_search_within_its_step() {
         let mut worker = Worker::default();
         worker.hear_cancels_live();
-        run(
-            &mut worker,
-            Request::Load {
-                source: "A.csv".into(),
-                scenario: scenario(Strategy::FirstFit),
-                import: Default::default(),
-            },
-            Some(A),
-        );
+        load_a_first_fit(&mut worker);
         let first_fit =
             match run(&mut worker, Request::Export(ExportKind::PlanJson), None).remove(0) {
                 Response::Exported(f) => f.text,
@@ -712,15 +717,7 @@ mod tests {
     #[test]
     fn a_cancel_keeps_the_best_plan_so_far() {
         let mut worker = Worker::default();
-        run(
-            &mut worker,
-            Request::Load {
-                source: "A.csv".into(),
-                scenario: scenario(Strategy::FirstFit),
-                import: Default::default(),
-            },
-            Some(A),
-        );
+        load_a_first_fit(&mut worker);
         let out = run_until(
             &mut worker,
             Request::Plan(scenario(Strategy::Search)),
