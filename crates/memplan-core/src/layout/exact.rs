@@ -257,17 +257,68 @@ struct Mark {
     cuts: usize,
 }
 
-/// The problem a search runs on, shared by every preordering.
+/// The problem a search runs on, shared by every preordering, with the state every search
+/// starts from (nothing placed).
 struct Shape<'a> {
-    items: &'a [Item],
+    /// The items, time compressed.
+    items: Vec<Item>,
     neighbours: &'a [Vec<u32>],
+    positions: usize,
     /// The buffers live at each position, all unplaced.
     live_at: Unplaced,
+    sections: Sections,
+    crossing: Vec<u32>,
     /// Buffers with the same size, alignment and interval share a class: at one floor, trying
     /// one of them tries them all.
     class: Vec<u32>,
     /// How long each buffer lives, in the region's positions before compression.
     width: Vec<u64>,
+}
+
+impl<'a> Shape<'a> {
+    fn new(items: &[Item], neighbours: &'a [Vec<u32>]) -> Self {
+        let width = items.iter().map(|i| u64::from(i.live.len())).collect();
+        let items = compress(items);
+        let positions = items
+            .iter()
+            .map(|i| i.live.last as usize + 1)
+            .max()
+            .unwrap_or(1);
+        let mut crossing = vec![0u32; positions];
+        for it in &items {
+            for p in it.live.first..it.live.last {
+                crossing[p as usize] += 1;
+            }
+        }
+        let mut classes: Vec<(u64, u64, u32, u32, u32)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| (it.size, it.alignment, it.live.first, it.live.last, i as u32))
+            .collect();
+        classes.sort_unstable();
+        let mut class = vec![0u32; items.len()];
+        for (k, w) in classes.iter().enumerate() {
+            let same = k > 0 && {
+                let p = classes[k - 1];
+                (p.0, p.1, p.2, p.3) == (w.0, w.1, w.2, w.3)
+            };
+            class[w.4 as usize] = if same {
+                class[classes[k - 1].4 as usize]
+            } else {
+                k as u32
+            };
+        }
+        Shape {
+            live_at: Unplaced::new(&items, positions),
+            sections: Sections::new(&items, positions),
+            items,
+            neighbours,
+            positions,
+            crossing,
+            class,
+            width,
+        }
+    }
 }
 
 struct Search<'a> {
@@ -306,7 +357,43 @@ struct Search<'a> {
     heard: Progress,
 }
 
-impl Search<'_> {
+impl<'a> Search<'a> {
+    /// A search of `shape` with nothing placed yet.
+    fn new(
+        shape: &'a Shape<'a>,
+        heuristic: Heuristic,
+        round: u64,
+        capacity: u64,
+        limit: u64,
+        heard: Progress,
+    ) -> Self {
+        let n = shape.items.len();
+        Search {
+            shape,
+            heuristic,
+            round,
+            rank: vec![0; n],
+            capacity,
+            floor: vec![0; n],
+            offset: vec![0; n],
+            placed: vec![false; n],
+            unplaced: shape.live_at.clone(),
+            open_neighbours: shape.neighbours.iter().map(|n| n.len() as u32).collect(),
+            solution: vec![0; n],
+            sections: shape.sections.clone(),
+            crossing: shape.crossing.clone(),
+            raised: Vec::new(),
+            changed: Vec::new(),
+            cuts: Vec::new(),
+            candidates: Vec::new(),
+            seen: vec![0; shape.positions],
+            stamp: 0,
+            nodes: 0,
+            limit,
+            heard,
+        }
+    }
+
     /// Searches `part` from its current state, its last buffer placed at
     /// `(last_offset, last_rank)`.
     fn dfs(
@@ -316,7 +403,7 @@ impl Search<'_> {
         last_rank: u32,
         control: &mut Control<'_>,
     ) -> Run {
-        let items = self.shape.items;
+        let items = &self.shape.items[..];
         // No buffer goes at or above an unplaced one's floor + size: that one would fit below.
         let mut min_height = u64::MAX;
         let mut any = false;
@@ -396,7 +483,8 @@ impl Search<'_> {
     /// and notes the boundaries nothing unplaced crosses any more. Says whether a raised floor
     /// already passes the capacity.
     fn place(&mut self, c: usize) -> (Mark, bool) {
-        let items = self.shape.items;
+        let shape = self.shape;
+        let items = &shape.items[..];
         let it = items[c];
         let at = self.floor[c];
         let end = at + it.size;
@@ -672,91 +760,27 @@ pub(crate) fn fits(
     if items.iter().any(|i| i.size > capacity) {
         return (Feasibility::Infeasible, 0);
     }
-    let compressed = compress(items);
-    let positions = compressed
-        .iter()
-        .map(|i| i.live.last as usize + 1)
-        .max()
-        .unwrap_or(1);
-    let sections = Sections::new(&compressed, positions);
-    let width = items.iter().map(|i| u64::from(i.live.len())).collect();
-    let items = &compressed[..];
-    let mut crossing = vec![0u32; positions];
-    for it in items {
-        for p in it.live.first..it.live.last {
-            crossing[p as usize] += 1;
-        }
-    }
-    let live_at = Unplaced::new(items, positions);
-    let mut classes: Vec<(u64, u64, LiveInterval, u32)> = items
-        .iter()
-        .enumerate()
-        .map(|(i, it)| (it.size, it.alignment, it.live, i as u32))
-        .collect();
-    classes.sort_unstable_by_key(|&(size, alignment, live, i)| {
-        (size, alignment, live.first, live.last, i)
-    });
-    let mut class = vec![0u32; items.len()];
-    for (k, w) in classes.iter().enumerate() {
-        let same = k > 0 && {
-            let p = classes[k - 1];
-            (p.0, p.1, p.2) == (w.0, w.1, w.2)
-        };
-        class[w.3 as usize] = if same {
-            class[classes[k - 1].3 as usize]
-        } else {
-            k as u32
-        };
-    }
-    let shape = Shape {
-        items,
-        neighbours,
-        live_at,
-        class,
-        width,
-    };
+    let shape = Shape::new(items, neighbours);
+    let positions = shape.positions;
     let zeros: Vec<usize> = (0..positions.saturating_sub(1))
-        .filter(|&p| crossing[p] == 0)
+        .filter(|&p| shape.crossing[p] == 0)
         .collect();
     let whole = Part {
         members: (0..items.len() as u32).collect(),
         lo: 0,
         hi: positions,
     };
-    let open_neighbours: Vec<u32> = neighbours.iter().map(|n| n.len() as u32).collect();
     let mut nodes = 0u64;
     let mut budget = (items.len() as u64).max(16);
     let mut round = 0;
     loop {
         for heuristic in Heuristic::ALL {
             let share = budget.min(limit - nodes);
-            let mut s = Search {
-                shape: &shape,
-                heuristic,
-                round,
-                rank: vec![0; items.len()],
-                capacity,
-                floor: vec![0; items.len()],
-                offset: vec![0; items.len()],
-                placed: vec![false; items.len()],
-                unplaced: shape.live_at.clone(),
-                open_neighbours: open_neighbours.clone(),
-                solution: vec![0; items.len()],
-                sections: sections.clone(),
-                crossing: crossing.clone(),
-                raised: Vec::new(),
-                changed: Vec::new(),
-                cuts: Vec::new(),
-                candidates: Vec::new(),
-                seen: vec![0; positions],
-                stamp: 0,
-                nodes: 0,
-                limit: share,
-                heard: Progress {
-                    evaluations: heard.evaluations + nodes,
-                    ..heard
-                },
+            let heard = Progress {
+                evaluations: heard.evaluations + nodes,
+                ..heard
             };
+            let mut s = Search::new(&shape, heuristic, round, capacity, share, heard);
             let run = s.split(&whole, &zeros, control);
             nodes += s.nodes.min(share);
             match run {
@@ -1009,6 +1033,101 @@ mod tests {
             if optimum > 0 {
                 let below = minimize(&items, &nb, bump.clone(), &mut |_| (bump.clone(), false), 0, Some(optimum - 1), u64::MAX, 0, &mut Control::default());
                 prop_assert!(below.proven_lower_bound > optimum - 1);
+            }
+        }
+    }
+
+    /// Checks what a search keeps incrementally against a recount from scratch.
+    fn recount(s: &Search<'_>) -> Result<(), TestCaseError> {
+        let shape = s.shape;
+        let items = &shape.items;
+        let unplaced = |i: usize| !s.placed[i];
+        for j in (0..items.len()).filter(|&j| unplaced(j)) {
+            let floor = shape.neighbours[j]
+                .iter()
+                .map(|&i| i as usize)
+                .filter(|&i| s.placed[i])
+                .map(|i| align_up(s.offset[i] + items[i].size, items[j].alignment).unwrap())
+                .max()
+                .unwrap_or(0);
+            prop_assert_eq!(s.floor[j], floor, "floor of {}", j);
+            let open = shape.neighbours[j]
+                .iter()
+                .filter(|&&i| unplaced(i as usize))
+                .count();
+            prop_assert_eq!(s.open_neighbours[j] as usize, open);
+        }
+        for t in 0..shape.positions {
+            let live: Vec<usize> = (0..items.len())
+                .filter(|&i| {
+                    unplaced(i) && (items[i].live.first..=items[i].live.last).contains(&(t as u32))
+                })
+                .collect();
+            let mut listed: Vec<usize> = s.unplaced.at(t).iter().map(|&i| i as usize).collect();
+            listed.sort_unstable();
+            prop_assert_eq!(&listed, &live, "unplaced at {}", t);
+            let need: u64 = live.iter().map(|&i| items[i].size).sum();
+            prop_assert_eq!(s.sections.need[t], need);
+            let lowest = live.iter().map(|&i| s.floor[i]).min();
+            let resting = live.iter().filter(|&&i| Some(s.floor[i]) == lowest).count();
+            prop_assert_eq!(s.sections.resting[t] as usize, resting, "resting at {}", t);
+            if let Some(lowest) = lowest {
+                prop_assert_eq!(s.sections.lowest[t], lowest, "lowest at {}", t);
+            }
+            if t + 1 < shape.positions {
+                let crossing = live
+                    .iter()
+                    .filter(|&&i| items[i].live.last as usize > t)
+                    .count();
+                prop_assert_eq!(s.crossing[t] as usize, crossing);
+            }
+        }
+        let stacked = (0..shape.positions)
+            .map(|t| {
+                if s.sections.need[t] > 0 {
+                    s.sections.lowest[t] + s.sections.need[t]
+                } else {
+                    0
+                }
+            })
+            .max()
+            .unwrap_or(0);
+        prop_assert_eq!(s.sections.top(0, shape.positions, 0), stacked);
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Placements and their undoing, in any stack order, keep the floors, the per-time
+        /// unplaced lists, the lowest floors with their resting counts, the crossings and the
+        /// bound's trees equal to a recount.
+        #[test]
+        fn incremental_state_matches_a_recount(
+            items in arb_items(),
+            picks in prop::collection::vec((any::<u16>(), any::<bool>()), 1..40),
+        ) {
+            let nb = neighbours(&items);
+            let shape = Shape::new(&items, &nb);
+            let mut s = Search::new(&shape, Heuristic::TotalWidthArea, 0, u64::MAX / 4, u64::MAX, QUIET);
+            let mut stack = Vec::new();
+            for (pick, undo) in picks {
+                if undo && let Some((c, mark)) = stack.pop() {
+                    s.unplace(c, mark);
+                } else {
+                    let open: Vec<usize> = (0..items.len()).filter(|&i| !s.placed[i]).collect();
+                    if open.is_empty() {
+                        continue;
+                    }
+                    let c = open[pick as usize % open.len()];
+                    let (mark, _) = s.place(c);
+                    stack.push((c, mark));
+                }
+                recount(&s)?;
+            }
+            while let Some((c, mark)) = stack.pop() {
+                s.unplace(c, mark);
+                recount(&s)?;
             }
         }
     }
