@@ -240,6 +240,7 @@ test('the devices panel: the usable budget, the headroom, the largest batch that
   await page.goto(`${server.url}?example=decoder-serving&panel=devices`);
   await testid('devices-panel').waitFor();
   assert.equal(await testid('fits-button-B').isDisabled(), true, 'no class, no bisection');
+  assert.equal(await page.locator('[data-usable-band], [data-usable-line]').count(), 0, 'no class, no usable line');
   await testid('hardware-select').selectOption('l4-24gb');
   await testid('usable-bytes').waitFor();
   const cliFits = fitsJson('--util', '0.9', '--param', 'B=1..64', '--set', 'S=4096');
@@ -258,6 +259,19 @@ test('the devices panel: the usable budget, the headroom, the largest batch that
   await testid('param-value-B').press('Enter');
   await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, plan(cliFits.largest + 1));
   assert.equal(await testid('headroom').getAttribute('data-what'), 'overflow');
+  // The usable line on both views. With the arena alone shown, the always-live bytes already
+  // pass the usable bytes: the line is named below the view.
+  await testid('tab-timeline').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]')?.dataset.usableBand === 'below');
+  // With everything shown, it crosses the timeline's usage band and the arena map (which has
+  // no band).
+  await testid('arena-only').uncheck();
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]')?.dataset.usableBand === 'in');
+  await testid('tab-arena').click();
+  await page.waitForFunction(() => {
+    const c = document.querySelector('[data-testid=arena-canvas]');
+    return c?.dataset.usableLine === 'in' && c.dataset.usableBand === undefined && c.dataset.band === undefined;
+  });
   await page.waitForFunction(() => /hw=l4-24gb/.test(location.search) && /set=B%3D32/.test(location.search));
   await page.screenshot({ path: join(output, 'devices-1400x900.png') });
 

@@ -391,6 +391,8 @@ fn draw(
         let floor = model.devices.get(device)?.floor(scene.arena_only);
         Some((b.usable_bytes.checked_sub(floor), b.usable_bytes))
     });
+    // Where the usable line went, in the main area and in the band: test hooks.
+    let mut usable_at: (Option<Place>, Option<Place>) = (None, None);
     match tab {
         Tab::Arena => {
             for k in 0..=4 {
@@ -401,6 +403,7 @@ fn draw(
                 let at = line.map_or(Place::Below, |l| Place::of(l as f64, v.y0, v.y1));
                 let y = line.map_or(v.y1, |l| (l as f64).clamp(v.y0, v.y1));
                 budget_line(&ctx, a.x, a.x + a.w, py(y), usable, at);
+                usable_at.0 = Some(at);
             }
         }
         Tab::Timeline => {
@@ -424,15 +427,25 @@ fn draw(
             .as_ref()
             .and_then(|b| b.curves.get(device))
             .map(Vec::as_slice);
-        usage_band(&ctx, band, v, d, ghost, usable, scene.arena_only);
+        usable_at.1 = usage_band(&ctx, band, v, d, ghost, usable, scene.arena_only);
+    }
+    for (name, at) in [
+        ("data-usable-line", usable_at.0),
+        ("data-usable-band", usable_at.1),
+    ] {
+        let _ = match at {
+            Some(at) => canvas.set_attribute(name, at.name()),
+            None => canvas.remove_attribute(name),
+        };
     }
     // What was drawn and how long it took: hooks for tests and for the curious.
     let _ = canvas.set_attribute("data-items", &scene.rects.len().to_string());
     let _ = canvas.set_attribute("data-rows", &format!("{},{}", v.y0, v.y1));
     let _ = canvas.set_attribute("data-area", &format!("{},{},{},{}", a.x, a.y, a.w, a.h));
-    if let Some(b) = band {
-        let _ = canvas.set_attribute("data-band", &format!("{},{},{},{}", b.x, b.y, b.w, b.h));
-    }
+    let _ = match band {
+        Some(b) => canvas.set_attribute("data-band", &format!("{},{},{},{}", b.x, b.y, b.w, b.h)),
+        None => canvas.remove_attribute("data-band"),
+    };
     if let (Some(p), Some(t0)) = (performance, started) {
         let _ = canvas.set_attribute("data-draw-ms", &format!("{:.2}", p.now() - t0));
     }
@@ -503,6 +516,15 @@ enum Place {
 }
 
 impl Place {
+    /// How the test hooks name it.
+    fn name(self) -> &'static str {
+        match self {
+            Place::Below => "below",
+            Place::In => "in",
+            Place::Above => "above",
+        }
+    }
+
     fn of(y: f64, low: f64, high: f64) -> Place {
         if y < low {
             Place::Below
@@ -560,7 +582,7 @@ fn usage_band(
     ghost: Option<&[u64]>,
     usable: Option<(Option<u64>, u64)>,
     arena_only: bool,
-) {
+) -> Option<Place> {
     let floor = d.floor(arena_only);
     let footprint = d.shown_footprint(arena_only);
     let lower_bound = d.lower_bound.saturating_sub(floor);
@@ -633,11 +655,12 @@ fn usage_band(
     ctx.line_to(b.x + b.w, py(lower_bound as f64));
     ctx.stroke();
     ctx.set_line_dash(&js_sys::Array::new()).unwrap_or_default();
-    if let Some((line, usable)) = usable {
+    let usable_at = usable.map(|(line, usable)| {
         let at = line.map_or(Place::Below, |l| Place::of(l as f64, 0.0, top));
         let y = line.map_or(top, |l| (l as f64).min(top));
         budget_line(ctx, b.x, b.x + b.w, py(y), usable, at);
-    }
+        at
+    });
     ctx.set_font(FONT);
     if let Some(p) = d.peak_position {
         let x = px(f64::from(p) + 0.5);
@@ -684,6 +707,7 @@ fn usage_band(
     ctx.set_text_align("right");
     let _ = ctx.fill_text("live bytes", b.x - 6.0, b.y + 10.0);
     let _ = ctx.fill_text("0", b.x - 6.0, b.y + b.h);
+    usable_at
 }
 
 /// Where the hover card sits: beside the cursor, on the side with room, inside the container.
