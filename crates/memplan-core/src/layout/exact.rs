@@ -15,7 +15,7 @@
 //! After a placement the node is dead when a buffer's floor plus size passes the capacity, or
 //! when some time's unplaced bytes cannot fit between the least floor of what is left there (or
 //! the current offset, whichever is higher) and the capacity: the cross-section bound, kept in
-//! max trees. The least floor per time is kept exact with a count of the buffers resting on it,
+//! one segment tree of maxima. The least floor per time is kept exact with a count of the buffers resting on it,
 //! rescanned (over per-time lists of what is unplaced) only when the last of them leaves.
 //!
 //! [`fits`] runs the search under several preorderings in turn, doubling a node budget, with
@@ -32,26 +32,31 @@ use super::{Control, Item, Progress, RegionLayout};
 use crate::graph::align_up;
 use crate::problem::LiveInterval;
 
-/// A max segment tree over positions.
+/// A segment tree over positions of `K` values each, keeping their maxima, elementwise: one walk
+/// updates them all.
 #[derive(Clone)]
-struct MaxTree {
-    tree: Vec<u64>,
+struct MaxTree<const K: usize> {
+    tree: Vec<[u64; K]>,
     leaves: usize,
 }
 
-impl MaxTree {
-    fn new(values: &[u64]) -> Self {
+fn elementwise_max<const K: usize>(a: [u64; K], b: [u64; K]) -> [u64; K] {
+    std::array::from_fn(|k| a[k].max(b[k]))
+}
+
+impl<const K: usize> MaxTree<K> {
+    fn new(values: &[[u64; K]]) -> Self {
         let leaves = values.len().max(1).next_power_of_two();
-        let mut tree = vec![0; 2 * leaves];
+        let mut tree = vec![[0; K]; 2 * leaves];
         tree[leaves..leaves + values.len()].copy_from_slice(values);
         for at in (1..leaves).rev() {
-            tree[at] = tree[2 * at].max(tree[2 * at + 1]);
+            tree[at] = elementwise_max(tree[2 * at], tree[2 * at + 1]);
         }
         MaxTree { tree, leaves }
     }
 
     /// Sets a leaf without updating its ancestors: [`MaxTree::rebuild`] follows.
-    fn set_leaf(&mut self, t: usize, value: u64) {
+    fn set_leaf(&mut self, t: usize, value: [u64; K]) {
         self.tree[self.leaves + t] = value;
     }
 
@@ -60,25 +65,25 @@ impl MaxTree {
         let (mut l, mut r) = ((self.leaves + a) / 2, (self.leaves + b) / 2);
         while l >= 1 {
             for at in l..=r {
-                self.tree[at] = self.tree[2 * at].max(self.tree[2 * at + 1]);
+                self.tree[at] = elementwise_max(self.tree[2 * at], self.tree[2 * at + 1]);
             }
             l /= 2;
             r /= 2;
         }
     }
 
-    /// The maximum over positions `lo..hi`.
-    fn max(&self, lo: usize, hi: usize) -> u64 {
+    /// The maxima over positions `lo..hi`.
+    fn max(&self, lo: usize, hi: usize) -> [u64; K] {
         let (mut l, mut r) = (lo + self.leaves, hi + self.leaves);
-        let mut best = 0;
+        let mut best = [0; K];
         while l < r {
             if l % 2 == 1 {
-                best = best.max(self.tree[l]);
+                best = elementwise_max(best, self.tree[l]);
                 l += 1;
             }
             if r % 2 == 1 {
                 r -= 1;
-                best = best.max(self.tree[r]);
+                best = elementwise_max(best, self.tree[r]);
             }
             l /= 2;
             r /= 2;
@@ -100,14 +105,16 @@ struct Sections {
     /// ...and how many of them rest on it: only when the last one leaves (placed, or its floor
     /// raised) does `lowest[t]` need a rescan.
     resting: Vec<u32>,
-    /// `lowest + need` per position with something to place, else 0.
-    stacked: MaxTree,
-    /// `need` per position.
-    unplaced: MaxTree,
-    /// `lowest` per position with something to place, else 0: a raised buffer's old floor
-    /// above the maximum over its interval rests nowhere, and nothing there needs a look.
-    resting_on: MaxTree,
+    /// Per position: [`STACKED`] `lowest + need` with something to place there (else 0),
+    /// [`UNPLACED`] `need`, and [`RESTING_ON`] `lowest` with something to place (else 0): a
+    /// raised buffer's old floor above the maximum over its interval rests nowhere, and
+    /// nothing there needs a look.
+    maxima: MaxTree<3>,
 }
+
+const STACKED: usize = 0;
+const UNPLACED: usize = 1;
+const RESTING_ON: usize = 2;
 
 impl Sections {
     fn new(items: &[Item], positions: usize) -> Self {
@@ -119,12 +126,11 @@ impl Sections {
                 resting[t] += 1;
             }
         }
+        let leaves: Vec<[u64; 3]> = need.iter().map(|&n| [n, n, 0]).collect();
         Sections {
             lowest: vec![0; positions],
             resting,
-            stacked: MaxTree::new(&need),
-            unplaced: MaxTree::new(&need),
-            resting_on: MaxTree::new(&vec![0; positions]),
+            maxima: MaxTree::new(&leaves),
             need,
         }
     }
@@ -136,27 +142,22 @@ impl Sections {
         } else {
             0
         };
-        self.stacked.set_leaf(t, stacked);
-        self.unplaced.set_leaf(t, self.need[t]);
         let resting_on = if self.resting[t] > 0 {
             self.lowest[t]
         } else {
             0
         };
-        self.resting_on.set_leaf(t, resting_on);
+        self.maxima.set_leaf(t, [stacked, self.need[t], resting_on]);
     }
 
     fn rebuild(&mut self, a: usize, b: usize) {
-        self.stacked.rebuild(a, b);
-        self.unplaced.rebuild(a, b);
-        self.resting_on.rebuild(a, b);
+        self.maxima.rebuild(a, b);
     }
 
     /// The most any position of `lo..hi` needs when nothing more goes below `offset` there.
     fn top(&self, lo: usize, hi: usize, offset: u64) -> u64 {
-        self.stacked
-            .max(lo, hi)
-            .max(offset.saturating_add(self.unplaced.max(lo, hi)))
+        let m = self.maxima.max(lo, hi);
+        m[STACKED].max(offset.saturating_add(m[UNPLACED]))
     }
 }
 
@@ -526,7 +527,7 @@ impl<'a> Search<'a> {
             dead |= lifted.saturating_add(items[j].size) > self.capacity;
             let live = items[j].live;
             let (a, b) = (live.first as usize, live.last as usize);
-            if self.sections.resting_on.max(a, b + 1) < old {
+            if self.sections.maxima.max(a, b + 1)[RESTING_ON] < old {
                 continue;
             }
             for t in a..=b {
