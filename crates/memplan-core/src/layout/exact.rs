@@ -15,8 +15,9 @@
 //! After a placement the node is dead when a buffer's floor plus size passes the capacity, or
 //! when some time's unplaced bytes cannot fit between the least floor of what is left there (or
 //! the current offset, whichever is higher) and the capacity: the cross-section bound, kept in
-//! one segment tree of maxima. The least floor per time is kept exact with a count of the buffers resting on it,
-//! rescanned (over per-time lists of what is unplaced) only when the last of them leaves.
+//! one segment tree of maxima. The least floor per time is kept exact with a count of the
+//! buffers resting on it, rescanned (over per-time lists of what is unplaced) only when the last
+//! of them leaves.
 //!
 //! [`fits`] runs the search under several preorderings in turn, doubling a node budget, with
 //! each sub-problem ranked afresh when the timeline splits (search times are heavy-tailed: most
