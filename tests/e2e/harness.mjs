@@ -1,5 +1,6 @@
 // Shared set-up of the end-to-end tests: a static server for the release bundle (dist/) on
 // 127.0.0.1, and Debian's Chromium driven by playwright-core, failing on any console error.
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
@@ -20,10 +21,24 @@ const types = {
   '.csv': 'text/csv',
 };
 
+/** The CLI the tests compare the page with; `cli(...args)` runs it and returns its stdout. */
+export const memplanBin = join(root, 'target/debug/memplan');
+export const cli = (...args) => execFileSync(memplanBin, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
+
+/**
+ * Hooks on the page `current()` returns (it is launched in `before`): an element by its
+ * `data-testid`, and the bytes an element carries in `data-bytes`.
+ */
+export function hooks(current) {
+  const testid = (id) => current().getByTestId(id);
+  const bytesOf = async (id) => Number(await testid(id).getAttribute('data-bytes'));
+  return { testid, bytesOf };
+}
+
 /** What the tests need built first, with the command that builds it. */
 const prerequisites = [
   [join(dist, 'index.html'), 'the release bundle: run `trunk build --release` (./scripts/test.sh does)'],
-  [join(root, 'target/debug/memplan'), 'the CLI: run `cargo build -p memplan-cli` (./scripts/test.sh does)'],
+  [memplanBin, 'the CLI: run `cargo build -p memplan-cli` (./scripts/test.sh does)'],
 ];
 
 /**

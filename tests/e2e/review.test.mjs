@@ -4,13 +4,10 @@
 // views, search). Screenshots go to tests/e2e/output/review-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { launch, output, root, serve } from './harness.mjs';
+import { cli, hooks, launch, output, root, serve } from './harness.mjs';
 
-const memplanBin = join(root, 'target/debug/memplan');
-const cli = (...args) => execFileSync(memplanBin, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
 const exampleFile = (name) => join(root, 'static/examples', `${name}.json`);
 const minimallocFile = join(root, 'tests/data/minimalloc/C.1048576.csv');
 
@@ -28,7 +25,7 @@ after(async () => {
   await server?.close();
 });
 
-const testid = (id) => page.getByTestId(id);
+const { testid } = hooks(() => page);
 const drawn = (id) => page.waitForFunction((id) => document.querySelector(`[data-testid=${id}]`)?.hasAttribute('data-draw-ms'), id);
 const shot = (name) => page.screenshot({ path: join(output, `review-${name}.png`) });
 /** No panic banner, no console error so far. */

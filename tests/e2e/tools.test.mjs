@@ -5,13 +5,10 @@
 // diagnostics of `memplan spaces`. Embedding: a host page hands a dump over by postMessage.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { launch, output, root, serve } from './harness.mjs';
+import { cli, hooks, launch, output, root, serve } from './harness.mjs';
 
-const memplanBin = join(root, 'target/debug/memplan');
-const cli = (...args) => execFileSync(memplanBin, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
 const convnet = join(root, 'static/examples/convnet-training.json');
 const cliFootprint = (...inline) =>
   JSON.parse(cli('plan', convnet, '--json', ...(inline.length ? ['--inline', inline.join(',')] : []))).footprint_bytes;
@@ -45,8 +42,7 @@ after(async () => {
   await server?.close();
 });
 
-const testid = (id) => page.getByTestId(id);
-const bytesOf = async (id) => Number(await testid(id).getAttribute('data-bytes'));
+const { testid, bytesOf } = hooks(() => page);
 
 test('a flip re-plans at once to the CLI footprint, with the delta against no flips', async () => {
   await page.setViewportSize({ width: 1400, height: 900 });
@@ -191,7 +187,7 @@ test('the spaces panel shows what memplan spaces says', async () => {
   await page.goto(`${server.url}?example=mlp-training`);
   await testid('tab-spaces').click();
   await testid('spaces-table').waitFor();
-  const text = execFileSync(memplanBin, ['spaces', join(root, 'static/examples/mlp-training.json')], { encoding: 'utf8' });
+  const text = cli('spaces', join(root, 'static/examples/mlp-training.json'));
   const lines = text.trim().split('\n');
   assert.equal(await testid('space-row').count(), lines.length - 2);
   assert.equal((await testid('space-counts').textContent()).trim(), lines.at(-1));

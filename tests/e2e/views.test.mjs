@@ -3,13 +3,10 @@
 // hostile names, loading from ?src= and by drop, a 50 MB dump, and the performance figures.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { launch, output, root, serve } from './harness.mjs';
+import { cli, hooks, launch, output, root, serve } from './harness.mjs';
 
-const memplanBin = join(root, 'target/debug/memplan');
-const cli = (...args) => execFileSync(memplanBin, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
 const exampleFile = (name) => join(root, 'static/examples', `${name}.json`);
 const golden = async (name) => JSON.parse(await readFile(join(root, 'tests/golden', `${name}.plan.json`), 'utf8'));
 
@@ -53,8 +50,7 @@ after(async () => {
   await server?.close();
 });
 
-const testid = (id) => page.getByTestId(id);
-const bytesOf = async (id) => Number(await testid(id).getAttribute('data-bytes'));
+const { testid, bytesOf } = hooks(() => page);
 const drawn = () => page.waitForFunction(() => document.querySelector('canvas.plot')?.hasAttribute('data-draw-ms'));
 
 /** The plot area of a canvas (CSS pixels in the page), as the canvas reports it. */

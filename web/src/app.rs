@@ -261,11 +261,12 @@ pub fn App() -> impl IntoView {
     // Work that ends quickly shows no progress: the bar appears after PROGRESS_DELAY, so a flip
     // or a slider does not push the page down and back up (two layouts, a canvas resized twice).
     let progress_due = RwSignal::new(false);
+    let working = Memo::new(move |_| state.busy.with(Option::is_some));
     Effect::new(move |_| {
-        if state.busy.with(Option::is_some) {
+        if working.get() {
             set_timeout(
                 move || {
-                    if state.busy.with_untracked(Option::is_some) {
+                    if working.get_untracked() {
                         progress_due.set(true);
                     }
                 },

@@ -29,6 +29,7 @@
 //! found and the proven lower bound, with `optimal` when they meet. Deterministic for a given
 //! node limit.
 
+use super::search::SplitMix64;
 use super::{Control, Item, Progress, RegionLayout};
 use crate::graph::align_up;
 use crate::problem::LiveInterval;
@@ -720,12 +721,9 @@ impl Heuristic {
     }
 }
 
-/// A fixed hash of a buffer and a round (SplitMix64's finalizer): the random tie-break.
+/// A fixed hash of a buffer and a round: the random tie-break.
 fn scramble(i: u32, round: u64) -> u64 {
-    let mut z = u64::from(i) ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    SplitMix64::mix(u64::from(i) ^ round.wrapping_mul(SplitMix64::GAMMA))
 }
 
 /// The items with time renumbered to their distinct start positions: two buffers overlap iff

@@ -16,15 +16,22 @@ use super::{Control, Item, Progress, RegionLayout};
 use crate::lower_bound::live_curve;
 
 /// A small, fast, fixed-seed generator (SplitMix64).
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
+    /// The generator's step.
+    pub(crate) const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+    /// The generator's output function: a fixed, well-mixed hash of `z`.
+    pub(crate) fn mix(mut z: u64) -> u64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(Self::GAMMA);
+        Self::mix(self.0)
     }
 
     /// A value in `0..n` (n > 0).
