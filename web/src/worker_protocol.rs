@@ -427,6 +427,7 @@ impl Worker {
                     .live_cancel
                     .then_some(&mut asked as &mut dyn FnMut() -> bool),
                 progress: Some(&mut heard),
+                earlier: None,
             },
         );
         let cancelled = self.live_cancel && stop();

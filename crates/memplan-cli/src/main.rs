@@ -571,7 +571,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let mut past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
             let mut control = Control {
                 should_stop: Some(&mut past_deadline),
-                progress: None,
+                ..Control::default()
             };
             let outcome = session.plan_with(&scenario.scenario()?, &mut control)?;
             let mut report = session.report(&outcome);

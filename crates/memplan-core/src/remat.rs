@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
-use crate::layout::{PlanError, PlanOptions, plan};
+use crate::layout::{Control, Decodes, PlanError, PlanOptions, plan_with};
 use crate::liveness::{Uses, analyze_inlined};
 
 /// A tensor that may be recomputed at its uses.
@@ -246,11 +246,15 @@ pub struct Rematerializer<'a> {
     scores: RefCell<Scores>,
 }
 
-/// The footprints of the sets of inlined tensors laid out so far. A caller that runs a long job
-/// in steps (a sweep in a worker) keeps them between steps with [`Rematerializer::with_scores`]
+/// The footprints of the sets of inlined tensors laid out so far, and the last relayout's
+/// decodes (the next, a few flips away, resumes from them). A caller that runs a long job in
+/// steps (a sweep in a worker) keeps them between steps with [`Rematerializer::with_scores`]
 /// and [`Rematerializer::into_scores`], so no set is laid out twice.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Scores(HashMap<Vec<usize>, u64>);
+pub struct Scores {
+    footprints: HashMap<Vec<usize>, u64>,
+    earlier: Decodes,
+}
 
 /// A sweep in progress ([`Rematerializer::start_sweep`]): one budget per step, so a caller can
 /// report progress and stop between budgets.
@@ -318,7 +322,7 @@ impl<'a> Rematerializer<'a> {
 
     /// How many distinct sets were laid out so far.
     pub fn relayouts(&self) -> usize {
-        self.scores.borrow().0.len()
+        self.scores.borrow().footprints.len()
     }
 
     /// The footprint with the tensors of `inlined` recomputed at their uses: a real relayout,
@@ -327,7 +331,7 @@ impl<'a> Rematerializer<'a> {
         let mut key = inlined.to_vec();
         key.sort_unstable();
         key.dedup();
-        if let Some(&known) = self.scores.borrow().0.get(&key) {
+        if let Some(&known) = self.scores.borrow().footprints.get(&key) {
             return Ok(known);
         }
         let mut flags = vec![false; self.resolved.tensors.len()];
@@ -335,7 +339,14 @@ impl<'a> Rematerializer<'a> {
             flags[t] = true;
         }
         let liveness = analyze_inlined(self.graph, self.resolved, &flags);
-        let plan = plan(&liveness.problem, self.options)?;
+        let plan = plan_with(
+            &liveness.problem,
+            self.options,
+            &mut Control {
+                earlier: Some(&mut self.scores.borrow_mut().earlier),
+                ..Control::default()
+            },
+        )?;
         if !plan.is_valid() {
             return Err(PlanError::Unchecked(
                 plan.violations
@@ -346,7 +357,7 @@ impl<'a> Rematerializer<'a> {
             ));
         }
         let footprint = plan.footprint_bytes();
-        self.scores.borrow_mut().0.insert(key, footprint);
+        self.scores.borrow_mut().footprints.insert(key, footprint);
         Ok(footprint)
     }
 

@@ -15,7 +15,7 @@ use super::{Item, RegionLayout};
 use crate::graph::align_up;
 
 /// Which gap a buffer goes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum GapChoice {
     Lowest,
     Smallest,

@@ -23,7 +23,7 @@ mod occupancy;
 mod search;
 mod tlsf;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
@@ -35,6 +35,7 @@ use crate::problem::{LiveInterval, Problem, ProblemError};
 
 use greedy::{GapChoice, size_order};
 use interval_index::{IntervalIndex, total_overlaps};
+use occupancy::Decode;
 
 /// How the arena of one device is laid out: one layout algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -245,7 +246,16 @@ pub struct Control<'a> {
     /// Asked between units of work; `true` ends the search with what it has.
     pub should_stop: Option<&'a mut dyn FnMut() -> bool>,
     pub progress: Option<&'a mut dyn FnMut(Progress)>,
+    /// Earlier decodes of a similar problem to resume from: the same plan, sooner.
+    pub earlier: Option<&'a mut Decodes>,
 }
+
+/// The greedy decodes of earlier plans, one per region and gap choice, for the next plan of a
+/// similar problem to resume from ([`occupancy::Decode`]). A caller that plans many variants of
+/// one problem (the flips a rematerialization fit scores) keeps one and lends it to each plan
+/// through [`Control::earlier`]. A plan is the same with it or without; it is only sooner.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Decodes(HashMap<(usize, Option<DType>, GapChoice), Decode>);
 
 impl Control<'_> {
     pub(crate) fn stop(&mut self) -> bool {
@@ -417,7 +427,7 @@ pub enum PlanError {
 }
 
 /// One buffer of a region, as a strategy sees it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Item {
     /// The occupied size.
     pub size: u64,
@@ -620,7 +630,7 @@ fn layout_arena(
     let mut base = 0u64;
     let mut stopped = false;
     let mut exact: Option<Proof> = None;
-    for members in classes.values() {
+    for (&class, members) in &classes {
         let items: Vec<Item> = members
             .iter()
             .map(|&k| {
@@ -634,7 +644,7 @@ fn layout_arena(
             .collect();
         // A capacity binds a lone region; stacked regions are each minimized.
         let goal = capacity.filter(|_| classes.len() == 1);
-        let region = layout_region(&items, strategy, options, goal, device, control)?;
+        let region = layout_region(&items, strategy, options, goal, (device, class), control)?;
         stopped |= region.stopped;
         if let Some(proof) = region.exact {
             let sum = exact.get_or_insert_default();
@@ -678,12 +688,14 @@ fn layout_region(
     strategy: Strategy,
     options: &PlanOptions,
     goal: Option<u64>,
-    device: usize,
+    (device, class): (usize, Option<DType>),
     control: &mut Control<'_>,
 ) -> Option<RegionOutcome> {
     let intervals: Vec<LiveInterval> = items.iter().map(|i| i.live).collect();
-    let greedy = |choice| {
-        let offsets = occupancy::place(items, &size_order(items), choice);
+    let greedy = |choice, control: &mut Control<'_>| {
+        let earlier = (control.earlier.as_deref_mut())
+            .map(|decodes| decodes.0.entry((device, class, choice)).or_default());
+        let offsets = occupancy::place(items, &size_order(items), choice, earlier);
         let extent = items
             .iter()
             .zip(&offsets)
@@ -704,9 +716,9 @@ fn layout_region(
     // `first-fit` stands in.
     let in_best = options.strategy == StrategyChoice::Best;
     match strategy {
-        Strategy::FirstFit => done(greedy(GapChoice::Lowest)),
+        Strategy::FirstFit => done(greedy(GapChoice::Lowest, control)),
         Strategy::BestFit if in_best && total_overlaps(&intervals) > options.search_work => None,
-        Strategy::BestFit => done(greedy(GapChoice::Smallest)),
+        Strategy::BestFit => done(greedy(GapChoice::Smallest, control)),
         Strategy::Tlsf => done(tlsf::layout(items)?),
         Strategy::Bump => {
             let mut offsets = Vec::with_capacity(items.len());
@@ -723,7 +735,7 @@ fn layout_region(
             // Keep first-fit's layout when not even one decode fits the budget.
             let visits = total_overlaps(&intervals);
             if visits > options.search_work {
-                return (!in_best).then(|| done(greedy(GapChoice::Lowest)))?;
+                return (!in_best).then(|| done(greedy(GapChoice::Lowest, control)))?;
             }
             let index =
                 IntervalIndex::new(&intervals, &(0..items.len() as u32).collect::<Vec<_>>());
@@ -758,7 +770,7 @@ fn layout_region(
             let m = exact::minimize(
                 items,
                 &neighbours,
-                greedy(GapChoice::Lowest),
+                greedy(GapChoice::Lowest, control),
                 &mut warm,
                 bound,
                 goal,

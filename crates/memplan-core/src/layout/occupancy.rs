@@ -236,20 +236,69 @@ impl Occupancy {
 /// unions: its walk visits every free run of the union, which costs more than a short list.
 const LISTING_LIMIT: u64 = 1024;
 
+/// Earlier decodes of a region, each its items in the order placed with their offsets: the
+/// first (the baseline the variants of a problem start from) and the latest (the variant
+/// before this one).
+///
+/// A greedy decode places each item by the items placed before it alone (their sizes,
+/// alignments, live intervals and offsets), so a decode whose order starts with the same items
+/// as an earlier one gives them the same offsets: it takes them without a walk and resumes at
+/// the first difference. A rematerialization flip changes a few intervals, often late in the
+/// size order, so a relayout after one resumes part-way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Decode {
+    first: Vec<(Item, u64)>,
+    latest: Vec<(Item, u64)>,
+}
+
 /// Places the items in `order`, each where `choice` puts it among the placed buffers it
-/// overlaps.
-pub(crate) fn place(items: &[Item], order: &[u32], choice: GapChoice) -> Vec<u64> {
+/// overlaps; resumes after the prefix it shares with `earlier`, and leaves its own decode
+/// there for the next.
+pub(crate) fn place(
+    items: &[Item],
+    order: &[u32],
+    choice: GapChoice,
+    earlier: Option<&mut Decode>,
+) -> Vec<u64> {
     let limit = match choice {
         GapChoice::Lowest => 0,
         GapChoice::Smallest => LISTING_LIMIT,
     };
-    place_listing_up_to(items, order, choice, limit)
+    place_listing_up_to(items, order, choice, limit, earlier)
 }
 
 /// [`place`], listing the placed buffers an item overlaps (and scanning them with
 /// [`choose_gap`]) when it overlaps at most `limit` buffers, placed or not.
-fn place_listing_up_to(items: &[Item], order: &[u32], choice: GapChoice, limit: u64) -> Vec<u64> {
+fn place_listing_up_to(
+    items: &[Item],
+    order: &[u32],
+    choice: GapChoice,
+    limit: u64,
+    earlier: Option<&mut Decode>,
+) -> Vec<u64> {
     let mut occupancy = Occupancy::new(items);
+    let mut offsets = vec![0; items.len()];
+    let shared_with = |decode: &[(Item, u64)]| {
+        decode
+            .iter()
+            .zip(order)
+            .take_while(|&(&(item, _), &i)| item == items[i as usize])
+            .count()
+    };
+    let (resumed, shared): (&[(Item, u64)], usize) = match &earlier {
+        Some(d) => [&d.first, &d.latest]
+            .into_iter()
+            .map(|decode| (decode.as_slice(), shared_with(decode)))
+            .max_by_key(|&(_, shared)| shared)
+            .unwrap_or_default(),
+        None => (&[], 0),
+    };
+    for (&(item, offset), &i) in resumed[..shared].iter().zip(order) {
+        if item.size > 0 {
+            occupancy.insert(occupancy.span(item.live), offset, item.size);
+        }
+        offsets[i as usize] = offset;
+    }
     // The listing index, only where it is used (`best-fit`): ranks are places in `order`.
     let index = (limit > 0).then(|| {
         let mut rank = vec![0u32; items.len()];
@@ -259,9 +308,8 @@ fn place_listing_up_to(items: &[Item], order: &[u32], choice: GapChoice, limit: 
         let intervals: Vec<LiveInterval> = items.iter().map(|i| i.live).collect();
         IntervalIndex::new(&intervals, &rank)
     });
-    let mut offsets = vec![0; items.len()];
-    let (mut earlier, mut ranges) = (Vec::new(), Vec::new());
-    for (r, &i) in order.iter().enumerate() {
+    let (mut listed, mut ranges) = (Vec::new(), Vec::new());
+    for (r, &i) in order.iter().enumerate().skip(shared) {
         let item = &items[i as usize];
         if item.size == 0 {
             continue;
@@ -269,10 +317,10 @@ fn place_listing_up_to(items: &[Item], order: &[u32], choice: GapChoice, limit: 
         let span = occupancy.span(item.live);
         let offset = match &index {
             Some(index) if index.count_overlapping(item.live) <= limit => {
-                earlier.clear();
-                index.overlapping(item.live, r as u32, &mut earlier);
+                listed.clear();
+                index.overlapping(item.live, r as u32, &mut listed);
                 ranges.clear();
-                ranges.extend(earlier.iter().map(|&e| {
+                ranges.extend(listed.iter().map(|&e| {
                     let placed = order[e as usize] as usize;
                     (offsets[placed], offsets[placed] + items[placed].size)
                 }));
@@ -282,6 +330,19 @@ fn place_listing_up_to(items: &[Item], order: &[u32], choice: GapChoice, limit: 
         };
         occupancy.insert(span, offset, item.size);
         offsets[i as usize] = offset;
+    }
+    if let Some(earlier) = earlier {
+        let into = if earlier.first.is_empty() {
+            &mut earlier.first
+        } else {
+            &mut earlier.latest
+        };
+        into.clear();
+        into.extend(
+            order
+                .iter()
+                .map(|&i| (items[i as usize], offsets[i as usize])),
+        );
     }
     offsets
 }
@@ -318,12 +379,35 @@ mod tests {
             let choice = if smallest { GapChoice::Smallest } else { GapChoice::Lowest };
             let mut order: Vec<u32> = (0..items.len() as u32).collect();
             order.sort_by_key(|&r| (u64::from(r) ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let fast = place_listing_up_to(&items, &order, choice, limit);
+            let fast = place_listing_up_to(&items, &order, choice, limit, None);
             let slow = place_in_order(&items, &order, choice, &mut |r, out| {
                 let live = items[order[r] as usize].live;
                 out.extend((0..r as u32).filter(|&e| items[order[e as usize] as usize].live.overlaps(live)));
             });
             prop_assert_eq!(fast, slow.offsets);
+        }
+
+        /// Resuming from earlier decodes of variants gives the offsets of a decode from scratch.
+        #[test]
+        fn resuming_from_earlier_decodes_changes_nothing(
+            items in items(),
+            variants in prop::collection::vec(prop::collection::vec((any::<prop::sample::Index>(), 0u32..30, 0u32..12), 0..4), 1..5),
+            smallest in any::<bool>(),
+        ) {
+            let choice = if smallest { GapChoice::Smallest } else { GapChoice::Lowest };
+            let mut earlier = Decode::default();
+            let mut variant = items.clone();
+            for changes in variants {
+                for (at, first, length) in changes {
+                    if !variant.is_empty() {
+                        let at = at.index(variant.len());
+                        variant[at].live = LiveInterval::new(first, first + length);
+                    }
+                }
+                let order = crate::layout::greedy::size_order(&variant);
+                let resumed = place(&variant, &order, choice, Some(&mut earlier));
+                prop_assert_eq!(resumed, place(&variant, &order, choice, None));
+            }
         }
     }
 

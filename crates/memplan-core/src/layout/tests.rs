@@ -517,6 +517,7 @@ fn a_stop_condition_ends_search_with_its_best_so_far_and_progress_is_heard() {
         &mut Control {
             should_stop: Some(&mut stop),
             progress: Some(&mut progress),
+            earlier: None,
         },
     )
     .unwrap();
