@@ -127,9 +127,11 @@ test('a flip, a fit and a sweep on a 2,000-tensor training step, measured in the
   await testid('flips-table').waitFor();
   const first = await page.locator('[data-testid^="flip-"][type="checkbox"]').first().getAttribute('data-testid');
   const times = [];
-  for (let i = 0; i < 5; i++) {
+  // Two toggles to warm up (the first compiles the page's and the worker's code paths), then
+  // nine measured: this machine's timings vary from run to run, and the median steadies them.
+  for (let i = 0; i < 11; i++) {
     // From the click to the new footprint shown and the next frame drawn.
-    times.push(await page.evaluate(async (id) => {
+    const ms = await page.evaluate(async (id) => {
       const peak = () => document.querySelector('[data-testid="peak-bytes"]').dataset.bytes;
       const before = peak();
       const t0 = performance.now();
@@ -137,7 +139,8 @@ test('a flip, a fit and a sweep on a 2,000-tensor training step, measured in the
       while (peak() === before) await new Promise((r) => setTimeout(r, 1));
       await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
       return performance.now() - t0;
-    }, first));
+    }, first);
+    if (i >= 2) times.push(ms);
   }
   times.sort((a, b) => a - b);
   const tensors = await testid('tensor-count').textContent();
@@ -162,7 +165,7 @@ test('a flip, a fit and a sweep on a 2,000-tensor training step, measured in the
   await testid('sweep-table').waitFor({ timeout: 120_000 });
   const sweepMs = Date.now() - t0;
   await writeFile(join(output, 'remat-browser.txt'), [
-    `one flip on transformer-training (${tensors} tensors, first-fit, in the worker): re-planned and redrawn in ${times[2].toFixed(0)} ms (median of 5; ${times.map((t) => t.toFixed(0)).join(', ')})`,
+    `one flip on transformer-training (${tensors} tensors, first-fit, in the worker): re-planned and redrawn in ${times[4].toFixed(0)} ms (median of 9 after 2 to warm up; ${times.map((t) => t.toFixed(0)).join(', ')})`,
     `fit to 80% of the footprint without flips, default cap, in the worker: ${fitMs} ms to the plan log`,
     `32-point sweep in the worker: ${sweepMs} ms to the table`,
   ].join('\n') + '\n');

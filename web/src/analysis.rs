@@ -45,28 +45,61 @@ impl Local {
 
     /// [`Local::analysis`], reusing the plan without flips of an earlier analysis of the same
     /// session (`cache`) when the scenario differs from it only in its flips.
-    pub fn analysis_cached(&self, cache: &mut BaselineCache) -> Analysis {
+    pub fn analysis_cached(&self, cache: &mut AnalysisCache) -> Analysis {
         Analysis::of_cached(&self.session, &self.outcome, cache)
     }
 }
 
-/// The plan without flips of one session, by the scenario it was made under: toggling flips
-/// leaves it as it is, so each toggle plans once, not twice. Keep one per session.
+/// What re-planning one session can reuse: the plan without flips, by the scenario it was made
+/// under (toggling flips leaves it as it is, so each toggle plans once, not twice), and the
+/// memory spaces, by the params (flips and strategies change lifetimes, not where a slot lives).
+/// Keep one per session.
 #[derive(Debug, Clone, Default)]
-pub struct BaselineCache(Option<(Scenario, Option<Baseline>)>);
+pub struct AnalysisCache {
+    baseline: Option<(Scenario, Option<Baseline>)>,
+    spaces: Option<(BTreeMap<String, u64>, Option<SpacesView>)>,
+}
 
-impl BaselineCache {
+impl AnalysisCache {
+    /// Keeps `outcome`, when it has no flips, as the baseline of its scenario: the first
+    /// toggle after it then plans once too.
+    fn remember(&mut self, outcome: &Outcome, model: &ViewModel) {
+        let scenario = &outcome.scenario;
+        if scenario.inline.is_empty() && scenario.strategy != Strategy::Search.into() {
+            let baseline = Baseline {
+                footprint_bytes: outcome.plan.footprint_bytes(),
+                curves: model.devices.iter().map(|d| d.curve.clone()).collect(),
+            };
+            self.baseline = Some((unflipped(scenario), Some(baseline)));
+        }
+    }
+
     fn baseline(&mut self, session: &Session, scenario: &Scenario) -> Option<Baseline> {
         if scenario.inline.is_empty() || scenario.strategy == Strategy::Search.into() {
             return None;
         }
         let key = unflipped(scenario);
-        match &self.0 {
+        match &self.baseline {
             Some((known, baseline)) if *known == key => baseline.clone(),
             _ => {
                 let baseline = baseline(session, &key);
-                self.0 = Some((key, baseline.clone()));
+                self.baseline = Some((key, baseline.clone()));
                 baseline
+            }
+        }
+    }
+
+    fn spaces(&mut self, session: &Session, scenario: &Scenario) -> Option<SpacesView> {
+        match &self.spaces {
+            Some((params, spaces)) if *params == scenario.params => spaces.clone(),
+            _ => {
+                let spaces = session.spaces(scenario).ok().map(|s| SpacesView {
+                    rows: memplan_formats::human::space_rows(&session.graph, &s),
+                    counts: s.counts,
+                    diagnostics: s.diagnostics.iter().map(ToString::to_string).collect(),
+                });
+                self.spaces = Some((scenario.params.clone(), spaces.clone()));
+                spaces
             }
         }
     }
@@ -115,11 +148,13 @@ pub struct Baseline {
 
 impl Analysis {
     pub fn of(session: &Session, outcome: &Outcome) -> Analysis {
-        Analysis::of_cached(session, outcome, &mut BaselineCache::default())
+        Analysis::of_cached(session, outcome, &mut AnalysisCache::default())
     }
 
     /// [`Analysis::of`], with the plan without flips from `cache` when it has it.
-    pub fn of_cached(session: &Session, outcome: &Outcome, cache: &mut BaselineCache) -> Analysis {
+    pub fn of_cached(session: &Session, outcome: &Outcome, cache: &mut AnalysisCache) -> Analysis {
+        let model = session.view_model(outcome);
+        cache.remember(outcome, &model);
         Analysis {
             source: session.source.clone(),
             format: session.format.name().to_string(),
@@ -127,7 +162,7 @@ impl Analysis {
             step_count: session.graph.steps.len(),
             scenario: outcome.scenario.clone(),
             summary: session.report(outcome).summary,
-            model: session.view_model(outcome),
+            model,
             warnings: session.warnings.clone(),
             candidates: session.candidate_rows(outcome),
             baseline: cache.baseline(session, &outcome.scenario),
@@ -138,11 +173,7 @@ impl Analysis {
                 .chain(&outcome.scenario.params)
                 .map(|(k, &v)| (k.clone(), v))
                 .collect(),
-            spaces: session.spaces(&outcome.scenario).ok().map(|s| SpacesView {
-                rows: memplan_formats::human::space_rows(&session.graph, &s),
-                counts: s.counts,
-                diagnostics: s.diagnostics.iter().map(ToString::to_string).collect(),
-            }),
+            spaces: cache.spaces(session, &outcome.scenario),
         }
     }
 
@@ -479,13 +510,13 @@ mod tests {
     }
 
     #[test]
-    fn the_baseline_cache_never_serves_another_scenarios_plan() {
+    fn the_cache_never_serves_another_scenarios_plan() {
         let e = EXAMPLES
             .iter()
             .find(|e| e.name == "convnet-training")
             .unwrap();
         let local = Local::load(e.text.as_bytes(), e.name, &Scenario::default()).unwrap();
-        let mut cache = BaselineCache::default();
+        let mut cache = AnalysisCache::default();
         let flips = |ids: &[&str], strategy: Strategy| Scenario {
             inline: ids.iter().map(|s| s.to_string()).collect(),
             strategy: strategy.into(),

@@ -7,7 +7,11 @@
 //! shift-wheel pans it. Both: hover shows a card, click selects the smallest rectangle under the
 //! cursor (empty space clears the selection); over the usage curve, a readout of the position.
 //!
-//! Lifetimes: every listener this module adds to the window is removed when its component is
+//! Size: each canvas's CSS size comes from a `ResizeObserver`, which reports it after the
+//! browser's own layout. A draw never reads `clientWidth`: after a re-plan has just changed the
+//! page, that read forces a synchronous layout (about 20 ms on a 2,000-tensor plan).
+//!
+//! Lifetimes: every listener and observer this module adds is removed when its component is
 //! disposed (`on_cleanup`), so an event after a re-render never reaches a disposed signal.
 
 use std::collections::HashSet;
@@ -20,8 +24,10 @@ use memplan_render::scene::{
     Rect, Viewport, arena_height, arena_rects, pick, position_ticks, timeline_rows,
 };
 use memplan_render::{DeviceView, ViewModel};
+use send_wrapper::SendWrapper;
 use wasm_bindgen::JsCast;
-use web_sys::CanvasRenderingContext2d;
+use wasm_bindgen::closure::Closure;
+use web_sys::{CanvasRenderingContext2d, ResizeObserver, ResizeObserverEntry};
 
 use crate::state::PageState;
 use crate::url_state::Tab;
@@ -263,9 +269,10 @@ fn fit_text(text: &str, px: f64) -> Option<String> {
     }
 }
 
-/// Draws `scene` through window `v` on `canvas`.
+/// Draws `scene` through window `v` on `canvas`, whose CSS size is `(width, height)`.
 fn draw(
     canvas: &web_sys::HtmlCanvasElement,
+    (width, height): (f64, f64),
     state: PageState,
     tab: Tab,
     scene: &Scene,
@@ -279,10 +286,6 @@ fn draw(
     let model = &analysis.model;
     let device = model.clamp_device(state.device.get_untracked());
     let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
-    let (width, height) = (
-        f64::from(canvas.client_width()),
-        f64::from(canvas.client_height()),
-    );
     if width < 1.0 || height < 1.0 {
         return;
     }
@@ -746,6 +749,29 @@ enum Hover {
     },
 }
 
+/// The CSS size of `canvas` as a `ResizeObserver` reports it: `None` until its first report
+/// (once the canvas is laid out), then each change. The observer goes with the component.
+fn observed_size(canvas: NodeRef<Canvas>) -> ReadSignal<Option<(f64, f64)>> {
+    let (size, set_size) = signal(None::<(f64, f64)>);
+    Effect::new(move |_| {
+        let Some(el) = canvas.get() else { return };
+        let report = Closure::<dyn FnMut(js_sys::Array)>::new(move |entries: js_sys::Array| {
+            let last = entries.iter().last();
+            if let Some(entry) = last.and_then(|e| e.dyn_into::<ResizeObserverEntry>().ok()) {
+                let rect = entry.content_rect();
+                set_size.set(Some((rect.width(), rect.height())));
+            }
+        });
+        let Ok(observer) = ResizeObserver::new(report.as_ref().unchecked_ref()) else {
+            return;
+        };
+        observer.observe(&el);
+        let held = SendWrapper::new((observer, report));
+        on_cleanup(move || held.0.disconnect());
+    });
+    size
+}
+
 #[component]
 pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
@@ -757,34 +783,20 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
         Tab::Timeline => state.timeline_window,
     };
     let current = move || scene.with(|s| s.as_ref().map(|s| window.get().unwrap_or(s.fit)));
+    let size = observed_size(canvas);
 
-    let redraw = move || {
-        if let (Some(el), Some(v)) = (
-            canvas.get_untracked(),
-            scene.with_untracked(|s| s.as_ref().map(|s| window.get_untracked().unwrap_or(s.fit))),
-        ) {
-            scene.with_untracked(|s| {
-                if let Some(s) = s {
-                    draw(&el, state, tab, s, v)
-                }
-            });
-        }
-    };
     Effect::new(move |_| {
-        let (Some(el), Some(v)) = (canvas.get(), current()) else {
+        let (Some(el), Some(size), Some(v)) = (canvas.get(), size.get(), current()) else {
             return;
         };
         state.selected.track();
         state.axis_steps.track();
         scene.with(|s| {
             if let Some(s) = s {
-                draw(&el, state, tab, s, v);
+                draw(&el, size, state, tab, s, v);
             }
         });
     });
-    // Redraw on resize; the listener goes with the component.
-    let resize = window_event_listener(leptos::ev::resize, move |_| redraw());
-    on_cleanup(move || resize.remove());
 
     let local =
         move |ev: &web_sys::MouseEvent| -> Option<(f64, f64, Area, Option<Area>, f64, f64)> {

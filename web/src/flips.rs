@@ -2,6 +2,11 @@
 //! without flips, and a budget to fit with its plan log. Every number comes from the engine
 //! (the candidates and the baseline from the [`Analysis`](crate::analysis::Analysis), the log
 //! from [`fit`](crate::analysis::fit)); toggling re-plans where the dump lives.
+//!
+//! The table's rows are keyed by candidate: a toggle changes a row's state and the figures, not
+//! the rows, so a re-plan does not rebuild (and re-lay out) a table of hundreds of rows.
+
+use std::collections::HashSet;
 
 use leptos::prelude::*;
 use memplan_formats::human::bytes;
@@ -38,6 +43,24 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
         })
     };
     let fit = move || state.fit();
+    // What a row shows that a plan does not change: its key.
+    let rows = Memo::new(move |_| {
+        state.analysis.with(|a| {
+            a.iter()
+                .flat_map(|a| &a.candidates)
+                .map(|c| (c.tensor.clone(), c.bytes, c.recompute_cost))
+                .collect::<Vec<_>>()
+        })
+    });
+    let inlined = Memo::new(move |_| {
+        state.analysis.with(|a| {
+            a.iter()
+                .flat_map(|a| &a.candidates)
+                .filter(|c| c.inlined)
+                .map(|c| c.tensor.clone())
+                .collect::<HashSet<_>>()
+        })
+    });
     view! {
         <div class="flips" data-testid="flips-panel">
             {summary}
@@ -60,33 +83,45 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
             <FitLogView state=state />
             <div class="flips-table-wrap">
                 <table class="flips-table" data-testid="flips-table">
+                    <colgroup>
+                        <col class="toggle" /><col /><col class="figure" /><col class="figure" />
+                        <col class="figure" /><col class="figure" /><col class="state" />
+                    </colgroup>
                     <thead><tr><th>"recompute"</th><th>"tensor"</th><th class="num">"size"</th><th class="num">"recompute cost"</th>
                         <th class="num" title="the bytes it relieves alone, scored by the last fit's first round">"solo relief"</th>
                         <th class="num" title="solo relief per unit of recompute cost">"relief / cost"</th><th>"state"</th></tr></thead>
                     <tbody>
-                        {move || state.analysis.get().map(|a| a.candidates.iter().map(|c| {
-                            let tensor = c.tensor.clone();
-                            let solo = state.fit_log.with(|log| {
-                                log.as_ref()?.solo.iter().find(|s| s.0 == c.tensor).map(|s| (s.1, s.2))
-                            });
-                            let (relief, per_cost) = solo.map_or_else(
-                                || ("-".to_string(), "-".to_string()),
-                                |(r, cost)| (format!("{r}"), format!("{:.4}", r as f64 / cost.max(1) as f64)),
+                        <For each=move || rows.get() key=Clone::clone children=move |(tensor, size, cost)| {
+                            let on = {
+                                let tensor = tensor.clone();
+                                Memo::new(move |_| inlined.with(|set| set.contains(&tensor)))
+                            };
+                            let solo = {
+                                let tensor = tensor.clone();
+                                Memo::new(move |_| state.fit_log.with(|log| {
+                                    log.as_ref()?.solo.iter().find(|s| s.0 == tensor).map(|s| (s.1, s.2))
+                                }))
+                            };
+                            let relief = move || solo.get().map_or_else(|| "-".to_string(), |(r, _)| r.to_string());
+                            let per_cost = move || solo.get().map_or_else(
+                                || "-".to_string(),
+                                |(r, cost)| format!("{:.4}", r as f64 / cost.max(1) as f64),
                             );
+                            let toggled = tensor.clone();
                             view! {
-                                <tr class:on=c.inlined>
-                                    <td><input type="checkbox" data-testid=format!("flip-{}", c.tensor)
-                                        prop:checked=c.inlined
-                                        on:change=move |_| state.toggle_flip(&tensor) /></td>
-                                    <td class="name">{c.tensor.clone()}</td>
-                                    <td class="num">{bytes(c.bytes)}</td>
-                                    <td class="num">{c.recompute_cost}</td>
-                                    <td class="num" data-testid=format!("solo-{}", c.tensor)>{relief}</td>
+                                <tr class:on=on>
+                                    <td><input type="checkbox" data-testid=format!("flip-{tensor}")
+                                        prop:checked=on
+                                        on:change=move |_| state.toggle_flip(&toggled) /></td>
+                                    <td class="name">{tensor.clone()}</td>
+                                    <td class="num">{bytes(size)}</td>
+                                    <td class="num">{cost}</td>
+                                    <td class="num" data-testid=format!("solo-{tensor}")>{relief}</td>
                                     <td class="num">{per_cost}</td>
-                                    <td>{if c.inlined { "recomputed" } else { "stored" }}</td>
+                                    <td>{move || if on.get() { "recomputed" } else { "stored" }}</td>
                                 </tr>
                             }
-                        }).collect_view())}
+                        } />
                     </tbody>
                 </table>
             </div>

@@ -14,7 +14,7 @@ use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
 
 use crate::analysis::{
-    Analysis, BaselineCache, CompareView, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST,
+    Analysis, AnalysisCache, CompareView, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST,
     SweepView, unflipped,
 };
 use crate::url_state::{Panel, Tab, UrlState};
@@ -124,7 +124,7 @@ pub struct PageState {
     /// The plan shown against another: its diff.
     pub comparison: RwSignal<Option<CompareView>>,
     /// The main-thread dump's plan without flips, kept across toggles.
-    pub baselines: StoredValue<BaselineCache>,
+    pub cache: StoredValue<AnalysisCache>,
 }
 
 impl PageState {
@@ -172,7 +172,7 @@ impl PageState {
             local_sweep: RwSignal::new(false),
             local_stop: StoredValue::new(false),
             comparison: RwSignal::new(None),
-            baselines: StoredValue::new(BaselineCache::default()),
+            cache: StoredValue::new(AnalysisCache::default()),
         }
     }
 
@@ -200,9 +200,9 @@ impl PageState {
         match Local::load(bytes, source, &self.scenario()) {
             Ok(local) => {
                 crate::worker_client::stop(self);
-                let mut cache = BaselineCache::default();
+                let mut cache = AnalysisCache::default();
                 let a = local.analysis_cached(&mut cache);
-                self.baselines.set_value(cache);
+                self.cache.set_value(cache);
                 self.local.set_value(Some(Arc::new(local)));
                 self.apply(a, Some(origin));
                 true
@@ -439,7 +439,7 @@ impl PageState {
             Some(local) => match local.replan(&self.scenario()) {
                 Ok(local) => {
                     let a = self
-                        .baselines
+                        .cache
                         .try_update_value(|cache| local.analysis_cached(cache))
                         .unwrap_or_else(|| local.analysis());
                     self.local.set_value(Some(Arc::new(local)));
@@ -502,24 +502,21 @@ impl PageState {
 
     /// The URL state of the screen.
     pub fn url_state(self) -> UrlState {
-        let analysis = self.analysis.get();
         let tab = self.tab.get();
-        let selected = self.selected.get().and_then(|b| {
-            analysis
-                .as_ref()?
-                .model
-                .buffers
-                .get(b)
-                .map(|x| x.tensor.clone())
-        });
-        let device = analysis
-            .as_ref()
-            .filter(|a| a.model.devices.len() > 1)
-            .map(|a| {
-                a.model.devices[self.device.get().min(a.model.devices.len() - 1)]
-                    .id
-                    .clone()
-            });
+        let (selected, device) = self
+            .analysis
+            .with(|analysis| {
+                let model = &analysis.as_ref()?.model;
+                let selected = (self.selected.get())
+                    .and_then(|b| model.buffers.get(b).map(|x| x.tensor.clone()));
+                let device = (model.devices.len() > 1).then(|| {
+                    model.devices[self.device.get().min(model.devices.len() - 1)]
+                        .id
+                        .clone()
+                });
+                Some((selected, device))
+            })
+            .unwrap_or_default();
         let zoom = match tab {
             Tab::Timeline => self.timeline_window.get(),
             Tab::Arena => self.arena_window.get(),

@@ -200,10 +200,16 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
                 }
             }
             Ok(Response::Planned {
-                analysis,
+                mut analysis,
                 cancelled,
+                spaces_as_before,
             }) => {
                 done(state);
+                if spaces_as_before {
+                    analysis.spaces = state
+                        .analysis
+                        .with_untracked(|a| a.as_ref().and_then(|a| a.spaces.clone()));
+                }
                 state.apply(*analysis, None);
                 state.cancelled.set(cancelled);
             }

@@ -16,12 +16,14 @@
 //! logic, pure and tested natively; `src/worker.rs` only wires it to the scope and the event
 //! loop. Requests to come (`sweep`, `fit`, `compare`) are jobs of the same kind.
 
-use memplan_core::{Control, Progress, Strategy, StrategyChoice};
+use std::collections::BTreeMap;
+
+use memplan_core::{Control, Decodes, Progress, Strategy, StrategyChoice};
 use memplan_engine::{Outcome, Scenario, Session};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{
-    Analysis, BaselineCache, CompareView, Export, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST,
+    Analysis, AnalysisCache, CompareView, Export, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST,
     SweepView, compare, export, fit, unflipped,
 };
 use memplan_engine::SweepJob;
@@ -90,6 +92,10 @@ pub enum Response {
         analysis: Box<Analysis>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
+        /// The params are those of the last plan sent: its `spaces` are left out, and the
+        /// page keeps the ones it has.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        spaces_as_before: bool,
     },
     /// A cancel came before any plan of the new scenario: the page keeps what it shows.
     Cancelled,
@@ -150,8 +156,13 @@ pub struct Worker {
     job: Option<Job>,
     /// A sweep of the loaded session, in steps.
     sweep: Option<SweepJob>,
-    /// The loaded session's plan without flips, kept across toggles.
-    baselines: BaselineCache,
+    /// What re-planning the loaded session reuses (its plan without flips, its spaces).
+    cache: AnalysisCache,
+    /// The params of the spaces the page was last sent: a plan under the same params leaves
+    /// them out (`spaces_as_before`), a quarter of a 2,000-tensor analysis.
+    spaces_sent: Option<BTreeMap<String, u64>>,
+    /// The last plans' greedy decodes: a toggle's re-plan resumes from them.
+    decodes: Decodes,
     bytes: Option<(String, Vec<u8>)>,
     /// Whether the caller's `stop` in [`Worker::step`] turns true on a cancel while a step runs
     /// (the page shares a flag with the worker when it can), so a search stops at once.
@@ -301,7 +312,9 @@ impl Worker {
         post: &mut dyn FnMut(Response),
     ) {
         post(progress(1, format!("parsing and checking {source}")));
-        self.baselines = BaselineCache::default();
+        self.cache = AnalysisCache::default();
+        self.spaces_sent = None;
+        self.decodes = Decodes::default();
         let loaded = Session::load_with(&bytes, &source, import);
         self.bytes = Some((source, bytes));
         match loaded {
@@ -427,7 +440,7 @@ impl Worker {
                     .live_cancel
                     .then_some(&mut asked as &mut dyn FnMut() -> bool),
                 progress: Some(&mut heard),
-                earlier: None,
+                earlier: Some(&mut self.decodes),
             },
         );
         let cancelled = self.live_cancel && stop();
@@ -501,9 +514,18 @@ impl Worker {
             session: job.session,
             outcome,
         };
+        let mut analysis = local.analysis_cached(&mut self.cache);
+        let params = &local.outcome.scenario.params;
+        let spaces_as_before = self.spaces_sent.as_ref() == Some(params);
+        if spaces_as_before {
+            analysis.spaces = None;
+        } else {
+            self.spaces_sent = Some(params.clone());
+        }
         post(Response::Planned {
-            analysis: Box::new(local.analysis_cached(&mut self.baselines)),
+            analysis: Box::new(analysis),
             cancelled,
+            spaces_as_before,
         });
         self.local = Some(local);
     }
@@ -556,6 +578,7 @@ mod tests {
             Some(Response::Planned {
                 analysis,
                 cancelled,
+                ..
             }) => (analysis, *cancelled),
             other => panic!("{other:?} in {out:?}"),
         }
@@ -785,6 +808,53 @@ mod tests {
             import: Default::default(),
         };
         (Worker::default(), example, load)
+    }
+
+    #[test]
+    fn spaces_are_sent_again_only_when_the_params_change() {
+        let example = crate::examples::EXAMPLES
+            .iter()
+            .find(|e| e.name == "decoder-serving")
+            .unwrap();
+        let mut worker = Worker::default();
+        let load = Request::Load {
+            source: "decoder.json".into(),
+            scenario: scenario(Strategy::FirstFit),
+            import: Default::default(),
+        };
+        let sent = |out: &[Response]| match out.last() {
+            Some(Response::Planned {
+                analysis,
+                spaces_as_before,
+                ..
+            }) => (analysis.spaces.clone(), *spaces_as_before),
+            other => panic!("{other:?}"),
+        };
+        let (first, as_before) = sent(&run(&mut worker, load, Some(example.text.as_bytes())));
+        let first = first.expect("the first plan carries the spaces");
+        assert!(!as_before);
+        let (again, as_before) = sent(&run(
+            &mut worker,
+            Request::Plan(scenario(Strategy::BestFit)),
+            None,
+        ));
+        assert_eq!((again, as_before), (None, true));
+        let (param, value) = example_param(example);
+        let bigger = Scenario {
+            params: [(param, value * 2)].into(),
+            ..scenario(Strategy::BestFit)
+        };
+        let (changed, as_before) = sent(&run(&mut worker, Request::Plan(bigger), None));
+        assert!(!as_before);
+        assert_ne!(changed.expect("new params carry the spaces"), first);
+    }
+
+    /// The first param of a bundled example, and its default.
+    fn example_param(example: &crate::examples::Example) -> (String, u64) {
+        let local =
+            Local::load(example.text.as_bytes(), example.name, &Scenario::default()).unwrap();
+        let (k, v) = local.session.graph.params.iter().next().unwrap();
+        (k.clone(), *v)
     }
 
     #[test]

@@ -681,7 +681,8 @@ impl Session {
 
     /// The memory spaces of the dump (under the scenario's params).
     pub fn spaces(&self, scenario: &Scenario) -> Result<Spaces, EngineError> {
-        Ok(match self.derive(scenario)? {
+        // The params alone: flips change liveness, not where a slot lives.
+        Ok(match self.bind(&scenario.params)? {
             Some(b) => classify(&b.graph, &b.resolved),
             None => classify(&self.graph, &self.resolved),
         })

@@ -1,0 +1,12 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { launch, root, serve } from '/work/main/tests/e2e/harness.mjs';
+const server = await serve({ '/fixtures/t.json': await readFile(join(root, 'static/examples/transformer-training.json'), 'utf8') });
+const { browser, page } = await launch();
+const [w, h, q, out] = process.argv.slice(2);
+await page.setViewportSize({ width: +w, height: +h });
+await page.goto(`${server.url}${q.replace('SRC', encodeURIComponent(server.url + 'fixtures/t.json'))}`);
+await page.waitForTimeout(2500);
+console.log(await page.evaluate(() => { const t = document.querySelector('[data-testid="peak-table"]'); if (!t) return null; const r = t.querySelector('tbody tr'); return { table: t.getBoundingClientRect().height, row: r && r.getBoundingClientRect().height, rows: t.querySelectorAll('tbody tr').length, css: r && getComputedStyle(r.querySelector('td')).height }; }));
+await page.screenshot({ path: out });
+await browser.close(); await server.close();

@@ -1,0 +1,13 @@
+import { launch, serve } from '/work/main/tests/e2e/harness.mjs';
+const server = await serve({});
+const { browser, page } = await launch();
+const logs = [];
+page.on('console', (m) => logs.push(m.type() + ': ' + m.text()));
+page.on('pageerror', (e) => logs.push('pageerror: ' + e.message));
+await page.setViewportSize({ width: 1400, height: 900 });
+await page.goto(server.url);
+await page.waitForTimeout(3000);
+console.log(await page.evaluate(() => [...document.querySelectorAll('[data-testid^=tab]')].map(e => e.dataset.testid)));
+await page.screenshot({ path: '/tmp/t23.png' });
+console.log(logs.join('\n'));
+await browser.close(); await server.close();

@@ -1,0 +1,32 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { launch, root, serve } from '/work/main/tests/e2e/harness.mjs';
+const server = await serve({ '/fixtures/t.json': await readFile(join(root, 'static/examples/transformer-training.json'), 'utf8') });
+const { browser, page } = await launch();
+await page.setViewportSize({ width: 1400, height: 900 });
+await page.goto(`${server.url}?src=${encodeURIComponent(server.url + 'fixtures/t.json')}&panel=flips&strategy=first-fit`);
+await page.getByTestId('flips-table').waitFor();
+const first = await page.locator('[data-testid^="flip-"][type="checkbox"]').first().getAttribute('data-testid');
+const click = () => page.evaluate(async (id) => {
+  const peak = () => document.querySelector('[data-testid="peak-bytes"]').dataset.bytes;
+  const before = peak(); const t0 = performance.now();
+  document.querySelector(`[data-testid="${id}"]`).click();
+  while (peak() === before) await new Promise((r) => setTimeout(r, 1));
+  const t1 = performance.now();
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return [Math.round(t1 - t0), Math.round(performance.now() - t0)];
+}, first);
+if (process.env.CSS) await page.addStyleTag({ content: process.env.CSS });
+for (let i = 0; i < 3; i++) await click();
+const cdp = await page.context().newCDPSession(page);
+const events = [];
+cdp.on('Tracing.dataCollected', (e) => events.push(...e.value));
+const done = new Promise((ok) => cdp.once('Tracing.tracingComplete', ok));
+await cdp.send('Tracing.start', { categories: 'devtools.timeline,v8.execute,disabled-by-default-devtools.timeline', transferMode: 'ReportEvents' });
+const times = []; for (let i = 0; i < 4; i++) times.push(await click());
+await cdp.send('Tracing.end'); await done;
+console.log('times', JSON.stringify(times));
+const sum = new Map();
+for (const e of events) if (e.ph === "X" && e.dur) { const k = `${e.name} tid=${e.tid}`; sum.set(k, (sum.get(k) || 0) + e.dur); }
+[...sum.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12).forEach(([k, v]) => console.log((v / 4000).toFixed(1).padStart(7), 'ms/click', k));
+await browser.close(); await server.close();
