@@ -28,5 +28,5 @@ await cdp.send('Tracing.end'); await done;
 console.log('times', JSON.stringify(times));
 const sum = new Map();
 for (const e of events) if (e.ph === "X" && e.dur) { const k = `${e.name} tid=${e.tid}`; sum.set(k, (sum.get(k) || 0) + e.dur); }
-[...sum.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12).forEach(([k, v]) => console.log((v / 4000).toFixed(1).padStart(7), 'ms/click', k));
+[...sum.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40).forEach(([k, v]) => console.log((v / 4000).toFixed(1).padStart(7), 'ms/click', k));
 await browser.close(); await server.close();

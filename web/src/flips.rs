@@ -83,10 +83,6 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
             <FitLogView state=state />
             <div class="flips-table-wrap">
                 <table class="flips-table" data-testid="flips-table">
-                    <colgroup>
-                        <col class="toggle" /><col /><col class="figure" /><col class="figure" />
-                        <col class="figure" /><col class="figure" /><col class="state" />
-                    </colgroup>
                     <thead><tr><th>"recompute"</th><th>"tensor"</th><th class="num">"size"</th><th class="num">"recompute cost"</th>
                         <th class="num" title="the bytes it relieves alone, scored by the last fit's first round">"solo relief"</th>
                         <th class="num" title="solo relief per unit of recompute cost">"relief / cost"</th><th>"state"</th></tr></thead>

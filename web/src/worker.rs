@@ -43,11 +43,7 @@ fn main() {
     let worker = Rc::new(RefCell::new(Worker::default()));
     let driving = Rc::new(Cell::new(false));
     let poster = scope.clone();
-    let post = move |r: Response| {
-        let text = serde_json::to_string(&r)
-            .unwrap_or_else(|e| format!(r#"{{"error":"cannot send the answer: {e}"}}"#));
-        let _ = poster.post_message(&JsValue::from_str(&text));
-    };
+    let post = move |r: Response| send(&poster, &r);
     let clock = scope.performance();
     let now = Rc::new(move || clock.as_ref().map_or(0.0, |p| p.now()));
     let driver_scope = scope.clone();
@@ -92,7 +88,15 @@ fn main() {
     });
     scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     onmessage.forget();
-    let _ = scope.post_message(&JsValue::from_str(
-        &serde_json::to_string(&Response::Ready).unwrap_or_default(),
-    ));
+    send(&scope, &Response::Ready);
+}
+
+/// Posts `r` as UTF-8 JSON in an `ArrayBuffer` the page takes over (transferred, not copied
+/// again): a plan's answer is about a megabyte, and a JS string would be decoded here and
+/// encoded again on the page.
+fn send(scope: &DedicatedWorkerGlobalScope, r: &Response) {
+    let bytes = serde_json::to_vec(r)
+        .unwrap_or_else(|e| format!(r#"{{"error":"cannot send the answer: {e}"}}"#).into_bytes());
+    let array = js_sys::Uint8Array::from(bytes.as_slice());
+    let _ = scope.post_message_with_transfer(&array, &js_sys::Array::of1(&array.buffer()));
 }

@@ -158,8 +158,9 @@ fn send(state: PageState, request: &Request, bytes: Option<js_sys::ArrayBuffer>)
 fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
     let worker = Worker::new(WORKER_URL).map_err(|e| WebError::WorkerStart(format!("{e:?}")))?;
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-        let text = event.data().as_string().unwrap_or_default();
-        match serde_json::from_str::<Response>(&text) {
+        let bytes = (event.data().dyn_into::<js_sys::Uint8Array>())
+            .map_or_else(|_| Vec::new(), |a| a.to_vec());
+        match serde_json::from_slice::<Response>(&bytes) {
             Ok(Response::Ready) => {
                 let client = state.worker.get_value();
                 let mut c = client.borrow_mut();

@@ -3,7 +3,7 @@
 //! The page posts `{request, bytes}`: the [`Request`] as JSON text, and for a load the dump's
 //! bytes as an `ArrayBuffer` that is transferred, not copied (so a binary ONNX model or a pickle
 //! arrives intact, and a 50 MB dump is not duplicated). The worker answers with [`Response`]s as
-//! JSON text: `ready` once it listens (a message sent before that would be lost), `progress` at
+//! UTF-8 JSON in a transferred `ArrayBuffer` (no string decoded and encoded again): `ready` once it listens (a message sent before that would be lost), `progress` at
 //! each stage and, while a search runs, its best so far and its bound, then `planned` (what the
 //! page draws: an [`Analysis`], not the whole report), `exported` or `error`.
 //!
