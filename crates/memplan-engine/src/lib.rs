@@ -13,6 +13,7 @@
 //! the one order, bytes -> importer -> graph -> liveness -> layout -> check -> views.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use memplan_core::budget::{Budget, BudgetError, DriverTerms, largest_fitting};
 use memplan_core::graph::{GraphError, ResolvedGraph};
@@ -155,8 +156,9 @@ pub struct Outcome {
 /// A dump under other param values or flips: resolved (when params change) and analysed again.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bound {
-    pub graph: Graph,
-    pub resolved: ResolvedGraph,
+    /// Shared with the session when only flips changed.
+    pub graph: Arc<Graph>,
+    pub resolved: Arc<ResolvedGraph>,
     pub liveness: Liveness,
 }
 
@@ -250,8 +252,9 @@ pub struct Session {
     /// The file, URL or example it came from; messages start with it.
     pub source: String,
     pub format: Format,
-    pub graph: Graph,
-    pub resolved: ResolvedGraph,
+    /// Shared, not copied, by the scenarios that only flip tensors (a toggle re-plans often).
+    pub graph: Arc<Graph>,
+    pub resolved: Arc<ResolvedGraph>,
     pub liveness: Liveness,
     /// Offsets the file gives itself (a minimalloc `offset` column), one per tensor.
     pub given_offsets: Option<Vec<u64>>,
@@ -294,8 +297,8 @@ impl Session {
         let session = Session {
             source: source.to_string(),
             format: loaded.format,
-            graph: loaded.graph,
-            resolved: loaded.resolved,
+            graph: Arc::new(loaded.graph),
+            resolved: Arc::new(loaded.resolved),
             liveness,
             given_offsets: loaded.offsets,
             reserved_bytes: loaded.reserved_bytes,
@@ -430,18 +433,21 @@ impl Session {
     /// The dump under `params` (each must be a param of the dump), when they change any value:
     /// resolved and analysed again, since sizes change.
     pub fn bind(&self, params: &BTreeMap<String, u64>) -> Result<Option<Bound>, EngineError> {
-        let mut graph = self.graph.clone();
         let mut changed = false;
         for (name, &value) in params {
-            let Some(current) = graph.params.get_mut(name) else {
+            let Some(&current) = self.graph.params.get(name) else {
                 return Err(self.unknown_param(name));
             };
-            changed |= *current != value;
-            *current = value;
+            changed |= current != value;
         }
+        // Most plans keep the dump's values: no copy of the graph for them.
         if !changed {
             return Ok(None);
         }
+        let mut graph = Graph::clone(&self.graph);
+        graph
+            .params
+            .extend(params.iter().map(|(k, &v)| (k.clone(), v)));
         let binding = params
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
@@ -461,8 +467,8 @@ impl Session {
                 error,
             })?;
         Ok(Some(Bound {
-            graph,
-            resolved,
+            graph: Arc::new(graph),
+            resolved: Arc::new(resolved),
             liveness,
         }))
     }
@@ -504,7 +510,7 @@ impl Session {
             flags[t] = true;
         }
         let liveness = analyze_inlined(graph, resolved, &flags);
-        let (graph, resolved) = (graph.clone(), resolved.clone());
+        let (graph, resolved) = (Arc::clone(graph), Arc::clone(resolved));
         Ok(Some(Bound {
             graph,
             resolved,
