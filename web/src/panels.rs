@@ -3,6 +3,7 @@
 //! model only: every figure is one the CLI's report has too.
 
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 use memplan_formats::human::bytes;
 use memplan_render::ViewModel;
 use memplan_render::model::{Alive, PeakRow};
@@ -49,6 +50,13 @@ fn alive_text(model: &ViewModel, row: &PeakRow) -> String {
 }
 
 /// Selects `buffer` and scrolls the timeline to its row.
+/// The buffer of the peak row a click landed in (its `data-buffer`).
+fn clicked_buffer(ev: &web_sys::MouseEvent) -> Option<usize> {
+    let target = ev.target()?.dyn_into::<web_sys::Element>().ok()?;
+    let row = target.closest("tr[data-buffer]").ok()??;
+    row.get_attribute("data-buffer")?.parse().ok()
+}
+
 fn select(state: PageState, buffer: usize) {
     state.selected.set(Some(buffer));
     let Some(a) = state.analysis.get_untracked() else {
@@ -119,8 +127,8 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
                         data-testid="peak-row"
                         data-tensor=b.tensor.clone()
                         data-bytes=r.bytes.to_string()
+                        data-buffer=buffer.to_string()
                         class:selected=selected == Some(buffer)
-                        on:click=move |_| select(state, buffer)
                         title="select it in the views"
                     >
                         <td class="name">{b.name.clone()}</td>
@@ -182,7 +190,13 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
                                 <th>"written by"</th><th>"alive because"</th>
                             </tr>
                         </thead>
-                        <tbody>{rows}</tbody>
+                        // One listener for all rows: a re-plan rebuilds them, and a closure per
+                        // row cost more than the rows.
+                        <tbody on:click=move |ev| {
+                            if let Some(buffer) = clicked_buffer(&ev) {
+                                select(state, buffer);
+                            }
+                        }>{rows}</tbody>
                     </table>
                 </div>
                 {smaller}
