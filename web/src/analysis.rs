@@ -180,6 +180,26 @@ impl Analysis {
     pub fn strategy(&self) -> StrategyChoice {
         self.scenario.strategy
     }
+
+    /// Leaves out what depends on the params alone (the spaces; the schedule's labels, steps
+    /// and loops): a re-plan under the params of the last analysis sent need not send them.
+    pub fn without_params_parts(mut self) -> Analysis {
+        self.spaces = None;
+        let m = &mut self.model;
+        (m.position_labels, m.steps, m.loops) = Default::default();
+        self
+    }
+
+    /// Puts back the parts [`Analysis::without_params_parts`] left out, from `earlier`, an
+    /// analysis under the same params.
+    pub fn with_params_parts_of(mut self, earlier: &Analysis) -> Analysis {
+        self.spaces = earlier.spaces.clone();
+        let (m, e) = (&mut self.model, &earlier.model);
+        m.position_labels = e.position_labels.clone();
+        m.steps = e.steps.clone();
+        m.loops = e.loops.clone();
+        self
+    }
 }
 
 /// The plan of `unflipped`, a scenario without flips, as a baseline.

@@ -3,10 +3,10 @@
 //! model only: every figure is one the CLI's report has too.
 
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
 use memplan_formats::human::bytes;
 use memplan_render::ViewModel;
 use memplan_render::model::{Alive, PeakRow};
+use wasm_bindgen::JsCast;
 
 use crate::canvas::{interval_text, step_list};
 use crate::state::PageState;

@@ -201,17 +201,16 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
                 }
             }
             Ok(Response::Planned {
-                mut analysis,
+                analysis,
                 cancelled,
-                spaces_as_before,
+                same_params,
             }) => {
                 done(state);
-                if spaces_as_before {
-                    analysis.spaces = state
-                        .analysis
-                        .with_untracked(|a| a.as_ref().and_then(|a| a.spaces.clone()));
-                }
-                state.apply(*analysis, None);
+                let analysis = match state.analysis.get_untracked() {
+                    Some(earlier) if same_params => analysis.with_params_parts_of(&earlier),
+                    _ => *analysis,
+                };
+                state.apply(analysis, None);
                 state.cancelled.set(cancelled);
             }
             Ok(Response::Compared(view)) => {

@@ -92,10 +92,10 @@ pub enum Response {
         analysis: Box<Analysis>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
-        /// The params are those of the last plan sent: its `spaces` are left out, and the
-        /// page keeps the ones it has.
+        /// The params are those of the last plan sent: what depends on them alone is left out
+        /// ([`Analysis::without_params_parts`]), and the page keeps the parts it has.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        spaces_as_before: bool,
+        same_params: bool,
     },
     /// A cancel came before any plan of the new scenario: the page keeps what it shows.
     Cancelled,
@@ -158,9 +158,9 @@ pub struct Worker {
     sweep: Option<SweepJob>,
     /// What re-planning the loaded session reuses (its plan without flips, its spaces).
     cache: AnalysisCache,
-    /// The params of the spaces the page was last sent: a plan under the same params leaves
-    /// them out (`spaces_as_before`), a quarter of a 2,000-tensor analysis.
-    spaces_sent: Option<BTreeMap<String, u64>>,
+    /// The params of the last analysis sent: a plan under the same params leaves out what
+    /// depends on them alone (`same_params`), two fifths of a 2,000-tensor analysis.
+    params_sent: Option<BTreeMap<String, u64>>,
     /// The last plans' greedy decodes: a toggle's re-plan resumes from them.
     decodes: Decodes,
     bytes: Option<(String, Vec<u8>)>,
@@ -313,7 +313,7 @@ impl Worker {
     ) {
         post(progress(1, format!("parsing and checking {source}")));
         self.cache = AnalysisCache::default();
-        self.spaces_sent = None;
+        self.params_sent = None;
         self.decodes = Decodes::default();
         let loaded = Session::load_with(&bytes, &source, import);
         self.bytes = Some((source, bytes));
@@ -516,16 +516,16 @@ impl Worker {
         };
         let mut analysis = local.analysis_cached(&mut self.cache);
         let params = &local.outcome.scenario.params;
-        let spaces_as_before = self.spaces_sent.as_ref() == Some(params);
-        if spaces_as_before {
-            analysis.spaces = None;
+        let same_params = self.params_sent.as_ref() == Some(params);
+        if same_params {
+            analysis = analysis.without_params_parts();
         } else {
-            self.spaces_sent = Some(params.clone());
+            self.params_sent = Some(params.clone());
         }
         post(Response::Planned {
             analysis: Box::new(analysis),
             cancelled,
-            spaces_as_before,
+            same_params,
         });
         self.local = Some(local);
     }
@@ -811,42 +811,50 @@ mod tests {
     }
 
     #[test]
-    fn spaces_are_sent_again_only_when_the_params_change() {
+    fn what_depends_on_the_params_alone_is_sent_again_only_when_they_change() {
         let example = crate::examples::EXAMPLES
             .iter()
             .find(|e| e.name == "decoder-serving")
             .unwrap();
+        let session = Session::load(example.text.as_bytes(), example.name).unwrap();
         let mut worker = Worker::default();
         let load = Request::Load {
-            source: "decoder.json".into(),
+            source: example.name.into(),
             scenario: scenario(Strategy::FirstFit),
             import: Default::default(),
         };
         let sent = |out: &[Response]| match out.last() {
             Some(Response::Planned {
                 analysis,
-                spaces_as_before,
+                same_params,
                 ..
-            }) => (analysis.spaces.clone(), *spaces_as_before),
+            }) => ((**analysis).clone(), *same_params),
             other => panic!("{other:?}"),
         };
-        let (first, as_before) = sent(&run(&mut worker, load, Some(example.text.as_bytes())));
-        let first = first.expect("the first plan carries the spaces");
-        assert!(!as_before);
-        let (again, as_before) = sent(&run(
+        // What the page rebuilds is the analysis of that plan, whole.
+        let whole = |scenario: &Scenario| Analysis::of(&session, &session.plan(scenario).unwrap());
+        let (first, same) = sent(&run(&mut worker, load, Some(example.text.as_bytes())));
+        assert!(!same && first.spaces.is_some());
+        assert_eq!(first, whole(&scenario(Strategy::FirstFit)));
+
+        let (again, same) = sent(&run(
             &mut worker,
             Request::Plan(scenario(Strategy::BestFit)),
             None,
         ));
-        assert_eq!((again, as_before), (None, true));
+        assert!(same && again.spaces.is_none() && again.model.steps.is_empty());
+        let rebuilt = again.with_params_parts_of(&first);
+        assert_eq!(rebuilt, whole(&scenario(Strategy::BestFit)));
+
         let (param, value) = example_param(example);
         let bigger = Scenario {
             params: [(param, value * 2)].into(),
             ..scenario(Strategy::BestFit)
         };
-        let (changed, as_before) = sent(&run(&mut worker, Request::Plan(bigger), None));
-        assert!(!as_before);
-        assert_ne!(changed.expect("new params carry the spaces"), first);
+        let (changed, same) = sent(&run(&mut worker, Request::Plan(bigger.clone()), None));
+        assert!(!same);
+        assert_ne!(changed.spaces, rebuilt.spaces);
+        assert_eq!(changed, whole(&bigger));
     }
 
     /// The first param of a bundled example, and its default.
