@@ -346,36 +346,49 @@ fn draw(
         }
     }
     ctx.set_font(FONT);
-    ctx.set_text_align("left");
-    for (b, x, y, w, h, dark) in labelled {
-        if let Some(text) = fit_text(&model.buffers[b].name, w - 8.0) {
-            ctx.set_fill_style_str(if dark { "#1b1f24" } else { "#ffffff" });
-            let _ = ctx.fill_text(&text, x + 4.0, y + h / 2.0 + 4.0);
-        }
-    }
+    // Pool boundaries, each labelled on a white tag (`(text, x, y, width)`) so it reads over
+    // any color; a buffer's name that the tag would cover is left out (its card has it).
+    let mut tags: Vec<(String, f64, f64, f64)> = Vec::new();
     if tab == Tab::Arena
         && let Some(d) = model.devices.get(device)
         && d.pools.len() > 1
     {
-        // Pool boundaries, labelled on a white tag so they read over any color.
         for (k, p) in d.pools.iter().enumerate() {
             if scene.arena_only && p.role != memplan_core::PoolRole::Arena {
                 continue;
             }
-            let y = py(p.base as f64);
-            ctx.set_stroke_style_str("#1b1f24");
-            ctx.set_line_width(1.0);
-            ctx.begin_path();
-            ctx.move_to(a.x, y);
-            ctx.line_to(a.x + a.w, y);
-            ctx.stroke();
             let label = format!("pool {k} ({}, {})", p.role.name(), bytes(p.bytes));
             let tw = ctx.measure_text(&label).map_or(120.0, |m| m.width());
-            ctx.set_fill_style_str("rgba(255, 255, 255, 0.92)");
-            ctx.fill_rect(a.x + 2.0, y - 16.0, tw + 8.0, 14.0);
-            ctx.set_fill_style_str("#1b1f24");
-            let _ = ctx.fill_text(&label, a.x + 6.0, y - 5.0);
+            tags.push((label, a.x + 2.0, py(p.base as f64), tw + 8.0));
         }
+    }
+    // A name's box: 10 px above its baseline to 2 below; a tag's: 16 to 2 above its line.
+    let covered = |x: f64, baseline: f64, w: f64| {
+        tags.iter().any(|&(_, tx, ty, tw)| {
+            x < tx + tw && tx < x + w && baseline - 10.0 < ty - 2.0 && ty - 16.0 < baseline + 2.0
+        })
+    };
+    ctx.set_text_align("left");
+    for (b, x, y, w, h, dark) in labelled {
+        let baseline = y + h / 2.0 + 4.0;
+        if let Some(text) = fit_text(&model.buffers[b].name, w - 8.0)
+            && !covered(x + 4.0, baseline, text.chars().count() as f64 * CHAR_PX)
+        {
+            ctx.set_fill_style_str(if dark { "#1b1f24" } else { "#ffffff" });
+            let _ = ctx.fill_text(&text, x + 4.0, baseline);
+        }
+    }
+    for (label, x, y, w) in &tags {
+        ctx.set_stroke_style_str("#1b1f24");
+        ctx.set_line_width(1.0);
+        ctx.begin_path();
+        ctx.move_to(a.x, *y);
+        ctx.line_to(a.x + a.w, *y);
+        ctx.stroke();
+        ctx.set_fill_style_str("rgba(255, 255, 255, 0.92)");
+        ctx.fill_rect(*x, y - 16.0, *w, 14.0);
+        ctx.set_fill_style_str("#1b1f24");
+        let _ = ctx.fill_text(label, x + 4.0, y - 5.0);
     }
     if let Some((x, y, w, h)) = selected_box {
         ctx.set_stroke_style_str("#111111");
