@@ -25,26 +25,30 @@ use crate::problem::LiveInterval;
 struct Ranges(Vec<(u64, u64)>);
 
 impl Ranges {
-    fn insert(&mut self, start: u64, end: u64) {
+    /// Adds `[start, end)`; `false` when the ranges held it all already.
+    fn insert(&mut self, start: u64, end: u64) -> bool {
         let v = &mut self.0;
         // Most buffers land at or above the top of the ranges they meet.
         match v.last_mut() {
             Some(last) if last.1 == start => {
                 last.1 = end;
-                return;
+                return true;
             }
             Some(last) if last.1 < start => {
                 v.push((start, end));
-                return;
+                return true;
             }
             None => {
                 v.push((start, end));
-                return;
+                return true;
             }
             _ => {}
         }
         // The first range that reaches `start`, and the first past it that begins after `end`.
         let lo = v.partition_point(|&(_, e)| e < start);
+        if v.get(lo).is_some_and(|&(s, e)| s <= start && end <= e) {
+            return false;
+        }
         let hi = lo + v[lo..].iter().take_while(|&&(s, _)| s <= end).count();
         if lo == hi {
             v.insert(lo, (start, end));
@@ -52,6 +56,7 @@ impl Ranges {
             v[lo] = (start.min(v[lo].0), end.max(v[hi - 1].1));
             v.drain(lo + 1..hi);
         }
+        true
     }
 }
 
@@ -183,13 +188,19 @@ impl Occupancy {
             return;
         }
         let end = offset + size;
+        // Up the root paths of the span's first and last leaves first: every `touching` union
+        // holds those of the nodes below it, so a climb stops at the first union that held the
+        // range already (every union above holds it too). The canonical nodes come after, so a
+        // canonical node on a path does not stop its own climb.
+        for mut n in [lo / 2, (hi - 1) / 2] {
+            while n >= 1 && self.nodes[n].touching.insert(offset, end) {
+                n /= 2;
+            }
+        }
         Self::canonical(lo, hi, |n| {
             let node = &mut self.nodes[n];
             node.covering.insert(offset, end);
             node.touching.insert(offset, end);
-        });
-        Self::root_paths(lo / 2, (hi - 1) / 2, |n| {
-            self.nodes[n].touching.insert(offset, end)
         });
     }
 
