@@ -1,0 +1,72 @@
+//! The web crate in a real browser (headless Chromium through wasm-bindgen-test-runner):
+//! the planner in wasm gives the same bytes as natively, the app mounts and shows the default
+//! example's counts, and the panic banner appears as text.
+
+#![cfg(target_arch = "wasm32")]
+
+use memplan_web::analysis::example_report_json;
+use memplan_web::examples::EXAMPLES;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen_test]
+fn wasm_plans_the_examples_to_the_native_bytes() {
+    let goldens = [
+        include_str!("../../tests/golden/mlp-training.plan.json"),
+        include_str!("../../tests/golden/transformer-decode.plan.json"),
+        include_str!("../../tests/golden/convnet-training.plan.json"),
+        include_str!("../../tests/golden/decoder-serving.plan.json"),
+    ];
+    assert_eq!(EXAMPLES.len(), goldens.len(), "a golden report per example");
+    for (example, golden) in EXAMPLES.iter().zip(goldens) {
+        assert_eq!(example_report_json(example), golden, "{}", example.name);
+    }
+}
+
+fn document() -> web_sys::Document {
+    web_sys::window().unwrap().document().unwrap()
+}
+
+fn testid_text(id: &str) -> Option<String> {
+    document()
+        .query_selector(&format!("[data-testid={id}]"))
+        .unwrap()
+        .and_then(|e| e.text_content())
+}
+
+#[wasm_bindgen_test]
+async fn the_app_mounts_with_the_default_example() {
+    let container: web_sys::HtmlElement =
+        document().create_element("div").unwrap().unchecked_into();
+    document().body().unwrap().append_child(&container).unwrap();
+    let handle = leptos::mount::mount_to(container.clone(), memplan_web::app::App);
+    let expected: serde_json::Value =
+        serde_json::from_str(memplan_web::examples::DEFAULT_EXAMPLE.text).unwrap();
+    let tensors = expected["tensors"].as_array().unwrap().len();
+    let steps = expected["steps"].as_array().unwrap().len();
+    assert_eq!(testid_text("tensor-count"), Some(tensors.to_string()));
+    assert_eq!(testid_text("step-count"), Some(steps.to_string()));
+    assert!(testid_text("error").is_none());
+    drop(handle);
+    container.remove();
+}
+
+#[wasm_bindgen_test]
+fn the_panic_banner_shows_text_not_html() {
+    memplan_web::panic::show_banner("<img src=x onerror=alert(1)> broke");
+    let banner = document()
+        .get_element_by_id(memplan_web::panic::PANIC_BANNER_ID)
+        .unwrap();
+    assert_eq!(
+        banner.get_attribute("data-testid").as_deref(),
+        Some("error")
+    );
+    assert_eq!(
+        banner.text_content().as_deref(),
+        Some("<img src=x onerror=alert(1)> broke")
+    );
+    assert!(banner.query_selector("img").unwrap().is_none());
+    banner.remove();
+}
