@@ -151,11 +151,23 @@ impl Analysis {
         Analysis::of_cached(session, outcome, &mut AnalysisCache::default())
     }
 
-    /// [`Analysis::of`], with the plan without flips from `cache` when it has it.
+    /// [`Analysis::of`], with the plan without flips and the spaces from `cache` when it has
+    /// them.
     pub fn of_cached(session: &Session, outcome: &Outcome, cache: &mut AnalysisCache) -> Analysis {
+        Analysis::of_cached_with(session, outcome, cache, true)
+    }
+
+    /// [`Analysis::of_cached`], without what depends on the params alone when `params_parts`
+    /// is false ([`Analysis::without_params_parts`]): the spaces are then not even looked up.
+    pub fn of_cached_with(
+        session: &Session,
+        outcome: &Outcome,
+        cache: &mut AnalysisCache,
+        params_parts: bool,
+    ) -> Analysis {
         let model = session.view_model(outcome);
         cache.remember(outcome, &model);
-        Analysis {
+        let analysis = Analysis {
             source: session.source.clone(),
             format: session.format.name().to_string(),
             tensor_count: session.graph.tensors.len(),
@@ -173,7 +185,14 @@ impl Analysis {
                 .chain(&outcome.scenario.params)
                 .map(|(k, &v)| (k.clone(), v))
                 .collect(),
-            spaces: cache.spaces(session, &outcome.scenario),
+            spaces: params_parts
+                .then(|| cache.spaces(session, &outcome.scenario))
+                .flatten(),
+        };
+        if params_parts {
+            analysis
+        } else {
+            analysis.without_params_parts()
         }
     }
 

@@ -514,14 +514,17 @@ impl Worker {
             session: job.session,
             outcome,
         };
-        let mut analysis = local.analysis_cached(&mut self.cache);
         let params = &local.outcome.scenario.params;
         let same_params = self.params_sent.as_ref() == Some(params);
-        if same_params {
-            analysis = analysis.without_params_parts();
-        } else {
+        if !same_params {
             self.params_sent = Some(params.clone());
         }
+        let analysis = Analysis::of_cached_with(
+            &local.session,
+            &local.outcome,
+            &mut self.cache,
+            !same_params,
+        );
         post(Response::Planned {
             analysis: Box::new(analysis),
             cancelled,
