@@ -356,14 +356,42 @@ test('the compare panel: another strategy, another dump, as memplan diff says', 
   const [a, b] = [at(best), at(bump)];
   const changed = [...a.keys()].filter((t) => a.get(t) !== b.get(t)).length;
   assert.equal(await testid('diff-row').count(), changed);
-  // The other plan is drawn over the window of the view below: zooming that view moves it.
-  const drawn = () => testid('compare-after-view').evaluate((e) => e.innerHTML);
-  const whole = await drawn();
-  assert.match(whole, /^<svg/);
+  // The other plan is a canvas drawn through the window of the view below: zooming either
+  // moves both, and hovering or clicking it works on the same tensors.
+  await testid('tab-arena').click();
+  const [main, other] = [testid('arena-canvas'), testid('compare-arena-canvas')];
+  await other.waitFor();
+  const windowOf = async (canvas) => (await canvas.getAttribute('data-window'))?.split(',').map(Number);
+  await page.waitForFunction(() => document.querySelector('[data-testid="compare-arena-canvas"]')?.dataset.window);
+  const whole = await windowOf(other);
   await page.locator('body').click({ position: { x: 5, y: 5 } });
   await page.keyboard.press('w');
   await page.waitForFunction(() => /zoom=/.test(location.search));
-  await page.waitForFunction((w) => document.querySelector('[data-testid="compare-after-view"]').innerHTML !== w, whole);
+  await page.waitForFunction((w) => document.querySelector('[data-testid="compare-arena-canvas"]').dataset.window !== w, whole.join(','));
+  assert.deepEqual(await windowOf(other), await windowOf(main));
+  assert.ok((await windowOf(other))[1] < whole[1], 'the other plan zoomed in with the view below');
+  const box = await other.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.4, box.y + box.height * 0.6);
+  const before = await windowOf(main);
+  await page.mouse.wheel(0, 400);
+  await page.waitForFunction((w) => document.querySelector('[data-testid="arena-canvas"]').dataset.window !== w, before.join(','));
+  assert.deepEqual(await windowOf(main), await windowOf(other));
+  assert.ok((await windowOf(main))[1] - (await windowOf(main))[0] > before[1] - before[0], 'a wheel on the other plan zoomed the view below out');
+  await page.keyboard.press('f');
+  await page.waitForFunction((w) => document.querySelector('[data-testid="compare-arena-canvas"]').dataset.window === w, whole.join(','));
+  // A click on a buffer of the other plan selects that tensor, outlined on both.
+  const area = (await other.getAttribute('data-area')).split(',').map(Number);
+  let picked = null;
+  for (let fx = 0.05; fx < 1 && !picked; fx += 0.1) {
+    for (let fy = 0.05; fy < 1 && !picked; fy += 0.1) {
+      await page.mouse.move(box.x + area[0] + area[2] * fx, box.y + area[1] + area[3] * fy);
+      const card = testid('hover-card');
+      if (await card.count()) picked = { fx, fy, name: (await card.locator('.muted').textContent()).split(' · ')[0] };
+    }
+  }
+  assert.ok(picked, 'a hover card over the other plan');
+  await page.mouse.click(box.x + area[0] + area[2] * picked.fx, box.y + area[1] + area[3] * picked.fy);
+  await page.waitForFunction((n) => document.querySelector('[data-testid="selected"]')?.textContent.includes(n), picked.name);
   await page.screenshot({ path: join(output, 'compare-1400x900.png') });
   await page.keyboard.press('f');
 

@@ -7,6 +7,7 @@
 //! whole report, the CSV) are derived on demand where the session lives ([`export`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Strategy, StrategyChoice};
@@ -358,8 +359,8 @@ pub struct CompareView {
     pub before: String,
     pub after: String,
     pub diff: memplan_formats::diff::PlanDiff,
-    /// What the views draw of the other plan.
-    pub after_model: ViewModel,
+    /// The other plan, as the views draw it.
+    pub after_plan: Arc<Analysis>,
 }
 
 /// What a plan is, in a few words: its dump and its scenario's strategy and flips.
@@ -384,7 +385,7 @@ pub fn compare(
         before: label(before.0, &before.1.scenario),
         after: label(session, scenario),
         diff: memplan_formats::diff::diff(&before.0.report(before.1), &session.report(&outcome)),
-        after_model: session.view_model(&outcome),
+        after_plan: Arc::new(Analysis::of(session, &outcome)),
     })
 }
 

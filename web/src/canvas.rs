@@ -11,10 +11,15 @@
 //! browser's own layout. A draw never reads `clientWidth`: after a re-plan has just changed the
 //! page, that read forces a synchronous layout (about 20 ms on a 2,000-tensor plan).
 //!
+//! Two sides: the plan shown, and in the compare panel the other plan ([`Side::Other`]). Both
+//! draw through the same window signals, so zooming or panning either moves both, and a
+//! selection made on either is the same tensor (matched by id) on both.
+//!
 //! Lifetimes: every listener and observer this module adds is removed when its component is
 //! disposed (`on_cleanup`), so an event after a re-render never reaches a disposed signal.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
@@ -29,6 +34,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use web_sys::{CanvasRenderingContext2d, ResizeObserver, ResizeObserverEntry};
 
+use crate::analysis::Analysis;
 use crate::state::PageState;
 use crate::url_state::Tab;
 
@@ -118,6 +124,61 @@ impl Scene {
     }
 }
 
+/// Which plan a canvas draws.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Side {
+    /// The plan shown: the page's analysis.
+    #[default]
+    Shown,
+    /// The compare panel's other plan.
+    Other,
+}
+
+impl Side {
+    /// The plan drawn (tracked).
+    fn plan(self, state: PageState) -> Option<Arc<Analysis>> {
+        match self {
+            Side::Shown => state.analysis.get(),
+            Side::Other => state
+                .comparison
+                .with(|c| c.as_ref().map(|c| c.after_plan.clone())),
+        }
+    }
+
+    fn plan_untracked(self, state: PageState) -> Option<Arc<Analysis>> {
+        untrack(|| self.plan(state))
+    }
+
+    /// The selected tensor's buffer in this side's plan (tracked).
+    fn selected(self, state: PageState) -> Option<usize> {
+        let selected = state.selected.get()?;
+        match self {
+            Side::Shown => Some(selected),
+            Side::Other => {
+                let tensor = state
+                    .analysis
+                    .with(|a| Some(a.as_ref()?.model.buffers.get(selected)?.tensor.clone()))?;
+                self.plan(state)?.model.buffer_of(&tensor)
+            }
+        }
+    }
+
+    /// Selects `buffer` of this side's plan: on the other side, the same tensor in the plan
+    /// shown (nothing when the plan shown has no such tensor).
+    fn select(self, state: PageState, buffer: Option<usize>) {
+        let selected = match (self, buffer) {
+            (Side::Shown, b) | (Side::Other, b @ None) => b,
+            (Side::Other, Some(b)) => self.plan_untracked(state).and_then(|other| {
+                let tensor = &other.model.buffers.get(b)?.tensor;
+                state
+                    .analysis
+                    .with_untracked(|a| a.as_ref()?.model.buffer_of(tensor))
+            }),
+        };
+        state.selected.set(selected);
+    }
+}
+
 /// The whole world of a view, without building its scene (for the keyboard's zoom and pan).
 pub fn world(state: PageState, tab: Tab) -> Option<Viewport> {
     let analysis = state.analysis.get_untracked()?;
@@ -138,8 +199,8 @@ pub fn world(state: PageState, tab: Tab) -> Option<Viewport> {
     Some(Viewport::fit(f64::from(model.positions), height))
 }
 
-pub fn scene(state: PageState, tab: Tab) -> Option<Scene> {
-    let analysis = state.analysis.get()?;
+pub fn scene(state: PageState, side: Side, tab: Tab) -> Option<Scene> {
+    let analysis = side.plan(state)?;
     let model = &analysis.model;
     let device = model.clamp_device(state.device.get());
     let color_by = state.color_by.get();
@@ -269,18 +330,19 @@ fn fit_text(text: &str, px: f64) -> Option<String> {
     }
 }
 
-/// Draws `scene` through window `v` on `canvas`, whose CSS size is `(width, height)`.
+/// Draws `scene` of `analysis` through window `v` on `canvas`, whose CSS size is
+/// `(width, height)`, with buffer `selected` outlined.
+#[allow(clippy::too_many_arguments)]
 fn draw(
     canvas: &web_sys::HtmlCanvasElement,
     (width, height): (f64, f64),
     state: PageState,
+    analysis: &Analysis,
     tab: Tab,
     scene: &Scene,
     v: Viewport,
+    selected: Option<usize>,
 ) {
-    let Some(analysis) = state.analysis.get_untracked() else {
-        return;
-    };
     let performance = web_sys::window().and_then(|w| w.performance());
     let started = performance.as_ref().map(|p| p.now());
     let model = &analysis.model;
@@ -307,7 +369,6 @@ fn draw(
         Tab::Arena => a.y + a.h - (y - v.y0) * sy,
         Tab::Timeline => a.y + (y - v.y0) * sy,
     };
-    let selected = state.selected.get_untracked();
 
     ctx.save();
     ctx.begin_path();
@@ -457,6 +518,10 @@ fn draw(
     // What was drawn and how long it took: hooks for tests and for the curious.
     let _ = canvas.set_attribute("data-items", &scene.rects.len().to_string());
     let _ = canvas.set_attribute("data-rows", &format!("{},{}", v.y0, v.y1));
+    let _ = canvas.set_attribute(
+        "data-window",
+        &format!("{},{},{},{}", v.x0, v.x1, v.y0, v.y1),
+    );
     let _ = canvas.set_attribute("data-area", &format!("{},{},{},{}", a.x, a.y, a.w, a.h));
     let _ = match band {
         Some(b) => canvas.set_attribute("data-band", &format!("{},{},{},{}", b.x, b.y, b.w, b.h)),
@@ -786,11 +851,11 @@ fn observed_size(canvas: NodeRef<Canvas>) -> ReadSignal<Option<(f64, f64)>> {
 }
 
 #[component]
-pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
+pub fn PlotCanvas(state: PageState, tab: Tab, #[prop(optional)] side: Side) -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
     let hover = RwSignal::new(None::<Hover>);
     let drag = StoredValue::new(None::<(f64, f64, Viewport, bool)>);
-    let scene = Memo::new(move |_| scene(state, tab));
+    let scene = Memo::new(move |_| scene(state, side, tab));
     let window = match tab {
         Tab::Arena => state.arena_window,
         Tab::Timeline => state.timeline_window,
@@ -802,11 +867,14 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
         let (Some(el), Some(size), Some(v)) = (canvas.get(), size.get(), current()) else {
             return;
         };
-        state.selected.track();
+        let selected = side.selected(state);
         state.axis_steps.track();
+        let Some(analysis) = side.plan_untracked(state) else {
+            return;
+        };
         scene.with(|s| {
             if let Some(s) = s {
-                draw(&el, size, state, tab, s, v);
+                draw(&el, size, state, &analysis, tab, s, v, selected);
             }
         });
     });
@@ -894,10 +962,7 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
             && band.contains(x, y)
         {
             let (wx, _) = to_world(tab, band, v, x, y);
-            let positions = state
-                .analysis
-                .get_untracked()
-                .map_or(0, |a| a.model.positions);
+            let positions = side.plan_untracked(state).map_or(0, |a| a.model.positions);
             hover.set(
                 (wx >= 0.0 && (wx as u32) < positions).then_some(Hover::Curve {
                     position: wx as u32,
@@ -928,16 +993,18 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
         let Some(v) = viewport(a) else { return };
         let (wx, wy) = to_world(tab, a, v, x, y);
         let under = scene.with_untracked(|s| s.as_ref().and_then(|s| pick(&s.rects, wx, wy)));
-        state.selected.set(under);
+        side.select(state, under);
     };
     let on_leave = move |_| {
         hover.set(None);
         drag.set_value(None);
     };
 
-    let testid = match tab {
-        Tab::Arena => "arena-canvas",
-        Tab::Timeline => "timeline-canvas",
+    let testid = match (side, tab) {
+        (Side::Shown, Tab::Arena) => "arena-canvas",
+        (Side::Shown, Tab::Timeline) => "timeline-canvas",
+        (Side::Other, Tab::Arena) => "compare-arena-canvas",
+        (Side::Other, Tab::Timeline) => "compare-timeline-canvas",
     };
     let no_match = move || {
         let query = state.search.get();
@@ -964,7 +1031,7 @@ pub fn PlotCanvas(state: PageState, tab: Tab) -> impl IntoView {
             ></canvas>
             {no_match}
             {move || {
-                let a = state.analysis.get()?;
+                let a = side.plan(state)?;
                 match hover.get()? {
                     Hover::Buffer { buffer, x, y, w, h } => {
                         a.model.buffers.get(buffer)?;

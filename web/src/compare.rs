@@ -10,8 +10,8 @@ use memplan_formats::human::{bytes, change_text, diff_counts, footprint_change, 
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+use crate::canvas::{PlotCanvas, Side};
 use crate::state::PageState;
-use crate::url_state::Tab;
 
 /// How the diff table is sorted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,35 +31,21 @@ impl Order {
     ];
 }
 
-/// The other plan drawn as the view below draws the plan shown, over the same window: zooming
-/// or panning the view below moves this one too (time, and for the arena map addresses).
+/// The other plan, drawn as the view below draws the plan shown and through the same window:
+/// zooming or panning either moves both (time, and for the arena map addresses). Hover and
+/// selection work on it as on the view below.
 #[component]
 fn AfterView(state: PageState) -> impl IntoView {
+    let compared = Memo::new(move |_| state.comparison.with(Option::is_some));
     move || {
-        let view = state.comparison.get()?;
-        let model = &view.after_model;
         let tab = state.tab.get();
-        let window = match tab {
-            Tab::Arena => state.arena_window.get(),
-            Tab::Timeline => state.timeline_window.get(),
-        };
-        let device = model.clamp_device(state.device.get());
-        let arena_only = state.arena_only_now();
-        let rows = model.rows(device, "", state.sort.get(), arena_only);
-        let svg = crate::export::view_svg(
-            model,
-            tab,
-            device,
-            &rows,
-            window,
-            state.color_by.get(),
-            arena_only,
-            Some((1400, 380)),
-        )
-        .unwrap_or_else(|e| e.to_string());
-        Some(view! {
-            <div class="compare-view" data-testid="compare-after-view"
-                title="the other plan, over the window of the view below" inner_html=svg></div>
+        compared.get().then(|| {
+            view! {
+                <div class="compare-view" data-testid="compare-after-view"
+                    title="the other plan, through the window of the view below">
+                    <PlotCanvas state=state tab=tab side=Side::Other />
+                </div>
+            }
         })
     }
 }
@@ -96,10 +82,26 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
             }
         });
     };
-    let result = move || {
+    let sides = move || {
         let view = state.comparison.get()?;
         let d = &view.diff;
         let change = footprint_change(d);
+        Some(view! {
+            <dl class="budget compare-sides">
+                <div><dt>"before: " {view.before.clone()}</dt>
+                    <dd data-testid="compare-before" data-bytes=d.before.footprint_bytes.to_string()>
+                        {format!("{} (lower bound {})", bytes(d.before.footprint_bytes), bytes(d.before.lower_bound_bytes))}
+                    </dd></div>
+                <div><dt>"after: " {view.after.clone()}</dt>
+                    <dd data-testid="compare-after" data-bytes=d.after.footprint_bytes.to_string()>
+                        {format!("{} (lower bound {}) {change}", bytes(d.after.footprint_bytes), bytes(d.after.lower_bound_bytes))}
+                    </dd></div>
+            </dl>
+        })
+    };
+    let table = move || {
+        let view = state.comparison.get()?;
+        let d = &view.diff;
         let mut rows: Vec<TensorDiff> = d
             .tensors
             .iter()
@@ -112,22 +114,8 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
             Order::SizeDelta => rows.sort_by_key(|t| std::cmp::Reverse(t.size_delta())),
         }
         Some(view! {
-            <AfterView state=state />
-            <dl class="budget compare-sides">
-                <div><dt>"before: " {view.before.clone()}</dt>
-                    <dd data-testid="compare-before" data-bytes=d.before.footprint_bytes.to_string()>
-                        {format!("{} (lower bound {})", bytes(d.before.footprint_bytes), bytes(d.before.lower_bound_bytes))}
-                    </dd></div>
-                <div><dt>"after: " {view.after.clone()}</dt>
-                    <dd data-testid="compare-after" data-bytes=d.after.footprint_bytes.to_string()>
-                        {format!("{} (lower bound {}) {change}", bytes(d.after.footprint_bytes), bytes(d.after.lower_bound_bytes))}
-                    </dd></div>
-            </dl>
-            <p class="small" data-testid="compare-counts">
-                {diff_counts(d)}
-            </p>
-            <div class="flips-table-wrap">
-                <table class="flips-table" data-testid="diff-table">
+            <div class="table-wrap">
+                <table class="data-table" data-testid="diff-table">
                     <thead><tr><th>"tensor"</th><th>"change"</th><th class="num">"size change"</th><th>"before"</th><th>"after"</th></tr></thead>
                     <tbody>
                         {rows.into_iter().map(|t| view! {
@@ -166,6 +154,13 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                     "or another dump "
                     <input type="file" data-testid="compare-file" accept=".json,.csv,.onnx,.pickle,.pkl" on:change=with_file />
                 </label>
+            </div>
+            {sides}
+            <AfterView state=state />
+            <div class="fit-form">
+                <span class="small" data-testid="compare-counts">
+                    {move || state.comparison.with(|c| c.as_ref().map(|c| diff_counts(&c.diff)))}
+                </span>
                 <label>
                     "sort "
                     <select data-testid="diff-sort" on:change=move |ev| {
@@ -182,7 +177,7 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                 <label><input type="checkbox" data-testid="diff-unchanged" prop:checked=move || unchanged.get()
                     on:change=move |ev| unchanged.set(event_target_checked(&ev)) />" unchanged too"</label>
             </div>
-            {result}
+            {table}
         </div>
     }
 }

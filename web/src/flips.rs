@@ -81,8 +81,8 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                 })}
             </form>
             <FitLogView state=state />
-            <div class="flips-table-wrap">
-                <table class="flips-table" data-testid="flips-table">
+            <div class="table-wrap">
+                <table class="data-table flips-grid" data-testid="flips-table">
                     <thead><tr><th>"recompute"</th><th>"tensor"</th><th class="num">"size"</th><th class="num">"recompute cost"</th>
                         <th class="num" title="the bytes it relieves alone, scored by the last fit's first round">"solo relief"</th>
                         <th class="num" title="solo relief per unit of recompute cost">"relief / cost"</th><th>"state"</th></tr></thead>

@@ -28,8 +28,8 @@ pub fn SpacesPanel(state: PageState) -> impl IntoView {
                         {spaces.diagnostics.iter().map(|d| view! { <li>{d.clone()}</li> }).collect_view()}
                     </ul>
                 })}
-                <div class="flips-table-wrap">
-                    <table class="flips-table" data-testid="spaces-table">
+                <div class="table-wrap">
+                    <table class="data-table" data-testid="spaces-table">
                         <thead><tr><th>"slot"</th><th>"space"</th><th>"access"</th><th>"transfer"</th><th class="num">"bytes"</th><th>"output"</th></tr></thead>
                         <tbody>
                             {spaces.rows.iter().map(|r| view! {

@@ -82,8 +82,8 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
             <div class="sweep-chart" data-testid="sweep-chart" title="click a budget to plan with its flips"
                 on:click=move |ev| pick(state, &ev)
                 inner_html=s.svg().unwrap_or_else(|e| e.to_string())></div>
-            <div class="flips-table-wrap">
-                <table class="flips-table" data-testid="sweep-table">
+            <div class="table-wrap">
+                <table class="data-table" data-testid="sweep-table">
                     <thead><tr><th></th><th class="num">"budget"</th><th class="num">"footprint"</th>
                         <th class="num">"recompute cost"</th><th class="num">"optimum's cost"</th>
                         <th class="num">"flips"</th><th>"Pareto"</th></tr></thead>
