@@ -14,7 +14,7 @@ use web_sys::{ErrorEvent, MessageEvent, Worker};
 
 use memplan_engine::Scenario;
 
-use crate::analysis::ExportKind;
+use crate::analysis::{Analysis, ExportKind};
 use crate::error::WebError;
 use crate::state::{Busy, PageState, SolverProgress};
 use crate::worker_protocol::{Request, Response};
@@ -204,12 +204,19 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
                 analysis,
                 cancelled,
                 same_params,
+                buffers,
             }) => {
                 done(state);
-                let analysis = match state.analysis.get_untracked() {
-                    Some(earlier) if same_params => analysis.with_params_parts_of(&earlier),
-                    _ => *analysis,
-                };
+                let earlier = state.analysis.get_untracked();
+                let analysis =
+                    match Analysis::received(*analysis, same_params, buffers, earlier.as_deref()) {
+                        Ok(analysis) => analysis,
+                        Err(e) => {
+                            return state
+                                .error
+                                .set(Some(format!("the worker's answer cannot be read: {e}")));
+                        }
+                    };
                 state.apply(analysis, None);
                 state.cancelled.set(cancelled);
             }

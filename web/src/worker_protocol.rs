@@ -20,11 +20,12 @@ use std::collections::BTreeMap;
 
 use memplan_core::{Control, Decodes, Progress, Strategy, StrategyChoice};
 use memplan_engine::{Outcome, Scenario, Session};
+use memplan_render::BufferView;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{
-    Analysis, AnalysisCache, CompareView, Export, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST,
-    SweepView, compare, export, fit, unflipped,
+    Analysis, AnalysisCache, BuffersSent, CompareView, Export, ExportKind, FitLog, Local,
+    SWEEP_EXHAUSTIVE_MOST, SweepView, compare, export, fit, unflipped,
 };
 use memplan_engine::SweepJob;
 
@@ -96,6 +97,10 @@ pub enum Response {
         /// ([`Analysis::without_params_parts`]), and the page keeps the parts it has.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         same_params: bool,
+        /// The buffers, sent against those of the last plan sent; the analysis's own are
+        /// then left out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        buffers: Option<BuffersSent>,
     },
     /// A cancel came before any plan of the new scenario: the page keeps what it shows.
     Cancelled,
@@ -161,6 +166,8 @@ pub struct Worker {
     /// The params of the last analysis sent: a plan under the same params leaves out what
     /// depends on them alone (`same_params`), two fifths of a 2,000-tensor analysis.
     params_sent: Option<BTreeMap<String, u64>>,
+    /// The buffers of the last analysis sent: the next is sent against them.
+    buffers_sent: Option<Vec<BufferView>>,
     /// The last plans' greedy decodes: a toggle's re-plan resumes from them.
     decodes: Decodes,
     bytes: Option<(String, Vec<u8>)>,
@@ -314,6 +321,7 @@ impl Worker {
         post(progress(1, format!("parsing and checking {source}")));
         self.cache = AnalysisCache::default();
         self.params_sent = None;
+        self.buffers_sent = None;
         self.decodes = Decodes::default();
         let loaded = Session::load_with(&bytes, &source, import);
         self.bytes = Some((source, bytes));
@@ -519,16 +527,25 @@ impl Worker {
         if !same_params {
             self.params_sent = Some(params.clone());
         }
-        let analysis = Analysis::of_cached_with(
+        let mut analysis = Analysis::of_cached_with(
             &local.session,
             &local.outcome,
             &mut self.cache,
             !same_params,
         );
+        let buffers = self
+            .buffers_sent
+            .as_ref()
+            .map(|earlier| BuffersSent::against(earlier, &analysis.model.buffers));
+        self.buffers_sent = Some(match buffers {
+            Some(_) => std::mem::take(&mut analysis.model.buffers),
+            None => analysis.model.buffers.clone(),
+        });
         post(Response::Planned {
             analysis: Box::new(analysis),
             cancelled,
             same_params,
+            buffers,
         });
         self.local = Some(local);
     }
@@ -814,7 +831,7 @@ mod tests {
     }
 
     #[test]
-    fn what_depends_on_the_params_alone_is_sent_again_only_when_they_change() {
+    fn an_answer_leaves_out_what_the_page_holds_and_the_page_rebuilds_it_whole() {
         let example = crate::examples::EXAMPLES
             .iter()
             .find(|e| e.name == "decoder-serving")
@@ -826,37 +843,60 @@ mod tests {
             scenario: scenario(Strategy::FirstFit),
             import: Default::default(),
         };
-        let sent = |out: &[Response]| match out.last() {
+        // The page's analysis: each answer rebuilt against the one before, as the page does.
+        let mut page: Option<Analysis> = None;
+        let mut receive = |out: &[Response]| match out.last() {
             Some(Response::Planned {
                 analysis,
                 same_params,
+                buffers,
                 ..
-            }) => ((**analysis).clone(), *same_params),
+            }) => {
+                let patched = buffers.as_ref().map(|b| (b.like.len(), b.whole.len()));
+                let received = (**analysis)
+                    .clone()
+                    .received(*same_params, buffers.clone(), page.as_ref())
+                    .unwrap();
+                page = Some(received.clone());
+                (received, *same_params, patched)
+            }
             other => panic!("{other:?}"),
         };
         // What the page rebuilds is the analysis of that plan, whole.
         let whole = |scenario: &Scenario| Analysis::of(&session, &session.plan(scenario).unwrap());
-        let (first, same) = sent(&run(&mut worker, load, Some(example.text.as_bytes())));
-        assert!(!same && first.spaces.is_some());
+        let (first, same, patched) =
+            receive(&run(&mut worker, load, Some(example.text.as_bytes())));
+        assert!(!same && first.spaces.is_some() && patched.is_none());
         assert_eq!(first, whole(&scenario(Strategy::FirstFit)));
 
-        let (again, same) = sent(&run(
-            &mut worker,
-            Request::Plan(scenario(Strategy::BestFit)),
-            None,
-        ));
-        assert!(same && again.spaces.is_none() && again.model.steps.is_empty());
-        let rebuilt = again.with_params_parts_of(&first);
-        assert_eq!(rebuilt, whole(&scenario(Strategy::BestFit)));
+        let best_fit = scenario(Strategy::BestFit);
+        let (again, same, patched) =
+            receive(&run(&mut worker, Request::Plan(best_fit.clone()), None));
+        assert!(same && patched.is_some());
+        assert_eq!(again, whole(&best_fit));
+
+        // A flip: one buffer fewer, and the others sent as placements, but for the few whose
+        // consumers changed.
+        let flipped = Scenario {
+            inline: vec![first.candidates[0].tensor.clone()],
+            ..best_fit.clone()
+        };
+        let (with_flip, same, patched) =
+            receive(&run(&mut worker, Request::Plan(flipped.clone()), None));
+        let (count, whole_count) = patched.unwrap();
+        assert!(same && count + 1 == again.model.buffers.len() && whole_count < count / 10);
+        assert_eq!(with_flip, whole(&flipped));
+        let (back, _, _) = receive(&run(&mut worker, Request::Plan(best_fit.clone()), None));
+        assert_eq!(back, again);
 
         let (param, value) = example_param(example);
         let bigger = Scenario {
             params: [(param, value * 2)].into(),
-            ..scenario(Strategy::BestFit)
+            ..best_fit
         };
-        let (changed, same) = sent(&run(&mut worker, Request::Plan(bigger.clone()), None));
+        let (changed, same, _) = receive(&run(&mut worker, Request::Plan(bigger.clone()), None));
         assert!(!same);
-        assert_ne!(changed.spaces, rebuilt.spaces);
+        assert_ne!(changed.spaces, again.spaces);
         assert_eq!(changed, whole(&bigger));
     }
 
