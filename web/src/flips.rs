@@ -6,7 +6,7 @@
 //! The table's rows are keyed by candidate: a toggle changes a row's state and the figures, not
 //! the rows, so a re-plan does not rebuild (and re-lay out) a table of hundreds of rows.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use leptos::prelude::*;
 use memplan_formats::human::bytes;
@@ -61,6 +61,21 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                 .collect::<HashSet<_>>()
         })
     });
+    // Each row's state is a signal of its own that one effect sets when it changes: a toggle
+    // then updates one row, not a memo per row re-run over hundreds of rows.
+    let row_states = StoredValue::new(HashMap::<String, RwSignal<bool>>::new());
+    Effect::new(move |_| {
+        inlined.with(|set| {
+            row_states.with_value(|rows| {
+                for (tensor, on) in rows {
+                    let now = set.contains(tensor);
+                    if on.get_untracked() != now {
+                        on.set(now);
+                    }
+                }
+            })
+        })
+    });
     view! {
         <div class="flips" data-testid="flips-panel">
             {summary}
@@ -88,10 +103,15 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                         <th class="num" title="solo relief per unit of recompute cost">"relief / cost"</th><th>"state"</th></tr></thead>
                     <tbody>
                         <For each=move || rows.get() key=Clone::clone children=move |(tensor, size, cost)| {
-                            let on = {
-                                let tensor = tensor.clone();
-                                Memo::new(move |_| inlined.with(|set| set.contains(&tensor)))
-                            };
+                            let on = RwSignal::new(inlined.with_untracked(|set| set.contains(&tensor)));
+                            row_states.update_value(|rows| {
+                                rows.insert(tensor.clone(), on);
+                            });
+                            let gone = tensor.clone();
+                            // The panel may go first: then there is nothing to remove from.
+                            on_cleanup(move || {
+                                row_states.try_update_value(|rows| rows.remove(&gone));
+                            });
                             let solo = {
                                 let tensor = tensor.clone();
                                 Memo::new(move |_| state.fit_log.with(|log| {
