@@ -75,14 +75,33 @@ fn gallop<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
     lo + v[lo..(lo + step).min(v.len())].partition_point(pred)
 }
 
-/// A walk up the address space through the unions one query reads, with a cursor per union
-/// (how many of its ranges start below the walk) that only moves up.
+/// A walk up the address space through the unions one query reads (as a node and whether its
+/// `covering` union, else its `touching`), with a cursor per union (how many of its ranges
+/// start below the walk) that only moves up.
 struct Walk<'a> {
-    unions: Vec<&'a Ranges>,
+    nodes: &'a [Node],
+    unions: &'a [(usize, bool)],
+    cursors: &'a mut [usize],
+}
+
+/// The memory of a [`Walk`], kept from one query to the next.
+#[derive(Default)]
+struct WalkBuffers {
+    unions: Vec<(usize, bool)>,
     cursors: Vec<usize>,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    fn union(&self, u: usize) -> &'a [(u64, u64)] {
+        let (n, covering) = self.unions[u];
+        let node = &self.nodes[n];
+        if covering {
+            &node.covering.0
+        } else {
+            &node.touching.0
+        }
+    }
+
     /// The least `x >= from`, as `align` rounds, with `[x, x + size)` clear of every range.
     /// A range that blocks sends `x` past its end; that skips only offsets it blocks. Done when
     /// every union in turn lets `x` pass.
@@ -90,7 +109,7 @@ impl Walk<'_> {
         let n = self.unions.len();
         let (mut x, mut passed, mut u) = (from, 0, 0);
         while passed < n {
-            let ranges = &self.unions[u].0;
+            let ranges = self.union(u);
             let k = gallop(ranges, self.cursors[u], |&(start, _)| start < x + size);
             self.cursors[u] = k;
             match k.checked_sub(1).map(|j| ranges[j].1).filter(|&end| end > x) {
@@ -109,10 +128,8 @@ impl Walk<'_> {
 
     /// Where the free run at a clear `x` ends: the least start above it, if any.
     fn next_start(&self) -> Option<u64> {
-        self.unions
-            .iter()
-            .zip(&self.cursors)
-            .filter_map(|(r, &k)| r.0.get(k).map(|&(start, _)| start))
+        (0..self.unions.len())
+            .filter_map(|u| self.union(u).get(self.cursors[u]).map(|&(start, _)| start))
             .min()
     }
 }
@@ -130,18 +147,33 @@ pub(crate) struct Occupancy {
     starts: Vec<u32>,
     leaves: usize,
     nodes: Vec<Node>,
+    walk: WalkBuffers,
 }
 
 impl Occupancy {
     pub(crate) fn new(items: &[Item]) -> Self {
-        let mut starts: Vec<u32> = items.iter().map(|i| i.live.first).collect();
-        starts.sort_unstable();
-        starts.dedup();
-        let leaves = starts.len().next_power_of_two();
-        Occupancy {
-            starts,
-            leaves,
-            nodes: (0..2 * leaves).map(|_| Node::default()).collect(),
+        let mut occupancy = Occupancy {
+            starts: Vec::new(),
+            leaves: 0,
+            nodes: Vec::new(),
+            walk: WalkBuffers::default(),
+        };
+        occupancy.reset(items);
+        occupancy
+    }
+
+    /// Empty, over the times of `items`; the unions keep their capacity, so a decode after
+    /// another of a similar problem allocates little.
+    fn reset(&mut self, items: &[Item]) {
+        self.starts.clear();
+        self.starts.extend(items.iter().map(|i| i.live.first));
+        self.starts.sort_unstable();
+        self.starts.dedup();
+        self.leaves = self.starts.len().next_power_of_two();
+        self.nodes.resize_with(2 * self.leaves, Node::default);
+        for node in &mut self.nodes {
+            node.touching.0.clear();
+            node.covering.0.clear();
         }
     }
 
@@ -206,19 +238,34 @@ impl Occupancy {
 
     /// A walk through the unions a query over `live` must clear, the longest first (the
     /// likeliest to block).
-    fn walk(&self, (lo, hi): (usize, usize)) -> Walk<'_> {
-        let mut unions = Vec::new();
-        Self::canonical(lo, hi, |n| unions.push(&self.nodes[n].touching));
-        Self::root_paths(lo, hi - 1, |n| unions.push(&self.nodes[n].covering));
-        unions.retain(|r| !r.0.is_empty());
-        unions.sort_by_key(|r| std::cmp::Reverse(r.0.len()));
-        let cursors = vec![0; unions.len()];
-        Walk { unions, cursors }
+    fn walk(&mut self, (lo, hi): (usize, usize)) -> Walk<'_> {
+        let nodes = &self.nodes;
+        let WalkBuffers { unions, cursors } = &mut self.walk;
+        unions.clear();
+        Self::canonical(lo, hi, |n| unions.push((n, false)));
+        Self::root_paths(lo, hi - 1, |n| unions.push((n, true)));
+        let len = |&(n, covering): &(usize, bool)| {
+            let node: &Node = &nodes[n];
+            if covering {
+                node.covering.0.len()
+            } else {
+                node.touching.0.len()
+            }
+        };
+        unions.retain(|u| len(u) > 0);
+        unions.sort_unstable_by_key(|u| std::cmp::Reverse(len(u)));
+        cursors.clear();
+        cursors.resize(unions.len(), 0);
+        Walk {
+            nodes,
+            unions,
+            cursors,
+        }
     }
 
     /// Where `choice` puts `item` among the placed buffers it overlaps: the same offset as
     /// [`choose_gap`] over all of them.
-    pub(crate) fn choose(&self, item: &Item, span: (usize, usize), choice: GapChoice) -> u64 {
+    pub(crate) fn choose(&mut self, item: &Item, span: (usize, usize), choice: GapChoice) -> u64 {
         let mut walk = self.walk(span);
         let aligned = |v: u64| align_up(v, item.alignment).expect("validated: extents fit in u64");
         match choice {
@@ -260,6 +307,33 @@ const LISTING_LIMIT: u64 = 1024;
 pub(crate) struct Decode {
     first: Vec<(Item, u64)>,
     latest: Vec<(Item, u64)>,
+    /// The last decode's occupancy, emptied and refilled by the next.
+    scratch: Scratch,
+}
+
+/// Memory a decode reuses, not part of what a [`Decode`] is: a clone starts without it, and
+/// equality ignores it.
+#[derive(Default)]
+struct Scratch(Option<Occupancy>);
+
+impl Clone for Scratch {
+    fn clone(&self) -> Self {
+        Scratch(None)
+    }
+}
+
+impl PartialEq for Scratch {
+    fn eq(&self, _: &Scratch) -> bool {
+        true
+    }
+}
+
+impl Eq for Scratch {}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scratch")
+    }
 }
 
 /// Places the items in `order`, each where `choice` puts it among the placed buffers it
@@ -285,9 +359,15 @@ fn place_listing_up_to(
     order: &[u32],
     choice: GapChoice,
     limit: u64,
-    earlier: Option<&mut Decode>,
+    mut earlier: Option<&mut Decode>,
 ) -> Vec<u64> {
-    let mut occupancy = Occupancy::new(items);
+    let mut occupancy = match earlier.as_mut().and_then(|d| d.scratch.0.take()) {
+        Some(mut occupancy) => {
+            occupancy.reset(items);
+            occupancy
+        }
+        None => Occupancy::new(items),
+    };
     let mut offsets = vec![0; items.len()];
     let shared_with = |decode: &[(Item, u64)]| {
         decode
@@ -354,6 +434,7 @@ fn place_listing_up_to(
                 .iter()
                 .map(|&i| (items[i as usize], offsets[i as usize])),
         );
+        earlier.scratch.0 = Some(occupancy);
     }
     offsets
 }
@@ -444,9 +525,22 @@ mod tests {
         r.insert(0, 5);
         assert_eq!(r.0, vec![(0, 5), (10, 40), (50, 60)]);
         let other = Ranges(vec![(40, 45)]);
+        // Node 0's touching union and node 1's covering one.
+        let nodes = [
+            Node {
+                touching: r,
+                covering: Ranges::default(),
+            },
+            Node {
+                touching: Ranges::default(),
+                covering: other,
+            },
+        ];
+        let mut cursors = [0, 0];
         let mut walk = Walk {
-            unions: vec![&r, &other],
-            cursors: vec![0, 0],
+            nodes: &nodes,
+            unions: &[(0, false), (1, true)],
+            cursors: &mut cursors,
         };
         assert_eq!(walk.clear(5, 5, |v| v), 5);
         assert_eq!(walk.next_start(), Some(10));
