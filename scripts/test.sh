@@ -11,7 +11,16 @@ echo "== native tests (unit, property, corpus, CLI)"
 cargo test --workspace --locked
 
 echo "== wasm tests in headless Chromium"
-(cd web && cargo test --locked --target wasm32-unknown-unknown)
+# A runner that finds no browser, or a test file gone, passes with nothing run: count them.
+wasm_log=$(mktemp)
+(cd web && cargo test --locked --target wasm32-unknown-unknown) 2>&1 | tee "$wasm_log"
+expected=$(cat web/tests/*.rs | grep -c '#\[wasm_bindgen_test\]' || true)
+passed=$(grep -o 'test result: ok\. [0-9]* passed' "$wasm_log" | awk '{n += $4} END {print n + 0}')
+rm -f "$wasm_log"
+if [ "$expected" -eq 0 ] || [ "$passed" -lt "$expected" ]; then
+  echo "the browser ran $passed wasm tests of the $expected in web/tests" >&2
+  exit 1
+fi
 
 echo "== release bundle"
 trunk build --release --locked
