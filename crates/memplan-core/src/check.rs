@@ -224,7 +224,7 @@ fn overlaps_in_time(
         )
     };
     let mut by_start = members.to_vec();
-    by_start.sort_by_key(|&b| (span(b).first, b));
+    by_start.sort_unstable_by_key(|&b| (span(b).first, b));
     let mut live: BTreeMap<(u64, usize), u64> = BTreeMap::new();
     let mut ending: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::new();
     for b in by_start {
@@ -270,7 +270,7 @@ fn overlaps_across_classes(
             (offset, end, problem.buffers[b].dtype, b)
         })
         .collect();
-    ranges.sort_by_key(|&(offset, _, class, b)| (class, offset, b));
+    ranges.sort_unstable_by_key(|&(offset, _, class, b)| (class, offset, b));
     let mut runs: Vec<(u64, u64, Option<DType>, usize)> = Vec::new();
     for r in ranges {
         match runs.last_mut() {
@@ -278,7 +278,7 @@ fn overlaps_across_classes(
             _ => runs.push(r),
         }
     }
-    runs.sort_by_key(|&(offset, _, class, b)| (offset, class, b));
+    runs.sort_unstable_by_key(|&(offset, _, class, b)| (offset, class, b));
     // Runs of one class are disjoint, so any overlap in offset order crosses classes.
     let mut reach: Option<(u64, usize)> = None;
     for (offset, end, _, b) in runs {

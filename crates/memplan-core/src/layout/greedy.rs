@@ -43,7 +43,8 @@ pub(crate) fn portfolio(items: &[Item]) -> [Vec<u32>; 4] {
 /// Item indices by decreasing `key`, ties by index.
 fn order_by(items: &[Item], key: impl Fn(&Item) -> (u64, u64)) -> Vec<u32> {
     let mut order: Vec<u32> = (0..items.len() as u32).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(key(&items[i as usize])), i));
+    // The index makes every key distinct, so an unstable sort gives the one order.
+    order.sort_unstable_by_key(|&i| (std::cmp::Reverse(key(&items[i as usize])), i));
     order
 }
 
