@@ -192,6 +192,20 @@ pub fn analyze(graph: &Graph, resolved: &ResolvedGraph) -> Liveness {
 /// [`analyze`] with the tensors of `inlined` (one flag per tensor, or empty for none)
 /// recomputed at their uses instead of stored (see the module docs).
 pub fn analyze_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) -> Liveness {
+    Liveness {
+        uses: Uses::of(resolved),
+        ..storage_inlined(graph, resolved, inlined)
+    }
+}
+
+/// The problem alone of [`analyze_inlined`]: what a relayout needs (a rematerialization score
+/// makes hundreds), without the uses, which flips do not change.
+pub fn problem_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) -> Problem {
+    storage_inlined(graph, resolved, inlined).problem
+}
+
+/// [`analyze_inlined`] but for its (empty) uses.
+fn storage_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) -> Liveness {
     let n = resolved.tensors.len();
     let is_inlined = |t: usize| inlined.get(t).copied().unwrap_or(false);
     let mut span: Vec<Option<LiveInterval>> = vec![None; n];
@@ -241,7 +255,7 @@ pub fn analyze_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]
     }
     Liveness {
         problem,
-        uses: Uses::of(resolved),
+        uses: Uses::default(),
         buffer_tensor,
         tensor_buffer,
         unused,

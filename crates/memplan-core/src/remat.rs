@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
 use crate::layout::{Control, Decodes, PlanError, PlanOptions, plan_with};
-use crate::liveness::{Uses, analyze_inlined};
+use crate::liveness::{Uses, problem_inlined};
 
 /// A tensor that may be recomputed at its uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -338,9 +338,9 @@ impl<'a> Rematerializer<'a> {
         for &t in &key {
             flags[t] = true;
         }
-        let liveness = analyze_inlined(self.graph, self.resolved, &flags);
+        let problem = problem_inlined(self.graph, self.resolved, &flags);
         let plan = plan_with(
-            &liveness.problem,
+            &problem,
             self.options,
             &mut Control {
                 earlier: Some(&mut self.scores.borrow_mut().earlier),
