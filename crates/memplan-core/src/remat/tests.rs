@@ -3,6 +3,7 @@
 use super::*;
 use crate::graph::{Step, Tensor};
 use crate::layout::Strategy;
+use crate::liveness::analyze_inlined;
 use proptest::prelude::*;
 use proptest::strategy::Strategy as _;
 
