@@ -253,7 +253,10 @@ impl Occupancy {
             }
         };
         unions.retain(|u| len(u) > 0);
-        unions.sort_unstable_by_key(|u| std::cmp::Reverse(len(u)));
+        // The longest first: the likeliest to block. Ordering the rest costs more than it saves.
+        if let Some(longest) = (0..unions.len()).max_by_key(|&u| len(&unions[u])) {
+            unions.swap(0, longest);
+        }
         cursors.clear();
         cursors.resize(unions.len(), 0);
         Walk {
