@@ -11,7 +11,9 @@
 //! with [`place_in_order_within`] over its own neighbour lists, and [`place_in_order`] is the
 //! tests' reference.
 
-use super::{Item, RegionLayout};
+use super::Item;
+#[cfg(test)]
+use super::RegionLayout;
 use crate::graph::align_up;
 
 /// Which gap a buffer goes to.
@@ -62,6 +64,7 @@ pub(crate) fn place_in_order(
 }
 
 /// [`place_in_order`], giving up (`None`) as soon as the extent would pass `limit`.
+#[cfg(test)]
 pub(crate) fn place_in_order_within(
     items: &[Item],
     order: &[u32],

@@ -737,6 +737,18 @@ fn layout_region(
             if visits > options.search_work {
                 return (!in_best).then(|| done(greedy(GapChoice::Lowest, control)))?;
             }
+            let evaluations = (options.search_work / visits.max(1))
+                .min(u64::from(options.search_evaluations)) as u32;
+            let mut warm =
+                |control: &mut Control<'_>| search::layout(items, evaluations, device, control);
+            if !options.exact_search() {
+                let (layout, stopped) = warm(control);
+                return Some(RegionOutcome {
+                    layout,
+                    stopped,
+                    exact: None,
+                });
+            }
             let index =
                 IntervalIndex::new(&intervals, &(0..items.len() as u32).collect::<Vec<_>>());
             let neighbours: Vec<Vec<u32>> = intervals
@@ -749,19 +761,6 @@ fn layout_region(
                     out
                 })
                 .collect();
-            let evaluations = (options.search_work / visits.max(1))
-                .min(u64::from(options.search_evaluations)) as u32;
-            let mut warm = |control: &mut Control<'_>| {
-                search::layout(items, &neighbours, evaluations, device, control)
-            };
-            if !options.exact_search() {
-                let (layout, stopped) = warm(control);
-                return Some(RegionOutcome {
-                    layout,
-                    stopped,
-                    exact: None,
-                });
-            }
             // The exact search: first-fit's layout to fall back on, the local search as a warm
             // start only when the first probe does not settle it, and a node budget of the same
             // work (each node visits the region's unplaced buffers a few times).

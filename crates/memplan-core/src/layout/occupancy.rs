@@ -14,9 +14,9 @@
 //! the placed buffers overlapping it, so the gap chosen is the one a full scan would choose
 //! (property-tested against [`choose_gap`] over the listed conflicts).
 
-use super::Item;
 use super::greedy::{GapChoice, choose_gap};
 use super::interval_index::IntervalIndex;
+use super::{Item, RegionLayout};
 use crate::graph::align_up;
 use crate::problem::LiveInterval;
 
@@ -442,6 +442,55 @@ fn place_listing_up_to(
     offsets
 }
 
+/// First-fit decodes of orders that differ from the last one decoded after a prefix, as a local
+/// search over orders makes them: the items before the point where the order changed keep the
+/// offsets of the last layout (a greedy decode places each item by those before it alone), and
+/// only the rest are walked.
+pub(crate) struct Redecoder {
+    occupancy: Occupancy,
+}
+
+impl Redecoder {
+    pub(crate) fn new(items: &[Item]) -> Self {
+        Redecoder {
+            occupancy: Occupancy::new(items),
+        }
+    }
+
+    /// First-fit's layout of `order`, whose first `resume` items are placed as in `earlier`
+    /// (the layout of an order with the same first `resume` items), or `None` as soon as the
+    /// extent passes `limit`.
+    pub(crate) fn decode(
+        &mut self,
+        items: &[Item],
+        order: &[u32],
+        earlier: Option<(&RegionLayout, usize)>,
+        limit: u64,
+    ) -> Option<RegionLayout> {
+        let occupancy = &mut self.occupancy;
+        occupancy.reset(items);
+        let (mut offsets, mut extent) = (vec![0; items.len()], 0);
+        for (r, &i) in order.iter().enumerate() {
+            let item = &items[i as usize];
+            if item.size == 0 {
+                continue;
+            }
+            let span = occupancy.span(item.live);
+            let offset = match earlier {
+                Some((layout, resume)) if r < resume => layout.offsets[i as usize],
+                _ => occupancy.choose(item, span, GapChoice::Lowest),
+            };
+            occupancy.insert(span, offset, item.size);
+            offsets[i as usize] = offset;
+            extent = extent.max(offset + item.size);
+            if extent > limit {
+                return None;
+            }
+        }
+        Some(RegionLayout { offsets, extent })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -480,6 +529,47 @@ mod tests {
                 out.extend((0..r as u32).filter(|&e| items[order[e as usize] as usize].live.overlaps(live)));
             });
             prop_assert_eq!(fast, slow.offsets);
+        }
+
+        /// A redecode of an order changed after a prefix, resumed from the layout before the
+        /// change, is first-fit's layout of the new order over the listed conflicts, and gives
+        /// up exactly when that passes the limit.
+        #[test]
+        fn a_redecode_from_a_shared_prefix_is_the_full_scans_layout(
+            items in items(),
+            seed in any::<u64>(),
+            moves in prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>()), 1..6),
+            slack in 0u64..80,
+        ) {
+            let mut order: Vec<u32> = (0..items.len() as u32).collect();
+            order.sort_by_key(|&r| (u64::from(r) ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let full_scan = |order: &[u32], limit: u64| {
+                crate::layout::greedy::place_in_order_within(&items, order, GapChoice::Lowest, &mut |r, out| {
+                    let live = items[order[r] as usize].live;
+                    out.extend((0..r as u32).filter(|&e| items[order[e as usize] as usize].live.overlaps(live)));
+                }, limit)
+            };
+            let mut redecoder = Redecoder::new(&items);
+            let mut current = redecoder.decode(&items, &order, None, u64::MAX).unwrap();
+            let scanned = full_scan(&order, u64::MAX);
+            prop_assert_eq!(Some(&current), scanned.as_ref());
+            for (from, to) in moves {
+                if items.is_empty() {
+                    break;
+                }
+                let (from, to) = (from.index(items.len()), to.index(items.len()));
+                let moved = order.remove(from);
+                order.insert(to, moved);
+                let limit = current.extent.saturating_sub(40).saturating_add(slack);
+                let resumed = redecoder.decode(&items, &order, Some((&current, from.min(to))), limit);
+                prop_assert_eq!(&resumed, &full_scan(&order, limit));
+                if let Some(layout) = resumed {
+                    current = layout;
+                } else {
+                    let moved = order.remove(to);
+                    order.insert(from, moved);
+                }
+            }
         }
 
         /// Resuming from earlier decodes of variants gives the offsets of a decode from scratch.

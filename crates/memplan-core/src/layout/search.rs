@@ -5,13 +5,16 @@
 //! repeatedly take a buffer that reaches
 //! the current extent and move it to an earlier, pseudo-random place in the order (now and then
 //! any buffer, to leave plateaus); keep a move unless it raises the extent (a
-//! decode stops as soon as it does). The generator is a
+//! decode stops as soon as it does). A move leaves the order before both of its places as it
+//! was, so a decode keeps those items' offsets and walks the rest through the occupancy tree
+//! ([`Redecoder`]). The generator is a
 //! fixed-seed SplitMix64 and the budget is a count of evaluations, never a clock, so the result
 //! is the same bytes on every machine. It returns the best layout seen, never worse than
 //! first-fit's nor the portfolio's. The caller's [`Control`] may end it early (between evaluations: it then keeps
 //! the best so far) and hears the best extent and the bound as it goes.
 
-use super::greedy::{GapChoice, place_in_order_within, portfolio};
+use super::greedy::portfolio;
+use super::occupancy::Redecoder;
 use super::{Control, Item, Progress, RegionLayout};
 use crate::lower_bound::live_curve;
 
@@ -43,39 +46,23 @@ impl SplitMix64 {
 /// How many evaluations pass between two questions to the caller's [`Control`].
 const EVALUATIONS_PER_CHECK: u32 = 16;
 
-/// Searches up to `evaluations` orders; `neighbours[i]` are the items overlapping item `i`.
-/// Returns the best layout and whether `control` stopped the search early.
+/// Searches up to `evaluations` orders. Returns the best layout and whether `control` stopped
+/// the search early.
 pub(crate) fn layout(
     items: &[Item],
-    neighbours: &[Vec<u32>],
     evaluations: u32,
     device: usize,
     control: &mut Control<'_>,
 ) -> (RegionLayout, bool) {
     // A decode gives up once it passes `limit`: such an order would be rejected anyway.
-    let mut rank = vec![0u32; items.len()];
-    let mut decode = |order: &[u32], limit: u64| {
-        for (r, &i) in order.iter().enumerate() {
-            rank[i as usize] = r as u32;
-        }
-        place_in_order_within(
-            items,
-            order,
-            GapChoice::Lowest,
-            &mut |r, out| {
-                let ranks = neighbours[order[r] as usize]
-                    .iter()
-                    .map(|&j| rank[j as usize]);
-                out.extend(ranks.filter(|&q| (q as usize) < r))
-            },
-            limit,
-        )
-    };
+    let mut redecoder = Redecoder::new(items);
     // The best of the greedy portfolio (the first on a tie).
     let (mut order, mut current) = portfolio(items)
         .into_iter()
         .map(|order| {
-            let layout = decode(&order, u64::MAX).expect("no limit");
+            let layout = redecoder
+                .decode(items, &order, None, u64::MAX)
+                .expect("no limit");
             (order, layout)
         })
         .reduce(|best, next| {
@@ -132,7 +119,13 @@ pub(crate) fn layout(
         };
         let moved = order.remove(from);
         order.insert(to, moved);
-        if let Some(candidate) = decode(&order, current.extent) {
+        // The order before both places is unchanged: its items keep their offsets.
+        if let Some(candidate) = redecoder.decode(
+            items,
+            &order,
+            Some((&current, to.min(from))),
+            current.extent,
+        ) {
             if candidate.extent < best.extent {
                 best = candidate.clone();
             }
