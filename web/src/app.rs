@@ -686,7 +686,6 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
             state.window().get_untracked(),
             state.color_by.get_untracked(),
             arena_only,
-            None,
         )
         .and_then(|svg| {
             export::download_text(

@@ -11,9 +11,8 @@ use crate::analysis::Analysis;
 use crate::error::WebError;
 use crate::url_state::Tab;
 
-/// The SVG of a view of `model`: `window` and `rows` as the screen shows them, `size` pixels
-/// (`None`: the size `memplan render` draws).
-#[allow(clippy::too_many_arguments)]
+/// The SVG of a view of `model`: `window` and `rows` as the screen shows them, at the size
+/// `memplan render` draws.
 pub fn view_svg(
     model: &ViewModel,
     tab: Tab,
@@ -22,15 +21,11 @@ pub fn view_svg(
     window: Option<Viewport>,
     color_by: ColorBy,
     arena_only: bool,
-    size: Option<(u32, u32)>,
 ) -> Result<String, WebError> {
-    let d = SvgOptions::default();
-    let (width, height) = size.unwrap_or((d.width, d.height));
     let options = SvgOptions {
         color_by,
         arena_only,
-        width,
-        height,
+        ..SvgOptions::default()
     };
     match tab {
         Tab::Arena => arena_svg(model, device, window, options),
