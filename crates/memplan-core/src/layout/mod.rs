@@ -695,14 +695,7 @@ fn layout_region(
     let greedy = |choice, control: &mut Control<'_>| {
         let earlier = (control.earlier.as_deref_mut())
             .map(|decodes| decodes.0.entry((device, class, choice)).or_default());
-        let offsets = occupancy::place(items, &size_order(items), choice, earlier);
-        let extent = items
-            .iter()
-            .zip(&offsets)
-            .map(|(item, &offset)| offset + item.size)
-            .max()
-            .unwrap_or(0);
-        RegionLayout { offsets, extent }
+        occupancy::place(items, &size_order(items), choice, earlier)
     };
     let done = |layout| {
         Some(RegionOutcome {

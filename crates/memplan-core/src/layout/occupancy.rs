@@ -347,7 +347,7 @@ pub(crate) fn place(
     order: &[u32],
     choice: GapChoice,
     earlier: Option<&mut Decode>,
-) -> Vec<u64> {
+) -> RegionLayout {
     let limit = match choice {
         GapChoice::Lowest => 0,
         GapChoice::Smallest => LISTING_LIMIT,
@@ -363,7 +363,7 @@ fn place_listing_up_to(
     choice: GapChoice,
     limit: u64,
     mut earlier: Option<&mut Decode>,
-) -> Vec<u64> {
+) -> RegionLayout {
     let mut occupancy = match earlier.as_mut().and_then(|d| d.scratch.0.take()) {
         Some(mut occupancy) => {
             occupancy.reset(items);
@@ -371,7 +371,6 @@ fn place_listing_up_to(
         }
         None => Occupancy::new(items),
     };
-    let mut offsets = vec![0; items.len()];
     let shared_with = |decode: &[(Item, u64)]| {
         decode
             .iter()
@@ -387,12 +386,6 @@ fn place_listing_up_to(
             .unwrap_or_default(),
         None => (&[], 0),
     };
-    for (&(item, offset), &i) in resumed[..shared].iter().zip(order) {
-        if item.size > 0 {
-            occupancy.insert(occupancy.span(item.live), offset, item.size);
-        }
-        offsets[i as usize] = offset;
-    }
     // The listing index, only where it is used (`best-fit`): ranks are places in `order`.
     let index = (limit > 0).then(|| {
         let mut rank = vec![0u32; items.len()];
@@ -403,13 +396,13 @@ fn place_listing_up_to(
         IntervalIndex::new(&intervals, &rank)
     });
     let (mut listed, mut ranges) = (Vec::new(), Vec::new());
-    for (r, &i) in order.iter().enumerate().skip(shared) {
-        let item = &items[i as usize];
-        if item.size == 0 {
-            continue;
-        }
-        let span = occupancy.span(item.live);
-        let offset = match &index {
+    let layout = place_on(
+        &mut occupancy,
+        items,
+        order,
+        (shared, |r, _| resumed[r].1),
+        u64::MAX,
+        |occupancy, offsets, r, item, span| match &index {
             Some(index) if index.count_overlapping(item.live) <= limit => {
                 listed.clear();
                 index.overlapping(item.live, r as u32, &mut listed);
@@ -421,10 +414,9 @@ fn place_listing_up_to(
                 choose_gap(&mut ranges, item.size, item.alignment, choice)
             }
             _ => occupancy.choose(item, span, choice),
-        };
-        occupancy.insert(span, offset, item.size);
-        offsets[i as usize] = offset;
-    }
+        },
+    )
+    .expect("no limit");
     if let Some(earlier) = earlier {
         let into = if earlier.first.is_empty() {
             &mut earlier.first
@@ -435,11 +427,45 @@ fn place_listing_up_to(
         into.extend(
             order
                 .iter()
-                .map(|&i| (items[i as usize], offsets[i as usize])),
+                .map(|&i| (items[i as usize], layout.offsets[i as usize])),
         );
         earlier.scratch.0 = Some(occupancy);
     }
-    offsets
+    layout
+}
+
+/// The one loop of every decode here: places the items of `order` on `occupancy` (emptied by
+/// the caller): the first `prefix.0` at the offsets `prefix.1(rank, item)` already known, the
+/// rest where `choose(occupancy, offsets so far, rank, item, span)` puts them; `None` as soon
+/// as the extent passes `limit`.
+fn place_on(
+    occupancy: &mut Occupancy,
+    items: &[Item],
+    order: &[u32],
+    (known, known_offset): (usize, impl Fn(usize, u32) -> u64),
+    limit: u64,
+    mut choose: impl FnMut(&mut Occupancy, &[u64], usize, &Item, (usize, usize)) -> u64,
+) -> Option<RegionLayout> {
+    let (mut offsets, mut extent) = (vec![0; items.len()], 0);
+    for (r, &i) in order.iter().enumerate() {
+        let item = &items[i as usize];
+        if item.size == 0 {
+            continue;
+        }
+        let span = occupancy.span(item.live);
+        let offset = if r < known {
+            known_offset(r, i)
+        } else {
+            choose(occupancy, &offsets, r, item, span)
+        };
+        occupancy.insert(span, offset, item.size);
+        offsets[i as usize] = offset;
+        extent = extent.max(offset + item.size);
+        if extent > limit {
+            return None;
+        }
+    }
+    Some(RegionLayout { offsets, extent })
 }
 
 /// First-fit decodes of orders that differ from the last one decoded after a prefix, as a local
@@ -467,27 +493,17 @@ impl Redecoder {
         earlier: Option<(&RegionLayout, usize)>,
         limit: u64,
     ) -> Option<RegionLayout> {
-        let occupancy = &mut self.occupancy;
-        occupancy.reset(items);
-        let (mut offsets, mut extent) = (vec![0; items.len()], 0);
-        for (r, &i) in order.iter().enumerate() {
-            let item = &items[i as usize];
-            if item.size == 0 {
-                continue;
-            }
-            let span = occupancy.span(item.live);
-            let offset = match earlier {
-                Some((layout, resume)) if r < resume => layout.offsets[i as usize],
-                _ => occupancy.choose(item, span, GapChoice::Lowest),
-            };
-            occupancy.insert(span, offset, item.size);
-            offsets[i as usize] = offset;
-            extent = extent.max(offset + item.size);
-            if extent > limit {
-                return None;
-            }
-        }
-        Some(RegionLayout { offsets, extent })
+        self.occupancy.reset(items);
+        let known = earlier.map_or(0, |(_, resume)| resume);
+        let known_offset = |_, i: u32| earlier.map_or(0, |(layout, _)| layout.offsets[i as usize]);
+        place_on(
+            &mut self.occupancy,
+            items,
+            order,
+            (known, known_offset),
+            limit,
+            |occupancy, _, _, item, span| occupancy.choose(item, span, GapChoice::Lowest),
+        )
     }
 }
 
@@ -523,7 +539,7 @@ mod tests {
             let choice = if smallest { GapChoice::Smallest } else { GapChoice::Lowest };
             let mut order: Vec<u32> = (0..items.len() as u32).collect();
             order.sort_by_key(|&r| (u64::from(r) ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let fast = place_listing_up_to(&items, &order, choice, limit, None);
+            let fast = place_listing_up_to(&items, &order, choice, limit, None).offsets;
             let slow = place_in_order(&items, &order, choice, &mut |r, out| {
                 let live = items[order[r] as usize].live;
                 out.extend((0..r as u32).filter(|&e| items[order[e as usize] as usize].live.overlaps(live)));
