@@ -260,11 +260,12 @@ test('W/S zoom in time only; the rows scroll on their own', async () => {
   const z = new URL(page.url()).searchParams.get('zoom').split(',').map(Number);
   const [, , , rowsBefore] = z;
   assert.ok(z[1] - z[0] < 203, `time zoomed: ${z}`);
-  const first = (await testid('timeline-canvas').getAttribute('data-rows')).split(',').map(Number)[0];
+  // The window drawn is x0,x1,y0,y1: y0 is the first row shown.
+  const first = (await testid('timeline-canvas').getAttribute('data-window')).split(',').map(Number)[2];
   const a = await testid('timeline-canvas').boundingBox();
   await page.mouse.move(a.x + a.width / 2, a.y + a.height * 0.8);
   await page.mouse.wheel(0, 160);
-  await page.waitForFunction((f) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.rows.split(',')[0]) !== f, first);
+  await page.waitForFunction((f) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.window.split(',')[2]) !== f, first);
   const after = new URL(page.url()).searchParams.get('zoom').split(',').map(Number);
   assert.deepEqual(after.slice(0, 2), z.slice(0, 2), 'scrolling rows keeps the time window');
   assert.ok(rowsBefore !== undefined);

@@ -78,7 +78,7 @@ async function arenaPoint(report, name) {
 /** The CSS-pixel point over row `k` (of the rows in order) at positions `live` of the timeline. */
 async function rowPoint(k, live, positions) {
   const a = await plotArea('timeline-canvas');
-  const [first] = (await testid('timeline-canvas').getAttribute('data-rows')).split(',').map(Number);
+  const [, , first] = (await testid('timeline-canvas').getAttribute('data-window')).split(',').map(Number);
   return {
     x: a.x + ((live[0] + live[1] + 1) / 2 / positions) * a.w,
     y: a.y + (k - first + 0.5) * 16,

@@ -67,11 +67,7 @@ impl AnalysisCache {
     fn remember(&mut self, outcome: &Outcome, model: &ViewModel) {
         let scenario = &outcome.scenario;
         if scenario.inline.is_empty() && scenario.strategy != Strategy::Search.into() {
-            let baseline = Baseline {
-                footprint_bytes: outcome.plan.footprint_bytes(),
-                curves: model.devices.iter().map(|d| d.curve.clone()).collect(),
-            };
-            self.baseline = Some((unflipped(scenario), Some(baseline)));
+            self.baseline = Some((unflipped(scenario), Some(Baseline::of(outcome, model))));
         }
     }
 
@@ -203,7 +199,7 @@ impl Analysis {
 
     /// Leaves out what depends on the params alone (the spaces; the schedule's labels, steps
     /// and loops): a re-plan under the params of the last analysis sent need not send them.
-    pub fn without_params_parts(mut self) -> Analysis {
+    fn without_params_parts(mut self) -> Analysis {
         self.spaces = None;
         let m = &mut self.model;
         (m.position_labels, m.steps, m.loops) = Default::default();
@@ -230,7 +226,7 @@ impl Analysis {
 
     /// Puts back the parts [`Analysis::without_params_parts`] left out, from `earlier`, an
     /// analysis under the same params.
-    pub fn with_params_parts_of(mut self, earlier: &Analysis) -> Analysis {
+    fn with_params_parts_of(mut self, earlier: &Analysis) -> Analysis {
         self.spaces = earlier.spaces.clone();
         let (m, e) = (&mut self.model, &earlier.model);
         m.position_labels = e.position_labels.clone();
@@ -378,15 +374,16 @@ impl BuffersSent {
 /// The plan of `unflipped`, a scenario without flips, as a baseline.
 fn baseline(session: &Session, unflipped: &Scenario) -> Option<Baseline> {
     let outcome = session.plan(unflipped).ok()?;
-    Some(Baseline {
-        footprint_bytes: outcome.plan.footprint_bytes(),
-        curves: session
-            .view_model(&outcome)
-            .devices
-            .into_iter()
-            .map(|d| d.curve)
-            .collect(),
-    })
+    Some(Baseline::of(&outcome, &session.view_model(&outcome)))
+}
+
+impl Baseline {
+    fn of(outcome: &Outcome, model: &ViewModel) -> Baseline {
+        Baseline {
+            footprint_bytes: outcome.plan.footprint_bytes(),
+            curves: model.devices.iter().map(|d| d.curve.clone()).collect(),
+        }
+    }
 }
 
 /// A fit's answer as the page shows it: the footprints, the flips in acceptance order and

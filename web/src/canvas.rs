@@ -517,7 +517,6 @@ fn draw(
     }
     // What was drawn and how long it took: hooks for tests and for the curious.
     let _ = canvas.set_attribute("data-items", &scene.rects.len().to_string());
-    let _ = canvas.set_attribute("data-rows", &format!("{},{}", v.y0, v.y1));
     let _ = canvas.set_attribute(
         "data-window",
         &format!("{},{},{},{}", v.x0, v.x1, v.y0, v.y1),

@@ -94,7 +94,8 @@ pub enum Response {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
         /// The params are those of the last plan sent: what depends on them alone is left out
-        /// ([`Analysis::without_params_parts`]), and the page keeps the parts it has.
+        /// (the spaces, the schedule's labels, steps and loops), and the page puts back the parts
+        /// it has ([`Analysis::received`]).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         same_params: bool,
         /// The buffers, sent against those of the last plan sent; the analysis's own are
