@@ -11,23 +11,24 @@
 
 use crate::problem::LiveInterval;
 
-/// How many (ordered) pairs of `intervals` overlap, each interval with itself included: the
-/// sum over every interval of the intervals it overlaps. Two sorts and a binary search each: an
-/// interval overlaps `i` when it starts by `i`'s last position and does not end before `i`'s
-/// first (those that end before it started before it too).
-pub(crate) fn total_overlaps(intervals: &[LiveInterval]) -> u64 {
+/// How many of `intervals` each one overlaps, itself included. Two sorts and a binary search
+/// each: an interval overlaps `i` when it starts by `i`'s last position and does not end before
+/// `i`'s first (those that end before it started before it too).
+pub(crate) fn overlap_counts(intervals: &[LiveInterval]) -> impl Iterator<Item = u64> + '_ {
     let mut firsts: Vec<u32> = intervals.iter().map(|i| i.first).collect();
     let mut lasts: Vec<u32> = intervals.iter().map(|i| i.last).collect();
     firsts.sort_unstable();
     lasts.sort_unstable();
-    intervals
-        .iter()
-        .map(|i| {
-            let started = firsts.partition_point(|&f| f <= i.last);
-            let ended = lasts.partition_point(|&l| l < i.first);
-            (started - ended) as u64
-        })
-        .sum()
+    intervals.iter().map(move |i| {
+        let started = firsts.partition_point(|&f| f <= i.last);
+        let ended = lasts.partition_point(|&l| l < i.first);
+        (started - ended) as u64
+    })
+}
+
+/// How many (ordered) pairs of `intervals` overlap, each interval with itself included.
+pub(crate) fn total_overlaps(intervals: &[LiveInterval]) -> u64 {
+    overlap_counts(intervals).sum()
 }
 
 pub(crate) struct IntervalIndex {
@@ -185,8 +186,9 @@ mod tests {
             prop_assert_eq!(found, expected);
             let all = (0..intervals.len()).filter(|&i| intervals[i].overlaps(query)).count();
             prop_assert_eq!(index.count_overlapping(query), all as u64);
-            let pairs = intervals.iter().map(|&a| intervals.iter().filter(|&&b| a.overlaps(b)).count() as u64).sum::<u64>();
-            prop_assert_eq!(total_overlaps(&intervals), pairs);
+            let counts: Vec<u64> = intervals.iter().map(|&a| intervals.iter().filter(|&&b| a.overlaps(b)).count() as u64).collect();
+            prop_assert_eq!(overlap_counts(&intervals).collect::<Vec<_>>(), counts.clone());
+            prop_assert_eq!(total_overlaps(&intervals), counts.iter().sum::<u64>());
         }
     }
 }

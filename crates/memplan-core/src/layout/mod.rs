@@ -185,6 +185,11 @@ pub const DEFAULT_SEARCH_EVALUATIONS: u32 = 4000;
 /// The default conflict-visit budget of `search` per region.
 pub const DEFAULT_SEARCH_WORK: u64 = 50_000_000;
 
+/// Within `best`, the local search's share of that budget: a page load stays fast (on a
+/// thousand-buffer model, a few evaluations past the portfolio; on a few hundred buffers a
+/// hundred or more), and the rest is what `search`, asked for by name, spends.
+pub const BEST_SEARCH_WORK: u64 = 2_500_000;
+
 /// What to plan with. Plain data: the callbacks a plan may call are in [`Control`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanOptions {
@@ -206,7 +211,8 @@ pub struct PlanOptions {
 
 impl PlanOptions {
     /// Whether `search` runs its exact part: only when asked for by name. Within `best` it runs
-    /// its local search alone, so that a page load stays fast.
+    /// its greedy portfolio and a short local search ([`BEST_SEARCH_WORK`]), so that a page load
+    /// stays fast.
     fn exact_search(&self) -> bool {
         self.strategy == StrategyChoice::One(Strategy::Search)
     }
@@ -730,8 +736,13 @@ fn layout_region(
             if visits > options.search_work {
                 return (!in_best).then(|| done(greedy(GapChoice::Lowest, control)))?;
             }
-            let evaluations = (options.search_work / visits.max(1))
-                .min(u64::from(options.search_evaluations)) as u32;
+            let work = if in_best {
+                options.search_work.min(BEST_SEARCH_WORK)
+            } else {
+                options.search_work
+            };
+            let evaluations =
+                (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32;
             let mut warm =
                 |control: &mut Control<'_>| search::layout(items, evaluations, device, control);
             if !options.exact_search() {

@@ -1,8 +1,9 @@
 //! `search`: a deterministic local search over placement orders, decoded by first-fit.
 //!
 //! Every compact layout is what first-fit makes of some order, so searching orders searches
-//! layouts. Start from the best order of a greedy portfolio (by size, area, lifetime, start);
-//! repeatedly take a buffer that reaches
+//! layouts. Start from the best order of a greedy portfolio ([`portfolio`]: OmniMalloc's seven
+//! orders; a decode gives up once it passes the best so far, and the portfolio stops at the
+//! floor); repeatedly take a buffer that reaches
 //! the current extent and move it to an earlier, pseudo-random place in the order (now and then
 //! any buffer, to leave plateaus); keep a move unless it raises the extent (a
 //! decode stops as soon as it does). A move leaves the order before both of its places as it
@@ -54,32 +55,29 @@ pub(crate) fn layout(
     device: usize,
     control: &mut Control<'_>,
 ) -> (RegionLayout, bool) {
-    // A decode gives up once it passes `limit`: such an order would be rejected anyway.
     let mut redecoder = Redecoder::new(items);
-    // The best of the greedy portfolio (the first on a tie).
-    let (mut order, mut current) = portfolio(items)
-        .into_iter()
-        .map(|order| {
-            let layout = redecoder
-                .decode(items, &order, None, u64::MAX)
-                .expect("no limit");
-            (order, layout)
-        })
-        .reduce(|best, next| {
-            if next.1.extent < best.1.extent {
-                next
-            } else {
-                best
+    let floor = lower_bound_hint(items);
+    // The best of the greedy portfolio (the first on a tie), which stops at the floor.
+    let mut start: Option<(Vec<u32>, RegionLayout)> = None;
+    for order in portfolio(items) {
+        let limit = start
+            .as_ref()
+            .map_or(u64::MAX, |(_, best)| best.extent.saturating_sub(1));
+        if let Some(layout) = redecoder.decode(items, &order, None, limit) {
+            let at_floor = layout.extent <= floor;
+            start = Some((order, layout));
+            if at_floor {
+                break;
             }
-        })
-        .expect("four orders");
+        }
+    }
+    let (mut order, mut current) = start.expect("the first order has no limit");
     let mut best = current.clone();
     if items.len() < 2 {
         return (best, false);
     }
     let mut rng = SplitMix64(0x6d65_6d70_6c61_6e00);
     let mut at_peak = Vec::new();
-    let floor = lower_bound_hint(items);
     let mut stopped = false;
     for evaluation in 0..evaluations {
         if best.extent <= floor {
@@ -147,4 +145,45 @@ pub(crate) fn lower_bound_hint(items: &[Item]) -> u64 {
         .unwrap_or(0);
     let curve = live_curve(positions, 0, items.iter().map(|i| (i.live, i.size)));
     curve.into_iter().max().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::greedy::{GapChoice, place_in_order};
+    use crate::problem::LiveInterval;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// With no evaluations, the search is its portfolio: the least extent first-fit makes
+        /// of any of its orders (decoded here by the full scan), though it stops decoding at
+        /// the floor and gives up on an order as soon as it passes the best so far.
+        #[test]
+        fn the_portfolio_is_the_least_first_fit_of_its_orders(
+            raw in prop::collection::vec((0u32..30, 0u32..12, 1u64..64, 0u32..3), 1..50),
+        ) {
+            let items: Vec<Item> = raw
+                .into_iter()
+                .map(|(first, length, size, align)| Item {
+                    size,
+                    alignment: 1 << (2 * align),
+                    live: LiveInterval::new(first, first + length),
+                })
+                .collect();
+            let least = portfolio(&items)
+                .iter()
+                .map(|order| {
+                    place_in_order(&items, order, GapChoice::Lowest, &mut |r, out| {
+                        let live = items[order[r] as usize].live;
+                        out.extend((0..r as u32).filter(|&e| items[order[e as usize] as usize].live.overlaps(live)));
+                    })
+                    .extent
+                })
+                .min()
+                .unwrap();
+            let (layout, stopped) = layout(&items, 0, 0, &mut Control::default());
+            prop_assert!(!stopped);
+            prop_assert_eq!(layout.extent, least);
+        }
+    }
 }
