@@ -26,5 +26,7 @@ echo "== release bundle"
 trunk build --release --locked
 ./scripts/bundle-size.sh
 
+echo "== the CLI built for speed (the e2e tests time it beside the worker)"
+cargo build --locked --profile fast -p memplan-cli
 echo "== end-to-end tests on the release bundle"
 node --test tests/e2e/

@@ -24,6 +24,9 @@ const types = {
 /** The CLI the tests compare the page with; `cli(...args)` runs it and returns its stdout. */
 export const memplanBin = join(root, 'target/debug/memplan');
 export const cli = (...args) => execFileSync(memplanBin, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
+/** The CLI built for speed (`--profile fast`), for native timings beside the worker's. */
+export const fastBin = join(root, 'target/fast/memplan');
+export const fastCli = (...args) => execFileSync(fastBin, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
 
 /**
  * Hooks on the page `current()` returns (it is launched in `before`): an element by its
@@ -39,6 +42,7 @@ export function hooks(current) {
 const prerequisites = [
   [join(dist, 'index.html'), 'the release bundle: run `trunk build --release` (./scripts/test.sh does)'],
   [memplanBin, 'the CLI: run `cargo build -p memplan-cli` (./scripts/test.sh does)'],
+  [fastBin, 'the CLI built for speed: run `cargo build --profile fast -p memplan-cli` (./scripts/test.sh does)'],
 ];
 
 /**
