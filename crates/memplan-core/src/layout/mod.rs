@@ -185,6 +185,11 @@ pub const DEFAULT_SEARCH_EVALUATIONS: u32 = 4000;
 /// The default conflict-visit budget of `search` per region.
 pub const DEFAULT_SEARCH_WORK: u64 = 50_000_000;
 
+/// The most buffers a region may hold for `search`'s greedy portfolio to run past the work
+/// budget: seven first-fit decodes, each O(n log n) in the occupancy tree whatever the overlap
+/// (first-fit of 50,000 synthetic buffers takes about 0.2 s on the README's machine).
+pub const PORTFOLIO_MOST_ITEMS: usize = 50_000;
+
 /// Within `best`, the local search's share of that budget: a page load stays fast (on a
 /// thousand-buffer model, a few evaluations past the portfolio; on a few hundred buffers a
 /// hundred or more), and the rest is what `search`, asked for by name, spends.
@@ -731,21 +736,24 @@ fn layout_region(
             done(RegionLayout { offsets, extent })
         }
         Strategy::Search => {
-            // Keep first-fit's layout when not even one decode fits the budget.
+            // Past the work budget neither the local search nor the exact part runs: the
+            // portfolio alone where its seven decodes are cheap, else first-fit's layout (in
+            // `best`, first-fit stands in).
             let visits = total_overlaps(&intervals);
-            if visits > options.search_work {
+            let over_budget = visits > options.search_work;
+            if over_budget && items.len() > PORTFOLIO_MOST_ITEMS {
                 return (!in_best).then(|| done(greedy(GapChoice::Lowest, control)))?;
             }
-            let work = if in_best {
-                options.search_work.min(BEST_SEARCH_WORK)
-            } else {
-                options.search_work
+            let work = match (over_budget, in_best) {
+                (true, _) => 0,
+                (false, true) => options.search_work.min(BEST_SEARCH_WORK),
+                (false, false) => options.search_work,
             };
             let evaluations =
                 (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32;
             let mut warm =
                 |control: &mut Control<'_>| search::layout(items, evaluations, device, control);
-            if !options.exact_search() {
+            if over_budget || !options.exact_search() {
                 let (layout, stopped) = warm(control);
                 return Some(RegionOutcome {
                     layout,

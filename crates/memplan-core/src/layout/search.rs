@@ -60,6 +60,12 @@ pub(crate) fn layout(
     // The best of the greedy portfolio (the first on a tie), which stops at the floor.
     let mut start: Option<(Vec<u32>, RegionLayout)> = None;
     for order in portfolio(items) {
+        // Each order is a whole decode: the caller may stop between them.
+        if let Some((_, layout)) = &start
+            && control.stop()
+        {
+            return (layout.clone(), true);
+        }
         let limit = start
             .as_ref()
             .map_or(u64::MAX, |(_, best)| best.extent.saturating_sub(1));
