@@ -15,6 +15,8 @@
 //! at its own position. So the producer's inputs live longer, which is why inlining can cost
 //! bytes as well as free them.
 
+use std::sync::Arc;
+
 use crate::graph::{Graph, ResolvedGraph, Storage};
 use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 
@@ -22,8 +24,9 @@ use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Liveness {
     pub problem: Problem,
-    /// Which steps write and read each tensor's storage.
-    pub uses: Uses,
+    /// Which steps write and read each tensor's storage: of the graph alone, so every flip set
+    /// of one graph shares them.
+    pub uses: Arc<Uses>,
     /// The tensor index of each buffer.
     pub buffer_tensor: Vec<usize>,
     /// The buffer of each tensor that owns one.
@@ -192,8 +195,19 @@ pub fn analyze(graph: &Graph, resolved: &ResolvedGraph) -> Liveness {
 /// [`analyze`] with the tensors of `inlined` (one flag per tensor, or empty for none)
 /// recomputed at their uses instead of stored (see the module docs).
 pub fn analyze_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) -> Liveness {
+    analyze_inlined_with(graph, resolved, inlined, Arc::new(Uses::of(resolved)))
+}
+
+/// [`analyze_inlined`] with the uses of `resolved` already built (flips do not change them): a
+/// caller that re-derives flip sets of one graph builds them once.
+pub fn analyze_inlined_with(
+    graph: &Graph,
+    resolved: &ResolvedGraph,
+    inlined: &[bool],
+    uses: Arc<Uses>,
+) -> Liveness {
     Liveness {
-        uses: Uses::of(resolved),
+        uses,
         ..storage_inlined(graph, resolved, inlined)
     }
 }
@@ -255,7 +269,7 @@ fn storage_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) ->
     }
     Liveness {
         problem,
-        uses: Uses::default(),
+        uses: Arc::default(),
         buffer_tensor,
         tensor_buffer,
         unused,

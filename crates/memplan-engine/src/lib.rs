@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use memplan_core::budget::{Budget, BudgetError, DriverTerms, largest_fitting};
 use memplan_core::graph::{GraphError, ResolvedGraph};
-use memplan_core::liveness::analyze_inlined;
+use memplan_core::liveness::analyze_inlined_with;
 use memplan_core::problem::ProblemError;
 use memplan_core::remat::{
     Candidate, Exhaustive, FitResult, Rematerializer, Scores, SweepPoint, SweepRun, Target,
@@ -509,7 +509,7 @@ impl Session {
             }
             flags[t] = true;
         }
-        let liveness = analyze_inlined(graph, resolved, &flags);
+        let liveness = analyze_inlined_with(graph, resolved, &flags, Arc::clone(&liveness.uses));
         let (graph, resolved) = (Arc::clone(graph), Arc::clone(resolved));
         Ok(Some(Bound {
             graph,
