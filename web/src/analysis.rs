@@ -236,16 +236,18 @@ impl Analysis {
     }
 }
 
-/// Where and when a buffer lives: what a flip or another strategy changes of it.
+/// Where and when a buffer lives (pool, offset, address, and its live interval's first and
+/// last position): what a flip or another strategy changes of it. Not the core's
+/// `Placement`, which is the pool and offset alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Placement(usize, u64, u64, u32, u32);
+pub struct PlacedSpan(usize, u64, u64, u32, u32);
 
-impl Placement {
-    fn of(b: &BufferView) -> Placement {
-        Placement(b.pool, b.offset, b.address, b.first, b.last)
+impl PlacedSpan {
+    fn of(b: &BufferView) -> PlacedSpan {
+        PlacedSpan(b.pool, b.offset, b.address, b.first, b.last)
     }
 
-    /// Whether `b` is `earlier` but for its placement. The pattern names every field, so a
+    /// Whether `b` is `earlier` but for where and when it lives. The pattern names every field, so a
     /// field added to [`BufferView`] must be placed on one side or the other.
     fn only_change(earlier: &BufferView, b: &BufferView) -> bool {
         let BufferView {
@@ -286,7 +288,7 @@ impl Placement {
     }
 
     fn put(self, b: BufferView) -> BufferView {
-        let Placement(pool, offset, address, first, last) = self;
+        let PlacedSpan(pool, offset, address, first, last) = self;
         BufferView {
             pool,
             offset,
@@ -299,7 +301,7 @@ impl Placement {
 }
 
 /// A model's buffers sent against those of the last plan sent, which the page holds: a buffer
-/// equal to one of those but for its [`Placement`] goes as that buffer's index and its
+/// equal to one of those but for its [`PlacedSpan`] goes as that buffer's index and its
 /// placement, the others whole. A toggle's answer on a 2,000-tensor dump shrinks from about
 /// 520 KB of buffers to 70 KB, which the worker writes and the page reads faster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -308,7 +310,7 @@ pub struct BuffersSent {
     pub earlier_count: usize,
     /// Per buffer, in order: the earlier buffer it is placed anew, or `None` for the next of
     /// `whole`.
-    pub like: Vec<Option<(u32, Placement)>>,
+    pub like: Vec<Option<(u32, PlacedSpan)>>,
     pub whole: Vec<BufferView>,
 }
 
@@ -325,13 +327,13 @@ impl BuffersSent {
             whole: Vec::new(),
         };
         for b in buffers {
-            let placement = Placement::of(b);
+            let placed = PlacedSpan::of(b);
             let like = index
                 .get(&(b.tensor.as_str(), b.device))
-                .filter(|&&k| Placement::only_change(&earlier[k], b))
+                .filter(|&&k| PlacedSpan::only_change(&earlier[k], b))
                 .and_then(|&k| u32::try_from(k).ok());
             match like {
-                Some(k) => sent.like.push(Some((k, placement))),
+                Some(k) => sent.like.push(Some((k, placed))),
                 None => {
                     sent.like.push(None);
                     sent.whole.push(b.clone());
@@ -355,9 +357,9 @@ impl BuffersSent {
             .like
             .into_iter()
             .map(|like| match like {
-                Some((k, placement)) => earlier
+                Some((k, placed)) => earlier
                     .get(k as usize)
-                    .map(|b| placement.put(b.clone()))
+                    .map(|b| placed.put(b.clone()))
                     .ok_or_else(|| format!("buffer {k} of the earlier plan does not exist")),
                 None => whole
                     .next()

@@ -2,7 +2,7 @@
 //!
 //! The data flows one way: a [`Graph`] (what a dump says) is resolved ([`Graph::resolve`]),
 //! [`liveness`] turns it into a [`Problem`] (buffers with sizes and live intervals), a strategy
-//! lays the problem out ([`plan`]), and the independent [`check`]er verifies the layout before
+//! lays the problem out ([`plan`]), and the independent [`check()`]er verifies the layout before
 //! anyone sees it. The [`lower_bound`] says how far any layout could go.
 //!
 //! Beside the plan: [`spaces`] classifies every slot into a memory space with its access and host

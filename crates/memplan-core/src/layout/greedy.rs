@@ -7,9 +7,10 @@
 //! smallest gap the buffer fits in (ties: the lowest), or the top when none is bounded. The two
 //! differ in that one choice only ([`choose_gap`]), so they share everything else. Listing the
 //! conflicts is quadratic when thousands of buffers overlap, so the two strategies run over
-//! [`super::occupancy`], which answers the same question from merged unions; `search` decodes
-//! with [`place_in_order_within`] over its own neighbour lists, and [`place_in_order`] is the
-//! tests' reference.
+//! [`super::occupancy`], which answers the same question from merged unions, and so does
+//! `search`'s local search (`occupancy::Redecoder`); [`place_in_order`] and
+//! [`place_in_order_within`] are the tests' reference. The module also holds the orders of
+//! `search`'s greedy portfolio ([`portfolio`]).
 
 use super::Item;
 #[cfg(test)]

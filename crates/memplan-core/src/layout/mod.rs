@@ -262,7 +262,7 @@ pub struct Control<'a> {
 }
 
 /// The greedy decodes of earlier plans, one per region and gap choice, for the next plan of a
-/// similar problem to resume from ([`occupancy::Decode`]). A caller that plans many variants of
+/// similar problem to resume from (`occupancy::Decode`). A caller that plans many variants of
 /// one problem (the flips a rematerialization fit scores) keeps one and lends it to each plan
 /// through [`Control::earlier`]. A plan is the same with it or without; it is only sooner.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
