@@ -562,7 +562,7 @@ fn time_axis(ctx: &CanvasRenderingContext2d, model: &ViewModel, a: Area, v: View
     let y = a.y + a.h + 28.0;
     ctx.set_stroke_style_str("#8a6d00");
     ctx.set_line_width(1.5);
-    for l in &model.loops {
+    for l in model.loops.iter() {
         let (x0, x1) = (
             px(f64::from(l.position)).max(a.x),
             px(f64::from(l.position) + 1.0).min(a.x + a.w),

@@ -94,8 +94,8 @@ pub enum Response {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
         /// The params are those of the last plan sent: what depends on them alone is left out
-        /// (the spaces, the schedule's labels, steps and loops), and the page puts back the parts
-        /// it has ([`Analysis::received`]).
+        /// (the spaces, the schedule's labels, steps and loops, the candidates), and the page puts
+        /// back the parts it has ([`Analysis::received`]).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         same_params: bool,
         /// The buffers, sent against those of the last plan sent; the analysis's own are
@@ -853,7 +853,9 @@ mod tests {
                 buffers,
                 ..
             }) => {
-                let patched = buffers.as_ref().map(|b| (b.like.len(), b.whole.len()));
+                let patched = buffers
+                    .as_ref()
+                    .map(|b| (b.taken() + b.whole.len(), b.whole.len()));
                 let received = (**analysis)
                     .clone()
                     .received(*same_params, buffers.clone(), page.as_ref())

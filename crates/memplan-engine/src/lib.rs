@@ -30,7 +30,7 @@ use memplan_core::{
 };
 use memplan_formats::report::{BudgetReport, PlanReport};
 use memplan_formats::{Format, FormatError, load_with, minimalloc, onnx};
-use memplan_render::ViewModel;
+use memplan_render::{Labels, ViewModel};
 use serde::{Deserialize, Serialize};
 
 /// What went wrong, with the input (file, URL or example) it came from.
@@ -683,6 +683,20 @@ impl Session {
     pub fn view_model(&self, outcome: &Outcome) -> ViewModel {
         let (graph, resolved, liveness) = self.parts(outcome);
         ViewModel::new(graph, resolved, liveness, &outcome.plan)
+    }
+
+    /// What the views show of the dump under `outcome`'s params that no plan changes: the
+    /// same for every outcome under those params, whatever its flips and strategy.
+    pub fn labels(&self, outcome: &Outcome) -> Labels {
+        let (graph, resolved, liveness) = self.parts(outcome);
+        Labels::new(graph, resolved, &liveness.uses)
+    }
+
+    /// [`Session::view_model`], with `labels`: [`Session::labels`] of an outcome under the same
+    /// params.
+    pub fn view_model_labelled(&self, outcome: &Outcome, labels: &Labels) -> ViewModel {
+        let (_, _, liveness) = self.parts(outcome);
+        ViewModel::labelled(labels, liveness, &outcome.plan)
     }
 
     /// The memory spaces of the dump (under the scenario's params).

@@ -361,7 +361,7 @@ fn a_flip_inlines_a_candidate_and_every_view_follows() {
         model
             .unplanned
             .iter()
-            .any(|u| u.tensor == "relu0" && u.reason == memplan_render::model::Unplanned::Inlined)
+            .any(|u| &*u.tensor == "relu0" && u.reason == memplan_render::model::Unplanned::Inlined)
     );
     // The flip is the one fit would score: the same relayout.
     let fit = s

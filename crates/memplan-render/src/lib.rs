@@ -14,4 +14,4 @@ pub mod model;
 pub mod scene;
 pub mod svg;
 
-pub use model::{BufferView, DeviceView, ViewModel};
+pub use model::{BufferView, DeviceView, Labels, ViewModel};

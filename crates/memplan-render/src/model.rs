@@ -4,10 +4,16 @@
 //! place and interval, the steps that write and read it, and the views into it; per position
 //! what runs there; per device the pools, the usage curve and the peak; and the tensors that own
 //! no bytes, with the reason, so no tensor of the dump disappears from the page.
+//!
+//! What no plan changes (names, the steps that write and read each tensor, the views, the
+//! schedule) is gathered once into [`Labels`] and shared, reference-counted, by every view
+//! model made from it: a flip re-plans a 2,000-tensor dump many times a second, and its view
+//! model then allocates its placements, not ten thousand strings and lists.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use memplan_core::graph::{Graph, Storage, TensorKind};
+use memplan_core::liveness::Uses;
 use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
 use serde::{Deserialize, Serialize};
 
@@ -15,9 +21,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BufferView {
     /// The tensor id.
-    pub tensor: String,
+    pub tensor: Arc<str>,
     /// The display name (the id when the dump gives none).
-    pub name: String,
+    pub name: Arc<str>,
     pub kind: TensorKind,
     pub dtype: Option<DType>,
     pub size: u64,
@@ -35,10 +41,10 @@ pub struct BufferView {
     pub always_live: bool,
     /// Steps (indices into [`ViewModel::steps`]) writing it or a view of it, and reading it, in
     /// schedule order.
-    pub producers: Vec<u32>,
-    pub consumers: Vec<u32>,
+    pub producers: Arc<[u32]>,
+    pub consumers: Arc<[u32]>,
     /// The views that take its bytes, in tensor order.
-    pub views: Vec<ViewInto>,
+    pub views: Arc<[ViewInto]>,
 }
 
 /// A view into a buffer's bytes.
@@ -97,8 +103,8 @@ impl Unplanned {
 /// A tensor that owns no bytes in the plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnplannedTensor {
-    pub tensor: String,
-    pub name: String,
+    pub tensor: Arc<str>,
+    pub name: Arc<str>,
     pub reason: Unplanned,
 }
 
@@ -161,9 +167,9 @@ pub struct ViewModel {
     pub title: String,
     pub positions: u32,
     /// What runs at each position: a step id, or a loop id.
-    pub position_labels: Vec<String>,
-    pub steps: Vec<StepView>,
-    pub loops: Vec<LoopView>,
+    pub position_labels: Arc<[String]>,
+    pub steps: Arc<[StepView]>,
+    pub loops: Arc<[LoopView]>,
     pub devices: Vec<DeviceView>,
     /// One per buffer of the plan, in canonical order.
     pub buffers: Vec<BufferView>,
@@ -171,57 +177,150 @@ pub struct ViewModel {
     pub unplanned: Vec<UnplannedTensor>,
 }
 
-impl ViewModel {
-    pub fn new(graph: &Graph, resolved: &ResolvedGraph, liveness: &Liveness, plan: &Plan) -> Self {
-        let problem = &liveness.problem;
-        let (producers, consumers) = (&liveness.uses.producers, &liveness.uses.consumers);
+/// What the views show of a dump that no plan of it changes: per tensor its id, name and kind,
+/// the steps that write and read it, and the views into it; the schedule's steps, loops and
+/// position labels. Flips and strategies change where and when a buffer lives, never these, so
+/// one `Labels` serves every plan of the same graph under the same params.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Labels {
+    title: String,
+    tensors: Vec<TensorLabel>,
+    /// The tensors fused away, in tensor order.
+    elided: Vec<usize>,
+    position_labels: Arc<[String]>,
+    steps: Arc<[StepView]>,
+    loops: Arc<[LoopView]>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct TensorLabel {
+    id: Arc<str>,
+    name: Arc<str>,
+    kind: TensorKind,
+    producers: Arc<[u32]>,
+    consumers: Arc<[u32]>,
+    views: Arc<[ViewInto]>,
+}
+
+impl Labels {
+    /// The labels of `graph` resolved as `resolved`, whose uses are `uses`.
+    pub fn new(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Labels {
         let indices = |steps: &[usize]| steps.iter().map(|&s| s as u32).collect();
-        let offsets = plan.device_offsets(problem);
-        let mut views: HashMap<usize, Vec<ViewInto>> = HashMap::new();
-        let mut unplanned = Vec::new();
+        let mut views: Vec<Vec<ViewInto>> = vec![Vec::new(); graph.tensors.len()];
+        let mut elided = Vec::new();
         for (t, rt) in resolved.tensors.iter().enumerate() {
             let tensor = &graph.tensors[t];
             match rt.storage {
-                Storage::View { root, offset } => views.entry(root).or_default().push(ViewInto {
+                Storage::View { root, offset } => views[root].push(ViewInto {
                     tensor: tensor.id.clone(),
                     name: tensor.display_name().to_string(),
                     offset,
                     size: rt.bytes,
                 }),
-                Storage::Elided => unplanned.push(UnplannedTensor {
-                    tensor: tensor.id.clone(),
-                    name: tensor.display_name().to_string(),
-                    reason: Unplanned::Elided,
-                }),
+                Storage::Elided => elided.push(t),
                 Storage::Owned => {}
             }
         }
-        for &t in &liveness.inlined {
-            unplanned.push(UnplannedTensor {
-                tensor: graph.tensors[t].id.clone(),
-                name: graph.tensors[t].display_name().to_string(),
-                reason: Unplanned::Inlined,
-            });
+        let tensors = graph
+            .tensors
+            .iter()
+            .zip(views)
+            .enumerate()
+            .map(|(t, (tensor, views))| TensorLabel {
+                id: tensor.id.as_str().into(),
+                name: tensor.display_name().into(),
+                kind: tensor.kind,
+                producers: indices(&uses.producers[t]),
+                consumers: indices(&uses.consumers[t]),
+                views: views.into(),
+            })
+            .collect();
+        let position_labels = resolved
+            .positions
+            .iter()
+            .map(|p| match p.loop_index {
+                Some(l) => format!("loop {}", graph.loops[l].id),
+                None => graph.steps[p.first_step].id.clone(),
+            })
+            .collect();
+        let mut steps = Vec::with_capacity(graph.steps.len());
+        let mut loops = Vec::new();
+        for (p, position) in resolved.positions.iter().enumerate() {
+            for s in position.first_step..=position.last_step {
+                let step = &graph.steps[s];
+                steps.push(StepView {
+                    id: step.id.clone(),
+                    name: step.name.clone().unwrap_or_else(|| step.id.clone()),
+                    op: step.op.clone(),
+                    position: p as u32,
+                });
+            }
+            if let Some(l) = position.loop_index {
+                loops.push(LoopView {
+                    id: graph.loops[l].id.clone(),
+                    position: p as u32,
+                    trip_count: graph.loops[l].trip_count,
+                    steps: (position.last_step - position.first_step + 1) as u32,
+                });
+            }
         }
-        for &t in &liveness.unused {
-            unplanned.push(UnplannedTensor {
-                tensor: graph.tensors[t].id.clone(),
-                name: graph.tensors[t].display_name().to_string(),
-                reason: Unplanned::Unused,
-            });
+        Labels {
+            title: graph.name.clone(),
+            tensors,
+            elided,
+            position_labels,
+            steps: steps.into(),
+            loops: loops.into(),
         }
+    }
+
+    /// How many tensors the graph labelled has.
+    pub fn tensor_count(&self) -> usize {
+        self.tensors.len()
+    }
+
+    fn unplanned(
+        &self,
+        tensors: &[usize],
+        reason: Unplanned,
+    ) -> impl Iterator<Item = UnplannedTensor> {
+        tensors.iter().map(move |&t| UnplannedTensor {
+            tensor: self.tensors[t].id.clone(),
+            name: self.tensors[t].name.clone(),
+            reason,
+        })
+    }
+}
+
+impl ViewModel {
+    pub fn new(graph: &Graph, resolved: &ResolvedGraph, liveness: &Liveness, plan: &Plan) -> Self {
+        Self::labelled(
+            &Labels::new(graph, resolved, &liveness.uses),
+            liveness,
+            plan,
+        )
+    }
+
+    /// The view model of `plan`, with `labels`: those of the graph and params `liveness` was
+    /// derived from.
+    pub fn labelled(labels: &Labels, liveness: &Liveness, plan: &Plan) -> Self {
+        let problem = &liveness.problem;
+        let offsets = plan.device_offsets(problem);
+        let unplanned = (labels.unplanned(&labels.elided, Unplanned::Elided))
+            .chain(labels.unplanned(&liveness.inlined, Unplanned::Inlined))
+            .chain(labels.unplanned(&liveness.unused, Unplanned::Unused))
+            .collect();
         let buffers = problem
             .buffers
             .iter()
             .enumerate()
             .map(|(b, buffer)| {
-                let t = liveness.buffer_tensor[b];
-                let tensor = &graph.tensors[t];
+                let label = &labels.tensors[liveness.buffer_tensor[b]];
                 let span = buffer.span(problem.positions);
                 BufferView {
-                    tensor: tensor.id.clone(),
-                    name: tensor.display_name().to_string(),
-                    kind: tensor.kind,
+                    tensor: label.id.clone(),
+                    name: label.name.clone(),
+                    kind: label.kind,
                     dtype: buffer.dtype,
                     size: buffer.size,
                     occupied: buffer.occupied_size(),
@@ -232,18 +331,10 @@ impl ViewModel {
                     first: span.first,
                     last: span.last,
                     always_live: buffer.lifetime == Lifetime::Always,
-                    producers: indices(&producers[t]),
-                    consumers: indices(&consumers[t]),
-                    views: views.remove(&t).unwrap_or_default(),
+                    producers: label.producers.clone(),
+                    consumers: label.consumers.clone(),
+                    views: label.views.clone(),
                 }
-            })
-            .collect();
-        let position_labels = resolved
-            .positions
-            .iter()
-            .map(|p| match p.loop_index {
-                Some(l) => format!("loop {}", graph.loops[l].id),
-                None => graph.steps[p.first_step].id.clone(),
             })
             .collect();
         let devices = plan
@@ -275,33 +366,12 @@ impl ViewModel {
                 live_at_peak: d.usage.live_at_peak.clone(),
             })
             .collect();
-        let mut steps = Vec::with_capacity(graph.steps.len());
-        let mut loops = Vec::new();
-        for (p, position) in resolved.positions.iter().enumerate() {
-            for s in position.first_step..=position.last_step {
-                let step = &graph.steps[s];
-                steps.push(StepView {
-                    id: step.id.clone(),
-                    name: step.name.clone().unwrap_or_else(|| step.id.clone()),
-                    op: step.op.clone(),
-                    position: p as u32,
-                });
-            }
-            if let Some(l) = position.loop_index {
-                loops.push(LoopView {
-                    id: graph.loops[l].id.clone(),
-                    position: p as u32,
-                    trip_count: graph.loops[l].trip_count,
-                    steps: (position.last_step - position.first_step + 1) as u32,
-                });
-            }
-        }
         ViewModel {
-            title: graph.name.clone(),
+            title: labels.title.clone(),
             positions: problem.positions,
-            position_labels,
-            steps,
-            loops,
+            position_labels: labels.position_labels.clone(),
+            steps: labels.steps.clone(),
+            loops: labels.loops.clone(),
             unplanned,
             devices,
             buffers,
@@ -449,7 +519,7 @@ impl ViewModel {
 
     /// The index of the buffer of tensor `id`.
     pub fn buffer_of(&self, id: &str) -> Option<usize> {
-        self.buffers.iter().position(|b| b.tensor == id)
+        self.buffers.iter().position(|b| *b.tensor == *id)
     }
 }
 
@@ -601,7 +671,7 @@ pub(crate) mod tests {
             let x = &m.buffers[b];
             x.producers
                 .iter()
-                .chain(&x.consumers)
+                .chain(x.consumers.iter())
                 .any(|&s| m.steps[s as usize].op.contains("matmul"))
                 || x.name.contains("matmul")
         }));
