@@ -13,8 +13,7 @@
 //! offset: a new buffer need only be compared with its two neighbours, so the check is
 //! O(n log n). At most [`MAX_VIOLATIONS`] are reported.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::dtype::DType;
@@ -215,28 +214,31 @@ fn overlaps_in_time(
     members: &[usize],
     found: &mut Vec<Violation>,
 ) {
-    let span = |b: usize| problem.buffers[b].span(problem.positions);
-    let range = |b: usize| {
-        let offset = placements[b].offset;
-        (
-            offset,
-            offset.saturating_add(problem.buffers[b].occupied_size()),
-        )
-    };
-    let mut by_start = members.to_vec();
-    by_start.sort_unstable_by_key(|&b| (span(b).first, b));
+    // Per member: its interval's first and last position, its byte range, and itself.
+    let mut by_start: Vec<(u32, u32, u64, u64, usize)> = members
+        .iter()
+        .map(|&b| {
+            let span = problem.buffers[b].span(problem.positions);
+            let offset = placements[b].offset;
+            let end = offset.saturating_add(problem.buffers[b].occupied_size());
+            (span.first, span.last, offset, end, b)
+        })
+        .collect();
+    by_start.sort_unstable_by_key(|&(first, .., b)| (first, b));
+    // The members in the order they stop being live; a cursor retires them.
+    let mut by_last: Vec<(u32, u64, usize)> = (by_start.iter())
+        .map(|&(_, last, offset, _, b)| (last, offset, b))
+        .collect();
+    by_last.sort_unstable();
+    let mut retired = 0;
     let mut live: BTreeMap<(u64, usize), u64> = BTreeMap::new();
-    let mut ending: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::new();
-    for b in by_start {
-        let interval = span(b);
-        while let Some(&Reverse((last, e))) = ending.peek() {
-            if last >= interval.first {
-                break;
-            }
-            ending.pop();
-            live.remove(&(range(e).0, e));
+    for (first, _, offset, end, b) in by_start {
+        while let Some(&(last, other_offset, other)) = by_last.get(retired)
+            && last < first
+        {
+            live.remove(&(other_offset, other));
+            retired += 1;
         }
-        let (offset, end) = range(b);
         let below = live.range(..(offset, b)).next_back();
         let above = live.range((offset, b)..).next();
         for (&(other_offset, other), &other_end) in below.into_iter().chain(above) {
@@ -249,7 +251,6 @@ fn overlaps_in_time(
             }
         }
         live.insert((offset, b), end);
-        ending.push(Reverse((interval.last, b)));
     }
 }
 

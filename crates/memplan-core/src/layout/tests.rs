@@ -194,6 +194,33 @@ proptest! {
         let violations = check(&p, Layout { pools: &pools, placements: &placements }, false, plan.options.pool_cap);
         prop_assert!(violations.iter().any(|v| matches!(v, Violation::Overlap { .. } | Violation::OutsidePool { .. })), "{violations:?}");
     }
+
+    /// Against the slow way (every pair): with buffers thrown anywhere in one pool per device,
+    /// the checker finds an overlap exactly when two buffers live at once share a byte.
+    #[test]
+    fn the_checker_finds_an_overlap_exactly_when_two_live_buffers_share_a_byte(
+        p in arb_problem(),
+        offsets in prop::collection::vec(0u64..64, 64),
+    ) {
+        let placements: Vec<Placement> = (p.buffers.iter().zip(&offsets))
+            .map(|(b, &slot)| Placement { pool: 0, offset: slot * b.alignment * 64 })
+            .collect();
+        let pool = [Pool { role: PoolRole::Arena, bytes: u64::MAX / 2 }];
+        let pools: Vec<&[Pool]> = vec![&pool; p.device_ids.len()];
+        let range = |b: usize| (placements[b].offset, placements[b].offset + p.buffers[b].occupied_size());
+        let shared = (0..p.buffers.len()).any(|a| {
+            (a + 1..p.buffers.len()).any(|b| {
+                let (x, y) = (&p.buffers[a], &p.buffers[b]);
+                let ((s, e), (t, f)) = (range(a), range(b));
+                x.device == y.device
+                    && x.span(p.positions).overlaps(y.span(p.positions))
+                    && s < f && t < e
+            })
+        });
+        let violations = check(&p, Layout { pools: &pools, placements: &placements }, false, None);
+        let found = violations.iter().any(|v| matches!(v, Violation::Overlap { .. }));
+        prop_assert_eq!(found, shared, "{:?}", violations);
+    }
 }
 
 #[test]
