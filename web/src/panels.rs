@@ -2,6 +2,8 @@
 //! tensor ([`Details`]), and the tensors that own no bytes ([`Unplanned`]). They read the view
 //! model only: every figure is one the CLI's report has too.
 
+use std::sync::Arc;
+
 use leptos::prelude::*;
 use memplan_formats::human::bytes;
 use memplan_render::ViewModel;
@@ -49,14 +51,14 @@ fn alive_text(model: &ViewModel, row: &PeakRow) -> String {
     }
 }
 
-/// Selects `buffer` and scrolls the timeline to its row.
-/// The buffer of the peak row a click landed in (its `data-buffer`).
-fn clicked_buffer(ev: &web_sys::MouseEvent) -> Option<usize> {
+/// The tensor of the peak row a click landed in (its `data-tensor`).
+fn clicked_tensor(ev: &web_sys::MouseEvent) -> Option<String> {
     let target = ev.target()?.dyn_into::<web_sys::Element>().ok()?;
-    let row = target.closest("tr[data-buffer]").ok()??;
-    row.get_attribute("data-buffer")?.parse().ok()
+    let row = target.closest("tr[data-tensor]").ok()??;
+    row.get_attribute("data-tensor")
 }
 
+/// Selects `buffer` and scrolls the timeline to its row.
 fn select(state: PageState, buffer: usize) {
     state.selected.set(Some(buffer));
     let Some(a) = state.analysis.get_untracked() else {
@@ -85,103 +87,117 @@ fn select(state: PageState, buffer: usize) {
 /// more to lay out than a reader gets from them; the rest are counted.
 const PEAK_ROWS: usize = 200;
 
+/// One row of the peak table as shown. Rows are keyed by all they show: a re-plan (a flip
+/// moves a few tensors) rebuilds the rows that changed, not two hundred.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PeakLine {
+    tensor: Arc<str>,
+    name: Arc<str>,
+    bytes: u64,
+    share: String,
+    producer: String,
+    why: String,
+}
+
+/// What the peak table shows of a plan.
+#[derive(Debug, Clone, PartialEq)]
+struct PeakView {
+    device: usize,
+    head: String,
+    lines: Vec<PeakLine>,
+    /// The rows past [`PEAK_ROWS`], counted.
+    smaller: Option<String>,
+    /// The always-live rows left out in arena-only mode, counted.
+    hidden: Option<String>,
+}
+
+/// The peak table of the plan shown, if its device has a peak.
+fn peak_view(state: PageState) -> Option<PeakView> {
+    let a = state.analysis.get()?;
+    let m = &a.model;
+    let device = m.clamp_device(state.device.get());
+    let d = &m.devices[device];
+    let peak = d.peak_position?;
+    let arena_only = state.arena_only_now();
+    let (shown, hidden): (Vec<PeakRow>, Vec<PeakRow>) = m
+        .peak_rows(device)
+        .into_iter()
+        .partition(|r| !(arena_only && m.buffers[r.buffer].always_live));
+    let at = m
+        .position_labels
+        .get(peak as usize)
+        .cloned()
+        .unwrap_or_default();
+    // In arena-only mode the shares are of the arena's part of the lower bound.
+    let bound = d.lower_bound.saturating_sub(d.floor(arena_only));
+    let share = |bytes: u64| {
+        if bound == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}%", bytes as f64 * 100.0 / bound as f64)
+        }
+    };
+    let lines = (shown.iter().take(PEAK_ROWS))
+        .map(|r| {
+            let b = &m.buffers[r.buffer];
+            PeakLine {
+                tensor: b.tensor.clone(),
+                name: b.name.clone(),
+                bytes: r.bytes,
+                share: share(r.bytes),
+                producer: r.producer.map_or("-".into(), |s| step_text(m, s)),
+                why: alive_text(m, r),
+            }
+        })
+        .collect();
+    let counted = |rows: &[PeakRow], what: &str| {
+        let total: u64 = rows.iter().map(|r| r.bytes).sum();
+        format!("+ {} {what} ({}) not listed", rows.len(), bytes(total))
+    };
+    let head = if arena_only {
+        format!(
+            "position {peak} ({at}): {} live in the arena's {} tensors (the lower bound is {} with the always-live pools)",
+            bytes(bound),
+            shown.len(),
+            bytes(d.lower_bound)
+        )
+    } else {
+        format!(
+            "position {peak} ({at}): {} live in {} tensors, the lower bound",
+            bytes(d.lower_bound),
+            shown.len()
+        )
+    };
+    Some(PeakView {
+        device,
+        head,
+        lines,
+        smaller: (shown.get(PEAK_ROWS..))
+            .filter(|rest| !rest.is_empty())
+            .map(|rest| counted(rest, "smaller tensors")),
+        hidden: (!hidden.is_empty())
+            .then(|| counted(&hidden, "always-live tensors") + ": arena only"),
+    })
+}
+
 /// The tensors live at the peak, largest first, each with why it is still alive.
 #[component]
 pub fn PeakTable(state: PageState) -> impl IntoView {
+    let peak = Memo::new(move |_| peak_view(state));
+    let has_peak = Memo::new(move |_| peak.with(Option::is_some));
+    let selected = Memo::new(move |_| {
+        let b = state.selected.get()?;
+        state
+            .analysis
+            .with(|a| Some(a.as_ref()?.model.buffers.get(b)?.tensor.clone()))
+    });
+    let text =
+        move |f: fn(&PeakView) -> Option<String>| move || peak.with(|v| v.as_ref().and_then(f));
     move || {
-        let a = state.analysis.get()?;
-        let m = &a.model;
-        let device = m.clamp_device(state.device.get());
-        let d = &m.devices[device];
-        let peak = d.peak_position?;
-        let arena_only = state.arena_only_now();
-        let (shown, hidden): (Vec<PeakRow>, Vec<PeakRow>) = m
-            .peak_rows(device)
-            .into_iter()
-            .partition(|r| !(arena_only && m.buffers[r.buffer].always_live));
-        let selected = state.selected.get();
-        let at = m
-            .position_labels
-            .get(peak as usize)
-            .cloned()
-            .unwrap_or_default();
-        // In arena-only mode the shares are of the arena's part of the lower bound.
-        let bound = d.lower_bound.saturating_sub(d.floor(arena_only));
-        let share = |bytes: u64| {
-            if bound == 0 {
-                "-".to_string()
-            } else {
-                format!("{:.1}%", bytes as f64 * 100.0 / bound as f64)
-            }
-        };
-        let rows = shown
-            .iter()
-            .take(PEAK_ROWS)
-            .map(|r| {
-                let b = &m.buffers[r.buffer];
-                let why = alive_text(m, r);
-                let producer = r.producer.map_or("-".into(), |s| step_text(m, s));
-                let buffer = r.buffer;
-                view! {
-                    <tr
-                        data-testid="peak-row"
-                        data-tensor=b.tensor.clone()
-                        data-bytes=r.bytes.to_string()
-                        data-buffer=buffer.to_string()
-                        class:selected=selected == Some(buffer)
-                        title="select it in the views"
-                    >
-                        <td class="name">{b.name.clone()}</td>
-                        <td class="num">{bytes(r.bytes)}</td>
-                        <td class="num">{share(r.bytes)}</td>
-                        <td>{producer}</td>
-                        <td>{why}</td>
-                    </tr>
-                }
-            })
-            .collect_view();
-        let hidden_note = (!hidden.is_empty()).then(|| {
-            let total: u64 = hidden.iter().map(|r| r.bytes).sum();
-            view! {
-                <p class="muted small" data-testid="peak-hidden">
-                    {format!(
-                        "+ {} always-live tensors ({}) not listed: arena only",
-                        hidden.len(),
-                        bytes(total)
-                    )}
-                </p>
-            }
-        });
-        let smaller = shown
-            .get(PEAK_ROWS..)
-            .filter(|rest| !rest.is_empty())
-            .map(|rest| {
-                let total: u64 = rest.iter().map(|r| r.bytes).sum();
-                view! {
-                    <p class="muted small" data-testid="peak-more">
-                        {format!("+ {} smaller tensors ({}) not listed", rest.len(), bytes(total))}
-                    </p>
-                }
-            });
-        Some(view! {
+        has_peak.get().then(|| view! {
             <section class="panel peak" data-testid="peak-table">
                 <h3>"Live at the peak"</h3>
-                <p class="muted small">
-                    {if arena_only {
-                        format!(
-                            "position {peak} ({at}): {} live in the arena's {} tensors (the lower bound is {} with the always-live pools)",
-                            bytes(bound),
-                            shown.len(),
-                            bytes(d.lower_bound)
-                        )
-                    } else {
-                        format!(
-                            "position {peak} ({at}): {} live in {} tensors, the lower bound",
-                            bytes(d.lower_bound),
-                            shown.len()
-                        )
-                    }}
-                </p>
+                <p class="muted small">{text(|v| Some(v.head.clone()))}</p>
                 <div class="table-scroll">
                     <table>
                         <thead>
@@ -190,17 +206,50 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
                                 <th>"written by"</th><th>"alive because"</th>
                             </tr>
                         </thead>
-                        // One listener for all rows: a re-plan rebuilds them, and a closure per
-                        // row cost more than the rows.
+                        // One listener for all rows: a closure per row costs more than the rows.
                         <tbody on:click=move |ev| {
-                            if let Some(buffer) = clicked_buffer(&ev) {
+                            let Some(tensor) = clicked_tensor(&ev) else { return };
+                            let device = peak.with_untracked(|v| v.as_ref().map(|v| v.device));
+                            let buffer = state.analysis.with_untracked(|a| {
+                                a.as_ref()?.model.buffers.iter().position(|b| {
+                                    *b.tensor == *tensor && Some(b.device) == device
+                                })
+                            });
+                            if let Some(buffer) = buffer {
                                 select(state, buffer);
                             }
-                        }>{rows}</tbody>
+                        }>
+                            <For
+                                each=move || peak.with(|v| v.as_ref().map(|v| v.lines.clone()).unwrap_or_default())
+                                key=Clone::clone
+                                children=move |line: PeakLine| {
+                                    let tensor = line.tensor.clone();
+                                    view! {
+                                        <tr
+                                            data-testid="peak-row"
+                                            data-tensor=line.tensor.to_string()
+                                            data-bytes=line.bytes.to_string()
+                                            class:selected=move || selected.with(|s| s.as_deref() == Some(&*tensor))
+                                            title="select it in the views"
+                                        >
+                                            <td class="name">{line.name.to_string()}</td>
+                                            <td class="num">{bytes(line.bytes)}</td>
+                                            <td class="num">{line.share}</td>
+                                            <td>{line.producer}</td>
+                                            <td>{line.why}</td>
+                                        </tr>
+                                    }
+                                }
+                            />
+                        </tbody>
                     </table>
                 </div>
-                {smaller}
-                {hidden_note}
+                {move || text(|v| v.smaller.clone())().map(|s| view! {
+                    <p class="muted small" data-testid="peak-more">{s}</p>
+                })}
+                {move || text(|v| v.hidden.clone())().map(|s| view! {
+                    <p class="muted small" data-testid="peak-hidden">{s}</p>
+                })}
             </section>
         })
     }
