@@ -189,7 +189,7 @@ impl Analysis {
             tensor_count: session.graph.tensors.len(),
             step_count: session.graph.steps.len(),
             scenario: outcome.scenario.clone(),
-            summary: session.report(outcome).summary,
+            summary: session.summary(outcome),
             model,
             warnings: session.warnings.clone(),
             candidates: if params_parts {

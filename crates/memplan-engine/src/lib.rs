@@ -28,7 +28,7 @@ use memplan_core::{
     Control, Graph, Layout, Liveness, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
     Problem, StrategyChoice, Violation, analyze, check, plan_with,
 };
-use memplan_formats::report::{BudgetReport, PlanReport};
+use memplan_formats::report::{BudgetReport, PlanReport, PlanSummary};
 use memplan_formats::{Format, FormatError, load_with, minimalloc, onnx};
 use memplan_render::{Labels, ViewModel};
 use serde::{Deserialize, Serialize};
@@ -658,25 +658,28 @@ impl Session {
     /// The plan report: what `memplan plan --json` prints and the page exports.
     pub fn report(&self, outcome: &Outcome) -> PlanReport {
         let (_, _, liveness) = self.parts(outcome);
-        let mut report = PlanReport::new(&liveness.problem, &outcome.plan);
-        report.summary.reserved_bytes = self.reserved_bytes;
+        PlanReport::with_summary(self.summary(outcome), &liveness.problem, &outcome.plan)
+    }
+
+    /// The report's summary alone (what the page shows, without a placement per buffer).
+    pub fn summary(&self, outcome: &Outcome) -> PlanSummary {
+        let (graph, resolved, liveness) = self.parts(outcome);
+        let mut summary = PlanSummary::new(&liveness.problem, &outcome.plan);
+        summary.reserved_bytes = self.reserved_bytes;
         if let (Some(budget), Some(device)) = (outcome.budget, &outcome.scenario.device) {
-            report
-                .summary
-                .set_budget(BudgetReport::new(&device.class, budget));
+            summary.set_budget(BudgetReport::new(&device.class, budget));
         }
         if !outcome.scenario.inline.is_empty() {
-            let (graph, resolved, liveness) = self.parts(outcome);
             let costs = candidates(graph, resolved, &liveness.uses);
-            report.summary.inlined = outcome.scenario.inline.clone();
-            report.summary.recompute_cost = liveness
+            summary.inlined = outcome.scenario.inline.clone();
+            summary.recompute_cost = liveness
                 .inlined
                 .iter()
                 .filter_map(|t| costs.iter().find(|c| c.tensor == *t))
                 .map(|c| c.recompute_cost)
                 .sum();
         }
-        report
+        summary
     }
 
     /// The plan as the views show it.

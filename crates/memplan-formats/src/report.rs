@@ -177,8 +177,13 @@ pub struct PlacementReport {
 
 impl PlanReport {
     pub fn new(problem: &Problem, plan: &Plan) -> Self {
+        PlanReport::with_summary(PlanSummary::new(problem, plan), problem, plan)
+    }
+
+    /// The report of `plan` with `summary`, its summary (with what the caller adds to it).
+    pub fn with_summary(summary: PlanSummary, problem: &Problem, plan: &Plan) -> Self {
         PlanReport {
-            summary: PlanSummary::new(problem, plan),
+            summary,
             placements: problem
                 .buffers
                 .iter()
