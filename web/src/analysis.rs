@@ -6,7 +6,7 @@
 //! the summary figures and the view model, what the page draws. Exports that need more (the
 //! whole report, the CSV) are derived on demand where the session lives ([`export`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use memplan_core::spaces::SpaceCounts;
@@ -235,13 +235,18 @@ impl Analysis {
     /// taken from `earlier`, the analysis of the last answer (the page's).
     pub fn received(
         mut self,
-        same_params: bool,
+        left_out: LeftOut,
         buffers: Option<BuffersSent>,
         earlier: Option<&Analysis>,
     ) -> Result<Analysis, String> {
-        if same_params {
-            let earlier = earlier.ok_or("it leaves out what an earlier answer carried")?;
-            self = self.with_params_parts_of(earlier);
+        let held = || earlier.ok_or("it leaves out what an earlier answer carried");
+        if left_out.params_parts {
+            self = self.with_params_parts_of(held()?);
+        }
+        if left_out.baseline {
+            let baseline = held()?.baseline.clone();
+            self.baseline =
+                Some(baseline.ok_or("it leaves out a baseline the page does not hold")?);
         }
         if let Some(sent) = buffers {
             self.model.buffers = sent.apply(earlier.map_or(&[][..], |e| &e.model.buffers))?;
@@ -265,6 +270,24 @@ impl Analysis {
         m.steps = e.steps.clone();
         m.loops = e.loops.clone();
         self
+    }
+}
+
+/// What a worker's answer leaves out because the page holds it from the answer before.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOut {
+    /// The params are those of the last plan sent: what depends on them alone (the spaces, the
+    /// schedule's labels, steps and loops, the candidates).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub params_parts: bool,
+    /// The plan without flips is that of the last plan sent (a toggle's answer, but the first).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub baseline: bool,
+}
+
+impl LeftOut {
+    pub fn is_nothing(&self) -> bool {
+        *self == LeftOut::default()
     }
 }
 
@@ -332,7 +355,8 @@ impl PlacedSpan {
 ///
 /// The earlier buffer of a tensor is found by the identity of its id: plans under the same
 /// params share their [`Labels`], so their buffers share each id's allocation, and no id is
-/// hashed. A buffer of other labels (new params) finds none and goes whole.
+/// read, let alone hashed (the address and device are looked up in a sorted list). A buffer
+/// of other labels (new params) finds none and goes whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BuffersSent {
     /// How many buffers the plan sent before had: the page checks it holds that plan.
@@ -356,10 +380,15 @@ pub enum Run {
 
 impl BuffersSent {
     pub fn against(earlier: &[BufferView], buffers: &[BufferView]) -> BuffersSent {
-        let id = |b: &BufferView| (Arc::as_ptr(&b.tensor).cast::<u8>(), b.device);
-        let index: HashMap<(*const u8, usize), u32> = (earlier.iter().enumerate())
+        let id = |b: &BufferView| (Arc::as_ptr(&b.tensor).cast::<u8>() as usize, b.device);
+        let mut index: Vec<((usize, usize), u32)> = (earlier.iter().enumerate())
             .filter_map(|(k, b)| Some((id(b), u32::try_from(k).ok()?)))
             .collect();
+        index.sort_unstable();
+        let find = |b: &BufferView| {
+            let k = index.binary_search_by_key(&id(b), |&(id, _)| id).ok()?;
+            Some(index[k].1)
+        };
         let mut sent = BuffersSent {
             earlier_count: earlier.len(),
             runs: Vec::new(),
@@ -367,11 +396,11 @@ impl BuffersSent {
             whole: Vec::new(),
         };
         for (i, b) in buffers.iter().enumerate() {
-            let like = (index.get(&id(b)))
-                .filter(|&&k| PlacedSpan::only_change(&earlier[k as usize], b))
+            let like = find(b)
+                .filter(|&k| PlacedSpan::only_change(&earlier[k as usize], b))
                 .zip(u32::try_from(i).ok());
             let run = match like {
-                Some((&k, i)) => {
+                Some((k, i)) => {
                     let placed = PlacedSpan::of(b);
                     if placed != PlacedSpan::of(&earlier[k as usize]) {
                         sent.moved.push((i, placed));

@@ -203,13 +203,13 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
             Ok(Response::Planned {
                 analysis,
                 cancelled,
-                same_params,
+                left_out,
                 buffers,
             }) => {
                 done(state);
                 let earlier = state.analysis.get_untracked();
                 let analysis =
-                    match Analysis::received(*analysis, same_params, buffers, earlier.as_deref()) {
+                    match Analysis::received(*analysis, left_out, buffers, earlier.as_deref()) {
                         Ok(analysis) => analysis,
                         Err(e) => {
                             return state

@@ -24,8 +24,8 @@ use memplan_render::BufferView;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{
-    Analysis, AnalysisCache, BuffersSent, CompareView, Export, ExportKind, FitLog, Local,
-    SWEEP_EXHAUSTIVE_MOST, SweepView, compare, export, fit, unflipped,
+    Analysis, AnalysisCache, Baseline, BuffersSent, CompareView, Export, ExportKind, FitLog,
+    LeftOut, Local, SWEEP_EXHAUSTIVE_MOST, SweepView, compare, export, fit, unflipped,
 };
 use memplan_engine::SweepJob;
 
@@ -93,11 +93,10 @@ pub enum Response {
         analysis: Box<Analysis>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
-        /// The params are those of the last plan sent: what depends on them alone is left out
-        /// (the spaces, the schedule's labels, steps and loops, the candidates), and the page puts
-        /// back the parts it has ([`Analysis::received`]).
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        same_params: bool,
+        /// What the analysis leaves out because the last plan sent had it too; the page puts
+        /// back the parts it holds ([`Analysis::received`]).
+        #[serde(default, skip_serializing_if = "LeftOut::is_nothing")]
+        left_out: LeftOut,
         /// The buffers, sent against those of the last plan sent; the analysis's own are
         /// then left out.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,8 +164,11 @@ pub struct Worker {
     /// What re-planning the loaded session reuses (its plan without flips, its spaces).
     cache: AnalysisCache,
     /// The params of the last analysis sent: a plan under the same params leaves out what
-    /// depends on them alone (`same_params`), two fifths of a 2,000-tensor analysis.
+    /// depends on them alone ([`LeftOut::params_parts`]), two fifths of a 2,000-tensor analysis.
     params_sent: Option<BTreeMap<String, u64>>,
+    /// The baseline of the last analysis sent: a toggle's answer leaves it out when it is the
+    /// same ([`LeftOut::baseline`]), a usage curve per device.
+    baseline_sent: Option<Baseline>,
     /// The buffers of the last analysis sent: the next is sent against them.
     buffers_sent: Option<Vec<BufferView>>,
     /// The last plans' greedy decodes: a toggle's re-plan resumes from them.
@@ -322,6 +324,7 @@ impl Worker {
         post(progress(1, format!("parsing and checking {source}")));
         self.cache = AnalysisCache::default();
         self.params_sent = None;
+        self.baseline_sent = None;
         self.buffers_sent = None;
         self.decodes = Decodes::default();
         let loaded = Session::load_with(&bytes, &source, import);
@@ -524,16 +527,24 @@ impl Worker {
             outcome,
         };
         let params = &local.outcome.scenario.params;
-        let same_params = self.params_sent.as_ref() == Some(params);
-        if !same_params {
+        let mut left_out = LeftOut {
+            params_parts: self.params_sent.as_ref() == Some(params),
+            baseline: false,
+        };
+        if !left_out.params_parts {
             self.params_sent = Some(params.clone());
         }
         let mut analysis = Analysis::of_cached_with(
             &local.session,
             &local.outcome,
             &mut self.cache,
-            !same_params,
+            !left_out.params_parts,
         );
+        left_out.baseline = analysis.baseline.is_some() && analysis.baseline == self.baseline_sent;
+        self.baseline_sent = match left_out.baseline {
+            true => analysis.baseline.take(),
+            false => analysis.baseline.clone(),
+        };
         let buffers = self
             .buffers_sent
             .as_ref()
@@ -545,7 +556,7 @@ impl Worker {
         post(Response::Planned {
             analysis: Box::new(analysis),
             cancelled,
-            same_params,
+            left_out,
             buffers,
         });
         self.local = Some(local);
@@ -849,7 +860,7 @@ mod tests {
         let mut receive = |out: &[Response]| match out.last() {
             Some(Response::Planned {
                 analysis,
-                same_params,
+                left_out,
                 buffers,
                 ..
             }) => {
@@ -858,24 +869,24 @@ mod tests {
                     .map(|b| (b.taken() + b.whole.len(), b.whole.len()));
                 let received = (**analysis)
                     .clone()
-                    .received(*same_params, buffers.clone(), page.as_ref())
+                    .received(*left_out, buffers.clone(), page.as_ref())
                     .unwrap();
                 page = Some(received.clone());
-                (received, *same_params, patched)
+                (received, *left_out, patched)
             }
             other => panic!("{other:?}"),
         };
         // What the page rebuilds is the analysis of that plan, whole.
         let whole = |scenario: &Scenario| Analysis::of(&session, &session.plan(scenario).unwrap());
-        let (first, same, patched) =
+        let (first, left_out, patched) =
             receive(&run(&mut worker, load, Some(example.text.as_bytes())));
-        assert!(!same && first.spaces.is_some() && patched.is_none());
+        assert!(left_out.is_nothing() && first.spaces.is_some() && patched.is_none());
         assert_eq!(first, whole(&scenario(Strategy::FirstFit)));
 
         let best_fit = scenario(Strategy::BestFit);
-        let (again, same, patched) =
+        let (again, left_out, patched) =
             receive(&run(&mut worker, Request::Plan(best_fit.clone()), None));
-        assert!(same && patched.is_some());
+        assert!(left_out.params_parts && patched.is_some());
         assert_eq!(again, whole(&best_fit));
 
         // A flip: one buffer fewer, and the others sent as placements, but for the few whose
@@ -884,11 +895,23 @@ mod tests {
             inline: vec![first.candidates[0].tensor.clone()],
             ..best_fit.clone()
         };
-        let (with_flip, same, patched) =
+        let (with_flip, left_out, patched) =
             receive(&run(&mut worker, Request::Plan(flipped.clone()), None));
         let (count, whole_count) = patched.unwrap();
-        assert!(same && count + 1 == again.model.buffers.len() && whole_count < count / 10);
+        assert!(left_out.params_parts && !left_out.baseline);
+        assert!(count + 1 == again.model.buffers.len() && whole_count < count / 10);
         assert_eq!(with_flip, whole(&flipped));
+        // Another flip: the same plan without flips, which the page holds, is left out.
+        let two_flips = Scenario {
+            inline: (first.candidates.iter().take(2))
+                .map(|c| c.tensor.clone())
+                .collect(),
+            ..best_fit.clone()
+        };
+        let (with_two, left_out, _) =
+            receive(&run(&mut worker, Request::Plan(two_flips.clone()), None));
+        assert!(left_out.params_parts && left_out.baseline);
+        assert_eq!(with_two, whole(&two_flips));
         let (back, _, _) = receive(&run(&mut worker, Request::Plan(best_fit.clone()), None));
         assert_eq!(back, again);
 
@@ -897,8 +920,9 @@ mod tests {
             params: [(param, value * 2)].into(),
             ..best_fit
         };
-        let (changed, same, _) = receive(&run(&mut worker, Request::Plan(bigger.clone()), None));
-        assert!(!same);
+        let (changed, left_out, _) =
+            receive(&run(&mut worker, Request::Plan(bigger.clone()), None));
+        assert!(!left_out.params_parts);
         assert_ne!(changed.spaces, again.spaces);
         assert_eq!(changed, whole(&bigger));
     }
