@@ -865,6 +865,9 @@ fn Selected(state: PageState) -> impl IntoView {
                 let b = a.model.buffers.get(state.selected.get()?)?;
                 Some(format!("  ·  {}", bytes(b.size)))
             }}
+            {move || state.selected.get().is_none().then(|| view! {
+                <span class="muted">"none (click a tensor)"</span>
+            })}
         </div>
     }
 }

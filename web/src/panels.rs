@@ -341,7 +341,10 @@ pub fn Unplanned(state: PageState) -> impl IntoView {
             .collect_view();
         Some(view! {
             <details class="panel unplanned" data-testid="unplanned">
-                <summary>{format!("{} tensors own no bytes", unplanned.len())}</summary>
+                <summary>{match unplanned.len() {
+                    1 => "1 tensor owns no bytes".to_string(),
+                    n => format!("{n} tensors own no bytes"),
+                }}</summary>
                 <ul>{items}</ul>
             </details>
         })
