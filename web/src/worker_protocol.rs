@@ -566,6 +566,7 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Run;
 
     /// Handles `request`, then runs its job to the end, or cancels it after `cancel_after`
     /// steps.
@@ -864,9 +865,15 @@ mod tests {
                 buffers,
                 ..
             }) => {
-                let patched = buffers
-                    .as_ref()
-                    .map(|b| (b.taken() + b.whole.len(), b.whole.len()));
+                let patched = buffers.as_ref().map(|b| {
+                    let taken: u32 = (b.runs.iter())
+                        .map(|r| match r {
+                            Run::Earlier { count, .. } => *count,
+                            Run::Whole { .. } => 0,
+                        })
+                        .sum();
+                    (taken as usize + b.whole.len(), b.whole.len())
+                });
                 let received = (**analysis)
                     .clone()
                     .received(*left_out, buffers.clone(), page.as_ref())

@@ -246,6 +246,13 @@ pub struct CandidateRow {
     pub inlined: bool,
 }
 
+impl CandidateRow {
+    /// Whether `scenario` recomputes `tensor` at its uses: a row's `inlined`.
+    pub fn is_inlined(tensor: &str, scenario: &Scenario) -> bool {
+        scenario.inline.iter().any(|t| t == tensor)
+    }
+}
+
 /// A dump read, resolved and analysed once, ready to plan under any scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Session {
@@ -535,7 +542,7 @@ impl Session {
             .map(|c| {
                 let tensor = graph.tensors[c.tensor].id.clone();
                 CandidateRow {
-                    inlined: outcome.scenario.inline.contains(&tensor),
+                    inlined: CandidateRow::is_inlined(&tensor, &outcome.scenario),
                     tensor,
                     bytes: resolved.tensors[c.tensor].bytes,
                     recompute_cost: c.recompute_cost,

@@ -274,11 +274,6 @@ impl Labels {
         }
     }
 
-    /// How many tensors the graph labelled has.
-    pub fn tensor_count(&self) -> usize {
-        self.tensors.len()
-    }
-
     fn unplanned(
         &self,
         tensors: &[usize],
