@@ -420,6 +420,42 @@ fn fit_and_sweep_through_the_engine() {
     assert!(sweep.points.iter().any(|p| p.pareto));
 }
 
+/// Issue 9's target: on the small examples, the greedy's recompute cost at each of 32 budgets is
+/// within 10% of the exhaustive optimum's, under first-fit and under `best`.
+#[test]
+fn the_greedy_is_within_a_tenth_of_the_exhaustive_optimum_on_the_small_examples() {
+    for (name, text) in [
+        ("mlp", MLP),
+        ("decode", DECODE),
+        ("serving", SERVING),
+        ("convnet", CONVNET),
+    ] {
+        let s = session(text);
+        for strategy in [
+            Strategy::FirstFit.into(),
+            memplan_core::StrategyChoice::Best,
+        ] {
+            let scenario = Scenario {
+                strategy,
+                ..Scenario::default()
+            };
+            let sweep = s.sweep(&scenario, 32, 20).unwrap();
+            assert!(sweep.exhaustive.is_some(), "{name}: exhaustive computed");
+            for p in &sweep.points {
+                let best = p
+                    .exhaustive_cost
+                    .expect("a subset fits every budget of a sweep");
+                assert!(
+                    u128::from(p.recompute_cost) * 10 <= u128::from(best) * 11,
+                    "{name} {strategy:?} at {} B: greedy {} vs optimum {best}",
+                    p.budget_bytes,
+                    p.recompute_cost
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_sweep_in_steps_is_the_sweep_at_once_and_says_how_far_it_is() {
     let s = session(CONVNET);

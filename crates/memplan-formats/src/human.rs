@@ -549,6 +549,22 @@ pub fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
         Event::UnpaidDiscarded { tensors } => {
             format!("discarded held {}: never paid for", ids(tensors))
         }
+        Event::ClosedCheaper {
+            tensor,
+            instead,
+            relief_bytes,
+        } => format!(
+            "closed the budget with {} instead of {}: cheaper, relieves {relief_bytes} B",
+            id(*tensor),
+            ids(instead)
+        ),
+        Event::Pruned {
+            tensor,
+            footprint_bytes,
+        } => format!(
+            "dropped {}: the budget is met without it, at {footprint_bytes} B",
+            id(*tensor)
+        ),
         Event::BudgetMet { footprint_bytes } => format!("budget met at {footprint_bytes} B"),
     }
 }

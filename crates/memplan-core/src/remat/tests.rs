@@ -263,6 +263,76 @@ fn inlining_moves_the_producers_inputs_to_the_uses() {
     assert_eq!(l.inlined, vec![1]);
 }
 
+/// Candidates read by one final step, all live at its peak: inlining one frees its bytes and
+/// costs its step's cost (their producer reads only the always-live input).
+fn all_at_the_peak(candidates: &[(&str, u64, u64)]) -> Graph {
+    let mut tensors = vec![input("a", 8)];
+    let mut steps = Vec::new();
+    for &(id, bytes, cost) in candidates {
+        tensors.push(tensor(id, bytes));
+        steps.push(step(&format!("p{id}"), &["a"], &[id], cost));
+    }
+    tensors.push(tensor("out", 10));
+    let reads: Vec<&str> = candidates.iter().map(|c| c.0).collect();
+    steps.push(step("use", &reads, &["out"], 1));
+    Graph {
+        tensors,
+        steps,
+        ..Graph::default()
+    }
+}
+
+#[test]
+fn the_budget_is_closed_by_the_cheapest_flip_that_closes_it() {
+    // x relieves 1000 B for 10 (ratio 100), y 300 B for 5 (ratio 60): x ranks first, but 200 B
+    // is all the budget asks, and y gives it for half the cost.
+    let g = all_at_the_peak(&[("x", 1000, 10), ("y", 300, 5)]);
+    let (r, flips) = fit(&g, Target::Bytes(1318 - 200));
+    assert_eq!(r.baseline_bytes, 1318);
+    assert_eq!(flips, vec!["y"]);
+    assert_eq!(
+        r.log,
+        vec![
+            Event::ClosedCheaper {
+                tensor: 2,
+                instead: vec![1],
+                relief_bytes: 300
+            },
+            Event::BudgetMet {
+                footprint_bytes: 1018
+            }
+        ]
+    );
+    assert_eq!(r.recompute_cost(), 5);
+    // Needing more than y frees, x closes it.
+    let (_, flips) = fit(&g, Target::Bytes(1318 - 400));
+    assert_eq!(flips, vec!["x"]);
+}
+
+#[test]
+fn flips_the_met_budget_no_longer_needs_are_dropped() {
+    // p and q rank first (ratio 100) but free 200 B together; r (ratio 20) then meets the
+    // 500 B the budget asks alone, so p and q, accepted before it, are dropped.
+    let g = all_at_the_peak(&[("p", 100, 1), ("q", 100, 1), ("r", 1000, 50)]);
+    let (r, flips) = fit(&g, Target::Bytes(1218 - 500));
+    assert_eq!(flips, vec!["r"]);
+    assert_eq!((r.final_bytes, r.recompute_cost()), (218, 50));
+    assert_eq!(r.flips[0].relief_bytes, 1000);
+    let pruned: Vec<usize> = r
+        .log
+        .iter()
+        .filter_map(|e| match e {
+            Event::Pruned { tensor, .. } => Some(*tensor),
+            _ => None,
+        })
+        .collect();
+    // The most expensive first, then the later accepted: r cannot go, q can, then p.
+    assert_eq!(pruned, vec![2, 1]);
+    // Minimize takes every flip that helps and drops none.
+    let (_, flips) = fit(&g, Target::Minimize);
+    assert_eq!(flips, vec!["p", "q", "r"]);
+}
+
 /// A random chain-like graph: each step reads up to two earlier tensors and writes one.
 fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
     prop::collection::vec(
@@ -313,9 +383,29 @@ proptest! {
             if let Target::Bytes(b) = target {
                 prop_assert_eq!(r.within_budget, r.final_bytes <= b);
             }
-            // Every flip that pays was worth it: no flip is committed with a non-positive
-            // marginal relief unless it is a held part of a group.
-            prop_assert!(r.flips.iter().all(|f| f.relief_bytes >= 0));
+            // No flip is committed with a negative marginal relief, unless dropping others
+            // left it in a set whose prefixes it does not improve (its relief is its marginal
+            // one in acceptance order, and needed with the flips after it).
+            if !r.log.iter().any(|e| matches!(e, Event::Pruned { .. })) {
+                prop_assert!(r.flips.iter().all(|f| f.relief_bytes >= 0));
+            }
+        }
+    }
+
+    #[test]
+    fn a_met_budget_needs_every_flip_it_keeps(g in arb_graph(), budget in 0u64..3000) {
+        let resolved = g.resolve().unwrap();
+        let options = first_fit();
+        let cands = candidates(&g, &resolved, &Uses::of(&resolved));
+        let remat = Rematerializer::new(&g, &resolved, &options, cands);
+        let r = remat.fit(Target::Bytes(budget), None).unwrap();
+        if r.within_budget {
+            let tensors = r.tensors();
+            for k in 0..tensors.len() {
+                let mut rest = tensors.clone();
+                rest.remove(k);
+                prop_assert!(remat.score(&rest).unwrap() > budget, "{} is not needed", tensors[k]);
+            }
         }
     }
 }
