@@ -82,7 +82,6 @@ struct Walk<'a> {
     nodes: &'a [Node],
     unions: &'a [(usize, bool)],
     cursors: &'a mut [usize],
-    merged: &'a mut Vec<(u64, u64)>,
 }
 
 /// The memory of a [`Walk`], kept from one query to the next.
@@ -90,16 +89,7 @@ struct Walk<'a> {
 struct WalkBuffers {
     unions: Vec<(usize, bool)>,
     cursors: Vec<usize>,
-    merged: Vec<(u64, u64)>,
 }
-
-/// Up to how many ranges the unions of a query hold together, [`Occupancy::choose`] sorts
-/// them into one union and scans its gaps, rather than walking the unions with a cursor each:
-/// a walk re-reads every union after each range that blocks it, which costs more than sorting
-/// a few hundred ranges (a query on a training step reads about 25, in 12 unions, and blocks
-/// 5 times). Side by side, a toggle under `best` on the 2,000-tensor step: 7.8 -> 6.3 ms
-/// median; `search` at capacity on minimalloc A: 930 -> 860 ms; the rest within the noise.
-const MERGE_UP_TO: usize = 256;
 
 impl<'a> Walk<'a> {
     fn union(&self, u: usize) -> &'a [(u64, u64)] {
@@ -134,35 +124,6 @@ impl<'a> Walk<'a> {
             }
         }
         x
-    }
-
-    /// How many ranges the unions hold together.
-    fn ranges(&self) -> usize {
-        (0..self.unions.len()).map(|u| self.union(u).len()).sum()
-    }
-
-    /// Every range of the unions in one: sorted, disjoint, touching ranges merged.
-    fn merge(&mut self) -> &[(u64, u64)] {
-        let mut all = std::mem::take(self.merged);
-        all.clear();
-        for u in 0..self.unions.len() {
-            all.extend_from_slice(self.union(u));
-        }
-        all.sort_unstable_by_key(|&(start, _)| start);
-        let mut kept: usize = 0;
-        for r in 0..all.len() {
-            let (start, end) = all[r];
-            match kept.checked_sub(1).map(|k| &mut all[k]) {
-                Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                _ => {
-                    all[kept] = (start, end);
-                    kept += 1;
-                }
-            }
-        }
-        all.truncate(kept);
-        *self.merged = all;
-        self.merged
     }
 
     /// Where the free run at a clear `x` ends: the least start above it, if any.
@@ -287,11 +248,7 @@ impl Occupancy {
     /// likeliest to block).
     fn walk(&mut self, (lo, hi): (usize, usize)) -> Walk<'_> {
         let nodes = &self.nodes;
-        let WalkBuffers {
-            unions,
-            cursors,
-            merged,
-        } = &mut self.walk;
+        let WalkBuffers { unions, cursors } = &mut self.walk;
         unions.clear();
         Self::canonical(lo, hi, |n| unions.push((n, false)));
         Self::root_paths(lo, hi - 1, |n| unions.push((n, true)));
@@ -314,7 +271,6 @@ impl Occupancy {
             nodes,
             unions,
             cursors,
-            merged,
         }
     }
 
@@ -323,19 +279,6 @@ impl Occupancy {
     pub(crate) fn choose(&mut self, item: &Item, span: (usize, usize), choice: GapChoice) -> u64 {
         let mut walk = self.walk(span);
         let aligned = |v: u64| align_up(v, item.alignment).expect("validated: extents fit in u64");
-        if item.size > 0 && walk.ranges() <= MERGE_UP_TO {
-            return pick_gap(walk.merge(), item.size, choice, aligned);
-        }
-        Self::choose_walking(&mut walk, item, choice, aligned)
-    }
-
-    /// [`Occupancy::choose`] by walking the unions, whatever their size.
-    fn choose_walking(
-        walk: &mut Walk<'_>,
-        item: &Item,
-        choice: GapChoice,
-        aligned: impl Fn(u64) -> u64,
-    ) -> u64 {
         match choice {
             GapChoice::Lowest => walk.clear(0, item.size, aligned),
             // Every free run of the union, bottom up: the tightest that fits, else the top.
@@ -356,32 +299,6 @@ impl Occupancy {
             }
         }
     }
-}
-
-/// The offset `choice` picks for `size` bytes among the gaps below, between and above `taken`
-/// (sorted, disjoint, not touching): the lowest aligned offset that fits, or that of the
-/// tightest gap that fits, else the top. `size` > 0.
-fn pick_gap(
-    taken: &[(u64, u64)],
-    size: u64,
-    choice: GapChoice,
-    aligned: impl Fn(u64) -> u64,
-) -> u64 {
-    let (mut free, mut best): (u64, Option<(u64, u64)>) = (0, None);
-    for &(start, end) in taken {
-        let offset = aligned(free);
-        if start > free && offset + size <= start {
-            match choice {
-                GapChoice::Lowest => return offset,
-                GapChoice::Smallest if best.is_none_or(|(b, _)| start - free < b) => {
-                    best = Some((start - free, offset));
-                }
-                GapChoice::Smallest => {}
-            }
-        }
-        free = end;
-    }
-    best.map_or_else(|| aligned(free), |(_, offset)| offset)
 }
 
 /// Up to how many overlapping buffers `best-fit` lists them all rather than walking the
@@ -648,31 +565,6 @@ mod tests {
             prop_assert_eq!(fast, slow.offsets);
         }
 
-        /// Sorting the ranges a query reads into one union picks what walking the unions picks,
-        /// for any occupancy (the walk is what [`Occupancy::choose`] uses past `MERGE_UP_TO`).
-        #[test]
-        fn the_merged_union_picks_what_the_walk_picks(
-            items in items(),
-            seed in any::<u64>(),
-            smallest in any::<bool>(),
-        ) {
-            let choice = if smallest { GapChoice::Smallest } else { GapChoice::Lowest };
-            let mut order: Vec<u32> = (0..items.len() as u32).collect();
-            order.sort_by_key(|&r| (u64::from(r) ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let mut occupancy = Occupancy::new(&items);
-            for &i in &order {
-                let item = &items[i as usize];
-                let span = occupancy.span(item.live);
-                let aligned = |v: u64| align_up(v, item.alignment).unwrap();
-                let mut walk = occupancy.walk(span);
-                let walked = Occupancy::choose_walking(&mut walk, item, choice, aligned);
-                if item.size > 0 {
-                    prop_assert_eq!(pick_gap(walk.merge(), item.size, choice, aligned), walked);
-                }
-                occupancy.insert(span, walked, item.size);
-            }
-        }
-
         /// A redecode of an order changed after a prefix, resumed from the layout before the
         /// change, is first-fit's layout of the new order over the listed conflicts, and gives
         /// up exactly when that passes the limit.
@@ -772,31 +664,11 @@ mod tests {
             },
         ];
         let mut cursors = [0, 0];
-        let mut merged = Vec::new();
         let mut walk = Walk {
             nodes: &nodes,
             unions: &[(0, false), (1, true)],
             cursors: &mut cursors,
-            merged: &mut merged,
         };
-        assert_eq!(walk.ranges(), 4);
-        let taken = walk.merge().to_vec();
-        assert_eq!(taken, vec![(0, 5), (10, 45), (50, 60)]);
-        // Lowest: the gap (5, 10), else above 60; aligned to 8, the gap's 8 if it still fits.
-        assert_eq!(pick_gap(&taken, 5, GapChoice::Lowest, |v| v), 5);
-        assert_eq!(pick_gap(&taken, 6, GapChoice::Lowest, |v| v), 60);
-        let by_8 = |v: u64| v.next_multiple_of(8);
-        assert_eq!(pick_gap(&taken, 2, GapChoice::Lowest, by_8), 8);
-        assert_eq!(pick_gap(&taken, 3, GapChoice::Lowest, by_8), 64);
-        // Smallest: the tightest gap that fits, the lower of equals, below the first range too.
-        let taken = [(0, 5), (10, 45), (48, 60)];
-        assert_eq!(pick_gap(&taken, 3, GapChoice::Smallest, |v| v), 45);
-        assert_eq!(pick_gap(&taken, 4, GapChoice::Smallest, |v| v), 5);
-        assert_eq!(pick_gap(&taken, 13, GapChoice::Smallest, |v| v), 60);
-        assert_eq!(
-            pick_gap(&[(3, 9), (12, 20)], 3, GapChoice::Smallest, |v| v),
-            0
-        );
         assert_eq!(walk.clear(5, 5, |v| v), 5);
         assert_eq!(walk.next_start(), Some(10));
         // Past (10, 40), then (40, 45) of the other union, to the gap below 50.
