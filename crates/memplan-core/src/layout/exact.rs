@@ -544,14 +544,16 @@ impl<'a> Search<'a> {
         for k in mark.sections..self.changed.len() {
             let t = self.changed[k].0 as usize;
             if self.sections.resting[t] == 0 {
-                let (mut lowest, mut resting) = (u64::MAX, 0);
+                // Branch-free: the hottest loop of the search, and its comparisons are coin tosses.
+                let (mut lowest, mut resting) = (u64::MAX, 0u32);
                 for &i in self.unplaced.at(t) {
-                    let i = i as usize;
-                    match self.floor[i].cmp(&lowest) {
-                        std::cmp::Ordering::Less => (lowest, resting) = (self.floor[i], 1),
-                        std::cmp::Ordering::Equal => resting += 1,
-                        std::cmp::Ordering::Greater => {}
-                    }
+                    let floor = self.floor[i as usize];
+                    resting = if floor < lowest {
+                        1
+                    } else {
+                        resting + u32::from(floor == lowest)
+                    };
+                    lowest = lowest.min(floor);
                 }
                 self.sections.lowest[t] = lowest;
                 self.sections.resting[t] = resting;
