@@ -25,7 +25,7 @@
 //! 3. the flip (or group) that would meet the budget gives way to the cheapest candidate not
 //!    yet tried that meets it alone on top of the accepted set, when one costs less: the best
 //!    ratio can free far more than the budget asks, at more cost;
-//! 4. accepted flips the met budget no longer needs are dropped, the most expensive first,
+//! 4. accepted flips the met budget no longer needs are pruned, the most expensive first,
 //!    until none can be (relief is not additive: a later flip can free what earlier ones did);
 //!    the reliefs left are the marginal ones in acceptance order.
 //!
@@ -147,7 +147,7 @@ pub enum Target {
 pub struct Flip {
     pub tensor: usize,
     /// The bytes it relieved on top of the flips before it (a held flip that committed with a
-    /// group carries 0; the closing flip carries the group's relief). After flips are dropped
+    /// group carries 0; the closing flip carries the group's relief). After flips are pruned
     /// (step 4), the marginal relief in acceptance order, which may be negative for a flip that
     /// pays only with those after it.
     pub relief_bytes: i128,
@@ -181,7 +181,7 @@ pub enum Event {
         instead: Vec<usize>,
         relief_bytes: i128,
     },
-    /// The budget is met without `tensor`: dropped, its recompute saved.
+    /// The budget is met without `tensor`: pruned, its recompute saved.
     Pruned { tensor: usize, footprint_bytes: u64 },
     /// The budget is met: acceptance stops.
     BudgetMet { footprint_bytes: u64 },
@@ -414,8 +414,8 @@ impl<'a> Rematerializer<'a> {
         Ok(None)
     }
 
-    /// Drops the accepted flips the met budget no longer needs, the most expensive first (the
-    /// later accepted first among equals): each is dropped when the others alone still meet
+    /// Prunes the accepted flips the met budget no longer needs, the most expensive first (the
+    /// later accepted first among equals): each is pruned when the others alone still meet
     /// it, until none can be. The reliefs of the flips left are then their marginal reliefs in
     /// acceptance order. Returns the footprint after.
     fn prune(
@@ -433,10 +433,10 @@ impl<'a> Rematerializer<'a> {
             )
         });
         let mut kept = vec![true; result.flips.len()];
-        // Until no flip can go: relief is not monotone, so a drop can free another.
-        let mut dropped = true;
-        while dropped {
-            dropped = false;
+        // Until no flip can go: relief is not monotone, so pruning one can free another.
+        let mut pruned = true;
+        while pruned {
+            pruned = false;
             for &k in &order {
                 if !kept[k] {
                     continue;
@@ -453,7 +453,7 @@ impl<'a> Rematerializer<'a> {
                         footprint_bytes: footprint,
                     });
                     current = footprint;
-                    dropped = true;
+                    pruned = true;
                 } else {
                     kept[k] = true;
                 }

@@ -562,7 +562,7 @@ pub fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
             tensor,
             footprint_bytes,
         } => format!(
-            "dropped {}: the budget is met without it, at {footprint_bytes} B",
+            "pruned {}: the budget is met without it, at {footprint_bytes} B",
             id(*tensor)
         ),
         Event::BudgetMet { footprint_bytes } => format!("budget met at {footprint_bytes} B"),

@@ -310,9 +310,9 @@ fn the_budget_is_closed_by_the_cheapest_flip_that_closes_it() {
 }
 
 #[test]
-fn flips_the_met_budget_no_longer_needs_are_dropped() {
+fn flips_the_met_budget_no_longer_needs_are_pruned() {
     // p and q rank first (ratio 100) but free 200 B together; r (ratio 20) then meets the
-    // 500 B the budget asks alone, so p and q, accepted before it, are dropped.
+    // 500 B the budget asks alone, so p and q, accepted before it, are pruned.
     let g = all_at_the_peak(&[("p", 100, 1), ("q", 100, 1), ("r", 1000, 50)]);
     let (r, flips) = fit(&g, Target::Bytes(1218 - 500));
     assert_eq!(flips, vec!["r"]);
@@ -328,7 +328,7 @@ fn flips_the_met_budget_no_longer_needs_are_dropped() {
         .collect();
     // The most expensive first, then the later accepted: r cannot go, q can, then p.
     assert_eq!(pruned, vec![2, 1]);
-    // Minimize takes every flip that helps and drops none.
+    // Minimize takes every flip that helps and prunes none.
     let (_, flips) = fit(&g, Target::Minimize);
     assert_eq!(flips, vec!["p", "q", "r"]);
 }
@@ -383,7 +383,7 @@ proptest! {
             if let Target::Bytes(b) = target {
                 prop_assert_eq!(r.within_budget, r.final_bytes <= b);
             }
-            // No flip is committed with a negative marginal relief, unless dropping others
+            // No flip is committed with a negative marginal relief, unless pruning others
             // left it in a set whose prefixes it does not improve (its relief is its marginal
             // one in acceptance order, and needed with the flips after it).
             if !r.log.iter().any(|e| matches!(e, Event::Pruned { .. })) {
