@@ -511,11 +511,18 @@ pub fn plan_with(
             }
             None => None,
         };
+        let regions = arena_regions(problem, &arena, options);
+        // No layout goes below what each region holds live at once. A strategy that reaches
+        // that floor cannot be beaten (ties go to the earlier), so the rest are not run: on
+        // most real models first-fit reaches it, and `best` then costs what first-fit does.
+        let floor = (regions.iter())
+            .map(|r| search::lower_bound_hint(&r.items))
+            .fold(0, u64::saturating_add);
         let mut chosen: Option<ArenaLayout> = None;
         for &strategy in options.strategy.strategies() {
             let Some(candidate) = layout_arena(
-                problem,
-                &arena,
+                &regions,
+                arena.len(),
                 strategy,
                 options,
                 arena_capacity,
@@ -526,6 +533,9 @@ pub fn plan_with(
             };
             if chosen.as_ref().is_none_or(|c| candidate.extent < c.extent) {
                 chosen = Some(candidate);
+            }
+            if chosen.as_ref().is_some_and(|c| c.extent <= floor) {
+                break;
             }
         }
         let layout = chosen.ok_or_else(|| PlanError::ExtentOverflow {
@@ -617,17 +627,17 @@ pub fn plan_with(
     Ok(plan)
 }
 
-/// Lays out the arena buffers `arena` of one device: one region per precision class, stacked.
-/// `None` when the strategy's layout would pass 2^64 bytes.
-fn layout_arena(
-    problem: &Problem,
-    arena: &[usize],
-    strategy: Strategy,
-    options: &PlanOptions,
-    capacity: Option<u64>,
-    device: usize,
-    control: &mut Control<'_>,
-) -> Option<ArenaLayout> {
+/// One precision class of a device's arena: its buffers (as places in the arena's list) and
+/// their items, laid out together.
+struct Region {
+    class: Option<DType>,
+    members: Vec<usize>,
+    items: Vec<Item>,
+}
+
+/// The regions of the arena buffers `arena` of one device, one per precision class (one in
+/// all without precision classes), in class order.
+fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> Vec<Region> {
     let mut classes: BTreeMap<Option<DType>, Vec<usize>> = BTreeMap::new();
     for (k, &b) in arena.iter().enumerate() {
         let class = if options.precision_classes {
@@ -637,25 +647,51 @@ fn layout_arena(
         };
         classes.entry(class).or_default().push(k);
     }
-    let mut offsets = vec![0; arena.len()];
+    (classes.into_iter())
+        .map(|(class, members)| {
+            let items = (members.iter())
+                .map(|&k| {
+                    let b = &problem.buffers[arena[k]];
+                    Item {
+                        size: b.occupied_size(),
+                        alignment: b.alignment,
+                        live: b.span(problem.positions),
+                    }
+                })
+                .collect();
+            Region {
+                class,
+                members,
+                items,
+            }
+        })
+        .collect()
+}
+
+/// Lays out a device's arena of `len` buffers, its `regions` stacked. `None` when the
+/// strategy's layout would pass 2^64 bytes.
+fn layout_arena(
+    regions: &[Region],
+    len: usize,
+    strategy: Strategy,
+    options: &PlanOptions,
+    capacity: Option<u64>,
+    device: usize,
+    control: &mut Control<'_>,
+) -> Option<ArenaLayout> {
+    let mut offsets = vec![0; len];
     let mut base = 0u64;
     let mut stopped = false;
     let mut exact: Option<Proof> = None;
-    for (&class, members) in &classes {
-        let items: Vec<Item> = members
-            .iter()
-            .map(|&k| {
-                let b = &problem.buffers[arena[k]];
-                Item {
-                    size: b.occupied_size(),
-                    alignment: b.alignment,
-                    live: b.span(problem.positions),
-                }
-            })
-            .collect();
+    for Region {
+        class,
+        members,
+        items,
+    } in regions
+    {
         // A capacity binds a lone region; stacked regions are each minimized.
-        let goal = capacity.filter(|_| classes.len() == 1);
-        let region = layout_region(&items, strategy, options, goal, (device, class), control)?;
+        let goal = capacity.filter(|_| regions.len() == 1);
+        let region = layout_region(items, strategy, options, goal, (device, *class), control)?;
         stopped |= region.stopped;
         if let Some(proof) = region.exact {
             let sum = exact.get_or_insert_default();
