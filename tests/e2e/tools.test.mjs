@@ -167,8 +167,8 @@ test('a flip, a fit and a sweep on a 2,000-tensor training step, measured in the
   // Side by side, three rounds: a fit and a 32-point sweep in the worker, each from the click
   // to what it shows, new (timed in the page: a click through Playwright waits for the button to
   // hold still, and its retries would be counted), then `memplan bench --remat` natively (the
-  // CLI built for speed). This machine drifts by half within minutes, so only rounds run
-  // together make a ratio.
+  // CLI built for speed; its medians of 5 fits and 3 sweeps). This machine drifts by half
+  // within minutes, so only rounds run together make a ratio.
   const shownAnew = (button, shown) => page.evaluate(async ([button, shown]) => {
     const before = document.querySelector(`[data-testid="${shown}"]`)?.textContent;
     const t0 = performance.now();

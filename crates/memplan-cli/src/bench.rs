@@ -111,7 +111,9 @@ fn generate(
 
 /// Times rematerialization on `file`: the baseline plan, one toggle (a plan with one candidate
 /// inlined: liveness re-derived, relaid out and checked), a fit to 80% of the baseline with the
-/// default candidate cap, and a 32-point sweep; all with first-fit.
+/// default candidate cap, and a 32-point sweep; all with first-fit. Each is run several times
+/// (every run from scratch: a session keeps no plan between calls) and the median reported,
+/// since one run on a shared machine says little.
 fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
     let session = crate::open(file)?;
     let scenario = Scenario {
@@ -123,38 +125,49 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
         .unwrap_or_default()
         .to_string_lossy()
         .into_owned();
-    let timed =
-        |f: &mut dyn FnMut() -> Result<String, CliError>| -> Result<(String, f64), CliError> {
+    let timed = |runs: usize,
+                 f: &mut dyn FnMut() -> Result<String, CliError>|
+     -> Result<(String, usize, f64), CliError> {
+        let mut what = String::new();
+        let mut ms = Vec::with_capacity(runs);
+        for _ in 0..runs {
             let start = Instant::now();
-            let what = f()?;
-            Ok((what, start.elapsed().as_secs_f64() * 1e3))
-        };
+            what = f()?;
+            ms.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        ms.sort_by(f64::total_cmp);
+        Ok((what, runs, ms[runs / 2]))
+    };
     let candidates = session.candidates(&scenario)?;
     let mut rows = Vec::new();
-    let (what, ms) = timed(&mut || {
-        Ok(format!(
-            "footprint {}",
-            session.plan(&scenario)?.plan.footprint_bytes()
-        ))
-    })?;
-    rows.push(("baseline plan", what, ms));
+    rows.push((
+        "baseline plan",
+        timed(5, &mut || {
+            Ok(format!(
+                "footprint {}",
+                session.plan(&scenario)?.plan.footprint_bytes()
+            ))
+        })?,
+    ));
     if let Some(c) = candidates.first() {
         let flip = Scenario {
             inline: vec![session.graph.tensors[c.tensor].id.clone()],
             ..scenario.clone()
         };
-        let (what, ms) = timed(&mut || {
-            Ok(format!(
-                "footprint {} with {} inlined",
-                session.plan(&flip)?.plan.footprint_bytes(),
-                flip.inline[0]
-            ))
-        })?;
-        rows.push(("one toggle", what, ms));
+        rows.push((
+            "one toggle",
+            timed(21, &mut || {
+                Ok(format!(
+                    "footprint {} with {} inlined",
+                    session.plan(&flip)?.plan.footprint_bytes(),
+                    flip.inline[0]
+                ))
+            })?,
+        ));
     }
     let baseline = session.plan(&scenario)?.plan.footprint_bytes();
     let budget = baseline / 5 * 4;
-    let (what, ms) = timed(&mut || {
+    let fit = timed(5, &mut || {
         let f = session.fit(&scenario, memplan_core::remat::Target::Bytes(budget), None)?;
         Ok(format!(
             "budget {budget}: footprint {}, {} flips, {} considered, {} cut, within budget: {}",
@@ -165,8 +178,8 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
             f.within_budget
         ))
     })?;
-    rows.push(("fit, default cap", what, ms));
-    let (what, ms) = timed(&mut || {
+    rows.push(("fit, default cap", fit));
+    let sweep = timed(3, &mut || {
         let s = session.sweep(&scenario, 32, 20)?;
         Ok(format!(
             "{} points over {} candidates{}",
@@ -179,14 +192,14 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
             }
         ))
     })?;
-    rows.push(("32-point sweep", what, ms));
+    rows.push(("32-point sweep", sweep));
     let mut out = format!(
-        "| {name} ({} tensors, {} candidates) | what | time (ms) |\n|---|---|---:|\n",
+        "| {name} ({} tensors, {} candidates) | what | runs | median time (ms) |\n|---|---|---:|---:|\n",
         session.graph.tensors.len(),
         candidates.len()
     );
-    for (task, what, ms) in rows {
-        out.push_str(&format!("| {task} | {what} | {ms:.1} |\n"));
+    for (task, (what, runs, ms)) in rows {
+        out.push_str(&format!("| {task} | {what} | {runs} | {ms:.1} |\n"));
     }
     Ok(out)
 }
