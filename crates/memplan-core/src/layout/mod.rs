@@ -75,7 +75,8 @@ impl Strategy {
 }
 
 /// What the user asks for: one strategy, or `best`, the portfolio of all of them (per device,
-/// the lowest arena; ties go to the earlier in [`Strategy::ALL`]).
+/// the lowest arena; ties go to the earlier in [`Strategy::ALL`], so the portfolio stops at the
+/// first that reaches the arena's floor: none after it could win).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum StrategyChoice {
     One(Strategy),
