@@ -516,11 +516,11 @@ pub fn plan_with(
         // No layout goes below what each region holds live at once. A strategy that reaches
         // that floor cannot be beaten (ties go to the earlier), so the rest are not run: on
         // most real models first-fit reaches it, and `best` then costs what first-fit does.
-        let floor = (regions.iter())
-            .map(|r| search::lower_bound_hint(&r.items))
-            .fold(0, u64::saturating_add);
+        // Computed only when a strategy follows (one strategy alone needs no floor).
+        let mut floor = None;
+        let strategies = options.strategy.strategies();
         let mut chosen: Option<ArenaLayout> = None;
-        for &strategy in options.strategy.strategies() {
+        for (k, &strategy) in strategies.iter().enumerate() {
             let Some(candidate) = layout_arena(
                 &regions,
                 arena.len(),
@@ -535,7 +535,17 @@ pub fn plan_with(
             if chosen.as_ref().is_none_or(|c| candidate.extent < c.extent) {
                 chosen = Some(candidate);
             }
-            if chosen.as_ref().is_some_and(|c| c.extent <= floor) {
+            let last = k + 1 == strategies.len();
+            if !last
+                && chosen.as_ref().is_some_and(|c| {
+                    c.extent
+                        <= *floor.get_or_insert_with(|| {
+                            (regions.iter())
+                                .map(|r| search::lower_bound_hint(&r.items))
+                                .fold(0, u64::saturating_add)
+                        })
+                })
+            {
                 break;
             }
         }

@@ -125,6 +125,28 @@ proptest! {
         prop_assert!(search <= best, "search {search} > best {best}");
     }
 
+    /// `best` stops at the first strategy whose arena reaches what the arena holds live at
+    /// once: `best-fit` (the next after first-fit) runs exactly when first-fit stays above it.
+    /// Its decode, kept for the next plan, says whether it ran.
+    #[test]
+    fn best_stops_once_first_fit_reaches_the_arena_floor(p in arb_problem()) {
+        let mut decodes = Decodes::default();
+        let options = |strategy| PlanOptions { strategy, precision_classes: false, ..PlanOptions::default() };
+        plan_with(&p, &options(StrategyChoice::Best), &mut Control { earlier: Some(&mut decodes), ..Control::default() }).unwrap();
+        let first_fit = plan(&p, &options(Strategy::FirstFit.into())).unwrap();
+        for (d, device) in first_fit.devices.iter().enumerate() {
+            let floor = (0..p.positions)
+                .map(|q| p.buffers.iter()
+                    .filter(|b| b.device == d && !b.is_always_live() && { let s = b.span(p.positions); s.first <= q && q <= s.last })
+                    .map(Buffer::occupied_size)
+                    .sum::<u64>())
+                .max()
+                .unwrap_or(0);
+            let ran = decodes.0.contains_key(&(d, None, GapChoice::Smallest));
+            prop_assert_eq!(ran, device.arena_bytes > floor, "device {}: first-fit {} floor {}", d, device.arena_bytes, floor);
+        }
+    }
+
     /// Past the work budget (here: any work at all), `best` does without `best-fit`, and `search`
     /// is its greedy portfolio alone (the region is small): `best` is the best of the rest.
     #[test]
