@@ -125,6 +125,32 @@ fn history_key(u: &UrlState) -> String {
     .to_query()
 }
 
+/// Writes the page's state into its link: a history entry when what is shown changed.
+fn write_link(state: PageState, key: StoredValue<String>) {
+    let u = untrack(|| state.url_state());
+    let query = u.to_query();
+    let Some(w) = web_sys::window() else { return };
+    let current = w.location().search().unwrap_or_default();
+    if current.trim_start_matches('?') == query {
+        return;
+    }
+    let path = w.location().pathname().unwrap_or_default();
+    let target = if query.is_empty() {
+        path
+    } else {
+        format!("{path}?{query}")
+    };
+    let Ok(history) = w.history() else { return };
+    let next = history_key(&u);
+    let null = wasm_bindgen::JsValue::NULL;
+    if next != key.get_value() && state.analysis.with_untracked(Option::is_some) {
+        key.set_value(next);
+        let _ = history.push_state_with_url(&null, "", Some(&target));
+    } else {
+        let _ = history.replace_state_with_url(&null, "", Some(&target));
+    }
+}
+
 /// Shows what the link says after Back or Forward: the view, strategy, example and the rest.
 fn follow_link(state: PageState, key: StoredValue<String>) {
     let url = UrlState::parse(&location_search());
@@ -278,30 +304,23 @@ pub fn App() -> impl IntoView {
     });
 
     // The link follows the screen; what is shown makes a history entry, the rest replaces it.
+    // While the worker plans, the screen still shows the last plan, and so does the link; it is
+    // written after the frame that shows the new plan: a history write costs Chromium 4 to 15 ms,
+    // which before that frame would delay a flip's redraw.
     let key = StoredValue::new(history_key(&url));
-    Effect::new(move |_| {
-        let u = state.url_state();
-        let query = u.to_query();
-        let Some(w) = web_sys::window() else { return };
-        let current = w.location().search().unwrap_or_default();
-        if current.trim_start_matches('?') == query {
-            return;
+    Effect::new(move |was_planning: Option<bool>| {
+        state.url_state();
+        if state.planning.get() {
+            return true;
         }
-        let path = w.location().pathname().unwrap_or_default();
-        let target = if query.is_empty() {
-            path
+        if was_planning == Some(true) {
+            request_animation_frame(move || {
+                set_timeout(move || write_link(state, key), std::time::Duration::ZERO)
+            });
         } else {
-            format!("{path}?{query}")
-        };
-        let Ok(history) = w.history() else { return };
-        let next = history_key(&u);
-        let null = wasm_bindgen::JsValue::NULL;
-        if next != key.get_value() && state.analysis.with_untracked(Option::is_some) {
-            key.set_value(next);
-            let _ = history.push_state_with_url(&null, "", Some(&target));
-        } else {
-            let _ = history.replace_state_with_url(&null, "", Some(&target));
+            write_link(state, key);
         }
+        false
     });
     // Back and Forward: the root lives as long as the page, so these listeners do too.
     let _history = window_event_listener(ev::popstate, move |_| follow_link(state, key));

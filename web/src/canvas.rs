@@ -24,7 +24,7 @@ use std::sync::Arc;
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use memplan_formats::human::bytes;
-use memplan_render::color::{ColorBy, color_of};
+use memplan_render::color::{ColorBy, Rgb, color_of};
 use memplan_render::scene::{
     Rect, Viewport, arena_height, arena_rects, pick, position_ticks, timeline_rows,
 };
@@ -93,20 +93,27 @@ impl Scene {
         color_by: ColorBy,
         arena_only: bool,
     ) -> Self {
-        let mut styles: Vec<String> = Vec::new();
+        // A handful of distinct fills: look each rectangle's up by value, format each once.
+        let mut fills: Vec<(Rgb, bool)> = Vec::new();
         let style_of: Vec<u16> = rects
             .iter()
             .zip(&faded)
             .map(|(r, &faded)| {
-                let css = color_of(&model.buffers[r.buffer], color_by).css();
-                let css = if faded { format!("{css}73") } else { css };
-                match styles.iter().position(|s| *s == css) {
+                let fill = (color_of(&model.buffers[r.buffer], color_by), faded);
+                match fills.iter().position(|f| *f == fill) {
                     Some(k) => k as u16,
                     None => {
-                        styles.push(css);
-                        (styles.len() - 1) as u16
+                        fills.push(fill);
+                        (fills.len() - 1) as u16
                     }
                 }
+            })
+            .collect();
+        let styles: Vec<String> = fills
+            .iter()
+            .map(|&(rgb, faded)| match faded {
+                true => format!("{}73", rgb.css()),
+                false => rgb.css(),
             })
             .collect();
         let dark_text = styles.iter().map(|s| light(s)).collect();
