@@ -156,10 +156,52 @@ impl Sections {
         self.maxima.rebuild(a, b);
     }
 
+    /// A buffer of `size` bytes at `floor` over positions `first..=last` is placed: it no longer
+    /// needs room there, nor rests there.
+    fn take(&mut self, journal: &mut Journal, first: usize, last: usize, size: u64, floor: u64) {
+        let (need, lowest, resting) = (&mut self.need, &self.lowest, &mut self.resting);
+        for t in first..=last {
+            journal.note(t, lowest[t], resting[t]);
+            need[t] -= size;
+            resting[t] -= u32::from(lowest[t] == floor);
+        }
+    }
+
+    /// A buffer's floor over `first..=last` was raised from `old`: it no longer rests where
+    /// `old` is the lowest floor.
+    fn lift(&mut self, journal: &mut Journal, first: usize, last: usize, old: u64) {
+        let (lowest, resting) = (&self.lowest, &mut self.resting);
+        for t in first..=last {
+            if lowest[t] == old {
+                journal.note(t, old, resting[t]);
+                resting[t] -= 1;
+            }
+        }
+    }
+
     /// The most any position of `lo..hi` needs when nothing more goes below `offset` there.
     fn top(&self, lo: usize, hi: usize, offset: u64) -> u64 {
         let m = self.maxima.max(lo, hi);
         m[STACKED].max(offset.saturating_add(m[UNPLACED]))
+    }
+}
+
+/// What the sections were at each position a placement changed, to undo it: `(position, lowest
+/// and resting before)`, each position once per placement. Apart from the sections, so that
+/// their loops can note a position while they hold them.
+struct Journal {
+    changed: Vec<(u32, u64, u32)>,
+    /// The placement that last noted each position.
+    seen: Vec<u64>,
+    stamp: u64,
+}
+
+impl Journal {
+    fn note(&mut self, t: usize, lowest: u64, resting: u32) {
+        if self.seen[t] != self.stamp {
+            self.seen[t] = self.stamp;
+            self.changed.push((t as u32, lowest, resting));
+        }
     }
 }
 
@@ -344,16 +386,13 @@ struct Search<'a> {
     /// Per boundary `p` (between positions `p` and `p + 1`): the unplaced buffers live on both
     /// sides. At zero the part splits there.
     crossing: Vec<u32>,
-    /// Undo stacks: raised floors `(buffer, floor before)`, sections `(position, lowest and
-    /// resting before)`, and the boundaries that fell to zero.
+    /// Undo stacks: raised floors `(buffer, floor before)`, the sections' journal, and the
+    /// boundaries that fell to zero.
     raised: Vec<(u32, u64)>,
-    changed: Vec<(u32, u64, u32)>,
+    journal: Journal,
     cuts: Vec<usize>,
     /// The candidates of every node on the current path, each node's above its parent's.
     candidates: Vec<u32>,
-    /// Marks positions already logged in one placement.
-    seen: Vec<u64>,
-    stamp: u64,
     nodes: u64,
     limit: u64,
     /// What the caller hears every 1,024 nodes, with the nodes searched before this run.
@@ -386,11 +425,13 @@ impl<'a> Search<'a> {
             sections: shape.sections.clone(),
             crossing: shape.crossing.clone(),
             raised: Vec::new(),
-            changed: Vec::new(),
+            journal: Journal {
+                changed: Vec::new(),
+                seen: vec![0; shape.positions],
+                stamp: 0,
+            },
             cuts: Vec::new(),
             candidates: Vec::new(),
-            seen: vec![0; shape.positions],
-            stamp: 0,
             nodes: 0,
             limit,
             heard,
@@ -493,13 +534,13 @@ impl<'a> Search<'a> {
         let end = at + it.size;
         let mark = Mark {
             raised: self.raised.len(),
-            sections: self.changed.len(),
+            sections: self.journal.changed.len(),
             cuts: self.cuts.len(),
         };
         self.placed[c] = true;
         self.unplaced.remove(items, c);
         self.offset[c] = at;
-        self.stamp += 1;
+        self.journal.stamp += 1;
         let (first, last) = (it.live.first as usize, it.live.last as usize);
         for p in first..last {
             self.crossing[p] -= 1;
@@ -507,11 +548,8 @@ impl<'a> Search<'a> {
                 self.cuts.push(p);
             }
         }
-        for t in first..=last {
-            self.log(t);
-            self.sections.need[t] -= it.size;
-            self.leave(t, at);
-        }
+        self.sections
+            .take(&mut self.journal, first, last, it.size, at);
         let mut dead = false;
         for &j in &self.shape.neighbours[c] {
             let j = j as usize;
@@ -532,17 +570,12 @@ impl<'a> Search<'a> {
             if self.sections.maxima.max(a, b + 1)[RESTING_ON] < old {
                 continue;
             }
-            for t in a..=b {
-                if self.sections.lowest[t] == old {
-                    self.log(t);
-                    self.leave(t, old);
-                }
-            }
+            self.sections.lift(&mut self.journal, a, b, old);
         }
         // Rescan where the last buffer resting on the lowest floor left.
         let (mut lo, mut hi) = (usize::MAX, 0);
-        for k in mark.sections..self.changed.len() {
-            let t = self.changed[k].0 as usize;
+        for k in mark.sections..self.journal.changed.len() {
+            let t = self.journal.changed[k].0 as usize;
             if self.sections.resting[t] == 0 {
                 // Branch-free: the hottest loop of the search, and its comparisons are coin tosses.
                 let (mut lowest, mut resting) = (u64::MAX, 0u32);
@@ -567,22 +600,6 @@ impl<'a> Search<'a> {
         (mark, dead)
     }
 
-    /// Notes position `t`'s lowest floor and resting count once per placement, to undo.
-    fn log(&mut self, t: usize) {
-        if self.seen[t] != self.stamp {
-            self.seen[t] = self.stamp;
-            let s = &self.sections;
-            self.changed.push((t as u32, s.lowest[t], s.resting[t]));
-        }
-    }
-
-    /// A buffer at floor `floor` leaves the unplaced ones resting at `t`.
-    fn leave(&mut self, t: usize, floor: u64) {
-        if self.sections.lowest[t] == floor {
-            self.sections.resting[t] -= 1;
-        }
-    }
-
     fn unplace(&mut self, c: usize, mark: Mark) {
         let it = self.shape.items[c];
         for &(j, old) in self.raised[mark.raised..].iter().rev() {
@@ -598,15 +615,15 @@ impl<'a> Search<'a> {
             self.sections.need[t] += it.size;
         }
         let (mut lo, mut hi) = (usize::MAX, 0);
-        for k in (mark.sections..self.changed.len()).rev() {
-            let (t, lowest, resting) = self.changed[k];
+        for k in (mark.sections..self.journal.changed.len()).rev() {
+            let (t, lowest, resting) = self.journal.changed[k];
             let t = t as usize;
             self.sections.lowest[t] = lowest;
             self.sections.resting[t] = resting;
             self.sections.write(t);
             (lo, hi) = (lo.min(t), hi.max(t));
         }
-        self.changed.truncate(mark.sections);
+        self.journal.changed.truncate(mark.sections);
         if lo <= hi {
             self.sections.rebuild(lo, hi);
         }
