@@ -126,10 +126,21 @@ pub(crate) fn choose_gap(
     // Radix sort: these lists run to thousands for long-lived buffers, and sorting them is most
     // of a large layout's time.
     radsort::sort_by_key(ranges, |&(start, _)| start);
+    gap_among(ranges.iter().copied(), size, alignment, choice)
+}
+
+/// The offset `choice` picks for `size` bytes at `alignment` among occupied `ranges` given in
+/// order of start.
+pub(crate) fn gap_among(
+    ranges: impl Iterator<Item = (u64, u64)>,
+    size: u64,
+    alignment: u64,
+    choice: GapChoice,
+) -> u64 {
     let aligned = |v: u64| align_up(v, alignment).expect("validated: extents fit in u64");
     let mut cursor = 0;
     let mut smallest: Option<(u64, u64)> = None;
-    for &(start, end) in ranges.iter() {
+    for (start, end) in ranges {
         let candidate = aligned(cursor);
         if candidate + size <= start {
             match choice {
