@@ -6,7 +6,10 @@
 #
 # Every solver runs on one thread (OmniMalloc's thread count is set to 1; memplan is
 # single-threaded). Times are each solver's own: `search`'s `elapsed_ms`, `best`'s wall time
-# past a `bump` run of the same file (reading it, writing the JSON), OmniMalloc's `allocate`. Ratios are memplan over OmniMalloc: below 1 is a lower peak or a faster run.
+# past a `bump` run of the same file (reading it, writing the JSON), OmniMalloc's `allocate`.
+# The fast ones (`best`, `bump` and `greedy_by_all`, a few milliseconds each, where a process's
+# start-up varies as much) are medians of five runs, memplan's alternating. Ratios are memplan
+# over OmniMalloc: below 1 is a lower peak or a faster run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -22,7 +25,7 @@ cargo build -q --locked --profile fast -p memplan-cli
 memplan="$root/target/fast/memplan"
 
 "$venv/bin/python" - "$memplan" tests/data/minimalloc/*.csv tests/data/large/*.csv <<'PY'
-import json, subprocess, sys, time
+import json, statistics, subprocess, sys, time
 import omnimalloc
 from omnimalloc.io import load_allocation
 
@@ -42,15 +45,21 @@ def ours(path, strategy):
     else:
         # No clock in a deterministic plan: the wall time past a `bump` run's (reading the
         # file, writing the JSON), at least 0.1 ms.
-        ms = max(wall - min(run(path, "bump")[1] for _ in range(3)), 0.1)
+        walls, bumps = [wall], [run(path, "bump")[1]]
+        for _ in range(4):
+            walls.append(run(path, strategy)[1])
+            bumps.append(run(path, "bump")[1])
+        ms = max(statistics.median(walls) - statistics.median(bumps), 0.1)
     return plan["footprint_bytes"], round(ms, 1), plan["lower_bound_bytes"]
 
-def theirs(path, allocator):
+def theirs(path, allocator, runs):
     pool = load_allocation(path)
-    started = time.perf_counter()
-    placed = omnimalloc.allocate(pool, allocator, validate=True)
-    ms = (time.perf_counter() - started) * 1000
-    return max(a.offset + a.size for a in placed.allocations), ms
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        placed = omnimalloc.allocate(pool, allocator, validate=True)
+        times.append((time.perf_counter() - started) * 1000)
+    return max(a.offset + a.size for a in placed.allocations), statistics.median(times)
 
 print(f"memplan vs omnimalloc {omnimalloc.__version__ if hasattr(omnimalloc, '__version__') else ''}".strip())
 print()
@@ -60,8 +69,8 @@ print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for path in files:
     best, best_ms, lb = ours(path, "best")
     search, search_ms, _ = ours(path, "search")
-    greedy, greedy_ms = theirs(path, "greedy_by_all")
-    sm, sm_ms = theirs(path, "supermalloc")
+    greedy, greedy_ms = theirs(path, "greedy_by_all", 5)
+    sm, sm_ms = theirs(path, "supermalloc", 1)
     name = path.rsplit("/", 1)[-1]
     print(f"| {name} | {lb} | {best} ({best_ms} ms) | {greedy} ({greedy_ms:.0f} ms) "
           f"| {best / greedy:.4f} | {best_ms / max(greedy_ms, 1e-3):.2f} "

@@ -31,7 +31,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 bench_cmd="cargo run --profile fast -p memplan-cli -- bench --csv-dir tests/data/minimalloc --csv-dir tests/data/large"
 {
-  echo "\`$bench_cmd\` ($today, $cores cores, one run, all rows side by side):"
+  echo "\`$bench_cmd\` ($today, $cores cores, all rows side by side; `best` and `greedy_by_all` are medians of 5 runs, the rest one run):"
   echo
   cargo run -q --locked --profile fast -p memplan-cli -- bench --csv-dir tests/data/minimalloc --csv-dir tests/data/large
 } > "$tmp/bench"
@@ -59,7 +59,7 @@ PY
 replace capacity "$tmp/capacity"
 
 {
-  echo "\`./scripts/omnimalloc-compare.sh\` ($today, $cores cores, one run, all rows side by side):"
+  echo "\`./scripts/omnimalloc-compare.sh\` ($today, $cores cores, all rows side by side; \`best\` and \`greedy_by_all\` are medians of 5 runs, the rest one run):"
   echo
   ./scripts/omnimalloc-compare.sh
 } > "$tmp/omnimalloc"
