@@ -260,20 +260,27 @@ impl Occupancy {
         let nodes = &self.nodes;
         let WalkBuffers { unions, cursors } = &mut self.walk;
         unions.clear();
-        Self::canonical(lo, hi, |n| unions.push((n, false)));
-        Self::root_paths(lo, hi - 1, |n| unions.push((n, true)));
-        let len = |&(n, covering): &(usize, bool)| {
+        // The empty unions left out, and the longest first: the likeliest to block. Ordering
+        // the rest costs more than it saves. Each node is read once (at a million buffers most
+        // are cache misses).
+        let mut longest = (0, 0);
+        let mut add = |n: usize, covering: bool| {
             let node: &Node = &nodes[n];
-            if covering {
-                node.covering.0.len()
-            } else {
-                node.touching.0.len()
+            let len = match covering {
+                true => node.covering.0.len(),
+                false => node.touching.0.len(),
+            };
+            if len > 0 {
+                if len >= longest.0 {
+                    longest = (len, unions.len());
+                }
+                unions.push((n, covering));
             }
         };
-        unions.retain(|u| len(u) > 0);
-        // The longest first: the likeliest to block. Ordering the rest costs more than it saves.
-        if let Some(longest) = (0..unions.len()).max_by_key(|&u| len(&unions[u])) {
-            unions.swap(0, longest);
+        Self::canonical(lo, hi, |n| add(n, false));
+        Self::root_paths(lo, hi - 1, |n| add(n, true));
+        if !unions.is_empty() {
+            unions.swap(0, longest.1);
         }
         cursors.clear();
         cursors.resize(unions.len(), 0);
