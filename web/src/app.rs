@@ -620,6 +620,12 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                     }.into_any()),
                     _ => None,
                 }}
+                {r.elapsed_ms.map(|ms| view! {
+                    <div><dt>"search time"</dt><dd data-testid="search-time" data-ms=ms.to_string() title=format!("{} search nodes", r.nodes.unwrap_or(0))>{match ms {
+                        0..1000 => format!("{ms} ms"),
+                        _ => format!("{:.1} s", ms as f64 / 1000.0),
+                    }}</dd></div>
+                })}
                 <Show when=move || state.cancelled.get()>
                     <div><dt>"search"</dt><dd data-testid="cancelled">"cancelled: its best plan so far"</dd></div>
                 </Show>

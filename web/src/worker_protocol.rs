@@ -151,6 +151,8 @@ struct Job {
     best: Option<Outcome>,
     /// What was shown before the job, to keep if it is cancelled before its first step.
     previous: Option<Outcome>,
+    /// The time its steps spent planning, milliseconds (the worker's clock).
+    planning_ms: f64,
 }
 
 /// The worker's state: the loaded session with its current outcome, or the job planning it,
@@ -350,6 +352,7 @@ impl Worker {
             done: 0,
             best: None,
             previous,
+            planning_ms: 0.0,
         });
     }
 
@@ -445,6 +448,7 @@ impl Worker {
             }
         };
         let mut asked = || stop();
+        let started = now();
         let planned = job.session.plan_with(
             &scenario,
             &mut Control {
@@ -455,6 +459,7 @@ impl Worker {
                 earlier: Some(&mut self.decodes),
             },
         );
+        job.planning_ms += now() - started;
         let cancelled = self.live_cancel && stop();
         job.done += 1;
         match planned {
@@ -540,6 +545,10 @@ impl Worker {
             &mut self.cache,
             !left_out.params_parts,
         );
+        // As the CLI does: how long the search took, where one ran.
+        if analysis.summary.nodes.is_some() {
+            analysis.summary.elapsed_ms = Some(job.planning_ms.round() as u64);
+        }
         left_out.baseline = analysis.baseline.is_some() && analysis.baseline == self.baseline_sent;
         self.baseline_sent = match left_out.baseline {
             true => analysis.baseline.take(),
@@ -732,7 +741,19 @@ mod tests {
         let session = Session::load(A, "A.csv").unwrap();
         let cli = session.plan(&scenario(Strategy::Search)).unwrap();
         assert_eq!(a.summary.footprint_bytes, cli.plan.footprint_bytes());
-        assert_eq!(a.summary, Analysis::of(&session, &cli).summary);
+        // As the CLI's report, the summary says how long the search took, by the worker's
+        // clock (here one that moves 50 ms at each reading): its steps, not the views after.
+        let mut summary = a.summary.clone();
+        let elapsed = summary.elapsed_ms.take().expect("a search's time");
+        assert!(elapsed >= 50 && elapsed % 50 == 0, "{elapsed}");
+        assert_eq!(summary, Analysis::of(&session, &cli).summary);
+        // A plan without a search has none (nor has the CLI's).
+        let first_fit = run(
+            &mut worker,
+            Request::Plan(scenario(Strategy::FirstFit)),
+            None,
+        );
+        assert_eq!(planned(&first_fit).0.summary.elapsed_ms, None);
     }
 
     #[test]
