@@ -771,13 +771,20 @@ fn usage_band(
         py(footprint as f64) - 3.0,
     );
     ctx.set_text_align("right");
+    // Between the two lines when there is room for the text, else above the footprint's (at
+    // the other end from its label): on a line it cannot be read.
+    let (top_line, bottom_line) = (py(footprint as f64), py(lower_bound as f64));
+    let fragmentation_y = match bottom_line - top_line >= 14.0 {
+        true => (top_line + bottom_line) / 2.0 + 4.0,
+        false => top_line - 3.0,
+    };
     let _ = ctx.fill_text(
         &format!(
             "fragmentation {}",
             bytes(footprint.saturating_sub(lower_bound))
         ),
         b.x + b.w - 4.0,
-        (py(footprint as f64) + py(lower_bound as f64)) / 2.0 + 4.0,
+        fragmentation_y,
     );
     ctx.set_fill_style_str("#111111");
     ctx.set_text_align("left");
@@ -788,8 +795,14 @@ fn usage_band(
     );
     ctx.set_fill_style_str("#5b6470");
     if ghost.is_some() {
+        // On a white tag: the curves run under it.
+        let text = "dashed: without flips";
+        let w = ctx.measure_text(text).map_or(120.0, |m| m.width()) + 8.0;
+        ctx.set_fill_style_str("rgba(255, 255, 255, 0.85)");
+        ctx.fill_rect(b.x + (b.w - w) / 2.0, b.y + 1.0, w, 12.0);
+        ctx.set_fill_style_str("#5b6470");
         ctx.set_text_align("center");
-        let _ = ctx.fill_text("dashed: without flips", b.x + b.w / 2.0, b.y + 10.0);
+        let _ = ctx.fill_text(text, b.x + b.w / 2.0, b.y + 10.0);
     }
     ctx.set_text_align("right");
     let _ = ctx.fill_text("live bytes", b.x - 6.0, b.y + 10.0);
