@@ -31,7 +31,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 bench_cmd="cargo run --profile fast -p memplan-cli -- bench --csv-dir tests/data/minimalloc --csv-dir tests/data/large"
 {
-  echo "\`$bench_cmd\` ($today, $cores cores, all rows side by side; `best` and `greedy_by_all` are medians of 5 runs, the rest one run):"
+  echo "\`$bench_cmd\` ($today, $cores cores, one run, all rows side by side):"
   echo
   cargo run -q --locked --profile fast -p memplan-cli -- bench --csv-dir tests/data/minimalloc --csv-dir tests/data/large
 } > "$tmp/bench"
