@@ -34,6 +34,9 @@ use crate::worker_protocol::STAGES;
 /// How long work runs before its progress bar shows.
 const PROGRESS_DELAY: std::time::Duration = std::time::Duration::from_millis(150);
 
+/// How long a plan in the worker holds the link back (see the link's effect in [`App`]).
+const LINK_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The largest input the page reads, bytes: past it the page says so instead of freezing.
 pub const MAX_INPUT_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 
@@ -306,11 +309,20 @@ pub fn App() -> impl IntoView {
     // The link follows the screen; what is shown makes a history entry, the rest replaces it.
     // While the worker plans, the screen still shows the last plan, and so does the link; it is
     // written after the frame that shows the new plan: a history write costs Chromium 4 to 15 ms,
-    // which before that frame would delay a flip's redraw.
+    // which before that frame would delay a flip's redraw. A plan still running after
+    // LINK_WAIT (a search) no longer holds it back.
     let key = StoredValue::new(history_key(&url));
     Effect::new(move |was_planning: Option<bool>| {
         state.url_state();
         if state.planning.get() {
+            set_timeout(
+                move || {
+                    if state.planning.get_untracked() {
+                        write_link(state, key);
+                    }
+                },
+                LINK_WAIT,
+            );
             return true;
         }
         if was_planning == Some(true) {
