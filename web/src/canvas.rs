@@ -763,51 +763,72 @@ fn usage_band(
     ctx.restore();
     let what = if arena_only { " (arena)" } else { "" };
     ctx.set_font(FONT);
-    ctx.set_text_align("left");
-    ctx.set_fill_style_str("#b3261e");
-    let _ = ctx.fill_text(
-        &format!("footprint{what} {}", bytes(footprint)),
-        b.x + 4.0,
-        py(footprint as f64) - 3.0,
+    let (top_line, bottom_line) = (py(footprint as f64), py(lower_bound as f64));
+    let footprint_label = format!("footprint{what} {}", bytes(footprint));
+    tagged_text(
+        ctx,
+        &footprint_label,
+        (b.x + 4.0, top_line - 3.0),
+        "left",
+        "#b3261e",
     );
-    ctx.set_text_align("right");
     // Between the two lines when there is room for the text, else above the footprint's (at
     // the other end from its label): on a line it cannot be read.
-    let (top_line, bottom_line) = (py(footprint as f64), py(lower_bound as f64));
     let fragmentation_y = match bottom_line - top_line >= 14.0 {
         true => (top_line + bottom_line) / 2.0 + 4.0,
         false => top_line - 3.0,
     };
-    let _ = ctx.fill_text(
-        &format!(
-            "fragmentation {}",
-            bytes(footprint.saturating_sub(lower_bound))
-        ),
-        b.x + b.w - 4.0,
-        fragmentation_y,
+    let fragmentation = bytes(footprint.saturating_sub(lower_bound));
+    let at = (b.x + b.w - 4.0, fragmentation_y);
+    tagged_text(
+        ctx,
+        &format!("fragmentation {fragmentation}"),
+        at,
+        "right",
+        "#b3261e",
     );
-    ctx.set_fill_style_str("#111111");
-    ctx.set_text_align("left");
-    let _ = ctx.fill_text(
-        &format!("lower bound{what} {}", bytes(lower_bound)),
-        b.x + 4.0,
-        py(lower_bound as f64) + 12.0,
+    let lower_bound_label = format!("lower bound{what} {}", bytes(lower_bound));
+    tagged_text(
+        ctx,
+        &lower_bound_label,
+        (b.x + 4.0, bottom_line + 12.0),
+        "left",
+        "#111111",
     );
-    ctx.set_fill_style_str("#5b6470");
     if ghost.is_some() {
-        // On a white tag: the curves run under it.
-        let text = "dashed: without flips";
-        let w = ctx.measure_text(text).map_or(120.0, |m| m.width()) + 8.0;
-        ctx.set_fill_style_str("rgba(255, 255, 255, 0.85)");
-        ctx.fill_rect(b.x + (b.w - w) / 2.0, b.y + 1.0, w, 12.0);
-        ctx.set_fill_style_str("#5b6470");
-        ctx.set_text_align("center");
-        let _ = ctx.fill_text(text, b.x + b.w / 2.0, b.y + 10.0);
+        let at = (b.x + b.w / 2.0, b.y + 10.0);
+        tagged_text(ctx, "dashed: without flips", at, "center", "#5b6470");
     }
+    ctx.set_fill_style_str("#5b6470");
     ctx.set_text_align("right");
     let _ = ctx.fill_text("live bytes", b.x - 6.0, b.y + 10.0);
     let _ = ctx.fill_text("0", b.x - 6.0, b.y + b.h);
     usable_at
+}
+
+/// `text` with its baseline at `(x, y)`, aligned `align`, on a white tag: the usage band's
+/// curves run under its labels. The tag stops 2 px under the baseline, clear of a line 3 px
+/// below it.
+fn tagged_text(
+    ctx: &CanvasRenderingContext2d,
+    text: &str,
+    (x, y): (f64, f64),
+    align: &str,
+    color: &str,
+) {
+    let w = ctx
+        .measure_text(text)
+        .map_or(text.chars().count() as f64 * CHAR_PX, |m| m.width());
+    let left = match align {
+        "right" => x - w,
+        "center" => x - w / 2.0,
+        _ => x,
+    };
+    ctx.set_fill_style_str("rgba(255, 255, 255, 0.85)");
+    ctx.fill_rect(left - 2.0, y - 10.0, w + 4.0, 12.0);
+    ctx.set_fill_style_str(color);
+    ctx.set_text_align(align);
+    let _ = ctx.fill_text(text, x, y);
 }
 
 /// Where the hover card sits: beside the cursor, on the side with room, inside the container.
