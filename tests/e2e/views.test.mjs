@@ -154,6 +154,7 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
   // clock (shown in the summary, as the CLI's `elapsed_ms`), and from the choice to the plan
   // drawn, which also holds the views, the message and the drawing.
   const lines = [];
+  let linkChecked = 0;
   for (const name of ['A', 'B', 'C', 'D', 'E', 'F']) {
     const path = join(root, `tests/data/minimalloc/${name}.1048576.csv`);
     const native = JSON.parse(cli('plan', path, '--json', '--strategy', 'search'));
@@ -178,7 +179,10 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
       return [Math.round(performance.now() - t0), linked];
     }, native.footprint_bytes);
     // A long search does not hold the link back: it says `search` within about 250 ms.
-    if (browserMs > 1000) assert.ok(linkedMs !== undefined && linkedMs < 800, `${name}: the link said search after ${linkedMs} ms of ${browserMs}`);
+    if (browserMs > 1000) {
+      assert.ok(linkedMs !== undefined && linkedMs < 800, `${name}: the link said search after ${linkedMs} ms of ${browserMs}`);
+      linkChecked++;
+    }
     await page.waitForFunction(() => /strategy=search/.test(location.search));
     assert.equal(await testid('checker').innerText(), 'valid');
     assert.equal(await testid('optimal').count(), native.optimal ? 1 : 0, name);
@@ -186,6 +190,8 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
     assert.ok(searchMs >= 0 && searchMs <= browserMs, `${name}: search ${searchMs} ms, shown after ${browserMs} ms`);
     lines.push(`| ${name} | ${native.footprint_bytes} | ${native.optimal ? 'yes' : 'no'} | ${native.elapsed_ms} | ${searchMs} | ${(searchMs / Math.max(native.elapsed_ms, 1)).toFixed(2)} | ${browserMs} |`);
   }
+  // D's search alone runs for seconds: the check above ran.
+  assert.ok(linkChecked > 0, 'no search ran long enough to check the link');
   await writeFile(join(output, 'solver-browser.txt'), [
     'search on minimalloc A-F: the CLI (`elapsed_ms`) and the worker in Chromium (its search time, shown in the summary; and from selecting `search` to the plan drawn), side by side in one run',
     '',

@@ -312,12 +312,20 @@ pub fn App() -> impl IntoView {
     // which before that frame would delay a flip's redraw. A plan still running after
     // LINK_WAIT (a search) no longer holds it back.
     let key = StoredValue::new(history_key(&url));
+    // Plans begun, so that a wait from one plan does not write the link in the middle of the
+    // next (a flip soon after another would pay for the history write it was spared).
+    let plans = StoredValue::new(0u64);
     Effect::new(move |was_planning: Option<bool>| {
+        // Read for what the link holds: a change re-runs this.
         state.url_state();
         if state.planning.get() {
+            if was_planning != Some(true) {
+                plans.update_value(|n| *n += 1);
+            }
+            let plan = plans.get_value();
             set_timeout(
                 move || {
-                    if state.planning.get_untracked() {
+                    if state.planning.get_untracked() && plans.get_value() == plan {
                         write_link(state, key);
                     }
                 },

@@ -5,9 +5,10 @@
 //! whose live intervals overlap its own are its conflicts; their address ranges, sorted, leave
 //! gaps. `first-fit` takes the lowest aligned offset that clears them all; `best-fit` takes the
 //! smallest gap the buffer fits in (ties: the lowest), or the top when none is bounded. The two
-//! differ in that one choice only ([`choose_gap`]), so they share everything else. Listing the
+//! differ in that one choice only ([`gap_among`]), so they share everything else. Listing the
 //! conflicts is quadratic when thousands of buffers overlap, so the two strategies run over
-//! [`super::occupancy`], which answers the same question from merged unions, and so does
+//! [`super::occupancy`], which answers the same question from merged unions (in a region of up
+//! to a couple of thousand buffers, from a scan of the placed ones in order of offset), and so does
 //! `search`'s local search (`occupancy::Redecoder`); [`place_in_order`] and
 //! [`place_in_order_within`] are the tests' reference. The module also holds the orders of
 //! `search`'s greedy portfolio ([`portfolio`]).
