@@ -19,12 +19,14 @@
 //! buffers resting on it, rescanned (over per-time lists of what is unplaced) only when the last
 //! of them leaves.
 //!
-//! [`fits`] runs the search under several preorderings in turn, doubling a node budget, with
-//! each sub-problem ranked afresh when the timeline splits (search times are heavy-tailed: most
-//! instances fall to one order quickly, and which one differs). [`minimize`] probes the goal or
-//! the lower bound first with first-fit's layout to fall back on (most real problems reach the
-//! bound), runs the caller's warm start only when that probe does not settle it, then bisects
-//! between what is proven and what is found. Every search has a node limit and asks the
+//! The search keeps its path as an explicit stack ([`Frame`]), so it can pause when a node
+//! budget runs out and resume later where it stopped. A [`Probe`] asks one capacity: several
+//! preorderings take turns under a doubling node budget, each sub-problem ranked afresh when the
+//! timeline splits (search times are heavy-tailed: most instances fall to one order quickly, and
+//! which one differs); the fixed orders resume, a randomized one restarts. [`minimize`] runs a
+//! probe at the proven bound (or the goal: most real problems end there) and one bisecting
+//! between the bound and the best layout, in slices, from first-fit's layout; capacities step by
+//! the [`grain`] of the sizes and alignments. Every search has a node limit and asks the
 //! caller's [`Control`] whether to stop, so the core has no clock; the answer is the best layout
 //! found and the proven lower bound, with `optimal` when they meet. Deterministic for a given
 //! node limit.
@@ -295,11 +297,74 @@ struct Part {
     hi: usize,
 }
 
+impl Part {
+    /// The part's positions cut after each of `cuts`: the bounds of its pieces.
+    fn bounds(&self, cuts: &[usize]) -> Vec<usize> {
+        let mut bounds = vec![self.lo];
+        bounds.extend(cuts.iter().map(|&p| p + 1));
+        bounds.push(self.hi);
+        bounds
+    }
+}
+
+/// What a frame's step leaves the search to do next.
+enum Step {
+    /// A child was pushed: run it.
+    Descend,
+    /// The frame is done: this is its answer, for the frame below.
+    Return(Run),
+    /// Out of nodes, or stopped: the stack stays as it is.
+    Pause(Run),
+}
+
 /// What one placement changed, as offsets into the search's undo stacks.
 struct Mark {
     raised: usize,
     sections: usize,
     cuts: usize,
+}
+
+/// A node of the depth-first search still open: the search keeps its path as a stack of
+/// these rather than on the call stack, so that it can pause when its node budget runs out and
+/// resume where it stopped (and so that a region of many buffers cannot overflow the stack).
+enum Frame {
+    Node(Node),
+    Split(Split),
+}
+
+/// Places the unplaced buffers of `parts[part]`, the last one placed at `last`.
+struct Node {
+    part: usize,
+    last: (u64, u32),
+    /// Where its candidates start in the search's `candidates`, once counted.
+    base: Option<usize>,
+    /// The next candidate to try...
+    next: usize,
+    /// ...and the one placed now, with what to undo when its subtree returns.
+    trying: Option<(usize, Mark)>,
+}
+
+impl Node {
+    fn fresh(part: usize, last: (u64, u32)) -> Frame {
+        Frame::Node(Node {
+            part,
+            last,
+            base: None,
+            next: 0,
+            trying: None,
+        })
+    }
+}
+
+/// Solves the pieces of `parts[part]` between `bounds` one after another: they share no
+/// unplaced buffer, so one failing fails them all and no combination needs retrying.
+struct Split {
+    part: usize,
+    bounds: Vec<usize>,
+    /// The next piece...
+    next: usize,
+    /// ...and the ranks the piece being solved replaced.
+    replaced: Option<Vec<(u32, u32)>>,
 }
 
 /// The problem a search runs on, shared by every preordering, with the state every search
@@ -393,6 +458,9 @@ struct Search<'a> {
     cuts: Vec<usize>,
     /// The candidates of every node on the current path, each node's above its parent's.
     candidates: Vec<u32>,
+    /// The open path, and the parts its splits made (the whole region first).
+    stack: Vec<Frame>,
+    parts: Vec<Part>,
     nodes: u64,
     limit: u64,
     /// What the caller hears every 1,024 nodes, with the nodes searched before this run.
@@ -400,17 +468,26 @@ struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    /// A search of `shape` with nothing placed yet.
-    fn new(
-        shape: &'a Shape<'a>,
-        heuristic: Heuristic,
-        round: u64,
-        capacity: u64,
-        limit: u64,
-        heard: Progress,
-    ) -> Self {
+    /// A search of `shape` with nothing placed yet, its first step to split the region where
+    /// nothing crosses.
+    fn new(shape: &'a Shape<'a>, heuristic: Heuristic, round: u64, capacity: u64) -> Self {
         let n = shape.items.len();
+        let whole = Part {
+            members: (0..n as u32).collect(),
+            lo: 0,
+            hi: shape.positions,
+        };
+        let cuts: Vec<usize> = (0..shape.positions.saturating_sub(1))
+            .filter(|&p| shape.crossing[p] == 0)
+            .collect();
         Search {
+            stack: vec![Frame::Split(Split {
+                bounds: whole.bounds(&cuts),
+                part: 0,
+                next: 0,
+                replaced: None,
+            })],
+            parts: vec![whole],
             shape,
             heuristic,
             round,
@@ -433,25 +510,120 @@ impl<'a> Search<'a> {
             cuts: Vec::new(),
             candidates: Vec::new(),
             nodes: 0,
-            limit,
-            heard,
+            limit: 0,
+            heard: Progress {
+                device: 0,
+                evaluations: 0,
+                best_bytes: u64::MAX,
+                bound_bytes: 0,
+            },
         }
     }
 
-    /// Searches `part` from its current state, its last buffer placed at
-    /// `(last_offset, last_rank)`.
-    fn dfs(
+    /// Runs the search on from where it stopped until it finds a layout, proves there is none,
+    /// has counted `limit` nodes in all (`OutOfNodes`: call again with a higher limit to go on),
+    /// or the caller stops it.
+    /// `heard` is what the caller hears every 1,024 nodes, its evaluations counted before this
+    /// search's nodes.
+    fn resume(&mut self, limit: u64, heard: Progress, control: &mut Control<'_>) -> Run {
+        self.limit = limit;
+        self.heard = heard;
+        // What the frame last popped found, for the frame below it.
+        let mut returned = None;
+        while let Some(frame) = self.stack.pop() {
+            let step = match frame {
+                Frame::Node(node) => self.step_node(node, returned.take(), control),
+                Frame::Split(split) => self.step_split(split, returned.take()),
+            };
+            match step {
+                Step::Descend => {}
+                Step::Return(run) => returned = Some(run),
+                Step::Pause(run) => return run,
+            }
+        }
+        returned.expect("the bottom frame returns")
+    }
+
+    /// Takes `node` a step on: counts it when new, takes back what its last child placed, and
+    /// places its next candidate (pushing the node back with the child above it).
+    fn step_node(
         &mut self,
-        part: &Part,
-        last_offset: u64,
-        last_rank: u32,
+        mut node: Node,
+        returned: Option<Run>,
         control: &mut Control<'_>,
-    ) -> Run {
+    ) -> Step {
+        if let Some((c, mark)) = node.trying.take() {
+            let run = returned.expect("a child returns to its node");
+            self.unplace(c, mark);
+            // A buffer with nothing unplaced beside it changes nothing for the rest: placed
+            // later, it would leave them the same problem, which just failed.
+            if run != Run::Exhausted || self.open_neighbours[c] == 0 {
+                return self.leave(&node, run);
+            }
+        }
+        let base = match node.base {
+            Some(base) => base,
+            None => match self.enter(&node, control) {
+                Ok(base) => {
+                    node.base = Some(base);
+                    node.next = base;
+                    base
+                }
+                Err(Step::Pause(run)) => {
+                    self.stack.push(Frame::Node(node));
+                    return Step::Pause(run);
+                }
+                Err(step) => return step,
+            },
+        };
+        let (lo, hi) = (self.parts[node.part].lo, self.parts[node.part].hi);
+        while node.next < self.candidates.len() {
+            let c = self.candidates[node.next] as usize;
+            node.next += 1;
+            let twin = self.candidates[base..node.next - 1].iter().any(|&d| {
+                let d = d as usize;
+                self.shape.class[d] == self.shape.class[c] && self.floor[d] == self.floor[c]
+            });
+            if twin {
+                continue;
+            }
+            let at = self.floor[c];
+            let (mark, dead) = self.place(c);
+            if dead || self.sections.top(lo, hi, at) > self.capacity {
+                self.unplace(c, mark);
+                if self.open_neighbours[c] == 0 {
+                    break;
+                }
+                continue;
+            }
+            let child = if self.cuts.len() == mark.cuts {
+                Node::fresh(node.part, (at, self.rank[c]))
+            } else {
+                let cuts = &self.cuts[mark.cuts..];
+                Frame::Split(Split {
+                    bounds: self.parts[node.part].bounds(cuts),
+                    part: node.part,
+                    next: 0,
+                    replaced: None,
+                })
+            };
+            node.trying = Some((c, mark));
+            self.stack.push(Frame::Node(node));
+            self.stack.push(child);
+            return Step::Descend;
+        }
+        self.leave(&node, Run::Exhausted)
+    }
+
+    /// A new node: finds the part placed (a layout: `Return(Found)`), or counts the node and
+    /// lists its candidates, in `(floor, rank)` order, returning where they start.
+    fn enter(&mut self, node: &Node, control: &mut Control<'_>) -> Result<usize, Step> {
         let items = &self.shape.items[..];
+        let members = &self.parts[node.part].members;
         // No buffer goes at or above an unplaced one's floor + size: that one would fit below.
         let mut min_height = u64::MAX;
         let mut any = false;
-        for &i in &part.members {
+        for &i in members {
             let i = i as usize;
             if !self.placed[i] {
                 any = true;
@@ -459,68 +631,41 @@ impl<'a> Search<'a> {
             }
         }
         if !any {
-            self.record(part);
-            return Run::Found;
+            self.record(node.part);
+            return Err(Step::Return(Run::Found));
         }
-        self.nodes += 1;
-        if self.nodes > self.limit {
-            return Run::OutOfNodes;
+        if self.nodes >= self.limit {
+            return Err(Step::Pause(Run::OutOfNodes));
         }
-        if self.nodes.is_multiple_of(1024) {
+        if (self.nodes + 1).is_multiple_of(1024) {
             control.report(Progress {
-                evaluations: self.heard.evaluations + self.nodes,
+                evaluations: self.heard.evaluations + self.nodes + 1,
                 ..self.heard
             });
             if control.stop() {
-                return Run::Stopped;
+                return Err(Step::Pause(Run::Stopped));
             }
         }
+        self.nodes += 1;
         let base = self.candidates.len();
-        for &i in &part.members {
+        for &i in members {
             let u = i as usize;
             let key = (self.floor[u], self.rank[u]);
-            if !self.placed[u] && key.0 < min_height && key >= (last_offset, last_rank) {
+            if !self.placed[u] && key.0 < min_height && key >= node.last {
                 self.candidates.push(i);
             }
         }
         let (floor, rank) = (&self.floor, &self.rank);
         self.candidates[base..].sort_unstable_by_key(|&i| (floor[i as usize], rank[i as usize]));
-        let mut run = Run::Exhausted;
-        for k in base..self.candidates.len() {
-            let c = self.candidates[k] as usize;
-            let twin = self.candidates[base..k].iter().any(|&d| {
-                let d = d as usize;
-                self.shape.class[d] == self.shape.class[c] && self.floor[d] == self.floor[c]
-            });
-            if twin {
-                continue;
-            }
-            run = self.branch(part, c, control);
-            // A buffer with nothing unplaced beside it changes nothing for the rest: placed
-            // later, it would leave them the same problem, which just failed.
-            if run != Run::Exhausted || self.open_neighbours[c] == 0 {
-                break;
-            }
-        }
-        self.candidates.truncate(base);
-        run
+        Ok(base)
     }
 
-    /// Places `c` at its floor, searches on (splitting the part where nothing unplaced crosses
-    /// any more), and undoes the placement.
-    fn branch(&mut self, part: &Part, c: usize, control: &mut Control<'_>) -> Run {
-        let at = self.floor[c];
-        let (mark, dead) = self.place(c);
-        let run = if dead || self.sections.top(part.lo, part.hi, at) > self.capacity {
-            Run::Exhausted
-        } else if self.cuts.len() == mark.cuts {
-            self.dfs(part, at, self.rank[c], control)
-        } else {
-            let cuts = self.cuts[mark.cuts..].to_vec();
-            self.split(part, &cuts, control)
-        };
-        self.unplace(c, mark);
-        run
+    /// A node is done: its candidates go.
+    fn leave(&mut self, node: &Node, run: Run) -> Step {
+        if let Some(base) = node.base {
+            self.candidates.truncate(base);
+        }
+        Step::Return(run)
     }
 
     /// Places `c` at its floor: raises its unplaced neighbours' floors, updates the sections,
@@ -635,15 +780,23 @@ impl<'a> Search<'a> {
         self.placed[c] = false;
     }
 
-    /// Solves the pieces of `part` between `cuts` one after another: they share no unplaced
-    /// buffer, so one failing fails them all and no combination needs retrying.
-    fn split(&mut self, part: &Part, cuts: &[usize], control: &mut Control<'_>) -> Run {
-        let mut bounds = vec![part.lo];
-        bounds.extend(cuts.iter().map(|&p| p + 1));
-        bounds.push(part.hi);
-        for w in bounds.windows(2) {
-            let (lo, hi) = (w[0], w[1]);
-            let members: Vec<u32> = part
+    /// Takes `split` a step on: restores the ranks its last piece replaced and, unless that
+    /// piece failed, ranks the next piece and pushes it (with the split back below it).
+    fn step_split(&mut self, mut split: Split, returned: Option<Run>) -> Step {
+        if let Some(replaced) = split.replaced.take() {
+            for (i, r) in replaced {
+                self.rank[i as usize] = r;
+            }
+            self.parts.pop();
+            let run = returned.expect("a piece returns to its split");
+            if run != Run::Found {
+                return Step::Return(run);
+            }
+        }
+        while split.next + 1 < split.bounds.len() {
+            let (lo, hi) = (split.bounds[split.next], split.bounds[split.next + 1]);
+            split.next += 1;
+            let members: Vec<u32> = self.parts[split.part]
                 .members
                 .iter()
                 .copied()
@@ -657,17 +810,15 @@ impl<'a> Search<'a> {
             if members.is_empty() {
                 continue;
             }
-            let ranks = self.preorder(&members);
-            let run = self.dfs(&Part { members, lo, hi }, 0, 0, control);
-            for (i, r) in ranks {
-                self.rank[i as usize] = r;
-            }
-            if run != Run::Found {
-                return run;
-            }
+            split.replaced = Some(self.preorder(&members));
+            self.parts.push(Part { members, lo, hi });
+            let piece = Node::fresh(self.parts.len() - 1, (0, 0));
+            self.stack.push(Frame::Split(split));
+            self.stack.push(piece);
+            return Step::Descend;
         }
-        self.record(part);
-        Run::Found
+        self.record(split.part);
+        Step::Return(Run::Found)
     }
 
     /// Ranks `members` by the search's heuristic, their totals taken from what is still to place
@@ -698,8 +849,8 @@ impl<'a> Search<'a> {
     }
 
     /// Keeps the offsets of the part's placed buffers.
-    fn record(&mut self, part: &Part) {
-        for &i in &part.members {
+    fn record(&mut self, part: usize) {
+        for &i in &self.parts[part].members {
             if self.placed[i as usize] {
                 self.solution[i as usize] = self.offset[i as usize];
             }
@@ -723,11 +874,11 @@ enum Heuristic {
 }
 
 impl Heuristic {
-    const ALL: [Heuristic; 4] = [
+    /// The orders that do not change from round to round.
+    const FIXED: [Heuristic; 3] = [
         Heuristic::TotalWidthArea,
         Heuristic::AreaTotalWidth,
         Heuristic::TotalAreaWidth,
-        Heuristic::TotalWidthRandom,
     ];
 
     fn key(self, width: u64, area: u64, total: u64, random: u64) -> (u64, u64, u64) {
@@ -763,12 +914,102 @@ fn compress(items: &[Item]) -> Vec<Item> {
         .collect()
 }
 
-/// Whether the region fits under `capacity`, within `limit` nodes.
+/// Whether one capacity fits, searched in slices of nodes.
 ///
 /// The preorderings take turns under a node budget that doubles each round (from the number of
 /// buffers), so an easy instance under any one of them is found quickly; a proof of
-/// infeasibility from any one is final.
-pub(crate) fn fits(
+/// infeasibility from any one is final. The fixed orders resume where their last turn stopped
+/// (running one again from the start would only repeat its nodes); the random one starts
+/// afresh each round with a new seed, a restart. A probe paused between slices resumes where it
+/// stopped, so [`minimize`] can run several side by side.
+struct Probe<'a> {
+    shape: &'a Shape<'a>,
+    capacity: u64,
+    fixed: Vec<Search<'a>>,
+    restart: Option<Search<'a>>,
+    /// Whose turn it is (the fixed orders, then the restart), in which round, with what per
+    /// turn this round, and how much of it the turn has spent.
+    turn: usize,
+    round: u64,
+    budget: u64,
+    spent: u64,
+    nodes: u64,
+}
+
+impl<'a> Probe<'a> {
+    fn new(shape: &'a Shape<'a>, capacity: u64) -> Self {
+        Probe {
+            shape,
+            capacity,
+            fixed: Heuristic::FIXED
+                .iter()
+                .map(|&h| Search::new(shape, h, 0, capacity))
+                .collect(),
+            restart: None,
+            turn: 0,
+            round: 0,
+            budget: (shape.items.len() as u64).max(16),
+            spent: 0,
+            nodes: 0,
+        }
+    }
+
+    /// Searches on for up to `allowance` more nodes; `Unknown` when they run out (or the caller
+    /// stops it). `heard` counts the evaluations before this slice.
+    fn run(&mut self, allowance: u64, heard: Progress, control: &mut Control<'_>) -> Feasibility {
+        if self.shape.items.iter().any(|i| i.size > self.capacity) {
+            return Feasibility::Infeasible;
+        }
+        let end = self.nodes.saturating_add(allowance);
+        let start = self.nodes;
+        while self.nodes < end {
+            let s = match self.fixed.get_mut(self.turn) {
+                Some(s) => s,
+                None => self.restart.get_or_insert_with(|| {
+                    let random = Heuristic::TotalWidthRandom;
+                    Search::new(self.shape, random, self.round, self.capacity)
+                }),
+            };
+            let before = s.nodes;
+            let share = (self.budget - self.spent).min(end - self.nodes);
+            // The search counts its own nodes on top of these.
+            let heard = Progress {
+                evaluations: (heard.evaluations + (self.nodes - start)).saturating_sub(before),
+                ..heard
+            };
+            let run = s.resume(before + share, heard, control);
+            let used = s.nodes - before;
+            (self.nodes, self.spent) = (self.nodes + used, self.spent + used);
+            match run {
+                Run::Found => {
+                    let offsets = std::mem::take(&mut s.solution);
+                    let extent = (self.shape.items.iter().zip(&offsets))
+                        .map(|(i, &o)| o + i.size)
+                        .max()
+                        .unwrap_or(0);
+                    return Feasibility::Fits(RegionLayout { offsets, extent });
+                }
+                Run::Exhausted => return Feasibility::Infeasible,
+                Run::Stopped => return Feasibility::Unknown,
+                Run::OutOfNodes => {}
+            }
+            if self.spent >= self.budget {
+                self.spent = 0;
+                self.turn += 1;
+                if self.turn > self.fixed.len() {
+                    (self.turn, self.restart) = (0, None);
+                    self.round += 1;
+                    self.budget = self.budget.saturating_mul(2);
+                }
+            }
+        }
+        Feasibility::Unknown
+    }
+}
+
+/// Whether the region fits under `capacity`, within `limit` nodes; and the nodes it took.
+#[cfg(test)]
+fn fits(
     items: &[Item],
     neighbours: &[Vec<u32>],
     capacity: u64,
@@ -776,55 +1017,58 @@ pub(crate) fn fits(
     heard: Progress,
     control: &mut Control<'_>,
 ) -> (Feasibility, u64) {
-    if items.iter().any(|i| i.size > capacity) {
-        return (Feasibility::Infeasible, 0);
-    }
     let shape = Shape::new(items, neighbours);
-    let positions = shape.positions;
-    let zeros: Vec<usize> = (0..positions.saturating_sub(1))
-        .filter(|&p| shape.crossing[p] == 0)
-        .collect();
-    let whole = Part {
-        members: (0..items.len() as u32).collect(),
-        lo: 0,
-        hi: positions,
-    };
-    let mut nodes = 0u64;
-    let mut budget = (items.len() as u64).max(16);
-    let mut round = 0;
+    let mut probe = Probe::new(&shape, capacity);
+    let answer = probe.run(limit, heard, control);
+    (answer, probe.nodes)
+}
+
+/// The step between the extents a canonical layout can have: offsets are 0 or ends of other
+/// buffers rounded up to an alignment, so with every size a multiple of `g`, and every
+/// alignment a multiple of `g` or a divisor of it, every offset and extent is a multiple of
+/// `g`. Capacities between two multiples are the same question.
+fn grain(items: &[Item]) -> u64 {
+    let mut g = items.iter().fold(0, |g, i| gcd(g, i.size));
     loop {
-        for heuristic in Heuristic::ALL {
-            let share = budget.min(limit - nodes);
-            let heard = Progress {
-                evaluations: heard.evaluations + nodes,
-                ..heard
-            };
-            let mut s = Search::new(&shape, heuristic, round, capacity, share, heard);
-            let run = s.split(&whole, &zeros, control);
-            nodes += s.nodes.min(share);
-            match run {
-                Run::Found => {
-                    let extent = items
-                        .iter()
-                        .zip(&s.solution)
-                        .map(|(i, &o)| o + i.size)
-                        .max()
-                        .unwrap_or(0);
-                    let layout = RegionLayout {
-                        offsets: s.solution,
-                        extent,
-                    };
-                    return (Feasibility::Fits(layout), nodes);
-                }
-                Run::Exhausted => return (Feasibility::Infeasible, nodes),
-                Run::Stopped => return (Feasibility::Unknown, nodes),
-                Run::OutOfNodes if nodes >= limit => return (Feasibility::Unknown, nodes),
-                Run::OutOfNodes => {}
-            }
+        let next = (items.iter())
+            .filter(|i| g % i.alignment != 0)
+            .fold(g, |g, i| gcd(g, i.alignment));
+        if next == g {
+            return g.max(1);
         }
-        budget = budget.saturating_mul(2);
-        round += 1;
+        g = next;
     }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// Runs the probe in `slot` at `capacity` (a new one if it probes another) for up to `left`
+/// nodes, counting them off `left` and onto `nodes`.
+fn probe<'a>(
+    slot: &mut Option<Probe<'a>>,
+    shape: &'a Shape<'a>,
+    capacity: u64,
+    left: &mut u64,
+    nodes: &mut u64,
+    heard: Progress,
+    control: &mut Control<'_>,
+) -> Feasibility {
+    if slot.as_ref().is_none_or(|p| p.capacity != capacity) {
+        *slot = Some(Probe::new(shape, capacity));
+    }
+    let probe = slot.as_mut().expect("just made");
+    let before = probe.nodes;
+    let heard = Progress {
+        evaluations: *nodes,
+        ..heard
+    };
+    let answer = probe.run(*left, heard, control);
+    let used = probe.nodes - before;
+    *left -= used.min(*left);
+    *nodes += used;
+    answer
 }
 
 /// The result of [`minimize`].
@@ -841,14 +1085,17 @@ pub(crate) struct Minimized {
 /// `bound` (a lower bound), within `limit` nodes in all; with a `goal`, the first layout within
 /// it (or the proof that none exists) ends the search.
 ///
-/// `warm` (a local search, say, and whether the caller stopped it) runs once, after the first
-/// probe and only when that probe did not settle the question: most problems reach their bound,
-/// and then a warm start is time spent for nothing.
-///
-/// Probes capacities between the proven bound and the best layout: the goal when there is one
-/// (it is all the caller asks), else the bound first, then halfway up; a probe that fits lowers
-/// the best, an infeasible one raises the bound, and one that runs out of nodes only moves the
-/// next probe up (it proves nothing).
+/// Two probes share the nodes in slices that double every round: one at the proven bound (or
+/// the goal), where most real problems end, three slices a round; and, without a goal, one
+/// slice between the bound and the best layout: halfway up from the bound after each find,
+/// halfway up from the last capacity tried when a slice runs out (a capacity with room to spare
+/// is often, not always, found in a few hundred nodes). Each probe resumes while its capacity
+/// stays. A probe that fits lowers the best (at the bound: optimal); one proven infeasible
+/// raises the bound. `warm` (a local search, say, and whether the caller stopped it) runs once,
+/// after the first round (with a goal: when the nodes run out), and only when the search has
+/// not settled the question nor found anything below `fallback`: where the exact search moves,
+/// the warm start is time spent for nothing, and where it does not (large regions, costly
+/// nodes) it is the best answer so far.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn minimize(
     items: &[Item],
@@ -861,60 +1108,100 @@ pub(crate) fn minimize(
     device: usize,
     control: &mut Control<'_>,
 ) -> Minimized {
+    let g = grain(items);
+    let shape = Shape::new(items, neighbours);
     let mut best = fallback;
-    let mut proven = bound.min(best.extent);
-    let mut warmed = false;
-    // The goal first when there is one; else the bound: a tight capacity prunes the most, and
-    // most real problems reach it.
-    let mut probe = goal.map_or(proven, |g| g.max(proven));
+    let mut proven = (bound.div_ceil(g).saturating_mul(g)).min(best.extent);
     let mut nodes = 0u64;
     let mut stopped = false;
-    let open = |best: u64, proven: u64| goal.is_none_or(|g| best > g && proven <= g);
-    while proven < best.extent && nodes < limit && !stopped && open(best.extent, proven) {
-        let target = if probe >= best.extent {
-            best.extent - 1
+    let mut warmed = false;
+    let mut slice = (items.len() as u64).max(16).saturating_mul(2);
+    let first_fit = best.extent;
+    // The probes at the bound (or the goal) and between it and the best, with where the next
+    // one between goes.
+    let mut lower: Option<Probe<'_>> = None;
+    let mut upper: Option<Probe<'_>> = None;
+    let mut between = None;
+    let open = |best: u64, proven: u64| {
+        proven < best && goal.is_none_or(|goal| best > goal && proven <= goal)
+    };
+    let heard = |best: &RegionLayout, proven| Progress {
+        device,
+        evaluations: 0,
+        best_bytes: best.extent,
+        bound_bytes: proven,
+    };
+    let mut turn = 0u32;
+    while open(best.extent, proven) && nodes < limit && !stopped {
+        let mut left = slice.min(limit - nodes);
+        // Three turns at the bound, one between, then the slice doubles.
+        if goal.is_some() || turn % 4 != 3 {
+            let target = goal.map_or(proven, |goal| goal.max(proven)) / g * g;
+            let answer = probe(
+                &mut lower,
+                &shape,
+                target,
+                &mut left,
+                &mut nodes,
+                heard(&best, proven),
+                control,
+            );
+            match answer {
+                Feasibility::Fits(layout) => best = layout,
+                Feasibility::Infeasible => proven = proven.max(target + g),
+                Feasibility::Unknown => stopped = control.stop(),
+            }
         } else {
-            probe
-        };
-        // Each probe gets a share of what is left: all for a goal, three quarters for the
-        // bound (where most problems end), a quarter for each probe after it.
-        let left = limit - nodes;
-        let share = match goal {
-            Some(_) => left,
-            None if nodes == 0 => left / 4 * 3,
-            None => left / 4,
+            // Between: halfway up from the bound after a find, halfway up from the last
+            // probe when a slice runs out.
+            while left > 0 && open(best.extent, proven) && !stopped {
+                let target = between
+                    .filter(|&t| t > proven && t < best.extent)
+                    .unwrap_or(proven + (best.extent - proven) / 2)
+                    / g
+                    * g;
+                if target <= proven {
+                    break;
+                }
+                let answer = probe(
+                    &mut upper,
+                    &shape,
+                    target,
+                    &mut left,
+                    &mut nodes,
+                    heard(&best, proven),
+                    control,
+                );
+                match answer {
+                    Feasibility::Fits(layout) => {
+                        best = layout;
+                        between = None;
+                    }
+                    Feasibility::Infeasible => {
+                        proven = proven.max(target + g);
+                        between = None;
+                    }
+                    Feasibility::Unknown => {
+                        stopped = control.stop();
+                        between = Some(target + (best.extent - target).div_ceil(2));
+                    }
+                }
+            }
         }
-        .clamp(1, left);
-        let heard = Progress {
-            device,
-            evaluations: nodes,
-            best_bytes: best.extent,
-            bound_bytes: proven,
-        };
-        let (answer, used) = fits(items, neighbours, target, share, heard, control);
-        nodes += used;
-        match answer {
-            Feasibility::Fits(layout) => best = layout,
-            Feasibility::Infeasible => proven = proven.max(target + 1),
-            Feasibility::Unknown => stopped = control.stop(),
-        }
-        if !warmed && !stopped && proven < best.extent && open(best.extent, proven) {
+        // After the first round without a goal, or when the nodes run out.
+        let due = (turn == 3 && goal.is_none()) || nodes >= limit;
+        if due && !warmed && best.extent >= first_fit && !stopped && open(best.extent, proven) {
             let (layout, halted) = warm(control);
             stopped = halted;
             if layout.extent < best.extent {
                 best = layout;
             }
         }
-        warmed = true;
-        probe = if let Some(g) = goal {
-            // With a goal: the bound, then the goal itself.
-            g.max(proven)
-        } else if best.extent <= target {
-            // Found: keep probing from what is proven, halfway up.
-            proven + (best.extent - proven) / 2
-        } else {
-            target + (best.extent - target).div_ceil(2)
-        };
+        warmed |= due;
+        turn += 1;
+        if turn.is_multiple_of(4) {
+            slice = slice.saturating_mul(2);
+        }
         control.report(Progress {
             device,
             evaluations: nodes,
@@ -1128,7 +1415,7 @@ mod tests {
         ) {
             let nb = neighbours(&items);
             let shape = Shape::new(&items, &nb);
-            let mut s = Search::new(&shape, Heuristic::TotalWidthArea, 0, u64::MAX / 4, u64::MAX, QUIET);
+            let mut s = Search::new(&shape, Heuristic::TotalWidthArea, 0, u64::MAX / 4);
             let mut stack = Vec::new();
             for (pick, undo) in picks {
                 if undo && let Some((c, mark)) = stack.pop() {
@@ -1149,6 +1436,56 @@ mod tests {
                 recount(&s)?;
             }
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// A probe paused after every few nodes and resumed ends as one run does: the same
+        /// answer (the same layout), after the same nodes.
+        #[test]
+        fn a_probe_resumed_in_slices_runs_as_one(
+            items in prop::collection::vec((1u64..9, 0u32..10, 0u32..6), 1..40),
+            slack in 0u64..6,
+            slices in prop::collection::vec(1u64..20, 1..200),
+        ) {
+            let items: Vec<Item> = items
+                .into_iter()
+                .map(|(size, first, len)| Item { size, alignment: 1, live: LiveInterval::new(first, first + len) })
+                .collect();
+            let nb = neighbours(&items);
+            let shape = Shape::new(&items, &nb);
+            let capacity = crate::layout::search::lower_bound_hint(&items) + slack;
+            let mut whole = Probe::new(&shape, capacity);
+            let once = whole.run(u64::MAX, QUIET, &mut Control::default());
+            let mut sliced = Probe::new(&shape, capacity);
+            let mut answer = Feasibility::Unknown;
+            for &slice in slices.iter().cycle() {
+                answer = sliced.run(slice, QUIET, &mut Control::default());
+                if answer != Feasibility::Unknown {
+                    break;
+                }
+            }
+            prop_assert_eq!(answer, once);
+            prop_assert_eq!(sliced.nodes, whole.nodes);
+        }
+    }
+
+    #[test]
+    fn the_grain_is_the_step_of_canonical_offsets() {
+        let item = |size, alignment| Item {
+            size,
+            alignment,
+            live: LiveInterval::new(0, 0),
+        };
+        assert_eq!(grain(&[item(1024, 1), item(3072, 1)]), 1024);
+        // An alignment dividing every size changes nothing; one that does not, does.
+        assert_eq!(grain(&[item(12, 4), item(24, 6)]), 12);
+        assert_eq!(grain(&[item(12, 8)]), 4);
+        // 8 does not divide 12: the grain falls to 4, which 6 does not divide: to 2.
+        assert_eq!(grain(&[item(12, 6), item(12, 8)]), 2);
+        assert_eq!(grain(&[item(12, 4), item(12, 9)]), 1);
+        assert_eq!(grain(&[]), 1);
     }
 
     #[test]
