@@ -27,10 +27,10 @@
 //! budget runs out and resume later where it stopped. A [`Probe`] asks one capacity: several
 //! preorderings take turns under a doubling node budget, each sub-problem ranked afresh when the
 //! timeline splits (search times are heavy-tailed: most instances fall to one order quickly, and
-//! which one differs); the fixed orders resume, a randomized one restarts. [`minimize`] runs a
-//! probe at the proven bound (or the goal: most real problems end there) and one bisecting
-//! between the bound and the best layout, in slices, from first-fit's layout; capacities step by
-//! the [`grain`] of the sizes and alignments. Every search has a node limit and asks the
+//! which one differs); the fixed orders resume, a randomized one restarts with lengths in the
+//! Luby sequence. [`minimize`] runs a probe at the proven bound (or the goal: most real problems
+//! end there) and one of restarts bisecting between the bound and the best layout, in slices,
+//! from first-fit's layout; capacities step by the [`grain`] of the sizes and alignments. Every search has a node limit and asks the
 //! caller's [`Control`] whether to stop, so the core has no clock; the answer is the best layout
 //! found and the proven lower bound, with `optimal` when they meet. Deterministic for a given
 //! node limit.
@@ -928,14 +928,21 @@ fn compress(items: &[Item]) -> Vec<Item> {
 /// The preorderings take turns under a node budget that doubles each round (from the number of
 /// buffers), so an easy instance under any one of them is found quickly; a proof of
 /// infeasibility from any one is final. The fixed orders resume where their last turn stopped
-/// (running one again from the start would only repeat its nodes); the random one starts
-/// afresh each round with a new seed, a restart. A probe paused between slices resumes where it
-/// stopped, so [`minimize`] can run several side by side.
+/// (running one again from the start would only repeat its nodes); the random one's turns are
+/// spent on restarts, each with a new seed, of lengths in the Luby sequence (1, 1, 2, 1, 1, 2,
+/// 4, ... times the number of buffers): a layout a lucky dive finds in a few hundred nodes is
+/// often missed by a million nodes of one order (minimalloc D at 1,038,336 B: 421 nodes into
+/// one restart), and the Luby lengths are within a log factor of the best fixed length for any
+/// such distribution (Luby, Sinclair and Zuckerman, 1993). A probe paused between slices resumes
+/// where it stopped, so [`minimize`] can run several side by side.
 struct Probe<'a> {
     shape: &'a Shape<'a>,
     capacity: u64,
     fixed: Vec<Search<'a>>,
+    /// The current restart, how many have begun (its seed) and the nodes it has left.
     restart: Option<Search<'a>>,
+    restarts: u64,
+    restart_left: u64,
     /// Whose turn it is (the fixed orders, then the restart), in which round, with what per
     /// turn this round, and how much of it the turn has spent.
     turn: usize,
@@ -946,15 +953,18 @@ struct Probe<'a> {
 }
 
 impl<'a> Probe<'a> {
-    fn new(shape: &'a Shape<'a>, capacity: u64) -> Self {
+    /// A probe of `capacity` that runs the fixed `orders` besides its restarts.
+    fn new(shape: &'a Shape<'a>, capacity: u64, orders: &[Heuristic]) -> Self {
         Probe {
             shape,
             capacity,
-            fixed: Heuristic::FIXED
+            fixed: orders
                 .iter()
                 .map(|&h| Search::new(shape, h, 0, capacity))
                 .collect(),
             restart: None,
+            restarts: 0,
+            restart_left: 0,
             turn: 0,
             round: 0,
             budget: (shape.items.len() as u64).max(16),
@@ -972,15 +982,25 @@ impl<'a> Probe<'a> {
         let end = self.nodes.saturating_add(allowance);
         let start = self.nodes;
         while self.nodes < end {
+            let mut share = (self.budget - self.spent).min(end - self.nodes);
+            let restarting = self.turn == self.fixed.len();
             let s = match self.fixed.get_mut(self.turn) {
                 Some(s) => s,
-                None => self.restart.get_or_insert_with(|| {
-                    let random = Heuristic::TotalWidthRandom;
-                    Search::new(self.shape, random, self.round, self.capacity)
-                }),
+                None => {
+                    if self.restart_left == 0 {
+                        self.restarts += 1;
+                        let unit = (self.shape.items.len() as u64).max(16);
+                        self.restart_left = luby(self.restarts).saturating_mul(unit);
+                        self.restart = None;
+                    }
+                    share = share.min(self.restart_left);
+                    self.restart.get_or_insert_with(|| {
+                        let random = Heuristic::TotalWidthRandom;
+                        Search::new(self.shape, random, self.restarts, self.capacity)
+                    })
+                }
             };
             let before = s.nodes;
-            let share = (self.budget - self.spent).min(end - self.nodes);
             // The search counts its own nodes on top of these.
             let heard = Progress {
                 evaluations: (heard.evaluations + (self.nodes - start)).saturating_sub(before),
@@ -989,6 +1009,9 @@ impl<'a> Probe<'a> {
             let run = s.resume(before + share, heard, control);
             let used = s.nodes - before;
             (self.nodes, self.spent) = (self.nodes + used, self.spent + used);
+            if restarting {
+                self.restart_left -= used.min(self.restart_left);
+            }
             match run {
                 Run::Found => {
                     let offsets = std::mem::take(&mut s.solution);
@@ -1006,13 +1029,24 @@ impl<'a> Probe<'a> {
                 self.spent = 0;
                 self.turn += 1;
                 if self.turn > self.fixed.len() {
-                    (self.turn, self.restart) = (0, None);
+                    self.turn = 0;
                     self.round += 1;
                     self.budget = self.budget.saturating_mul(2);
                 }
             }
         }
         Feasibility::Unknown
+    }
+}
+
+/// The `i`-th term (from 1) of the Luby sequence: 1, 1, 2, 1, 1, 2, 4, 1, 1, 2, 1, 1, 2, 4, 8...
+fn luby(mut i: u64) -> u64 {
+    loop {
+        let k = 64 - i.leading_zeros();
+        if i == (1u64 << k) - 1 {
+            return 1 << (k - 1);
+        }
+        i -= (1 << (k - 1)) - 1;
     }
 }
 
@@ -1027,7 +1061,7 @@ fn fits(
     control: &mut Control<'_>,
 ) -> (Feasibility, u64) {
     let shape = Shape::new(items, neighbours);
-    let mut probe = Probe::new(&shape, capacity);
+    let mut probe = Probe::new(&shape, capacity, &Heuristic::FIXED);
     let answer = probe.run(limit, heard, control);
     (answer, probe.nodes)
 }
@@ -1053,31 +1087,24 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// Runs the probe in `slot` at `capacity` (a new one if it probes another) for up to `left`
-/// nodes, counting them off `left` and onto `nodes`.
+/// Runs the probe in `slot` at `capacity` (a new one, with `orders`, if it probes another) for
+/// up to `allowance` nodes; the answer and the nodes it took.
 fn probe<'a>(
     slot: &mut Option<Probe<'a>>,
     shape: &'a Shape<'a>,
+    orders: &[Heuristic],
     capacity: u64,
-    left: &mut u64,
-    nodes: &mut u64,
+    allowance: u64,
     heard: Progress,
     control: &mut Control<'_>,
-) -> Feasibility {
+) -> (Feasibility, u64) {
     if slot.as_ref().is_none_or(|p| p.capacity != capacity) {
-        *slot = Some(Probe::new(shape, capacity));
+        *slot = Some(Probe::new(shape, capacity, orders));
     }
     let probe = slot.as_mut().expect("just made");
     let before = probe.nodes;
-    let heard = Progress {
-        evaluations: *nodes,
-        ..heard
-    };
-    let answer = probe.run(*left, heard, control);
-    let used = probe.nodes - before;
-    *left -= used.min(*left);
-    *nodes += used;
-    answer
+    let answer = probe.run(allowance, heard, control);
+    (answer, probe.nodes - before)
 }
 
 /// The result of [`minimize`].
@@ -1095,11 +1122,12 @@ pub(crate) struct Minimized {
 /// it (or the proof that none exists) ends the search.
 ///
 /// Two probes share the nodes in slices that double every round: one at the proven bound (or
-/// the goal), where most real problems end, three slices a round; and, without a goal, one
-/// slice between the bound and the best layout: halfway up from the bound after each find,
-/// halfway up from the last capacity tried when a slice runs out (a capacity with room to spare
-/// is often, not always, found in a few hundred nodes). Each probe resumes while its capacity
-/// stays. A probe that fits lowers the best (at the bound: optimal); one proven infeasible
+/// the goal), where most real problems end, two slices a round; and, without a goal, one slice
+/// between the bound and the best layout: halfway up from the bound after each find, halfway
+/// up from the last capacity tried when a slice runs out. A capacity with room to spare is
+/// usually found by a lucky dive in a few hundred nodes or not for a long while, so the probe
+/// between runs restarts only (the fixed orders are for the bound, where a proof may be
+/// needed). Each probe resumes while its capacity stays. A probe that fits lowers the best (at the bound: optimal); one proven infeasible
 /// raises the bound. `warm` (a local search, say, and whether the caller stopped it) runs once,
 /// after the first round (with a goal: when the nodes run out), and only when the search has
 /// not settled the question nor found anything below `fallback`: where the exact search moves,
@@ -1134,27 +1162,22 @@ pub(crate) fn minimize(
     let open = |best: u64, proven: u64| {
         proven < best && goal.is_none_or(|goal| best > goal && proven <= goal)
     };
-    let heard = |best: &RegionLayout, proven| Progress {
+    let heard = |best: &RegionLayout, proven, nodes| Progress {
         device,
-        evaluations: 0,
+        evaluations: nodes,
         best_bytes: best.extent,
         bound_bytes: proven,
     };
     let mut turn = 0u32;
     while open(best.extent, proven) && nodes < limit && !stopped {
-        let mut left = slice.min(limit - nodes);
-        // Three turns at the bound, one between, then the slice doubles.
-        if goal.is_some() || turn % 4 != 3 {
+        let left = slice.min(limit - nodes);
+        // Two turns at the bound, one between, then the slice doubles.
+        if goal.is_some() || turn % 3 != 2 {
             let target = goal.map_or(proven, |goal| goal.max(proven)) / g * g;
-            let answer = probe(
-                &mut lower,
-                &shape,
-                target,
-                &mut left,
-                &mut nodes,
-                heard(&best, proven),
-                control,
-            );
+            let heard = heard(&best, proven, nodes);
+            let orders = &Heuristic::FIXED;
+            let (answer, used) = probe(&mut lower, &shape, orders, target, left, heard, control);
+            nodes += used;
             match answer {
                 Feasibility::Fits(layout) => best = layout,
                 Feasibility::Infeasible => proven = proven.max(target + g),
@@ -1163,6 +1186,7 @@ pub(crate) fn minimize(
         } else {
             // Between: halfway up from the bound after a find, halfway up from the last
             // probe when a slice runs out.
+            let mut left = left;
             while left > 0 && open(best.extent, proven) && !stopped {
                 let target = between
                     .filter(|&t| t > proven && t < best.extent)
@@ -1172,15 +1196,9 @@ pub(crate) fn minimize(
                 if target <= proven {
                     break;
                 }
-                let answer = probe(
-                    &mut upper,
-                    &shape,
-                    target,
-                    &mut left,
-                    &mut nodes,
-                    heard(&best, proven),
-                    control,
-                );
+                let heard = heard(&best, proven, nodes);
+                let (answer, used) = probe(&mut upper, &shape, &[], target, left, heard, control);
+                (nodes, left) = (nodes + used, left - used.min(left));
                 match answer {
                     Feasibility::Fits(layout) => {
                         best = layout;
@@ -1198,7 +1216,7 @@ pub(crate) fn minimize(
             }
         }
         // After the first round without a goal, or when the nodes run out.
-        let due = (turn == 3 && goal.is_none()) || nodes >= limit;
+        let due = (turn == 2 && goal.is_none()) || nodes >= limit;
         if due && !warmed && best.extent >= first_fit && !stopped && open(best.extent, proven) {
             let (layout, halted) = warm(control);
             stopped = halted;
@@ -1208,7 +1226,7 @@ pub(crate) fn minimize(
         }
         warmed |= due;
         turn += 1;
-        if turn.is_multiple_of(4) {
+        if turn.is_multiple_of(3) {
             slice = slice.saturating_mul(2);
         }
         control.report(Progress {
@@ -1465,9 +1483,9 @@ mod tests {
             let nb = neighbours(&items);
             let shape = Shape::new(&items, &nb);
             let capacity = crate::layout::search::lower_bound_hint(&items) + slack;
-            let mut whole = Probe::new(&shape, capacity);
+            let mut whole = Probe::new(&shape, capacity, &Heuristic::FIXED);
             let once = whole.run(u64::MAX, QUIET, &mut Control::default());
-            let mut sliced = Probe::new(&shape, capacity);
+            let mut sliced = Probe::new(&shape, capacity, &Heuristic::FIXED);
             let mut answer = Feasibility::Unknown;
             for &slice in slices.iter().cycle() {
                 answer = sliced.run(slice, QUIET, &mut Control::default());
@@ -1495,6 +1513,12 @@ mod tests {
         assert_eq!(grain(&[item(12, 6), item(12, 8)]), 2);
         assert_eq!(grain(&[item(12, 4), item(12, 9)]), 1);
         assert_eq!(grain(&[]), 1);
+    }
+
+    #[test]
+    fn the_luby_sequence() {
+        let terms: Vec<u64> = (1..=15).map(luby).collect();
+        assert_eq!(terms, [1, 1, 2, 1, 1, 2, 4, 1, 1, 2, 1, 1, 2, 4, 8]);
     }
 
     #[test]
