@@ -438,8 +438,8 @@ impl<'a> Shape<'a> {
 struct Search<'a> {
     shape: &'a Shape<'a>,
     heuristic: Heuristic,
-    /// The restart round: seeds the random tie-break.
-    round: u64,
+    /// Seeds the random tie-break (the restart's number).
+    seed: u64,
     /// Each buffer's place in its part's preordering (ties between equal floors).
     rank: Vec<u32>,
     capacity: u64,
@@ -474,7 +474,7 @@ struct Search<'a> {
 impl<'a> Search<'a> {
     /// A search of `shape` with nothing placed yet, its first step to split the region where
     /// nothing crosses.
-    fn new(shape: &'a Shape<'a>, heuristic: Heuristic, round: u64, capacity: u64) -> Self {
+    fn new(shape: &'a Shape<'a>, heuristic: Heuristic, seed: u64, capacity: u64) -> Self {
         let n = shape.items.len();
         let whole = Part {
             members: (0..n as u32).collect(),
@@ -494,7 +494,7 @@ impl<'a> Search<'a> {
             parts: vec![whole],
             shape,
             heuristic,
-            round,
+            seed,
             rank: vec![0; n],
             capacity,
             floor: vec![0; n],
@@ -845,7 +845,7 @@ impl<'a> Search<'a> {
                     .unwrap_or(0);
                 let width = shape.width[u];
                 let area = shape.items[u].size.saturating_mul(width);
-                let random = scramble(i, self.round);
+                let random = scramble(i, self.seed);
                 (self.heuristic.key(width, area, total, random), i)
             })
             .collect();
@@ -870,10 +870,10 @@ impl<'a> Search<'a> {
 /// The preorderings tried in turn. Each sorts a part's buffers by a key, largest first, made of
 /// the buffer's total (the most bytes still to place beside it at any time), its width (how long
 /// it lives, before compression) and its area (size times width): three of MiniMalloc's orders,
-/// and one that breaks the ties of the first two keys at random, with a new seed each round.
+/// and one that breaks the ties of the first two keys at random, with a new seed each restart.
 /// Search times are heavy-tailed (one order finds in a thousand nodes what another misses in a
-/// million), and randomized restarts are the standard cure; the seed is the round number, so
-/// the search stays deterministic.
+/// million), and randomized restarts are the standard cure; the seed is the restart's number,
+/// so the search stays deterministic.
 #[derive(Clone, Copy)]
 enum Heuristic {
     TotalWidthArea,
@@ -900,9 +900,9 @@ impl Heuristic {
     }
 }
 
-/// A fixed hash of a buffer and a round: the random tie-break.
-fn scramble(i: u32, round: u64) -> u64 {
-    SplitMix64::mix(u64::from(i) ^ round.wrapping_mul(SplitMix64::GAMMA))
+/// A fixed hash of a buffer and a seed: the random tie-break.
+fn scramble(i: u32, seed: u64) -> u64 {
+    SplitMix64::mix(u64::from(i) ^ seed.wrapping_mul(SplitMix64::GAMMA))
 }
 
 /// The items with time renumbered to their distinct start positions: two buffers overlap iff
@@ -943,10 +943,9 @@ struct Probe<'a> {
     restart: Option<Search<'a>>,
     restarts: u64,
     restart_left: u64,
-    /// Whose turn it is (the fixed orders, then the restart), in which round, with what per
-    /// turn this round, and how much of it the turn has spent.
+    /// Whose turn it is (the fixed orders, then the restart), with what per turn this round,
+    /// and how much of it the turn has spent.
     turn: usize,
-    round: u64,
     budget: u64,
     spent: u64,
     nodes: u64,
@@ -966,7 +965,6 @@ impl<'a> Probe<'a> {
             restarts: 0,
             restart_left: 0,
             turn: 0,
-            round: 0,
             budget: (shape.items.len() as u64).max(16),
             spent: 0,
             nodes: 0,
@@ -1030,7 +1028,6 @@ impl<'a> Probe<'a> {
                 self.turn += 1;
                 if self.turn > self.fixed.len() {
                     self.turn = 0;
-                    self.round += 1;
                     self.budget = self.budget.saturating_mul(2);
                 }
             }
