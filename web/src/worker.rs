@@ -2,13 +2,14 @@
 //! is in `worker_protocol::Worker`; this wires it to the scope and drives a job one step per
 //! task, returning to the event loop in between so that a `cancel` can arrive. When the page is
 //! cross-origin isolated it also shares a stop flag (a `SharedArrayBuffer`) that a running
-//! search reads, so a cancel stops it at once.
+//! search reads, so a cancel stops it at once. After its first job it runs
+//! `worker_protocol::warm_up` once, so that the first search runs at full speed.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use memplan_web::error::WebError;
-use memplan_web::worker_protocol::{Request, Response, Worker};
+use memplan_web::worker_protocol::{Request, Response, Worker, warm_up};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -42,6 +43,7 @@ fn main() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let worker = Rc::new(RefCell::new(Worker::default()));
     let driving = Rc::new(Cell::new(false));
+    let warmed = Rc::new(Cell::new(false));
     let poster = scope.clone();
     let post = move |r: Response| send(&poster, &r);
     let clock = scope.performance();
@@ -66,9 +68,10 @@ fn main() {
         }
         if worker.borrow().busy() && !driving.get() {
             driving.set(true);
-            let (worker, driving, now, scope, flag) = (
+            let (worker, driving, warmed, now, scope, flag) = (
                 worker.clone(),
                 driving.clone(),
+                warmed.clone(),
                 now.clone(),
                 driver_scope.clone(),
                 flag.clone(),
@@ -83,6 +86,13 @@ fn main() {
                     next_task(&scope).await;
                 }
                 driving.set(false);
+                // Once, after the first job: the search's code, compiled before it is asked for.
+                if !warmed.replace(true) {
+                    next_task(&scope).await;
+                    if !driving.get() {
+                        warm_up();
+                    }
+                }
             });
         }
     });
