@@ -938,6 +938,9 @@ fn compress(items: &[Item]) -> Vec<Item> {
 struct Probe<'a> {
     shape: &'a Shape<'a>,
     capacity: u64,
+    /// The fixed orders, and their searches, each made when its first turn comes (a large
+    /// region's few nodes may never reach the later ones, and each holds its own lists).
+    orders: &'static [Heuristic],
     fixed: Vec<Search<'a>>,
     /// The current restart, how many have begun (its seed) and the nodes it has left.
     restart: Option<Search<'a>>,
@@ -953,14 +956,12 @@ struct Probe<'a> {
 
 impl<'a> Probe<'a> {
     /// A probe of `capacity` that runs the fixed `orders` besides its restarts.
-    fn new(shape: &'a Shape<'a>, capacity: u64, orders: &[Heuristic]) -> Self {
+    fn new(shape: &'a Shape<'a>, capacity: u64, orders: &'static [Heuristic]) -> Self {
         Probe {
             shape,
             capacity,
-            fixed: orders
-                .iter()
-                .map(|&h| Search::new(shape, h, 0, capacity))
-                .collect(),
+            orders,
+            fixed: Vec::new(),
             restart: None,
             restarts: 0,
             restart_left: 0,
@@ -981,9 +982,15 @@ impl<'a> Probe<'a> {
         let start = self.nodes;
         while self.nodes < end {
             let mut share = (self.budget - self.spent).min(end - self.nodes);
-            let restarting = self.turn == self.fixed.len();
-            let s = match self.fixed.get_mut(self.turn) {
-                Some(s) => s,
+            let restarting = self.turn == self.orders.len();
+            let s = match self.orders.get(self.turn) {
+                Some(&order) => {
+                    if self.turn == self.fixed.len() {
+                        let search = Search::new(self.shape, order, 0, self.capacity);
+                        self.fixed.push(search);
+                    }
+                    &mut self.fixed[self.turn]
+                }
                 None => {
                     if self.restart_left == 0 {
                         self.restarts += 1;
@@ -1026,7 +1033,7 @@ impl<'a> Probe<'a> {
             if self.spent >= self.budget {
                 self.spent = 0;
                 self.turn += 1;
-                if self.turn > self.fixed.len() {
+                if self.turn > self.orders.len() {
                     self.turn = 0;
                     self.budget = self.budget.saturating_mul(2);
                 }
@@ -1089,7 +1096,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 fn probe<'a>(
     slot: &mut Option<Probe<'a>>,
     shape: &'a Shape<'a>,
-    orders: &[Heuristic],
+    orders: &'static [Heuristic],
     capacity: u64,
     allowance: u64,
     heard: Progress,
