@@ -465,6 +465,8 @@ struct Search<'a> {
     /// The open path, and the parts its splits made (the whole region first).
     stack: Vec<Frame>,
     parts: Vec<Part>,
+    /// How the search ended, once its stack is empty.
+    done: Option<Run>,
     nodes: u64,
     limit: u64,
     /// What the caller hears every 1,024 nodes, with the nodes searched before this run.
@@ -492,6 +494,7 @@ impl<'a> Search<'a> {
                 replaced: None,
             })],
             parts: vec![whole],
+            done: None,
             shape,
             heuristic,
             seed,
@@ -532,8 +535,9 @@ impl<'a> Search<'a> {
     fn resume(&mut self, limit: u64, heard: Progress, control: &mut Control<'_>) -> Run {
         self.limit = limit;
         self.heard = heard;
-        // What the frame last popped found, for the frame below it.
-        let mut returned = None;
+        // What the frame last popped found, for the frame below it (and, once the stack is
+        // empty, for every later call).
+        let mut returned = self.done;
         while let Some(frame) = self.stack.pop() {
             let step = match frame {
                 Frame::Node(node) => self.step_node(node, returned.take(), control),
@@ -545,7 +549,8 @@ impl<'a> Search<'a> {
                 Step::Pause(run) => return run,
             }
         }
-        returned.expect("the bottom frame returns")
+        self.done = returned;
+        returned.unwrap_or(Run::Exhausted)
     }
 
     /// Takes `node` a step on: counts it when new, takes back what its last child placed, and
@@ -942,6 +947,8 @@ struct Probe<'a> {
     /// region's few nodes may never reach the later ones, and each holds its own lists).
     orders: &'static [Heuristic],
     fixed: Vec<Search<'a>>,
+    /// Its answer, once it has one: a later run returns it again.
+    answer: Option<Feasibility>,
     /// The current restart, how many have begun (its seed) and the nodes it has left.
     restart: Option<Search<'a>>,
     restarts: u64,
@@ -962,6 +969,7 @@ impl<'a> Probe<'a> {
             capacity,
             orders,
             fixed: Vec::new(),
+            answer: None,
             restart: None,
             restarts: 0,
             restart_left: 0,
@@ -975,7 +983,11 @@ impl<'a> Probe<'a> {
     /// Searches on for up to `allowance` more nodes; `Unknown` when they run out (or the caller
     /// stops it). `heard` counts the evaluations before this slice.
     fn run(&mut self, allowance: u64, heard: Progress, control: &mut Control<'_>) -> Feasibility {
+        if let Some(answer) = &self.answer {
+            return answer.clone();
+        }
         if self.shape.items.iter().any(|i| i.size > self.capacity) {
+            self.answer = Some(Feasibility::Infeasible);
             return Feasibility::Infeasible;
         }
         let end = self.nodes.saturating_add(allowance);
@@ -1019,14 +1031,19 @@ impl<'a> Probe<'a> {
             }
             match run {
                 Run::Found => {
-                    let offsets = std::mem::take(&mut s.solution);
+                    let offsets = s.solution.clone();
                     let extent = (self.shape.items.iter().zip(&offsets))
                         .map(|(i, &o)| o + i.size)
                         .max()
                         .unwrap_or(0);
-                    return Feasibility::Fits(RegionLayout { offsets, extent });
+                    let answer = Feasibility::Fits(RegionLayout { offsets, extent });
+                    self.answer = Some(answer.clone());
+                    return answer;
                 }
-                Run::Exhausted => return Feasibility::Infeasible,
+                Run::Exhausted => {
+                    self.answer = Some(Feasibility::Infeasible);
+                    return Feasibility::Infeasible;
+                }
                 Run::Stopped => return Feasibility::Unknown,
                 Run::OutOfNodes => {}
             }
@@ -1473,7 +1490,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(200))]
 
         /// A probe paused after every few nodes and resumed ends as one run does: the same
-        /// answer (the same layout), after the same nodes.
+        /// answer (the same layout), after the same nodes; asked again, it says the same.
         #[test]
         fn a_probe_resumed_in_slices_runs_as_one(
             items in prop::collection::vec((1u64..9, 0u32..10, 0u32..6), 1..40),
@@ -1497,7 +1514,10 @@ mod tests {
                     break;
                 }
             }
-            prop_assert_eq!(answer, once);
+            prop_assert_eq!(&answer, &once);
+            prop_assert_eq!(sliced.nodes, whole.nodes);
+            // Once answered, a probe answers the same again, without searching.
+            prop_assert_eq!(sliced.run(5, QUIET, &mut Control::default()), answer);
             prop_assert_eq!(sliced.nodes, whole.nodes);
         }
     }
