@@ -2,7 +2,7 @@
 //! is in `worker_protocol::Worker`; this wires it to the scope and drives a job one step per
 //! task, returning to the event loop in between so that a `cancel` can arrive. When the page is
 //! cross-origin isolated it also shares a stop flag (a `SharedArrayBuffer`) that a running
-//! search reads, so a cancel stops it at once. After its first job it runs
+//! search reads, so a cancel stops it at once. Before it says it is ready it runs
 //! `worker_protocol::warm_up` once, so that the first search runs at full speed.
 
 use std::cell::{Cell, RefCell};
@@ -43,7 +43,6 @@ fn main() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let worker = Rc::new(RefCell::new(Worker::default()));
     let driving = Rc::new(Cell::new(false));
-    let warmed = Rc::new(Cell::new(false));
     let poster = scope.clone();
     let post = move |r: Response| send(&poster, &r);
     let clock = scope.performance();
@@ -68,10 +67,9 @@ fn main() {
         }
         if worker.borrow().busy() && !driving.get() {
             driving.set(true);
-            let (worker, driving, warmed, now, scope, flag) = (
+            let (worker, driving, now, scope, flag) = (
                 worker.clone(),
                 driving.clone(),
-                warmed.clone(),
                 now.clone(),
                 driver_scope.clone(),
                 flag.clone(),
@@ -86,18 +84,13 @@ fn main() {
                     next_task(&scope).await;
                 }
                 driving.set(false);
-                // Once, after the first job: the search's code, compiled before it is asked for.
-                if !warmed.replace(true) {
-                    next_task(&scope).await;
-                    if !driving.get() {
-                        warm_up();
-                    }
-                }
             });
         }
     });
     scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     onmessage.forget();
+    // The search's code, compiled before it is asked for.
+    warm_up();
     send(&scope, &Response::Ready);
 }
 

@@ -576,8 +576,10 @@ impl Worker {
 ///
 /// A browser compiles a wasm function when it first runs, and to optimized code only once it is
 /// hot, so the first search of a page ran at about half the speed of the next (minimalloc B in
-/// Chromium: 31-55 ms for the first, 12-20 ms for the ones after). The worker runs this once,
-/// when its first job is done, so that the user's first search runs like the later ones.
+/// Chromium: 31-55 ms for the first, 12-20 ms for the ones after). The worker runs this once as
+/// it starts, before it says it is ready (a few milliseconds), so that the user's first search
+/// runs like the later ones. Run after the first job instead, it overlapped a search asked for
+/// right after a load, and helped less.
 pub fn warm_up() -> u64 {
     // 100 buffers of 1 to 13 units over 50 steps, scattered by a fixed hash: the search places
     // and backtracks about a thousand times to reach the lower bound (a few milliseconds
