@@ -178,9 +178,9 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
       }
       return [Math.round(performance.now() - t0), linked];
     }, native.footprint_bytes);
-    // A long search does not hold the link back: it says `search` within about 250 ms.
-    if (browserMs > 1000) {
-      assert.ok(linkedMs !== undefined && linkedMs < 800, `${name}: the link said search after ${linkedMs} ms of ${browserMs}`);
+    // A long search does not hold the link back: it says `search` after about 250 ms.
+    if (browserMs > 600) {
+      assert.ok(linkedMs !== undefined && linkedMs < 500, `${name}: the link said search after ${linkedMs} ms of ${browserMs}`);
       linkChecked++;
     }
     await page.waitForFunction(() => /strategy=search/.test(location.search));
@@ -190,7 +190,7 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
     assert.ok(searchMs >= 0 && searchMs <= browserMs, `${name}: search ${searchMs} ms, shown after ${browserMs} ms`);
     lines.push(`| ${name} | ${native.footprint_bytes} | ${native.optimal ? 'yes' : 'no'} | ${native.elapsed_ms} | ${searchMs} | ${(searchMs / Math.max(native.elapsed_ms, 1)).toFixed(2)} | ${browserMs} |`);
   }
-  // D's search alone runs for seconds: the check above ran.
+  // D's search alone runs for most of a second (it stops at its node limit): the check ran.
   assert.ok(linkChecked > 0, 'no search ran long enough to check the link');
   await writeFile(join(output, 'solver-browser.txt'), [
     'search on minimalloc A-F: the CLI (`elapsed_ms`) and the worker in Chromium (its search time, shown in the summary; and from selecting `search` to the plan drawn), side by side in one run',

@@ -30,10 +30,10 @@
 //! which one differs); the fixed orders resume, a randomized one restarts with lengths in the
 //! Luby sequence. [`minimize`] runs a probe at the proven bound (or the goal: most real problems
 //! end there) and one of restarts bisecting between the bound and the best layout, in slices,
-//! from first-fit's layout; capacities step by the [`grain`] of the sizes and alignments. Every search has a node limit and asks the
-//! caller's [`Control`] whether to stop, so the core has no clock; the answer is the best layout
-//! found and the proven lower bound, with `optimal` when they meet. Deterministic for a given
-//! node limit.
+//! from first-fit's layout; capacities step by the [`grain`] of the sizes and alignments. Every
+//! search has a node limit and asks the caller's [`Control`] whether to stop, so the core has no
+//! clock; the answer is the best layout found and the proven lower bound, with `optimal` when
+//! they meet. Deterministic for a given node limit.
 
 use super::search::SplitMix64;
 use super::{Control, Item, Progress, RegionLayout};
@@ -301,14 +301,12 @@ struct Part {
     hi: usize,
 }
 
-impl Part {
-    /// The part's positions cut after each of `cuts`: the bounds of its pieces.
-    fn bounds(&self, cuts: &[usize]) -> Vec<usize> {
-        let mut bounds = vec![self.lo];
-        bounds.extend(cuts.iter().map(|&p| p + 1));
-        bounds.push(self.hi);
-        bounds
-    }
+/// Positions `lo..hi` cut after each of `cuts`: the bounds of the pieces.
+fn pieces(lo: usize, hi: usize, cuts: &[usize]) -> Vec<usize> {
+    let mut bounds = vec![lo];
+    bounds.extend(cuts.iter().map(|&p| p + 1));
+    bounds.push(hi);
+    bounds
 }
 
 /// What a frame's step leaves the search to do next.
@@ -382,6 +380,8 @@ struct Shape<'a> {
     live_at: Unplaced,
     sections: Sections,
     crossing: Vec<u32>,
+    /// The pieces of the whole region where nothing crosses: every search's first split.
+    bounds: Vec<usize>,
     /// Buffers with the same size, alignment and interval share a class: at one floor, trying
     /// one of them tries them all.
     class: Vec<u32>,
@@ -422,7 +422,9 @@ impl<'a> Shape<'a> {
                 k as u32
             };
         }
+        let cuts: Vec<usize> = (0..positions - 1).filter(|&p| crossing[p] == 0).collect();
         Shape {
+            bounds: pieces(0, positions, &cuts),
             live_at: Unplaced::new(&items, positions),
             sections: Sections::new(&items, positions),
             items,
@@ -469,8 +471,10 @@ struct Search<'a> {
     done: Option<Run>,
     nodes: u64,
     limit: u64,
-    /// What the caller hears every 1,024 nodes, with the nodes searched before this run.
+    /// What the caller hears every 1,024 nodes (its evaluations: those before this resume),
+    /// and the nodes counted when it resumed.
     heard: Progress,
+    resumed_at: u64,
 }
 
 impl<'a> Search<'a> {
@@ -483,12 +487,9 @@ impl<'a> Search<'a> {
             lo: 0,
             hi: shape.positions,
         };
-        let cuts: Vec<usize> = (0..shape.positions.saturating_sub(1))
-            .filter(|&p| shape.crossing[p] == 0)
-            .collect();
         Search {
             stack: vec![Frame::Split(Split {
-                bounds: whole.bounds(&cuts),
+                bounds: shape.bounds.clone(),
                 part: 0,
                 next: 0,
                 replaced: None,
@@ -524,17 +525,18 @@ impl<'a> Search<'a> {
                 best_bytes: u64::MAX,
                 bound_bytes: 0,
             },
+            resumed_at: 0,
         }
     }
 
     /// Runs the search on from where it stopped until it finds a layout, proves there is none,
     /// has counted `limit` nodes in all (`OutOfNodes`: call again with a higher limit to go on),
     /// or the caller stops it.
-    /// `heard` is what the caller hears every 1,024 nodes, its evaluations counted before this
-    /// search's nodes.
+    /// `heard` is what the caller hears every 1,024 nodes, its evaluations those counted before
+    /// this call.
     fn resume(&mut self, limit: u64, heard: Progress, control: &mut Control<'_>) -> Run {
         self.limit = limit;
-        self.heard = heard;
+        (self.heard, self.resumed_at) = (heard, self.nodes);
         // What the frame last popped found, for the frame below it (and, once the stack is
         // empty, for every later call).
         let mut returned = self.done;
@@ -610,7 +612,7 @@ impl<'a> Search<'a> {
             } else {
                 let cuts = &self.cuts[mark.cuts..];
                 Frame::Split(Split {
-                    bounds: self.parts[node.part].bounds(cuts),
+                    bounds: pieces(self.parts[node.part].lo, self.parts[node.part].hi, cuts),
                     part: node.part,
                     next: 0,
                     replaced: None,
@@ -648,7 +650,7 @@ impl<'a> Search<'a> {
         }
         if (self.nodes + 1).is_multiple_of(1024) {
             control.report(Progress {
-                evaluations: self.heard.evaluations + self.nodes + 1,
+                evaluations: self.heard.evaluations + (self.nodes + 1 - self.resumed_at),
                 ..self.heard
             });
             if control.stop() {
@@ -969,7 +971,9 @@ impl<'a> Probe<'a> {
             capacity,
             orders,
             fixed: Vec::new(),
-            answer: None,
+            // No layout holds a buffer larger than the capacity.
+            answer: (shape.items.iter().any(|i| i.size > capacity))
+                .then_some(Feasibility::Infeasible),
             restart: None,
             restarts: 0,
             restart_left: 0,
@@ -985,10 +989,6 @@ impl<'a> Probe<'a> {
     fn run(&mut self, allowance: u64, heard: Progress, control: &mut Control<'_>) -> Feasibility {
         if let Some(answer) = &self.answer {
             return answer.clone();
-        }
-        if self.shape.items.iter().any(|i| i.size > self.capacity) {
-            self.answer = Some(Feasibility::Infeasible);
-            return Feasibility::Infeasible;
         }
         let end = self.nodes.saturating_add(allowance);
         let start = self.nodes;
@@ -1008,19 +1008,17 @@ impl<'a> Probe<'a> {
                         self.restarts += 1;
                         let unit = (self.shape.items.len() as u64).max(16);
                         self.restart_left = luby(self.restarts).saturating_mul(unit);
-                        self.restart = None;
+                        let random = Heuristic::TotalWidthRandom;
+                        let search = Search::new(self.shape, random, self.restarts, self.capacity);
+                        self.restart = Some(search);
                     }
                     share = share.min(self.restart_left);
-                    self.restart.get_or_insert_with(|| {
-                        let random = Heuristic::TotalWidthRandom;
-                        Search::new(self.shape, random, self.restarts, self.capacity)
-                    })
+                    self.restart.as_mut().expect("begun above")
                 }
             };
             let before = s.nodes;
-            // The search counts its own nodes on top of these.
             let heard = Progress {
-                evaluations: (heard.evaluations + (self.nodes - start)).saturating_sub(before),
+                evaluations: heard.evaluations + (self.nodes - start),
                 ..heard
             };
             let run = s.resume(before + share, heard, control);
@@ -1353,6 +1351,8 @@ mod tests {
         #[test]
         fn the_search_finds_the_optimum_and_proves_it(items in arb_items()) {
             let optimum = brute_force(&items);
+            // Every canonical extent, the optimum's too, is a multiple of the grain.
+            prop_assert_eq!(optimum % grain(&items), 0);
             let nb = neighbours(&items);
             // At the optimum it fits; one byte below it is proven infeasible.
             let (at, _) = fits(&items, &nb, optimum, u64::MAX, QUIET, &mut Control::default());
