@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cli, hooks, launch, output, root, serve } from './harness.mjs';
+import { cli, fastCli, hooks, launch, output, root, serve } from './harness.mjs';
 
 const exampleFile = (name) => join(root, 'static/examples', `${name}.json`);
 const golden = async (name) => JSON.parse(await readFile(join(root, 'tests/golden', `${name}.plan.json`), 'utf8'));
@@ -152,12 +152,18 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
   // The page is cross-origin isolated, so the worker plans in one step (a cancel reaches it
   // through the shared stop flag). Two times in the worker: the search's own, by the worker's
   // clock (shown in the summary, as the CLI's `elapsed_ms`), and from the choice to the plan
-  // drawn, which also holds the views, the message and the drawing.
+  // drawn, which also holds the views, the message and the drawing. The first search of a page
+  // runs partly on the browser's baseline code (it compiles wasm lazily and optimizes what
+  // runs hot, in the background): the same search again on the page is the compiled code's
+  // speed, and both are reported. Natively, the median of three runs of the CLI built for speed.
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const searchMs = async () => Number(await testid('search-time').getAttribute('data-ms'));
   const lines = [];
   let linkChecked = 0;
   for (const name of ['A', 'B', 'C', 'D', 'E', 'F']) {
     const path = join(root, `tests/data/minimalloc/${name}.1048576.csv`);
     const native = JSON.parse(cli('plan', path, '--json', '--strategy', 'search'));
+    const nativeMs = median([0, 1, 2].map(() => JSON.parse(fastCli('plan', path, '--json', '--strategy', 'search')).elapsed_ms));
     await page.goto(`${server.url}?strategy=first-fit`);
     await testid('summary').waitFor();
     await testid('file-input').setInputFiles({ name: `${name}.csv`, mimeType: 'text/csv', buffer: await readFile(path) });
@@ -186,17 +192,31 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
     await page.waitForFunction(() => /strategy=search/.test(location.search));
     assert.equal(await testid('checker').innerText(), 'valid');
     assert.equal(await testid('optimal').count(), native.optimal ? 1 : 0, name);
-    const searchMs = Number(await testid('search-time').getAttribute('data-ms'));
-    assert.ok(searchMs >= 0 && searchMs <= browserMs, `${name}: search ${searchMs} ms, shown after ${browserMs} ms`);
-    lines.push(`| ${name} | ${native.footprint_bytes} | ${native.optimal ? 'yes' : 'no'} | ${native.elapsed_ms} | ${searchMs} | ${(searchMs / Math.max(native.elapsed_ms, 1)).toFixed(2)} | ${browserMs} |`);
+    const firstMs = await searchMs();
+    assert.ok(firstMs >= 0 && firstMs <= browserMs, `${name}: search ${firstMs} ms, shown after ${browserMs} ms`);
+    // Again on the same page, twice (by way of first-fit): the same plan, the median time.
+    const again = [];
+    for (let round = 0; round < 2; round++) {
+      await testid('strategy-select').selectOption('first-fit');
+      await page.waitForFunction(() => /strategy=first-fit/.test(location.search) && !document.querySelector('[data-testid="progress"]')
+        && !document.querySelector('[data-testid=search-time]'));
+      await testid('strategy-select').selectOption('search');
+      await page.waitForFunction((b) => /strategy=search/.test(location.search) && !document.querySelector('[data-testid="progress"]')
+        && document.querySelector('[data-testid=search-time]')
+        && document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), native.footprint_bytes, { timeout: 60000 });
+      again.push(await searchMs());
+    }
+    const ratio = (ms) => (ms / Math.max(nativeMs, 1)).toFixed(2);
+    const againMs = median(again);
+    lines.push(`| ${name} | ${native.footprint_bytes} | ${native.optimal ? 'yes' : 'no'} | ${nativeMs} | ${firstMs} | ${ratio(firstMs)} | ${againMs} | ${ratio(againMs)} | ${browserMs} |`);
   }
   // D's search alone runs for most of a second (it stops at its node limit): the check ran.
   assert.ok(linkChecked > 0, 'no search ran long enough to check the link');
   await writeFile(join(output, 'solver-browser.txt'), [
-    'search on minimalloc A-F: the CLI (`elapsed_ms`) and the worker in Chromium (its search time, shown in the summary; and from selecting `search` to the plan drawn), side by side in one run',
+    'search on minimalloc A-F: the CLI built for speed (`elapsed_ms`, median of 3 runs) and the worker in Chromium (its search time, shown in the summary: the first search of a fresh page, then the median of 2 more on it; and from selecting `search` to the plan drawn, the first time), side by side in one run',
     '',
-    '| file | footprint | optimal | native search (ms) | worker search (ms) | worker / native | worker, to the plan drawn (ms) |',
-    '|---|---:|---|---:|---:|---:|---:|',
+    '| file | footprint | optimal | native search (ms) | worker, first search (ms) | first / native | worker, again (ms) | again / native | worker, to the plan drawn (ms) |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|',
     ...lines,
   ].join('\n') + '\n');
   await page.goto(server.url);
