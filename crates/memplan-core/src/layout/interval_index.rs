@@ -15,10 +15,7 @@ use crate::problem::LiveInterval;
 /// each: an interval overlaps `i` when it starts by `i`'s last position and does not end before
 /// `i`'s first (those that end before it started before it too).
 pub(crate) fn overlap_counts(intervals: &[LiveInterval]) -> impl Iterator<Item = u64> + '_ {
-    let mut firsts: Vec<u32> = intervals.iter().map(|i| i.first).collect();
-    let mut lasts: Vec<u32> = intervals.iter().map(|i| i.last).collect();
-    firsts.sort_unstable();
-    lasts.sort_unstable();
+    let (firsts, lasts) = sorted_ends(intervals);
     intervals.iter().map(move |i| {
         let started = firsts.partition_point(|&f| f <= i.last);
         let ended = lasts.partition_point(|&l| l < i.first);
@@ -26,9 +23,33 @@ pub(crate) fn overlap_counts(intervals: &[LiveInterval]) -> impl Iterator<Item =
     })
 }
 
-/// How many (ordered) pairs of `intervals` overlap, each interval with itself included.
+/// How many (ordered) pairs of `intervals` overlap, each interval with itself included: the sum
+/// of [`overlap_counts`], each of its two terms summed by one merge of the sorted ends rather
+/// than a binary search per interval (at a million intervals, a cache miss a step).
 pub(crate) fn total_overlaps(intervals: &[LiveInterval]) -> u64 {
-    overlap_counts(intervals).sum()
+    let (firsts, lasts) = sorted_ends(intervals);
+    // Per interval, how many of `of` lie at or below (`or_equal`) or below its end in `at`.
+    let below = |at: &[u32], of: &[u32], or_equal: bool| {
+        let mut k = 0;
+        at.iter()
+            .map(|&x| {
+                while of.get(k).is_some_and(|&y| y < x || (or_equal && y == x)) {
+                    k += 1;
+                }
+                k as u64
+            })
+            .sum::<u64>()
+    };
+    below(&lasts, &firsts, true) - below(&firsts, &lasts, false)
+}
+
+/// The first and the last positions of `intervals`, each sorted.
+fn sorted_ends(intervals: &[LiveInterval]) -> (Vec<u32>, Vec<u32>) {
+    let mut firsts: Vec<u32> = intervals.iter().map(|i| i.first).collect();
+    let mut lasts: Vec<u32> = intervals.iter().map(|i| i.last).collect();
+    radsort::sort(&mut firsts);
+    radsort::sort(&mut lasts);
+    (firsts, lasts)
 }
 
 pub(crate) struct IntervalIndex {
