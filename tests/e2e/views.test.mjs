@@ -194,9 +194,10 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
     assert.equal(await testid('optimal').count(), native.optimal ? 1 : 0, name);
     const firstMs = await searchMs();
     assert.ok(firstMs >= 0 && firstMs <= browserMs, `${name}: search ${firstMs} ms, shown after ${browserMs} ms`);
-    // Again on the same page, twice (by way of first-fit): the same plan, the median time.
+    // Again on the same page, five times (by way of first-fit): the same plan, the median time
+    // (a search of 10 ms in the browser swings by as much).
     const again = [];
-    for (let round = 0; round < 2; round++) {
+    for (let round = 0; round < 5; round++) {
       await testid('strategy-select').selectOption('first-fit');
       await page.waitForFunction(() => /strategy=first-fit/.test(location.search) && !document.querySelector('[data-testid="progress"]')
         && !document.querySelector('[data-testid=search-time]'));
@@ -213,7 +214,7 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
   // D's search alone runs for most of a second (it stops at its node limit): the check ran.
   assert.ok(linkChecked > 0, 'no search ran long enough to check the link');
   await writeFile(join(output, 'solver-browser.txt'), [
-    'search on minimalloc A-F: the CLI built for speed (`elapsed_ms`, median of 3 runs) and the worker in Chromium (its search time, shown in the summary: the first search of a fresh page, then the median of 2 more on it; and from selecting `search` to the plan drawn, the first time), side by side in one run',
+    'search on minimalloc A-F: the CLI built for speed (`elapsed_ms`, median of 3 runs) and the worker in Chromium (its search time, shown in the summary: the first search of a fresh page, then the median of 5 more on it; and from selecting `search` to the plan drawn, the first time), side by side in one run',
     '',
     '| file | footprint | optimal | native search (ms) | worker, first search (ms) | first / native | worker, again (ms) | again / native | worker, to the plan drawn (ms) |',
     '|---|---:|---|---:|---:|---:|---:|---:|---:|',
