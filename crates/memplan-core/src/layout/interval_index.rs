@@ -28,7 +28,8 @@ pub(crate) fn overlap_counts(intervals: &[LiveInterval]) -> impl Iterator<Item =
 /// than a binary search per interval (at a million intervals, a cache miss a step).
 pub(crate) fn total_overlaps(intervals: &[LiveInterval]) -> u64 {
     let (firsts, lasts) = sorted_ends(intervals);
-    // Per interval, how many of `of` lie at or below (`or_equal`) or below its end in `at`.
+    // Summed over each value `x` of `at`: how many values of `of` lie below `x` (or at it, with
+    // `or_equal`). Both are sorted, so one cursor walks `of` once.
     let below = |at: &[u32], of: &[u32], or_equal: bool| {
         let mut k = 0;
         at.iter()
