@@ -1102,7 +1102,7 @@ fn grain(items: &[Item]) -> u64 {
     }
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
