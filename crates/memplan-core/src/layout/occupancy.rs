@@ -44,41 +44,102 @@ trait Unit: Copy + Ord + Default + Into<u64> + TryFrom<u64> {}
 impl Unit for u32 {}
 impl Unit for u64 {}
 
-/// Disjoint address ranges `[start, end)`, sorted; touching ranges merge.
-#[derive(Default)]
-struct Ranges<W>(Vec<(W, W)>);
+/// Disjoint address ranges `[start, end)`, sorted; touching ranges merge. They live in a
+/// [`Pool`]: the first `len` of a block of `capacity` slots from `at`.
+#[derive(Default, Clone, Copy)]
+struct Ranges {
+    at: u32,
+    len: u32,
+    capacity: u32,
+}
 
-impl<W: Unit> Ranges<W> {
-    /// Adds `[start, end)`; `false` when the ranges held it all already.
-    fn insert(&mut self, start: W, end: W) -> bool {
-        let v = &mut self.0;
-        // Most buffers land at or above the top of the ranges they meet.
-        match v.last_mut() {
-            Some(last) if last.1 == start => {
-                last.1 = end;
-                return true;
-            }
-            Some(last) if last.1 < start => {
-                v.push((start, end));
-                return true;
-            }
+/// The ranges of every union of a tree, in blocks of one vector: a union that outgrows its block
+/// moves to one twice the size, and leaves the old one to the next union that needs that size.
+/// One allocation where a vector per union made two million at a million buffers (and freeing
+/// them took a tenth of first-fit's time).
+#[derive(Default)]
+struct Pool<W> {
+    slots: Vec<(W, W)>,
+    /// Free blocks by size: `4 << k` slots in list `k`.
+    free: Vec<Vec<u32>>,
+}
+
+impl<W: Unit> Pool<W> {
+    fn get(&self, r: Ranges) -> &[(W, W)] {
+        &self.slots[r.at as usize..][..r.len as usize]
+    }
+
+    /// Every block free and gone; the memory stays for the next tree.
+    fn clear(&mut self) {
+        self.slots.clear();
+        self.free.iter_mut().for_each(Vec::clear);
+    }
+
+    /// Room in `r`'s block for one more range.
+    fn reserve_one(&mut self, r: &mut Ranges) {
+        if r.len < r.capacity {
+            return;
+        }
+        let capacity = (r.capacity * 2).max(4);
+        let list = |capacity: u32| (capacity / 4).trailing_zeros() as usize;
+        let at = match self.free.get_mut(list(capacity)).and_then(Vec::pop) {
+            Some(at) => at as usize,
             None => {
-                v.push((start, end));
+                let at = self.slots.len();
+                self.slots
+                    .resize(at + capacity as usize, Default::default());
+                at
+            }
+        };
+        let old = r.at as usize;
+        self.slots.copy_within(old..old + r.len as usize, at);
+        if r.capacity > 0 {
+            let k = list(r.capacity);
+            if self.free.len() <= k {
+                self.free.resize_with(k + 1, Vec::new);
+            }
+            self.free[k].push(r.at);
+        }
+        (r.at, r.capacity) = (at as u32, capacity);
+    }
+
+    /// Adds `[start, end)` to `r`; `false` when it held it all already.
+    fn insert(&mut self, r: &mut Ranges, start: W, end: W) -> bool {
+        let base = r.at as usize;
+        let len = r.len as usize;
+        // Most buffers land at or above the top of the ranges they meet.
+        let top = len.checked_sub(1).map(|last| self.slots[base + last].1);
+        match top {
+            Some(top) if top == start => {
+                self.slots[base + len - 1].1 = end;
                 return true;
             }
-            _ => {}
+            Some(top) if top > start => {}
+            _ => {
+                self.reserve_one(r);
+                self.slots[r.at as usize + len] = (start, end);
+                r.len += 1;
+                return true;
+            }
         }
         // The first range that reaches `start`, and the first past it that begins after `end`.
+        let v = &self.slots[base..base + len];
         let lo = v.partition_point(|&(_, e)| e < start);
         if v.get(lo).is_some_and(|&(s, e)| s <= start && end <= e) {
             return false;
         }
         let hi = lo + v[lo..].iter().take_while(|&&(s, _)| s <= end).count();
         if lo == hi {
-            v.insert(lo, (start, end));
+            self.reserve_one(r);
+            let base = r.at as usize;
+            self.slots.copy_within(base + lo..base + len, base + lo + 1);
+            self.slots[base + lo] = (start, end);
+            r.len += 1;
         } else {
-            v[lo] = (start.min(v[lo].0), end.max(v[hi - 1].1));
-            v.drain(lo + 1..hi);
+            let merged = (start.min(v[lo].0), end.max(v[hi - 1].1));
+            self.slots[base + lo] = merged;
+            self.slots.copy_within(base + hi..base + len, base + lo + 1);
+            r.len -= (hi - lo - 1) as u32;
         }
         true
     }
@@ -103,7 +164,8 @@ fn gallop<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
 /// `covering` union, else its `touching`), with a cursor per union (how many of its ranges
 /// start below the walk) that only moves up.
 struct Walk<'a, W> {
-    nodes: &'a [Node<W>],
+    nodes: &'a [Node],
+    pool: &'a Pool<W>,
     unions: &'a [(usize, bool)],
     cursors: &'a mut [usize],
     /// Bytes per unit.
@@ -121,11 +183,11 @@ impl<'a, W: Unit> Walk<'a, W> {
     fn union(&self, u: usize) -> &'a [(W, W)] {
         let (n, covering) = self.unions[u];
         let node = &self.nodes[n];
-        if covering {
-            &node.covering.0
+        self.pool.get(if covering {
+            node.covering
         } else {
-            &node.touching.0
-        }
+            node.touching
+        })
     }
 
     /// The least `x >= from`, as `align` rounds, with `[x, x + size)` clear of every range.
@@ -168,12 +230,12 @@ impl<'a, W: Unit> Walk<'a, W> {
     }
 }
 
-#[derive(Default)]
-struct Node<W> {
+#[derive(Default, Clone, Copy)]
+struct Node {
     /// The union of the placed buffers whose live interval meets the node's span.
-    touching: Ranges<W>,
+    touching: Ranges,
     /// The union of those whose live interval spans all of it.
-    covering: Ranges<W>,
+    covering: Ranges,
 }
 
 struct Occupancy<W> {
@@ -184,7 +246,8 @@ struct Occupancy<W> {
     /// Per item, the leaf span `[lo, hi)` of its live interval (see [`Occupancy::span`]).
     spans: Vec<(u32, u32)>,
     leaves: usize,
-    nodes: Vec<Node<W>>,
+    nodes: Vec<Node>,
+    pool: Pool<W>,
     walk: WalkBuffers,
 }
 
@@ -196,13 +259,14 @@ impl<W: Unit> Occupancy<W> {
             spans: Vec::new(),
             leaves: 0,
             nodes: Vec::new(),
+            pool: Pool::default(),
             walk: WalkBuffers::default(),
         };
         occupancy.reset(items, grain);
         occupancy
     }
 
-    /// Empty, over the times of `items`; the unions keep their capacity, so a decode after
+    /// Empty, over the times of `items`; the pool keeps its memory, so a decode after
     /// another of a similar problem allocates little.
     fn reset(&mut self, items: &[Item], grain: u64) {
         self.grain = grain;
@@ -236,11 +300,9 @@ impl<W: Unit> Occupancy<W> {
             self.spans[item(k)].1 = reached as u32;
         }
         self.leaves = self.starts.len().next_power_of_two();
-        self.nodes.resize_with(2 * self.leaves, Node::default);
-        for node in &mut self.nodes {
-            node.touching.0.clear();
-            node.covering.0.clear();
-        }
+        self.nodes.clear();
+        self.nodes.resize(2 * self.leaves, Node::default());
+        self.pool.clear();
     }
 
     /// The leaf span `[lo, hi)` of item `i`'s live interval: every start it reaches.
@@ -299,30 +361,31 @@ impl<W: Unit> Occupancy<W> {
         // holds those of the nodes below it, so a climb stops at the first union that held the
         // range already (every union above holds it too). The canonical nodes come after, so a
         // canonical node on a path does not stop its own climb.
+        let (nodes, pool) = (&mut self.nodes, &mut self.pool);
         for mut n in [lo / 2, (hi - 1) / 2] {
-            while n >= 1 && self.nodes[n].touching.insert(offset, end) {
+            while n >= 1 && pool.insert(&mut nodes[n].touching, offset, end) {
                 n /= 2;
             }
         }
         Self::canonical(lo, hi, |n| {
-            let node = &mut self.nodes[n];
-            node.covering.insert(offset, end);
-            node.touching.insert(offset, end);
+            let node = &mut nodes[n];
+            pool.insert(&mut node.covering, offset, end);
+            pool.insert(&mut node.touching, offset, end);
         });
     }
 
     /// How many ranges the unions a query over the leaf span `(lo, hi)` reads hold together.
     fn ranges_read(&self, (lo, hi): (usize, usize)) -> usize {
         let mut read = 0;
-        Self::canonical(lo, hi, |n| read += self.nodes[n].touching.0.len());
-        Self::root_paths(lo, hi - 1, |n| read += self.nodes[n].covering.0.len());
+        Self::canonical(lo, hi, |n| read += self.nodes[n].touching.len as usize);
+        Self::root_paths(lo, hi - 1, |n| read += self.nodes[n].covering.len as usize);
         read
     }
 
     /// A walk through the unions a query over `live` must clear, the longest first (the
     /// likeliest to block).
     fn walk(&mut self, (lo, hi): (usize, usize)) -> Walk<'_, W> {
-        let nodes = &self.nodes;
+        let (nodes, pool) = (&self.nodes, &self.pool);
         let WalkBuffers { unions, cursors } = &mut self.walk;
         unions.clear();
         // The empty unions left out, and the longest first: the likeliest to block. Ordering
@@ -330,10 +393,10 @@ impl<W: Unit> Occupancy<W> {
         // are cache misses).
         let mut longest = (0, 0);
         let mut add = |n: usize, covering: bool| {
-            let node: &Node<W> = &nodes[n];
+            let node: &Node = &nodes[n];
             let ranges = match covering {
-                true => &node.covering.0,
-                false => &node.touching.0,
+                true => pool.get(node.covering),
+                false => pool.get(node.touching),
             };
             let len = ranges.len();
             if len > 0 {
@@ -356,6 +419,7 @@ impl<W: Unit> Occupancy<W> {
         cursors.resize(unions.len(), 0);
         Walk {
             nodes,
+            pool,
             unions,
             cursors,
             grain: self.grain,
@@ -927,16 +991,41 @@ mod tests {
 
     #[test]
     fn merges_touching_ranges_and_walks_past_them() {
-        let mut r = Ranges::<u64>::default();
-        r.insert(10, 20);
-        r.insert(30, 40);
-        r.insert(20, 30);
-        assert_eq!(r.0, vec![(10, 40)]);
-        r.insert(50, 60);
-        r.insert(0, 5);
-        assert_eq!(r.0, vec![(0, 5), (10, 40), (50, 60)]);
-        let other = Ranges(vec![(40, 45)]);
-        // Node 0's touching union and node 1's covering one.
+        let mut pool = Pool::<u64>::default();
+        let (mut r, mut other) = (Ranges::default(), Ranges::default());
+        assert!(pool.insert(&mut r, 10, 20));
+        assert!(pool.insert(&mut other, 40, 45));
+        assert!(pool.insert(&mut r, 30, 40));
+        assert!(pool.insert(&mut r, 20, 30));
+        assert_eq!(pool.get(r), [(10, 40)]);
+        assert!(!pool.insert(&mut r, 12, 40));
+        assert!(pool.insert(&mut r, 50, 60));
+        assert!(pool.insert(&mut r, 0, 5));
+        assert_eq!(pool.get(r), [(0, 5), (10, 40), (50, 60)]);
+        // Past four ranges the union moves to a block of eight; the other keeps its own.
+        for k in 0..4 {
+            assert!(pool.insert(&mut r, 100 + 10 * k, 105 + 10 * k));
+        }
+        assert_eq!(r.capacity, 8);
+        assert!(pool.insert(&mut r, 7, 8));
+        assert_eq!(pool.get(r)[..4], [(0, 5), (7, 8), (10, 40), (50, 60)]);
+        assert_eq!(pool.get(r).len(), 8);
+        assert_eq!(pool.get(other), [(40, 45)]);
+        // The block it left is the next union's.
+        let mut third = Ranges::default();
+        assert!(pool.insert(&mut third, 1, 2));
+        assert_eq!(third.at, 0);
+        for k in 0..4 {
+            assert!(pool.insert(&mut r, 200 + 10 * k, 205 + 10 * k));
+        }
+        assert_eq!(pool.get(third), [(1, 2)]);
+        assert_eq!(pool.get(r).len(), 12);
+        // Node 0's touching union (a fresh one) and node 1's covering one.
+        let mut r = Ranges::default();
+        for (start, end) in [(0, 5), (10, 40), (50, 60)] {
+            pool.insert(&mut r, start, end);
+        }
+        let mut cursors = [0, 0];
         let nodes = [
             Node {
                 touching: r,
@@ -947,9 +1036,9 @@ mod tests {
                 covering: other,
             },
         ];
-        let mut cursors = [0, 0];
         let mut walk = Walk {
             nodes: &nodes,
+            pool: &pool,
             unions: &[(0, false), (1, true)],
             cursors: &mut cursors,
             grain: 1,
