@@ -1089,7 +1089,7 @@ fn fits(
 /// buffers rounded up to an alignment, so with every size a multiple of `g`, and every
 /// alignment a multiple of `g` or a divisor of it, every offset and extent is a multiple of
 /// `g`. Capacities between two multiples are the same question.
-fn grain(items: &[Item]) -> u64 {
+pub(crate) fn grain(items: &[Item]) -> u64 {
     let mut g = items.iter().fold(0, |g, i| gcd(g, i.size));
     loop {
         let next = (items.iter())
@@ -1102,7 +1102,7 @@ fn grain(items: &[Item]) -> u64 {
     }
 }
 
-pub(crate) fn gcd(a: u64, b: u64) -> u64 {
+fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 

@@ -447,6 +447,20 @@ pub(crate) struct Item {
     pub live: LiveInterval,
 }
 
+/// The items' indices with their `key` position, in order of it (ties by index): a radix sort of
+/// packed keys, for the sweeps over a region in time order (at a million items, a list per
+/// position or a binary search per item costs a cache miss a step).
+pub(crate) fn by_position(
+    items: &[Item],
+    key: fn(&Item) -> u32,
+) -> impl Iterator<Item = (u32, usize)> + use<> {
+    let mut keyed: Vec<u64> = (items.iter().enumerate())
+        .map(|(i, item)| u64::from(key(item)) << 32 | i as u64)
+        .collect();
+    radsort::sort(&mut keyed);
+    (keyed.into_iter()).map(|k| ((k >> 32) as u32, (k & u64::from(u32::MAX)) as usize))
+}
+
 /// A strategy's answer for one region: offsets (per item) from the region's base, and its extent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RegionLayout {

@@ -10,8 +10,8 @@
 //! node on the root paths of `a` and `b`: exactly the buffers that overlap `[a, b]`, in
 //! O(log T) merged lists, each as short as the address map is fragmented there.
 //!
-//! The unions hold addresses in units of the region's grain (the gcd of its sizes and
-//! alignments, which divides every offset a decode gives), as `u32` wherever the region's
+//! The unions hold addresses in units of the region's grain (which divides every offset a
+//! decode gives: see [`units`]), as `u32` wherever the region's
 //! addresses fit it: at a million buffers the process takes a quarter less memory, and an eighth
 //! less time.
 //!
@@ -21,24 +21,23 @@
 //!
 //! Regions of up to [`SCAN_MOST`] buffers skip the tree: their placed buffers are kept in order
 //! of offset ([`ByOffset`]) and a query scans them bottom up, passing those it does not meet
-//! in time. That is quadratic, but its steps are few and cache-friendly, and it allocates one
-//! list where the tree allocates two per node. Measured side by side (`memplan bench`): on the
+//! in time. That is quadratic, but its steps are few and cache-friendly, and it fills one list
+//! where the tree fills two unions per node. Measured side by side (`memplan bench`): on the
 //! two large ML-compiler problems (816 and 1,042 buffers) `best` takes a quarter of the tree's
 //! time and first-fit a third; on the 2,000-tensor training step a fit and a sweep a quarter
 //! less; at 2,000 random intervals the two are even, and at 2,000 buffers all live at once (the
 //! scan's worst case) the scan is a third slower, which bounds the choice. [`Taken`] is
 //! whichever of the two a region uses; both give the same offsets.
 
-use super::exact::gcd;
+use super::exact::grain;
 use super::greedy::{GapChoice, choose_gap, gap_among};
 use super::interval_index::IntervalIndex;
-use super::{Item, RegionLayout};
+use super::{Item, RegionLayout, by_position};
 use crate::graph::align_up;
 use crate::problem::LiveInterval;
 
 /// An address as the tree's unions hold it: in units of the region's grain (see [`units`]), as
-/// `u32` where the region's addresses fit it (half the memory of `u64`, and a seventh less time
-/// at a million buffers), else as `u64`.
+/// `u32` where the region's addresses fit it (see the module docs), else as `u64`.
 trait Unit: Copy + Ord + Default + Into<u64> + TryFrom<u64> {}
 
 impl Unit for u32 {}
@@ -100,7 +99,8 @@ impl<W: Unit> Pool<W> {
             }
             self.free[k].push(r.at);
         }
-        (r.at, r.capacity) = (at as u32, capacity);
+        let at = u32::try_from(at).expect("a pool of 2^32 ranges is past any memory a plan has");
+        (r.at, r.capacity) = (at, capacity);
     }
 
     /// Adds `[start, end)` to `r`; `false` when it held it all already.
@@ -270,34 +270,23 @@ impl<W: Unit> Occupancy<W> {
     /// another of a similar problem allocates little.
     fn reset(&mut self, items: &[Item], grain: u64) {
         self.grain = grain;
-        // The spans by two sweeps over the items sorted by first and by last position: a binary
-        // search per item over the starts is a cache miss a step at a million buffers (a tenth
-        // of first-fit's time there).
-        let by = |key: fn(&Item) -> u32| {
-            let mut keyed: Vec<u64> = (items.iter().enumerate())
-                .map(|(i, it)| u64::from(key(it)) << 32 | i as u64)
-                .collect();
-            radsort::sort(&mut keyed);
-            keyed
-        };
-        let item = |k: u64| (k & u64::from(u32::MAX)) as usize;
+        // The spans by two sweeps over the items in order of first and of last position, not a
+        // binary search per item over the starts (a tenth of first-fit's time at a million).
         self.spans.clear();
         self.spans.resize(items.len(), (0, 0));
         self.starts.clear();
-        for k in by(|it| it.live.first) {
-            let first = (k >> 32) as u32;
+        for (first, i) in by_position(items, |it| it.live.first) {
             if self.starts.last() != Some(&first) {
                 self.starts.push(first);
             }
-            self.spans[item(k)].0 = (self.starts.len() - 1) as u32;
+            self.spans[i].0 = (self.starts.len() - 1) as u32;
         }
         let mut reached = 0;
-        for k in by(|it| it.live.last) {
-            let last = (k >> 32) as u32;
+        for (last, i) in by_position(items, |it| it.live.last) {
             while self.starts.get(reached).is_some_and(|&s| s <= last) {
                 reached += 1;
             }
-            self.spans[item(k)].1 = reached as u32;
+            self.spans[i].1 = reached as u32;
         }
         self.leaves = self.starts.len().next_power_of_two();
         self.nodes.clear();
@@ -475,14 +464,13 @@ impl ByOffset {
     }
 }
 
-/// The grain of a region's addresses, and whether they fit `u32` in its units. Every size and
-/// alignment is a multiple of the grain, so every offset a greedy decode gives is too; and a
+/// The grain of a region's addresses, and whether they fit `u32` in its units. A greedy decode
+/// puts each buffer at 0 or at an end of others rounded up to its alignment, as the exact
+/// search's canonical layouts do, so every offset is a multiple of their [`grain`]; and a
 /// decode's extent is at most the sum of the sizes and alignments (each buffer goes at most its
 /// alignment above the top of those before it).
 fn units(items: &[Item]) -> (u64, bool) {
-    let grain = (items.iter())
-        .fold(0, |g, i| gcd(gcd(g, i.size), i.alignment))
-        .max(1);
+    let grain = grain(items);
     let most = (items.iter()).fold(0u64, |b, i| {
         b.saturating_add(i.size).saturating_add(i.alignment)
     });
@@ -522,13 +510,17 @@ impl Taken {
 
     /// Emptied for `items`, keeping what memory it can.
     fn reset(&mut self, items: &[Item], scan_most: usize) {
-        let scan = items.len() <= scan_most;
-        let (grain, narrow) = units(items);
-        match self {
-            Taken::Scan(list) if scan => list.0.clear(),
-            Taken::Narrow(occupancy) if !scan && narrow => occupancy.reset(items, grain),
-            Taken::Wide(occupancy) if !scan && !narrow => occupancy.reset(items, grain),
-            this => *this = Taken::new(items, scan_most),
+        if items.len() <= scan_most {
+            match self {
+                Taken::Scan(list) => list.0.clear(),
+                this => *this = Taken::new(items, scan_most),
+            }
+            return;
+        }
+        match (self, units(items)) {
+            (Taken::Narrow(occupancy), (grain, true)) => occupancy.reset(items, grain),
+            (Taken::Wide(occupancy), (grain, false)) => occupancy.reset(items, grain),
+            (this, _) => *this = Taken::new(items, scan_most),
         }
     }
 
@@ -932,7 +924,7 @@ mod tests {
             });
             let (grain, narrow) = units(&items);
             prop_assert!(narrow);
-            prop_assert!(items.iter().all(|i| i.size % grain == 0 && i.alignment % grain == 0));
+            prop_assert!(slow.offsets.iter().all(|&o| o % grain == 0));
             for mut taken in [Taken::Narrow(Occupancy::new(&items, grain)), Taken::Wide(Occupancy::new(&items, grain))] {
                 let fast = place_on(&mut taken, &items, &order, (0, |_, _| 0), u64::MAX, |taken, _, _, item, span| {
                     taken.choose(item, span, choice)
@@ -970,12 +962,14 @@ mod tests {
         assert_eq!(units(&[item(3, 1), item(5, 1)]), (1, true));
         assert_eq!(units(&[]), (1, true));
         // 2^32 units of 1 byte do not fit; of 256 bytes they do.
-        assert_eq!(units(&[item(1 << 32, 1)]), (1, false));
-        assert_eq!(units(&[item(1 << 32, 256)]), (256, true));
-        let many = vec![item(3 << 40, 1); 4];
-        assert!(matches!(Taken::new(&many, 0), Taken::Wide(_)));
-        assert!(matches!(Taken::new(&many[..1], 0), Taken::Wide(_)));
-        assert!(matches!(Taken::new(&[item(768, 256)], 0), Taken::Narrow(_)));
+        assert_eq!(units(&[item(1 << 32, 1), item(3, 1)]), (1, false));
+        assert_eq!(units(&[item(1 << 32, 256), item(256, 1)]), (256, true));
+        // Past the scan, by the units: a 3 TiB buffer beside a 5-byte one goes wide; alone, or
+        // beside one of its size, it is a few units.
+        let wide = [item(3 << 40, 1), item(5, 1)];
+        assert!(matches!(Taken::new(&wide, 0), Taken::Wide(_)));
+        assert!(matches!(Taken::new(&[wide[0]; 4], 0), Taken::Narrow(_)));
+        assert!(matches!(Taken::new(&wide, 2), Taken::Scan(_)));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! with free physical neighbours on release. The arena has no fixed size: when no free block
 //! fits, the top block grows (or a new one is appended), and the arena is the top.
 
-use super::{Item, RegionLayout};
+use super::{Item, RegionLayout, by_position};
 
 /// The smallest size and offset step, bytes.
 pub(crate) const GRANULE: u64 = 256;
@@ -250,24 +250,17 @@ impl Tlsf {
 /// `None` when the rounded layout would pass 2^64 bytes (a huge alignment rounds every item up).
 pub(crate) fn layout(items: &[Item]) -> Option<RegionLayout> {
     let granule = items.iter().map(|i| i.alignment).fold(GRANULE, u64::max);
-    // The items by start and by end, each in canonical order within a position: two sorted
-    // lists swept side by side, not a list per position (a million of them at a million buffers).
-    let by = |key: fn(&Item) -> u32| {
-        let mut keyed: Vec<u64> = (items.iter().enumerate())
-            .filter(|(_, item)| item.size > 0)
-            .map(|(i, item)| u64::from(key(item)) << 32 | i as u64)
-            .collect();
-        radsort::sort(&mut keyed);
-        keyed
-    };
-    let (starting, ending) = (by(|i| i.live.first), by(|i| i.live.last));
-    let split = |k: u64| ((k >> 32) as u32, (k & u64::from(u32::MAX)) as usize);
+    // The items by start and by end, each in canonical order within a position, swept side by
+    // side.
+    let placed = |&(_, i): &(u32, usize)| items[i].size > 0;
+    let mut ended = by_position(items, |i| i.live.last)
+        .filter(placed)
+        .peekable();
     let mut tlsf = Tlsf::new();
     let mut block = vec![NONE; items.len()];
     let mut offsets = vec![0; items.len()];
     let mut extent = 0;
-    let mut ended = ending.iter().map(|&k| split(k)).peekable();
-    for (first, i) in starting.iter().map(|&k| split(k)) {
+    for (first, i) in by_position(items, |i| i.live.first).filter(placed) {
         // Whatever ended before this position is freed first.
         while let Some((_, j)) = ended.next_if(|&(last, _)| last < first) {
             tlsf.free(block[j]);
