@@ -15,6 +15,15 @@ struct Corpus {
     large: Large,
     onnx: Onnx,
     torch: Torch,
+    found: Vec<Found>,
+}
+
+/// A layout `search` found (minimalloc CSV with an `offset` column) for the buffers of `input`.
+#[derive(Deserialize)]
+struct Found {
+    path: String,
+    input: String,
+    footprint: u64,
 }
 
 #[derive(Deserialize)]
@@ -101,7 +110,11 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
     let c = corpus();
     assert_eq!(
         checked,
-        c.minimalloc.file.len() + c.large.file.len() + c.onnx.file.len() + c.torch.file.len()
+        c.minimalloc.file.len()
+            + c.large.file.len()
+            + c.onnx.file.len()
+            + c.torch.file.len()
+            + c.found.len()
     );
 }
 
@@ -263,6 +276,37 @@ fn large_real_problems_plan_in_one_arena_past_4_gib_of_reach() {
             "{}: best at {ratio:.4} x the lower bound",
             entry.path
         );
+    }
+}
+
+#[test]
+fn found_layouts_place_their_inputs_buffers_validly_at_their_footprint() {
+    let corpus = corpus();
+    assert!(!corpus.found.is_empty());
+    for found in &corpus.found {
+        let read = |path: &str| std::fs::read_to_string(data_dir().join(path)).unwrap();
+        let (layout, input) = (read(&found.path), read(&found.input));
+        // The same buffers, row for row: the input's columns, then the offset.
+        let header = layout.lines().next().unwrap();
+        assert_eq!(header, format!("{},offset", input.lines().next().unwrap()));
+        let buffers: Vec<&str> = (layout.lines().skip(1))
+            .map(|row| row.rsplit_once(',').unwrap().0)
+            .collect();
+        assert_eq!(
+            buffers,
+            input.lines().skip(1).collect::<Vec<_>>(),
+            "{}",
+            found.path
+        );
+        let s = Session::load(layout.as_bytes(), &found.path).unwrap();
+        let checked = s.check_given(&Scenario::default()).unwrap();
+        assert_eq!(checked.violations, vec![], "{}", found.path);
+        assert_eq!(checked.footprint_bytes, found.footprint, "{}", found.path);
+        // Below what upstream's solver reached, and recorded as the file's best known.
+        let entry = (corpus.minimalloc.file.iter())
+            .find(|e| e.path == found.input)
+            .expect("a minimalloc file");
+        assert_eq!(entry.best_known, Some(found.footprint), "{}", found.path);
     }
 }
 
