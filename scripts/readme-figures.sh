@@ -59,7 +59,7 @@ PY
 replace capacity "$tmp/capacity"
 
 {
-  echo "\`./scripts/omnimalloc-compare.sh\` ($today, $cores cores, all rows side by side; \`best\` and \`greedy_by_all\` are medians of 5 runs, the rest one run):"
+  echo "\`./scripts/omnimalloc-compare.sh\` ($today, $cores cores, all rows side by side; \`best\` is the median of 5 runs, \`greedy_by_all\` too where \`best\` takes under 100 ms, the rest one run; the \`-xN\` rows are the ResNet-50 problem tiled N times in time, neighbours overlapping by half):"
   echo
   ./scripts/omnimalloc-compare.sh
 } > "$tmp/omnimalloc"

@@ -186,9 +186,11 @@ pub const DEFAULT_SEARCH_EVALUATIONS: u32 = 4000;
 /// The default conflict-visit budget of `search` per region.
 pub const DEFAULT_SEARCH_WORK: u64 = 50_000_000;
 
-/// The most buffers a region may hold for `search`'s greedy portfolio to run past the work
-/// budget: seven first-fit decodes, each O(n log n) in the occupancy tree whatever the overlap
-/// (first-fit of 50,000 synthetic buffers takes about 0.2 s on the README's machine).
+/// The most buffers a region may hold for `best` to run `search`'s greedy portfolio past the
+/// work budget: seven first-fit decodes, each O(n log n) in the occupancy tree whatever the
+/// overlap (first-fit of 50,000 synthetic buffers takes about 0.2 s on the README's machine),
+/// a cost a page load should not pay past this. `search` asked for by name runs it at any size
+/// (a time limit stops it between decodes).
 pub const PORTFOLIO_MOST_ITEMS: usize = 50_000;
 
 /// Within `best`, the local search's share of that budget: a page load stays fast (on a
@@ -798,12 +800,13 @@ fn layout_region(
         }
         Strategy::Search => {
             // Past the work budget neither the local search nor the exact part runs: the
-            // portfolio alone where its seven decodes are cheap, else first-fit's layout (in
-            // `best`, first-fit stands in).
+            // portfolio alone, seven decodes the caller may stop between (the first is
+            // first-fit's). `best`, which a page load runs, leaves it to first-fit past
+            // `PORTFOLIO_MOST_ITEMS` buffers.
             let visits = total_overlaps(&intervals);
             let over_budget = visits > options.search_work;
-            if over_budget && items.len() > PORTFOLIO_MOST_ITEMS {
-                return (!in_best).then(|| done(greedy(GapChoice::Lowest, control)))?;
+            if over_budget && in_best && items.len() > PORTFOLIO_MOST_ITEMS {
+                return None;
             }
             let work = match (over_budget, in_best) {
                 (true, _) => 0,

@@ -598,3 +598,31 @@ fn device_totals_never_wrap() {
     let e = plan(&p, &PlanOptions::default()).unwrap_err();
     assert!(e.to_string().contains("more than 2^64 bytes"), "{e}");
 }
+
+/// Past the work budget and `PORTFOLIO_MOST_ITEMS` buffers, `best` (a page load) leaves
+/// `search` out and first-fit stands in, while `search` asked for by name still runs its
+/// seven decodes: the first is first-fit's, and here another packs lower.
+#[test]
+fn search_by_name_runs_its_portfolio_past_the_size_best_stops_at() {
+    use super::search::SplitMix64;
+    let positions = 4096u64;
+    let draw = |i: usize, k: u64| SplitMix64::mix((i as u64) << 2 | k);
+    let buffers = (0..=PORTFOLIO_MOST_ITEMS)
+        .map(|i| {
+            let first = draw(i, 0) % positions;
+            let last = (first + draw(i, 1) % 64).min(positions - 1);
+            let size = 64 * (1 + draw(i, 2) % 1024);
+            buffer(&i.to_string(), size, 64, live(first as u32, last as u32))
+        })
+        .collect();
+    let p = problem(positions as u32, buffers);
+    let options = |strategy| PlanOptions {
+        strategy,
+        search_work: 0,
+        ..PlanOptions::default()
+    };
+    let footprint = |s: Strategy| plan(&p, &options(s.into())).unwrap().footprint_bytes();
+    let best = plan(&p, &options(StrategyChoice::Best)).unwrap();
+    assert!(best.devices.iter().all(|d| d.strategy != Strategy::Search));
+    assert!(footprint(Strategy::Search) < footprint(Strategy::FirstFit));
+}
