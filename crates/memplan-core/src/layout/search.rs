@@ -59,12 +59,19 @@ pub(crate) fn layout(
     let floor = lower_bound_hint(items);
     // The best of the greedy portfolio (the first on a tie), which stops at the floor.
     let mut start: Option<(Vec<u32>, RegionLayout)> = None;
-    for order in portfolio(items) {
-        // Each order is a whole decode: the caller may stop between them.
-        if let Some((_, layout)) = &start
-            && control.stop()
-        {
-            return (layout.clone(), true);
+    for (decoded, order) in portfolio(items).into_iter().enumerate() {
+        // Each order is a whole decode (at a million buffers, seconds): the caller hears the
+        // best so far after each, and may stop between them.
+        if let Some((_, layout)) = &start {
+            control.report(Progress {
+                device,
+                evaluations: decoded as u64,
+                best_bytes: layout.extent,
+                bound_bytes: floor,
+            });
+            if control.stop() {
+                return (layout.clone(), true);
+            }
         }
         let limit = start
             .as_ref()

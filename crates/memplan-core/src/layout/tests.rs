@@ -625,4 +625,18 @@ fn search_by_name_runs_its_portfolio_past_the_size_best_stops_at() {
     let best = plan(&p, &options(StrategyChoice::Best)).unwrap();
     assert!(best.devices.iter().all(|d| d.strategy != Strategy::Search));
     assert!(footprint(Strategy::Search) < footprint(Strategy::FirstFit));
+    // Each decode takes a while at this size: the caller hears the best so far after each.
+    let mut heard = Vec::new();
+    let mut progress = |p: Progress| heard.push(p);
+    let mut control = Control {
+        progress: Some(&mut progress),
+        ..Control::default()
+    };
+    plan_with(&p, &options(Strategy::Search.into()), &mut control).unwrap();
+    assert_eq!(
+        heard.len(),
+        6,
+        "after each of the seven decodes but the last"
+    );
+    assert!(heard.windows(2).all(|w| w[1].best_bytes <= w[0].best_bytes));
 }
