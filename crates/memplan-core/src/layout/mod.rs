@@ -510,7 +510,8 @@ pub fn plan_with(
 
         // The portfolio: every strategy of the choice, the lowest extent wins, ties to the
         // earlier. A strategy whose layout cannot be expressed in 64 bits drops out, and so
-        // does, in `best`, one past the work budget (`first-fit` never does).
+        // does, in `best`, one past the work budget (`first-fit` never does), and `best-fit`
+        // once it passes the best so far.
         // With a capacity, the arena's share: what the static pools leave.
         let arena_capacity = match options.search_capacity {
             Some(capacity) => {
@@ -537,12 +538,15 @@ pub fn plan_with(
         let strategies = options.strategy.strategies();
         let mut chosen: Option<ArenaLayout> = None;
         for (k, &strategy) in strategies.iter().enumerate() {
+            // Only a lower layout would be chosen: `best-fit`, the costliest of the greedy
+            // decodes, gives up as soon as it passes the best so far (it usually loses).
+            let must_beat = chosen.as_ref().map(|c| c.extent);
             let Some(candidate) = layout_arena(
                 &regions,
                 arena.len(),
                 strategy,
                 options,
-                arena_capacity,
+                (arena_capacity, must_beat),
                 device,
                 control,
             ) else {
@@ -702,7 +706,7 @@ fn layout_arena(
     len: usize,
     strategy: Strategy,
     options: &PlanOptions,
-    capacity: Option<u64>,
+    (capacity, must_beat): (Option<u64>, Option<u64>),
     device: usize,
     control: &mut Control<'_>,
 ) -> Option<ArenaLayout> {
@@ -716,9 +720,17 @@ fn layout_arena(
         items,
     } in regions
     {
-        // A capacity binds a lone region; stacked regions are each minimized.
-        let goal = capacity.filter(|_| regions.len() == 1);
-        let region = layout_region(items, strategy, options, goal, (device, *class), control)?;
+        // A capacity binds a lone region, and so does a layout to beat; stacked regions are
+        // each minimized.
+        let lone = |bytes: Option<u64>| bytes.filter(|_| regions.len() == 1);
+        let region = layout_region(
+            items,
+            strategy,
+            options,
+            (lone(capacity), lone(must_beat)),
+            (device, *class),
+            control,
+        )?;
         stopped |= region.stopped;
         if let Some(proof) = region.exact {
             let sum = exact.get_or_insert_default();
@@ -755,21 +767,25 @@ struct RegionOutcome {
 }
 
 /// Lays out one region with one strategy; `None` when its layout would pass 2^64 bytes (only
-/// TLSF, which rounds every item up to the region's largest alignment, can), or when `best`
-/// drops the strategy for passing the work budget.
+/// TLSF, which rounds every item up to the region's largest alignment, can), when `best`
+/// drops the strategy for passing the work budget, or when `best-fit`'s decode passes
+/// `must_beat` (`best` already has a layout that low: see [`plan_with`]).
 fn layout_region(
     items: &[Item],
     strategy: Strategy,
     options: &PlanOptions,
-    goal: Option<u64>,
+    (goal, must_beat): (Option<u64>, Option<u64>),
     (device, class): (usize, Option<DType>),
     control: &mut Control<'_>,
 ) -> Option<RegionOutcome> {
     let intervals: Vec<LiveInterval> = items.iter().map(|i| i.live).collect();
-    let greedy = |choice, control: &mut Control<'_>| {
+    let within = |choice, extent_limit, control: &mut Control<'_>| {
         let earlier = (control.earlier.as_deref_mut())
             .map(|decodes| decodes.0.entry((device, class, choice)).or_default());
-        occupancy::place(items, &size_order(items), choice, earlier)
+        occupancy::place(items, &size_order(items), choice, earlier, extent_limit)
+    };
+    let greedy = |choice, control: &mut Control<'_>| {
+        within(choice, u64::MAX, control).expect("no extent limit")
     };
     let done = |layout| {
         Some(RegionOutcome {
@@ -785,7 +801,10 @@ fn layout_region(
     match strategy {
         Strategy::FirstFit => done(greedy(GapChoice::Lowest, control)),
         Strategy::BestFit if in_best && total_overlaps(&intervals) > options.search_work => None,
-        Strategy::BestFit => done(greedy(GapChoice::Smallest, control)),
+        Strategy::BestFit => {
+            let below = must_beat.map_or(u64::MAX, |extent| extent.saturating_sub(1));
+            done(within(GapChoice::Smallest, below, control)?)
+        }
         Strategy::Tlsf => done(tlsf::layout(items)?),
         Strategy::Bump => {
             let mut offsets = Vec::with_capacity(items.len());

@@ -601,13 +601,15 @@ impl std::fmt::Debug for Scratch {
 
 /// Places the items in `order`, each where `choice` puts it among the placed buffers it
 /// overlaps; resumes after the prefix it shares with `earlier`, and leaves its own decode
-/// there for the next.
+/// there for the next. `None` as soon as the extent passes `extent_limit` (the decode left in
+/// `earlier` is then the last whole one).
 pub(crate) fn place(
     items: &[Item],
     order: &[u32],
     choice: GapChoice,
     earlier: Option<&mut Decode>,
-) -> RegionLayout {
+    extent_limit: u64,
+) -> Option<RegionLayout> {
     place_listing_up_to(
         items,
         order,
@@ -615,6 +617,7 @@ pub(crate) fn place(
         listing_limit(choice),
         SCAN_MOST,
         earlier,
+        extent_limit,
     )
 }
 
@@ -637,7 +640,8 @@ fn place_listing_up_to(
     limit: u64,
     scan_most: usize,
     mut earlier: Option<&mut Decode>,
-) -> RegionLayout {
+    extent_limit: u64,
+) -> Option<RegionLayout> {
     let mut taken = match earlier.as_mut().and_then(|d| d.scratch.0.take()) {
         Some(mut taken) => {
             taken.reset(items, scan_most);
@@ -676,7 +680,7 @@ fn place_listing_up_to(
         items,
         order,
         (shared, |r, _| resumed[r].1),
-        u64::MAX,
+        extent_limit,
         |taken, offsets, r, item, span| match (&index, taken.ranges_read(span)) {
             (Some(index), Some(read))
                 if index.count_overlapping(item.live)
@@ -693,9 +697,12 @@ fn place_listing_up_to(
             }
             _ => taken.choose(item, span, choice),
         },
-    )
-    .expect("no limit");
-    if let Some(earlier) = earlier {
+    );
+    let Some(earlier) = earlier else {
+        return layout;
+    };
+    earlier.scratch.0 = Some(taken);
+    if let Some(layout) = &layout {
         let into = if earlier.first.is_empty() {
             &mut earlier.first
         } else {
@@ -707,7 +714,6 @@ fn place_listing_up_to(
                 .iter()
                 .map(|&i| (items[i as usize], layout.offsets[i as usize])),
         );
-        earlier.scratch.0 = Some(taken);
     }
     layout
 }
@@ -826,7 +832,7 @@ mod tests {
             let mut order: Vec<u32> = (0..items.len() as u32).collect();
             order.sort_by_key(|&r| (u64::from(r) ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let scan_most = if scan { usize::MAX } else { 0 };
-            let fast = place_listing_up_to(&items, &order, choice, limit, scan_most, None).offsets;
+            let fast = place_listing_up_to(&items, &order, choice, limit, scan_most, None, u64::MAX).unwrap().offsets;
             let slow = place_in_order(&items, &order, choice, &mut |r, out| {
                 let live = items[order[r] as usize].live;
                 out.extend((0..r as u32).filter(|&e| items[order[e as usize] as usize].live.overlaps(live)));
@@ -896,8 +902,14 @@ mod tests {
                 }
                 let order = crate::layout::greedy::size_order(&variant);
                 let limit = listing_limit(choice);
-                let resumed = place_listing_up_to(&variant, &order, choice, limit, scan_most, Some(&mut earlier));
-                prop_assert_eq!(resumed, place_listing_up_to(&variant, &order, choice, limit, scan_most, None));
+                let whole = place_listing_up_to(&variant, &order, choice, limit, scan_most, None, u64::MAX).unwrap();
+                // A decode that gives up below the extent leaves the last whole one to resume.
+                if whole.extent > 0 {
+                    let cut = place_listing_up_to(&variant, &order, choice, limit, scan_most, Some(&mut earlier), whole.extent - 1);
+                    prop_assert_eq!(cut, None);
+                }
+                let resumed = place_listing_up_to(&variant, &order, choice, limit, scan_most, Some(&mut earlier), whole.extent);
+                prop_assert_eq!(resumed, Some(whole));
             }
         }
     }
