@@ -537,6 +537,7 @@ pub fn plan_with(
         let mut floor = None;
         let strategies = options.strategy.strategies();
         let mut chosen: Option<ArenaLayout> = None;
+        let mut first_fits = vec![None; regions.len()];
         for (k, &strategy) in strategies.iter().enumerate() {
             // Only a lower layout would be chosen: `best-fit`, the costliest of the greedy
             // decodes, gives up as soon as it passes the best so far (it usually loses).
@@ -547,6 +548,7 @@ pub fn plan_with(
                 strategy,
                 options,
                 (arena_capacity, must_beat),
+                &mut first_fits,
                 device,
                 control,
             ) else {
@@ -700,13 +702,16 @@ fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> V
 }
 
 /// Lays out a device's arena of `len` buffers, its `regions` stacked. `None` when the
-/// strategy's layout would pass 2^64 bytes.
+/// strategy's layout would pass 2^64 bytes. `first_fits` holds each region's first-fit layout
+/// once a strategy of this plan has decoded it (`search`'s portfolio starts with it).
+#[allow(clippy::too_many_arguments)]
 fn layout_arena(
     regions: &[Region],
     len: usize,
     strategy: Strategy,
     options: &PlanOptions,
     (capacity, must_beat): (Option<u64>, Option<u64>),
+    first_fits: &mut [Option<RegionLayout>],
     device: usize,
     control: &mut Control<'_>,
 ) -> Option<ArenaLayout> {
@@ -714,11 +719,14 @@ fn layout_arena(
     let mut base = 0u64;
     let mut stopped = false;
     let mut exact: Option<Proof> = None;
-    for Region {
-        class,
-        members,
-        items,
-    } in regions
+    for (
+        Region {
+            class,
+            members,
+            items,
+        },
+        first_fit,
+    ) in regions.iter().zip(first_fits)
     {
         // A capacity binds a lone region, and so does a layout to beat; stacked regions are
         // each minimized.
@@ -728,6 +736,7 @@ fn layout_arena(
             strategy,
             options,
             (lone(capacity), lone(must_beat)),
+            first_fit,
             (device, *class),
             control,
         )?;
@@ -775,6 +784,7 @@ fn layout_region(
     strategy: Strategy,
     options: &PlanOptions,
     (goal, must_beat): (Option<u64>, Option<u64>),
+    first_fit_layout: &mut Option<RegionLayout>,
     (device, class): (usize, Option<DType>),
     control: &mut Control<'_>,
 ) -> Option<RegionOutcome> {
@@ -784,8 +794,13 @@ fn layout_region(
             .map(|decodes| decodes.0.entry((device, class, choice)).or_default());
         occupancy::place(items, &size_order(items), choice, earlier, extent_limit)
     };
-    let greedy = |choice, control: &mut Control<'_>| {
-        within(choice, u64::MAX, control).expect("no extent limit")
+    // First-fit's layout, decoded once a plan: `search`'s portfolio and fallback start from it.
+    let mut first_fit = |control: &mut Control<'_>| {
+        first_fit_layout
+            .get_or_insert_with(|| {
+                within(GapChoice::Lowest, u64::MAX, control).expect("no extent limit")
+            })
+            .clone()
     };
     let done = |layout| {
         Some(RegionOutcome {
@@ -799,7 +814,7 @@ fn layout_region(
     // `first-fit` stands in.
     let in_best = options.strategy == StrategyChoice::Best;
     match strategy {
-        Strategy::FirstFit => done(greedy(GapChoice::Lowest, control)),
+        Strategy::FirstFit => done(first_fit(control)),
         Strategy::BestFit if in_best && total_overlaps(&intervals) > options.search_work => None,
         Strategy::BestFit => {
             let below = must_beat.map_or(u64::MAX, |extent| extent.saturating_sub(1));
@@ -834,8 +849,10 @@ fn layout_region(
             };
             let evaluations =
                 (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32;
-            let mut warm =
-                |control: &mut Control<'_>| search::layout(items, evaluations, device, control);
+            let fallback = first_fit(control);
+            let mut warm = |control: &mut Control<'_>| {
+                search::layout(items, fallback.clone(), evaluations, device, control)
+            };
             if over_budget || !options.exact_search() {
                 let (layout, stopped) = warm(control);
                 return Some(RegionOutcome {
@@ -864,7 +881,7 @@ fn layout_region(
             let m = exact::minimize(
                 items,
                 &neighbours,
-                greedy(GapChoice::Lowest, control),
+                fallback.clone(),
                 &mut warm,
                 bound,
                 goal,

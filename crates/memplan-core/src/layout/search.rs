@@ -2,8 +2,9 @@
 //!
 //! Every compact layout is what first-fit makes of some order, so searching orders searches
 //! layouts. Start from the best order of a greedy portfolio ([`portfolio`]: OmniMalloc's seven
-//! orders; a decode gives up once it passes the best so far, and the portfolio stops at the
-//! floor); repeatedly take a buffer that reaches
+//! orders, the first first-fit's, whose layout the caller has decoded already; a decode gives
+//! up once it passes the best so far, and the portfolio stops at the floor); repeatedly take a
+//! buffer that reaches
 //! the current extent and move it to an earlier, pseudo-random place in the order (now and then
 //! any buffer, to leave plateaus); keep a move unless it raises the extent (a
 //! decode stops as soon as it does). A move leaves the order before both of its places as it
@@ -47,10 +48,12 @@ impl SplitMix64 {
 /// How many evaluations pass between two questions to the caller's [`Control`].
 const EVALUATIONS_PER_CHECK: u32 = 16;
 
-/// Searches up to `evaluations` orders. Returns the best layout and whether `control` stopped
-/// the search early.
+/// Searches up to `evaluations` orders, from `first_fit` (first-fit's layout of `items`, the
+/// portfolio's first order, which the caller has already decoded). Returns the best layout and
+/// whether `control` stopped the search early.
 pub(crate) fn layout(
     items: &[Item],
+    first_fit: RegionLayout,
     evaluations: u32,
     device: usize,
     control: &mut Control<'_>,
@@ -76,7 +79,11 @@ pub(crate) fn layout(
         let limit = start
             .as_ref()
             .map_or(u64::MAX, |(_, best)| best.extent.saturating_sub(1));
-        if let Some(layout) = redecoder.decode(items, &order, None, limit) {
+        let decoded = match decoded {
+            0 => Some(first_fit.clone()),
+            _ => redecoder.decode(items, &order, None, limit),
+        };
+        if let Some(layout) = decoded {
             let at_floor = layout.extent <= floor;
             start = Some((order, layout));
             if at_floor {
@@ -194,7 +201,8 @@ mod tests {
                 })
                 .min()
                 .unwrap();
-            let (layout, stopped) = layout(&items, 0, 0, &mut Control::default());
+            let first_fit = crate::layout::occupancy::place(&items, &portfolio(&items)[0], GapChoice::Lowest, None, u64::MAX).unwrap();
+            let (layout, stopped) = layout(&items, first_fit, 0, 0, &mut Control::default());
             prop_assert!(!stopped);
             prop_assert_eq!(layout.extent, least);
         }
