@@ -404,3 +404,53 @@ fn a_torch_snapshot_has_the_figures_of_pythons_pickle() {
         );
     }
 }
+
+/// `csv`'s buffers (minimalloc rows `id,lower,upper,size`) `copies` times, each copy starting
+/// halfway through the one before: a larger problem of the same kind.
+fn tiled(csv: &str, copies: u64) -> String {
+    let rows: Vec<[u64; 4]> = (csv.lines().skip(1))
+        .map(|line| {
+            let mut cells = line.split(',').map(|c| c.trim().parse::<u64>().unwrap());
+            std::array::from_fn(|_| cells.next().unwrap())
+        })
+        .collect();
+    let shift = rows.iter().map(|r| r[2]).max().unwrap() / 2;
+    let mut out = String::from("id,lower,upper,size\n");
+    for k in 0..copies {
+        for (n, [_, lower, upper, size]) in rows.iter().enumerate() {
+            let id = k * rows.len() as u64 + n as u64;
+            let (lower, upper) = (lower + k * shift, upper + k * shift);
+            out += &format!("{id},{lower},{upper},{size}\n");
+        }
+    }
+    out
+}
+
+#[test]
+fn search_progress_never_goes_back() {
+    // Nodes only grow, the best only falls and the bound only rises, through the warm start
+    // too, which runs here: the region is large enough that the nodes run out first.
+    let corpus = corpus();
+    let entry = (corpus.large.file.iter())
+        .find(|e| e.path.ends_with("somas_tensors_resnet50.csv"))
+        .unwrap();
+    let csv = std::fs::read_to_string(data_dir().join(&entry.path)).unwrap();
+    let s = Session::load(tiled(&csv, 8).as_bytes(), "tiled.csv").unwrap();
+    let mut heard = Vec::new();
+    let mut progress = |p: memplan_core::Progress| heard.push(p);
+    let mut control = memplan_core::Control {
+        progress: Some(&mut progress),
+        ..Default::default()
+    };
+    let search = Scenario {
+        strategy: StrategyChoice::One(Strategy::Search),
+        ..Scenario::default()
+    };
+    s.plan_with(&search, &mut control).unwrap();
+    assert!(heard.len() > 1);
+    for w in heard.windows(2) {
+        assert!(w[1].evaluations >= w[0].evaluations, "{w:?}");
+        assert!(w[1].best_bytes <= w[0].best_bytes, "{w:?}");
+        assert!(w[1].bound_bytes >= w[0].bound_bytes, "{w:?}");
+    }
+}

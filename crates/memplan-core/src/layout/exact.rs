@@ -1237,7 +1237,16 @@ pub(crate) fn minimize(
         // After the first round without a goal, or when the nodes run out.
         let due = (turn == 2 && goal.is_none()) || nodes >= limit;
         if due && !warmed && best.extent >= first_fit && !stopped && open(best.extent, proven) {
-            let (layout, halted) = warm(control);
+            // Heard as this search's progress: its nodes so far, and the best and bound it
+            // has already, where the warm start's own are behind them.
+            let (best_bytes, bound_bytes) = (best.extent, proven);
+            let relayed = |p: Progress| Progress {
+                evaluations: nodes,
+                best_bytes: p.best_bytes.min(best_bytes),
+                bound_bytes: p.bound_bytes.max(bound_bytes),
+                ..p
+            };
+            let (layout, halted) = control.relaying(relayed, &mut *warm);
             stopped = halted;
             if layout.extent < best.extent {
                 best = layout;

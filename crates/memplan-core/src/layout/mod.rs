@@ -281,6 +281,33 @@ impl Control<'_> {
             f(progress)
         }
     }
+
+    /// Runs `run` under this control, its progress passed through `map` first: a search that
+    /// runs another as a part reports in its own terms.
+    pub(crate) fn relaying<R>(
+        &mut self,
+        map: impl Fn(Progress) -> Progress,
+        run: impl FnOnce(&mut Control<'_>) -> R,
+    ) -> R {
+        let Control {
+            should_stop,
+            progress,
+            earlier,
+        } = self;
+        let mut relay = |p: Progress| {
+            if let Some(f) = progress.as_mut() {
+                f(map(p))
+            }
+        };
+        let mut inner = Control {
+            should_stop: should_stop
+                .as_mut()
+                .map(|f| &mut **f as &mut dyn FnMut() -> bool),
+            progress: Some(&mut relay),
+            earlier: earlier.as_deref_mut(),
+        };
+        run(&mut inner)
+    }
 }
 
 /// What a pool holds.
