@@ -448,6 +448,10 @@ fn search_progress_never_goes_back() {
     };
     s.plan_with(&search, &mut control).unwrap();
     assert!(heard.len() > 1);
+    assert!(
+        heard.iter().all(|p| p.exact),
+        "every count is of the exact search's nodes"
+    );
     for w in heard.windows(2) {
         assert!(w[1].evaluations >= w[0].evaluations, "{w:?}");
         assert!(w[1].best_bytes <= w[0].best_bytes, "{w:?}");

@@ -443,7 +443,7 @@ impl Worker {
                     what: what.clone(),
                     best_bytes: Some(p.best_bytes),
                     bound_bytes: Some(p.bound_bytes),
-                    nodes: Some(p.evaluations),
+                    nodes: p.exact.then_some(p.evaluations),
                 });
             }
         };

@@ -522,6 +522,7 @@ impl<'a> Search<'a> {
             heard: Progress {
                 device: 0,
                 evaluations: 0,
+                exact: true,
                 best_bytes: u64::MAX,
                 bound_bytes: 0,
             },
@@ -1184,6 +1185,7 @@ pub(crate) fn minimize(
     let heard = |best: &RegionLayout, proven, nodes| Progress {
         device,
         evaluations: nodes,
+        exact: true,
         best_bytes: best.extent,
         bound_bytes: proven,
     };
@@ -1242,6 +1244,7 @@ pub(crate) fn minimize(
             let (best_bytes, bound_bytes) = (best.extent, proven);
             let relayed = |p: Progress| Progress {
                 evaluations: nodes,
+                exact: true,
                 best_bytes: p.best_bytes.min(best_bytes),
                 bound_bytes: p.bound_bytes.max(bound_bytes),
                 ..p
@@ -1260,6 +1263,7 @@ pub(crate) fn minimize(
         control.report(Progress {
             device,
             evaluations: nodes,
+            exact: true,
             best_bytes: best.extent,
             bound_bytes: proven,
         });
@@ -1282,6 +1286,7 @@ mod tests {
     const QUIET: Progress = Progress {
         device: 0,
         evaluations: 0,
+        exact: true,
         best_bytes: u64::MAX,
         bound_bytes: 0,
     };

@@ -243,8 +243,10 @@ impl Default for PlanOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {
     pub device: usize,
-    /// Orders evaluated so far in the current region.
+    /// Work done so far in the current region: nodes of the exact search (`exact`), else
+    /// orders the local search decoded.
     pub evaluations: u64,
+    pub exact: bool,
     /// The lowest extent found so far for the current region.
     pub best_bytes: u64,
     /// No layout of the region goes below this.

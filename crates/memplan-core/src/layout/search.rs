@@ -69,6 +69,7 @@ pub(crate) fn layout(
             control.report(Progress {
                 device,
                 evaluations: decoded as u64,
+                exact: false,
                 best_bytes: layout.extent,
                 bound_bytes: floor,
             });
@@ -107,6 +108,7 @@ pub(crate) fn layout(
             control.report(Progress {
                 device,
                 evaluations: u64::from(evaluation),
+                exact: false,
                 best_bytes: best.extent,
                 bound_bytes: floor,
             });

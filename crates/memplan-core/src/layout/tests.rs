@@ -638,5 +638,6 @@ fn search_by_name_runs_its_portfolio_past_the_size_best_stops_at() {
         6,
         "after each of the seven decodes but the last"
     );
+    assert!(heard.iter().all(|p| !p.exact), "orders decoded, not nodes");
     assert!(heard.windows(2).all(|w| w[1].best_bytes <= w[0].best_bytes));
 }
