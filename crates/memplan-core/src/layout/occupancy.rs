@@ -680,7 +680,7 @@ fn place_listing_up_to(
         items,
         order,
         (shared, |r, _| resumed[r].1),
-        extent_limit,
+        (extent_limit, &mut || false),
         |taken, offsets, r, item, span| match (&index, taken.ranges_read(span)) {
             (Some(index), Some(read))
                 if index.count_overlapping(item.live)
@@ -718,20 +718,27 @@ fn place_listing_up_to(
     layout
 }
 
+/// How many items a decode places between two questions to its `stop`: at a hundred thousand
+/// buffers a decode takes a good part of a second, which a time limit should not overrun.
+const STOP_EVERY: usize = 1024;
+
 /// The one loop of every decode here: places the items of `order` on `taken` (emptied by the
 /// caller): the first `prefix.0` at the offsets `prefix.1(rank, item)` already known, the rest
 /// where `choose(taken, offsets so far, rank, item, span)` puts them; `None` as soon as the
-/// extent passes `limit`.
+/// extent passes `limit`, or `stop` says so.
 fn place_on(
     taken: &mut Taken,
     items: &[Item],
     order: &[u32],
     (known, known_offset): (usize, impl Fn(usize, u32) -> u64),
-    limit: u64,
+    (limit, stop): (u64, &mut dyn FnMut() -> bool),
     mut choose: impl FnMut(&mut Taken, &[u64], usize, &Item, (usize, usize)) -> u64,
 ) -> Option<RegionLayout> {
     let (mut offsets, mut extent) = (vec![0; items.len()], 0);
     for (r, &i) in order.iter().enumerate() {
+        if r % STOP_EVERY == STOP_EVERY - 1 && stop() {
+            return None;
+        }
         let item = &items[i as usize];
         if item.size == 0 {
             continue;
@@ -776,13 +783,14 @@ impl Redecoder {
 
     /// First-fit's layout of `order`, whose first `resume` items are placed as in `earlier`
     /// (the layout of an order with the same first `resume` items), or `None` as soon as the
-    /// extent passes `limit`.
+    /// extent passes `limit`, or `stop` (asked every [`STOP_EVERY`] items) says so.
     pub(crate) fn decode(
         &mut self,
         items: &[Item],
         order: &[u32],
         earlier: Option<(&RegionLayout, usize)>,
         limit: u64,
+        stop: &mut dyn FnMut() -> bool,
     ) -> Option<RegionLayout> {
         self.taken.reset(items, self.scan_most);
         let known = earlier.map_or(0, |(_, resume)| resume);
@@ -792,7 +800,7 @@ impl Redecoder {
             items,
             order,
             (known, known_offset),
-            limit,
+            (limit, stop),
             |taken, _, _, item, span| taken.choose(item, span, GapChoice::Lowest),
         )
     }
@@ -860,7 +868,7 @@ mod tests {
                 }, limit)
             };
             let mut redecoder = Redecoder::scanning_up_to(&items, if scan { usize::MAX } else { 0 });
-            let mut current = redecoder.decode(&items, &order, None, u64::MAX).unwrap();
+            let mut current = redecoder.decode(&items, &order, None, u64::MAX, &mut || false).unwrap();
             let scanned = full_scan(&order, u64::MAX);
             prop_assert_eq!(Some(&current), scanned.as_ref());
             for (from, to) in moves {
@@ -871,7 +879,7 @@ mod tests {
                 let moved = order.remove(from);
                 order.insert(to, moved);
                 let limit = current.extent.saturating_sub(40).saturating_add(slack);
-                let resumed = redecoder.decode(&items, &order, Some((&current, from.min(to))), limit);
+                let resumed = redecoder.decode(&items, &order, Some((&current, from.min(to))), limit, &mut || false);
                 prop_assert_eq!(&resumed, &full_scan(&order, limit));
                 if let Some(layout) = resumed {
                     current = layout;
@@ -938,7 +946,7 @@ mod tests {
             prop_assert!(narrow);
             prop_assert!(slow.offsets.iter().all(|&o| o % grain == 0));
             for mut taken in [Taken::Narrow(Occupancy::new(&items, grain)), Taken::Wide(Occupancy::new(&items, grain))] {
-                let fast = place_on(&mut taken, &items, &order, (0, |_, _| 0), u64::MAX, |taken, _, _, item, span| {
+                let fast = place_on(&mut taken, &items, &order, (0, |_, _| 0), (u64::MAX, &mut || false), |taken, _, _, item, span| {
                     taken.choose(item, span, choice)
                 });
                 prop_assert_eq!(&fast.expect("no limit").offsets, &slow.offsets);

@@ -60,39 +60,33 @@ pub(crate) fn layout(
 ) -> (RegionLayout, bool) {
     let mut redecoder = Redecoder::new(items);
     let floor = lower_bound_hint(items);
-    // The best of the greedy portfolio (the first on a tie), which stops at the floor.
-    let mut start: Option<(Vec<u32>, RegionLayout)> = None;
-    for (decoded, order) in portfolio(items).into_iter().enumerate() {
-        // Each order is a whole decode (at a million buffers, seconds): the caller hears the
-        // best so far after each, and may stop between them.
-        if let Some((_, layout)) = &start {
-            control.report(Progress {
-                device,
-                evaluations: decoded as u64,
-                exact: false,
-                best_bytes: layout.extent,
-                bound_bytes: floor,
-            });
-            if control.stop() {
-                return (layout.clone(), true);
-            }
+    // The best of the greedy portfolio (the first on a tie), which stops at the floor. Each
+    // decode takes a while at a million buffers: the caller hears the best so far after each,
+    // and may stop between them and within them.
+    let mut orders = portfolio(items).into_iter().enumerate();
+    let first = orders.next().expect("seven orders").1;
+    let (mut order, mut current) = (first, first_fit);
+    for (decoded, next) in orders {
+        if current.extent <= floor {
+            break;
         }
-        let limit = start
-            .as_ref()
-            .map_or(u64::MAX, |(_, best)| best.extent.saturating_sub(1));
-        let decoded = match decoded {
-            0 => Some(first_fit.clone()),
-            _ => redecoder.decode(items, &order, None, limit),
-        };
-        if let Some(layout) = decoded {
-            let at_floor = layout.extent <= floor;
-            start = Some((order, layout));
-            if at_floor {
-                break;
-            }
+        control.report(Progress {
+            device,
+            evaluations: decoded as u64,
+            exact: false,
+            best_bytes: current.extent,
+            bound_bytes: floor,
+        });
+        if control.stop() {
+            return (current, true);
+        }
+        let limit = current.extent - 1;
+        match redecoder.decode(items, &next, None, limit, &mut || control.stop()) {
+            Some(layout) => (order, current) = (next, layout),
+            None if control.stop() => return (current, true),
+            None => {}
         }
     }
-    let (mut order, mut current) = start.expect("the first order has no limit");
     let mut best = current.clone();
     if items.len() < 2 {
         return (best, false);
@@ -145,6 +139,7 @@ pub(crate) fn layout(
             &order,
             Some((&current, to.min(from))),
             current.extent,
+            &mut || false,
         ) {
             if candidate.extent < best.extent {
                 best = candidate.clone();

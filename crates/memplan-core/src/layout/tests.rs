@@ -641,3 +641,43 @@ fn search_by_name_runs_its_portfolio_past_the_size_best_stops_at() {
     assert!(heard.iter().all(|p| !p.exact), "orders decoded, not nodes");
     assert!(heard.windows(2).all(|w| w[1].best_bytes <= w[0].best_bytes));
 }
+
+/// A stop heard while a portfolio decode runs ends it there (a decode of a hundred thousand
+/// buffers takes a good part of a second): the search keeps first-fit's layout, stopped.
+#[test]
+fn a_stop_ends_the_portfolio_within_a_decode() {
+    use super::search::SplitMix64;
+    let draw = |i: usize, k: u64| SplitMix64::mix((i as u64) << 2 | k);
+    let buffers = (0..5000)
+        .map(|i| {
+            let first = draw(i, 0) % 1000;
+            let last = (first + draw(i, 1) % 64).min(999);
+            buffer(
+                &i.to_string(),
+                64 * (1 + draw(i, 2) % 1024),
+                64,
+                live(first as u32, last as u32),
+            )
+        })
+        .collect();
+    let p = problem(1000, buffers);
+    let options = |strategy: Strategy| PlanOptions {
+        strategy: strategy.into(),
+        search_work: 0,
+        ..PlanOptions::default()
+    };
+    let first_fit = plan(&p, &options(Strategy::FirstFit)).unwrap();
+    // Asked first before the second order's decode, then within it.
+    let mut asked = 0;
+    let mut stop = || {
+        asked += 1;
+        asked >= 2
+    };
+    let mut control = Control {
+        should_stop: Some(&mut stop),
+        ..Control::default()
+    };
+    let stopped = plan_with(&p, &options(Strategy::Search), &mut control).unwrap();
+    assert!(stopped.is_valid() && stopped.devices[0].stopped);
+    assert_eq!(stopped.footprint_bytes(), first_fit.footprint_bytes());
+}
