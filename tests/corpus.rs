@@ -302,7 +302,7 @@ fn found_layouts_place_their_inputs_buffers_validly_at_their_footprint() {
         let checked = s.check_given(&Scenario::default()).unwrap();
         assert_eq!(checked.violations, vec![], "{}", found.path);
         assert_eq!(checked.footprint_bytes, found.footprint, "{}", found.path);
-        // Below what upstream's solver reached, and recorded as the file's best known.
+        // Recorded as the file's best known, so every proven bound is held to it.
         let entry = (corpus.minimalloc.file.iter())
             .find(|e| e.path == found.input)
             .expect("a minimalloc file");

@@ -190,7 +190,7 @@ pub const DEFAULT_SEARCH_WORK: u64 = 50_000_000;
 /// work budget: seven first-fit decodes, each O(n log n) in the occupancy tree whatever the
 /// overlap (first-fit of 50,000 synthetic buffers takes about 0.2 s on the README's machine),
 /// a cost a page load should not pay past this. `search` asked for by name runs it at any size
-/// (a time limit stops it between decodes).
+/// (a time limit stops it within a decode).
 pub const PORTFOLIO_MOST_ITEMS: usize = 50_000;
 
 /// Within `best`, the local search's share of that budget: a page load stays fast (on a
@@ -566,7 +566,7 @@ pub fn plan_with(
         let mut floor = None;
         let strategies = options.strategy.strategies();
         let mut chosen: Option<ArenaLayout> = None;
-        let mut first_fits = vec![None; regions.len()];
+        let mut known: Vec<Known> = regions.iter().map(|_| Known::default()).collect();
         for (k, &strategy) in strategies.iter().enumerate() {
             // Only a lower layout would be chosen: `best-fit`, the costliest of the greedy
             // decodes, gives up as soon as it passes the best so far (it usually loses).
@@ -577,7 +577,7 @@ pub fn plan_with(
                 strategy,
                 options,
                 (arena_capacity, must_beat),
-                &mut first_fits,
+                &mut known,
                 device,
                 control,
             ) else {
@@ -730,9 +730,17 @@ fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> V
         .collect()
 }
 
-/// Lays out a device's arena of `len` buffers, its `regions` stacked. `None` when the
-/// strategy's layout would pass 2^64 bytes. `first_fits` holds each region's first-fit layout
-/// once a strategy of this plan has decoded it (`search`'s portfolio starts with it).
+/// What a plan learns about a region once, for every strategy that asks: first-fit's layout
+/// (`search`'s portfolio and fallback start from it) and how many pairs of its buffers overlap
+/// (the work budget's measure).
+#[derive(Default)]
+struct Known {
+    first_fit: Option<RegionLayout>,
+    overlaps: Option<u64>,
+}
+
+/// Lays out a device's arena of `len` buffers, its `regions` stacked (`known`, one per region,
+/// kept from strategy to strategy). `None` when the strategy's layout would pass 2^64 bytes.
 #[allow(clippy::too_many_arguments)]
 fn layout_arena(
     regions: &[Region],
@@ -740,7 +748,7 @@ fn layout_arena(
     strategy: Strategy,
     options: &PlanOptions,
     (capacity, must_beat): (Option<u64>, Option<u64>),
-    first_fits: &mut [Option<RegionLayout>],
+    known: &mut [Known],
     device: usize,
     control: &mut Control<'_>,
 ) -> Option<ArenaLayout> {
@@ -754,8 +762,8 @@ fn layout_arena(
             members,
             items,
         },
-        first_fit,
-    ) in regions.iter().zip(first_fits)
+        known,
+    ) in regions.iter().zip(known)
     {
         // A capacity binds a lone region, and so does a layout to beat; stacked regions are
         // each minimized.
@@ -765,7 +773,7 @@ fn layout_arena(
             strategy,
             options,
             (lone(capacity), lone(must_beat)),
-            first_fit,
+            known,
             (device, *class),
             control,
         )?;
@@ -813,19 +821,25 @@ fn layout_region(
     strategy: Strategy,
     options: &PlanOptions,
     (goal, must_beat): (Option<u64>, Option<u64>),
-    first_fit_layout: &mut Option<RegionLayout>,
+    known: &mut Known,
     (device, class): (usize, Option<DType>),
     control: &mut Control<'_>,
 ) -> Option<RegionOutcome> {
-    let intervals: Vec<LiveInterval> = items.iter().map(|i| i.live).collect();
+    let intervals = || -> Vec<LiveInterval> { items.iter().map(|i| i.live).collect() };
+    // Every item's overlapping buffers, counted without listing them: what `best-fit`'s lists
+    // and one decode of `search` cost.
+    let mut overlaps = || {
+        *known
+            .overlaps
+            .get_or_insert_with(|| total_overlaps(&intervals()))
+    };
     let within = |choice, extent_limit, control: &mut Control<'_>| {
         let earlier = (control.earlier.as_deref_mut())
             .map(|decodes| decodes.0.entry((device, class, choice)).or_default());
         occupancy::place(items, &size_order(items), choice, earlier, extent_limit)
     };
-    // First-fit's layout, decoded once a plan: `search`'s portfolio and fallback start from it.
     let mut first_fit = |control: &mut Control<'_>| {
-        first_fit_layout
+        (known.first_fit)
             .get_or_insert_with(|| {
                 within(GapChoice::Lowest, u64::MAX, control).expect("no extent limit")
             })
@@ -838,13 +852,11 @@ fn layout_region(
             exact: None,
         })
     };
-    // Every item's overlapping buffers, counted without listing them: what `best-fit`'s lists
-    // and one decode of `search` cost. In `best`, a strategy past the work budget drops out:
-    // `first-fit` stands in.
+    // In `best`, a strategy past the work budget drops out: `first-fit` stands in.
     let in_best = options.strategy == StrategyChoice::Best;
     match strategy {
         Strategy::FirstFit => done(first_fit(control)),
-        Strategy::BestFit if in_best && total_overlaps(&intervals) > options.search_work => None,
+        Strategy::BestFit if in_best && overlaps() > options.search_work => None,
         Strategy::BestFit => {
             let below = must_beat.map_or(u64::MAX, |extent| extent.saturating_sub(1));
             done(within(GapChoice::Smallest, below, control)?)
@@ -863,10 +875,10 @@ fn layout_region(
         }
         Strategy::Search => {
             // Past the work budget neither the local search nor the exact part runs: the
-            // portfolio alone, seven decodes the caller may stop between (the first is
+            // portfolio alone, seven decodes the caller may stop at any point (the first is
             // first-fit's). `best`, which a page load runs, leaves it to first-fit past
             // `PORTFOLIO_MOST_ITEMS` buffers.
-            let visits = total_overlaps(&intervals);
+            let visits = overlaps();
             let over_budget = visits > options.search_work;
             if over_budget && in_best && items.len() > PORTFOLIO_MOST_ITEMS {
                 return None;
@@ -890,6 +902,7 @@ fn layout_region(
                     exact: None,
                 });
             }
+            let intervals = intervals();
             let index =
                 IntervalIndex::new(&intervals, &(0..items.len() as u32).collect::<Vec<_>>());
             let neighbours: Vec<Vec<u32>> = intervals
