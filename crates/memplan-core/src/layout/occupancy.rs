@@ -160,13 +160,11 @@ fn gallop<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
     lo + v[lo..(lo + step).min(v.len())].partition_point(pred)
 }
 
-/// A walk up the address space through the unions one query reads (as a node and whether its
-/// `covering` union, else its `touching`), with a cursor per union (how many of its ranges
-/// start below the walk) that only moves up.
+/// A walk up the address space through the unions one query reads, with a cursor per union
+/// (how many of its ranges start below the walk) that only moves up.
 struct Walk<'a, W> {
-    nodes: &'a [Node],
     pool: &'a Pool<W>,
-    unions: &'a [(usize, bool)],
+    unions: &'a mut [Ranges],
     cursors: &'a mut [usize],
     /// Bytes per unit.
     grain: u64,
@@ -175,24 +173,22 @@ struct Walk<'a, W> {
 /// The memory of a [`Walk`], kept from one query to the next.
 #[derive(Default)]
 struct WalkBuffers {
-    unions: Vec<(usize, bool)>,
+    unions: Vec<Ranges>,
     cursors: Vec<usize>,
 }
 
 impl<'a, W: Unit> Walk<'a, W> {
     fn union(&self, u: usize) -> &'a [(W, W)] {
-        let (n, covering) = self.unions[u];
-        let node = &self.nodes[n];
-        self.pool.get(if covering {
-            node.covering
-        } else {
-            node.touching
-        })
+        self.pool.get(self.unions[u])
     }
 
     /// The least `x >= from`, as `align` rounds, with `[x, x + size)` clear of every range.
     /// A range that blocks sends `x` past its end; that skips only offsets it blocks. Done when
-    /// every union in turn lets `x` pass.
+    /// every union in turn lets `x` pass. A union that blocks moves to the front, so the next
+    /// `x` is tried first against the unions that blocked last: blocks come in runs from a
+    /// few unions, and each union that lets `x` pass before the next block is a wasted step
+    /// (side by side on the ResNet-50 problem tiled 28 times: a third of the steps, and
+    /// `best` takes two thirds of the time). The order of the checks changes neither `x` nor the cursors.
     fn clear(&mut self, from: u64, size: u64, align: impl Fn(u64) -> u64) -> u64 {
         let n = self.unions.len();
         let (mut x, mut passed, mut u) = (from, 0, 0);
@@ -211,6 +207,11 @@ impl<'a, W: Unit> Walk<'a, W> {
                 Some(end) => {
                     x = align(end);
                     passed = 0;
+                    if u > 0 {
+                        self.unions[..=u].rotate_right(1);
+                        self.cursors[..=u].rotate_right(1);
+                        u = 0;
+                    }
                 }
                 None => {
                     passed += 1;
@@ -396,7 +397,11 @@ impl<W: Unit> Occupancy<W> {
                 if len >= longest.0 {
                     longest = (len, unions.len());
                 }
-                unions.push((n, covering));
+                unions.push(if covering {
+                    node.covering
+                } else {
+                    node.touching
+                });
             }
         };
         Self::canonical(lo, hi, |n| add(n, false));
@@ -407,7 +412,6 @@ impl<W: Unit> Occupancy<W> {
         cursors.clear();
         cursors.resize(unions.len(), 0);
         Walk {
-            nodes,
             pool,
             unions,
             cursors,
@@ -1040,20 +1044,9 @@ mod tests {
             pool.insert(&mut r, start, end);
         }
         let mut cursors = [0, 0];
-        let nodes = [
-            Node {
-                touching: r,
-                covering: Ranges::default(),
-            },
-            Node {
-                touching: Ranges::default(),
-                covering: other,
-            },
-        ];
         let mut walk = Walk {
-            nodes: &nodes,
             pool: &pool,
-            unions: &[(0, false), (1, true)],
+            unions: &mut [r, other],
             cursors: &mut cursors,
             grain: 1,
         };
