@@ -75,6 +75,9 @@ struct Entry {
     best_known: Option<u64>,
     #[serde(default)]
     search_proves_optimum: bool,
+    /// `best` (a page load) solves it and says so: its exact search's small budget suffices.
+    #[serde(default)]
+    best_proves_optimum: bool,
     #[serde(default)]
     search_fits: Option<u64>,
 }
@@ -156,6 +159,16 @@ fn plan_every_strategy(entry: &Entry) -> f64 {
         );
         if strategy == StrategyChoice::Best {
             best_ratio = plan.footprint_bytes() as f64 / entry.lower_bound as f64;
+            let proven = plan.devices[0].exact.is_some_and(|e| e.optimal);
+            assert_eq!(proven, entry.best_proves_optimum, "{} best", entry.path);
+            if proven {
+                assert_eq!(
+                    Some(plan.footprint_bytes()),
+                    entry.optimum,
+                    "{}",
+                    entry.path
+                );
+            }
         }
     }
     best_ratio

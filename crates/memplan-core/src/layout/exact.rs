@@ -1137,6 +1137,18 @@ pub(crate) struct Minimized {
     pub stopped: bool,
 }
 
+/// The node budget of [`minimize`]'s first turns; it doubles every three (two probes at the
+/// bound, one between).
+fn first_slice(n: usize) -> u64 {
+    (n as u64).max(16).saturating_mul(2)
+}
+
+/// The nodes of [`minimize`]'s first round on `n` buffers: its first three turns, the least
+/// budget in which it tries both the bound and a capacity between.
+pub(crate) fn first_round(n: usize) -> u64 {
+    first_slice(n).saturating_mul(3)
+}
+
 /// The lowest layout it can find and prove, starting from `fallback` (a valid layout) and
 /// `bound` (a lower bound), within `limit` nodes in all; with a `goal`, the first layout within
 /// it (or the proof that none exists) ends the search.
@@ -1172,7 +1184,7 @@ pub(crate) fn minimize(
     let mut nodes = 0u64;
     let mut stopped = false;
     let mut warmed = false;
-    let mut slice = (items.len() as u64).max(16).saturating_mul(2);
+    let mut slice = first_slice(items.len());
     let first_fit = best.extent;
     // The probes at the bound (or the goal) and between it and the best, with where the next
     // one between goes.

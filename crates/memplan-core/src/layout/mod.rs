@@ -196,10 +196,30 @@ pub const DEFAULT_SEARCH_WORK: u64 = 50_000_000;
 /// within a decode).
 pub const PORTFOLIO_MOST_ITEMS: usize = 150_000;
 
-/// Within `best`, the local search's share of that budget: a page load stays fast (on a
-/// thousand-buffer model, a few evaluations past the portfolio; on a few hundred buffers a
-/// hundred or more), and the rest is what `search`, asked for by name, spends.
+/// Within `best`, `search`'s share of that budget: a page load stays fast (on a
+/// thousand-buffer model, a few evaluations of the local search past the portfolio; on a few
+/// hundred buffers, a few thousand nodes of the exact search: see [`exact_search_runs`]), and
+/// the rest is what `search`, asked for by name, spends.
 pub const BEST_SEARCH_WORK: u64 = 2_500_000;
+
+/// Whether `search`, given `work` conflict visits on a region of `n` buffers, runs its exact
+/// part: asked for by name, always; within `best`, where the nodes that work buys cover the
+/// exact search's first round (two probes at the bound, one between: up to about 320 buffers at
+/// [`BEST_SEARCH_WORK`]). Given the same work on the minimalloc puzzles (150-300 buffers) it
+/// lands lower than the local search alone on every one, and solves half of them; on larger
+/// regions its nodes would run out before it tried a capacity between the bound and the best.
+fn exact_search_runs(strategy: StrategyChoice, n: usize, work: u64) -> bool {
+    match strategy {
+        StrategyChoice::One(s) => s == Strategy::Search,
+        StrategyChoice::Best => node_limit(work, n) >= exact::first_round(n),
+    }
+}
+
+/// The nodes of the exact search that `work` conflict visits buy on `n` buffers: each node
+/// visits the region's unplaced buffers a few times.
+fn node_limit(work: u64, n: usize) -> u64 {
+    work / (4 * n as u64).max(1)
+}
 
 /// What to plan with. Plain data: the callbacks a plan may call are in [`Control`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,15 +238,6 @@ pub struct PlanOptions {
     /// For `search`: the footprint each device must fit in. The search stops at the first
     /// layout within it, or proves that none exists, instead of minimizing.
     pub search_capacity: Option<u64>,
-}
-
-impl PlanOptions {
-    /// Whether `search` runs its exact part: only when asked for by name. Within `best` it runs
-    /// its greedy portfolio and a short local search ([`BEST_SEARCH_WORK`]), so that a page load
-    /// stays fast.
-    fn exact_search(&self) -> bool {
-        self.strategy == StrategyChoice::One(Strategy::Search)
-    }
 }
 
 impl Default for PlanOptions {
@@ -897,7 +908,7 @@ fn layout_region(
             let mut warm = |control: &mut Control<'_>| {
                 search::layout(items, fallback.clone(), evaluations, device, control)
             };
-            if over_budget || !options.exact_search() {
+            if over_budget || !exact_search_runs(options.strategy, items.len(), work) {
                 let (layout, stopped) = warm(control);
                 return Some(RegionOutcome {
                     layout,
@@ -919,9 +930,9 @@ fn layout_region(
                 })
                 .collect();
             // The exact search: first-fit's layout to fall back on, the local search as a warm
-            // start only when the first probe does not settle it, and a node budget of the same
-            // work (each node visits the region's unplaced buffers a few times).
-            let limit = options.search_work / (4 * items.len() as u64).max(1);
+            // start only when the first round does not settle it, and a node budget of the same
+            // work.
+            let limit = node_limit(work, items.len());
             let bound = search::lower_bound_hint(items);
             let m = exact::minimize(
                 items,
