@@ -187,8 +187,9 @@ impl<'a, W: Unit> Walk<'a, W> {
     /// every union in turn lets `x` pass. A union that blocks moves to the front, so the next
     /// `x` is tried first against the unions that blocked last: blocks come in runs from a
     /// few unions, and each union that lets `x` pass before the next block is a wasted step
-    /// (side by side on the ResNet-50 problem tiled 28 times: a third of the steps, and
-    /// `best` takes two thirds of the time). The order of the checks changes neither `x` nor the cursors.
+    /// (side by side on the ResNet-50 problem tiled 28 times: a third of the steps, and `best`
+    /// takes two thirds of the time). The order of the checks changes neither `x` nor the
+    /// cursors.
     fn clear(&mut self, from: u64, size: u64, align: impl Fn(u64) -> u64) -> u64 {
         let n = self.unions.len();
         let (mut x, mut passed, mut u) = (from, 0, 0);

@@ -681,3 +681,20 @@ fn a_stop_ends_the_portfolio_within_a_decode() {
     assert!(stopped.is_valid() && stopped.devices[0].stopped);
     assert_eq!(stopped.footprint_bytes(), first_fit.footprint_bytes());
 }
+
+/// `search` asked for by name always runs its exact part; within `best`, only where the work
+/// budget buys the nodes of its first round (two probes at the bound, one between).
+#[test]
+fn best_runs_the_exact_search_where_its_budget_covers_a_round() {
+    let runs = |strategy, n| exact_search_runs(strategy, n, BEST_SEARCH_WORK);
+    let largest = (1..5000)
+        .take_while(|&n| runs(StrategyChoice::Best, n))
+        .last()
+        .expect("small regions run it");
+    assert!((300..350).contains(&largest), "{largest}");
+    assert!(node_limit(BEST_SEARCH_WORK, largest) >= exact::first_round(largest));
+    assert!(!runs(StrategyChoice::Best, largest + 1));
+    assert!(!runs(StrategyChoice::Best, 100_000));
+    let by_name = StrategyChoice::One(Strategy::Search);
+    assert!(runs(by_name, largest + 1) && runs(by_name, 100_000));
+}
