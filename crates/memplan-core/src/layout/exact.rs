@@ -30,7 +30,8 @@
 //! which one differs); the fixed orders resume, a randomized one restarts with lengths in the
 //! Luby sequence. [`minimize`] runs a probe at the proven bound (or the goal: most real problems
 //! end there) and one of restarts bisecting between the bound and the best layout, in slices,
-//! from first-fit's layout; capacities step by the [`grain`] of the sizes and alignments. Every
+//! from the greedy portfolio's best layout (the caller's); capacities step by the [`grain`] of
+//! the sizes and alignments. Every
 //! search has a node limit and asks the caller's [`Control`] whether to stop, so the core has no
 //! clock; the answer is the best layout found and the proven lower bound, with `optimal` when
 //! they meet. Deterministic for a given node limit.
@@ -1182,10 +1183,11 @@ pub(crate) fn minimize(
     let mut best = fallback;
     let mut proven = (bound.div_ceil(g).saturating_mul(g)).min(best.extent);
     let mut nodes = 0u64;
-    let mut stopped = false;
+    // A caller that has already stopped (during the portfolio) gets the fallback at once.
+    let mut stopped = control.stop();
     let mut warmed = false;
     let mut slice = first_slice(items.len());
-    let first_fit = best.extent;
+    let fallback_extent = best.extent;
     // The probes at the bound (or the goal) and between it and the best, with where the next
     // one between goes.
     let mut lower: Option<Probe<'_>> = None;
@@ -1250,7 +1252,8 @@ pub(crate) fn minimize(
         }
         // After the first round without a goal, or when the nodes run out.
         let due = (turn == 2 && goal.is_none()) || nodes >= limit;
-        if due && !warmed && best.extent >= first_fit && !stopped && open(best.extent, proven) {
+        if due && !warmed && best.extent >= fallback_extent && !stopped && open(best.extent, proven)
+        {
             // Heard as this search's progress: its nodes so far, and the best and bound it
             // has already, where the warm start's own are behind them.
             let (best_bytes, bound_bytes) = (best.extent, proven);

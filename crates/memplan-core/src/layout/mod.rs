@@ -905,17 +905,38 @@ fn layout_region(
             let evaluations =
                 (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32;
             let fallback = first_fit(control);
-            let mut warm = |control: &mut Control<'_>| {
-                search::layout(items, fallback.clone(), evaluations, device, control)
-            };
             if over_budget || !exact_search_runs(options.strategy, items.len(), work) {
-                let (layout, stopped) = warm(control);
+                let (layout, stopped) =
+                    search::layout(items, fallback, evaluations, device, control);
                 return Some(RegionOutcome {
                     layout,
                     stopped,
                     exact: None,
                 });
             }
+            // The exact search starts from the greedy portfolio's best, heard as its own
+            // progress (no nodes yet): a lower start than first-fit's, and on a region whose
+            // nodes are costly (thousands of buffers) and a time limit that ends the search
+            // before its first round, the answer (the local search, its warm start, runs only
+            // after that round).
+            let (order, start, _) = control.relaying(
+                |p| Progress {
+                    evaluations: 0,
+                    exact: true,
+                    ..p
+                },
+                |control| search::portfolio_best(items, fallback, device, control),
+            );
+            let mut warm = |control: &mut Control<'_>| {
+                search::improve(
+                    items,
+                    order.clone(),
+                    start.clone(),
+                    evaluations,
+                    device,
+                    control,
+                )
+            };
             let intervals = intervals();
             let index =
                 IntervalIndex::new(&intervals, &(0..items.len() as u32).collect::<Vec<_>>());
@@ -929,15 +950,14 @@ fn layout_region(
                     out
                 })
                 .collect();
-            // The exact search: first-fit's layout to fall back on, the local search as a warm
-            // start only when the first round does not settle it, and a node budget of the same
-            // work.
+            // The portfolio's layout to fall back on, the local search as a warm start only
+            // when the first round does not settle it, and a node budget of the same work.
             let limit = node_limit(work, items.len());
             let bound = search::lower_bound_hint(items);
             let m = exact::minimize(
                 items,
                 &neighbours,
-                fallback.clone(),
+                start.clone(),
                 &mut warm,
                 bound,
                 goal,

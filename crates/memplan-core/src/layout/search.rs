@@ -58,11 +58,24 @@ pub(crate) fn layout(
     device: usize,
     control: &mut Control<'_>,
 ) -> (RegionLayout, bool) {
+    match portfolio_best(items, first_fit, device, control) {
+        (_, best, true) => (best, true),
+        (order, best, false) => improve(items, order, best, evaluations, device, control),
+    }
+}
+
+/// The best of the greedy portfolio (the first on a tie), from `first_fit` (its first order's
+/// layout, which the caller has decoded): that order, its layout, and whether `control` stopped
+/// it. It stops at the floor. Each decode takes a while at a million buffers: the caller hears
+/// the best so far after each, and may stop between them and within them.
+pub(crate) fn portfolio_best(
+    items: &[Item],
+    first_fit: RegionLayout,
+    device: usize,
+    control: &mut Control<'_>,
+) -> (Vec<u32>, RegionLayout, bool) {
     let mut redecoder = Redecoder::new(items);
     let floor = lower_bound_hint(items);
-    // The best of the greedy portfolio (the first on a tie), which stops at the floor. Each
-    // decode takes a while at a million buffers: the caller hears the best so far after each,
-    // and may stop between them and within them.
     let mut orders = portfolio(items).into_iter().enumerate();
     let first = orders.next().expect("seven orders").1;
     let (mut order, mut current) = (first, first_fit);
@@ -78,19 +91,34 @@ pub(crate) fn layout(
             bound_bytes: floor,
         });
         if control.stop() {
-            return (current, true);
+            return (order, current, true);
         }
         let limit = current.extent - 1;
         match redecoder.decode(items, &next, None, limit, &mut || control.stop()) {
             Some(layout) => (order, current) = (next, layout),
-            None if control.stop() => return (current, true),
+            None if control.stop() => return (order, current, true),
             None => {}
         }
     }
+    (order, current, false)
+}
+
+/// The local search: up to `evaluations` moves from `order`, whose first-fit layout is
+/// `current`. Returns the best layout seen and whether `control` stopped it.
+pub(crate) fn improve(
+    items: &[Item],
+    mut order: Vec<u32>,
+    mut current: RegionLayout,
+    evaluations: u32,
+    device: usize,
+    control: &mut Control<'_>,
+) -> (RegionLayout, bool) {
     let mut best = current.clone();
-    if items.len() < 2 {
+    if items.len() < 2 || evaluations == 0 {
         return (best, false);
     }
+    let mut redecoder = Redecoder::new(items);
+    let floor = lower_bound_hint(items);
     let mut rng = SplitMix64(0x6d65_6d70_6c61_6e00);
     let mut at_peak = Vec::new();
     let mut stopped = false;

@@ -698,3 +698,50 @@ fn best_runs_the_exact_search_where_its_budget_covers_a_round() {
     let by_name = StrategyChoice::One(Strategy::Search);
     assert!(runs(by_name, largest + 1) && runs(by_name, 100_000));
 }
+
+/// The exact search starts from the greedy portfolio's best: stopped by its caller before its
+/// first round ends (a time limit on a region of thousands of buffers, where nodes are costly),
+/// it keeps that, not first-fit's layout (its local search runs only after the first round).
+#[test]
+fn a_search_stopped_in_its_first_round_keeps_the_portfolios_best() {
+    use super::search::SplitMix64;
+    use std::cell::Cell;
+    let draw = |i: usize, k: u64| SplitMix64::mix((i as u64) << 2 | k);
+    let buffers = (0..3000)
+        .map(|i| {
+            let first = draw(i, 0) % 600;
+            let last = (first + draw(i, 1) % 40).min(599);
+            let size = 64 * (1 + draw(i, 2) % 1024);
+            buffer(&i.to_string(), size, 64, live(first as u32, last as u32))
+        })
+        .collect();
+    let p = problem(600, buffers);
+    let search = |search_work| PlanOptions {
+        strategy: Strategy::Search.into(),
+        search_work,
+        ..PlanOptions::default()
+    };
+    let first_fit = plan(
+        &p,
+        &PlanOptions {
+            strategy: Strategy::FirstFit.into(),
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap();
+    // Past the work budget, the portfolio alone.
+    let portfolio = plan(&p, &search(0)).unwrap();
+    assert!(portfolio.footprint_bytes() < first_fit.footprint_bytes());
+    let counting = Cell::new(false);
+    let mut progress = |p: Progress| counting.set(counting.get() || p.exact && p.evaluations > 0);
+    let mut stop = || counting.get();
+    let mut control = Control {
+        should_stop: Some(&mut stop),
+        progress: Some(&mut progress),
+        ..Control::default()
+    };
+    let stopped = plan_with(&p, &search(u64::MAX / 2), &mut control).unwrap();
+    assert!(stopped.devices[0].stopped);
+    assert!(stopped.is_valid());
+    assert!(stopped.footprint_bytes() <= portfolio.footprint_bytes());
+}
