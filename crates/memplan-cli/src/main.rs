@@ -261,8 +261,9 @@ enum Command {
         #[command(flatten)]
         scenario: ScenarioArgs,
         /// Stop `search` after this long (1s, 250ms; a bare number is milliseconds) and keep
-        /// its best layout so far (the result then depends on the machine's speed;
-        /// `--work-limit` does not).
+        /// its best layout so far: it searches until then, or until it proves its layout
+        /// optimal (or, with `--work-limit`, until that runs out, whichever comes first). The
+        /// result then depends on the machine's speed; `--work-limit` alone does not.
         #[arg(long, value_parser = parse_duration_ms)]
         time_limit: Option<u64>,
         /// Print the plan report as JSON.
@@ -573,7 +574,12 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 should_stop: Some(&mut past_deadline),
                 ..Control::default()
             };
-            let outcome = session.plan_with(&scenario.scenario()?, &mut control)?;
+            let mut scenario = scenario.scenario()?;
+            // A time limit alone is the search's limit: its work is then unbounded.
+            if time_limit.is_some() {
+                scenario.work_limit = scenario.work_limit.or(Some(u64::MAX));
+            }
+            let outcome = session.plan_with(&scenario, &mut control)?;
             let mut report = session.report(&outcome);
             // The one field that varies run to run: only where `search` ran, whose users ask
             // how long the proof took; every other plan prints the same bytes each time.

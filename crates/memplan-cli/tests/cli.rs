@@ -704,3 +704,29 @@ fn diff_names_each_change_and_fails_ci_past_the_threshold() {
     let o = memplan(&["diff", b, a, "--fail-above", "lots"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// A time limit alone is `search`'s limit: it searches until then, past its default budget
+/// (which on minimalloc D runs out in well under a second, unstopped).
+#[test]
+fn a_time_limit_alone_lets_search_run_until_it() {
+    let file = root().join("tests/data/minimalloc/D.1048576.csv");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "plan",
+            file.to_str().unwrap(),
+            "--strategy",
+            "search",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let o = memplan(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str::<serde_json::Value>(&stdout(&o)).unwrap()
+    };
+    let budgeted = run(&[]);
+    assert_ne!(budgeted["devices"][0]["stopped"], true);
+    let timed = run(&["--time-limit", "2s"]);
+    assert_eq!(timed["devices"][0]["stopped"], true, "stopped by the clock");
+    assert!(timed["elapsed_ms"].as_u64().unwrap() >= 2000);
+    assert_eq!(timed["valid"], true);
+}

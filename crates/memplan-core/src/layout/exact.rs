@@ -388,6 +388,8 @@ struct Shape<'a> {
     class: Vec<u32>,
     /// How long each buffer lives, in the region's positions before compression.
     width: Vec<u64>,
+    /// How many nodes pass between two reports to the caller (and questions whether to stop).
+    report_every: u64,
 }
 
 impl<'a> Shape<'a> {
@@ -425,6 +427,7 @@ impl<'a> Shape<'a> {
         }
         let cuts: Vec<usize> = (0..positions - 1).filter(|&p| crossing[p] == 0).collect();
         Shape {
+            report_every: report_every(items.len()),
             bounds: pieces(0, positions, &cuts),
             live_at: Unplaced::new(&items, positions),
             sections: Sections::new(&items, positions),
@@ -472,7 +475,7 @@ struct Search<'a> {
     done: Option<Run>,
     nodes: u64,
     limit: u64,
-    /// What the caller hears every 1,024 nodes (its evaluations: those before this resume),
+    /// What the caller hears every `report_every` nodes (its evaluations: those before this resume),
     /// and the nodes counted when it resumed.
     heard: Progress,
     resumed_at: u64,
@@ -534,7 +537,7 @@ impl<'a> Search<'a> {
     /// Runs the search on from where it stopped until it finds a layout, proves there is none,
     /// has counted `limit` nodes in all (`OutOfNodes`: call again with a higher limit to go on),
     /// or the caller stops it.
-    /// `heard` is what the caller hears every 1,024 nodes, its evaluations those counted before
+    /// `heard` is what the caller hears every `report_every` nodes, its evaluations those counted before
     /// this call.
     fn resume(&mut self, limit: u64, heard: Progress, control: &mut Control<'_>) -> Run {
         self.limit = limit;
@@ -650,7 +653,7 @@ impl<'a> Search<'a> {
         if self.nodes >= self.limit {
             return Err(Step::Pause(Run::OutOfNodes));
         }
-        if (self.nodes + 1).is_multiple_of(1024) {
+        if (self.nodes + 1).is_multiple_of(self.shape.report_every) {
             control.report(Progress {
                 evaluations: self.heard.evaluations + (self.nodes + 1 - self.resumed_at),
                 ..self.heard
@@ -909,6 +912,13 @@ impl Heuristic {
     }
 }
 
+/// How many nodes pass between two reports on a region of `n` buffers: 1,024, or fewer where a
+/// node costs more (it visits the unplaced buffers a few times), so that a caller's stop is
+/// heard within about ten milliseconds (a node of 29,176 buffers takes about 0.1 ms).
+fn report_every(n: usize) -> u64 {
+    ((1u64 << 21) / (n as u64).max(1)).clamp(1, 1024)
+}
+
 /// A fixed hash of a buffer and a seed: the random tie-break.
 fn scramble(i: u32, seed: u64) -> u64 {
     SplitMix64::mix(u64::from(i) ^ seed.wrapping_mul(SplitMix64::GAMMA))
@@ -1139,9 +1149,12 @@ pub(crate) struct Minimized {
 }
 
 /// The node budget of [`minimize`]'s first turns; it doubles every three (two probes at the
-/// bound, one between).
+/// bound, one between). Twice the buffers, but at most about 4M buffer visits (a node visits
+/// its part's unplaced buffers): on regions of thousands of buffers a slice of `2n` nodes took
+/// minutes, and the warm start, which waits for the first round, never came.
 fn first_slice(n: usize) -> u64 {
-    (n as u64).max(16).saturating_mul(2)
+    let n = (n as u64).max(16);
+    n.saturating_mul(2).min((1 << 22) / n).max(16)
 }
 
 /// The nodes of [`minimize`]'s first round on `n` buffers: its first three turns, the least

@@ -186,6 +186,12 @@ pub const DEFAULT_SEARCH_EVALUATIONS: u32 = 4000;
 /// The default conflict-visit budget of `search` per region.
 pub const DEFAULT_SEARCH_WORK: u64 = 50_000_000;
 
+/// The most conflict visits a region's exact search may start with, whatever its budget (a
+/// time limit alone lifts the budget): it lists every buffer's overlapping neighbours (four
+/// bytes a visit), so past this (100k buffers all live at once make 10^10) only the greedy
+/// portfolio runs.
+pub const EXACT_MOST_VISITS: u64 = DEFAULT_SEARCH_WORK;
+
 /// The most buffers a region may hold for `best` to run `search`'s greedy portfolio past the
 /// work budget: seven first-fit decodes, each O(n log n) in the occupancy tree whatever the
 /// overlap. The bar for `best` on real problems of up to 100k buffers is the peak of that
@@ -893,7 +899,7 @@ fn layout_region(
             // first-fit's). `best`, which a page load runs, leaves it to first-fit past
             // `PORTFOLIO_MOST_ITEMS` buffers.
             let visits = overlaps();
-            let over_budget = visits > options.search_work;
+            let over_budget = visits > options.search_work.min(EXACT_MOST_VISITS);
             if over_budget && in_best && items.len() > PORTFOLIO_MOST_ITEMS {
                 return None;
             }
@@ -937,23 +943,32 @@ fn layout_region(
                     control,
                 )
             };
+            let bound = search::lower_bound_hint(items);
+            // Every buffer's neighbours, listed (a stop is heard every 1,024 buffers: at tens
+            // of thousands of buffers the lists take a good part of a second).
             let intervals = intervals();
             let index =
                 IntervalIndex::new(&intervals, &(0..items.len() as u32).collect::<Vec<_>>());
-            let neighbours: Vec<Vec<u32>> = intervals
-                .iter()
-                .enumerate()
-                .map(|(i, &interval)| {
-                    let mut out = Vec::new();
-                    index.overlapping(interval, u32::MAX, &mut out);
-                    out.retain(|&j| j as usize != i);
-                    out
-                })
-                .collect();
+            let mut neighbours: Vec<Vec<u32>> = Vec::with_capacity(items.len());
+            for (i, &interval) in intervals.iter().enumerate() {
+                if i % 1024 == 1023 && control.stop() {
+                    return Some(RegionOutcome {
+                        layout: start,
+                        stopped: true,
+                        exact: Some(Proof {
+                            nodes: 0,
+                            lower_bound: bound,
+                        }),
+                    });
+                }
+                let mut out = Vec::new();
+                index.overlapping(interval, u32::MAX, &mut out);
+                out.retain(|&j| j as usize != i);
+                neighbours.push(out);
+            }
             // The portfolio's layout to fall back on, the local search as a warm start only
             // when the first round does not settle it, and a node budget of the same work.
             let limit = node_limit(work, items.len());
-            let bound = search::lower_bound_hint(items);
             let m = exact::minimize(
                 items,
                 &neighbours,

@@ -45,8 +45,10 @@ impl SplitMix64 {
     }
 }
 
-/// How many evaluations pass between two questions to the caller's [`Control`].
-const EVALUATIONS_PER_CHECK: u32 = 16;
+/// How many evaluations pass between two reports to the caller. It is asked whether to stop
+/// before each (and within a decode, every 1,024 buffers): at a hundred thousand buffers one
+/// evaluation can take a good part of a second.
+const EVALUATIONS_PER_REPORT: u32 = 16;
 
 /// Searches up to `evaluations` orders, from `first_fit` (first-fit's layout of `items`, the
 /// portfolio's first order, which the caller has already decoded). Returns the best layout and
@@ -126,7 +128,7 @@ pub(crate) fn improve(
         if best.extent <= floor {
             break;
         }
-        if evaluation % EVALUATIONS_PER_CHECK == 0 && evaluation > 0 {
+        if evaluation % EVALUATIONS_PER_REPORT == 0 && evaluation > 0 {
             control.report(Progress {
                 device,
                 evaluations: u64::from(evaluation),
@@ -134,10 +136,10 @@ pub(crate) fn improve(
                 best_bytes: best.extent,
                 bound_bytes: floor,
             });
-            if control.stop() {
-                stopped = true;
-                break;
-            }
+        }
+        if control.stop() {
+            stopped = true;
+            break;
         }
         at_peak.clear();
         at_peak.extend(
@@ -167,7 +169,7 @@ pub(crate) fn improve(
             &order,
             Some((&current, to.min(from))),
             current.extent,
-            &mut || false,
+            &mut || control.stop(),
         ) {
             if candidate.extent < best.extent {
                 best = candidate.clone();

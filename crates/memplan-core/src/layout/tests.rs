@@ -745,3 +745,24 @@ fn a_search_stopped_in_its_first_round_keeps_the_portfolios_best() {
     assert!(stopped.is_valid());
     assert!(stopped.footprint_bytes() <= portfolio.footprint_bytes());
 }
+
+/// However large its budget (a time limit alone lifts it), the exact search does not start on
+/// a region past `EXACT_MOST_VISITS`: it would list every buffer's neighbours (here 10^8).
+#[test]
+fn the_exact_search_does_not_list_neighbours_past_its_most_visits() {
+    let buffers = (0..10_001)
+        .map(|i| buffer(&i.to_string(), 64 * (1 + i as u64 % 7), 64, live(0, 9)))
+        .collect();
+    let p = problem(10, buffers);
+    let search = plan(
+        &p,
+        &PlanOptions {
+            strategy: Strategy::Search.into(),
+            search_work: u64::MAX,
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(search.is_valid());
+    assert!(search.devices[0].exact.is_none(), "the portfolio alone");
+}
