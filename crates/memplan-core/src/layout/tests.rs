@@ -599,23 +599,28 @@ fn device_totals_never_wrap() {
     assert!(e.to_string().contains("more than 2^64 bytes"), "{e}");
 }
 
+/// `n` buffers over `positions`, each of 64 B to 64 KiB (a multiple of 64) and live from a
+/// random position for up to `longest` more (a fixed-seed SplitMix64).
+fn random_problem(n: usize, positions: u64, longest: u64) -> Problem {
+    use super::search::SplitMix64;
+    let draw = |i: usize, k: u64| SplitMix64::mix((i as u64) << 2 | k);
+    let buffers = (0..n)
+        .map(|i| {
+            let first = draw(i, 0) % positions;
+            let last = (first + draw(i, 1) % longest).min(positions - 1);
+            let size = 64 * (1 + draw(i, 2) % 1024);
+            buffer(&i.to_string(), size, 64, live(first as u32, last as u32))
+        })
+        .collect();
+    problem(positions as u32, buffers)
+}
+
 /// Past the work budget and `PORTFOLIO_MOST_ITEMS` buffers, `best` (a page load) leaves
 /// `search` out and first-fit stands in, while `search` asked for by name still runs its
 /// seven decodes: the first is first-fit's, and here another packs lower.
 #[test]
 fn search_by_name_runs_its_portfolio_past_the_size_best_stops_at() {
-    use super::search::SplitMix64;
-    let positions = 4096u64;
-    let draw = |i: usize, k: u64| SplitMix64::mix((i as u64) << 2 | k);
-    let buffers = (0..=PORTFOLIO_MOST_ITEMS)
-        .map(|i| {
-            let first = draw(i, 0) % positions;
-            let last = (first + draw(i, 1) % 64).min(positions - 1);
-            let size = 64 * (1 + draw(i, 2) % 1024);
-            buffer(&i.to_string(), size, 64, live(first as u32, last as u32))
-        })
-        .collect();
-    let p = problem(positions as u32, buffers);
+    let p = random_problem(PORTFOLIO_MOST_ITEMS + 1, 4096, 64);
     let options = |strategy| PlanOptions {
         strategy,
         search_work: 0,
@@ -646,21 +651,7 @@ fn search_by_name_runs_its_portfolio_past_the_size_best_stops_at() {
 /// buffers takes a good part of a second): the search keeps first-fit's layout, stopped.
 #[test]
 fn a_stop_ends_the_portfolio_within_a_decode() {
-    use super::search::SplitMix64;
-    let draw = |i: usize, k: u64| SplitMix64::mix((i as u64) << 2 | k);
-    let buffers = (0..5000)
-        .map(|i| {
-            let first = draw(i, 0) % 1000;
-            let last = (first + draw(i, 1) % 64).min(999);
-            buffer(
-                &i.to_string(),
-                64 * (1 + draw(i, 2) % 1024),
-                64,
-                live(first as u32, last as u32),
-            )
-        })
-        .collect();
-    let p = problem(1000, buffers);
+    let p = random_problem(5000, 1000, 64);
     let options = |strategy: Strategy| PlanOptions {
         strategy: strategy.into(),
         search_work: 0,
@@ -704,18 +695,8 @@ fn best_runs_the_exact_search_where_its_budget_covers_a_round() {
 /// it keeps that, not first-fit's layout (its local search runs only after the first round).
 #[test]
 fn a_search_stopped_in_its_first_round_keeps_the_portfolios_best() {
-    use super::search::SplitMix64;
     use std::cell::Cell;
-    let draw = |i: usize, k: u64| SplitMix64::mix((i as u64) << 2 | k);
-    let buffers = (0..3000)
-        .map(|i| {
-            let first = draw(i, 0) % 600;
-            let last = (first + draw(i, 1) % 40).min(599);
-            let size = 64 * (1 + draw(i, 2) % 1024);
-            buffer(&i.to_string(), size, 64, live(first as u32, last as u32))
-        })
-        .collect();
-    let p = problem(600, buffers);
+    let p = random_problem(3000, 600, 40);
     let search = |search_work| PlanOptions {
         strategy: Strategy::Search.into(),
         search_work,
