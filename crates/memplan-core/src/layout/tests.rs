@@ -697,21 +697,14 @@ fn best_runs_the_exact_search_where_its_budget_covers_a_round() {
 fn a_search_stopped_in_its_first_round_keeps_the_portfolios_best() {
     use std::cell::Cell;
     let p = random_problem(3000, 600, 40);
-    let search = |search_work| PlanOptions {
-        strategy: Strategy::Search.into(),
+    let options = |strategy: Strategy, search_work| PlanOptions {
+        strategy: strategy.into(),
         search_work,
         ..PlanOptions::default()
     };
-    let first_fit = plan(
-        &p,
-        &PlanOptions {
-            strategy: Strategy::FirstFit.into(),
-            ..PlanOptions::default()
-        },
-    )
-    .unwrap();
+    let first_fit = plan(&p, &options(Strategy::FirstFit, DEFAULT_SEARCH_WORK)).unwrap();
     // Past the work budget, the portfolio alone.
-    let portfolio = plan(&p, &search(0)).unwrap();
+    let portfolio = plan(&p, &options(Strategy::Search, 0)).unwrap();
     assert!(portfolio.footprint_bytes() < first_fit.footprint_bytes());
     let counting = Cell::new(false);
     let mut progress = |p: Progress| counting.set(counting.get() || p.exact && p.evaluations > 0);
@@ -721,7 +714,7 @@ fn a_search_stopped_in_its_first_round_keeps_the_portfolios_best() {
         progress: Some(&mut progress),
         ..Control::default()
     };
-    let stopped = plan_with(&p, &search(u64::MAX / 2), &mut control).unwrap();
+    let stopped = plan_with(&p, &options(Strategy::Search, u64::MAX / 2), &mut control).unwrap();
     assert!(stopped.devices[0].stopped);
     assert!(stopped.is_valid());
     assert!(stopped.footprint_bytes() <= portfolio.footprint_bytes());
