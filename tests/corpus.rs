@@ -80,6 +80,15 @@ struct Entry {
     best_proves_optimum: bool,
     #[serde(default)]
     search_fits: Option<u64>,
+    /// A footprint `search` reaches given this much work (more than its default).
+    #[serde(default)]
+    search_given_work: Option<GivenWork>,
+}
+
+#[derive(Deserialize)]
+struct GivenWork {
+    work: u64,
+    reaches: u64,
 }
 
 fn data_dir() -> PathBuf {
@@ -469,5 +478,31 @@ fn search_progress_never_goes_back() {
         assert!(w[1].evaluations >= w[0].evaluations, "{w:?}");
         assert!(w[1].best_bytes <= w[0].best_bytes, "{w:?}");
         assert!(w[1].bound_bytes >= w[0].bound_bytes, "{w:?}");
+    }
+}
+
+#[test]
+fn search_given_more_work_reaches_what_the_corpus_says() {
+    let corpus = corpus();
+    for entry in corpus.minimalloc.file.iter().chain(&corpus.large.file) {
+        let Some(given) = &entry.search_given_work else {
+            continue;
+        };
+        let plan = session(entry)
+            .plan(&Scenario {
+                strategy: StrategyChoice::One(Strategy::Search),
+                work_limit: Some(given.work),
+                ..Scenario::default()
+            })
+            .unwrap()
+            .plan;
+        assert!(plan.is_valid(), "{}: {:?}", entry.path, plan.violations);
+        assert!(
+            plan.footprint_bytes() <= given.reaches,
+            "{}: {} given {} work",
+            entry.path,
+            plan.footprint_bytes(),
+            given.work
+        );
     }
 }
