@@ -1233,7 +1233,7 @@ pub(crate) fn minimize(
         // between), then the slice doubles.
         let at_bound = match turn < 3 * BOUND_HEAVY_ROUNDS {
             true => turn % 3 != 2,
-            false => turn % 3 == 0,
+            false => turn.is_multiple_of(3),
         };
         if goal.is_some() || at_bound {
             let target = goal.map_or(proven, |goal| goal.max(proven)) / g * g;
