@@ -204,8 +204,8 @@ pub const PORTFOLIO_MOST_ITEMS: usize = 150_000;
 
 /// Within `best`, `search`'s share of that budget: a page load stays fast (on a
 /// thousand-buffer model, a few evaluations of the local search past the portfolio; on a few
-/// hundred buffers, a few thousand nodes of the exact search: see [`exact_search_runs`]), and
-/// the rest is what `search`, asked for by name, spends.
+/// hundred buffers, a few thousand nodes of the exact search, where its budget covers a
+/// round), and the rest is what `search`, asked for by name, spends.
 pub const BEST_SEARCH_WORK: u64 = 2_500_000;
 
 /// Whether `search`, given `work` conflict visits on a region of `n` buffers, runs its exact

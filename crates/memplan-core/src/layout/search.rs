@@ -1,19 +1,20 @@
 //! `search`: a deterministic local search over placement orders, decoded by first-fit.
 //!
 //! Every compact layout is what first-fit makes of some order, so searching orders searches
-//! layouts. Start from the best order of a greedy portfolio ([`portfolio`]: OmniMalloc's seven
-//! orders, the first first-fit's, whose layout the caller has decoded already; a decode gives
-//! up once it passes the best so far, and the portfolio stops at the floor); repeatedly take a
-//! buffer that reaches
-//! the current extent and move it to an earlier, pseudo-random place in the order (now and then
-//! any buffer, to leave plateaus); keep a move unless it raises the extent (a
-//! decode stops as soon as it does). A move leaves the order before both of its places as it
-//! was, so a decode keeps those items' offsets and walks the rest through the occupancy tree
-//! ([`Redecoder`]). The generator is a
-//! fixed-seed SplitMix64 and the budget is a count of evaluations, never a clock, so the result
-//! is the same bytes on every machine. It returns the best layout seen, never worse than
-//! first-fit's nor the portfolio's. The caller's [`Control`] may end it early (between evaluations: it then keeps
-//! the best so far) and hears the best extent and the bound as it goes.
+//! layouts. Start from the best order of a greedy portfolio ([`portfolio_best`]: OmniMalloc's
+//! seven orders, the first first-fit's, whose layout the caller has decoded already; a decode
+//! gives up once it passes the best so far, and the portfolio stops at the floor); then
+//! ([`improve`]) repeatedly take a buffer that reaches the current extent and move it to an
+//! earlier, pseudo-random place in the order (now and then any buffer, to leave plateaus); keep
+//! a move unless it raises the extent (a decode stops as soon as it does). A move leaves the
+//! order before both of its places as it was, so a decode keeps those items' offsets and walks
+//! the rest through the occupancy tree ([`Redecoder`]). The generator is a fixed-seed
+//! SplitMix64 and the budget is a count of evaluations, never a clock, so the result is the
+//! same bytes on every machine. It returns the best layout seen, never worse than first-fit's
+//! nor the portfolio's. The caller's [`Control`] may end it early (before any evaluation or
+//! within a decode: it then keeps the best so far) and hears the best extent and the bound as
+//! it goes. The exact search runs the two parts apart: the portfolio as its start, the local
+//! search as its warm start.
 
 use super::greedy::portfolio;
 use super::occupancy::Redecoder;
