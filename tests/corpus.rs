@@ -484,10 +484,12 @@ fn search_progress_never_goes_back() {
 #[test]
 fn search_given_more_work_reaches_what_the_corpus_says() {
     let corpus = corpus();
-    for entry in corpus.minimalloc.file.iter().chain(&corpus.large.file) {
-        let Some(given) = &entry.search_given_work else {
-            continue;
-        };
+    let given: Vec<(&Entry, &GivenWork)> = (corpus.minimalloc.file.iter())
+        .chain(&corpus.large.file)
+        .filter_map(|e| Some((e, e.search_given_work.as_ref()?)))
+        .collect();
+    assert!(!given.is_empty());
+    for (entry, given) in given {
         let plan = session(entry)
             .plan(&Scenario {
                 strategy: StrategyChoice::One(Strategy::Search),

@@ -35,7 +35,7 @@ use crate::problem::{LiveInterval, Problem, ProblemError};
 
 use greedy::{GapChoice, size_order};
 use interval_index::{IntervalIndex, total_overlaps};
-use occupancy::Decode;
+use occupancy::{Decode, Redecoder, STOP_EVERY};
 
 /// How the arena of one device is laid out: one layout algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -611,8 +611,8 @@ pub fn plan_with(
                 && chosen.as_ref().is_some_and(|c| {
                     c.extent
                         <= *floor.get_or_insert_with(|| {
-                            (regions.iter())
-                                .map(|r| search::lower_bound_hint(&r.items))
+                            (regions.iter().zip(&mut known))
+                                .map(|(r, k)| k.floor(&r.items))
                                 .fold(0, u64::saturating_add)
                         })
                 })
@@ -751,12 +751,21 @@ fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> V
 }
 
 /// What a plan learns about a region once, for every strategy that asks: first-fit's layout
-/// (`search`'s portfolio and fallback start from it) and how many pairs of its buffers overlap
-/// (the work budget's measure).
+/// (`search`'s portfolio and fallback start from it), how many pairs of its buffers overlap
+/// (the work budget's measure) and its floor (the most bytes live at once).
 #[derive(Default)]
 struct Known {
     first_fit: Option<RegionLayout>,
     overlaps: Option<u64>,
+    floor: Option<u64>,
+}
+
+impl Known {
+    fn floor(&mut self, items: &[Item]) -> u64 {
+        *self
+            .floor
+            .get_or_insert_with(|| search::lower_bound_hint(items))
+    }
 }
 
 /// Lays out a device's arena of `len` buffers, its `regions` stacked (`known`, one per region,
@@ -911,9 +920,19 @@ fn layout_region(
             let evaluations =
                 (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32;
             let fallback = first_fit(control);
+            let floor = *known
+                .floor
+                .get_or_insert_with(|| search::lower_bound_hint(items));
+            let mut redecoder = Redecoder::new(items);
             if over_budget || !exact_search_runs(options.strategy, items.len(), work) {
-                let (layout, stopped) =
-                    search::layout(items, fallback, evaluations, device, control);
+                let (layout, stopped) = search::layout(
+                    items,
+                    &mut redecoder,
+                    (fallback, floor),
+                    evaluations,
+                    device,
+                    control,
+                );
                 return Some(RegionOutcome {
                     layout,
                     stopped,
@@ -931,33 +950,41 @@ fn layout_region(
                     exact: true,
                     ..p
                 },
-                |control| search::portfolio_best(items, fallback, device, control),
+                |control| {
+                    search::portfolio_best(
+                        items,
+                        &mut redecoder,
+                        (fallback, floor),
+                        device,
+                        control,
+                    )
+                },
             );
             let mut warm = |control: &mut Control<'_>| {
                 search::improve(
                     items,
-                    order.clone(),
-                    start.clone(),
+                    &mut redecoder,
+                    (order.clone(), start.clone()),
+                    floor,
                     evaluations,
                     device,
                     control,
                 )
             };
-            let bound = search::lower_bound_hint(items);
-            // Every buffer's neighbours, listed (a stop is heard every 1,024 buffers: at tens
-            // of thousands of buffers the lists take a good part of a second).
+            // Every buffer's neighbours, listed (a stop is heard every `STOP_EVERY` buffers:
+            // at tens of thousands of buffers the lists take a good part of a second).
             let intervals = intervals();
             let index =
                 IntervalIndex::new(&intervals, &(0..items.len() as u32).collect::<Vec<_>>());
             let mut neighbours: Vec<Vec<u32>> = Vec::with_capacity(items.len());
             for (i, &interval) in intervals.iter().enumerate() {
-                if i % 1024 == 1023 && control.stop() {
+                if i % STOP_EVERY == STOP_EVERY - 1 && control.stop() {
                     return Some(RegionOutcome {
                         layout: start,
                         stopped: true,
                         exact: Some(Proof {
                             nodes: 0,
-                            lower_bound: bound,
+                            lower_bound: floor,
                         }),
                     });
                 }
@@ -974,7 +1001,7 @@ fn layout_region(
                 &neighbours,
                 start.clone(),
                 &mut warm,
-                bound,
+                floor,
                 goal,
                 limit,
                 device,

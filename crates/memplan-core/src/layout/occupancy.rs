@@ -725,7 +725,7 @@ fn place_listing_up_to(
 
 /// How many items a decode places between two questions to its `stop`: at a hundred thousand
 /// buffers a decode takes a good part of a second, which a time limit should not overrun.
-const STOP_EVERY: usize = 1024;
+pub(crate) const STOP_EVERY: usize = 1024;
 
 /// The one loop of every decode here: places the items of `order` on `taken` (emptied by the
 /// caller): the first `prefix.0` at the offsets `prefix.1(rank, item)` already known, the rest

@@ -52,18 +52,28 @@ impl SplitMix64 {
 const EVALUATIONS_PER_REPORT: u32 = 16;
 
 /// Searches up to `evaluations` orders, from `first_fit` (first-fit's layout of `items`, the
-/// portfolio's first order, which the caller has already decoded). Returns the best layout and
-/// whether `control` stopped the search early.
+/// portfolio's first order, which the caller has already decoded) down to `floor` (the most
+/// bytes live at once: [`lower_bound_hint`]). Returns the best layout and whether `control`
+/// stopped the search early.
 pub(crate) fn layout(
     items: &[Item],
-    first_fit: RegionLayout,
+    redecoder: &mut Redecoder,
+    (first_fit, floor): (RegionLayout, u64),
     evaluations: u32,
     device: usize,
     control: &mut Control<'_>,
 ) -> (RegionLayout, bool) {
-    match portfolio_best(items, first_fit, device, control) {
+    match portfolio_best(items, redecoder, (first_fit, floor), device, control) {
         (_, best, true) => (best, true),
-        (order, best, false) => improve(items, order, best, evaluations, device, control),
+        (order, best, false) => improve(
+            items,
+            redecoder,
+            (order, best),
+            floor,
+            evaluations,
+            device,
+            control,
+        ),
     }
 }
 
@@ -73,12 +83,11 @@ pub(crate) fn layout(
 /// the best so far after each, and may stop between them and within them.
 pub(crate) fn portfolio_best(
     items: &[Item],
-    first_fit: RegionLayout,
+    redecoder: &mut Redecoder,
+    (first_fit, floor): (RegionLayout, u64),
     device: usize,
     control: &mut Control<'_>,
 ) -> (Vec<u32>, RegionLayout, bool) {
-    let mut redecoder = Redecoder::new(items);
-    let floor = lower_bound_hint(items);
     let mut orders = portfolio(items).into_iter().enumerate();
     let first = orders.next().expect("seven orders").1;
     let (mut order, mut current) = (first, first_fit);
@@ -107,11 +116,12 @@ pub(crate) fn portfolio_best(
 }
 
 /// The local search: up to `evaluations` moves from `order`, whose first-fit layout is
-/// `current`. Returns the best layout seen and whether `control` stopped it.
+/// `current`, down to `floor`. Returns the best layout seen and whether `control` stopped it.
 pub(crate) fn improve(
     items: &[Item],
-    mut order: Vec<u32>,
-    mut current: RegionLayout,
+    redecoder: &mut Redecoder,
+    (mut order, mut current): (Vec<u32>, RegionLayout),
+    floor: u64,
     evaluations: u32,
     device: usize,
     control: &mut Control<'_>,
@@ -120,8 +130,6 @@ pub(crate) fn improve(
     if items.len() < 2 || evaluations == 0 {
         return (best, false);
     }
-    let mut redecoder = Redecoder::new(items);
-    let floor = lower_bound_hint(items);
     let mut rng = SplitMix64(0x6d65_6d70_6c61_6e00);
     let mut at_peak = Vec::new();
     let mut stopped = false;
@@ -230,7 +238,9 @@ mod tests {
                 .min()
                 .unwrap();
             let first_fit = crate::layout::occupancy::place(&items, &portfolio(&items)[0], GapChoice::Lowest, None, u64::MAX).unwrap();
-            let (layout, stopped) = layout(&items, first_fit, 0, 0, &mut Control::default());
+            let floor = lower_bound_hint(&items);
+            let mut redecoder = Redecoder::new(&items);
+            let (layout, stopped) = layout(&items, &mut redecoder, (first_fit, floor), 0, 0, &mut Control::default());
             prop_assert!(!stopped);
             prop_assert_eq!(layout.extent, least);
         }
