@@ -402,6 +402,12 @@ fn onnx_models_have_the_figures_of_onnx_shape_inference() {
                 entry.path
             );
             assert_eq!(d.usage.lower_bound, entry.lower_bound, "{}", entry.path);
+            // Real models pack at their lower bound, and `search` proves it.
+            if strategy == StrategyChoice::One(Strategy::Search) {
+                let exact = d.exact.expect("search reports what it proved");
+                assert!(exact.optimal, "{}", entry.path);
+                assert_eq!(d.footprint_bytes, entry.lower_bound, "{}", entry.path);
+            }
         }
     }
 }
