@@ -7,7 +7,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// An element type. The order of the variants is the canonical order of precision classes.
+/// An element type. The order of the variants is the canonical order of precision classes (the
+/// microscaling types, added later, come last, so that no earlier type's place changes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DType {
     Bool,
@@ -29,11 +30,15 @@ pub enum DType {
     F64,
     C64,
     C128,
+    /// Four-bit float (OCP microscaling FP4, ONNX `FLOAT4E2M1`).
+    F4E2M1,
+    /// Eight-bit power-of-two scale (OCP microscaling E8M0, ONNX `FLOAT8E8M0`).
+    F8E8M0,
 }
 
 impl DType {
     /// Every dtype, in canonical order.
-    pub const ALL: [DType; 19] = [
+    pub const ALL: [DType; 21] = [
         DType::Bool,
         DType::I4,
         DType::U4,
@@ -53,6 +58,8 @@ impl DType {
         DType::F64,
         DType::C64,
         DType::C128,
+        DType::F4E2M1,
+        DType::F8E8M0,
     ];
 
     /// The name a dump uses for this dtype.
@@ -77,14 +84,18 @@ impl DType {
             DType::F64 => "f64",
             DType::C64 => "c64",
             DType::C128 => "c128",
+            DType::F4E2M1 => "f4e2m1",
+            DType::F8E8M0 => "f8e8m0",
         }
     }
 
     /// Bits per element.
     pub fn bits(self) -> u64 {
         match self {
-            DType::I4 | DType::U4 => 4,
-            DType::Bool | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 8,
+            DType::I4 | DType::U4 | DType::F4E2M1 => 4,
+            DType::Bool | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 | DType::F8E8M0 => {
+                8
+            }
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 16,
             DType::I32 | DType::U32 | DType::F32 => 32,
             DType::I64 | DType::U64 | DType::F64 | DType::C64 => 64,
@@ -150,6 +161,8 @@ impl FromStr for DType {
             "f64" | "float64" | "double" | "fp64" => DType::F64,
             "c64" | "complex64" => DType::C64,
             "c128" | "complex128" => DType::C128,
+            "f4e2m1" | "float4e2m1" => DType::F4E2M1,
+            "f8e8m0" | "float8_e8m0fnu" | "float8e8m0" => DType::F8E8M0,
             _ => return Err(UnknownDType),
         };
         Ok(canonical)
@@ -173,6 +186,8 @@ mod tests {
     #[test]
     fn sub_byte_types_round_the_tensor_up() {
         assert_eq!(DType::I4.bytes_for(3), Some(2));
+        assert_eq!(DType::F4E2M1.bytes_for(5), Some(3));
+        assert_eq!(DType::F8E8M0.bytes_for(5), Some(5));
         assert_eq!(DType::F32.bytes_for(10), Some(40));
         assert_eq!(DType::F64.bytes_for(u64::MAX), None);
     }

@@ -24,6 +24,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use memplan_core::DType;
 use memplan_core::graph::{Dim, Graph, RematCandidate, Step, Tensor, TensorKind};
 use prost::Message;
 
@@ -250,8 +251,12 @@ struct Val {
     floats: Option<Vec<f64>>,
 }
 
+/// The dtype of an ONNX element type; `None` where the file leaves it undefined. Strings, and
+/// types newer than this reader, get a name that is no [`DType`]: their tensors stay unsized
+/// ([`unsized_elements`]), where guessing four bytes an element would be wrong by any factor.
 fn dtype_name(t: i32) -> Option<&'static str> {
     Some(match t {
+        0 => return None,
         1 => "f32",
         2 => "u8",
         3 => "i8",
@@ -269,8 +274,32 @@ fn dtype_name(t: i32) -> Option<&'static str> {
         16 => "bf16",
         17 | 18 => "f8e4m3",
         19 | 20 => "f8e5m2",
-        _ => return None,
+        8 => STRING,
+        21 => "u4",
+        22 => "i4",
+        23 => "f4e2m1",
+        24 => "f8e8m0",
+        _ => UNKNOWN_ELEMENTS,
     })
+}
+
+const STRING: &str = "string";
+const UNKNOWN_ELEMENTS: &str = "an element type this reader does not know";
+
+/// `val` as the plan may size it: a tensor of strings (or of an element type this reader does not
+/// know) has no fixed bytes an element, so it loses its shape, and `stopped` says why.
+fn unsized_elements(name: &str, val: Val, stopped: &mut Vec<(String, String)>) -> Val {
+    match val.dtype {
+        Some(d) if val.shape.is_some() && d.parse::<DType>().is_err() => {
+            let why = match d {
+                STRING => "strings have no fixed size an element".to_string(),
+                _ => format!("{d}: no size an element"),
+            };
+            stopped.push((name.to_string(), why));
+            Val { shape: None, ..val }
+        }
+        _ => val,
+    }
 }
 
 fn attr<'a>(node: &'a proto::NodeProto, name: &str) -> Option<&'a proto::AttributeProto> {
@@ -1149,16 +1178,16 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
     let mut vals: HashMap<String, Val> = HashMap::new();
     let mut params: BTreeMap<String, u64> = BTreeMap::new();
     let initializers: HashSet<&str> = g.initializer.iter().map(|t| t.name.as_str()).collect();
+    // The tensors whose size could not be known, with why.
+    let mut stopped: Vec<(String, String)> = Vec::new();
     for t in &g.initializer {
-        vals.insert(
-            t.name.clone(),
-            Val {
-                shape: known_shape(&t.dims),
-                dtype: dtype_name(t.data_type),
-                konst: tensor_ints(t),
-                floats: tensor_floats(t),
-            },
-        );
+        let val = Val {
+            shape: known_shape(&t.dims),
+            dtype: dtype_name(t.data_type),
+            konst: tensor_ints(t),
+            floats: tensor_floats(t),
+        };
+        vals.insert(t.name.clone(), unsized_elements(&t.name, val, &mut stopped));
     }
     let info_shape = |vi: &proto::ValueInfoProto,
                       params: &mut BTreeMap<String, u64>|
@@ -1197,14 +1226,15 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         if let Some(fixed) = options.input_shapes.get(&vi.name) {
             shape = Some(fixed.iter().map(|&v| D::n(v)).collect());
         }
+        let val = Val {
+            shape,
+            dtype: dtype.or(Some("f32")),
+            konst: None,
+            floats: None,
+        };
         vals.insert(
             vi.name.clone(),
-            Val {
-                shape,
-                dtype: dtype.or(Some("f32")),
-                konst: None,
-                floats: None,
-            },
+            unsized_elements(&vi.name, val, &mut stopped),
         );
     }
     for name in options.input_shapes.keys() {
@@ -1221,7 +1251,6 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         value_info.insert(vi.name.as_str(), info_shape(vi, &mut scratch_params));
     }
     // Shapes, node by node.
-    let mut stopped: Vec<(String, String)> = Vec::new();
     for node in &g.node {
         let inputs: Vec<Val> = node
             .input
@@ -1266,7 +1295,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
                     .or(Some("f32")),
                 ..val
             };
-            vals.insert(out.clone(), val);
+            vals.insert(out.clone(), unsized_elements(out, val, &mut stopped));
         }
     }
     if !stopped.is_empty() {
@@ -1563,6 +1592,82 @@ mod tests {
         let o = parse_input_shapes("x=1x3; y=4 ").unwrap();
         assert_eq!(o.input_shapes.len(), 2);
         assert_eq!(parse_input_shapes("").unwrap(), Options::default());
+    }
+
+    /// Four-bit weights are half a byte an element (an int4-quantized model sized as f32 would
+    /// be eight times too large); strings and element types this reader does not know stay
+    /// unsized, and the warning says why, rather than being guessed at four bytes.
+    #[test]
+    fn element_types_size_as_onnx_defines_them_or_are_named_unsized() {
+        let input = |name: &str, elem_type: i32| proto::ValueInfoProto {
+            name: name.into(),
+            r#type: Some(proto::TypeProto {
+                tensor_type: Some(proto::TensorTypeProto {
+                    elem_type,
+                    shape: Some(proto::TensorShapeProto {
+                        dim: vec![proto::Dimension {
+                            dim_value: Some(7),
+                            dim_param: None,
+                        }],
+                    }),
+                }),
+            }),
+        };
+        let weights = |name: &str, data_type: i32| proto::TensorProto {
+            name: name.into(),
+            dims: vec![7],
+            data_type,
+            ..proto::TensorProto::default()
+        };
+        let model = proto::ModelProto {
+            graph: Some(proto::GraphProto {
+                input: vec![input("text", 8), input("future", 99), input("x", 1)],
+                initializer: vec![
+                    weights("w_i4", 22),
+                    weights("w_u4", 21),
+                    weights("w_f4", 23),
+                    weights("scale", 24),
+                ],
+                node: vec![proto::NodeProto {
+                    op_type: "Identity".into(),
+                    input: vec!["text".into()],
+                    output: vec!["copy".into()],
+                    ..proto::NodeProto::default()
+                }],
+                output: vec![input("copy", 8)],
+                ..proto::GraphProto::default()
+            }),
+            ..proto::ModelProto::default()
+        };
+        let imported = parse(&model.encode_to_vec(), &Options::default()).unwrap();
+        let resolved = imported.graph.resolve().unwrap();
+        let bytes = |name: &str| resolved.tensors[resolved.tensor_index[name]].bytes;
+        assert_eq!(
+            [
+                bytes("w_i4"),
+                bytes("w_u4"),
+                bytes("w_f4"),
+                bytes("scale"),
+                bytes("x")
+            ],
+            [4, 4, 4, 7, 28]
+        );
+        let elided: Vec<&str> = (imported.graph.tensors.iter())
+            .filter(|t| t.elided)
+            .map(|t| t.id.as_str())
+            .collect();
+        assert_eq!(elided, ["text", "future", "copy"]);
+        let warning = &imported.warnings[0];
+        assert!(
+            warning.contains("`text` (strings have no fixed size an element)"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains(
+                "`future` (an element type this reader does not know: no size an element)"
+            ),
+            "{warning}"
+        );
     }
 
     #[test]
