@@ -3,13 +3,16 @@
 //! task, returning to the event loop in between so that a `cancel` can arrive. When the page is
 //! cross-origin isolated it also shares a stop flag (a `SharedArrayBuffer`) that a running
 //! search reads, so a cancel stops it at once. Before it says it is ready it runs
-//! `worker_protocol::warm_up` once, so that the first search runs at full speed.
+//! `worker_protocol::warm_up` once, and while it is idle after that, a few rounds of
+//! `worker_protocol::warm_up_round`, so that the first search runs at full speed.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use memplan_web::error::WebError;
-use memplan_web::worker_protocol::{Request, Response, Worker, warm_up};
+use memplan_web::worker_protocol::{
+    Request, Response, WARM_UP_ROUNDS, Worker, warm_up, warm_up_round,
+};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -32,10 +35,34 @@ fn request(data: &JsValue) -> Result<(Request, Option<Vec<u8>>), WebError> {
 
 /// Resolves on a later task, after the messages that arrived meanwhile.
 async fn next_task(scope: &DedicatedWorkerGlobalScope) {
+    after(scope, 0).await;
+}
+
+/// Resolves on a task at least `ms` milliseconds later.
+async fn after(scope: &DedicatedWorkerGlobalScope, ms: i32) {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
-        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
     });
     let _ = JsFuture::from(promise).await;
+}
+
+/// Runs the warm-up's rounds one task each while no job runs (a job waits at most one round,
+/// a few milliseconds); while one does, looks again every 50 ms.
+async fn warm_up_while_idle(
+    scope: DedicatedWorkerGlobalScope,
+    worker: Rc<RefCell<Worker>>,
+    driving: Rc<Cell<bool>>,
+) {
+    let mut rounds = 0;
+    while rounds < WARM_UP_ROUNDS {
+        if driving.get() || worker.borrow().busy() {
+            after(&scope, 50).await;
+            continue;
+        }
+        warm_up_round();
+        rounds += 1;
+        next_task(&scope).await;
+    }
 }
 
 fn main() {
@@ -43,6 +70,7 @@ fn main() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let worker = Rc::new(RefCell::new(Worker::default()));
     let driving = Rc::new(Cell::new(false));
+    let idle = (scope.clone(), worker.clone(), driving.clone());
     let poster = scope.clone();
     let post = move |r: Response| send(&poster, &r);
     let clock = scope.performance();
@@ -92,6 +120,7 @@ fn main() {
     // The search's code, compiled before it is asked for.
     warm_up();
     send(&scope, &Response::Ready);
+    wasm_bindgen_futures::spawn_local(warm_up_while_idle(idle.0, idle.1, idle.2));
 }
 
 /// Posts `r` as UTF-8 JSON in an `ArrayBuffer` the page takes over (transferred, not copied

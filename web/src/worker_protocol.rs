@@ -579,25 +579,48 @@ impl Worker {
 /// Chromium: 31-55 ms for the first, 12-20 ms for the ones after). The worker runs this once as
 /// it starts, before it says it is ready (a few milliseconds), so that the user's first search
 /// runs like the later ones. Run after the first job instead, it overlapped a search asked for
-/// right after a load, and helped less.
+/// right after a load, and helped less. It is not enough alone: see [`warm_up_round`].
 pub fn warm_up() -> u64 {
-    // 100 buffers of 1 to 13 units over 50 steps, scattered by a fixed hash: the search places
-    // and backtracks about a thousand times to reach the lower bound (a few milliseconds
-    // natively; its budget of work caps it).
+    // 100 buffers of 1 to 13 units over 50 steps: the search places and backtracks about a
+    // thousand times to reach the lower bound (a few milliseconds natively).
+    warm_up_on(&puzzle(100, 50, 25, 13), WARM_UP_WORK)
+}
+
+/// One of [`WARM_UP_ROUNDS`] more searches the worker runs while it is idle, a few milliseconds
+/// each, on a puzzle whose lower bound the search does not reach: the quick [`warm_up`] leaves
+/// much of the search's code to be optimized during the user's first search. Measured in node
+/// (the CLI built for wasm32-wasip1, one module, three runs): minimalloc F's first search took
+/// 76-91 ms cold, 26-28 ms after the quick warm-up, 11-13 ms after these rounds too, as fast as
+/// the searches after it (6-7 ms natively).
+pub fn warm_up_round() -> u64 {
+    warm_up_on(&puzzle(200, 80, 30, 37), WARM_UP_ROUND_WORK)
+}
+
+/// The rounds of [`warm_up_round`] a worker runs.
+pub const WARM_UP_ROUNDS: u32 = 10;
+
+/// `buffers` buffers of 1 to `sizes` units of 64 bytes, each live for 1 to `longest` of `steps`
+/// steps, scattered by a fixed hash: a minimalloc CSV.
+fn puzzle(buffers: u64, steps: u64, longest: u64, sizes: u64) -> String {
     let mut csv = String::from("id,lower,upper,size\n");
-    for i in 0u64..100 {
+    for i in 0..buffers {
         let h = (i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
-        let lower = h % 50;
-        let upper = lower + 1 + (h >> 8) % 25;
-        let size = 64 * (1 + (h >> 16) % 13);
+        let lower = h % steps;
+        let upper = lower + 1 + (h >> 8) % longest;
+        let size = 64 * (1 + (h >> 16) % sizes);
         csv.push_str(&format!("b{i},{lower},{upper},{size}\n"));
     }
+    csv
+}
+
+/// Plans `csv` with `search` under `work` and drops the plan; the search's nodes.
+fn warm_up_on(csv: &str, work: u64) -> u64 {
     let Ok(session) = Session::load(csv.as_bytes(), "warm-up.csv") else {
         return 0;
     };
     let scenario = Scenario {
         strategy: StrategyChoice::One(Strategy::Search),
-        work_limit: Some(WARM_UP_WORK),
+        work_limit: Some(work),
         ..Scenario::default()
     };
     session
@@ -612,6 +635,9 @@ pub fn warm_up() -> u64 {
 /// The warm-up's budget of work (conflict visits).
 const WARM_UP_WORK: u64 = 2_000_000;
 
+/// A round's budget of work: about 3 ms natively.
+const WARM_UP_ROUND_WORK: u64 = 300_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -622,6 +648,19 @@ mod tests {
     fn the_warm_up_searches() {
         let nodes = warm_up();
         assert!(nodes > 100, "{nodes} nodes");
+        // A round runs the search to its budget: its puzzle is not solved at the bound.
+        let nodes = warm_up_round();
+        assert!(nodes > 300, "{nodes} nodes");
+        let again = Session::load(puzzle(200, 80, 30, 37).as_bytes(), "round.csv").unwrap();
+        let plan = again
+            .plan(&Scenario {
+                strategy: StrategyChoice::One(Strategy::Search),
+                work_limit: Some(WARM_UP_ROUND_WORK),
+                ..Scenario::default()
+            })
+            .unwrap()
+            .plan;
+        assert!(!plan.devices[0].exact.unwrap().optimal);
     }
     use crate::analysis::Run;
 
