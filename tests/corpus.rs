@@ -104,6 +104,28 @@ fn onnx_testdata() -> Onnx {
     toml::from_str(include_str!("data/onnx/testdata/figures.toml")).expect("figures.toml parses")
 }
 
+#[derive(Deserialize)]
+struct NodeFigures {
+    tensors: Vec<NodeTensor>,
+}
+
+/// A tensor of one of onnx's node test models, with its bytes.
+#[derive(Deserialize)]
+struct NodeTensor {
+    path: String,
+    tensor: String,
+    bytes: u64,
+}
+
+fn onnx_node_figures() -> NodeFigures {
+    toml::from_str(include_str!("data/onnx/node/figures.toml")).expect("figures.toml parses")
+}
+
+/// The node test models' files, each once.
+fn onnx_node_models() -> std::collections::BTreeSet<String> {
+    onnx_node_figures().tensors.into_iter().map(|t| t.path).collect()
+}
+
 fn session(entry: &Entry) -> Session {
     let path = data_dir().join(&entry.path);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -131,6 +153,7 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
             + c.large.file.len()
             + c.onnx.file.len()
             + onnx_testdata().file.len()
+            + onnx_node_models().len()
             + c.torch.file.len()
             + c.found.len()
     );
@@ -418,6 +441,38 @@ fn onnx_models_have_the_figures_of_onnx_shape_inference() {
             }
         }
     }
+}
+
+/// The shapes memplan infers, tensor by tensor, on onnx's node tests of the ops whose
+/// attributes and inputs moved between opsets (Shape's start and end, the reductions' and
+/// Split's second input, ceil-mode pools, ConvTranspose's output_shape and auto_pad): a tensor
+/// memplan sizes has python onnx's bytes; one it cannot size is left unsized, never guessed.
+#[test]
+fn onnx_node_tests_have_the_tensor_sizes_of_onnx_shape_inference() {
+    let figures = onnx_node_figures();
+    assert_eq!(onnx_node_models().len(), 183);
+    let mut sized = 0;
+    let mut loaded: Option<(String, Session, memplan_core::ResolvedGraph)> = None;
+    for t in &figures.tensors {
+        if loaded.as_ref().is_none_or(|(path, _, _)| path != &t.path) {
+            let s = load(&t.path);
+            let plan = s.plan(&Scenario::default()).unwrap().plan;
+            assert!(plan.is_valid(), "{}", t.path);
+            let resolved = s.graph.resolve().unwrap();
+            loaded = Some((t.path.clone(), s, resolved));
+        }
+        let (_, s, resolved) = loaded.as_ref().expect("loaded above");
+        let tensor = (s.graph.tensors.iter())
+            .find(|g| g.id == t.tensor)
+            .unwrap_or_else(|| panic!("{}: no tensor `{}`", t.path, t.tensor));
+        if !tensor.elided {
+            let bytes = resolved.tensors[resolved.tensor_index[t.tensor.as_str()]].bytes;
+            assert_eq!(bytes, t.bytes, "{} {}", t.path, t.tensor);
+            sized += 1;
+        }
+    }
+    // Nearly all: the rest are outputs of inputs that are not constants.
+    assert!(sized * 10 >= figures.tensors.len() * 9, "{sized} of {}", figures.tensors.len());
 }
 
 #[test]

@@ -412,6 +412,8 @@ fn window(node: &proto::NodeProto, x: &Shape, kernel: &[u64], transposed: bool) 
         .unwrap_or_default();
     let ceil_mode = attr_i(node, "ceil_mode", 0) == 1;
     let output_padding = attr_ints(node, "output_padding").unwrap_or_else(|| vec![0; spatial]);
+    // A transposed convolution's `output_shape` gives its spatial dims outright.
+    let output_shape = attr_ints(node, "output_shape").filter(|s| transposed && s.len() == spatial);
     (0..spatial)
         .map(|i| {
             // Checked throughout: the attributes come from the file.
@@ -422,7 +424,11 @@ fn window(node: &proto::NodeProto, x: &Shape, kernel: &[u64], transposed: bool) 
             }
             let k = i64::try_from(kernel[i]).ok()?;
             let effective = d.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
-            let out = if transposed {
+            let out = if let Some(shape) = &output_shape {
+                shape[i]
+            } else if transposed && auto_pad.starts_with("SAME") {
+                input.checked_mul(s)?
+            } else if transposed {
                 let pad = pads.get(i)?.checked_add(*pads.get(i + spatial)?)?;
                 s.checked_mul(input.checked_sub(1)?)?
                     .checked_add(output_padding.get(i).copied().unwrap_or(0))?
@@ -441,7 +447,14 @@ fn window(node: &proto::NodeProto, x: &Shape, kernel: &[u64], transposed: bool) 
                     return None;
                 }
                 if ceil_mode {
-                    span.checked_add(s - 1)? / s + 1
+                    // The last window must start inside the input or its left padding.
+                    let out = span.checked_add(s - 1)? / s + 1;
+                    let left = *pads.get(i)?;
+                    if (out - 1).checked_mul(s)? >= input.checked_add(left)? {
+                        out - 1
+                    } else {
+                        out
+                    }
                 } else {
                     span / s + 1
                 }
@@ -732,12 +745,22 @@ fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>, String> {
         "Split" => {
             let x = shape(0)?;
             let a = axis(attr_i(node, "axis", 0), x.len()).ok_or("the axis is out of range")?;
-            let n = node.output.len().max(1);
-            let parts: Vec<u64> = match attr_ints(node, "split").or_else(|| konst(1)) {
+            let n = node.output.len().max(1) as u64;
+            // The sizes, from the attribute (before opset 13) or the second input; else equal
+            // parts, the last smaller when they do not divide (opset 18's `num_outputs`).
+            let sizes = match (attr_ints(node, "split"), inputs.len() > 1) {
+                (Some(p), _) => Some(p),
+                (None, true) => Some(konst(1).ok_or("the split sizes are not a constant")?),
+                (None, false) => None,
+            };
+            let parts: Vec<u64> = match sizes {
                 Some(p) => p.iter().map(|&v| u64::try_from(v).unwrap_or(0)).collect(),
                 None => {
                     let whole = x[a].known().ok_or("splitting a symbolic dim")?;
-                    vec![whole / n as u64; n]
+                    let part = whole.div_ceil(n);
+                    (0..n)
+                        .map(|k| part.min(whole.saturating_sub(k * part)))
+                        .collect()
                 }
             };
             Ok(parts
@@ -907,12 +930,20 @@ fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>, String> {
         | "ReduceL1" | "ReduceLogSumExp" | "ReduceSumSquare" | "ArgMax" | "ArgMin" => {
             let x = shape(0)?;
             let keep = attr_i(node, "keepdims", 1) == 1;
-            let axes: Vec<i64> = if op.starts_with("Arg") {
-                vec![attr_i(node, "axis", 0)]
-            } else {
-                attr_ints(node, "axes")
-                    .or_else(|| konst(1))
-                    .unwrap_or_else(|| (0..x.len() as i64).collect())
+            // The axes, from the attribute or (opset 13 and later) the second input; none means
+            // all of them, or none at all with `noop_with_empty_axes`.
+            let axes: Vec<i64> = match (op.starts_with("Arg"), attr_ints(node, "axes")) {
+                (true, _) => vec![attr_i(node, "axis", 0)],
+                (false, Some(axes)) => axes,
+                (false, None) if inputs.len() > 1 => {
+                    konst(1).ok_or("the axes are not a constant")?
+                }
+                (false, None) => Vec::new(),
+            };
+            let axes = match axes.is_empty() && !op.starts_with("Arg") {
+                true if attr_i(node, "noop_with_empty_axes", 0) == 1 => Vec::new(),
+                true => (0..x.len() as i64).collect(),
+                false => axes,
             };
             let axes: HashSet<usize> = axes
                 .iter()
@@ -950,7 +981,16 @@ fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>, String> {
             )
         }
         "Shape" => {
+            // Dims `start..end` (opset 15), each counted from the back when negative and
+            // clamped to the rank.
             let x = shape(0)?;
+            let rank = x.len() as i64;
+            let bound = |v: i64| (if v < 0 { v + rank } else { v }).clamp(0, rank) as usize;
+            let (start, end) = (
+                bound(attr_i(node, "start", 0)),
+                bound(attr_i(node, "end", rank)),
+            );
+            let x = &x[start..end.max(start)];
             let values: Option<Vec<i64>> = x.iter().map(|d| d.known().map(|v| v as i64)).collect();
             Ok(vec![Val {
                 shape: Some(vec![D::n(x.len() as u64)]),
