@@ -8,12 +8,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, shape_inference
 
-PICK = re.compile(r"^test_(shape|reduce|split|averagepool|maxpool|convtranspose|conv_|lppool)")
 
 if sys.argv[1:] == ["export"]:
     from onnx.backend.test.case.node import collect_testcases
     for case in collect_testcases(None):
-        if case.model is not None and PICK.match(case.name) and "expanded" not in case.name:
+        if case.model is not None and "expanded" not in case.name:
             onnx.save(case.model, f"onnx/node/{case.name}.onnx")
     sys.exit()
 
@@ -21,14 +20,13 @@ def nbytes(elem_type, dims):
     if elem_type in (0, TensorProto.STRING) or any(d is None for d in dims):
         return None
     n = int(np.prod(dims, dtype=np.int64)) if dims else 1
-    bits = {TensorProto.INT4: 4, TensorProto.UINT4: 4}.get(elem_type)
+    bits = {TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.FLOAT4E2M1: 4}.get(elem_type)
     if bits:
         return (n * bits + 7) // 8
     return n * np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).itemsize
 
 print("# Each tensor's bytes as python onnx 1.23.2's shape inference gives them:")
 print("# `python onnx_node_figures.py` in tests/data.")
-print("tensors = [")
 for path in sorted(glob.glob("onnx/node/*.onnx")):
     m = onnx.load(path)
     for vi in m.graph.input:
@@ -44,7 +42,5 @@ for path in sorted(glob.glob("onnx/node/*.onnx")):
             sizes[vi.name] = nbytes(t.elem_type, dims)
     for init in m.graph.initializer:
         sizes[init.name] = nbytes(init.data_type, list(init.dims))
-    for name in sorted(sizes):
-        if sizes[name] is not None:
-            print(f'  {{ path = "{path}", tensor = "{name}", bytes = {sizes[name]} }},')
-print("]")
+    known = ", ".join(f'"{n}" = {sizes[n]}' for n in sorted(sizes) if sizes[n] is not None)
+    print(f'[[model]]\npath = "{path}"\nbytes = {{ {known} }}')
