@@ -1,40 +1,55 @@
-# Independent figures for an ONNX model (onnx shape inference; not memplan's code):
-# unsized tensors, always-live bytes, and the lower bound (most bytes live at one step).
-# As memplan documents: a symbolic dim of a graph input is 1 (it binds params to 1 unless told),
-# and a tensor of strings has no size.
-import sys, onnx
-from onnx import shape_inference, helper, TensorProto
+# Independent figures for ONNX models, by python onnx's shape inference (not memplan's code).
+# Run from tests/data with `onnx` installed (the figures here: onnx 1.23.2):
+#   python onnx_figures.py onnx/*.onnx                       # unsized, always-live, lower bound
+#   python onnx_figures.py --toml onnx/testdata/*/*.onnx      # the same as onnx/testdata/figures.toml
+#   python onnx_figures.py --export-node                      # writes onnx/node/ from onnx's node test cases
+#   python onnx_figures.py --tensors onnx/node/*.onnx         # each tensor's bytes: onnx/node/figures.toml
+# As memplan documents: a symbolic dim of a graph input is 1, a tensor of strings has no size,
+# and 4-bit types are half a byte an element.
+import sys
 import numpy as np
+import onnx
+from onnx import TensorProto, helper, shape_inference
 
-def size_of(vi):
-    t = vi.type.tensor_type
-    if not t.HasField("shape") or t.elem_type == TensorProto.STRING:
+HALF_BYTE = (TensorProto.INT4, TensorProto.UINT4, TensorProto.FLOAT4E2M1)
+
+
+def tensor_bytes(elem_type, dims):
+    """The bytes of a tensor, or None when its size is not known."""
+    if elem_type in (TensorProto.UNDEFINED, TensorProto.STRING) or any(d is None for d in dims):
         return None
-    n = 1
-    for d in t.shape.dim:
-        if d.HasField("dim_value"):
-            n *= d.dim_value
-        else:
-            return None
-    return n * np.dtype(helper.tensor_dtype_to_np_dtype(t.elem_type)).itemsize
+    n = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    if elem_type in HALF_BYTE:
+        return (n + 1) // 2
+    return n * np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).itemsize
 
-# `--toml`: one inline table a model, as tests/data/onnx/testdata/figures.toml holds them (run
-# from tests/data, so that the paths are relative to it).
-toml = sys.argv[1:2] == ["--toml"]
-for path in sys.argv[1 + toml:]:
+
+def inferred(path):
+    """The model's graph after shape inference, with its inputs' symbolic dims 1, and the bytes
+    of every tensor it declares or infers (None where unknown)."""
     m = onnx.load(path)
     for vi in m.graph.input:
         for d in vi.type.tensor_type.shape.dim:
             if not d.HasField("dim_value"):
                 d.dim_value = 1
-    m = shape_inference.infer_shapes(m)
-    g = m.graph
-    info = {}
+    g = shape_inference.infer_shapes(m).graph
+    sizes = {}
     for vi in list(g.input) + list(g.output) + list(g.value_info):
-        info[vi.name] = size_of(vi)
+        t = vi.type.tensor_type
+        known = vi.type.HasField("tensor_type") and t.HasField("shape")
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        sizes[vi.name] = tensor_bytes(t.elem_type, dims) if known else None
     for init in g.initializer:
-        info[init.name] = None if init.data_type == TensorProto.STRING else int(np.prod(init.dims)) * np.dtype(helper.tensor_dtype_to_np_dtype(init.data_type)).itemsize
-    always = set(i.name for i in g.input) | set(o.name for o in g.output) | set(i.name for i in g.initializer)
+        sizes[init.name] = tensor_bytes(init.data_type, list(init.dims))
+    return g, sizes
+
+
+def model_figures(path):
+    """Unsized tensors, always-live bytes and the lower bound: graph inputs, outputs,
+    initializers and Constant/ConstantOfShape outputs always live, the others from their
+    producer to their last reader in file order."""
+    g, sizes = inferred(path)
+    always = {i.name for i in g.input} | {o.name for o in g.output} | {i.name for i in g.initializer}
     produced, last = {}, {}
     for k, node in enumerate(g.node):
         for x in node.input:
@@ -45,18 +60,34 @@ for path in sys.argv[1 + toml:]:
                 produced[y] = k
                 if node.op_type in ("Constant", "ConstantOfShape"):
                     always.add(y)
-    names = set(always) | set(produced)
-    unsized = sorted(n for n in names if info.get(n) is None)
-    always_bytes = sum(info[n] for n in always if info.get(n) is not None)
-    steps = len(g.node)
-    live = [always_bytes] * max(steps, 1)
+    unsized = sorted(n for n in always | set(produced) if sizes.get(n) is None)
+    always_bytes = sum(sizes[n] for n in always if sizes.get(n) is not None)
+    live = [always_bytes] * max(len(g.node), 1)
     for n, k in produced.items():
-        if n in always or info.get(n) is None:
-            continue
-        end = last.get(n, k)
-        for t in range(k, max(end, k) + 1):
-            live[t] += info[n]
-    if toml:
-        print(f'  {{ path = "{path}", unsized_tensors = {len(unsized)}, always_live = {always_bytes}, lower_bound = {max(live)} }},')
-        continue
-    print(f"{path.rsplit('/',1)[-1]} nodes={steps} unsized={len(unsized)} always_live={always_bytes} lower_bound={max(live)} unsized_names={unsized[:5]}")
+        if n not in always and sizes.get(n) is not None:
+            for t in range(k, max(last.get(n, k), k) + 1):
+                live[t] += sizes[n]
+    return len(g.node), unsized, always_bytes, max(live)
+
+
+mode, paths = (sys.argv[1], sys.argv[2:]) if sys.argv[1:2] and sys.argv[1].startswith("--") else (None, sys.argv[1:])
+if mode == "--export-node":
+    from onnx.backend.test.case.node import collect_testcases
+
+    for case in collect_testcases(None):
+        if case.model is not None and "expanded" not in case.name:
+            onnx.save(case.model, f"onnx/node/{case.name}.onnx")
+elif mode == "--tensors":
+    print("# Each tensor's bytes as python onnx 1.23.2's shape inference gives them:")
+    print("# `python onnx_figures.py --tensors onnx/node/*.onnx` in tests/data.")
+    for path in sorted(paths):
+        sizes = inferred(path)[1]
+        known = ", ".join(f'"{n}" = {sizes[n]}' for n in sorted(sizes) if sizes[n] is not None)
+        print(f'[[model]]\npath = "{path}"\nbytes = {{ {known} }}')
+else:
+    for path in paths:
+        nodes, unsized, always_bytes, lower_bound = model_figures(path)
+        if mode == "--toml":
+            print(f'  {{ path = "{path}", unsized_tensors = {len(unsized)}, always_live = {always_bytes}, lower_bound = {lower_bound} }},')
+        else:
+            print(f"{path.rsplit('/', 1)[-1]} nodes={nodes} unsized={len(unsized)} always_live={always_bytes} lower_bound={lower_bound} unsized_names={unsized[:5]}")
