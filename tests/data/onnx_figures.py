@@ -5,13 +5,14 @@
 #   python onnx_figures.py --export-node                      # writes onnx/node/ from onnx's node test cases
 #   python onnx_figures.py --tensors onnx/node/*.onnx         # each tensor's bytes: onnx/node/figures.toml
 # As memplan documents: a symbolic dim of a graph input is 1, a tensor of strings has no size,
-# and 4-bit types are half a byte an element.
+# and 4-bit and 2-bit types are half and a quarter of a byte an element.
 import sys
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, shape_inference
 
 HALF_BYTE = (TensorProto.INT4, TensorProto.UINT4, TensorProto.FLOAT4E2M1)
+QUARTER_BYTE = (TensorProto.INT2, TensorProto.UINT2)
 
 
 def tensor_bytes(elem_type, dims):
@@ -21,6 +22,8 @@ def tensor_bytes(elem_type, dims):
     n = int(np.prod(dims, dtype=np.int64)) if dims else 1
     if elem_type in HALF_BYTE:
         return (n + 1) // 2
+    if elem_type in QUARTER_BYTE:
+        return (n + 3) // 4
     return n * np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).itemsize
 
 

@@ -34,11 +34,14 @@ pub enum DType {
     F4E2M1,
     /// Eight-bit power-of-two scale (OCP microscaling E8M0, ONNX `FLOAT8E8M0`).
     F8E8M0,
+    /// Two-bit integers (ONNX `INT2`, `UINT2`), four to a byte.
+    I2,
+    U2,
 }
 
 impl DType {
     /// Every dtype, in canonical order.
-    pub const ALL: [DType; 21] = [
+    pub const ALL: [DType; 23] = [
         DType::Bool,
         DType::I4,
         DType::U4,
@@ -60,6 +63,8 @@ impl DType {
         DType::C128,
         DType::F4E2M1,
         DType::F8E8M0,
+        DType::I2,
+        DType::U2,
     ];
 
     /// The name a dump uses for this dtype.
@@ -86,12 +91,15 @@ impl DType {
             DType::C128 => "c128",
             DType::F4E2M1 => "f4e2m1",
             DType::F8E8M0 => "f8e8m0",
+            DType::I2 => "i2",
+            DType::U2 => "u2",
         }
     }
 
     /// Bits per element.
     pub fn bits(self) -> u64 {
         match self {
+            DType::I2 | DType::U2 => 2,
             DType::I4 | DType::U4 | DType::F4E2M1 => 4,
             DType::Bool | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 | DType::F8E8M0 => {
                 8
@@ -163,6 +171,8 @@ impl FromStr for DType {
             "c128" | "complex128" => DType::C128,
             "f4e2m1" | "float4e2m1" => DType::F4E2M1,
             "f8e8m0" | "float8_e8m0fnu" | "float8e8m0" => DType::F8E8M0,
+            "i2" | "int2" => DType::I2,
+            "u2" | "uint2" => DType::U2,
             _ => return Err(UnknownDType),
         };
         Ok(canonical)
@@ -188,6 +198,7 @@ mod tests {
         assert_eq!(DType::I4.bytes_for(3), Some(2));
         assert_eq!(DType::F4E2M1.bytes_for(5), Some(3));
         assert_eq!(DType::F8E8M0.bytes_for(5), Some(5));
+        assert_eq!(DType::U2.bytes_for(5), Some(2));
         assert_eq!(DType::F32.bytes_for(10), Some(40));
         assert_eq!(DType::F64.bytes_for(u64::MAX), None);
     }

@@ -279,6 +279,8 @@ fn dtype_name(t: i32) -> Option<&'static str> {
         22 => "i4",
         23 => "f4e2m1",
         24 => "f8e8m0",
+        25 => "u2",
+        26 => "i2",
         _ => UNKNOWN_ELEMENTS,
     })
 }
@@ -1634,7 +1636,7 @@ mod tests {
         assert_eq!(parse_input_shapes("").unwrap(), Options::default());
     }
 
-    /// Four-bit weights are half a byte an element (an int4-quantized model sized as f32 would
+    /// Four-bit weights are half a byte an element (two-bit ones a quarter) (an int4-quantized model sized as f32 would
     /// be eight times too large); strings and element types this reader does not know stay
     /// unsized, and the warning says why, rather than being guessed at four bytes.
     #[test]
@@ -1663,6 +1665,7 @@ mod tests {
             graph: Some(proto::GraphProto {
                 input: vec![input("text", 8), input("future", 99), input("x", 1)],
                 initializer: vec![
+                    weights("w_i2", 26),
                     weights("w_i4", 22),
                     weights("w_u4", 21),
                     weights("w_f4", 23),
@@ -1684,13 +1687,14 @@ mod tests {
         let bytes = |name: &str| resolved.tensors[resolved.tensor_index[name]].bytes;
         assert_eq!(
             [
+                bytes("w_i2"),
                 bytes("w_i4"),
                 bytes("w_u4"),
                 bytes("w_f4"),
                 bytes("scale"),
                 bytes("x")
             ],
-            [4, 4, 4, 7, 28]
+            [2, 4, 4, 4, 7, 28]
         );
         let elided: Vec<&str> = (imported.graph.tensors.iter())
             .filter(|t| t.elided)
