@@ -48,14 +48,10 @@ async fn after(scope: &DedicatedWorkerGlobalScope, ms: i32) {
 
 /// Runs the warm-up's rounds one task each while no job runs (a job waits at most one round,
 /// a few milliseconds); while one does, looks again every 50 ms.
-async fn warm_up_while_idle(
-    scope: DedicatedWorkerGlobalScope,
-    worker: Rc<RefCell<Worker>>,
-    driving: Rc<Cell<bool>>,
-) {
+async fn warm_up_while_idle(scope: DedicatedWorkerGlobalScope, worker: Rc<RefCell<Worker>>) {
     let mut rounds = 0;
     while rounds < WARM_UP_ROUNDS {
-        if driving.get() || worker.borrow().busy() {
+        if worker.borrow().busy() {
             after(&scope, 50).await;
             continue;
         }
@@ -70,7 +66,7 @@ fn main() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let worker = Rc::new(RefCell::new(Worker::default()));
     let driving = Rc::new(Cell::new(false));
-    let idle = (scope.clone(), worker.clone(), driving.clone());
+    let idle = (scope.clone(), worker.clone());
     let poster = scope.clone();
     let post = move |r: Response| send(&poster, &r);
     let clock = scope.performance();
@@ -120,7 +116,7 @@ fn main() {
     // The search's code, compiled before it is asked for.
     warm_up();
     send(&scope, &Response::Ready);
-    wasm_bindgen_futures::spawn_local(warm_up_while_idle(idle.0, idle.1, idle.2));
+    wasm_bindgen_futures::spawn_local(warm_up_while_idle(idle.0, idle.1));
 }
 
 /// Posts `r` as UTF-8 JSON in an `ArrayBuffer` the page takes over (transferred, not copied

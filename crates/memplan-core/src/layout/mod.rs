@@ -920,9 +920,7 @@ fn layout_region(
             let evaluations =
                 (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32;
             let fallback = first_fit(control);
-            let floor = *known
-                .floor
-                .get_or_insert_with(|| search::lower_bound_hint(items));
+            let floor = known.floor(items);
             let mut redecoder = Redecoder::new(items);
             if over_budget || !exact_search_runs(options.strategy, items.len(), work) {
                 let (layout, stopped) = search::layout(
