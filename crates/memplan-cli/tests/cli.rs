@@ -730,3 +730,27 @@ fn a_time_limit_alone_lets_search_run_until_it() {
     assert!(timed["elapsed_ms"].as_u64().unwrap() >= 2000);
     assert_eq!(timed["valid"], true);
 }
+
+#[test]
+fn search_past_its_work_limit_still_reports_what_is_proven() {
+    // No work for the exact search: the greedy portfolio alone, no nodes, and the live peak as
+    // the proven bound (the JSON keeps every field `search` documents).
+    let file = root().join("tests/data/minimalloc/A.1048576.csv");
+    let o = memplan(&[
+        "plan",
+        file.to_str().unwrap(),
+        "--strategy",
+        "search",
+        "--work-limit",
+        "0",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(r["nodes"], 0);
+    assert_eq!(r["proven_lower_bound_bytes"], 1048576);
+    assert_eq!(r["devices"][0]["proven_lower_bound_bytes"], 1048576);
+    let optimal = r["footprint_bytes"].as_u64().unwrap() <= 1048576;
+    assert_eq!(r["optimal"], optimal);
+    assert!(r["elapsed_ms"].is_u64());
+}

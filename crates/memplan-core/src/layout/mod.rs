@@ -784,7 +784,9 @@ fn layout_arena(
     let mut offsets = vec![0; len];
     let mut base = 0u64;
     let mut stopped = false;
-    let mut exact: Option<Proof> = None;
+    // `search` asked for by name reports its proof on every device, one with no region too.
+    let by_name = options.strategy == StrategyChoice::One(Strategy::Search);
+    let mut exact: Option<Proof> = by_name.then(Proof::default);
     for (
         Region {
             class,
@@ -931,10 +933,15 @@ fn layout_region(
                     device,
                     control,
                 );
+                // `search` asked for by name reports what is proven even where its exact part
+                // did not run: the live peak, with no nodes.
                 return Some(RegionOutcome {
                     layout,
                     stopped,
-                    exact: None,
+                    exact: (!in_best).then_some(Proof {
+                        nodes: 0,
+                        lower_bound: floor,
+                    }),
                 });
             }
             // The exact search starts from the greedy portfolio's best, heard as its own
