@@ -923,6 +923,11 @@ fn layout_region(
                 (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32;
             let fallback = first_fit(control);
             let floor = known.floor(items);
+            // What is proven before any node: the live peak.
+            let nothing_searched = Proof {
+                nodes: 0,
+                lower_bound: floor,
+            };
             let mut redecoder = Redecoder::new(items);
             if over_budget || !exact_search_runs(options.strategy, items.len(), work) {
                 let (layout, stopped) = search::layout(
@@ -938,10 +943,7 @@ fn layout_region(
                 return Some(RegionOutcome {
                     layout,
                     stopped,
-                    exact: (!in_best).then_some(Proof {
-                        nodes: 0,
-                        lower_bound: floor,
-                    }),
+                    exact: (!in_best).then_some(nothing_searched),
                 });
             }
             // The exact search starts from the greedy portfolio's best, heard as its own
@@ -949,7 +951,7 @@ fn layout_region(
             // nodes are costly (thousands of buffers) and a time limit that ends the search
             // before its first round, the answer (the local search, its warm start, runs only
             // after that round).
-            let (order, start, _) = control.relaying(
+            let (order, start, halted) = control.relaying(
                 |p| Progress {
                     evaluations: 0,
                     exact: true,
@@ -965,6 +967,15 @@ fn layout_region(
                     )
                 },
             );
+            // Stopped in the portfolio: its best so far, before the neighbour lists (at 100k
+            // buffers their index alone takes tens of milliseconds past the caller's limit).
+            if halted {
+                return Some(RegionOutcome {
+                    layout: start,
+                    stopped: true,
+                    exact: Some(nothing_searched),
+                });
+            }
             let mut warm = |control: &mut Control<'_>| {
                 search::improve(
                     items,
@@ -987,10 +998,7 @@ fn layout_region(
                     return Some(RegionOutcome {
                         layout: start,
                         stopped: true,
-                        exact: Some(Proof {
-                            nodes: 0,
-                            lower_bound: floor,
-                        }),
+                        exact: Some(nothing_searched),
                     });
                 }
                 let mut out = Vec::new();

@@ -753,3 +753,33 @@ fn the_exact_search_does_not_list_neighbours_past_its_most_visits() {
     let best = plan(&p, &PlanOptions::default()).unwrap();
     assert_eq!(best.devices[0].exact, None);
 }
+
+/// A stop heard in the greedy portfolio ends the search there, with the portfolio's best so far:
+/// nothing more is built (at 100k buffers, the neighbour lists' index alone took tens of
+/// milliseconds past a time limit) and the caller is not asked again.
+#[test]
+fn a_search_stopped_in_its_portfolio_returns_at_once() {
+    use std::cell::Cell;
+    let p = random_problem(3000, 600, 40);
+    let options = |strategy: Strategy| PlanOptions {
+        strategy: strategy.into(),
+        search_work: u64::MAX / 2,
+        ..PlanOptions::default()
+    };
+    let first_fit = plan(&p, &options(Strategy::FirstFit)).unwrap();
+    let asked = Cell::new(0u32);
+    let mut stop = || {
+        asked.set(asked.get() + 1);
+        true
+    };
+    let mut control = Control {
+        should_stop: Some(&mut stop),
+        ..Control::default()
+    };
+    let stopped = plan_with(&p, &options(Strategy::Search), &mut control).unwrap();
+    assert_eq!(asked.get(), 1, "asked once, stopped at once");
+    let device = &stopped.devices[0];
+    assert!(device.stopped && stopped.is_valid());
+    assert!(stopped.footprint_bytes() <= first_fit.footprint_bytes());
+    assert_eq!(device.exact.map(|e| e.nodes), Some(0));
+}
