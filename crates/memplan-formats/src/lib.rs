@@ -197,7 +197,7 @@ fn detect(text: &str, name: &str) -> Option<Format> {
     }
     let header = start.lines().next().unwrap_or("").to_ascii_lowercase();
     let columns: Vec<&str> = header.split(',').map(str::trim).collect();
-    if columns.contains(&"id") && columns.contains(&"size") {
+    if columns.iter().any(|c| minimalloc::ID.contains(c)) && columns.contains(&"size") {
         return Some(Format::MinimallocCsv);
     }
     let lower = name.to_ascii_lowercase();
@@ -222,6 +222,10 @@ mod tests {
         );
         assert_eq!(
             detect("id,lower,upper,size\n", "x.json"),
+            Some(Format::MinimallocCsv)
+        );
+        assert_eq!(
+            detect("buffer,start,end,size\n", "G"),
             Some(Format::MinimallocCsv)
         );
         assert_eq!(detect("", "x.csv"), Some(Format::MinimallocCsv));

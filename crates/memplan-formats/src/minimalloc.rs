@@ -1,8 +1,11 @@
 //! minimalloc CSV: `id,lower,upper,size[,alignment][,offset]`, one buffer a row.
 //!
 //! Lifetimes are half-open `[lower, upper)` in the file's own time units (upstream minimalloc's
-//! convention: a buffer ending at t may share bytes with one starting at t). `begin,end` with an
-//! inclusive `end` is accepted instead of `lower,upper`. An `offset` column is a given plan.
+//! convention: a buffer ending at t may share bytes with one starting at t). As upstream's parser
+//! reads them, an `end` column is inclusive instead, `begin` or `start` name the lower end, and
+//! `buffer` or `buffer_id` the id (its older files say `buffer,start,end`). An `offset` column is
+//! a given plan. Upstream's `gaps` (times within a lifespan when a buffer is not live) are
+//! refused: a lifetime here is one interval.
 //!
 //! Import makes a graph with one step per distinct start time, in time order: the step at time
 //! t writes the buffers starting at t and reads those whose last start-time position it is.
@@ -37,16 +40,14 @@ struct Row {
     offset: Option<u64>,
 }
 
-const KNOWN: [&str; 8] = [
-    "id",
-    "lower",
-    "upper",
-    "begin",
-    "end",
-    "size",
-    "alignment",
-    "offset",
-];
+/// The columns read, each under the names upstream's parser accepts for it (its older files
+/// say `buffer,start,end`; its writer's old format `id,start,end`).
+pub(crate) const ID: [&str; 3] = ["id", "buffer", "buffer_id"];
+const LOWER: [&str; 3] = ["lower", "begin", "start"];
+/// `upper` is half-open, `end` inclusive, whichever name the start has (as upstream reads them).
+const UPPER: [&str; 1] = ["upper"];
+const END: [&str; 1] = ["end"];
+const OTHERS: [&str; 3] = ["size", "alignment", "offset"];
 
 /// Parses a minimalloc CSV.
 pub fn parse(text: &str) -> Result<Imported, FormatError> {
@@ -60,36 +61,66 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
         .headers()
         .map_err(|e| err(1, format!("cannot read the header: {e}")))?
         .clone();
-    let column = |name: &str| headers.iter().position(|h| h.eq_ignore_ascii_case(name));
-    if let Some(unknown) = headers
-        .iter()
-        .find(|h| !KNOWN.iter().any(|k| h.eq_ignore_ascii_case(k)))
-    {
-        return Err(err(
-            1,
-            format!("unknown column `{unknown}` (known: {})", KNOWN.join(", ")),
-        ));
+    let named = |h: &str, names: &[&str]| names.iter().any(|n| h.eq_ignore_ascii_case(n));
+    let known = [&ID[..], &LOWER, &UPPER, &END, &OTHERS].concat();
+    for h in &headers {
+        if h.eq_ignore_ascii_case("gaps") {
+            return Err(err(
+                1,
+                "column `gaps` (times within a lifespan when the buffer is not live) is not \
+                 supported: memplan's lifetimes are one interval each"
+                    .into(),
+            ));
+        }
+        if !named(h, &known) {
+            return Err(err(
+                1,
+                format!("unknown column `{h}` (known: {})", known.join(", ")),
+            ));
+        }
     }
-    let need = |name: &str| column(name).ok_or_else(|| err(1, format!("missing column `{name}`")));
-    let id = need("id")?;
-    let size = need("size")?;
-    let (start, stop, inclusive) = match (
-        column("lower"),
-        column("upper"),
-        column("begin"),
-        column("end"),
+    // The one column of a role, under any of its names.
+    let column = |names: &[&str], role: &str| -> Result<Option<usize>, FormatError> {
+        let mut found = headers.iter().enumerate().filter(|(_, h)| named(h, names));
+        match (found.next(), found.next()) {
+            (Some((c, _)), None) => Ok(Some(c)),
+            (None, _) => Ok(None),
+            (Some((_, a)), Some((_, b))) => Err(err(
+                1,
+                format!("columns `{a}` and `{b}` both give the {role}"),
+            )),
+        }
+    };
+    let need = |names: &[&str], role: &str| {
+        column(names, role)?.ok_or_else(|| {
+            let other_names = match names {
+                [_, others @ ..] if !others.is_empty() => {
+                    format!(" (or `{}`)", others.join("`, `"))
+                }
+                _ => String::new(),
+            };
+            err(1, format!("missing column `{}`{other_names}", names[0]))
+        })
+    };
+    let id = need(&ID, "id")?;
+    let size = need(&["size"], "size")?;
+    let start = need(&LOWER, "start of each lifetime")?;
+    let (stop, inclusive) = match (
+        column(&UPPER, "end of each lifetime")?,
+        column(&END, "end of each lifetime")?,
     ) {
-        (Some(l), Some(u), None, None) => (l, u, false),
-        (None, None, Some(b), Some(e)) => (b, e, true),
+        (Some(u), None) => (u, false),
+        (None, Some(e)) => (e, true),
         _ => {
             return Err(err(
                 1,
-                "give the lifetimes as `lower,upper` (half-open) or `begin,end` (inclusive)".into(),
+                "give each lifetime's end as `upper` (half-open) or `end` (inclusive), one of them"
+                    .into(),
             ));
         }
     };
-    let alignment = column("alignment");
-    let offset = column("offset");
+    let alignment = column(&["alignment"], "alignment")?;
+    let offset = column(&["offset"], "offset")?;
 
     let mut rows = Vec::new();
     let mut seen = HashSet::new();
@@ -113,8 +144,8 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
         if !seen.insert(row_id.clone()) {
             return Err(err(line, format!("duplicate id `{row_id}`")));
         }
-        let lower = field(start, if inclusive { "begin" } else { "lower" })?;
-        let mut upper = field(stop, if inclusive { "end" } else { "upper" })?;
+        let lower = field(start, &headers[start])?;
+        let mut upper = field(stop, &headers[stop])?;
         if inclusive {
             upper = upper
                 .checked_add(1)
@@ -280,7 +311,52 @@ mod tests {
         let e = parse("id,lower,upper\n").unwrap_err();
         assert_eq!(e.to_string(), "CSV line 1: missing column `size`");
         let e = parse("id,lower,upper,size,gaps\n").unwrap_err();
-        assert!(e.to_string().contains("unknown column `gaps`"));
+        assert!(
+            e.to_string()
+                .contains("column `gaps` (times within a lifespan")
+        );
+        let e = parse("id,lower,upper,size,colour\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("CSV line 1: unknown column `colour` (known: id, buffer")
+        );
+        let e = parse("buffer,lower,size\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`upper` (half-open) or `end` (inclusive)")
+        );
+        let e = parse("lower,upper,size\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "CSV line 1: missing column `id` (or `buffer`, `buffer_id`)"
+        );
+        let e = parse("id,start,begin,upper,size\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("columns `start` and `begin` both give")
+        );
+        let e = parse("id,lower,upper,end,size\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`upper` (half-open) or `end` (inclusive), one of them")
+        );
+    }
+
+    /// Upstream's parser takes `buffer` or `buffer_id` for the id and `start` or `begin` for the
+    /// lower end, and reads `end` as inclusive whatever the start is called: its older benchmark
+    /// files say `buffer,start,end,size`, its writer's old format `id,start,end,size`.
+    #[test]
+    fn upstream_column_names_read_as_upstream_reads_them() {
+        let half_open = parse("id,lower,upper,size\na,0,10,4\nb,10,20,4\n").unwrap();
+        for text in [
+            "buffer,start,end,size\na,0,9,4\nb,10,19,4\n",
+            "id,start,end,size\na,0,9,4\nb,10,19,4\n",
+            "buffer_id,begin,end,size\na,0,9,4\nb,10,19,4\n",
+            "id,start,upper,size\na,0,10,4\nb,10,20,4\n",
+            "ID,Lower,End,Size\na,0,9,4\nb,10,19,4\n",
+        ] {
+            assert_eq!(parse(text).unwrap(), half_open, "{text}");
+        }
     }
 
     #[test]
