@@ -106,6 +106,7 @@ fn generate(
         device_ids: vec!["device0".into()],
         positions: positions as u32,
         buffers,
+        position_times: Vec::new(),
     }
 }
 

@@ -278,6 +278,10 @@ pub struct Step {
     /// Flops, or any unit that grows with the work.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cost: u64,
+    /// When the step starts, in the source's own time units (a minimalloc CSV's times), where
+    /// the schedule has a clock besides its order: `search` weighs lifetimes by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<u64>,
     /// The loop this step belongs to.
     #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
     pub loop_id: Option<String>,

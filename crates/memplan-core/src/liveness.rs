@@ -235,6 +235,10 @@ fn storage_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) ->
         device_ids: resolved.device_ids.clone(),
         positions: resolved.positions.len() as u32,
         buffers: Vec::new(),
+        position_times: (resolved.positions.iter())
+            .map(|p| graph.steps[p.first_step].time)
+            .collect::<Option<Vec<u64>>>()
+            .unwrap_or_default(),
     };
     let mut buffer_tensor = Vec::new();
     let mut tensor_buffer = vec![None; n];

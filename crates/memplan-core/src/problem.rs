@@ -92,6 +92,10 @@ pub struct Problem {
     pub device_ids: Vec<String>,
     pub positions: u32,
     pub buffers: Vec<Buffer>,
+    /// When each position starts, in the source's time units, where every step says
+    /// ([`crate::graph::Step::time`]); empty: each position lasts one unit. Only `search`'s
+    /// preorderings read it (a lifetime's length in time, as MiniMalloc ranks buffers).
+    pub position_times: Vec<u64>,
 }
 
 /// Why a problem cannot be planned.

@@ -199,6 +199,7 @@ pub(crate) fn steps_of_lifetimes(
         .enumerate()
         .map(|(p, t)| Step {
             id: format!("{prefix}t={t}"),
+            time: Some(*t),
             writes: writes.remove(&p).unwrap_or_default(),
             reads: reads.remove(&p).unwrap_or_default(),
             device: device.map(str::to_string),
@@ -292,6 +293,8 @@ mod tests {
             ]
         );
         assert_eq!(imported.offsets, None);
+        // The start times stay beside the positions, for `search`'s preorder by time.
+        assert_eq!(live.problem.position_times, [0, 5, 10]);
     }
 
     #[test]

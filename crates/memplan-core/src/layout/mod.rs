@@ -715,6 +715,9 @@ struct Region {
     class: Option<DType>,
     members: Vec<usize>,
     items: Vec<Item>,
+    /// Each item's lifetime in the problem's time units ([`Problem::position_times`]), where
+    /// it has them; else empty.
+    durations: Vec<u64>,
 }
 
 /// The regions of the arena buffers `arena` of one device, one per precision class (one in
@@ -731,7 +734,7 @@ fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> V
     }
     (classes.into_iter())
         .map(|(class, members)| {
-            let items = (members.iter())
+            let items: Vec<Item> = (members.iter())
                 .map(|&k| {
                     let b = &problem.buffers[arena[k]];
                     Item {
@@ -741,11 +744,34 @@ fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> V
                     }
                 })
                 .collect();
+            let durations = durations(problem, &items);
             Region {
                 class,
                 members,
                 items,
+                durations,
             }
+        })
+        .collect()
+}
+
+/// How long each of `items` lives in `problem`'s time units, from when its first position starts
+/// to when the position after its last does (the last position lasts one unit); empty where the
+/// problem has no times. Times that go backwards (a hand-written dump) count as one unit.
+fn durations(problem: &Problem, items: &[Item]) -> Vec<u64> {
+    let times = &problem.position_times;
+    if times.len() != problem.positions as usize {
+        return Vec::new();
+    }
+    let end = |p: usize| match times.get(p + 1) {
+        Some(&t) => t,
+        None => times[p].saturating_add(1),
+    };
+    (items.iter())
+        .map(|i| {
+            end(i.live.last as usize)
+                .saturating_sub(times[i.live.first as usize])
+                .max(1)
         })
         .collect()
 }
@@ -792,6 +818,7 @@ fn layout_arena(
             class,
             members,
             items,
+            durations,
         },
         known,
     ) in regions.iter().zip(known)
@@ -800,7 +827,7 @@ fn layout_arena(
         // each minimized.
         let lone = |bytes: Option<u64>| bytes.filter(|_| regions.len() == 1);
         let region = layout_region(
-            items,
+            (items, durations),
             strategy,
             options,
             (lone(capacity), lone(must_beat)),
@@ -848,7 +875,7 @@ struct RegionOutcome {
 /// drops the strategy for passing the work budget, or when `best-fit`'s decode passes
 /// `must_beat` (`best` already has a layout that low: see [`plan_with`]).
 fn layout_region(
-    items: &[Item],
+    (items, durations): (&[Item], &[u64]),
     strategy: Strategy,
     options: &PlanOptions,
     (goal, must_beat): (Option<u64>, Option<u64>),
@@ -1010,7 +1037,7 @@ fn layout_region(
             // when the first round does not settle it, and a node budget of the same work.
             let limit = node_limit(work, items.len());
             let m = exact::minimize(
-                items,
+                (items, durations),
                 &neighbours,
                 start.clone(),
                 &mut warm,

@@ -39,6 +39,7 @@ fn problem(positions: u32, buffers: Vec<Buffer>) -> Problem {
         device_ids: vec!["d0".into(), "d1".into()],
         positions,
         buffers,
+        position_times: Vec::new(),
     }
 }
 
@@ -782,4 +783,23 @@ fn a_search_stopped_in_its_portfolio_returns_at_once() {
     assert!(device.stopped && stopped.is_valid());
     assert!(stopped.footprint_bytes() <= first_fit.footprint_bytes());
     assert_eq!(device.exact.map(|e| e.nodes), Some(0));
+}
+
+/// A region's durations are its items' lifetimes in the problem's time units: from their first
+/// position's start to the start of the position after their last (the last lasting one unit);
+/// none without times, and times that go backwards count one unit.
+#[test]
+fn durations_measure_lifetimes_in_the_problems_time() {
+    let item = |first, last| Item {
+        size: 1,
+        alignment: 1,
+        live: LiveInterval::new(first, last),
+    };
+    let items = [item(0, 0), item(0, 1), item(1, 2), item(2, 2)];
+    let mut p = problem(3, Vec::new());
+    assert!(durations(&p, &items).is_empty());
+    p.position_times = vec![0, 5, 10];
+    assert_eq!(durations(&p, &items), [5, 10, 6, 1]);
+    p.position_times = vec![10, 5, 0];
+    assert_eq!(durations(&p, &items), [1, 1, 1, 1]);
 }
