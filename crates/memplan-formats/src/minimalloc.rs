@@ -13,7 +13,9 @@
 //! and every live set that matters (the lower bound is reached at some start) while a million
 //! time units become a few hundred positions. Steps are named `t=<time>`.
 //!
-//! Export writes the planning problem back with positions as times (`upper = last + 1`), the
+//! Export writes the planning problem back in its own times where it has them (a minimalloc CSV
+//! read in: `lower` its start, `upper` the next start, or one past the last), else with positions
+//! as times (`upper = last + 1`); the
 //! alignments when any is not 1, and the offsets of a plan when one is given.
 
 use std::collections::{BTreeMap, HashSet};
@@ -251,6 +253,20 @@ pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
         header.push("offset");
     }
     writer.write_record(&header).expect("writing to memory");
+    // When each position starts and the next begins: the problem's times, else the positions.
+    let times = &problem.position_times;
+    let timed = times.len() == problem.positions as usize;
+    let start = |p: u32| {
+        if timed {
+            times[p as usize]
+        } else {
+            u64::from(p)
+        }
+    };
+    let after = |p: u32| match times.get(p as usize + 1) {
+        Some(&t) if timed => t,
+        _ => start(p).saturating_add(1),
+    };
     for (b, buffer) in problem.buffers.iter().enumerate() {
         let span = match buffer.lifetime {
             Lifetime::Live(i) => i,
@@ -258,8 +274,8 @@ pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
         };
         let mut record = vec![
             buffer.name.clone(),
-            span.first.to_string(),
-            (u64::from(span.last) + 1).to_string(),
+            start(span.first).to_string(),
+            after(span.last).to_string(),
             buffer.size.to_string(),
         ];
         if aligned {
@@ -394,9 +410,22 @@ mod tests {
         let first = memplan_core::liveness_of(&parse(text).unwrap().graph)
             .unwrap()
             .problem;
-        let again = memplan_core::liveness_of(&parse(&write(&first, None)).unwrap().graph)
+        let written = write(&first, None);
+        let again = memplan_core::liveness_of(&parse(&written).unwrap().graph)
             .unwrap()
             .problem;
         assert_eq!(first.buffers, again.buffers);
+        // In the file's own times: each lifetime from its start to the next start after it.
+        assert_eq!(again.position_times, [0, 5, 10]);
+        assert_eq!(
+            written,
+            "id,lower,upper,size\n0,0,10,4\n1,10,11,4\n2,5,11,8\n3,0,11,2\n"
+        );
+        // A problem without times writes its positions.
+        let untimed = Problem {
+            position_times: Vec::new(),
+            ..first
+        };
+        assert!(write(&untimed, None).ends_with("\n3,0,3,2\n"));
     }
 }
