@@ -292,20 +292,26 @@ fn minimalloc_export_of_several_devices_is_refused_with_a_reason() {
     );
 }
 
-#[test]
-fn a_time_limit_keeps_the_best_layout_so_far() {
-    let file = root().join("tests/data/minimalloc/A.1048576.csv");
-    let o = memplan(&[
+/// `memplan plan` of a minimalloc file of the corpus with `search`, `extra` flags and `--json`:
+/// its report.
+fn search_report(name: &str, extra: &[&str]) -> serde_json::Value {
+    let file = root().join("tests/data/minimalloc").join(name);
+    let mut args = vec![
         "plan",
         file.to_str().unwrap(),
         "--strategy",
         "search",
-        "--time-limit",
-        "0",
         "--json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let o = memplan(&args);
     assert!(o.status.success(), "{}", stderr(&o));
-    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+#[test]
+fn a_time_limit_keeps_the_best_layout_so_far() {
+    let r = search_report("A.1048576.csv", &["--time-limit", "0"]);
     assert_eq!(r["valid"], true);
     assert_eq!(r["devices"][0]["stopped"], true);
 }
@@ -709,20 +715,7 @@ fn diff_names_each_change_and_fails_ci_past_the_threshold() {
 /// (which on minimalloc D runs out in well under a second, unstopped).
 #[test]
 fn a_time_limit_alone_lets_search_run_until_it() {
-    let file = root().join("tests/data/minimalloc/D.1048576.csv");
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "plan",
-            file.to_str().unwrap(),
-            "--strategy",
-            "search",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let o = memplan(&args);
-        assert!(o.status.success(), "{}", stderr(&o));
-        serde_json::from_str::<serde_json::Value>(&stdout(&o)).unwrap()
-    };
+    let run = |extra: &[&str]| search_report("D.1048576.csv", extra);
     let budgeted = run(&[]);
     assert_ne!(budgeted["devices"][0]["stopped"], true);
     let timed = run(&["--time-limit", "2s"]);
@@ -735,18 +728,7 @@ fn a_time_limit_alone_lets_search_run_until_it() {
 fn search_past_its_work_limit_still_reports_what_is_proven() {
     // No work for the exact search: the greedy portfolio alone, no nodes, and the live peak as
     // the proven bound (the JSON keeps every field `search` documents).
-    let file = root().join("tests/data/minimalloc/A.1048576.csv");
-    let o = memplan(&[
-        "plan",
-        file.to_str().unwrap(),
-        "--strategy",
-        "search",
-        "--work-limit",
-        "0",
-        "--json",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let r = search_report("A.1048576.csv", &["--work-limit", "0"]);
     assert_eq!(r["nodes"], 0);
     assert_eq!(r["proven_lower_bound_bytes"], 1048576);
     assert_eq!(r["devices"][0]["proven_lower_bound_bytes"], 1048576);

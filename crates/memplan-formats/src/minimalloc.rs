@@ -329,36 +329,39 @@ mod tests {
         assert_eq!(e.to_string(), "CSV line 3: duplicate id `0`");
         let e = parse("id,lower,upper\n").unwrap_err();
         assert_eq!(e.to_string(), "CSV line 1: missing column `size`");
-        let e = parse("id,lower,upper,size,gaps\n").unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("column `gaps` (times within a lifespan")
-        );
-        let e = parse("id,lower,upper,size,colour\n").unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("CSV line 1: unknown column `colour` (known: id, buffer")
-        );
-        let e = parse("buffer,lower,size\n").unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("`upper` (half-open) or `end` (inclusive)")
-        );
-        let e = parse("lower,upper,size\n").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "CSV line 1: missing column `id` (or `buffer`, `buffer_id`)"
-        );
-        let e = parse("id,start,begin,upper,size\n").unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("columns `start` and `begin` both give")
-        );
-        let e = parse("id,lower,upper,end,size\n").unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("`upper` (half-open) or `end` (inclusive), one of them")
-        );
+        // Header errors say which column and why.
+        for (header, says) in [
+            (
+                "id,lower,upper,size,gaps",
+                "column `gaps` (times within a lifespan",
+            ),
+            (
+                "id,lower,upper,size,colour",
+                "unknown column `colour` (known: id, buffer",
+            ),
+            (
+                "buffer,lower,size",
+                "`upper` (half-open) or `end` (inclusive)",
+            ),
+            (
+                "lower,upper,size",
+                "missing column `id` (or `buffer`, `buffer_id`)",
+            ),
+            (
+                "id,start,begin,upper,size",
+                "columns `start` and `begin` both give",
+            ),
+            (
+                "id,lower,upper,end,size",
+                "`upper` (half-open) or `end` (inclusive), one of them",
+            ),
+        ] {
+            let e = parse(&format!("{header}\n")).unwrap_err().to_string();
+            assert!(
+                e.starts_with("CSV line 1: ") && e.contains(says),
+                "{header}: {e}"
+            );
+        }
     }
 
     /// Upstream's parser takes `buffer` or `buffer_id` for the id and `start` or `begin` for the
