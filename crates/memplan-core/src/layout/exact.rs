@@ -29,7 +29,8 @@
 //! timeline splits (search times are heavy-tailed: most instances fall to one order quickly, and
 //! which one differs); the fixed orders resume, a randomized one restarts with lengths in the
 //! Luby sequence. [`minimize`] runs a probe at the proven bound (or the goal: most real problems
-//! end there) and one of restarts bisecting between the bound and the best layout, in slices,
+//! end there) and one bisecting between the bound and the best layout (two thirds of its nodes
+//! to the restarts), in slices,
 //! from the greedy portfolio's best layout (the caller's); capacities step by the [`grain`] of
 //! the sizes and alignments. Every
 //! search has a node limit and asks the caller's [`Control`] whether to stop, so the core has no
@@ -859,9 +860,10 @@ impl<'a> Search<'a> {
                     .max()
                     .unwrap_or(0);
                 let width = match self.heuristic {
-                    Heuristic::TotalDurationArea => shape.duration[u],
-                    _ => shape.width[u],
-                };
+                    Heuristic::TotalDurationArea => shape.duration.get(u).copied(),
+                    _ => None,
+                }
+                .unwrap_or(shape.width[u]);
                 let area = shape.items[u].size.saturating_mul(width);
                 let random = scramble(i, self.seed);
                 (self.heuristic.key(width, area, total, random), i)
@@ -888,7 +890,8 @@ impl<'a> Search<'a> {
 /// The preorderings tried in turn. Each sorts a part's buffers by a key, largest first, made of
 /// the buffer's total (the most bytes still to place beside it at any time), its width (how long
 /// it lives, before compression) and its area (size times width): three of MiniMalloc's orders,
-/// and one that breaks the ties of the first two keys at random, with a new seed each restart.
+/// a fourth with the width in the problem's time units where it has them, and one that breaks
+/// the ties of the first two keys at random, with a new seed each restart.
 /// Search times are heavy-tailed (one order finds in a thousand nodes what another misses in a
 /// million), and randomized restarts are the standard cure; the seed is the restart's number,
 /// so the search stays deterministic.
