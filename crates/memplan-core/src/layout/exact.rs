@@ -1193,14 +1193,14 @@ fn first_slice(n: usize) -> u64 {
     n.saturating_mul(2).min((1 << 22) / n).max(16)
 }
 
-/// The rounds in which [`minimize`] gives the bound two slices of three; after them, one. Real
-/// problems and the puzzles that reach their bound end within them (minimalloc A, the
-/// slowest, in its sixth); a bound that has held out this long is rarely reached, and the
-/// capacities between are where a long search still finds layouts (minimalloc D given 8 s,
-/// six seeds of the restarts: 1,014-1,026 KiB against 1,022-1,030 KiB with two slices in three
-/// throughout). Within the default budget only regions of under about 128 buffers get past
-/// them.
-const BOUND_HEAVY_ROUNDS: u32 = 7;
+/// The rounds in which [`minimize`] gives the bound two slices of three; after them, one. A
+/// page load's budget (`best`) ends within them on the puzzles it proves; past them a bound
+/// that has held out is less often reached than a capacity between is found. Measured on
+/// upstream minimalloc's eleven challenging files at the default budget, three rounds (as
+/// against seven, four or two) keep every proof the search makes (A, whose proof came in its
+/// sixth round at the bound, takes more nodes) and land J lowest (1,055,744 B against
+/// 1,078,272 with four or seven); `best` is the same on all eleven.
+const BOUND_HEAVY_ROUNDS: u32 = 3;
 
 /// The nodes of [`minimize`]'s first round on `n` buffers: its first three turns, the least
 /// budget in which it tries both the bound and a capacity between.
