@@ -238,6 +238,7 @@ fn storage_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) ->
         position_times: (resolved.positions.iter())
             .map(|p| graph.steps[p.first_step].time)
             .collect::<Option<Vec<u64>>>()
+            .filter(|times| times.is_sorted_by(|a, b| a < b))
             .unwrap_or_default(),
     };
     let mut buffer_tensor = Vec::new();
@@ -314,6 +315,31 @@ mod tests {
 
     fn at(first: u32, last: u32) -> Lifetime {
         Lifetime::Live(LiveInterval::new(first, last))
+    }
+
+    /// Step times become position times only when every step has one and they strictly
+    /// increase: anything else would give lifetimes of no length, or negative.
+    #[test]
+    fn position_times_are_kept_only_when_every_step_gives_an_increasing_one() {
+        let times = |ts: [Option<u64>; 3]| {
+            let mut g = Graph {
+                tensors: vec![tensor("a", 8), tensor("b", 8), tensor("c", 8)],
+                steps: vec![
+                    step("s0", &[], &["a"]),
+                    step("s1", &["a"], &["b"]),
+                    step("s2", &["b"], &["c"]),
+                ],
+                ..Graph::default()
+            };
+            for (s, t) in g.steps.iter_mut().zip(ts) {
+                s.time = t;
+            }
+            crate::liveness_of(&g).unwrap().problem.position_times
+        };
+        assert_eq!(times([Some(0), Some(5), Some(9)]), [0, 5, 9]);
+        assert!(times([Some(0), None, Some(9)]).is_empty());
+        assert!(times([Some(0), Some(5), Some(5)]).is_empty());
+        assert!(times([Some(9), Some(5), Some(0)]).is_empty());
     }
 
     #[test]

@@ -93,8 +93,9 @@ pub struct Problem {
     pub positions: u32,
     pub buffers: Vec<Buffer>,
     /// When each position starts, in the source's time units, where every step says
-    /// ([`crate::graph::Step::time`]); empty: each position lasts one unit. Only `search`'s
-    /// preorderings read it (a lifetime's length in time, as MiniMalloc ranks buffers).
+    /// ([`crate::graph::Step::time`]) and the times strictly increase; else empty: each position
+    /// lasts one unit. `search`'s preorderings read it (a lifetime's length in time, as MiniMalloc
+    /// ranks buffers), and an export in the source's own times.
     pub position_times: Vec<u64>,
 }
 
@@ -129,6 +130,22 @@ pub enum ProblemError {
 }
 
 impl Problem {
+    /// When position `p` starts: its time ([`Problem::position_times`]), or `p` without times.
+    pub fn time_at(&self, p: u32) -> u64 {
+        match self.position_times.get(p as usize) {
+            Some(&t) if self.position_times.len() == self.positions as usize => t,
+            _ => u64::from(p),
+        }
+    }
+
+    /// When the position after `p` starts (one unit after `p` does, for the last).
+    pub fn time_after(&self, p: u32) -> u64 {
+        match p.checked_add(1).filter(|&next| next < self.positions) {
+            Some(next) => self.time_at(next),
+            None => self.time_at(p).saturating_add(1),
+        }
+    }
+
     /// Checks the invariants of the module docs.
     pub fn validate(&self) -> Result<(), ProblemError> {
         let mut total = 0u64;

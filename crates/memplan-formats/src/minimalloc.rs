@@ -253,20 +253,6 @@ pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
         header.push("offset");
     }
     writer.write_record(&header).expect("writing to memory");
-    // When each position starts and the next begins: the problem's times, else the positions.
-    let times = &problem.position_times;
-    let timed = times.len() == problem.positions as usize;
-    let start = |p: u32| {
-        if timed {
-            times[p as usize]
-        } else {
-            u64::from(p)
-        }
-    };
-    let after = |p: u32| match times.get(p as usize + 1) {
-        Some(&t) if timed => t,
-        _ => start(p).saturating_add(1),
-    };
     for (b, buffer) in problem.buffers.iter().enumerate() {
         let span = match buffer.lifetime {
             Lifetime::Live(i) => i,
@@ -274,8 +260,8 @@ pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
         };
         let mut record = vec![
             buffer.name.clone(),
-            start(span.first).to_string(),
-            after(span.last).to_string(),
+            problem.time_at(span.first).to_string(),
+            problem.time_after(span.last).to_string(),
             buffer.size.to_string(),
         ];
         if aligned {

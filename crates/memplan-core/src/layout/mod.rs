@@ -756,21 +756,15 @@ fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> V
 }
 
 /// How long each of `items` lives in `problem`'s time units, from when its first position starts
-/// to when the position after its last does (the last position lasts one unit); empty where the
-/// problem has no times. Times that go backwards (a hand-written dump) count as one unit.
+/// to when the position after its last does; empty where the problem has no times.
 fn durations(problem: &Problem, items: &[Item]) -> Vec<u64> {
-    let times = &problem.position_times;
-    if times.len() != problem.positions as usize {
+    if problem.position_times.is_empty() {
         return Vec::new();
     }
-    let end = |p: usize| match times.get(p + 1) {
-        Some(&t) => t,
-        None => times[p].saturating_add(1),
-    };
     (items.iter())
         .map(|i| {
-            end(i.live.last as usize)
-                .saturating_sub(times[i.live.first as usize])
+            (problem.time_after(i.live.last))
+                .saturating_sub(problem.time_at(i.live.first))
                 .max(1)
         })
         .collect()

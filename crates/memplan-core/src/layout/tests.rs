@@ -787,7 +787,8 @@ fn a_search_stopped_in_its_portfolio_returns_at_once() {
 
 /// A region's durations are its items' lifetimes in the problem's time units: from their first
 /// position's start to the start of the position after their last (the last lasting one unit);
-/// none without times, and times that go backwards count one unit.
+/// none without times; times that go backwards (which liveness never makes) count one unit
+/// rather than panic.
 #[test]
 fn durations_measure_lifetimes_in_the_problems_time() {
     let item = |first, last| Item {
