@@ -186,6 +186,7 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
             .or((url.src.is_none() && url.file.is_none()).then_some(DEFAULT_EXAMPLE))
         {
             state.strategy.set(url.strategy);
+            state.work_limit.set(url.work_limit);
             state.inline.set(url.inline.clone());
             state.budget.set(url.budget.clone());
             state.fit_log.set(None);
@@ -214,6 +215,7 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
         .and_then(memplan_formats::hardware::bundled)
         .map(|c| (c.class, c.memory));
     if state.strategy.get_untracked() != url.strategy
+        || state.work_limit.get_untracked() != url.work_limit
         || state.inline.get_untracked() != url.inline
         || state.params.get_untracked() != url.params
         || state.util.get_untracked() != url.util
@@ -223,6 +225,7 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
         state.params.set(url.params.clone());
         state.util.set(url.util);
         state.hardware.set(hardware);
+        state.work_limit.set(url.work_limit);
         state.set_strategy(url.strategy);
     }
     if let Some(a) = state.analysis.get_untracked() {
@@ -535,6 +538,35 @@ pub fn App() -> impl IntoView {
     }
 }
 
+/// Where `search` ran out of work before proving its plan optimal: its work limit, and a button
+/// that runs it again with four times as much (the search is deterministic for a given limit,
+/// so the same limit would give the same plan; a larger one never ends higher on the minimalloc
+/// files, and on D reaches below upstream MiniMalloc's least peak).
+fn search_longer(state: PageState, analysis: &Analysis) -> Option<impl IntoView + use<>> {
+    let search = StrategyChoice::One(memplan_core::Strategy::Search);
+    if analysis.strategy() != search || analysis.summary.optimal != Some(false) {
+        return None;
+    }
+    let work =
+        (state.work_limit.get_untracked()).unwrap_or(memplan_core::layout::DEFAULT_SEARCH_WORK);
+    let more = work.saturating_mul(4);
+    Some(view! {
+        <div>
+            <dt>"work limit"</dt>
+            <dd data-testid="work-limit" data-work=work.to_string()>
+                {format!("{} ", memplan_formats::human::grouped(work))}
+                <button
+                    data-testid="search-longer"
+                    title=format!("search again with four times the work (the CLI's --work-limit {more}); a cancel keeps its best plan so far")
+                    on:click=move |_| state.set_work_limit(Some(more))
+                >
+                    "search 4x longer"
+                </button>
+            </dd>
+        </div>
+    })
+}
+
 #[component]
 fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
     let r = &analysis.summary;
@@ -646,6 +678,7 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                         _ => format!("{:.1} s", ms as f64 / 1000.0),
                     }}</dd></div>
                 })}
+                {search_longer(state, &analysis)}
                 <Show when=move || state.cancelled.get()>
                     <div><dt>"search"</dt><dd data-testid="cancelled">"cancelled: its best plan so far"</dd></div>
                 </Show>

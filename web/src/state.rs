@@ -63,6 +63,8 @@ pub struct PageState {
     pub analysis: RwSignal<Option<Arc<Analysis>>>,
     pub error: RwSignal<Option<String>>,
     pub strategy: RwSignal<StrategyChoice>,
+    /// `search`'s budget (the CLI's `--work-limit`); `None`: the default.
+    pub work_limit: RwSignal<Option<u64>>,
     pub tab: RwSignal<Tab>,
     /// The panel beside the views.
     pub panel: RwSignal<Panel>,
@@ -133,6 +135,7 @@ impl PageState {
             analysis: RwSignal::new(None),
             error: RwSignal::new(None),
             strategy: RwSignal::new(url.strategy),
+            work_limit: RwSignal::new(url.work_limit),
             tab: RwSignal::new(url.tab),
             panel: RwSignal::new(url.panel),
             selected: RwSignal::new(None),
@@ -180,6 +183,7 @@ impl PageState {
     pub fn scenario(self) -> Scenario {
         Scenario {
             strategy: self.strategy.get_untracked(),
+            work_limit: self.work_limit.get_untracked(),
             inline: self.inline.get_untracked(),
             params: self.params.get_untracked(),
             device: self
@@ -265,6 +269,14 @@ impl PageState {
     /// thread when it was loaded there, else in the worker.
     pub fn set_strategy(self, strategy: StrategyChoice) {
         self.strategy.set(strategy);
+        self.replan();
+    }
+
+    /// Re-plans with `search` given `work_limit` (`None`: the default budget).
+    pub fn set_work_limit(self, work_limit: Option<u64>) {
+        self.work_limit.set(work_limit);
+        self.strategy
+            .set(StrategyChoice::One(memplan_core::Strategy::Search));
         self.replan();
     }
 
@@ -531,6 +543,7 @@ impl PageState {
             inline: self.inline.get(),
             budget: self.budget.get(),
             strategy: self.strategy.get(),
+            work_limit: self.work_limit.get(),
             selected,
             zoom,
             device,

@@ -91,6 +91,9 @@ pub struct UrlState {
     /// Values given to the dump's params (`set=NAME=VALUE`, repeated).
     pub params: BTreeMap<String, u64>,
     pub strategy: StrategyChoice,
+    /// `search`'s budget of conflict visits per region (the CLI's `--work-limit`); `None`: the
+    /// default.
+    pub work_limit: Option<u64>,
     /// The selected tensor id.
     pub selected: Option<String>,
     /// The window of the current view.
@@ -126,6 +129,7 @@ impl Default for UrlState {
             util: DEFAULT_UTIL,
             params: BTreeMap::new(),
             strategy: StrategyChoice::Best,
+            work_limit: None,
             selected: None,
             zoom: None,
             device: None,
@@ -205,6 +209,14 @@ impl UrlState {
                         "first-fit, best-fit, tlsf, search, bump or best",
                     ),
                 },
+                "work-limit" => match value.parse::<u64>() {
+                    Ok(w) if w > 0 => state.work_limit = Some(w),
+                    _ => unknown(
+                        "work-limit",
+                        &value,
+                        "a positive whole number of conflict visits",
+                    ),
+                },
                 "sel" if !value.is_empty() => state.selected = Some(value),
                 "zoom" => match Viewport::parse(&value) {
                     Some(v) => state.zoom = Some(v),
@@ -271,6 +283,9 @@ impl UrlState {
         if self.strategy != d.strategy {
             q.append_pair("strategy", self.strategy.name());
         }
+        if let Some(work) = self.work_limit {
+            q.append_pair("work-limit", &work.to_string());
+        }
         if let Some(hardware) = &self.hardware {
             q.append_pair("hw", hardware);
         }
@@ -332,6 +347,7 @@ mod tests {
             util: 0.85,
             params: [("B".to_string(), 31), ("S".to_string(), 4096)].into(),
             strategy: memplan_core::Strategy::Tlsf.into(),
+            work_limit: Some(200_000_000),
             selected: Some("h 1&<x>".into()),
             zoom: Some(Viewport {
                 x0: 1.5,
@@ -360,13 +376,14 @@ mod tests {
     #[test]
     fn malformed_values_fall_back_to_defaults() {
         let s = UrlState::parse(
-            "view=nope&strategy=magic&zoom=1,2,3&sort=up&color=red&embed=yes&example=gpt9",
+            "view=nope&strategy=magic&work-limit=0&zoom=1,2,3&sort=up&color=red&embed=yes&example=gpt9",
         );
         assert_eq!(
             s.warnings,
             vec![
                 r#"the link's view="nope" is not known (expected timeline or arena); showing the default"#,
                 r#"the link's strategy="magic" is not known (expected first-fit, best-fit, tlsf, search, bump or best); showing the default"#,
+                r#"the link's work-limit="0" is not known (expected a positive whole number of conflict visits); showing the default"#,
                 r#"the link's zoom="1,2,3" is not known (expected x0,x1,y0,y1 with x0 < x1 and y0 < y1); showing the default"#,
                 r#"the link's sort="up" is not known (expected start, size or lifetime); showing the default"#,
                 r#"the link's color="red" is not known (expected kind or dtype); showing the default"#,

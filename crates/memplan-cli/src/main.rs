@@ -438,7 +438,7 @@ enum CliError {
 /// Why each device whose footprint passes `capacity` does: proven by the live bytes at one
 /// step, proven by the exact search, or only not found within the limit.
 fn capacity_misses(summary: &PlanSummary, capacity: u64) -> Vec<String> {
-    let exact = |b: u64| format!("{} B ({})", grouped(b), human::bytes(b));
+    let exact = |b: u64| format!("{} B ({})", human::grouped(b), human::bytes(b));
     summary
         .devices
         .iter()
@@ -467,19 +467,6 @@ fn capacity_misses(summary: &PlanSummary, capacity: u64) -> Vec<String> {
             }
         })
         .collect()
-}
-
-/// `1048576` as `1,048,576`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn one_line(text: &str) -> String {

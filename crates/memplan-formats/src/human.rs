@@ -27,6 +27,19 @@ pub fn bytes(bytes: u64) -> String {
     }
 }
 
+/// `1048576` as `1,048,576`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Reads a fit's budget: a byte size as [`parse_bytes`] reads it, or `minimize`.
 pub fn parse_target(text: &str) -> Option<Target> {
     if text.trim().eq_ignore_ascii_case("minimize") {
@@ -748,6 +761,15 @@ mod tests {
         assert_eq!(parse_bytes("1..5GB"), None);
         assert_eq!(parse_bytes("MiB"), None);
         assert_eq!(parse_bytes("-1"), None);
+    }
+
+    #[test]
+    fn counts_group_their_digits_by_three() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(1_048_576), "1,048,576");
+        assert_eq!(grouped(u64::MAX), "18,446,744,073,709,551,615");
     }
 
     #[test]
