@@ -176,28 +176,35 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
     const runs = [0, 1, 2].map(() => JSON.parse(fastCli('plan', path, '--json', '--strategy', 'search')));
     const native = runs[0];
     const nativeMs = median(runs.map((run) => run.elapsed_ms));
-    await page.goto(`${server.url}?strategy=first-fit`);
-    await testid('summary').waitFor();
-    await testid('file-input').setInputFiles({ name: `${name}.csv`, mimeType: 'text/csv', buffer: await readFile(path) });
-    await page.waitForFunction((n) => document.querySelector('[data-testid=tensor-count]')?.textContent === String(n), native.placements.length);
-    await page.waitForFunction(() => !document.querySelector('[data-testid="progress"]'));
-    // Timed in the page, from the choice to the plan shown (Playwright's own waits not counted).
-    const browserMs = await page.evaluate(async (b) => {
-      const select = document.querySelector('[data-testid=strategy-select]');
-      const t0 = performance.now();
-      select.value = 'search';
-      select.dispatchEvent(new Event('change', { bubbles: true }));
-      const shown = () => !document.querySelector('[data-testid="progress"]')
-        && document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b);
-      while (!shown()) await new Promise((r) => setTimeout(r, 1));
-      return Math.round(performance.now() - t0);
-    }, native.footprint_bytes);
-    await page.waitForFunction(() => /strategy=search/.test(location.search));
-    assert.equal(await testid('checker').innerText(), 'valid');
-    assert.equal(await testid('optimal').count(), native.optimal ? 1 : 0, name);
-    const firstMs = await searchMs();
-    assert.ok(firstMs >= 0 && firstMs <= browserMs, `${name}: search ${firstMs} ms, shown after ${browserMs} ms`);
-    // Again on the same page, five times (by way of first-fit): the same plan, the median time
+    // The first search of a fresh page, three pages: one is a sample of this machine's noise.
+    const firsts = [];
+    const shownAfter = [];
+    for (let fresh = 0; fresh < 3; fresh++) {
+      await page.goto(`${server.url}?strategy=first-fit`);
+      await testid('summary').waitFor();
+      await testid('file-input').setInputFiles({ name: `${name}.csv`, mimeType: 'text/csv', buffer: await readFile(path) });
+      await page.waitForFunction((n) => document.querySelector('[data-testid=tensor-count]')?.textContent === String(n), native.placements.length);
+      await page.waitForFunction(() => !document.querySelector('[data-testid="progress"]'));
+      // Timed in the page, from the choice to the plan shown (Playwright's own waits not counted).
+      const browserMs = await page.evaluate(async (b) => {
+        const select = document.querySelector('[data-testid=strategy-select]');
+        const t0 = performance.now();
+        select.value = 'search';
+        select.dispatchEvent(new Event('change', { bubbles: true }));
+        const shown = () => !document.querySelector('[data-testid="progress"]')
+          && document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b);
+        while (!shown()) await new Promise((r) => setTimeout(r, 1));
+        return Math.round(performance.now() - t0);
+      }, native.footprint_bytes);
+      await page.waitForFunction(() => /strategy=search/.test(location.search));
+      assert.equal(await testid('checker').innerText(), 'valid');
+      assert.equal(await testid('optimal').count(), native.optimal ? 1 : 0, name);
+      const firstMs = await searchMs();
+      assert.ok(firstMs >= 0 && firstMs <= browserMs, `${name}: search ${firstMs} ms, shown after ${browserMs} ms`);
+      firsts.push(firstMs);
+      shownAfter.push(browserMs);
+    }
+    // Again on the last page, five times (by way of first-fit): the same plan, the median time
     // (a search of 10 ms in the browser swings by as much).
     const again = [];
     for (let round = 0; round < 5; round++) {
@@ -211,13 +218,13 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
       again.push(await searchMs());
     }
     const ratio = (ms) => (ms / Math.max(nativeMs, 1)).toFixed(2);
-    const againMs = median(again);
-    lines.push(`| ${name} | ${native.footprint_bytes} | ${native.optimal ? 'yes' : 'no'} | ${nativeMs} | ${firstMs} | ${ratio(firstMs)} | ${againMs} | ${ratio(againMs)} | ${browserMs} |`);
+    const [firstMs, againMs] = [median(firsts), median(again)];
+    lines.push(`| ${name} | ${native.footprint_bytes} | ${native.optimal ? 'yes' : 'no'} | ${nativeMs} | ${firstMs} (${firsts.join(', ')}) | ${ratio(firstMs)} | ${againMs} | ${ratio(againMs)} | ${median(shownAfter)} |`);
   }
   await writeFile(join(output, 'solver-browser.txt'), [
-    'search on minimalloc A-F: the CLI built for speed (`elapsed_ms`, median of 3 runs) and the worker in Chromium (its search time, shown in the summary: the first search of a fresh page, then the median of 5 more on it; and from selecting `search` to the plan drawn, the first time), side by side in one run',
+    'search on minimalloc A-F: the CLI built for speed (`elapsed_ms`, median of 3 runs) and the worker in Chromium (its search time, shown in the summary: the first search of a fresh page, the median of 3 pages and each, then the median of 5 more on the last; and from selecting `search` to the plan drawn, the first time, the median of the 3 pages), side by side in one run',
     '',
-    '| file | footprint | optimal | native search (ms) | worker, first search (ms) | first / native | worker, again (ms) | again / native | worker, to the plan drawn (ms) |',
+    '| file | footprint | optimal | native search (ms) | worker, first search (ms; median, each page) | first / native | worker, again (ms) | again / native | worker, to the plan drawn (ms) |',
     '|---|---:|---|---:|---:|---:|---:|---:|---:|',
     ...lines,
   ].join('\n') + '\n');
