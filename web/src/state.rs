@@ -272,11 +272,9 @@ impl PageState {
         self.replan();
     }
 
-    /// Re-plans with `search` given `work_limit` (`None`: the default budget).
+    /// Re-plans with `search`'s budget set to `work_limit` (`None`: the default).
     pub fn set_work_limit(self, work_limit: Option<u64>) {
         self.work_limit.set(work_limit);
-        self.strategy
-            .set(StrategyChoice::One(memplan_core::Strategy::Search));
         self.replan();
     }
 

@@ -148,13 +148,19 @@ impl Sections {
         }
     }
 
-    /// Writes position `t`'s leaves; the caller rebuilds.
-    fn write(&mut self, t: usize) {
-        let stacked = if self.need[t] > 0 {
-            self.lowest[t].saturating_add(self.need[t])
+    /// How high what is still to place at a position reaches from its lowest floor (0 where
+    /// nothing is): past the capacity, the position overflows.
+    fn stacked(lowest: u64, need: u64) -> u64 {
+        if need > 0 {
+            lowest.saturating_add(need)
         } else {
             0
-        };
+        }
+    }
+
+    /// Writes position `t`'s leaves; the caller rebuilds.
+    fn write(&mut self, t: usize) {
+        let stacked = Sections::stacked(self.lowest[t], self.need[t]);
         let resting_on = if self.resting[t] > 0 {
             self.lowest[t]
         } else {
@@ -719,10 +725,10 @@ impl<'a> Search<'a> {
 
     /// Places `c` at its floor: raises its unplaced neighbours' floors, updates the sections,
     /// and notes the boundaries nothing unplaced crosses any more. Says whether a raised floor
-    /// already passes the capacity, or what is left to place at a position of `part` whose
-    /// lowest floor rose: then it stops there, leaving the sections for [`Search::unplace`] to
-    /// mend (seven placements in ten fail so on some problems, and the rescans after the first
-    /// that fails were most of their cost).
+    /// already passes the capacity, or whether what is left to place at a position of `part`
+    /// whose lowest floor rose does: then it stops there, leaving the sections for
+    /// [`Search::unplace`] to mend (seven placements in ten fail so on some problems, and the
+    /// rescans after the first that fails were most of their cost).
     fn place(&mut self, c: usize, part: std::ops::Range<usize>) -> (Mark, bool) {
         let shape = self.shape;
         let items = &shape.items[..];
@@ -788,8 +794,8 @@ impl<'a> Search<'a> {
                 }
                 self.sections.lowest[t] = lowest;
                 self.sections.resting[t] = resting;
-                let need = self.sections.need[t];
-                if need > 0 && lowest.saturating_add(need) > self.capacity && part.contains(&t) {
+                let stacked = Sections::stacked(lowest, self.sections.need[t]);
+                if stacked > self.capacity && part.contains(&t) {
                     self.last_overflow = t;
                     return (mark, true);
                 }
@@ -829,7 +835,7 @@ impl<'a> Search<'a> {
             };
             lowest = if j == c { lowest } else { lowest.min(floor) };
         }
-        lowest.saturating_add(need) > self.capacity
+        Sections::stacked(lowest, need) > self.capacity
     }
 
     fn unplace(&mut self, c: usize, mark: Mark) {
