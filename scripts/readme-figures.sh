@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Writes the README's measured figures from the commands that measure them, never by hand:
-# the benchmark table (`memplan bench`), the bundle size (`scripts/bundle-size.sh`, after a
+# the benchmark table (`memplan bench`), the wasm build against the native one
+# (`scripts/wasm-bench.sh`), the bundle size (`scripts/bundle-size.sh`, after a
 # release build) and the browser figures (`tests/e2e/output/perf.json`, written by the e2e
 # tests). Each block sits between `<!-- NAME:begin -->` and `<!-- NAME:end -->` with the date and
 # the command that produced it. Run it after `./scripts/test.sh` on the machine the figures are for.
@@ -85,6 +86,13 @@ replace minimize "$tmp/minimize"
   ./scripts/omnimalloc-compare.sh
 } > "$tmp/omnimalloc"
 replace omnimalloc "$tmp/omnimalloc"
+
+{
+  echo "\`./scripts/wasm-bench.sh\` ($today, $cores cores, side by side in one run; each plan 5 times in a row in one process, the medians, and the wasm build's first run, which for the rows after the first ran after the rows above it; time is the CLI's own clock around the plan):"
+  echo
+  ./scripts/wasm-bench.sh
+} > "$tmp/wasm"
+replace wasm "$tmp/wasm"
 
 scale_cmd="memplan bench --synthetic 1000000 --all-live 0 --strategies first-fit,best"
 {

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use memplan_core::{Buffer, Lifetime, LiveInterval, PlanOptions, Problem, StrategyChoice, plan};
 use memplan_engine::Scenario;
-use memplan_formats::human::{BenchRow, bench_table};
+use memplan_formats::human::{BenchRow, bench_table, median};
 
 use crate::{CliError, one_of};
 
@@ -43,6 +43,40 @@ pub struct BenchArgs {
     /// Strategies to run, comma-separated (default: all).
     #[arg(long, value_delimiter = ',', value_parser = one_of(&StrategyChoice::ALL, StrategyChoice::name))]
     strategies: Vec<StrategyChoice>,
+    /// Plan each instance this many times in a row: the table shows the median time, and every
+    /// run must plan the same layout.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// Print the rows as JSON, each with every run's time in order (the first run of a process
+    /// is the one a cold start pays for).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `f` `runs` times: its result and each run's milliseconds, in order. A result that
+/// differs from the first run's is an error: a plan must not depend on what ran before it.
+fn timed<T: PartialEq>(
+    what: &str,
+    runs: u32,
+    mut f: impl FnMut() -> Result<T, CliError>,
+) -> Result<(T, Vec<f64>), CliError> {
+    let mut millis = Vec::with_capacity(runs as usize);
+    let mut first = None;
+    for _ in 0..runs {
+        let start = Instant::now();
+        let result = f()?;
+        millis.push(start.elapsed().as_secs_f64() * 1e3);
+        match &first {
+            None => first = Some(result),
+            Some(first) if *first == result => {}
+            Some(_) => {
+                return Err(CliError::Nondeterministic {
+                    what: what.to_string(),
+                });
+            }
+        }
+    }
+    Ok((first.expect("at least one run"), millis))
 }
 
 struct SplitMix64(u64);
@@ -126,18 +160,8 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
         .unwrap_or_default()
         .to_string_lossy()
         .into_owned();
-    let timed = |runs: usize,
-                 f: &mut dyn FnMut() -> Result<String, CliError>|
-     -> Result<(String, usize, f64), CliError> {
-        let mut what = String::new();
-        let mut ms = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            let start = Instant::now();
-            what = f()?;
-            ms.push(start.elapsed().as_secs_f64() * 1e3);
-        }
-        ms.sort_by(f64::total_cmp);
-        Ok((what, runs, ms[runs / 2]))
+    let timed = |runs: u32, f: &mut dyn FnMut() -> Result<String, CliError>| {
+        timed(&name, runs, f).map(|(what, millis)| (what, runs, median(&millis)))
     };
     let candidates = session.candidates(&scenario)?;
     let mut rows = Vec::new();
@@ -268,9 +292,10 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                     strategy,
                     ..Scenario::default()
                 };
-                let start = Instant::now();
-                let outcome = session.plan(&scenario)?;
-                let millis = start.elapsed().as_secs_f64() * 1e3;
+                let (outcome, millis) =
+                    timed(&format!("{name} with {strategy}"), args.repeat, || {
+                        Ok(session.plan(&scenario)?)
+                    })?;
                 rows.push(BenchRow::new(
                     &name,
                     session.problem(),
@@ -298,18 +323,52 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                 strategy,
                 ..PlanOptions::default()
             };
-            let start = Instant::now();
-            let plan =
-                plan(&problem, &options).map_err(|error| memplan_engine::EngineError::Plan {
-                    input: name.clone(),
-                    error,
-                })?;
-            let millis = start.elapsed().as_secs_f64() * 1e3;
+            let (plan, millis) = timed(&format!("{name} with {strategy}"), args.repeat, || {
+                plan(&problem, &options).map_err(|error| {
+                    CliError::from(memplan_engine::EngineError::Plan {
+                        input: name.clone(),
+                        error,
+                    })
+                })
+            })?;
             rows.push(BenchRow::new(
                 &name, &problem, strategy, &plan, millis, false,
             ));
         }
     }
-    print!("{}", bench_table(&rows));
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("bench rows serialize")
+        );
+    } else {
+        print!("{}", bench_table(&rows));
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timed_runs_each_time_and_refuses_a_result_that_changes() {
+        let mut calls = 0;
+        let (result, millis) = timed("same", 4, || {
+            calls += 1;
+            Ok(7)
+        })
+        .unwrap();
+        assert_eq!((result, millis.len(), calls), (7, 4, 4));
+        let mut n = 0;
+        let changing = timed("changing", 3, || {
+            n += 1;
+            Ok(n / 2)
+        });
+        assert!(
+            matches!(&changing, Err(CliError::Nondeterministic { what }) if what == "changing"),
+            "{:?}",
+            changing.map(|(result, _)| result)
+        );
+    }
 }

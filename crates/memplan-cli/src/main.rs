@@ -432,6 +432,10 @@ enum CliError {
     Hardware { path: String, error: HardwareError },
     #[error("no hardware class `{class}` (bundled: {known}; or pass --hardware FILE.toml)")]
     UnknownClass { class: String, known: String },
+    #[error(
+        "{what}: two runs planned different layouts (a plan must not depend on the runs before it)"
+    )]
+    Nondeterministic { what: String },
 }
 
 /// `text` on one line: control characters (a newline or an escape sequence in an id) escaped.

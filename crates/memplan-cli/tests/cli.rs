@@ -736,3 +736,59 @@ fn search_past_its_work_limit_still_reports_what_is_proven() {
     assert_eq!(r["optimal"], optimal);
     assert!(r["elapsed_ms"].is_u64());
 }
+
+#[test]
+fn bench_repeats_each_plan_and_prints_every_run_as_json() {
+    // A folder of its own: other tests write their files beside `temp`'s.
+    let dir = std::env::temp_dir().join(format!("memplan-cli-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("bench.csv"),
+        "id,lower,upper,size\na,0,2,64\nb,1,3,32\nc,2,4,64\n",
+    )
+    .unwrap();
+    let o = memplan(&[
+        "bench",
+        "--csv-dir",
+        dir.to_str().unwrap(),
+        "--synthetic",
+        "200",
+        "--all-live",
+        "0",
+        "--strategies",
+        "first-fit,search",
+        "--repeat",
+        "3",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = rows.as_array().unwrap();
+    let names: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["instance"].as_str().unwrap(),
+                r["strategy"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert!(names.contains(&("bench.csv", "search")), "{names:?}");
+    assert!(names.contains(&("synthetic-200", "first-fit")), "{names:?}");
+    for r in rows {
+        assert_eq!(r["millis"].as_array().unwrap().len(), 3, "{r}");
+        assert_eq!(r["valid"], true, "{r}");
+        let exact = r["strategy"] == "search";
+        assert_eq!(r["proven_lower_bound_bytes"].is_u64(), exact, "{r}");
+        assert_eq!(r["optimal"].is_boolean(), exact, "{r}");
+    }
+    // bench.csv: a and c never meet, b meets both: 96 bytes live at once, and a layout of 96.
+    let search = rows
+        .iter()
+        .find(|r| r["instance"] == "bench.csv" && r["strategy"] == "search")
+        .unwrap();
+    assert_eq!(search["footprint_bytes"], 96, "{search}");
+    assert_eq!(search["optimal"], true, "{search}");
+    let o = memplan(&["bench", "--repeat", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

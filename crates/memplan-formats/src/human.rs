@@ -649,19 +649,20 @@ pub fn sweep_table(
 }
 
 /// One measured plan of `memplan bench`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct BenchRow {
     pub instance: String,
     pub buffers: usize,
     pub strategy: StrategyChoice,
     pub footprint_bytes: u64,
     pub lower_bound_bytes: u64,
-    /// The caller's clock: the planner has none.
-    pub millis: f64,
+    /// Each run's time, in order, by the caller's clock (the planner has none).
+    pub millis: Vec<f64>,
     pub valid: bool,
-    /// With `search`: what it proved no layout goes below (summed over devices), and whether
-    /// the footprint reaches it.
-    pub proven: Option<(u64, bool)>,
+    /// With `search`: what it proved no layout goes below (summed over devices).
+    pub proven_lower_bound_bytes: Option<u64>,
+    /// With `search`: whether the footprint reaches that bound on every device.
+    pub optimal: Option<bool>,
     /// Whether the row counts in the mean ratio per strategy (the real files, not synthetic).
     pub in_mean: bool,
 }
@@ -672,9 +673,14 @@ impl BenchRow {
         problem: &Problem,
         strategy: StrategyChoice,
         plan: &Plan,
-        millis: f64,
+        millis: Vec<f64>,
         in_mean: bool,
     ) -> Self {
+        let proven = plan
+            .devices
+            .iter()
+            .map(|d| d.exact.map(|e| (e.proven_lower_bound_bytes, e.optimal)))
+            .collect::<Option<Vec<(u64, bool)>>>();
         BenchRow {
             instance: instance.to_string(),
             buffers: problem.buffers.len(),
@@ -683,15 +689,23 @@ impl BenchRow {
             lower_bound_bytes: plan.lower_bound_bytes(),
             millis,
             valid: plan.is_valid(),
-            proven: plan
-                .devices
-                .iter()
-                .map(|d| d.exact.map(|e| (e.proven_lower_bound_bytes, e.optimal)))
-                .collect::<Option<Vec<(u64, bool)>>>()
-                .map(|all| (all.iter().map(|a| a.0).sum(), all.iter().all(|a| a.1))),
+            proven_lower_bound_bytes: proven.as_ref().map(|all| all.iter().map(|a| a.0).sum()),
+            optimal: proven.as_ref().map(|all| all.iter().all(|a| a.1)),
             in_mean,
         }
     }
+
+    /// The middle run's time.
+    pub fn median_millis(&self) -> f64 {
+        median(&self.millis)
+    }
+}
+
+/// The middle of `values` (the upper one of an even count; 0 for none).
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// The bench's markdown tables: every row, then the mean footprint/LB per strategy over the rows
@@ -703,10 +717,10 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
     );
     out.push_str("|---|---:|---|---:|---:|---:|---|---:|---|\n");
     for r in rows {
-        let proven = match r.proven {
-            Some((_, true)) => "optimal".to_string(),
-            Some((bound, false)) => format!(">= {bound}"),
-            None => String::new(),
+        let proven = match (r.proven_lower_bound_bytes, r.optimal) {
+            (Some(_), Some(true)) => "optimal".to_string(),
+            (Some(bound), _) => format!(">= {bound}"),
+            _ => String::new(),
         };
         let _ = writeln!(
             out,
@@ -717,7 +731,7 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
             r.footprint_bytes,
             r.lower_bound_bytes,
             ratio(r.footprint_bytes, r.lower_bound_bytes),
-            r.millis,
+            r.median_millis(),
             if r.valid { "yes" } else { "NO" }
         );
     }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The planner in WebAssembly against the native build, on the minimalloc and large ML-compiler
+# problems, side by side in one run (see scripts/wasm-bench.mjs): the CLI built for speed
+# (`--profile fast`) natively, and the CLI built for wasm32-wasip1 with the release profile, the
+# browser bundle's (memplan-core at opt-level 3, fat LTO), run in node. Each plan runs REPEAT
+# times in a row in one process (default 5); the table shows the medians and the wasm build's
+# first run. Adds the wasm32-wasip1 target if it is missing; only this benchmark needs it.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+repeat=${REPEAT:-5}
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip1; then
+  rustup target add wasm32-wasip1 >&2
+fi
+cargo build -q --locked --profile fast -p memplan-cli
+cargo build -q --locked --release --target wasm32-wasip1 -p memplan-cli
+node --no-warnings scripts/wasm-bench.mjs target/fast/memplan target/wasm32-wasip1/release/memplan.wasm -- \
+  bench --csv-dir "$root/tests/data/minimalloc" --csv-dir "$root/tests/data/large" \
+  --synthetic 0 --all-live 0 --strategies search,best --repeat "$repeat" --json
