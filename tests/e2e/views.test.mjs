@@ -124,6 +124,11 @@ test('a search shows its progress, a cancel keeps its best plan so far, and a pr
   assert.equal(await bytesOf('proven-bound'), search.proven_lower_bound_bytes);
   assert.equal(await testid('work-limit').getAttribute('data-work'), '50000000');
   assert.equal(await testid('cancelled').count(), 0);
+  // When the plan shown was found, within the search's time.
+  const found = Number(await testid('found-time').getAttribute('data-ms'));
+  const searched = Number(await testid('search-time').getAttribute('data-ms'));
+  assert.ok(found >= 0 && found <= searched, `found after ${found} ms of ${searched}`);
+  assert.match(await testid('found-time').innerText(), /^\d+ ms$|^\d+\.\d s$/);
   // Four times the work: the search runs long enough to watch. The link says so while it runs
   // (a long search does not hold it back), and a cancel ends it with its best plan so far: the
   // page is cross-origin isolated (as Trunk.toml serves it), so the cancel reaches the running

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use memplan_core::{Control, Decodes, Progress, Strategy, StrategyChoice};
+use memplan_core::{Control, Decodes, FoundAt, Progress, Strategy, StrategyChoice};
 use memplan_engine::{Outcome, Scenario, Session};
 use memplan_render::BufferView;
 use serde::{Deserialize, Serialize};
@@ -153,6 +153,8 @@ struct Job {
     previous: Option<Outcome>,
     /// The time its steps spent planning, milliseconds (the worker's clock).
     planning_ms: f64,
+    /// When, within `planning_ms`, the best plan's step found its layout.
+    found_ms: Option<f64>,
 }
 
 /// The worker's state: the loaded session with its current outcome, or the job planning it,
@@ -353,6 +355,7 @@ impl Worker {
             best: None,
             previous,
             planning_ms: 0.0,
+            found_ms: None,
         });
     }
 
@@ -433,8 +436,11 @@ impl Worker {
             job.limits.len()
         );
         let mut last = now();
+        let started = last;
+        let mut found = FoundAt::default();
         let mut heard = |p: Progress| {
             let t = now();
+            found.hear(&p, t - started);
             if t - last >= PROGRESS_EVERY_MS {
                 last = t;
                 post(Response::Progress {
@@ -448,7 +454,6 @@ impl Worker {
             }
         };
         let mut asked = || stop();
-        let started = now();
         let planned = job.session.plan_with(
             &scenario,
             &mut Control {
@@ -459,6 +464,7 @@ impl Worker {
                 earlier: Some(&mut self.decodes),
             },
         );
+        let before = job.planning_ms;
         job.planning_ms += now() - started;
         let cancelled = self.live_cancel && stop();
         job.done += 1;
@@ -474,6 +480,7 @@ impl Worker {
                 // A cancelled step keeps the best so far, the stopped plan only if lower.
                 if better || (job.done == job.limits.len() && !cancelled) {
                     job.best = Some(outcome);
+                    job.found_ms = found.ms().map(|ms| before + ms);
                 }
                 if cancelled {
                     self.finish(true, post);
@@ -548,6 +555,7 @@ impl Worker {
         // As the CLI does: how long the search took, where one ran.
         if analysis.summary.nodes.is_some() {
             analysis.summary.elapsed_ms = Some(job.planning_ms.round() as u64);
+            analysis.summary.found_ms = job.found_ms.map(|ms| ms as u64);
         }
         left_out.baseline = analysis.baseline.is_some() && analysis.baseline == self.baseline_sent;
         self.baseline_sent = match left_out.baseline {
@@ -833,6 +841,9 @@ mod tests {
         let mut summary = a.summary.clone();
         let elapsed = summary.elapsed_ms.take().expect("a search's time");
         assert!(elapsed >= 50 && elapsed % 50 == 0, "{elapsed}");
+        // And when it found its layout: at a report within that time.
+        let found = summary.found_ms.take().expect("when the layout was found");
+        assert!(found <= elapsed && found % 50 == 0, "{found} of {elapsed}");
         assert_eq!(summary, Analysis::of(&session, &cli).summary);
         // A plan without a search has none (nor has the CLI's).
         let first_fit = run(

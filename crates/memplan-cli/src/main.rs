@@ -18,7 +18,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
 use memplan_core::remat::Target;
 use memplan_core::spaces::OutputSource;
-use memplan_core::{Control, StrategyChoice};
+use memplan_core::{Control, FoundAt, Progress, StrategyChoice};
 use memplan_engine::{DeviceBudget, EngineError, Scenario, Session};
 use memplan_formats::hardware::{self, HardwareError};
 use memplan_formats::report::{PlanReport, PlanSummary};
@@ -561,8 +561,11 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let started = Instant::now();
             let deadline = time_limit.map(|ms| started + Duration::from_millis(ms));
             let mut past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
+            let mut found = FoundAt::default();
+            let mut hear = |p: Progress| found.hear(&p, started.elapsed().as_secs_f64() * 1e3);
             let mut control = Control {
                 should_stop: Some(&mut past_deadline),
+                progress: Some(&mut hear),
                 ..Control::default()
             };
             let mut scenario = scenario.scenario()?;
@@ -572,10 +575,12 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             }
             let outcome = session.plan_with(&scenario, &mut control)?;
             let mut report = session.report(&outcome);
-            // The one field that varies run to run: only where `search` ran, whose users ask
-            // how long the proof took; every other plan prints the same bytes each time.
+            // The fields that vary run to run: only where `search` ran, whose users ask how
+            // long the proof took and how soon the answer came; every other plan prints the
+            // same bytes each time.
             if report.summary.nodes.is_some() {
                 report.summary.elapsed_ms = Some(started.elapsed().as_millis() as u64);
+                report.summary.found_ms = found.ms().map(|ms| ms as u64);
             }
             if json {
                 println!(

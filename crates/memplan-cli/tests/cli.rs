@@ -611,6 +611,8 @@ fn search_proves_optimal_and_a_capacity_below_the_live_peak_exits_1_saying_why()
     assert_eq!(summary["optimal"], true);
     assert!(summary["nodes"].as_u64().unwrap() > 0);
     assert!(summary["elapsed_ms"].is_u64());
+    // When the layout was found: within the search's time.
+    assert!(summary["found_ms"].as_u64().unwrap() <= summary["elapsed_ms"].as_u64().unwrap());
     assert_eq!(summary["devices"][0]["optimal"], true);
 
     let o = memplan(&["plan", c, "--strategy", "search", "--capacity", "1000000"]);
@@ -721,7 +723,18 @@ fn a_time_limit_alone_lets_search_run_until_it() {
     let timed = run(&["--time-limit", "2s"]);
     assert_eq!(timed["devices"][0]["stopped"], true, "stopped by the clock");
     assert!(timed["elapsed_ms"].as_u64().unwrap() >= 2000);
+    assert!(timed["found_ms"].as_u64().unwrap() <= timed["elapsed_ms"].as_u64().unwrap());
     assert_eq!(timed["valid"], true);
+    // Only a search's report has the two times.
+    let first_fit = memplan(&[
+        "plan",
+        &example("mlp-training.json"),
+        "--strategy",
+        "first-fit",
+        "--json",
+    ]);
+    let first_fit: serde_json::Value = serde_json::from_str(&stdout(&first_fit)).unwrap();
+    assert!(first_fit.get("elapsed_ms").is_none() && first_fit.get("found_ms").is_none());
 }
 
 #[test]

@@ -28,9 +28,9 @@ pub use check::{Layout, Violation, check};
 pub use dtype::DType;
 pub use graph::{Graph, GraphError, ResolvedGraph};
 pub use layout::{
-    CapFallback, Control, Decodes, DevicePlan, ExactStats, Placement, Plan, PlanError, PlanOptions,
-    Pool, PoolRole, Progress, Strategy, StrategyChoice, U32_OFFSET_POOL_CAP, UnknownStrategy, plan,
-    plan_with,
+    CapFallback, Control, Decodes, DevicePlan, ExactStats, FoundAt, Placement, Plan, PlanError,
+    PlanOptions, Pool, PoolRole, Progress, Strategy, StrategyChoice, U32_OFFSET_POOL_CAP,
+    UnknownStrategy, plan, plan_with,
 };
 pub use liveness::{Liveness, analyze};
 pub use lower_bound::DeviceUsage;

@@ -52,6 +52,10 @@ pub struct PlanSummary {
     /// How long planning took, set by a caller with a clock (the CLI); the core has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elapsed_ms: Option<u64>,
+    /// How soon within `elapsed_ms` the search found the layout it returns (the caller's clock,
+    /// from its progress: `memplan_core::FoundAt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_ms: Option<u64>,
     /// The device class every device is, when the plan was asked to fit one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetReport>,
@@ -265,6 +269,7 @@ impl PlanSummary {
                 .map(|all| all.iter().all(|&o| o)),
             nodes: plan.devices.iter().map(|d| d.exact.map(|e| e.nodes)).sum(),
             elapsed_ms: None,
+            found_ms: None,
             budget: None,
             reserved_bytes: None,
             inlined: Vec::new(),

@@ -1332,13 +1332,16 @@ pub(crate) fn minimize(
     let open = |best: u64, proven: u64| {
         proven < best && goal.is_none_or(|goal| best > goal && proven <= goal)
     };
-    let heard = |best: &RegionLayout, proven, nodes| Progress {
+    let progress = |best: &RegionLayout, proven, nodes| Progress {
         device,
         evaluations: nodes,
         exact: true,
         best_bytes: best.extent,
         bound_bytes: proven,
     };
+    // Heard at the start (the portfolio's best), at each better layout and after each turn: a
+    // caller with a clock can tell when the layout it gets was found.
+    control.report(progress(&best, proven, nodes));
     let mut turn = 0u32;
     while open(best.extent, proven) && nodes < limit && !stopped {
         let left = slice.min(limit - nodes);
@@ -1350,7 +1353,7 @@ pub(crate) fn minimize(
         };
         if goal.is_some() || at_bound {
             let target = goal.map_or(proven, |goal| goal.max(proven)) / g * g;
-            let heard = heard(&best, proven, nodes);
+            let heard = progress(&best, proven, nodes);
             let (answer, used) = probe(
                 &mut lower,
                 &shape,
@@ -1362,7 +1365,10 @@ pub(crate) fn minimize(
             );
             nodes += used;
             match answer {
-                Feasibility::Fits(layout) => best = layout,
+                Feasibility::Fits(layout) => {
+                    best = layout;
+                    control.report(progress(&best, proven, nodes));
+                }
                 Feasibility::Infeasible => proven = proven.max(target + g),
                 Feasibility::Unknown => stopped = control.stop(),
             }
@@ -1379,7 +1385,7 @@ pub(crate) fn minimize(
                 if target <= proven {
                     break;
                 }
-                let heard = heard(&best, proven, nodes);
+                let heard = progress(&best, proven, nodes);
                 let (answer, used) = probe(
                     &mut upper,
                     &shape,
@@ -1394,6 +1400,7 @@ pub(crate) fn minimize(
                     Feasibility::Fits(layout) => {
                         best = layout;
                         between = None;
+                        control.report(progress(&best, proven, nodes));
                     }
                     Feasibility::Infeasible => {
                         proven = proven.max(target + g);
@@ -1424,6 +1431,7 @@ pub(crate) fn minimize(
             stopped = halted;
             if layout.extent < best.extent {
                 best = layout;
+                control.report(progress(&best, proven, nodes));
             }
         }
         warmed |= due;
@@ -1431,13 +1439,7 @@ pub(crate) fn minimize(
         if turn.is_multiple_of(3) {
             slice = slice.saturating_mul(2);
         }
-        control.report(Progress {
-            device,
-            evaluations: nodes,
-            exact: true,
-            best_bytes: best.extent,
-            bound_bytes: proven,
-        });
+        control.report(progress(&best, proven, nodes));
     }
     Minimized {
         layout: best,

@@ -273,6 +273,32 @@ pub struct Progress {
     pub bound_bytes: u64,
 }
 
+/// When a plan's layout was found, read from its progress: the caller's time at the last report
+/// that changed a region's best extent (a region's first report counts: it carries the layout
+/// the search starts from). `search` reports each better layout as it finds it, so a caller
+/// with a clock learns how soon the answer came within the time it gave. The core has no
+/// clock: the caller passes its own with each report.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FoundAt {
+    last: Option<(usize, u64)>,
+    ms: Option<f64>,
+}
+
+impl FoundAt {
+    /// Hears `progress`, reported at the caller's `now_ms`.
+    pub fn hear(&mut self, progress: &Progress, now_ms: f64) {
+        let key = (progress.device, progress.best_bytes);
+        if self.last != Some(key) {
+            (self.last, self.ms) = (Some(key), Some(now_ms));
+        }
+    }
+
+    /// The time of the last change heard; `None` before any report.
+    pub fn ms(&self) -> Option<f64> {
+        self.ms
+    }
+}
+
 /// The caller's hold on a plan: when to stop early, and where progress goes. The core has no
 /// clock: a caller that wants a time limit checks its own clock in `should_stop` (the CLI with
 /// `std::time`, the worker with `performance.now()`). A stopped plan is still complete and

@@ -804,3 +804,61 @@ fn durations_measure_lifetimes_in_the_problems_time() {
     p.position_times = vec![10, 5, 0];
     assert_eq!(durations(&p, &items), [1, 1, 1, 1]);
 }
+
+/// `search` minimizing reports the layout it starts from before any node, then each better
+/// layout: what a caller hears last is what it gets, so its clock at that report
+/// (`FoundAt`) is when the answer came.
+#[test]
+fn search_reports_the_layout_it_starts_from_and_each_better_one() {
+    let p = random_problem(60, 40, 12);
+    let options = PlanOptions {
+        strategy: Strategy::Search.into(),
+        ..PlanOptions::default()
+    };
+    let mut heard = Vec::new();
+    let mut progress = |p: Progress| heard.push(p);
+    let mut control = Control {
+        progress: Some(&mut progress),
+        ..Control::default()
+    };
+    let searched = plan_with(&p, &options, &mut control).unwrap();
+    let exact: Vec<Progress> = heard.into_iter().filter(|h| h.exact).collect();
+    let first = exact.first().expect("the exact search reports");
+    assert_eq!(first.evaluations, 0, "{first:?}");
+    assert!(exact.windows(2).all(|w| w[1].best_bytes <= w[0].best_bytes));
+    let last = exact.last().unwrap();
+    assert_eq!(last.best_bytes, searched.footprint_bytes());
+    assert!(
+        first.best_bytes > last.best_bytes,
+        "the search improves on its start here: {first:?} {last:?}"
+    );
+    // With the report's index as the clock: found at the first report of the final extent.
+    let mut found = FoundAt::default();
+    for (i, h) in exact.iter().enumerate() {
+        found.hear(h, i as f64);
+    }
+    let at = exact.iter().position(|h| h.best_bytes == last.best_bytes);
+    assert_eq!(found.ms(), at.map(|i| i as f64));
+}
+
+#[test]
+fn found_at_is_the_last_change_of_a_region_best() {
+    let heard = |device, best_bytes| Progress {
+        device,
+        evaluations: 0,
+        exact: true,
+        best_bytes,
+        bound_bytes: 0,
+    };
+    let mut found = FoundAt::default();
+    assert_eq!(found.ms(), None);
+    found.hear(&heard(0, 100), 1.0);
+    found.hear(&heard(0, 100), 2.0);
+    assert_eq!(found.ms(), Some(1.0), "the same best again is no find");
+    found.hear(&heard(0, 90), 3.0);
+    found.hear(&heard(0, 90), 4.0);
+    assert_eq!(found.ms(), Some(3.0));
+    // Another device's first report starts its region: its layout is found then.
+    found.hear(&heard(1, 90), 5.0);
+    assert_eq!(found.ms(), Some(5.0));
+}
