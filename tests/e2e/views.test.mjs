@@ -172,7 +172,7 @@ test('search in the worker gives the plan of the CLI on each minimalloc file, ti
   // drawn, which also holds the views, the message and the drawing. The first search of a page
   // runs partly on the browser's baseline code (it compiles wasm lazily and optimizes what
   // runs hot, in the background), and right after a load it shares this machine's two cores
-  // with the page's own work on the new plan (its drawing, and its own code optimized): so it
+  // with the page's own work on the new plan (drawing it): so it
   // is timed right after the load and again on other pages three seconds after it, and the
   // same search again on the page is the compiled code's speed. Natively, the median of three
   // runs of the CLI built for speed.
