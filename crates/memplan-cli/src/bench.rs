@@ -45,11 +45,11 @@ pub struct BenchArgs {
     strategies: Vec<StrategyChoice>,
     /// Plan each instance this many times in a row: the table shows the median time, and every
     /// run must plan the same layout.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["remat", "onnx_mb"])]
     repeat: u32,
     /// Print the rows as JSON, each with every run's time in order (the first run of a process
     /// is the one a cold start pays for).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["remat", "onnx_mb"])]
     json: bool,
 }
 

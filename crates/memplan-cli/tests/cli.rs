@@ -804,4 +804,8 @@ fn bench_repeats_each_plan_and_prints_every_run_as_json() {
     assert_eq!(search["optimal"], true, "{search}");
     let o = memplan(&["bench", "--repeat", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // The remat and ONNX timings keep their own run counts and tables.
+    let o = memplan(&["bench", "--onnx-mb", "1", "--repeat", "3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
