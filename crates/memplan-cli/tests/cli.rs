@@ -615,6 +615,16 @@ fn search_proves_optimal_and_a_capacity_below_the_live_peak_exits_1_saying_why()
     assert!(summary["found_ms"].as_u64().unwrap() <= summary["elapsed_ms"].as_u64().unwrap());
     assert_eq!(summary["devices"][0]["optimal"], true);
 
+    // The table says the same in words, with the two times.
+    let o = memplan(&["plan", c, "--strategy", "search"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("device0: optimal: no layout goes below 1015.00 KiB (")
+            && text.contains(" search nodes)\nsearch time ")
+            && text.contains(" ms, found after "),
+        "{text}"
+    );
+
     let o = memplan(&["plan", c, "--strategy", "search", "--capacity", "1000000"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(

@@ -233,6 +233,10 @@ pub fn plan_table(report: &PlanSummary) -> String {
             );
         }
     }
+    if let Some(elapsed) = report.elapsed_ms {
+        let found = (report.found_ms).map_or(String::new(), |ms| format!(", found after {ms} ms"));
+        let _ = writeln!(out, "search time {elapsed} ms{found}");
+    }
     if let Some(reserved) = report.reserved_bytes {
         let _ = writeln!(
             out,
