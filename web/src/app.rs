@@ -246,6 +246,11 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
 pub fn App() -> impl IntoView {
     let url = UrlState::parse(&location_search());
     let state = PageState::new(&url);
+    // An embedded view shows a bundled example and rarely loads a file: it spares the reader's
+    // machine the worker's warm-up.
+    if !url.embed {
+        crate::worker_client::start_early(state);
+    }
 
     // First load: `?src=` (in the worker), else `?example=` or the default example (here); a
     // link to a local file says so and offers to choose it again. The link's selection, device

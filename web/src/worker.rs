@@ -3,16 +3,15 @@
 //! task, returning to the event loop in between so that a `cancel` can arrive. When the page is
 //! cross-origin isolated it also shares a stop flag (a `SharedArrayBuffer`) that a running
 //! search reads, so a cancel stops it at once. Before it says it is ready it runs
-//! `worker_protocol::warm_up` once, and while it is idle after that, a few rounds of
-//! `worker_protocol::warm_up_round`, so that the first search runs at full speed.
+//! `worker_protocol::warm_up` once, and while it is idle after that, the rounds of
+//! `worker_protocol::WarmUp` a step at a time, so that the first load and search run at full
+//! speed.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use memplan_web::error::WebError;
-use memplan_web::worker_protocol::{
-    Request, Response, WARM_UP_ROUNDS, Worker, warm_up, warm_up_round,
-};
+use memplan_web::worker_protocol::{Request, Response, WarmUp, Worker, warm_up};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -46,17 +45,18 @@ async fn after(scope: &DedicatedWorkerGlobalScope, ms: i32) {
     let _ = JsFuture::from(promise).await;
 }
 
-/// Runs the warm-up's rounds one task each while no job runs (a job waits at most one round,
-/// a few milliseconds); while one does, looks again every 50 ms.
+/// Runs the warm-up's steps one task each while no job runs (a job waits at most one step, a
+/// few milliseconds); while one does, looks again every 50 ms.
 async fn warm_up_while_idle(scope: DedicatedWorkerGlobalScope, worker: Rc<RefCell<Worker>>) {
-    let mut rounds = 0;
-    while rounds < WARM_UP_ROUNDS {
+    let mut warm = WarmUp::default();
+    loop {
         if worker.borrow().busy() {
             after(&scope, 50).await;
             continue;
         }
-        warm_up_round();
-        rounds += 1;
+        if !warm.step() {
+            break;
+        }
         next_task(&scope).await;
     }
 }

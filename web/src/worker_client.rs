@@ -1,4 +1,5 @@
-//! The page's side of the worker: starts it on first use, waits for its `ready`, sends typed
+//! The page's side of the worker: starts it as the page opens (so that it has compiled and
+//! warmed up its code by the time a file is dropped), waits for its `ready`, sends typed
 //! requests (a load's bytes transferred, not copied), turns its answers into page state, and
 //! cancels: a plan by asking the worker (at once through the shared stop flag on an isolated
 //! page, else between its steps), a load still parsing by terminating it (the next request
@@ -32,6 +33,9 @@ type Handlers = (
 pub struct WorkerClient {
     worker: Option<Worker>,
     ready: bool,
+    /// Whether the worker has been sent a request: one that has not owes no answer, and
+    /// [`stop`] keeps it, warm.
+    asked: bool,
     /// A message sent before the worker was ready, with what it transfers.
     pending: Option<(js_sys::Object, js_sys::Array)>,
     handlers: Option<Handlers>,
@@ -141,6 +145,7 @@ fn send(state: PageState, request: &Request, bytes: Option<js_sys::ArrayBuffer>)
         state.error.set(Some(e.to_string()));
         return;
     }
+    c.asked = true;
     if let Some(flag) = &c.stop {
         let _ = js_sys::Reflect::set(&message, &"stop".into(), &flag.buffer());
         let raised = matches!(request, Request::Cancel);
@@ -152,6 +157,18 @@ fn send(state: PageState, request: &Request, bytes: Option<js_sys::ArrayBuffer>)
         }
     } else {
         c.pending = Some((message, transfer));
+    }
+}
+
+/// Starts the worker before anything is asked of it: it compiles its code and warms it up
+/// while the user looks at the page, so that the first file and the first search run at full
+/// speed (measured in Chromium, a search of minimalloc F asked right after the first load: see
+/// `worker_protocol::WarmUp`). A worker that cannot start says so when it is first asked.
+pub fn start_early(state: PageState) {
+    let client = state.worker.get_value();
+    let mut c = client.borrow_mut();
+    if c.worker.is_none() {
+        let _ = start(state, &mut c);
     }
 }
 
@@ -262,6 +279,7 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
     c.worker = Some(worker);
     c.stop = shared_stop();
     c.ready = false;
+    c.asked = false;
     c.handlers = Some((onmessage, onerror));
     Ok(())
 }
@@ -289,19 +307,22 @@ pub fn cancel(state: PageState) {
     state.restore.set_value(None);
 }
 
-/// Stops whatever the worker is doing.
+/// Stops whatever the worker is doing: a worker that has been asked anything is terminated
+/// (the next request starts a fresh one); one never asked owes no answer and is kept, warm.
 pub fn stop(state: PageState) {
     let client = state.worker.get_value();
     let Ok(mut c) = client.try_borrow_mut() else {
         return;
     };
-    if let Some(w) = c.worker.take() {
-        w.set_onmessage(None);
-        w.set_onerror(None);
-        w.terminate();
+    if c.asked {
+        if let Some(w) = c.worker.take() {
+            w.set_onmessage(None);
+            w.set_onerror(None);
+            w.terminate();
+        }
+        c.ready = false;
+        c.pending = None;
+        c.handlers = None;
     }
-    c.ready = false;
-    c.pending = None;
-    c.handlers = None;
     done(state);
 }
