@@ -89,7 +89,7 @@ replace minimize "$tmp/minimize"
 replace omnimalloc "$tmp/omnimalloc"
 
 {
-  echo "\`./scripts/wasm-bench.sh\` ($today, $cores cores, side by side in one run; each plan 5 times in a row in one process, the medians, and the wasm build's first run, which for the rows after the first ran after the rows above it; time is the CLI's own clock around the plan):"
+  echo "\`./scripts/wasm-bench.sh\` ($today, $cores cores, side by side in one run; each plan 5 times in a row, in 3 rounds that alternate the native and the wasm build, the medians of the 15 runs, and the wasm build's first run, which for the rows after the first ran after the rows above it; time is the CLI's own clock around the plan):"
   echo
   ./scripts/wasm-bench.sh
 } > "$tmp/wasm"

@@ -3,8 +3,9 @@
 # problems, side by side in one run (see scripts/wasm-bench.mjs): the CLI built for speed
 # (`--profile fast`) natively, and the CLI built for wasm32-wasip1 with the release profile, the
 # browser bundle's (memplan-core at opt-level 3, fat LTO), run in node. Each plan runs REPEAT
-# times in a row in one process (default 5); the table shows the medians and the wasm build's
-# first run. Adds the wasm32-wasip1 target if it is missing; only this benchmark needs it.
+# times in a row (default 5), in ROUNDS rounds that alternate the two builds (default 3); the
+# table shows the medians over all those runs and the wasm build's first run. Adds the
+# wasm32-wasip1 target if it is missing; only this benchmark needs it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -15,6 +16,6 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip1; then
 fi
 cargo build -q --locked --profile fast -p memplan-cli
 cargo build -q --locked --release --target wasm32-wasip1 -p memplan-cli
-node --no-warnings scripts/wasm-bench.mjs target/fast/memplan target/wasm32-wasip1/release/memplan.wasm -- \
+node --expose-gc --no-warnings scripts/wasm-bench.mjs target/fast/memplan target/wasm32-wasip1/release/memplan.wasm -- \
   bench --csv-dir "$root/tests/data/minimalloc" --csv-dir "$root/tests/data/large" \
   --synthetic 0 --all-live 0 --strategies search,best --repeat "$repeat" --json

@@ -43,6 +43,33 @@ test('the bundled examples switch the dump', async () => {
   await page.getByTestId('example-mlp-training').click();
 });
 
+test('the worker starts as the page opens, and a bundled example keeps it', async () => {
+  // Started before any file, it has compiled and warmed up its code by the time one comes.
+  await page.goto(server.url);
+  await page.getByTestId('summary').waitFor();
+  const started = Date.now();
+  while (page.workers().length === 0 && Date.now() - started < 10000) await page.waitForTimeout(20);
+  assert.equal(page.workers().length, 1, 'one worker before any file');
+  const [worker] = page.workers();
+  let closed = false;
+  worker.on('close', () => { closed = true; });
+  // A bundled example plans on the page; the worker, never asked anything, stays.
+  const decode = await example('transformer-decode');
+  await page.getByTestId('example-transformer-decode').click();
+  await page.waitForFunction((n) => document.querySelector('[data-testid=tensor-count]')?.textContent === String(n), decode.tensors.length);
+  await page.getByTestId('example-mlp-training').click();
+  await page.waitForTimeout(200);
+  assert.equal(closed, false, 'the warm worker was kept');
+  assert.deepEqual(page.workers(), [worker]);
+  // An embedded view spares the reader's machine the worker until a file asks for it.
+  const embedded = await browser.newPage();
+  await embedded.goto(`${server.url}?example=transformer-decode&view=arena&embed=1`);
+  await embedded.getByTestId('arena-canvas').waitFor();
+  await embedded.waitForTimeout(500);
+  assert.equal(embedded.workers().length, 0);
+  await embedded.close();
+});
+
 test('uploading a valid dump changes the counts', async () => {
   const dump = {
     memplan: 1,
