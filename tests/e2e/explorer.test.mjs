@@ -110,6 +110,29 @@ test('uploading a malformed dump shows the validation message and keeps the page
   await page.screenshot({ path: join(output, 'error.png') });
 });
 
+test('a worker that fails to load says so, and the next file starts another', async () => {
+  // A loader that throws: the worker started as the page opens fails, and so does the next.
+  const broken = await serve({ '/memplan-worker_loader.js': 'throw new Error("no worker here");' });
+  const other = await browser.newPage();
+  try {
+    await other.goto(broken.url);
+    await other.getByTestId('summary').waitFor();
+    const banner = other.getByTestId('error');
+    await banner.waitFor();
+    assert.match(await banner.innerText(), /the background worker failed/);
+    // The page keeps its example; a file is sent to a fresh worker, which fails in turn and
+    // says so, rather than waiting for one that will never be ready.
+    await banner.getByRole('button', { name: 'Dismiss' }).click();
+    await banner.waitFor({ state: 'detached' });
+    await other.getByTestId('file-input').setInputFiles({ name: 'small.csv', mimeType: 'text/csv', buffer: Buffer.from('id,lower,upper,size\na,0,2,64\n') });
+    await other.waitForFunction(() => /the background worker failed/.test(document.querySelector('[data-testid=error]')?.textContent ?? '')
+      && !document.querySelector('[data-testid="progress"]'));
+  } finally {
+    await other.close();
+    await broken.close();
+  }
+});
+
 test('no console errors', () => {
   assert.deepEqual(page.problems, []);
 });

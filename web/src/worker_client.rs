@@ -161,9 +161,9 @@ fn send(state: PageState, request: &Request, bytes: Option<js_sys::ArrayBuffer>)
 }
 
 /// Starts the worker before anything is asked of it: it compiles its code and warms it up
-/// while the user looks at the page, so that the first file and the first search run at full
-/// speed (measured in Chromium, a search of minimalloc F asked right after the first load: see
-/// `worker_protocol::WarmUp`). A worker that cannot start says so when it is first asked.
+/// while the user looks at the page, so that the first file loads and is searched at full
+/// speed (measured in Chromium: see `worker_protocol::WarmUp`). One that fails says so (at the
+/// latest when first asked), and the next request starts another.
 pub fn start_early(state: PageState) {
     let client = state.worker.get_value();
     let mut c = client.borrow_mut();
@@ -272,7 +272,12 @@ fn start(state: PageState, c: &mut WorkerClient) -> Result<(), WebError> {
             "the background worker failed: {}",
             event.message()
         )));
-        cancel(state);
+        // Asked anything or not (one started early may fail to load): the next request
+        // starts a fresh one.
+        if let Ok(mut c) = state.worker.get_value().try_borrow_mut() {
+            terminate(&mut c);
+        }
+        state.restore.set_value(None);
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
@@ -315,14 +320,19 @@ pub fn stop(state: PageState) {
         return;
     };
     if c.asked {
-        if let Some(w) = c.worker.take() {
-            w.set_onmessage(None);
-            w.set_onerror(None);
-            w.terminate();
-        }
-        c.ready = false;
-        c.pending = None;
-        c.handlers = None;
+        terminate(&mut c);
     }
     done(state);
+}
+
+/// Ends the worker and forgets it.
+fn terminate(c: &mut WorkerClient) {
+    if let Some(w) = c.worker.take() {
+        w.set_onmessage(None);
+        w.set_onerror(None);
+        w.terminate();
+    }
+    c.ready = false;
+    c.pending = None;
+    c.handlers = None;
 }
