@@ -111,7 +111,7 @@ test('uploading a malformed dump shows the validation message and keeps the page
 });
 
 test('a worker that fails to load says so, and the next file starts another', async () => {
-  // A loader that throws: the worker started as the page opens fails, and so does the next.
+  // A loader that throws: the worker started with the page fails, and so does the next.
   const broken = await serve({ '/memplan-worker_loader.js': 'throw new Error("no worker here");' });
   const other = await browser.newPage();
   try {

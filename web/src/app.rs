@@ -246,10 +246,16 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
 pub fn App() -> impl IntoView {
     let url = UrlState::parse(&location_search());
     let state = PageState::new(&url);
-    // An embedded view shows a bundled example and rarely loads a file: it spares the reader's
-    // machine the worker's warm-up.
+    // The worker starts once the page has drawn its first frame (started with the page, it
+    // delayed that frame by about 30 ms on two cores). An embedded view shows a bundled example and
+    // rarely loads a file: it spares the reader's machine the worker's warm-up.
     if !url.embed {
-        crate::worker_client::start_early(state);
+        request_animation_frame(move || {
+            set_timeout(
+                move || crate::worker_client::start_early(state),
+                std::time::Duration::ZERO,
+            )
+        });
     }
 
     // First load: `?src=` (in the worker), else `?example=` or the default example (here); a

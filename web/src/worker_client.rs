@@ -1,6 +1,6 @@
-//! The page's side of the worker: starts it as the page opens (so that it has compiled and
-//! warmed up its code by the time a file is dropped), waits for its `ready`, sends typed
-//! requests (a load's bytes transferred, not copied), turns its answers into page state, and
+//! The page's side of the worker: starts it after the page's first frame (so that it has
+//! compiled and warmed up its code by the time a file is dropped), waits for its `ready`, sends
+//! typed requests (a load's bytes transferred, not copied), turns its answers into page state, and
 //! cancels: a plan by asking the worker (at once through the shared stop flag on an isolated
 //! page, else between its steps), a load still parsing by terminating it (the next request
 //! starts a fresh one, in about 50 ms).

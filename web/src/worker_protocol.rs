@@ -606,7 +606,7 @@ pub fn warm_up() -> u64 {
 /// searches alone too, as fast as the searches after it (6-7 ms natively). In Chromium, while
 /// the worker started at the first load and its rounds searched only, the code that load ran
 /// was still being optimized in the background during a search asked right after it. With the
-/// load in the rounds and the worker started as the page opens (`worker_client::start_early`),
+/// load in the rounds and the worker started with the page (`worker_client::start_early`),
 /// a first file chosen 1.5 s after the page opened (six pages each, medians, against before):
 /// loaded in 55-94 ms against 114-217 on minimalloc B, C, E and F, and searched right after in
 /// 8, 10, 43 and 11 ms against 19, 15, 54 and 14.
