@@ -247,8 +247,8 @@ pub fn App() -> impl IntoView {
     let url = UrlState::parse(&location_search());
     let state = PageState::new(&url);
     // The worker starts once the page has drawn its first frame (started with the page, it
-    // delayed that frame by about 30 ms on two cores). An embedded view shows a bundled example and
-    // rarely loads a file: it spares the reader's machine the worker's warm-up.
+    // delayed that frame by about 30 ms on two cores). An embedded view shows a bundled example
+    // and rarely loads a file: it spares the reader's machine the worker's warm-up.
     if !url.embed {
         request_animation_frame(move || {
             set_timeout(

@@ -160,14 +160,14 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
         .unwrap_or_default()
         .to_string_lossy()
         .into_owned();
-    let timed = |runs: u32, f: &mut dyn FnMut() -> Result<String, CliError>| {
+    let median_of = |runs: u32, f: &mut dyn FnMut() -> Result<String, CliError>| {
         timed(&name, runs, f).map(|(what, millis)| (what, runs, median(&millis)))
     };
     let candidates = session.candidates(&scenario)?;
     let mut rows = Vec::new();
     rows.push((
         "baseline plan",
-        timed(5, &mut || {
+        median_of(5, &mut || {
             Ok(format!(
                 "footprint {}",
                 session.plan(&scenario)?.plan.footprint_bytes()
@@ -181,7 +181,7 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
         };
         rows.push((
             "one toggle",
-            timed(21, &mut || {
+            median_of(21, &mut || {
                 Ok(format!(
                     "footprint {} with {} inlined",
                     session.plan(&flip)?.plan.footprint_bytes(),
@@ -192,7 +192,7 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
     }
     let baseline = session.plan(&scenario)?.plan.footprint_bytes();
     let budget = baseline / 5 * 4;
-    let fit = timed(5, &mut || {
+    let fit = median_of(5, &mut || {
         let f = session.fit(&scenario, memplan_core::remat::Target::Bytes(budget), None)?;
         Ok(format!(
             "budget {budget}: footprint {}, {} flips, {} considered, {} cut, within budget: {}",
@@ -204,7 +204,7 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
         ))
     })?;
     rows.push(("fit, default cap", fit));
-    let sweep = timed(3, &mut || {
+    let sweep = median_of(3, &mut || {
         let s = session.sweep(&scenario, 32, 20)?;
         Ok(format!(
             "{} points over {} candidates{}",

@@ -824,6 +824,9 @@ impl<'a> Search<'a> {
         let mut lowest = u64::MAX;
         for &j in self.unplaced.at(t) {
             let j = j as usize;
+            if j == c {
+                continue;
+            }
             let other = items[j];
             // Placing `c` lifts each buffer beside it to its end.
             let beside = other.live.first <= last && first <= other.live.last;
@@ -833,7 +836,7 @@ impl<'a> Search<'a> {
             } else {
                 self.floor[j]
             };
-            lowest = if j == c { lowest } else { lowest.min(floor) };
+            lowest = lowest.min(floor);
         }
         Sections::stacked(lowest, need) > self.capacity
     }

@@ -805,11 +805,13 @@ fn durations_measure_lifetimes_in_the_problems_time() {
     assert_eq!(durations(&p, &items), [1, 1, 1, 1]);
 }
 
-/// `search` minimizing reports the layout it starts from before any node, then each better
-/// layout: what a caller hears last is what it gets, so its clock at that report
-/// (`FoundAt`) is when the answer came.
+/// `search` minimizing reports the layout it starts from before any node, never a worse one
+/// after, and last the layout it returns, so a caller's clock at the first report of it
+/// (`FoundAt`) is when the answer came. (That each better layout is reported as it is found,
+/// not at the turn's end, no outside observation tells apart: the reports do not change the
+/// search's path.)
 #[test]
-fn search_reports_the_layout_it_starts_from_and_each_better_one() {
+fn search_reports_the_layout_it_starts_from_and_ends_on_its_answer() {
     let p = random_problem(60, 40, 12);
     let options = PlanOptions {
         strategy: Strategy::Search.into(),
