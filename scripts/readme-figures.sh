@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Writes the README's measured figures from the commands that measure them, never by hand:
+# Writes the measured figures of docs/ (and the README's screenshot) from the commands that
+# measure them, never by hand:
 # the benchmark table (`memplan bench`), the wasm build against the native one
 # (`scripts/wasm-bench.sh`), the bundle size (`scripts/bundle-size.sh`, after a
-# release build) and the browser figures (`tests/e2e/output/perf.json`, written by the e2e
-# tests). Each block sits between `<!-- NAME:begin -->` and `<!-- NAME:end -->` with the date and
+# release build) and the browser figures (`scripts/browser-bench.mjs`). Each block sits between `<!-- NAME:begin -->` and `<!-- NAME:end -->` with the date and
 # the command that produced it. Run it after `./scripts/test.sh` on the machine the figures are for.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,18 +12,19 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 today=$(date -u +%Y-%m-%d)
 cores=$(nproc)
 
-replace() { # name, file holding the new block
+replace() { # name, file holding the new block: replaced wherever its markers are (README, docs/)
   python3 - "$1" "$2" <<'PY'
-import sys, re
+import sys, glob
 name, path = sys.argv[1], sys.argv[2]
 block = open(path).read().rstrip('\n')
-readme = open('README.md').read()
 begin, end = f'<!-- {name}:begin -->', f'<!-- {name}:end -->'
-if begin not in readme or end not in readme:
-    sys.exit(f'README.md has no {begin} ... {end} block')
-head, rest = readme.split(begin, 1)
+docs = [d for d in ['README.md', *sorted(glob.glob('docs/*.md'))] if begin in open(d).read()]
+if len(docs) != 1:
+    sys.exit(f'{begin} ... {end} must stand in exactly one of README.md and docs/*.md, not {docs}')
+text = open(docs[0]).read()
+head, rest = text.split(begin, 1)
 _, tail = rest.split(end, 1)
-open('README.md', 'w').write(f'{head}{begin}\n{block}\n{end}{tail}')
+open(docs[0], 'w').write(f'{head}{begin}\n{block}\n{end}{tail}')
 PY
 }
 
@@ -153,21 +154,24 @@ if ls dist/*.wasm >/dev/null 2>&1; then
   replace bundle "$tmp/bundle"
 fi
 
-if [ -f tests/e2e/output/perf.json ]; then
+if [ -f dist/index.html ]; then
+  cargo build -q --locked --profile fast -p memplan-cli
+  cargo build -q --locked -p memplan-cli
+  node scripts/browser-bench.mjs "$tmp/browser-bench"
   {
-    echo "\`tests/e2e/output/perf.json\` and the \`.txt\` figures beside it, written by \`node --test tests/e2e/\` in headless Chromium ($today, $cores cores):"
+    echo "\`node scripts/browser-bench.mjs\` on the release bundle in headless Chromium ($today, $cores cores):"
     echo
     echo '```'
-    cat tests/e2e/output/perf.json
-    [ -f tests/e2e/output/big-dump.txt ] && cat tests/e2e/output/big-dump.txt
-    [ -f tests/e2e/output/onnx-20mb.txt ] && cat tests/e2e/output/onnx-20mb.txt
-    [ -f tests/e2e/output/remat-browser.txt ] && cat tests/e2e/output/remat-browser.txt
+    cat "$tmp/browser-bench/perf.json" "$tmp/browser-bench/big-dump.txt" \
+      "$tmp/browser-bench/onnx-20mb.txt" "$tmp/browser-bench/remat-browser.txt"
     echo '```'
-    if [ -f tests/e2e/output/solver-browser.txt ]; then
-      echo
-      cat tests/e2e/output/solver-browser.txt
-    fi
+    echo
+    cat "$tmp/browser-bench/solver-browser.txt"
   } > "$tmp/browser"
   replace browser "$tmp/browser"
 fi
-echo "README.md figures written ($today)"
+
+if [ -f dist/index.html ]; then
+  node scripts/screenshot.mjs docs/screenshot.png
+fi
+echo "figures written ($today)"

@@ -38,6 +38,34 @@ export function hooks(current) {
   return { testid, bytesOf };
 }
 
+/** A minimalloc CSV of `n` buffers (fixed seed), for load and drawing tests and measurements. */
+export function syntheticCsv(n) {
+  let seed = 12345;
+  const next = () => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed);
+  const rows = ['id,lower,upper,size'];
+  for (let i = 0; i < n; i++) {
+    const lower = next() % n;
+    const upper = lower + 1 + (next() % 64);
+    rows.push(`b${i},${lower},${upper},${256 * (1 + (next() % 4096))}`);
+  }
+  return rows.join('\n') + '\n';
+}
+
+/** A memplan JSON chain of tensors with long ids, at least `bytes` long: `{ text, tensors }`. */
+export function bigDump(bytes) {
+  const tensors = [];
+  const steps = [];
+  const pad = 'x'.repeat(150);
+  for (let i = 0, size = 0; size < bytes; i++) {
+    const t = { id: `t${i}_${pad}`, bytes: 256 + (i % 1000) * 64 };
+    const s = { id: `s${i}`, reads: i ? [`t${i - 1}_${pad}`] : [], writes: [`t${i}_${pad}`] };
+    tensors.push(t);
+    steps.push(s);
+    size += JSON.stringify(t).length + JSON.stringify(s).length + 2;
+  }
+  return { text: JSON.stringify({ memplan: 1, tensors, steps }), tensors: tensors.length };
+}
+
 /** What the tests need built first, with the command that builds it. */
 const prerequisites = [
   [join(dist, 'index.html'), 'the release bundle: run `trunk build --release` (./scripts/test.sh does)'],

@@ -4,7 +4,7 @@
 // views, search). Screenshots go to tests/e2e/output/review-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cli, hooks, launch, output, root, serve } from './harness.mjs';
 
@@ -28,6 +28,8 @@ after(async () => {
 const { testid } = hooks(() => page);
 const drawn = (id) => page.waitForFunction((id) => document.querySelector(`[data-testid=${id}]`)?.hasAttribute('data-draw-ms'), id);
 const shot = (name) => page.screenshot({ path: join(output, `review-${name}.png`) });
+/** Two animation frames: what a resize re-rendered has been drawn. */
+const frames = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 /** No panic banner, no console error so far. */
 function healthy(what) {
   assert.deepEqual(page.problems, [], `${what}: ${page.problems.join(' | ')}`);
@@ -40,7 +42,7 @@ test('resizing the window after every kind of re-render keeps the page alive', a
   const resize = async (what) => {
     await page.setViewportSize({ width: 1100, height: 700 });
     await page.setViewportSize({ width: 1400, height: 900 });
-    await page.waitForTimeout(100);
+    await frames();
     assert.equal(await testid('error').count(), 0, `${what}: ${await testid('error').allInnerTexts()}`);
     healthy(what);
   };
@@ -118,7 +120,11 @@ test('in a 700x400 iframe the embedded view fills the frame, with a link to open
   await page.goto(`${server.url}fixtures/embed-host.html`);
   const frame = page.frameLocator('#f');
   await frame.getByTestId('arena-canvas').waitFor();
-  await page.waitForTimeout(300);
+  // Drawn at the frame's size: its first drawing may come before the layout settles.
+  await page.frames()[1].waitForFunction(() => {
+    const c = document.querySelector('[data-testid=arena-canvas]');
+    return c?.hasAttribute('data-draw-ms') && c.getBoundingClientRect().width >= 690;
+  });
   const box = await frame.getByTestId('arena-canvas').boundingBox();
   assert.ok(box.width >= 690 && box.height >= 380, `canvas ${box.width}x${box.height}`);
   assert.ok(box.y + box.height <= 401, 'not cut off');
@@ -291,7 +297,7 @@ test('at 1400x900 the page reads whole', async () => {
   await drawn('arena-canvas');
   await shot('1400x900-mlp-arena');
   await page.setViewportSize({ width: 1000, height: 700 });
-  await page.waitForTimeout(200);
+  await frames();
   await shot('resized-1000x700');
   healthy('screens');
 });
@@ -319,16 +325,14 @@ test('an ONNX model and a PyTorch snapshot load in the worker, with their warnin
   healthy('importers');
 });
 
-test('a 20 MB ONNX model imports and plans in the worker (measured)', async () => {
+test('a 20 MB ONNX model imports and plans in the worker', async () => {
+  // Its time is measured by scripts/browser-bench.mjs.
   const file = join(output, 'synthetic-20mb.onnx');
   cli('bench', '--onnx-mb', '20', '--write-onnx', file);
   await page.goto(server.url);
   await testid('summary').waitFor();
-  const started = Date.now();
   await testid('file-input').setInputFiles(file);
   await page.waitForFunction(() => /synthetic-20mb\.onnx/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''), null, { timeout: 60000 });
-  const seconds = (Date.now() - started) / 1000;
   assert.equal(await testid('checker').innerText(), 'valid');
-  await writeFile(join(output, 'onnx-20mb.txt'), `20 MB ONNX model (21.2 MB file): read, imported and planned in the worker in ${seconds.toFixed(2)} s\n`);
   healthy('onnx 20 MB');
 });

@@ -17,6 +17,8 @@ use memplan_formats::report::PlanSummary;
 use memplan_render::{BufferView, Labels, ViewModel};
 use serde::{Deserialize, Serialize};
 
+use crate::error::{AnswerMismatch, WebError};
+
 /// A session planned on the page, and its current outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Local {
@@ -238,15 +240,14 @@ impl Analysis {
         left_out: LeftOut,
         buffers: Option<BuffersSent>,
         earlier: Option<&Analysis>,
-    ) -> Result<Analysis, String> {
-        let held = || earlier.ok_or("it leaves out what an earlier answer carried");
+    ) -> Result<Analysis, AnswerMismatch> {
+        let held = || earlier.ok_or(AnswerMismatch::NoEarlier);
         if left_out.params_parts {
             self = self.with_params_parts_of(held()?);
         }
         if left_out.baseline {
             let baseline = held()?.baseline.clone();
-            self.baseline =
-                Some(baseline.ok_or("it leaves out a baseline the page does not hold")?);
+            self.baseline = Some(baseline.ok_or(AnswerMismatch::NoBaseline)?);
         }
         if let Some(sent) = buffers {
             self.model.buffers = sent.apply(earlier.map_or(&[][..], |e| &e.model.buffers))?;
@@ -426,13 +427,12 @@ impl BuffersSent {
     }
 
     /// The buffers sent, from `earlier`, the buffers of the last plan the page was sent.
-    pub fn apply(self, earlier: &[BufferView]) -> Result<Vec<BufferView>, String> {
+    pub fn apply(self, earlier: &[BufferView]) -> Result<Vec<BufferView>, AnswerMismatch> {
         if earlier.len() != self.earlier_count {
-            return Err(format!(
-                "the plan's buffers were sent against a plan of {} buffers, and the page holds {}",
-                self.earlier_count,
-                earlier.len()
-            ));
+            return Err(AnswerMismatch::BufferCount {
+                sent: self.earlier_count,
+                held: earlier.len(),
+            });
         }
         let mut buffers = Vec::with_capacity(earlier.len());
         let mut whole = self.whole.into_iter();
@@ -442,28 +442,21 @@ impl BuffersSent {
                     let (from, count) = (from as usize, count as usize);
                     let taken = (from.checked_add(count))
                         .and_then(|end| earlier.get(from..end))
-                        .ok_or_else(|| {
-                            format!(
-                                "buffers {from} to {from}+{count} of the earlier plan do not exist"
-                            )
-                        })?;
+                        .ok_or(AnswerMismatch::NoSuchRun { from, count })?;
                     buffers.extend_from_slice(taken);
                 }
                 Run::Whole { count } => {
                     for _ in 0..count {
-                        buffers.push(whole.next().ok_or_else(|| {
-                            "fewer whole buffers were sent than announced".to_string()
-                        })?);
+                        buffers.push(whole.next().ok_or(AnswerMismatch::TooFewWhole)?);
                     }
                 }
             }
         }
         if whole.next().is_some() {
-            return Err("more whole buffers were sent than announced".into());
+            return Err(AnswerMismatch::TooManyWhole);
         }
         for (i, placed) in self.moved {
-            let b = (buffers.get_mut(i as usize))
-                .ok_or_else(|| format!("buffer {i} moved, and the plan has no buffer {i}"))?;
+            let b = (buffers.get_mut(i as usize)).ok_or(AnswerMismatch::NoSuchBuffer(i))?;
             placed.put(b);
         }
         Ok(buffers)
@@ -512,9 +505,9 @@ impl FitLog {
 }
 
 /// Fits the session to `budget` from no flips (the seed's two rounds, default candidate cap).
-pub fn fit(session: &Session, scenario: &Scenario, budget: &str) -> Result<FitLog, FitError> {
+pub fn fit(session: &Session, scenario: &Scenario, budget: &str) -> Result<FitLog, WebError> {
     let target = memplan_formats::human::parse_target(budget)
-        .ok_or_else(|| FitError::Budget(budget.to_string()))?;
+        .ok_or_else(|| WebError::Budget(budget.to_string()))?;
     let fit = session.fit(&unflipped(scenario), target, None)?;
     let id = |t: usize| session.graph.tensors[t].id.clone();
     Ok(FitLog {
@@ -648,14 +641,6 @@ pub fn unflipped(scenario: &Scenario) -> Scenario {
         inline: Vec::new(),
         ..scenario.clone()
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum FitError {
-    #[error("the budget {0:?} is not a size (512MiB, 1.5GB, 4096) or `minimize`")]
-    Budget(String),
-    #[error(transparent)]
-    Engine(#[from] EngineError),
 }
 
 /// What the page can download besides the drawings.
@@ -795,7 +780,7 @@ mod tests {
         assert_eq!(inlined.len(), log.flips.len());
         assert!(matches!(
             fit(&local.session, &local.outcome.scenario, "lots"),
-            Err(FitError::Budget(_))
+            Err(WebError::Budget(_))
         ));
     }
 
@@ -907,7 +892,7 @@ mod tests {
                     proptest::prop_assert_eq!(earlier_count, 4);
                     proptest::prop_assert_eq!(buffers.len(), announced as usize);
                 }
-                Err(e) => proptest::prop_assert!(!e.is_empty()),
+                Err(e) => proptest::prop_assert!(!e.to_string().is_empty()),
             }
         }
     }

@@ -50,11 +50,11 @@ fn location_search() -> String {
 fn load_file(state: PageState, file: web_sys::File) {
     let name = file.name();
     if file.size() > MAX_INPUT_BYTES {
-        state.error.set(Some(format!(
-            "{name}: {} is more than the {} this page reads",
-            bytes(file.size() as u64),
-            bytes(MAX_INPUT_BYTES as u64)
-        )));
+        state.error.set(Some(WebError::TooLarge {
+            name,
+            size: file.size() as u64,
+            most: MAX_INPUT_BYTES as u64,
+        }));
         return;
     }
     state.busy.set(Some(Busy {
@@ -72,13 +72,11 @@ fn load_file(state: PageState, file: web_sys::File) {
                 };
                 state.missing_file.set(None);
                 state.forget_flips();
-                state.load_in_worker(buffer.unchecked_into(), &name, origin)
+                state.load(buffer.unchecked_into(), &name, origin)
             }
             Err(_) => {
                 state.busy.set(None);
-                state
-                    .error
-                    .set(Some(format!("{name}: the browser could not read the file")));
+                state.error.set(Some(WebError::FileUnreadable { name }));
             }
         }
     });
@@ -90,7 +88,8 @@ async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
         url: url.to_string(),
         reason,
     };
-    let window = web_sys::window().ok_or(WebError::Browser("find the window"))?;
+    let window =
+        web_sys::window().ok_or(WebError::Browser(crate::error::BrowserStep::FindWindow))?;
     let init = web_sys::RequestInit::new();
     init.set_credentials(web_sys::RequestCredentials::Omit);
     init.set_mode(web_sys::RequestMode::Cors);
@@ -130,6 +129,11 @@ fn history_key(u: &UrlState) -> String {
 
 /// Writes the page's state into its link: a history entry when what is shown changed.
 fn write_link(state: PageState, key: StoredValue<String>) {
+    // A dump on its way (a load not answered yet) leaves the link as it is: it names what is
+    // coming (a link followed, Back) until the plan arrives and the screen shows it.
+    if state.restore.with_value(Option::is_some) {
+        return;
+    }
     let u = untrack(|| state.url_state());
     let query = u.to_query();
     let Some(w) = web_sys::window() else { return };
@@ -200,7 +204,7 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
             );
             state.fits.set(None);
             state.restore.set_value(Some(restore.clone()));
-            state.load_here(e.text.as_bytes(), e.name, restore.origin);
+            state.load_example(e, restore.origin);
             return;
         }
         // A URL or a file: load the page afresh for it.
@@ -282,11 +286,11 @@ pub fn App() -> impl IntoView {
             }));
             spawn_local(async move {
                 match fetch_bytes(&src).await {
-                    Ok(bytes) => state.load_in_worker(bytes, &src, origin),
+                    Ok(bytes) => state.load(bytes, &src, origin),
                     Err(e) => {
                         state.busy.set(None);
                         state.restore.set_value(None);
-                        state.error.set(Some(e.to_string()));
+                        state.error.set(Some(e));
                     }
                 }
             });
@@ -297,7 +301,7 @@ pub fn App() -> impl IntoView {
                 .as_deref()
                 .and_then(|name| EXAMPLES.iter().find(|e| e.name == name))
                 .unwrap_or(DEFAULT_EXAMPLE);
-            state.load_here(example.text.as_bytes(), example.name, origin);
+            state.load_example(example, origin);
         }
     }
 
@@ -456,7 +460,7 @@ pub fn App() -> impl IntoView {
                                             let origin = Origin { example: Some(e.name.to_string()), ..Origin::default() };
                                             state.missing_file.set(None);
                                             state.forget_flips();
-                                            state.load_here(e.text.as_bytes(), e.name, origin);
+                                            state.load_example(e, origin);
                                         }
                                     >
                                         {e.title}
@@ -517,7 +521,7 @@ pub fn App() -> impl IntoView {
             })}
             {move || state.error.get().map(|message| view! {
                 <div class="error-banner" role="alert" data-testid="error">
-                    <span>{message}</span>
+                    <span>{memplan_formats::human::one_line(&message.to_string())}</span>
                     <button class="dismiss" aria-label="Dismiss" on:click=move |_| state.error.set(None)>"×"</button>
                 </div>
             })}
@@ -552,12 +556,10 @@ pub fn App() -> impl IntoView {
 /// Where `search` ran out of work before proving its plan optimal: its work limit, and a button
 /// that runs it again with four times as much (the search is deterministic for a given limit,
 /// so asking again with the same one would give the same plan; on minimalloc's D four times
-/// the work lands at 1,031,168 B against 1,048,576). Only for a dump the worker plans: a
-/// bundled example plans on the page's thread, where a longer search would freeze it.
+/// the work lands at 1,031,168 B against 1,048,576).
 fn search_longer(state: PageState, analysis: &Analysis) -> Option<impl IntoView + use<>> {
     let search = StrategyChoice::One(memplan_core::Strategy::Search);
-    let in_worker = state.local.with_value(Option::is_none);
-    if analysis.strategy() != search || analysis.summary.optimal != Some(false) || !in_worker {
+    if analysis.strategy() != search || analysis.summary.optimal != Some(false) {
         return None;
     }
     let work =
@@ -714,7 +716,7 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                 let shapes = RwSignal::new(String::new());
                 let apply = move || match memplan_formats::onnx::parse_input_shapes(&shapes.get_untracked()) {
                     Ok(import) => crate::worker_client::reimport(state, import),
-                    Err(e) => state.error.set(Some(e.to_string())),
+                    Err(e) => state.error.set(Some(e.into())),
                 };
                 view! {
                     <p class="small control">
@@ -794,7 +796,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
             )
         });
         if let Err(e) = result {
-            state.error.set(Some(format!("export failed: {e}")));
+            state.error.set(Some(WebError::Export(Box::new(e))));
         }
     };
     let export_png = move |_| {
@@ -815,7 +817,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
             )
         });
         if let Err(e) = result {
-            state.error.set(Some(format!("export failed: {e}")));
+            state.error.set(Some(WebError::Export(Box::new(e))));
         }
     };
     let export_plan = move |kind| state.export(kind);

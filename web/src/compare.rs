@@ -78,7 +78,9 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                     s.inline.clear();
                     state.compare(s, Some((name, buffer.unchecked_into())));
                 }
-                Err(_) => state.error.set(Some(format!("{name} could not be read"))),
+                Err(_) => state
+                    .error
+                    .set(Some(crate::error::WebError::FileUnreadable { name })),
             }
         });
     };

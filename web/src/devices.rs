@@ -6,6 +6,8 @@
 
 use leptos::prelude::*;
 use memplan_formats::hardware;
+
+use crate::error::WebError;
 use memplan_formats::human::bytes;
 use wasm_bindgen_futures::JsFuture;
 
@@ -41,8 +43,8 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
                 Some(Ok(c)) => {
                     state.change_device(|| state.hardware.set(Some((c.class, c.memory))))
                 }
-                Some(Err(e)) => state.error.set(Some(e.to_string())),
-                None => state.error.set(Some(format!("{name} could not be read"))),
+                Some(Err(e)) => state.error.set(Some(e.into())),
+                None => state.error.set(Some(WebError::FileUnreadable { name })),
             }
         });
     };

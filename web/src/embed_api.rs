@@ -7,6 +7,7 @@
 //! `memplan: 1` are not ours and are ignored; a malformed one of ours is named in the banner.
 //! Any origin may post: a dump is data, shown as text, never run.
 
+use crate::error::WebError;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -26,7 +27,7 @@ fn field(data: &wasm_bindgen::JsValue, key: &str) -> wasm_bindgen::JsValue {
 }
 
 /// Reads a message: `None` when it is not ours, `Err` when it is ours and malformed.
-fn read(data: &wasm_bindgen::JsValue) -> Option<Result<Message, String>> {
+fn read(data: &wasm_bindgen::JsValue) -> Option<Result<Message, WebError>> {
     if !data.is_object() || field(data, "memplan").as_f64() != Some(1.0) {
         return None;
     }
@@ -51,14 +52,12 @@ fn read(data: &wasm_bindgen::JsValue) -> Option<Result<Message, String>> {
                     bytes: array.buffer(),
                 })
             } else {
-                Err(format!(
-                    "a posted load of {name} has neither `bytes` (an ArrayBuffer) nor `text`"
-                ))
+                Err(WebError::PostedNoBytes { name })
             }
         }
-        other => Err(format!(
-            "a posted message of type {other:?} is not known (expected \"load\")"
-        )),
+        other => Err(WebError::PostedUnknown {
+            kind: other.to_string(),
+        }),
     })
 }
 
@@ -76,7 +75,7 @@ pub fn listen(state: PageState) {
                         file: Some(name.clone()),
                         ..Origin::default()
                     };
-                    state.load_in_worker(bytes, &name, origin);
+                    state.load(bytes, &name, origin);
                 }
                 Some(Err(message)) => state.error.set(Some(message)),
             },

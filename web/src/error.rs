@@ -1,28 +1,160 @@
-//! What can go wrong in the page and the worker, typed; the page shows each as one message.
+//! What can go wrong in the page and the worker, typed end to end: the worker sends a
+//! [`WebError`] as it is (serde), the page keeps it and shows it as one line
+//! ([`memplan_formats::human::one_line`]). Text from outside (a browser's exception, a
+//! decoder's message) is kept only as the `detail` of a variant that says what failed.
 
 use memplan_engine::EngineError;
+use memplan_formats::hardware::HardwareError;
+use memplan_formats::onnx::BadInputShape;
 use memplan_render::svg::RenderError;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum WebError {
     /// The browser could not do a step of something the page asked of it.
     #[error("the browser could not {0}")]
-    Browser(&'static str),
-    #[error("the background worker could not start: {0}")]
-    WorkerStart(String),
+    Browser(BrowserStep),
+    #[error("the background worker could not start: {detail}")]
+    WorkerStart { detail: String },
+    #[error("the background worker failed: {detail}")]
+    WorkerFailed { detail: String },
+    /// A message between the page and the worker that the other cannot read (a bug, or a
+    /// page and worker of different builds).
+    #[error("an unreadable {what}: {detail}")]
+    Unreadable { what: Message, detail: String },
+    /// A worker's answer that leaves out what the page does not hold.
+    #[error("the worker's answer cannot be read: {0}")]
+    Answer(AnswerMismatch),
     #[error("{url}: {reason}")]
     Fetch { url: String, reason: FetchFailure },
-    /// A message to the worker that it cannot read (a bug of the page, or a stale worker).
-    #[error("an unreadable request to the worker: {0}")]
-    Request(String),
+    #[error("nothing is loaded to {0}")]
+    NothingLoaded(Operation),
+    #[error("{input}: no bytes came with the load")]
+    NoBytes { input: String },
+    #[error("the budget {0:?} is not a size (512MiB, 1.5GB, 4096) or `minimize`")]
+    Budget(String),
+    #[error("{name} could not be read")]
+    FileUnreadable { name: String },
+    #[error("a posted load of {name} has neither `bytes` (an ArrayBuffer) nor `text`")]
+    PostedNoBytes { name: String },
+    #[error("a posted message of type {kind:?} is not known (expected \"load\")")]
+    PostedUnknown { kind: String },
+    #[error("export failed: {0}")]
+    Export(Box<WebError>),
     #[error(transparent)]
     Render(#[from] RenderError),
+    #[error(transparent)]
+    Hardware(#[from] HardwareError),
+    #[error(transparent)]
+    InputShape(#[from] BadInputShape),
+    #[error(
+        "{name}: {} is more than the {} this page reads",
+        memplan_formats::human::bytes(*size),
+        memplan_formats::human::bytes(*most)
+    )]
+    TooLarge { name: String, size: u64, most: u64 },
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
 
+/// Each enum's words, written once: `Display` says them.
+macro_rules! words {
+    ($t:ty { $($variant:ident => $text:literal),* $(,)? }) => {
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(match self {
+                    $(<$t>::$variant => $text),*
+                })
+            }
+        }
+    };
+}
+
+/// Which message could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Message {
+    Request,
+    Answer,
+}
+words!(Message { Request => "request to the worker", Answer => "answer from the worker" });
+
+/// What a request needs loaded first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    Plan,
+    ImportAgain,
+    Fit,
+    Sweep,
+    AskAbout,
+    Compare,
+    Export,
+}
+words!(Operation {
+    Plan => "plan",
+    ImportAgain => "import again",
+    Fit => "fit",
+    Sweep => "sweep",
+    AskAbout => "ask about",
+    Compare => "compare",
+    Export => "export",
+});
+
+/// A step the browser could not take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrowserStep {
+    FindWindow,
+    FindDocument,
+    FindCanvas,
+    MakeCanvas,
+    Draw,
+    CopyView,
+    ReadPng,
+    MakeBlob,
+    MakeUrl,
+    MakeLink,
+}
+words!(BrowserStep {
+    FindWindow => "find the window",
+    FindDocument => "find the document",
+    FindCanvas => "find the view's canvas",
+    MakeCanvas => "make a canvas",
+    Draw => "draw on a canvas",
+    CopyView => "copy the view into the image",
+    ReadPng => "read the canvas as PNG",
+    MakeBlob => "make a blob of the file",
+    MakeUrl => "make a URL of the file",
+    MakeLink => "make a download link",
+});
+
+/// How a worker's answer fails to fit what the page holds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerMismatch {
+    #[error("it leaves out what an earlier answer carried")]
+    NoEarlier,
+    #[error("it leaves out a baseline the page does not hold")]
+    NoBaseline,
+    #[error(
+        "the plan's buffers were sent against a plan of {sent} buffers, and the page holds {held}"
+    )]
+    BufferCount { sent: usize, held: usize },
+    #[error("buffers {from} to {from}+{count} of the earlier plan do not exist")]
+    NoSuchRun { from: usize, count: usize },
+    #[error("fewer whole buffers were sent than announced")]
+    TooFewWhole,
+    #[error("more whole buffers were sent than announced")]
+    TooManyWhole,
+    #[error("buffer {0} moved, and the plan has no buffer {0}")]
+    NoSuchBuffer(u32),
+}
+
 /// Why a `?src=` fetch failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FetchFailure {
     #[error("the request failed (network, or the server does not allow cross-origin reads)")]
     Network,

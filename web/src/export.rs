@@ -8,7 +8,7 @@ use memplan_render::svg::{SvgOptions, arena_svg, timeline_svg};
 use wasm_bindgen::JsCast;
 
 use crate::analysis::Analysis;
-use crate::error::WebError;
+use crate::error::{BrowserStep, WebError};
 use crate::url_state::Tab;
 
 /// The SVG of a view of `model`: `window` and `rows` as the screen shows them, at the size
@@ -44,18 +44,18 @@ pub fn view_png(
 ) -> Result<String, WebError> {
     let document = web_sys::window()
         .and_then(|w| w.document())
-        .ok_or(WebError::Browser("find the document"))?;
+        .ok_or(WebError::Browser(BrowserStep::FindDocument))?;
     let view: web_sys::HtmlCanvasElement = document
         .query_selector(&format!("[data-testid={}-canvas]", tab.name()))
         .ok()
         .flatten()
         .and_then(|e| e.dyn_into().ok())
-        .ok_or(WebError::Browser("find the view's canvas"))?;
+        .ok_or(WebError::Browser(BrowserStep::FindCanvas))?;
     let out: web_sys::HtmlCanvasElement = document
         .create_element("canvas")
         .ok()
         .and_then(|e| e.dyn_into().ok())
-        .ok_or(WebError::Browser("make a canvas"))?;
+        .ok_or(WebError::Browser(BrowserStep::MakeCanvas))?;
     let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
     let band = 52.0;
     let (w, h) = (f64::from(view.width()), f64::from(view.height()));
@@ -66,7 +66,7 @@ pub fn view_png(
         .ok()
         .flatten()
         .and_then(|c| c.dyn_into().ok())
-        .ok_or(WebError::Browser("draw on a canvas"))?;
+        .ok_or(WebError::Browser(BrowserStep::Draw))?;
     ctx.set_fill_style_str("#ffffff");
     ctx.fill_rect(0.0, 0.0, w, h + band * dpr);
     let _ = ctx.scale(dpr, dpr);
@@ -105,9 +105,9 @@ pub fn view_png(
     }
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
     ctx.draw_image_with_html_canvas_element(&view, 0.0, band * dpr)
-        .map_err(|_| WebError::Browser("copy the view into the image"))?;
+        .map_err(|_| WebError::Browser(BrowserStep::CopyView))?;
     out.to_data_url_with_type("image/png")
-        .map_err(|_| WebError::Browser("read the canvas as PNG"))
+        .map_err(|_| WebError::Browser(BrowserStep::ReadPng))
 }
 
 /// A file name from the source: `model.json` -> `model.<suffix>`.
@@ -131,9 +131,9 @@ pub fn download_text(name: &str, mime: &str, text: &str) -> Result<(), WebError>
     let options = web_sys::BlobPropertyBag::new();
     options.set_type(mime);
     let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options)
-        .map_err(|_| WebError::Browser("make a blob of the file"))?;
+        .map_err(|_| WebError::Browser(BrowserStep::MakeBlob))?;
     let url = web_sys::Url::create_object_url_with_blob(&blob)
-        .map_err(|_| WebError::Browser("make a URL of the file"))?;
+        .map_err(|_| WebError::Browser(BrowserStep::MakeUrl))?;
     let result = download_url(name, &url);
     let _ = web_sys::Url::revoke_object_url(&url);
     result
@@ -143,12 +143,12 @@ pub fn download_text(name: &str, mime: &str, text: &str) -> Result<(), WebError>
 pub fn download_url(name: &str, url: &str) -> Result<(), WebError> {
     let document = web_sys::window()
         .and_then(|w| w.document())
-        .ok_or(WebError::Browser("find the document"))?;
+        .ok_or(WebError::Browser(BrowserStep::FindDocument))?;
     let a: web_sys::HtmlAnchorElement = document
         .create_element("a")
         .ok()
         .and_then(|e| e.dyn_into().ok())
-        .ok_or(WebError::Browser("make a download link"))?;
+        .ok_or(WebError::Browser(BrowserStep::MakeLink))?;
     a.set_href(url);
     a.set_download(name);
     a.click();

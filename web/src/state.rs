@@ -13,14 +13,12 @@ use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
 
-use crate::analysis::{
-    Analysis, AnalysisCache, CompareView, ExportKind, FitLog, Local, SWEEP_EXHAUSTIVE_MOST,
-    SweepView, unflipped,
-};
+use crate::analysis::{Analysis, CompareView, ExportKind, FitLog, SweepView, unflipped};
+use crate::error::WebError;
+use crate::examples::Example;
 use crate::url_state::{Panel, Tab, UrlState};
 use crate::worker_client::{Client, new_client};
 use crate::worker_protocol::STAGES;
-use memplan_engine::SweepJob;
 
 /// A load in progress: stage `stage` of `of`.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +59,7 @@ pub struct Restore {
 #[derive(Clone, Copy)]
 pub struct PageState {
     pub analysis: RwSignal<Option<Arc<Analysis>>>,
-    pub error: RwSignal<Option<String>>,
+    pub error: RwSignal<Option<WebError>>,
     pub strategy: RwSignal<StrategyChoice>,
     /// `search`'s budget (the CLI's `--work-limit`); `None`: the default.
     pub work_limit: RwSignal<Option<u64>>,
@@ -96,9 +94,6 @@ pub struct PageState {
     pub cancelled: RwSignal<bool>,
     /// Where the dump shown came from.
     pub origin: RwSignal<Origin>,
-    /// The dump loaded on the main thread (bundled examples) with its plan, for re-planning and
-    /// exports there; `None` when the worker holds it.
-    pub local: StoredValue<Option<Arc<Local>>>,
     /// What to restore when the next analysis arrives.
     pub restore: StoredValue<Option<Restore>>,
     pub worker: Client,
@@ -119,14 +114,8 @@ pub struct PageState {
     /// The last budget sweep, and how many budgets the next one fits.
     pub sweep: RwSignal<Option<SweepView>>,
     pub sweep_points: RwSignal<usize>,
-    /// A sweep of a main-thread dump runs (in steps, yielding between them), and whether a
-    /// cancel asked it to stop.
-    pub local_sweep: RwSignal<bool>,
-    pub local_stop: StoredValue<bool>,
     /// The plan shown against another: its diff.
     pub comparison: RwSignal<Option<CompareView>>,
-    /// The main-thread dump's plan without flips, kept across toggles.
-    pub cache: StoredValue<AnalysisCache>,
 }
 
 impl PageState {
@@ -155,7 +144,6 @@ impl PageState {
             planning: RwSignal::new(false),
             cancelled: RwSignal::new(false),
             origin: RwSignal::new(Origin::default()),
-            local: StoredValue::new(None),
             restore: StoredValue::new(None),
             worker: new_client(),
             inline: RwSignal::new(url.inline.clone()),
@@ -172,10 +160,7 @@ impl PageState {
             fits: RwSignal::new(None),
             sweep: RwSignal::new(None),
             sweep_points: RwSignal::new(32),
-            local_sweep: RwSignal::new(false),
-            local_stop: StoredValue::new(false),
             comparison: RwSignal::new(None),
-            cache: StoredValue::new(AnalysisCache::default()),
         }
     }
 
@@ -198,29 +183,10 @@ impl PageState {
         }
     }
 
-    /// Loads a small input (a bundled example) on the main thread; on success it replaces the
-    /// dump shown, on failure the old one stays and the banner says why.
-    pub fn load_here(self, bytes: &[u8], source: &str, origin: Origin) -> bool {
-        match Local::load(bytes, source, &self.scenario()) {
-            Ok(local) => {
-                crate::worker_client::stop(self);
-                let mut cache = AnalysisCache::default();
-                let a = local.analysis_cached(&mut cache);
-                self.cache.set_value(cache);
-                self.local.set_value(Some(Arc::new(local)));
-                self.apply(a, Some(origin));
-                true
-            }
-            Err(e) => {
-                self.error.set(Some(e.to_string()));
-                false
-            }
-        }
-    }
-
-    /// Loads an input of any size in the worker; the page stays responsive, shows progress and
-    /// can cancel. `origin` is where it came from, for the link.
-    pub fn load_in_worker(self, bytes: js_sys::ArrayBuffer, source: &str, origin: Origin) {
+    /// Loads a dump of any size in the worker; the page stays responsive, shows progress and
+    /// can cancel. `origin` is where it came from, for the link. On failure the dump shown
+    /// stays and the banner says why.
+    pub fn load(self, bytes: js_sys::ArrayBuffer, source: &str, origin: Origin) {
         let what = format!("sending {source}");
         self.busy.set(Some(Busy {
             stage: 0,
@@ -233,16 +199,16 @@ impl PageState {
         crate::worker_client::load(self, source, bytes);
     }
 
-    /// Shows a new analysis. A new dump (`origin` given, or a pending restore) resets the
-    /// selection and zoom (or restores a link's); a re-plan of the same dump keeps them.
-    pub fn apply(self, a: Analysis, origin: Option<Origin>) {
-        let restore = self.restore.try_update_value(Option::take).flatten();
-        if origin.is_some() || restore.is_some() {
-            let restore = restore.unwrap_or_default();
-            if origin.is_none() {
-                // The worker's dump replaces a main-thread one.
-                self.local.set_value(None);
-            }
+    /// Loads a bundled example, as any other dump: in the worker.
+    pub fn load_example(self, example: &Example, origin: Origin) {
+        let bytes = js_sys::Uint8Array::from(example.text.as_bytes()).buffer();
+        self.load(bytes, example.name, origin);
+    }
+
+    /// Shows a new analysis. A new dump (a pending restore) resets the selection and zoom (or
+    /// restores a link's); a re-plan of the same dump keeps them.
+    pub fn apply(self, a: Analysis) {
+        if let Some(restore) = self.restore.try_update_value(Option::take).flatten() {
             let device = restore
                 .device
                 .as_ref()
@@ -258,15 +224,14 @@ impl PageState {
             self.arena_window.set(None);
             self.timeline_window.set(None);
             self.window().set(restore.zoom);
-            self.origin.set(origin.unwrap_or(restore.origin));
+            self.origin.set(restore.origin);
         }
         self.analysis.set(Some(Arc::new(a)));
         self.cancelled.set(false);
         self.error.set(None);
     }
 
-    /// Re-plans the loaded dump with another strategy, keeping selection and zoom: on the main
-    /// thread when it was loaded there, else in the worker.
+    /// Re-plans the loaded dump with another strategy, keeping selection and zoom.
     pub fn set_strategy(self, strategy: StrategyChoice) {
         self.strategy.set(strategy);
         self.replan();
@@ -288,91 +253,28 @@ impl PageState {
         self.comparison.set(None);
     }
 
-    /// Compares the plan shown with `after`: the dump under `scenario`, or `other` (a file's
-    /// name and bytes) under it. Here for a main-thread dump, in the worker otherwise.
+    /// Compares the plan shown with the dump under `scenario`, or with `other` (a file's name
+    /// and bytes) under it.
     pub fn compare(self, scenario: Scenario, other: Option<(String, js_sys::ArrayBuffer)>) {
-        match self.local.get_value() {
-            Some(local) => {
-                let loaded = match &other {
-                    Some((source, bytes)) => {
-                        match memplan_engine::Session::load(
-                            &js_sys::Uint8Array::new(bytes).to_vec(),
-                            source,
-                        ) {
-                            Ok(session) => Some(session),
-                            Err(e) => return self.error.set(Some(e.to_string())),
-                        }
-                    }
-                    None => None,
-                };
-                let after = loaded.as_ref().unwrap_or(&local.session);
-                match crate::analysis::compare((&local.session, &local.outcome), (after, &scenario))
-                {
-                    Ok(view) => self.comparison.set(Some(view)),
-                    Err(e) => self.error.set(Some(e.to_string())),
-                }
-            }
-            None if self.analysis.get_untracked().is_some() => {
-                crate::worker_client::compare(self, scenario, other);
-            }
-            None => {}
+        if self.analysis.get_untracked().is_some() {
+            crate::worker_client::compare(self, scenario, other);
         }
     }
 
-    /// Fits budgets from the minimized footprint to the baseline, from no flips: in the worker
-    /// for a user's dump; here, in steps that yield to the page, for a bundled example. Either
-    /// way the progress bar shows the step and cancel keeps the budgets fitted so far.
+    /// Fits budgets from the minimized footprint to the baseline, from no flips, in the
+    /// worker: the progress bar shows the step and cancel keeps the budgets fitted so far.
     pub fn run_sweep(self) {
-        let points = self.sweep_points.get_untracked();
-        let scenario = unflipped(&self.scenario());
-        let busy = |what: String, stage: usize, of: usize| Busy {
-            stage: stage as u32,
-            of: of as u32,
-            what,
-            solver: None,
-        };
-        match self.local.get_value() {
-            Some(local) => {
-                self.local_stop.set_value(false);
-                self.local_sweep.set(true);
-                leptos::task::spawn_local(async move {
-                    let mut job = SweepJob::new(scenario, points, SWEEP_EXHAUSTIVE_MOST);
-                    loop {
-                        if self.local_stop.get_value() {
-                            let partial = job.partial();
-                            self.sweep
-                                .set(Some(SweepView::of(&local.session, &partial, true)));
-                            break;
-                        }
-                        match local.session.sweep_step(&mut job) {
-                            Ok(Some(done)) => {
-                                self.sweep
-                                    .set(Some(SweepView::of(&local.session, &done, false)));
-                                break;
-                            }
-                            Ok(None) => {
-                                let (done, of) = job.progress();
-                                let what = format!("sweeping budgets: step {done} of {of}");
-                                self.busy.set(Some(busy(what, done, of)));
-                                next_tick().await;
-                            }
-                            Err(e) => {
-                                self.error.set(Some(e.to_string()));
-                                break;
-                            }
-                        }
-                    }
-                    self.busy.set(None);
-                    self.local_sweep.set(false);
-                });
-            }
-            None if self.analysis.get_untracked().is_some() => {
-                self.busy
-                    .set(Some(busy("sweeping budgets".into(), 0, points + 2)));
-                crate::worker_client::sweep(self, scenario, points);
-            }
-            None => {}
+        if self.analysis.get_untracked().is_none() {
+            return;
         }
+        let points = self.sweep_points.get_untracked();
+        self.busy.set(Some(Busy {
+            stage: 0,
+            of: points as u32 + 2,
+            what: "sweeping budgets".into(),
+            solver: None,
+        }));
+        crate::worker_client::sweep(self, unflipped(&self.scenario()), points);
     }
 
     /// Plans with `flips` (a sweep point's), replacing the page's.
@@ -388,19 +290,10 @@ impl PageState {
         self.replan();
     }
 
-    /// Asks for the largest value of `param` in `lo..=hi` that fits the device: here for a
-    /// main-thread dump, in the worker otherwise.
+    /// Asks for the largest value of `param` in `lo..=hi` that fits the device.
     pub fn find_largest(self, param: String, lo: u64, hi: u64) {
-        let scenario = self.scenario();
-        match self.local.get_value() {
-            Some(local) => match local.session.largest_fitting(&scenario, &param, lo, hi) {
-                Ok(fits) => self.fits.set(Some(fits)),
-                Err(e) => self.error.set(Some(e.to_string())),
-            },
-            None if self.analysis.get_untracked().is_some() => {
-                crate::worker_client::fits(self, scenario, param, lo, hi);
-            }
-            None => {}
+        if self.analysis.get_untracked().is_some() {
+            crate::worker_client::fits(self, self.scenario(), param, lo, hi);
         }
     }
 
@@ -417,73 +310,39 @@ impl PageState {
     }
 
     /// Fits the dump to the budget field from no flips, shows the log and plans with the
-    /// fit's flips: here for a main-thread dump, in the worker otherwise.
+    /// fit's flips.
     pub fn fit(self) {
-        let budget = self.budget.get_untracked();
-        match self.local.get_value() {
-            Some(local) => match crate::analysis::fit(&local.session, &self.scenario(), &budget) {
-                Ok(log) => {
-                    self.inline.set(log.inline());
-                    self.fit_log.set(Some(log));
-                    self.replan();
-                }
-                Err(e) => self.error.set(Some(e.to_string())),
-            },
-            None if self.analysis.get_untracked().is_some() => {
-                self.busy.set(Some(Busy {
-                    stage: 2,
-                    of: STAGES,
-                    what: format!("fitting to {budget}"),
-                    solver: None,
-                }));
-                crate::worker_client::fit(self, self.scenario(), budget);
-            }
-            None => {}
+        if self.analysis.get_untracked().is_none() {
+            return;
         }
+        let budget = self.budget.get_untracked();
+        self.busy.set(Some(Busy {
+            stage: 2,
+            of: STAGES,
+            what: format!("fitting to {budget}"),
+            solver: None,
+        }));
+        crate::worker_client::fit(self, self.scenario(), budget);
     }
 
     /// Plans the loaded dump under the page's scenario, keeping selection and zoom.
     fn replan(self) {
-        let strategy = self.strategy.get_untracked();
-        match self.local.get_value() {
-            Some(local) => match local.replan(&self.scenario()) {
-                Ok(local) => {
-                    let a = self
-                        .cache
-                        .try_update_value(|cache| local.analysis_cached(cache))
-                        .unwrap_or_else(|| local.analysis());
-                    self.local.set_value(Some(Arc::new(local)));
-                    self.apply(a, None);
-                }
-                Err(e) => self.error.set(Some(e.to_string())),
-            },
-            None if self.analysis.get_untracked().is_some() => {
-                let what = format!("planning with {strategy}");
-                self.busy.set(Some(Busy {
-                    stage: 2,
-                    of: STAGES,
-                    what,
-                    solver: None,
-                }));
-                crate::worker_client::plan(self, self.scenario());
-            }
-            None => {}
+        if self.analysis.get_untracked().is_none() {
+            return;
         }
+        let what = format!("planning with {}", self.strategy.get_untracked());
+        self.busy.set(Some(Busy {
+            stage: 2,
+            of: STAGES,
+            what,
+            solver: None,
+        }));
+        crate::worker_client::plan(self, self.scenario());
     }
 
-    /// Downloads the plan as `kind`: made here for a main-thread dump, by the worker otherwise.
+    /// Downloads the plan as `kind`, made by the worker.
     pub fn export(self, kind: ExportKind) {
-        match self.local.get_value() {
-            Some(local) => {
-                let made = crate::analysis::export(&local.session, &local.outcome, kind)
-                    .map_err(crate::error::WebError::from)
-                    .and_then(|f| crate::export::download_text(&f.file_name, &f.mime, &f.text));
-                if let Err(e) = made {
-                    self.error.set(Some(format!("export failed: {e}")));
-                }
-            }
-            None => crate::worker_client::export(self, kind),
-        }
+        crate::worker_client::export(self, kind);
     }
 
     /// Whether the views show the arena alone now: the user's choice, else when the always-live
@@ -561,7 +420,7 @@ impl PageState {
 
 /// Yields to the page's event loop (a zero-delay timeout), so a long job run in steps keeps the
 /// page responsive and hears a cancel.
-async fn next_tick() {
+pub(crate) async fn next_tick() {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         if let Some(w) = web_sys::window() {
             let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);

@@ -10,7 +10,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use memplan_web::error::WebError;
+use memplan_web::error::{Message, WebError};
 use memplan_web::worker_protocol::{Request, Response, WarmUp, Worker, warm_up};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -22,9 +22,14 @@ fn request(data: &JsValue) -> Result<(Request, Option<Vec<u8>>), WebError> {
     let get = |key: &str| js_sys::Reflect::get(data, &JsValue::from_str(key)).unwrap_or_default();
     let text = get("request")
         .as_string()
-        .ok_or_else(|| WebError::Request("it carries no request text".into()))?;
-    let request: Request =
-        serde_json::from_str(&text).map_err(|e| WebError::Request(e.to_string()))?;
+        .ok_or_else(|| WebError::Unreadable {
+            what: Message::Request,
+            detail: "it carries no request text".into(),
+        })?;
+    let request: Request = serde_json::from_str(&text).map_err(|e| WebError::Unreadable {
+        what: Message::Request,
+        detail: e.to_string(),
+    })?;
     let bytes = get("bytes")
         .dyn_into::<js_sys::ArrayBuffer>()
         .ok()
@@ -87,7 +92,7 @@ fn main() {
         }
         match request(&event.data()) {
             Ok((r, bytes)) => worker.borrow_mut().handle(r, bytes, &mut post),
-            Err(e) => post(Response::Error(e.to_string())),
+            Err(e) => post(Response::Error(Box::new(e))),
         }
         if worker.borrow().busy() && !driving.get() {
             driving.set(true);
@@ -123,8 +128,13 @@ fn main() {
 /// again): a plan's answer is about a megabyte, and a JS string would be decoded here and
 /// encoded again on the page.
 fn send(scope: &DedicatedWorkerGlobalScope, r: &Response) {
-    let bytes = serde_json::to_vec(r)
-        .unwrap_or_else(|e| format!(r#"{{"error":"cannot send the answer: {e}"}}"#).into_bytes());
+    let bytes = serde_json::to_vec(r).unwrap_or_else(|e| {
+        let e = WebError::Unreadable {
+            what: Message::Answer,
+            detail: e.to_string(),
+        };
+        serde_json::to_vec(&Response::Error(Box::new(e))).unwrap_or_default()
+    });
     let array = js_sys::Uint8Array::from(bytes.as_slice());
     let _ = scope.post_message_with_transfer(&array, &js_sys::Array::of1(&array.buffer()));
 }

@@ -27,6 +27,7 @@ use crate::analysis::{
     Analysis, AnalysisCache, Baseline, BuffersSent, CompareView, Export, ExportKind, FitLog,
     LeftOut, Local, SWEEP_EXHAUSTIVE_MOST, SweepView, compare, export, fit, unflipped,
 };
+use crate::error::{Operation, WebError};
 use memplan_engine::SweepJob;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,7 +113,11 @@ pub enum Response {
     /// A sweep's answer (the budgets fitted before a cancel, if one came).
     Swept(Box<SweepView>),
     Compared(Box<CompareView>),
-    Error(String),
+    Error(Box<WebError>),
+}
+
+fn failed(e: impl Into<WebError>) -> Response {
+    Response::Error(Box::new(e.into()))
 }
 
 /// The number of progress stages of a load.
@@ -211,16 +216,14 @@ impl Worker {
                 import,
             } => {
                 let Some(bytes) = bytes else {
-                    return post(Response::Error(format!(
-                        "{source}: no bytes came with the load"
-                    )));
+                    return post(failed(WebError::NoBytes { input: source }));
                 };
                 self.abandon();
                 self.import(source, bytes, &import, scenario, post);
             }
             Request::Reimport { scenario, import } => {
                 let Some((source, bytes)) = self.bytes.take() else {
-                    return post(Response::Error("nothing was loaded to import again".into()));
+                    return post(failed(WebError::NothingLoaded(Operation::ImportAgain)));
                 };
                 self.abandon();
                 self.import(source, bytes, &import, scenario, post);
@@ -231,13 +234,13 @@ impl Worker {
                     Some(Local { session, outcome }) => {
                         self.start(session, scenario, Some(outcome), post)
                     }
-                    None => post(Response::Error("nothing is loaded to plan".into())),
+                    None => post(failed(WebError::NothingLoaded(Operation::Plan))),
                 }
             }
             Request::Fit { scenario, budget } => {
                 self.abandon();
                 let Some(Local { session, outcome }) = self.local.take() else {
-                    return post(Response::Error("nothing is loaded to fit".into()));
+                    return post(failed(WebError::NothingLoaded(Operation::Fit)));
                 };
                 post(progress(2, format!("fitting to {budget}")));
                 match fit(&session, &scenario, &budget) {
@@ -251,14 +254,14 @@ impl Worker {
                     }
                     Err(e) => {
                         self.local = Some(Local { session, outcome });
-                        post(Response::Error(e.to_string()));
+                        post(failed(e));
                     }
                 }
             }
             Request::Sweep { scenario, points } => {
                 self.abandon();
                 if self.local.is_none() {
-                    return post(Response::Error("nothing is loaded to sweep".into()));
+                    return post(failed(WebError::NothingLoaded(Operation::Sweep)));
                 }
                 self.sweep = Some(SweepJob::new(
                     unflipped(&scenario),
@@ -274,24 +277,24 @@ impl Worker {
             } => {
                 self.abandon();
                 let Some(local) = &self.local else {
-                    return post(Response::Error("nothing is loaded to ask about".into()));
+                    return post(failed(WebError::NothingLoaded(Operation::AskAbout)));
                 };
                 post(
                     match local.session.largest_fitting(&scenario, &param, lo, hi) {
                         Ok(fits) => Response::Fits(Box::new(fits)),
-                        Err(e) => Response::Error(e.to_string()),
+                        Err(e) => failed(e),
                     },
                 );
             }
             Request::Compare { scenario, source } => {
                 self.abandon();
                 let Some(local) = &self.local else {
-                    return post(Response::Error("nothing is loaded to compare".into()));
+                    return post(failed(WebError::NothingLoaded(Operation::Compare)));
                 };
                 let other = match (source, bytes) {
                     (Some(source), Some(bytes)) => match Session::load(&bytes, &source) {
                         Ok(session) => Some(session),
-                        Err(e) => return post(Response::Error(e.to_string())),
+                        Err(e) => return post(failed(e)),
                     },
                     _ => None,
                 };
@@ -299,17 +302,17 @@ impl Worker {
                 post(
                     match compare((&local.session, &local.outcome), (after, &scenario)) {
                         Ok(view) => Response::Compared(Box::new(view)),
-                        Err(e) => Response::Error(e.to_string()),
+                        Err(e) => failed(e),
                     },
                 );
             }
             Request::Export(kind) => {
                 let Some(local) = &self.local else {
-                    return post(Response::Error("nothing is planned to export".into()));
+                    return post(failed(WebError::NothingLoaded(Operation::Export)));
                 };
                 post(match export(&local.session, &local.outcome, kind) {
                     Ok(file) => Response::Exported(file),
-                    Err(e) => Response::Error(e.to_string()),
+                    Err(e) => failed(e),
                 });
             }
             Request::Cancel => self.cancel(post),
@@ -335,7 +338,7 @@ impl Worker {
         self.bytes = Some((source, bytes));
         match loaded {
             Ok(session) => self.start(session, scenario, None, post),
-            Err(e) => post(Response::Error(e.to_string())),
+            Err(e) => post(failed(e)),
         }
     }
 
@@ -417,7 +420,7 @@ impl Worker {
                 }
                 Err(e) => {
                     self.sweep = None;
-                    post(Response::Error(e.to_string()));
+                    post(failed(e));
                     false
                 }
             };
@@ -504,7 +507,7 @@ impl Worker {
                 false
             }
             Err(e) => {
-                post(Response::Error(e.to_string()));
+                post(failed(e));
                 self.abandon();
                 false
             }
@@ -893,7 +896,7 @@ mod tests {
         );
         // The bytes reach the ONNX importer intact: it, not the transport, refuses them.
         assert!(
-            matches!(out.last(), Some(Response::Error(e)) if e.starts_with("model.onnx: ONNX: the protobuf does not decode")),
+            matches!(out.last(), Some(Response::Error(e)) if e.to_string().starts_with("model.onnx: ONNX: the protobuf does not decode")),
             "{out:?}"
         );
     }
@@ -1186,7 +1189,9 @@ mod tests {
             budget: "much".into(),
         };
         let out = run(&mut worker, bad, None);
-        assert!(matches!(out.last(), Some(Response::Error(e)) if e.contains("not a size")));
+        assert!(
+            matches!(out.last(), Some(Response::Error(e)) if e.to_string().contains("not a size"))
+        );
         // The session stays loaded after a refused fit.
         let out = run(&mut worker, Request::Plan(scenario(Strategy::Bump)), None);
         assert!(planned(&out).0.summary.valid);
@@ -1285,10 +1290,7 @@ mod tests {
     fn errors_are_answers_not_panics() {
         let mut worker = Worker::default();
         let out = run(&mut worker, Request::Plan(Scenario::default()), None);
-        assert_eq!(
-            out,
-            vec![Response::Error("nothing is loaded to plan".into())]
-        );
+        assert_eq!(out, vec![failed(WebError::NothingLoaded(Operation::Plan))]);
         let out = run(
             &mut worker,
             Request::Load {
@@ -1299,7 +1301,7 @@ mod tests {
             Some(b"{"),
         );
         assert!(
-            matches!(out.last(), Some(Response::Error(e)) if e.starts_with("bad.json: JSON line 1"))
+            matches!(out.last(), Some(Response::Error(e)) if e.to_string().starts_with("bad.json: JSON line 1"))
         );
         let request = serde_json::to_string(&Request::Plan(scenario(Strategy::Tlsf))).unwrap();
         assert_eq!(

@@ -25,14 +25,14 @@ pub struct BenchArgs {
     #[arg(long = "csv-dir")]
     csv_dirs: Vec<PathBuf>,
     /// Sizes of synthetic instances, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
-    synthetic: Vec<usize>,
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000", value_parser = clap::value_parser!(u64).range(0..=MAX_SYNTHETIC))]
+    synthetic: Vec<u64>,
     /// Sizes of synthetic instances whose buffers are all live at once, comma-separated (0:
     /// none).
-    #[arg(long = "all-live", value_delimiter = ',', default_value = "100000")]
-    all_live: Vec<usize>,
+    #[arg(long = "all-live", value_delimiter = ',', default_value = "100000", value_parser = clap::value_parser!(u64).range(0..=MAX_SYNTHETIC))]
+    all_live: Vec<u64>,
     /// Time importing and planning a synthetic ONNX model of this many MB (stored weights).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_ONNX_MB))]
     onnx_mb: Option<u64>,
     /// Also write that model to this file (for the browser's measurement).
     #[arg(long, requires = "onnx_mb")]
@@ -45,13 +45,19 @@ pub struct BenchArgs {
     strategies: Vec<StrategyChoice>,
     /// Plan each instance this many times in a row: the table shows the median time, and every
     /// run must plan the same layout.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["remat", "onnx_mb"])]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with_all = ["remat", "onnx_mb"])]
     repeat: u32,
     /// Print the rows as JSON, each with every run's time in order (the first run of a process
     /// is the one a cold start pays for).
     #[arg(long, conflicts_with_all = ["remat", "onnx_mb"])]
     json: bool,
 }
+
+/// The most buffers of a synthetic instance: a plan of that many takes a few GB.
+const MAX_SYNTHETIC: u64 = 10_000_000;
+
+/// The largest synthetic ONNX model, MB: its weights are held in memory.
+const MAX_ONNX_MB: u64 = 4096;
 
 /// Runs `f` `runs` times: its result and each run's milliseconds, in order. A result that
 /// differs from the first run's is an error: a plan must not depend on what ran before it.
@@ -310,11 +316,11 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     let generated = (args
         .synthetic
         .iter()
-        .map(|&n| (format!("synthetic-{n}"), synthetic(n))))
+        .map(|&n| (format!("synthetic-{n}"), synthetic(n as usize))))
     .chain(
         args.all_live
             .iter()
-            .map(|&n| (format!("all-live-{n}"), all_live(n))),
+            .map(|&n| (format!("all-live-{n}"), all_live(n as usize))),
     )
     .filter(|(_, problem)| !problem.buffers.is_empty());
     for (name, problem) in generated {

@@ -21,6 +21,7 @@ use memplan_core::spaces::OutputSource;
 use memplan_core::{Control, FoundAt, Progress, StrategyChoice};
 use memplan_engine::{DeviceBudget, EngineError, Scenario, Session};
 use memplan_formats::hardware::{self, HardwareError};
+use memplan_formats::human::one_line;
 use memplan_formats::report::{PlanReport, PlanSummary};
 use memplan_formats::{FormatError, human, json};
 use memplan_render::color::ColorBy;
@@ -375,8 +376,8 @@ enum Command {
     /// Fit at many budgets from the minimized footprint up to the baseline: the trade-off curve.
     Sweep {
         file: PathBuf,
-        #[arg(long, default_value_t = 32)]
-        points: usize,
+        #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=memplan_engine::MAX_SWEEP_POINTS as i64))]
+        points: u16,
         /// Compute the exhaustive optimum (every subset of candidates) up to this many.
         #[arg(long, default_value_t = 20)]
         exhaustive_max: usize,
@@ -438,7 +439,6 @@ enum CliError {
     Nondeterministic { what: String },
 }
 
-/// `text` on one line: control characters (a newline or an escape sequence in an id) escaped.
 /// Why each device whose footprint passes `capacity` does: proven by the live bytes at one
 /// step, proven by the exact search, or only not found within the limit.
 fn capacity_misses(summary: &PlanSummary, capacity: u64) -> Vec<String> {
@@ -473,16 +473,13 @@ fn capacity_misses(summary: &PlanSummary, capacity: u64) -> Vec<String> {
         .collect()
 }
 
-fn one_line(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+/// `scenario` under a time limit: a time limit alone is the search's limit, so its work is then
+/// unbounded; a work limit given too still applies.
+fn timed(mut scenario: Scenario, time_limit: Option<u64>) -> Scenario {
+    if time_limit.is_some() {
+        scenario.work_limit = scenario.work_limit.or(Some(u64::MAX));
+    }
+    scenario
 }
 
 fn main() -> ExitCode {
@@ -568,11 +565,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 progress: Some(&mut hear),
                 ..Control::default()
             };
-            let mut scenario = scenario.scenario()?;
-            // A time limit alone is the search's limit: its work is then unbounded.
-            if time_limit.is_some() {
-                scenario.work_limit = scenario.work_limit.or(Some(u64::MAX));
-            }
+            let scenario = timed(scenario.scenario()?, time_limit);
             let outcome = session.plan_with(&scenario, &mut control)?;
             let mut report = session.report(&outcome);
             // The fields that vary run to run: only where `search` ran, whose users ask how
@@ -634,8 +627,15 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                     checked.footprint_bytes
                 );
             } else {
+                // The verdict first, on one line; then each violation on a line of its own.
+                let count = checked.violations.len();
+                eprintln!(
+                    "memplan: {}: invalid plan: {count} violation{}",
+                    file.display(),
+                    if count == 1 { "" } else { "s" }
+                );
                 for v in &checked.violations {
-                    println!("{}: {}", file.display(), one_line(&v.to_string()));
+                    eprintln!("{}: {}", file.display(), one_line(&v.to_string()));
                 }
                 return Ok(ExitCode::from(1));
             }
@@ -832,7 +832,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let session = open(&file)?;
             let scenario = scenario.scenario()?;
             let started = Instant::now();
-            let sweep = session.sweep(&scenario, points, exhaustive_max)?;
+            let sweep = session.sweep(&scenario, points.into(), exhaustive_max)?;
             let millis = started.elapsed().as_secs_f64() * 1e3;
             let id = |t: usize| session.graph.tensors[t].id.clone();
             if json {
@@ -962,4 +962,24 @@ fn spaces_json(session: &Session, spaces: &memplan_core::spaces::Spaces) -> Stri
         "diagnostics": spaces.diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&value).expect("JSON values print")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_time_limit_alone_lifts_the_work_limit() {
+        let given = Scenario {
+            work_limit: Some(1000),
+            ..Scenario::default()
+        };
+        assert_eq!(timed(Scenario::default(), None).work_limit, None);
+        assert_eq!(
+            timed(Scenario::default(), Some(50)).work_limit,
+            Some(u64::MAX)
+        );
+        assert_eq!(timed(given.clone(), Some(50)).work_limit, Some(1000));
+        assert_eq!(timed(given, None).work_limit, Some(1000));
+    }
 }

@@ -141,11 +141,13 @@ fn check_accepts_a_plan_and_rejects_a_tampered_one() {
     let bad = temp("bad.plan.json", &r.to_string());
     let o = memplan(&["check", &dump, "--plan", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
+    let said = stderr(&o);
     assert!(
-        stdout(&o).contains("conflict but share bytes"),
-        "{}",
-        stdout(&o)
+        said.starts_with("memplan: ") && said.lines().next().unwrap().contains("invalid plan"),
+        "{said}"
     );
+    assert!(said.contains("conflict but share bytes"), "{said}");
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
 }
 
 #[test]
@@ -634,16 +636,7 @@ fn search_proves_optimal_and_a_capacity_below_the_live_peak_exits_1_saying_why()
         "{}",
         stderr(&o)
     );
-    let o = memplan(&[
-        "plan",
-        c,
-        "--strategy",
-        "search",
-        "--capacity",
-        "1MiB",
-        "--time-limit",
-        "5s",
-    ]);
+    let o = memplan(&["plan", c, "--strategy", "search", "--capacity", "1MiB"]);
     assert!(o.status.success(), "{}", stderr(&o));
     // Above the live peak but past what a tiny budget finds: said so, not claimed impossible.
     let o = memplan(&[
@@ -723,16 +716,16 @@ fn diff_names_each_change_and_fails_ci_past_the_threshold() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
-/// A time limit alone is `search`'s limit: it searches until then, past its default budget
-/// (which on minimalloc D runs out in well under a second, unstopped).
+/// A time limit stops `search` on the clock, where its default budget ends it unstopped. No
+/// search proves minimalloc D optimal, so the clock stops it on any machine; that a time limit
+/// alone lifts the work budget is the unit test `a_time_limit_alone_lifts_the_work_limit`.
 #[test]
-fn a_time_limit_alone_lets_search_run_until_it() {
+fn a_time_limit_stops_search_on_the_clock() {
     let run = |extra: &[&str]| search_report("D.1048576.csv", extra);
     let budgeted = run(&[]);
     assert_ne!(budgeted["devices"][0]["stopped"], true);
-    let timed = run(&["--time-limit", "2s"]);
+    let timed = run(&["--time-limit", "50ms"]);
     assert_eq!(timed["devices"][0]["stopped"], true, "stopped by the clock");
-    assert!(timed["elapsed_ms"].as_u64().unwrap() >= 2000);
     assert!(timed["found_ms"].as_u64().unwrap() <= timed["elapsed_ms"].as_u64().unwrap());
     assert_eq!(timed["valid"], true);
     // Only a search's report has the two times.

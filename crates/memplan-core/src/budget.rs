@@ -29,7 +29,8 @@ pub struct DriverTerms {
 }
 
 /// Why a budget cannot be computed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BudgetError {
     #[error("the memory terms are not valid: {0}")]
     Terms(String),

@@ -42,7 +42,8 @@ pub enum Violation {
     },
     OutsidePool {
         buffer: String,
-        end: u64,
+        /// Where it ends; `None` past 2^64.
+        end: Option<u64>,
         pool: usize,
         pool_bytes: u64,
     },
@@ -93,12 +94,16 @@ impl fmt::Display for Violation {
                 end,
                 pool,
                 pool_bytes,
-            } => {
-                write!(
+            } => match end {
+                Some(end) => write!(
                     f,
                     "`{buffer}` ends at {end}, past the {pool_bytes} bytes of pool {pool}"
-                )
-            }
+                ),
+                None => write!(
+                    f,
+                    "`{buffer}` ends past 2^64, past the {pool_bytes} bytes of pool {pool}"
+                ),
+            },
             Violation::OverCap {
                 device,
                 pool,
@@ -180,8 +185,8 @@ pub fn check(
                 alignment: buffer.alignment,
             });
         }
-        let end = placement.offset.saturating_add(buffer.occupied_size());
-        if end > pool.bytes {
+        let end = placement.offset.checked_add(buffer.occupied_size());
+        if end.is_none_or(|end| end > pool.bytes) {
             found.push(Violation::OutsidePool {
                 buffer: buffer.name.clone(),
                 end,

@@ -17,6 +17,7 @@
 //! - every step writes at least one tensor.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -308,16 +309,38 @@ pub struct RematCandidate {
 }
 
 /// Why a graph is not a valid dump. Each variant names the element and the reason.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// What kind of element of a dump an id names, for errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Element {
+    Device,
+    Tensor,
+    Step,
+    Loop,
+}
+
+impl fmt::Display for Element {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Element::Device => "device",
+            Element::Tensor => "tensor",
+            Element::Step => "step",
+            Element::Loop => "loop",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum GraphError {
     #[error("{what} #{index} has an empty id")]
-    EmptyId { what: &'static str, index: usize },
+    EmptyId { what: Element, index: usize },
     #[error("duplicate {what} id `{id}`")]
-    DuplicateId { what: &'static str, id: String },
+    DuplicateId { what: Element, id: String },
     #[error("{owner} refers to {what} `{id}`, which does not exist")]
     Dangling {
         owner: String,
-        what: &'static str,
+        what: Element,
         id: String,
     },
     #[error("tensor `{tensor}`: the views form a cycle ({cycle})")]
@@ -350,9 +373,9 @@ pub enum GraphError {
     StepWritesNothing { step: String },
     #[error("remat candidate `{tensor}`: {reason}")]
     BadCandidate { tensor: String, reason: String },
-    #[error("the graph has {count} {what}, more than the {limit} memplan supports")]
+    #[error("the graph has {count} {what}s, more than the {limit} memplan supports")]
     TooLarge {
-        what: &'static str,
+        what: Element,
         count: usize,
         limit: usize,
     },
@@ -448,7 +471,7 @@ impl Tensor {
 }
 
 fn index_ids<'a>(
-    what: &'static str,
+    what: Element,
     ids: impl Iterator<Item = &'a str>,
 ) -> Result<HashMap<String, usize>, GraphError> {
     let mut map = HashMap::new();
@@ -477,7 +500,7 @@ fn index_ids<'a>(
 fn lookup(
     map: &HashMap<String, usize>,
     owner: impl FnOnce() -> String,
-    what: &'static str,
+    what: Element,
     id: &str,
 ) -> Result<usize, GraphError> {
     map.get(id).copied().ok_or_else(|| GraphError::Dangling {
@@ -495,10 +518,10 @@ pub fn align_up(value: u64, alignment: u64) -> Option<u64> {
 
 fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
     let device_ids = g.device_ids();
-    let devices = index_ids("device", device_ids.iter().map(String::as_str))?;
-    let tensor_index = index_ids("tensor", g.tensors.iter().map(|t| t.id.as_str()))?;
-    index_ids("step", g.steps.iter().map(|s| s.id.as_str()))?;
-    let loop_index = index_ids("loop", g.loops.iter().map(|l| l.id.as_str()))?;
+    let devices = index_ids(Element::Device, device_ids.iter().map(String::as_str))?;
+    let tensor_index = index_ids(Element::Tensor, g.tensors.iter().map(|t| t.id.as_str()))?;
+    index_ids(Element::Step, g.steps.iter().map(|s| s.id.as_str()))?;
+    let loop_index = index_ids(Element::Loop, g.loops.iter().map(|l| l.id.as_str()))?;
     if !g.alignment.is_power_of_two() {
         return Err(GraphError::BadAlignment {
             owner: "the graph".into(),
@@ -508,7 +531,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
 
     let device_of = |owner: &dyn Fn() -> String, id: &Option<String>| match id {
         None => Ok(0),
-        Some(id) => lookup(&devices, owner, "device", id),
+        Some(id) => lookup(&devices, owner, Element::Device, id),
     };
 
     let mut tensors = Vec::with_capacity(g.tensors.len());
@@ -561,7 +584,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         let owner = || format!("step `{}`", s.id);
         let tensor_list = |ids: &[String]| {
             ids.iter()
-                .map(|id| lookup(&tensor_index, owner, "tensor", id))
+                .map(|id| lookup(&tensor_index, owner, Element::Tensor, id))
                 .collect::<Result<Vec<_>, _>>()
         };
         if s.writes.is_empty() {
@@ -573,7 +596,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
             writes: tensor_list(&s.writes)?,
             loop_index: match &s.loop_id {
                 None => None,
-                Some(id) => Some(lookup(&loop_index, owner, "loop", id)?),
+                Some(id) => Some(lookup(&loop_index, owner, Element::Loop, id)?),
             },
         });
     }
@@ -585,7 +608,14 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         .map(|l| {
             l.back_edge_reads
                 .iter()
-                .map(|id| lookup(&tensor_index, || format!("loop `{}`", l.id), "tensor", id))
+                .map(|id| {
+                    lookup(
+                        &tensor_index,
+                        || format!("loop `{}`", l.id),
+                        Element::Tensor,
+                        id,
+                    )
+                })
                 .collect::<Result<Vec<_>, _>>()
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -595,7 +625,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
             let index = lookup(
                 &tensor_index,
                 || format!("remat candidate `{}`", c.tensor),
-                "tensor",
+                Element::Tensor,
                 &c.tensor,
             )?;
             let t = &tensors[index];
@@ -675,9 +705,13 @@ fn resolve_views(
         .iter()
         .map(|t| match &t.view_of {
             None => Ok(None),
-            Some(id) => {
-                lookup(tensor_index, || format!("tensor `{}`", t.id), "tensor", id).map(Some)
-            }
+            Some(id) => lookup(
+                tensor_index,
+                || format!("tensor `{}`", t.id),
+                Element::Tensor,
+                id,
+            )
+            .map(Some),
         })
         .collect::<Result<_, _>>()?;
     // Each view's (root, offset in the root, whether a tensor on its chain is elided), memoized
@@ -738,13 +772,17 @@ fn resolve_views(
             reason,
         };
         let (view, root_t) = (&tensors[start], &tensors[root]);
-        let end = offset
+        // Each view lies inside its own base (so, by the chain, inside its root too): a view
+        // that leaves its base but stays inside the root is still outside what it views.
+        let near = base[start].expect("a resolved view has a base");
+        let near_offset = g.tensors[start].view_offset;
+        let end = near_offset
             .checked_add(view.bytes)
             .ok_or_else(|| bad("its offset plus its size overflows".into()))?;
-        if end > root_t.bytes {
+        if end > tensors[near].bytes {
             return Err(bad(format!(
-                "bytes {offset}..{end} lie outside its base `{}` of {} bytes",
-                g.tensors[root].id, root_t.bytes
+                "bytes {near_offset}..{end} lie outside its base `{}` of {} bytes",
+                g.tensors[near].id, tensors[near].bytes
             )));
         }
         if g.tensors[start].device.is_some() && view.device != root_t.device {

@@ -425,7 +425,8 @@ mod tests {
             tensors.push(Tensor {
                 view_of: Some(format!("v{}", i - 1)),
                 view_offset: 1,
-                ..tensor(&format!("v{i}"), 8)
+                // One byte shorter than its base: each view lies inside the one it views.
+                ..tensor(&format!("v{i}"), (n - i) as u64 + 8)
             });
         }
         let g = Graph {

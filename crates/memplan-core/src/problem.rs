@@ -100,7 +100,8 @@ pub struct Problem {
 }
 
 /// Why a problem cannot be planned.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ProblemError {
     #[error("buffer `{buffer}`: alignment {alignment} is not a power of two")]
     BadAlignment { buffer: String, alignment: u64 },
@@ -125,7 +126,15 @@ pub enum ProblemError {
         device: usize,
         devices: usize,
     },
-    #[error("the buffers add up to more than 2^64 bytes (at buffer `{buffer}`)")]
+    #[error(
+        "buffer `{buffer}`: {size} bytes leave no room below 2^64 for the padding a layout may add (its alignment twice, at least 256 bytes)"
+    )]
+    BufferTooLarge { buffer: String, size: u64 },
+    /// Every buffer of a dump is laid out in 64-bit addresses, live together or not (a bump
+    /// layout holds them all at once), so their padded total must fit.
+    #[error(
+        "the buffers, each with the padding a layout may add, add up to more than 2^64 bytes (at buffer `{buffer}`); memplan needs every buffer of a dump, live together or not, to fit in 64-bit addresses end to end"
+    )]
     TotalOverflow { buffer: String },
 }
 
@@ -179,11 +188,21 @@ impl Problem {
                 });
             }
             // Any layout's extent is at most the sum of the occupied sizes plus alignment padding
-            // (at least TLSF's 256-byte granule), so bounding that sum once, over every device,
-            // lets every strategy add offsets and every report add devices without overflow.
+            // (at least TLSF's 256-byte granule), and a device's pools laid end to end, each base
+            // aligned, add less than one alignment per pool; so bounding that sum once, over every
+            // device, lets every strategy add offsets, every device address be computed and every
+            // report add devices without overflow.
+            let padded = occupied
+                .checked_add(b.alignment.max(MAX_GRANULE_SLACK))
+                .and_then(|p| p.checked_add(b.alignment));
+            let Some(padded) = padded else {
+                return Err(ProblemError::BufferTooLarge {
+                    buffer: b.name.clone(),
+                    size: b.size,
+                });
+            };
             total = total
-                .checked_add(occupied)
-                .and_then(|t| t.checked_add(b.alignment.max(MAX_GRANULE_SLACK)))
+                .checked_add(padded)
                 .ok_or_else(|| ProblemError::TotalOverflow {
                     buffer: b.name.clone(),
                 })?;

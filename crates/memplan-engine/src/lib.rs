@@ -33,8 +33,10 @@ use memplan_formats::{Format, FormatError, load_with, minimalloc, onnx};
 use memplan_render::{Labels, ViewModel};
 use serde::{Deserialize, Serialize};
 
-/// What went wrong, with the input (file, URL or example) it came from.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// What went wrong, with the input (file, URL or example) it came from. Serde, so that the
+/// worker sends it to the page as it is.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EngineError {
     #[error("{input}: {error}")]
     Format { input: String, error: FormatError },
@@ -70,10 +72,12 @@ pub enum EngineError {
     NotACandidate {
         input: String,
         tensor: String,
-        reason: &'static str,
+        reason: NotACandidate,
     },
-    #[error("{input}: `{query}` needs a device class to fit into")]
-    NoDevice { input: String, query: &'static str },
+    #[error("{input}: \"the largest that fits\" needs a device class to fit into")]
+    NoDevice { input: String },
+    #[error("a sweep of {points} budgets: at most {most} are fitted")]
+    TooManyPoints { points: usize, most: usize },
     #[error(
         "{input}: the footprint is not monotone in `{param}`: {lower} fits and {higher} does not, but the bisection's answer {answer} does not check"
     )]
@@ -84,6 +88,20 @@ pub enum EngineError {
         higher: u64,
         answer: u64,
     },
+}
+
+/// Why a tensor a scenario flips cannot be recomputed at its uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotACandidate {
+    #[error("no tensor has this id")]
+    NoSuchTensor,
+    #[error("the dump's remat_candidates do not list it")]
+    NotListed,
+    #[error(
+        "it is not the only output of its step, or owns no bytes, is always-live, has views, or is never read"
+    )]
+    NotEligible,
 }
 
 /// Everything a user may change about a plan. Plain, typed data: the CLI builds it from flags,
@@ -164,6 +182,10 @@ pub struct Bound {
 
 /// The most buffer relayouts an exhaustive optimum may take (2^candidates x buffers).
 pub const EXHAUSTIVE_WORK: u64 = 50_000_000;
+
+/// The most budgets one sweep fits: each is a fit of its own, and more than this many points
+/// on one curve are more than a chart or a table can show.
+pub const MAX_SWEEP_POINTS: usize = 1024;
 
 /// A budget sweep: the fit at each budget, and the exhaustive optimum when it was computed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -506,12 +528,12 @@ impl Session {
             let t = *resolved
                 .tensor_index
                 .get(id)
-                .ok_or_else(|| not("no tensor has this id"))?;
+                .ok_or_else(|| not(NotACandidate::NoSuchTensor))?;
             if !candidates.iter().any(|c| c.tensor == t) {
                 return Err(not(if graph.remat_candidates.is_some() {
-                    "the dump's remat_candidates do not list it"
+                    NotACandidate::NotListed
                 } else {
-                    "it is not the only output of its step, or owns no bytes, is always-live, has views, or is never read"
+                    NotACandidate::NotEligible
                 }));
             }
             flags[t] = true;
@@ -617,6 +639,12 @@ impl Session {
     /// One step of a sweep job: the exhaustive optimum (when affordable), then the minimize
     /// fit, then one budget per step. `Some` with the sweep once the last budget is fitted.
     pub fn sweep_step(&self, job: &mut SweepJob) -> Result<Option<Sweep>, EngineError> {
+        if job.points > MAX_SWEEP_POINTS {
+            return Err(EngineError::TooManyPoints {
+                points: job.points,
+                most: MAX_SWEEP_POINTS,
+            });
+        }
         let buffers = self.problem().buffers.len().max(1) as u64;
         let SweepJob {
             scenario,
@@ -732,7 +760,6 @@ impl Session {
             .budget(scenario)?
             .ok_or_else(|| EngineError::NoDevice {
                 input: self.source.clone(),
-                query: "fits",
             })?;
         if !self.graph.params.contains_key(param) {
             return Err(self.unknown_param(param));
@@ -756,7 +783,10 @@ impl Session {
                     ..
                 })
                 | Err(EngineError::Problem {
-                    error: ProblemError::TotalOverflow { .. } | ProblemError::SizeOverflow { .. },
+                    error:
+                        ProblemError::TotalOverflow { .. }
+                        | ProblemError::BufferTooLarge { .. }
+                        | ProblemError::SizeOverflow { .. },
                     ..
                 }) => Ok(None),
                 Err(e) => Err(e),

@@ -151,6 +151,28 @@ fn check_refuses_a_tampered_report() {
         },
         "has no placement",
     );
+    refused(|r| r.summary.footprint_bytes -= 1, "its devices add up to");
+    refused(
+        |r| {
+            r.summary.devices[0].footprint_bytes += 1;
+            r.summary.footprint_bytes += 1;
+        },
+        "its pools add up to",
+    );
+}
+
+#[test]
+fn a_placement_past_2_64_is_a_violation_that_says_so() {
+    let checked = check_tampered(|r| r.placements[0].offset = u64::MAX - 15).unwrap();
+    let text: Vec<String> = checked.violations.iter().map(|v| v.to_string()).collect();
+    assert!(
+        text.iter().any(|t| t.contains("ends past 2^64")),
+        "{text:?}"
+    );
+    assert!(
+        !text.iter().any(|t| t.contains(&u64::MAX.to_string())),
+        "{text:?}"
+    );
 }
 
 #[test]
@@ -496,4 +518,107 @@ fn a_sweep_in_steps_is_the_sweep_at_once_and_says_how_far_it_is() {
             .collect::<Vec<_>>()
     );
     assert!(partial.points.iter().any(|p| p.pareto));
+}
+
+/// A dump of `tensors` (bytes, alignment, always-live) written by one step each, every tensor
+/// read by the next step: mixed alignments in the arena and in the always-live pool.
+fn mixed_alignment_dump(tensors: &[(u64, u32, bool)]) -> String {
+    let tensor = |(k, &(bytes, log2, param)): (usize, &(u64, u32, bool))| {
+        let kind = if param { r#", "kind": "param""# } else { "" };
+        format!(
+            r#"{{"id": "t{k}", "bytes": {bytes}, "alignment": {}{kind}}}"#,
+            1u64 << log2
+        )
+    };
+    let step = |k: usize| {
+        let reads = if k > 0 {
+            format!(r#""t{}""#, k - 1)
+        } else {
+            String::new()
+        };
+        format!(r#"{{"id": "s{k}", "reads": [{reads}], "writes": ["t{k}"]}}"#)
+    };
+    let tensors: Vec<String> = tensors.iter().enumerate().map(tensor).collect();
+    let steps: Vec<String> = (0..tensors.len()).map(step).collect();
+    format!(
+        r#"{{"memplan": 1, "alignment": 1, "tensors": [{}], "steps": [{}]}}"#,
+        tensors.join(", "),
+        steps.join(", ")
+    )
+}
+
+#[test]
+fn a_minimalloc_export_with_its_plan_checks_where_pools_have_other_alignments() {
+    // The always-live pool after a one-byte arena: its base is rounded up to its alignment.
+    let text = r#"{"memplan": 1, "alignment": 64, "tensors": [{"id": "a", "bytes": 1, "alignment": 1},
+        {"id": "w", "bytes": 64, "kind": "param"}], "steps": [{"id": "s", "reads": ["w"], "writes": ["a"]}]}"#;
+    let s = session(text);
+    let csv = s
+        .minimalloc_csv(Some(&s.plan(&Scenario::default()).unwrap()))
+        .unwrap();
+    let back = Session::load(csv.as_bytes(), "back.csv").unwrap();
+    let checked = back.check_given(&Scenario::default()).unwrap();
+    assert!(
+        checked.violations.is_empty(),
+        "{csv}\n{:?}",
+        checked.violations
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(100))]
+    #[test]
+    fn every_minimalloc_export_with_its_plan_checks(
+        tensors in proptest::collection::vec((1u64..300, 0u32..8, proptest::bool::ANY), 1..12),
+        strategy in proptest::sample::select(Strategy::ALL.to_vec()),
+    ) {
+        let s = session(&mixed_alignment_dump(&tensors));
+        let scenario = Scenario { strategy: strategy.into(), ..Scenario::default() };
+        let outcome = s.plan(&scenario).unwrap();
+        let csv = s.minimalloc_csv(Some(&outcome)).unwrap();
+        let back = Session::load(csv.as_bytes(), "back.csv").unwrap();
+        let checked = back.check_given(&Scenario::default()).unwrap();
+        proptest::prop_assert!(checked.violations.is_empty(), "{}\n{:?}", csv, checked.violations);
+    }
+}
+
+#[test]
+fn a_view_of_an_always_live_kind_keeps_its_root_for_the_whole_schedule() {
+    let dump = |view: &str| {
+        format!(
+            r#"{{"memplan": 1, "tensors": [{{"id": "a", "bytes": 64}}, {{"id": "v", "bytes": 32, "view_of": "a"{view}}},
+            {{"id": "b", "bytes": 64}}, {{"id": "c", "bytes": 64}}],
+            "steps": [{{"id": "s0", "writes": ["a"]}}, {{"id": "s1", "reads": ["v"], "writes": ["b"]}},
+                      {{"id": "s2", "reads": ["b"], "writes": ["c"]}}]}}"#
+        )
+    };
+    let always = |view: &str| {
+        let s = session(&dump(view));
+        let p = s.problem();
+        p.buffers[p.buffers.iter().position(|b| b.name == "a").unwrap()].is_always_live()
+    };
+    assert!(!always(""));
+    assert!(always(r#", "kind": "param""#));
+    assert!(always(r#", "kind": "input""#));
+    assert!(always(r#", "held": true"#));
+    assert!(!always(r#", "kind": "param", "always_live": false"#));
+}
+
+#[test]
+fn a_lone_buffer_near_2_64_plans_and_one_past_the_padding_says_why() {
+    let dump = |bytes: u64| {
+        format!(
+            r#"{{"memplan": 1, "alignment": 1, "tensors": [{{"id": "x", "bytes": {bytes}}}], "steps": [{{"id": "s", "writes": ["x"]}}]}}"#
+        )
+    };
+    let s = session(&dump(u64::MAX - 1024));
+    assert!(s.plan(&Scenario::default()).unwrap().plan.is_valid());
+    let e = Session::load(dump(u64::MAX - 256).as_bytes(), "lone.json").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "lone.json: buffer `x`: {} bytes leave no room below 2^64 for the padding a layout may add (its alignment twice, at least 256 bytes)",
+            u64::MAX - 256
+        )
+    );
 }

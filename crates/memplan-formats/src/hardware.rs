@@ -25,7 +25,7 @@ struct File {
 }
 
 /// Why a hardware class could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("hardware class `{class}`: {detail}")]
 pub struct HardwareError {
     pub class: String,

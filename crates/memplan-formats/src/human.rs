@@ -27,6 +27,48 @@ pub fn bytes(bytes: u64) -> String {
     }
 }
 
+/// The longest id a message shows whole; a longer one keeps its head and tail around "…".
+const LONGEST_SHOWN_ID: usize = 80;
+
+/// `text` as one line a terminal or a banner shows as written: control characters (a newline,
+/// an escape sequence), line and paragraph separators and the bidirectional controls that
+/// reorder what follows them (U+202E) are escaped, and an id between backticks longer than
+/// [`LONGEST_SHOWN_ID`] characters is cut to its head and tail, so a megabyte id does not
+/// make a megabyte message.
+pub fn one_line(text: &str) -> String {
+    let escaped = |c: char| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+                    | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+            )
+    };
+    let mut out = String::new();
+    for (k, part) in text.split('`').enumerate() {
+        if k > 0 {
+            out.push('`');
+        }
+        let chars = part.chars().count();
+        // Odd parts are inside backticks: ids.
+        let cut = k % 2 == 1 && chars > LONGEST_SHOWN_ID;
+        for (i, c) in part.chars().enumerate() {
+            if cut && i == LONGEST_SHOWN_ID / 2 {
+                out.push('…');
+            }
+            if cut && i >= LONGEST_SHOWN_ID / 2 && i < chars - LONGEST_SHOWN_ID / 4 {
+                continue;
+            }
+            if escaped(c) {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
 /// `1048576` as `1,048,576`.
 pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
@@ -765,6 +807,26 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn one_line_escapes_what_reorders_or_breaks_a_line_and_cuts_long_ids() {
+        use super::one_line;
+        assert_eq!(
+            one_line("tensor `a\u{202e}b\u{2028}c\nd` is bad"),
+            "tensor `a\\u{202e}b\\u{2028}c\\nd` is bad"
+        );
+        let id = "x".repeat(1 << 20);
+        let shown = one_line(&format!("duplicate tensor id `{id}` at line 3"));
+        assert!(shown.len() < 200, "{}", shown.len());
+        assert!(shown.starts_with("duplicate tensor id `xxxx"), "{shown}");
+        assert!(
+            shown.contains('…') && shown.ends_with("x` at line 3"),
+            "{shown}"
+        );
+        // Text outside backticks and short ids are whole.
+        let short = format!("`{}` and {}", "y".repeat(80), "z".repeat(300));
+        assert_eq!(one_line(&short), short);
+    }
+
     use super::*;
 
     #[test]

@@ -292,6 +292,29 @@ mod tests {
     }
 
     #[test]
+    fn a_view_of_a_view_stays_inside_its_own_base() {
+        let dump = |w_offset: u64| {
+            format!(
+                r#"{{"memplan": 1, "tensors": [{{"id": "a", "bytes": 100}},
+                {{"id": "v", "bytes": 50, "view_of": "a", "view_offset": 40}},
+                {{"id": "w", "bytes": 20, "view_of": "v", "view_offset": {w_offset}}},
+                {{"id": "o", "bytes": 4}}],
+                "steps": [{{"id": "s", "writes": ["a"]}}, {{"id": "t", "reads": ["w"], "writes": ["o"]}}]}}"#
+            )
+        };
+        // Inside the root `a` (80..100) but past the end of `v`, which it views.
+        let e = parse_resolved(&dump(40)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "tensor `w`: bytes 40..60 lie outside its base `v` of 50 bytes"
+        );
+        // Outside the root too: the error still names the base it views.
+        let e = parse_resolved(&dump(70)).unwrap_err();
+        assert!(e.to_string().contains("outside its base `v`"), "{e}");
+        assert!(parse_resolved(&dump(30)).is_ok());
+    }
+
+    #[test]
     fn sizes_that_overflow_after_alignment() {
         let e = graph_error_after(
             "\"bytes\": 128, \"kind\"",

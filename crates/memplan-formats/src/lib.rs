@@ -25,7 +25,8 @@ pub mod torch;
 use memplan_core::{Graph, GraphError, ResolvedGraph};
 
 /// Why some bytes could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FormatError {
     #[error("JSON line {line}, column {column}: {message}")]
     JsonSyntax {

@@ -159,14 +159,32 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
                 format!("buffer `{row_id}`: lower {lower} is not below upper {upper}"),
             ));
         }
-        rows.push(Row {
+        let row = Row {
             id: row_id,
             lower,
             upper,
             size: field(size, "size")?,
             alignment: optional(alignment, "alignment")?,
             offset: optional(offset, "offset")?,
-        });
+        };
+        // A placement's end must be an address: offset plus the bytes it occupies.
+        if let Some(offset) = row.offset {
+            // (An alignment that is not a power of two is refused when the graph resolves.)
+            let occupied = match row.alignment.filter(|a| a.is_power_of_two()) {
+                Some(alignment) => memplan_core::graph::align_up(row.size, alignment),
+                None => Some(row.size),
+            };
+            if occupied.and_then(|o| offset.checked_add(o)).is_none() {
+                return Err(err(
+                    line,
+                    format!(
+                        "buffer `{}`: offset {offset} plus its {} bytes passes 2^64",
+                        row.id, row.size
+                    ),
+                ));
+            }
+        }
+        rows.push(row);
     }
     Ok(build(rows))
 }
@@ -365,6 +383,21 @@ mod tests {
         ] {
             assert_eq!(parse(text).unwrap(), half_open, "{text}");
         }
+    }
+
+    #[test]
+    fn an_offset_whose_end_passes_2_64_is_refused() {
+        let e = parse("id,lower,upper,size,offset\n0,0,10,100,18446744073709551600\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "CSV line 2: buffer `0`: offset 18446744073709551600 plus its 100 bytes passes 2^64"
+        );
+        // Rounded up to its alignment, the buffer ends past 2^64 too.
+        let text = "id,lower,upper,size,alignment,offset\n0,0,10,100,64,18446744073709551500\n";
+        assert!(parse(text).is_err());
+        assert!(parse("id,lower,upper,size,offset\n0,0,10,100,18446744073709551515\n").is_ok());
+        let text = "id,lower,upper,size,alignment,offset\n0,0,10,100,3,0\n";
+        assert!(matches!(parse(text), Ok(_) | Err(FormatError::Graph(_))));
     }
 
     #[test]

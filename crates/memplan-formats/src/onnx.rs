@@ -166,7 +166,7 @@ pub struct Options {
 }
 
 /// An input shape written `NAME=1x3x640x640` that is not one.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("`{0}` is not NAME=DxDx.. (e.g. images=1x3x640x640)")]
 pub struct BadInputShape(pub String);
 
@@ -545,14 +545,32 @@ const BINARY: &[&str] = &[
     "BitShift",
 ];
 
-/// Infers the outputs of one node from what is known of its inputs: `Err` names what stopped it.
-fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>, String> {
+/// What stopped shape inference at a node (the import says it as a warning, naming the node).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum InferStop {
+    #[error("the shape of input {0} is unknown")]
+    UnknownInput(usize),
+    #[error("shape inference does not know this op")]
+    UnknownOp,
+    /// What in the node's inputs or attributes the inference cannot follow.
+    #[error("{0}")]
+    Cannot(&'static str),
+}
+
+impl From<&'static str> for InferStop {
+    fn from(why: &'static str) -> Self {
+        InferStop::Cannot(why)
+    }
+}
+
+/// Infers the outputs of one node from what is known of its inputs: `Err` says what stopped it.
+fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>, InferStop> {
     let op = node.op_type.as_str();
-    let shape = |k: usize| -> Result<&Shape, String> {
+    let shape = |k: usize| -> Result<&Shape, InferStop> {
         inputs
             .get(k)
             .and_then(|v| v.shape.as_ref())
-            .ok_or_else(|| format!("the shape of input {k} is unknown"))
+            .ok_or(InferStop::UnknownInput(k))
     };
     let konst = |k: usize| inputs.get(k).and_then(|v| v.konst.clone());
     let dtype0 = inputs.first().and_then(|v| v.dtype);
@@ -564,7 +582,7 @@ fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>, String> {
             floats: None,
         }])
     };
-    let fail = |why: &str| Err(why.to_string());
+    let fail = |why: &'static str| Err(InferStop::Cannot(why));
     match op {
         _ if UNARY.contains(&op) => {
             let s = shape(0)?.clone();
@@ -1187,7 +1205,7 @@ fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>, String> {
                 .ok_or("tiling overflows")?;
             one(out, dtype0)
         }
-        _ => Err(format!("shape inference does not know {op}")),
+        _ => Err(InferStop::UnknownOp),
     }
 }
 

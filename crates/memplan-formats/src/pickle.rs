@@ -73,7 +73,7 @@ impl Value {
 }
 
 /// Why a pickle could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("pickle byte {offset}: {message}")]
 pub struct PickleError {
     pub offset: usize,

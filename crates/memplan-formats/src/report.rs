@@ -353,6 +353,30 @@ impl PlanReport {
                     })
                 })
                 .collect::<Result<_, _>>()?;
+            let pools_sum = (pools[index].iter()).try_fold(0u64, |sum, p| sum.checked_add(p.bytes));
+            if pools_sum != Some(d.footprint_bytes) {
+                return Err(structure(
+                    format!("devices[{k}].footprint_bytes"),
+                    format!(
+                        "device `{}` claims {} bytes, but its pools add up to {}",
+                        d.device,
+                        d.footprint_bytes,
+                        pools_sum.map_or("more than 2^64".into(), |b| b.to_string())
+                    ),
+                ));
+            }
+        }
+        let devices_sum = (self.summary.devices.iter())
+            .try_fold(0u64, |sum, d| sum.checked_add(d.footprint_bytes));
+        if devices_sum != Some(self.summary.footprint_bytes) {
+            return Err(structure(
+                "footprint_bytes".into(),
+                format!(
+                    "the report claims {} bytes, but its devices add up to {}",
+                    self.summary.footprint_bytes,
+                    devices_sum.map_or("more than 2^64".into(), |b| b.to_string())
+                ),
+            ));
         }
         let buffer_of: HashMap<&str, usize> = problem
             .buffers

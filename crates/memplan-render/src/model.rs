@@ -332,23 +332,16 @@ impl ViewModel {
                 }
             })
             .collect();
-        let devices = plan
-            .devices
-            .iter()
-            .map(|d| DeviceView {
+        let bases = plan.pool_bases(problem);
+        let devices = (plan.devices.iter().zip(&bases))
+            .map(|(d, bases)| DeviceView {
                 id: problem.device_ids[d.device].clone(),
                 strategy: d.strategy.name().to_string(),
-                pools: d
-                    .pools
-                    .iter()
-                    .scan(0u64, |base, p| {
-                        let view = PoolView {
-                            role: p.role,
-                            bytes: p.bytes,
-                            base: *base,
-                        };
-                        *base += p.bytes;
-                        Some(view)
+                pools: (d.pools.iter().zip(bases))
+                    .map(|(p, &base)| PoolView {
+                        role: p.role,
+                        bytes: p.bytes,
+                        base,
                     })
                     .collect(),
                 footprint_bytes: d.footprint_bytes,

@@ -12,20 +12,17 @@ use crate::color::{ColorBy, Rgb, color_of, legend};
 use crate::model::ViewModel;
 use crate::scene::{Viewport, arena_height, arena_rects, timeline_rows};
 
-/// Why a drawing failed (plotters' error, as text).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RenderError(pub String);
-
-impl std::fmt::Display for RenderError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "drawing failed: {}", self.0)
-    }
+/// Why a drawing failed: plotters' error, which carries no more than its description.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[error("drawing failed: {detail}")]
+pub struct RenderError {
+    pub detail: String,
 }
 
-impl std::error::Error for RenderError {}
-
 fn err<E: std::fmt::Debug>(e: E) -> RenderError {
-    RenderError(format!("{e:?}"))
+    RenderError {
+        detail: format!("{e:?}"),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

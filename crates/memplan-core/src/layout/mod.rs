@@ -469,10 +469,37 @@ impl Plan {
         self.violations.is_empty()
     }
 
-    /// Each buffer's offset in its device's memory with the device's pools laid end to end, in
-    /// order: one address space per device, as a single-pool format (minimalloc) needs.
+    /// Where each pool of each device starts with the device's pools laid end to end, in
+    /// order, each base rounded up to the largest alignment of the buffers in it, so that a
+    /// buffer's address is as aligned as its offset: one address space per device, as a
+    /// single-pool format (minimalloc) needs. [`Problem::validate`] leaves room for that
+    /// padding, so no base overflows.
+    pub fn pool_bases(&self, problem: &Problem) -> Vec<Vec<u64>> {
+        let mut alignment: Vec<Vec<u64>> = (self.devices.iter())
+            .map(|d| vec![1; d.pools.len()])
+            .collect();
+        for (b, p) in problem.buffers.iter().zip(&self.placements) {
+            let a = &mut alignment[b.device][p.pool];
+            *a = (*a).max(b.alignment);
+        }
+        (self.devices.iter().zip(&alignment))
+            .map(|(d, alignment)| {
+                let mut end = 0u64;
+                (d.pools.iter().zip(alignment))
+                    .map(|(pool, &a)| {
+                        let base = align_up(end, a).expect("validated: bases fit in u64");
+                        end = base + pool.bytes;
+                        base
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Each buffer's address in its device's memory: its pool's base ([`Plan::pool_bases`])
+    /// plus its offset.
     pub fn device_offsets(&self, problem: &Problem) -> Vec<u64> {
-        let bases: Vec<Vec<u64>> = self.devices.iter().map(|d| pool_bases(&d.pools)).collect();
+        let bases = self.pool_bases(problem);
         problem
             .buffers
             .iter()
@@ -482,20 +509,9 @@ impl Plan {
     }
 }
 
-/// Where each pool starts with `pools` laid end to end.
-pub fn pool_bases(pools: &[Pool]) -> Vec<u64> {
-    pools
-        .iter()
-        .scan(0u64, |base, pool| {
-            let start = *base;
-            *base += pool.bytes;
-            Some(start)
-        })
-        .collect()
-}
-
 /// Why no plan could be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PlanError {
     #[error(transparent)]
     Problem(#[from] ProblemError),
