@@ -166,6 +166,8 @@ if [ -f dist/index.html ]; then
       "$tmp/browser-bench/onnx-20mb.txt" "$tmp/browser-bench/remat-browser.txt"
     echo '```'
     echo
+    cat "$tmp/browser-bench/responsiveness.txt"
+    echo
     cat "$tmp/browser-bench/solver-browser.txt"
   } > "$tmp/browser"
   replace browser "$tmp/browser"

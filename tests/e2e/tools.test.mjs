@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cli, hooks, launch, output, root, serve } from './harness.mjs';
+import { cli, hooks, launch, output, root, serve, syntheticCsv } from './harness.mjs';
 
 const convnet = join(root, 'static/examples/convnet-training.json');
 const cliFootprint = (...inline) =>
@@ -149,6 +149,12 @@ test('a flip, a fit and a sweep on a 2,000-tensor training step in the worker', 
   await testid('sweep-button').click();
   await testid('sweep-table').waitFor({ timeout: 60000 });
   assert.equal(await testid('sweep-table').locator('tbody tr').count(), 32);
+  // 288 candidates: the largest 200 and the recomputed ones are listed, the rest counted.
+  const candidates = JSON.parse(await readFile(file, 'utf8')).remat_candidates.length;
+  await testid('tab-flips').click();
+  const rows = await page.locator('[data-testid^="flip-"][type="checkbox"]').count();
+  assert.ok(rows >= 200 && rows < candidates, `${rows} rows`);
+  assert.match(await testid('flips-more').textContent(), new RegExp(`^\\+ ${candidates - rows} smaller candidates`));
   // About a thousand tensors are live at this step's peak: the largest 200 are listed, the rest
   // counted.
   assert.equal(await testid('peak-row').count(), 200);
@@ -184,6 +190,20 @@ test('the spaces panel shows what memplan spaces says', async () => {
   await testid('space-diagnostics').waitFor();
   assert.match(await testid('space-diagnostics').textContent(), /output #0 \(`y`\) has no kernel writer or backing alias/);
   assert.match(await testid('spaces-table').textContent(), /output #0 has no writer/);
+});
+
+test('a 62,000-buffer CSV with the spaces or flips panel open lists what a page can hold', async () => {
+  // A minimalloc CSV has no ops: no candidates to recompute; its 62,000 slots are listed up to
+  // the largest 200, the rest counted (the page once built a row for each, and froze).
+  await page.goto(`${server.url}?panel=flips`);
+  await testid('summary').waitFor();
+  await testid('file-input').setInputFiles({ name: 'sixty-two-k.csv', mimeType: 'text/csv', buffer: Buffer.from(syntheticCsv(62000)) });
+  await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '62000');
+  assert.match(await testid('flips-panel').innerText(), /^0 candidates/);
+  await testid('tab-spaces').click();
+  await testid('spaces-table').waitFor();
+  assert.equal(await testid('space-row').count(), 200);
+  assert.match(await testid('spaces-more').textContent(), /^\+ 61800 smaller slots not listed/);
 });
 
 test('a host page hands a dump to the embedded explorer by postMessage', async () => {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Strategy, StrategyChoice};
 use memplan_engine::{CandidateRow, EngineError, Outcome, Scenario, Session};
-use memplan_formats::human::{SpaceRow, event_text, named_flips};
 use memplan_formats::report::PlanSummary;
+use memplan_human::{SpaceRow, event_text, named_flips};
 use memplan_render::{BufferView, Labels, ViewModel};
 use serde::{Deserialize, Serialize};
 
@@ -114,7 +114,7 @@ impl AnalysisCache {
         keyed(&mut self.spaces, &scenario.params, || {
             let s = session.spaces(scenario).ok()?;
             Some(Arc::new(SpacesView {
-                rows: memplan_formats::human::space_rows(&session.graph, &s),
+                rows: memplan_human::space_rows(&session.graph, &s),
                 counts: s.counts,
                 diagnostics: s.diagnostics.iter().map(ToString::to_string).collect(),
             }))
@@ -506,8 +506,8 @@ impl FitLog {
 
 /// Fits the session to `budget` from no flips (the seed's two rounds, default candidate cap).
 pub fn fit(session: &Session, scenario: &Scenario, budget: &str) -> Result<FitLog, WebError> {
-    let target = memplan_formats::human::parse_target(budget)
-        .ok_or_else(|| WebError::Budget(budget.to_string()))?;
+    let target =
+        memplan_human::parse_target(budget).ok_or_else(|| WebError::Budget(budget.to_string()))?;
     let fit = session.fit(&unflipped(scenario), target, None)?;
     let id = |t: usize| session.graph.tensors[t].id.clone();
     Ok(FitLog {
@@ -667,7 +667,7 @@ pub fn export(
     outcome: &Outcome,
     kind: ExportKind,
 ) -> Result<Export, EngineError> {
-    let name = |suffix: &str| crate::export::file_name(&session.source, suffix);
+    let name = |suffix: &str| file_name(&session.source, suffix);
     Ok(match kind {
         ExportKind::PlanJson => Export {
             file_name: name("plan.json"),
@@ -698,9 +698,38 @@ pub fn example_report_json(example: &crate::examples::Example) -> String {
     report_json(&local.session, &local.outcome)
 }
 
+/// A file name from the source: `model.json` -> `model.<suffix>`.
+pub fn file_name(source: &str, suffix: &str) -> String {
+    let base = source.rsplit(['/', '\\']).next().unwrap_or(source);
+    let stem = base.split('?').next().unwrap_or(base);
+    let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+    let stem: String = stem
+        .chars()
+        .filter(|c| c.is_alphanumeric() || "-_.".contains(*c))
+        .collect();
+    format!(
+        "{}.{suffix}",
+        if stem.is_empty() { "memplan" } else { &stem }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_names_keep_the_stem_and_drop_anything_unsafe() {
+        assert_eq!(
+            file_name("models/resnet.onnx.json", "svg"),
+            "resnet.onnx.svg"
+        );
+        assert_eq!(
+            file_name("https://x.org/a/b.csv?token=1", "plan.json"),
+            "b.plan.json"
+        );
+        assert_eq!(file_name("<script>", "png"), "script.png");
+        assert_eq!(file_name("", "csv"), "memplan.csv");
+    }
     use crate::examples::EXAMPLES;
 
     #[test]

@@ -15,7 +15,7 @@ use leptos::html::Input;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use memplan_core::StrategyChoice;
-use memplan_formats::human::{bytes, ratio};
+use memplan_human::{bytes, ratio};
 use memplan_render::color::{ColorBy, legend};
 use memplan_render::model::RowOrder;
 use wasm_bindgen::JsCast;
@@ -255,10 +255,7 @@ pub fn App() -> impl IntoView {
     // and rarely loads a file: it spares the reader's machine the worker's warm-up.
     if !url.embed {
         request_animation_frame(move || {
-            set_timeout(
-                move || crate::worker_client::start_early(state),
-                std::time::Duration::ZERO,
-            )
+            set_timeout(move || state.start_worker(), std::time::Duration::ZERO)
         });
     }
 
@@ -516,12 +513,12 @@ pub fn App() -> impl IntoView {
                             )}
                         </span>
                     })}
-                    <button data-testid="cancel" on:click=move |_| crate::worker_client::cancel(state)>"cancel"</button>
+                    <button data-testid="cancel" on:click=move |_| state.cancel()>"cancel"</button>
                 </div>
             })}
             {move || state.error.get().map(|message| view! {
                 <div class="error-banner" role="alert" data-testid="error">
-                    <span>{memplan_formats::human::one_line(&message.to_string())}</span>
+                    <span>{memplan_human::one_line(&message.to_string())}</span>
                     <button class="dismiss" aria-label="Dismiss" on:click=move |_| state.error.set(None)>"×"</button>
                 </div>
             })}
@@ -569,7 +566,7 @@ fn search_longer(state: PageState, analysis: &Analysis) -> Option<impl IntoView 
         <div>
             <dt>"work limit"</dt>
             <dd data-testid="work-limit" data-work=work.to_string()>
-                {format!("{} ", memplan_formats::human::grouped(work))}
+                {format!("{} ", memplan_human::grouped(work))}
                 <button
                     data-testid="search-longer"
                     title=format!("search again with four times the work (the CLI's --work-limit {more}); a cancel keeps its best plan so far")
@@ -631,14 +628,9 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
         .devices
         .iter()
         .filter_map(|d| {
-            let f = d.cap_fallback?;
-            Some(format!(
-                "{}: the arena ({}) is over the pool cap of {}, so it was bump-packed into pools: {} ({} more)",
-                d.device,
-                bytes(f.layout_bytes),
-                bytes(f.cap),
-                bytes(f.fallback_bytes),
-                bytes(f.fallback_bytes.saturating_sub(f.layout_bytes))
+            Some(memplan_human::cap_fallback_sentence(
+                &d.device,
+                &d.cap_fallback?,
             ))
         })
         .collect();
@@ -710,12 +702,12 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
             </dl>
             {fallbacks.into_iter().map(|f| view! { <p class="warning small" data-testid="cap-fallback">{f}</p> }).collect_view()}
             {r.reserved_bytes.map(|reserved| view! {
-                <p class="small" data-testid="reserved">{memplan_formats::human::reserved_sentence(r.footprint_bytes, reserved, r.lower_bound_bytes)}</p>
+                <p class="small" data-testid="reserved">{memplan_human::reserved_sentence(r.footprint_bytes, reserved, r.lower_bound_bytes)}</p>
             })}
             {(analysis.format == memplan_formats::Format::Onnx.name()).then(|| {
                 let shapes = RwSignal::new(String::new());
                 let apply = move || match memplan_formats::onnx::parse_input_shapes(&shapes.get_untracked()) {
-                    Ok(import) => crate::worker_client::reimport(state, import),
+                    Ok(import) => state.reimport(import),
                     Err(e) => state.error.set(Some(e.into())),
                 };
                 view! {
@@ -790,7 +782,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
         )
         .and_then(|svg| {
             export::download_text(
-                &export::file_name(&a.source, &format!("{}.svg", tab.name())),
+                &crate::analysis::file_name(&a.source, &format!("{}.svg", tab.name())),
                 "image/svg+xml",
                 &svg,
             )
@@ -812,7 +804,7 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
         )
         .and_then(|url| {
             export::download_url(
-                &export::file_name(&a.source, &format!("{}.png", tab.name())),
+                &crate::analysis::file_name(&a.source, &format!("{}.png", tab.name())),
                 &url,
             )
         });

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use memplan_formats::human::bytes;
+use memplan_human::bytes;
 use memplan_render::color::{ColorBy, Rgb, color_of};
 use memplan_render::scene::{
     Rect, Viewport, arena_height, arena_rects, pick, position_ticks, timeline_rows,

@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use memplan_core::StrategyChoice;
 use memplan_formats::diff::{Change, TensorDiff};
-use memplan_formats::human::{bytes, change_text, diff_counts, footprint_change, placement_text};
+use memplan_human::{bytes, change_text, diff_counts, footprint_change, placement_text};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use memplan_formats::hardware;
 
 use crate::error::WebError;
-use memplan_formats::human::bytes;
+use memplan_human::bytes;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::state::PageState;

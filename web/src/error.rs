@@ -1,6 +1,6 @@
 //! What can go wrong in the page and the worker, typed end to end: the worker sends a
 //! [`WebError`] as it is (serde), the page keeps it and shows it as one line
-//! ([`memplan_formats::human::one_line`]). Text from outside (a browser's exception, a
+//! ([`memplan_human::one_line`]). Text from outside (a browser's exception, a
 //! decoder's message) is kept only as the `detail` of a variant that says what failed.
 
 use memplan_engine::EngineError;
@@ -50,8 +50,8 @@ pub enum WebError {
     InputShape(#[from] BadInputShape),
     #[error(
         "{name}: {} is more than the {} this page reads",
-        memplan_formats::human::bytes(*size),
-        memplan_formats::human::bytes(*most)
+        memplan_human::bytes(*size),
+        memplan_human::bytes(*most)
     )]
     TooLarge { name: String, size: u64, most: u64 },
     #[error(transparent)]

@@ -87,8 +87,8 @@ pub fn view_png(
         &format!(
             "{title} · {} · {view_name} · footprint {} · lower bound {} · {}",
             d.id,
-            memplan_formats::human::bytes(d.footprint_bytes),
-            memplan_formats::human::bytes(d.lower_bound),
+            memplan_human::bytes(d.footprint_bytes),
+            memplan_human::bytes(d.lower_bound),
             a.scenario.strategy
         ),
         10.0,
@@ -108,21 +108,6 @@ pub fn view_png(
         .map_err(|_| WebError::Browser(BrowserStep::CopyView))?;
     out.to_data_url_with_type("image/png")
         .map_err(|_| WebError::Browser(BrowserStep::ReadPng))
-}
-
-/// A file name from the source: `model.json` -> `model.<suffix>`.
-pub fn file_name(source: &str, suffix: &str) -> String {
-    let base = source.rsplit(['/', '\\']).next().unwrap_or(source);
-    let stem = base.split('?').next().unwrap_or(base);
-    let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-    let stem: String = stem
-        .chars()
-        .filter(|c| c.is_alphanumeric() || "-_.".contains(*c))
-        .collect();
-    format!(
-        "{}.{suffix}",
-        if stem.is_empty() { "memplan" } else { &stem }
-    )
 }
 
 /// Makes the browser download `text` as `name`.
@@ -153,23 +138,4 @@ pub fn download_url(name: &str, url: &str) -> Result<(), WebError> {
     a.set_download(name);
     a.click();
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_names_keep_the_stem_and_drop_anything_unsafe() {
-        assert_eq!(
-            file_name("models/resnet.onnx.json", "svg"),
-            "resnet.onnx.svg"
-        );
-        assert_eq!(
-            file_name("https://x.org/a/b.csv?token=1", "plan.json"),
-            "b.plan.json"
-        );
-        assert_eq!(file_name("<script>", "png"), "script.png");
-        assert_eq!(file_name("", "csv"), "memplan.csv");
-    }
 }

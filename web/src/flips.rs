@@ -9,7 +9,8 @@
 use std::collections::{HashMap, HashSet};
 
 use leptos::prelude::*;
-use memplan_formats::human::bytes;
+use memplan_engine::CandidateRow;
+use memplan_human::bytes;
 
 use crate::state::PageState;
 
@@ -23,6 +24,9 @@ fn delta(now: u64, baseline: u64) -> String {
         format!("+{}", bytes(now - baseline))
     }
 }
+
+/// The most candidates the table lists besides the recomputed ones.
+const MOST_ROWS: usize = 200;
 
 #[component]
 pub fn FlipsPanel(state: PageState) -> impl IntoView {
@@ -43,13 +47,26 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
         })
     };
     let fit = move || state.fit();
-    // What a row shows that a plan does not change: its key.
+    // What a row shows that a plan does not change: its key. The largest MOST_ROWS candidates
+    // and every recomputed one are listed, in the dump's order; the rest are counted (a dump of
+    // fifty thousand candidates would otherwise build as many rows).
     let rows = Memo::new(move |_| {
         state.analysis.with(|a| {
-            a.iter()
-                .flat_map(|a| &a.candidates)
+            let Some(a) = a else {
+                return (Vec::new(), 0);
+            };
+            let mut by_size: Vec<&CandidateRow> = a.candidates.iter().collect();
+            by_size.sort_by(|x, y| y.bytes.cmp(&x.bytes).then_with(|| x.tensor.cmp(&y.tensor)));
+            let mut listed: HashSet<&str> = (by_size.iter().take(MOST_ROWS))
+                .map(|c| c.tensor.as_str())
+                .collect();
+            listed.extend((a.candidates.iter().filter(|c| c.inlined)).map(|c| c.tensor.as_str()));
+            let rows: Vec<_> = (a.candidates.iter())
+                .filter(|c| listed.contains(c.tensor.as_str()))
                 .map(|c| (c.tensor.clone(), c.bytes, c.recompute_cost))
-                .collect::<Vec<_>>()
+                .collect();
+            let unlisted = a.candidates.len() - rows.len();
+            (rows, unlisted)
         })
     });
     let inlined = Memo::new(move |_| {
@@ -102,7 +119,7 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                         <th class="num" title="the bytes it relieves alone, scored by the last fit's first round">"solo relief"</th>
                         <th class="num" title="solo relief per unit of recompute cost">"relief / cost"</th><th>"state"</th></tr></thead>
                     <tbody>
-                        <For each=move || rows.get() key=Clone::clone children=move |(tensor, size, cost)| {
+                        <For each=move || rows.get().0 key=Clone::clone children=move |(tensor, size, cost)| {
                             let on = RwSignal::new(inlined.with_untracked(|set| set.contains(&tensor)));
                             row_states.update_value(|rows| {
                                 rows.insert(tensor.clone(), on);
@@ -140,6 +157,14 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                         } />
                     </tbody>
                 </table>
+                {move || {
+                    let unlisted = rows.with(|r| r.1);
+                    (unlisted > 0).then(|| view! {
+                        <p class="small" data-testid="flips-more">
+                            {format!("+ {unlisted} smaller candidates not listed (the largest {MOST_ROWS} and every recomputed one are)")}
+                        </p>
+                    })
+                }}
             </div>
         </div>
     }

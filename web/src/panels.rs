@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
-use memplan_formats::human::bytes;
+use memplan_human::bytes;
 use memplan_render::ViewModel;
 use memplan_render::model::{Alive, PeakRow};
 use wasm_bindgen::JsCast;

@@ -17,8 +17,8 @@ use crate::analysis::{Analysis, CompareView, ExportKind, FitLog, SweepView, unfl
 use crate::error::WebError;
 use crate::examples::Example;
 use crate::url_state::{Panel, Tab, UrlState};
-use crate::worker_client::{Client, new_client};
-use crate::worker_protocol::STAGES;
+use crate::worker_client::{Link, LinkEvent};
+use crate::worker_protocol::{Request, Response, STAGES};
 
 /// A load in progress: stage `stage` of `of`.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +96,8 @@ pub struct PageState {
     pub origin: RwSignal<Origin>,
     /// What to restore when the next analysis arrives.
     pub restore: StoredValue<Option<Restore>>,
-    pub worker: Client,
+    /// The link to the engine, set once in [`PageState::new`].
+    link: StoredValue<Option<Link>, LocalStorage>,
     /// The tensors recomputed at their uses (the scenario's flips), by id.
     pub inline: RwSignal<Vec<String>>,
     /// The budget field of the flips panel, as typed.
@@ -120,7 +121,7 @@ pub struct PageState {
 
 impl PageState {
     pub fn new(url: &UrlState) -> Self {
-        PageState {
+        let state = PageState {
             analysis: RwSignal::new(None),
             error: RwSignal::new(None),
             strategy: RwSignal::new(url.strategy),
@@ -145,7 +146,7 @@ impl PageState {
             cancelled: RwSignal::new(false),
             origin: RwSignal::new(Origin::default()),
             restore: StoredValue::new(None),
-            worker: new_client(),
+            link: StoredValue::new_local(None),
             inline: RwSignal::new(url.inline.clone()),
             budget: RwSignal::new(url.budget.clone()),
             fit_log: RwSignal::new(None),
@@ -161,7 +162,11 @@ impl PageState {
             sweep: RwSignal::new(None),
             sweep_points: RwSignal::new(32),
             comparison: RwSignal::new(None),
-        }
+        };
+        state
+            .link
+            .set_value(Some(Link::new(move |event| state.hear(event))));
+        state
     }
 
     /// The scenario the page's controls describe.
@@ -196,7 +201,150 @@ impl PageState {
         }));
         self.restore
             .update_value(|r| r.get_or_insert_with(Restore::default).origin = origin);
-        crate::worker_client::load(self, source, bytes);
+        let request = Request::Load {
+            source: source.to_string(),
+            scenario: self.scenario(),
+            import: Default::default(),
+        };
+        self.send(request, Some(bytes));
+    }
+
+    /// Imports the loaded bytes again with `import` (an ONNX model's fixed input shapes).
+    pub fn reimport(self, import: memplan_formats::onnx::Options) {
+        self.busy.set(Some(Busy {
+            stage: 1,
+            of: STAGES,
+            what: "importing again".into(),
+            solver: None,
+        }));
+        let scenario = self.scenario();
+        self.send(Request::Reimport { scenario, import }, None);
+    }
+
+    /// Starts the worker before anything is asked of it, so that its code is warm by the time
+    /// a file comes.
+    pub fn start_worker(self) {
+        self.link.with_value(|l| l.as_ref().map(Link::start_early));
+    }
+
+    fn send(self, request: Request, bytes: Option<js_sys::ArrayBuffer>) {
+        let link = self.link.with_value(Clone::clone);
+        if let Some(link) = link {
+            link.send(request, bytes);
+        }
+    }
+
+    /// What the link says: an answer becomes page state.
+    fn hear(self, event: LinkEvent) {
+        match event {
+            LinkEvent::Answer(response) => self.receive(response),
+            LinkEvent::PlanningHere(why) => self.notices.update(|n| {
+                n.push(format!(
+                    "{why}; planning on this page instead, which pauses while it works"
+                ))
+            }),
+            LinkEvent::Failed(e) => {
+                self.done();
+                self.restore.set_value(None);
+                self.error.set(Some(e));
+            }
+        }
+    }
+
+    /// Turns an answer of the worker into page state.
+    fn receive(self, response: Response) {
+        match response {
+            Response::Ready => {}
+            Response::Progress {
+                stage,
+                of,
+                what,
+                best_bytes,
+                bound_bytes,
+                nodes,
+            } => {
+                let solver = match (best_bytes, bound_bytes) {
+                    (Some(best_bytes), Some(bound_bytes)) => Some(SolverProgress {
+                        best_bytes,
+                        bound_bytes,
+                        nodes,
+                    }),
+                    _ => None,
+                };
+                self.busy.set(Some(Busy {
+                    stage,
+                    of,
+                    what,
+                    solver,
+                }))
+            }
+            Response::Exported(file) => {
+                let made = crate::export::download_text(&file.file_name, &file.mime, &file.text);
+                if let Err(e) = made {
+                    self.error.set(Some(WebError::Export(Box::new(e))));
+                }
+            }
+            Response::Planned {
+                analysis,
+                cancelled,
+                left_out,
+                buffers,
+            } => {
+                self.done();
+                let earlier = self.analysis.get_untracked();
+                match Analysis::received(*analysis, left_out, buffers, earlier.as_deref()) {
+                    Ok(analysis) => {
+                        self.apply(analysis);
+                        self.cancelled.set(cancelled);
+                    }
+                    Err(e) => self.error.set(Some(WebError::Answer(e))),
+                }
+            }
+            Response::Compared(view) => {
+                self.done();
+                self.comparison.set(Some(*view));
+            }
+            Response::Swept(sweep) => {
+                self.done();
+                self.sweep.set(Some(*sweep));
+            }
+            Response::Fits(fits) => {
+                self.done();
+                self.fits.set(Some(*fits));
+            }
+            Response::Fitted(log) => {
+                self.inline.set(log.inline());
+                self.fit_log.set(Some(*log));
+            }
+            Response::Cancelled => self.done(),
+            Response::Error(e) => {
+                self.done();
+                self.restore.set_value(None);
+                self.error.set(Some(*e));
+            }
+        }
+    }
+
+    /// The worker has answered (or stopped): nothing is in progress.
+    fn done(self) {
+        self.busy.set(None);
+        self.planning.set(false);
+    }
+
+    /// The cancel button. A job of the loaded dump (a plan, a fit, a sweep) is asked to stop:
+    /// the worker answers with its best so far (or, before it has one, keeps what the page
+    /// shows). A load still parsing in a Web Worker cannot listen, so it is stopped by
+    /// terminating the worker (the last resort), and the page keeps what it shows.
+    pub fn cancel(self) {
+        let here = self
+            .link
+            .with_value(|l| l.as_ref().is_some_and(Link::is_here));
+        if self.planning.get_untracked() || here {
+            return self.send(Request::Cancel, None);
+        }
+        self.link.with_value(|l| l.as_ref().map(Link::stop));
+        self.done();
+        self.restore.set_value(None);
     }
 
     /// Loads a bundled example, as any other dump: in the worker.
@@ -257,7 +405,8 @@ impl PageState {
     /// and bytes) under it.
     pub fn compare(self, scenario: Scenario, other: Option<(String, js_sys::ArrayBuffer)>) {
         if self.analysis.get_untracked().is_some() {
-            crate::worker_client::compare(self, scenario, other);
+            let (source, bytes) = other.unzip();
+            self.send(Request::Compare { scenario, source }, bytes);
         }
     }
 
@@ -274,7 +423,9 @@ impl PageState {
             what: "sweeping budgets".into(),
             solver: None,
         }));
-        crate::worker_client::sweep(self, unflipped(&self.scenario()), points);
+        self.planning.set(true);
+        let scenario = unflipped(&self.scenario());
+        self.send(Request::Sweep { scenario, points }, None);
     }
 
     /// Plans with `flips` (a sweep point's), replacing the page's.
@@ -293,7 +444,14 @@ impl PageState {
     /// Asks for the largest value of `param` in `lo..=hi` that fits the device.
     pub fn find_largest(self, param: String, lo: u64, hi: u64) {
         if self.analysis.get_untracked().is_some() {
-            crate::worker_client::fits(self, self.scenario(), param, lo, hi);
+            let scenario = self.scenario();
+            let request = Request::Fits {
+                scenario,
+                param,
+                lo,
+                hi,
+            };
+            self.send(request, None);
         }
     }
 
@@ -322,7 +480,9 @@ impl PageState {
             what: format!("fitting to {budget}"),
             solver: None,
         }));
-        crate::worker_client::fit(self, self.scenario(), budget);
+        self.planning.set(true);
+        let scenario = self.scenario();
+        self.send(Request::Fit { scenario, budget }, None);
     }
 
     /// Plans the loaded dump under the page's scenario, keeping selection and zoom.
@@ -337,12 +497,13 @@ impl PageState {
             what,
             solver: None,
         }));
-        crate::worker_client::plan(self, self.scenario());
+        self.planning.set(true);
+        self.send(Request::Plan(self.scenario()), None);
     }
 
     /// Downloads the plan as `kind`, made by the worker.
     pub fn export(self, kind: ExportKind) {
-        crate::worker_client::export(self, kind);
+        self.send(Request::Export(kind), None);
     }
 
     /// Whether the views show the arena alone now: the user's choice, else when the always-live
@@ -416,15 +577,4 @@ impl PageState {
             warnings: Vec::new(),
         }
     }
-}
-
-/// Yields to the page's event loop (a zero-delay timeout), so a long job run in steps keeps the
-/// page responsive and hears a cancel.
-pub(crate) async fn next_tick() {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        if let Some(w) = web_sys::window() {
-            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
-        }
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }

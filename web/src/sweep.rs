@@ -4,7 +4,7 @@
 //! is plotters' SVG from memplan-render, made from numbers only.
 
 use leptos::prelude::*;
-use memplan_formats::human::bytes;
+use memplan_human::bytes;
 
 use wasm_bindgen::JsCast;
 

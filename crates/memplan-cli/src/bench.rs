@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use memplan_core::{Buffer, Lifetime, LiveInterval, PlanOptions, Problem, StrategyChoice, plan};
 use memplan_engine::Scenario;
-use memplan_formats::human::{BenchRow, bench_table, median};
+use memplan_human::{BenchRow, bench_table, median};
 
 use crate::{CliError, one_of};
 

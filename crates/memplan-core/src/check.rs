@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::dtype::DType;
-use crate::layout::{Placement, Pool};
+use crate::placement::{Placement, Pool};
 use crate::problem::Problem;
 
 /// The most violations one check reports.

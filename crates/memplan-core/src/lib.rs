@@ -7,7 +7,7 @@
 //!
 //! Beside the plan: [`spaces`] classifies every slot into a memory space with its access and host
 //! transfer, and [`budget`] says what a device class leaves a plan and answers "the largest value
-//! that fits" by checked bisection.
+//! that fits" by checked bisection. [`units`] reads and writes sizes as people do.
 //!
 //! This crate is pure: no I/O, no clocks, no threads, no randomness that is not seeded. The same
 //! input gives the same bytes out, natively and in WebAssembly. Reading and writing formats is
@@ -20,9 +20,11 @@ pub mod graph;
 pub mod layout;
 pub mod liveness;
 pub mod lower_bound;
+pub mod placement;
 pub mod problem;
 pub mod remat;
 pub mod spaces;
+pub mod units;
 
 pub use check::{Layout, Violation, check};
 pub use dtype::DType;

@@ -6,7 +6,6 @@
 //! - [`torch`]: PyTorch CUDA memory snapshots, through the safe unpickler [`pickle`].
 //! - [`report`]: the plan report that `memplan plan --json` prints and `memplan check` reads.
 //! - [`hardware`]: device classes' memory terms (strict TOML).
-//! - [`human`]: byte sizes and the plan table as people read them.
 //! - [`load`]: detects the format of some bytes and imports them.
 //!
 //! Every importer returns a [`FormatError`] that says what is wrong and where (a line, a JSON
@@ -14,7 +13,6 @@
 
 pub mod diff;
 pub mod hardware;
-pub mod human;
 pub mod json;
 pub mod minimalloc;
 pub mod onnx;

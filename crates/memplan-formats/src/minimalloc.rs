@@ -248,6 +248,8 @@ fn build(rows: Vec<Row>) -> Imported {
         graph: Graph {
             tensors,
             steps,
+            // Buffers and lifetimes, no ops: nothing can be recomputed.
+            remat_candidates: Some(Vec::new()),
             ..Graph::default()
         },
         offsets,

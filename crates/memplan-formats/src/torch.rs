@@ -185,6 +185,8 @@ pub fn parse(bytes: &[u8]) -> Result<Imported, FormatError> {
             devices,
             tensors,
             steps,
+            // Allocations and frees, no ops: nothing can be recomputed.
+            remat_candidates: Some(Vec::new()),
             ..Graph::default()
         },
         reserved_bytes,

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use memplan_formats::human::bytes;
+use memplan_core::units::bytes;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

@@ -40,7 +40,7 @@
 //! clock; the answer is the best layout found and the proven lower bound, with `optimal` when
 //! they meet. Deterministic for a given node limit.
 
-use super::search::SplitMix64;
+use super::rng::SplitMix64;
 use super::{Control, Item, Progress, RegionLayout};
 use crate::graph::align_up;
 use crate::problem::LiveInterval;

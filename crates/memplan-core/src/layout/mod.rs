@@ -20,6 +20,7 @@ mod exact;
 mod greedy;
 mod interval_index;
 mod occupancy;
+mod rng;
 mod search;
 mod tlsf;
 
@@ -31,6 +32,7 @@ use crate::check::{Layout, Violation, check};
 use crate::dtype::DType;
 use crate::graph::align_up;
 use crate::lower_bound::{DeviceUsage, device_usage};
+pub use crate::placement::{Placement, Pool, PoolRole};
 use crate::problem::{LiveInterval, Problem, ProblemError};
 
 use greedy::{GapChoice, size_order};
@@ -356,38 +358,6 @@ impl Control<'_> {
         };
         run(&mut inner)
     }
-}
-
-/// What a pool holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PoolRole {
-    /// Buffers with live intervals, sharing bytes over time.
-    Arena,
-    /// Always-live buffers, one after another.
-    Static,
-}
-
-impl PoolRole {
-    pub fn name(self) -> &'static str {
-        match self {
-            PoolRole::Arena => "arena",
-            PoolRole::Static => "static",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pool {
-    pub role: PoolRole,
-    pub bytes: u64,
-}
-
-/// Where one buffer lives: a pool of its device and the offset in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Placement {
-    pub pool: usize,
-    pub offset: u64,
 }
 
 /// What a pool cap cost a device: its arena, as the strategy laid it out, was over the cap, so

@@ -18,33 +18,9 @@
 
 use super::greedy::portfolio;
 use super::occupancy::Redecoder;
+use super::rng::SplitMix64;
 use super::{Control, Item, Progress, RegionLayout};
 use crate::lower_bound::live_curve;
-
-/// A small, fast, fixed-seed generator (SplitMix64).
-pub(crate) struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// The generator's step.
-    pub(crate) const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
-
-    /// The generator's output function: a fixed, well-mixed hash of `z`.
-    pub(crate) fn mix(mut z: u64) -> u64 {
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(Self::GAMMA);
-        Self::mix(self.0)
-    }
-
-    /// A value in `0..n` (n > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// How many evaluations pass between two reports to the caller. It is asked whether to stop
 /// before each (and within a decode, every 1,024 buffers): at a hundred thousand buffers one

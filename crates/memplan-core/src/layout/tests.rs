@@ -606,7 +606,7 @@ fn device_totals_never_wrap() {
 /// `n` buffers over `positions`, each of 64 B to 64 KiB (a multiple of 64) and live from a
 /// random position for up to `longest` more (a fixed-seed SplitMix64).
 fn random_problem(n: usize, positions: u64, longest: u64) -> Problem {
-    use super::search::SplitMix64;
+    use super::rng::SplitMix64;
     let draw = |i: usize, k: u64| SplitMix64::mix((i as u64) << 2 | k);
     let buffers = (0..n)
         .map(|i| {

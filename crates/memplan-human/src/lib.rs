@@ -1,5 +1,9 @@
-//! Human-readable text: byte sizes in binary units, ratios, and the short plan table. Shared by
-//! the CLI and the web app so that both print the same strings.
+//! Human-readable text: one-line messages, ratios, and the tables and sentences the CLI prints
+//! and the page shows (the plan table, the diff, the spaces, a fit's log, a sweep, the fits
+//! answer, the bench table), so that both say the same strings. Sizes read and written as
+//! people write them are [`memplan_core::units`], re-exported here.
+//!
+//! Presentation only: every number comes from memplan-core or memplan-formats' reports.
 
 use std::fmt::Write;
 
@@ -8,24 +12,9 @@ use memplan_core::remat::{Event, Flip, SweepPoint, Target};
 use memplan_core::spaces::{OutputSource, SpaceCounts, Spaces};
 use memplan_core::{Plan, Problem, StrategyChoice};
 
-use crate::diff::{Change, PlanDiff, TensorDiff};
-use crate::report::{PlacementReport, PlanSummary};
-
-/// `bytes` in the largest binary unit that keeps it at least 1 (B, KiB, MiB, GiB, TiB).
-pub fn bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.2} {}", UNITS[unit])
-    }
-}
+pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio};
+use memplan_formats::diff::{Change, PlanDiff, Side, TensorDiff};
+use memplan_formats::report::{CapFallbackReport, PlacementReport, PlanSummary};
 
 /// The longest id a message shows whole; a longer one keeps its head and tail around "…".
 const LONGEST_SHOWN_ID: usize = 80;
@@ -69,19 +58,6 @@ pub fn one_line(text: &str) -> String {
     out
 }
 
-/// `1048576` as `1,048,576`.
-pub fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Reads a fit's budget: a byte size as [`parse_bytes`] reads it, or `minimize`.
 pub fn parse_target(text: &str) -> Option<Target> {
     if text.trim().eq_ignore_ascii_case("minimize") {
@@ -101,7 +77,7 @@ pub fn parse_percent(text: &str) -> Option<f64> {
 /// that changed, one per line.
 pub fn diff_text(d: &PlanDiff) -> String {
     let mut out = String::new();
-    let side = |s: &crate::diff::Side| {
+    let side = |s: &Side| {
         format!(
             "footprint {} (lower bound {})",
             bytes(s.footprint_bytes),
@@ -173,59 +149,6 @@ pub fn placement_text(p: &Option<PlacementReport>) -> String {
             )
         },
     )
-}
-
-/// Reads a byte size as people write it: `4096`, `512MiB`, `1.5GB`, `2 GiB` (binary units
-/// KiB..TiB, decimal KB..TB, and B). `None` when it is not one, or past 2^64.
-pub fn parse_bytes(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = (t[..split].trim(), t[split..].trim());
-    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
-        "kib" | "k" => 1 << 10,
-        "mib" | "m" => 1 << 20,
-        "gib" | "g" => 1 << 30,
-        "tib" | "t" => 1 << 40,
-        _ => return None,
-    };
-    if number.is_empty() {
-        return None;
-    }
-    match number.split_once('.') {
-        None => number.parse::<u64>().ok()?.checked_mul(scale),
-        Some((whole, fraction)) => {
-            // Exact decimal arithmetic: whole x scale + fraction x scale / 10^digits.
-            if fraction.is_empty() || fraction.len() > 18 || fraction.contains('.') {
-                return None;
-            }
-            let whole: u64 = if whole.is_empty() {
-                0
-            } else {
-                whole.parse().ok()?
-            };
-            let digits: u64 = fraction.parse().ok()?;
-            let denominator = 10u128.pow(fraction.len() as u32);
-            let part = u128::from(digits) * u128::from(scale) / denominator;
-            let total = u128::from(whole) * u128::from(scale) + part;
-            u64::try_from(total).ok()
-        }
-    }
-}
-
-/// The ratio of two byte counts, as `1.234`, or `-` when the denominator is 0.
-pub fn ratio(peak: u64, lower_bound: u64) -> String {
-    if lower_bound == 0 {
-        "-".into()
-    } else {
-        format!("{:.3}", peak as f64 / lower_bound as f64)
-    }
 }
 
 pub fn plan_table(report: &PlanSummary) -> String {
@@ -313,15 +236,7 @@ pub fn plan_table(report: &PlanSummary) -> String {
     }
     for d in &report.devices {
         if let Some(f) = d.cap_fallback {
-            let _ = writeln!(
-                out,
-                "{}: the arena ({}) is over the pool cap of {}, so it was bump-packed into pools: {} ({} more)",
-                d.device,
-                bytes(f.layout_bytes),
-                bytes(f.cap),
-                bytes(f.fallback_bytes),
-                bytes(f.fallback_bytes.saturating_sub(f.layout_bytes))
-            );
+            let _ = writeln!(out, "{}", cap_fallback_sentence(&d.device, &f));
         }
         if d.stopped {
             let _ = writeln!(
@@ -336,6 +251,17 @@ pub fn plan_table(report: &PlanSummary) -> String {
 
 /// The comparison a snapshot invites: what a static plan would take, what the caching
 /// allocator reserved, and the live peak.
+/// What a pool cap cost a device: its arena over the cap, bump-packed into pools instead.
+pub fn cap_fallback_sentence(device: &str, f: &CapFallbackReport) -> String {
+    format!(
+        "{device}: the arena ({}) is over the pool cap of {}, so it was bump-packed into pools: {} ({} more)",
+        bytes(f.layout_bytes),
+        bytes(f.cap),
+        bytes(f.fallback_bytes),
+        bytes(f.fallback_bytes.saturating_sub(f.layout_bytes))
+    )
+}
+
 pub fn reserved_sentence(footprint: u64, reserved: u64, live_peak: u64) -> String {
     format!(
         "a static arena would need {}; the allocator reserved {}; the live peak was {}",
@@ -360,33 +286,31 @@ pub struct SpaceRow {
 
 /// The rows of the memory spaces' table: one per slot, with what the outputs on it come from.
 pub fn space_rows(g: &Graph, spaces: &Spaces) -> Vec<SpaceRow> {
-    spaces
-        .slots
-        .iter()
-        .map(|s| SpaceRow {
+    // What each slot's outputs come from, found once: one pass over the outputs.
+    let mut sources: Vec<Vec<String>> = vec![Vec::new(); spaces.slots.len()];
+    for o in &spaces.outputs {
+        let Some(k) = spaces.slot_of[o.tensor] else {
+            continue;
+        };
+        sources[k].push(match o.source {
+            Some(OutputSource::Written { step }) => {
+                format!("output #{} written by {}", o.index, g.steps[step].id)
+            }
+            Some(OutputSource::Alias { tensor }) => {
+                format!("output #{} is {}", o.index, g.tensors[tensor].id)
+            }
+            None => format!("output #{} has no writer", o.index),
+        });
+    }
+    (spaces.slots.iter().zip(sources))
+        .map(|(s, source)| SpaceRow {
             tensor: g.tensors[s.tensor].id.clone(),
             space: s.space.name().into(),
             access: s.access.name().into(),
             transfer: s.transfer.name().into(),
             bytes: s.bytes,
             dynamic: s.dynamic,
-            source: spaces
-                .outputs
-                .iter()
-                .filter(|o| {
-                    spaces.slot_of[o.tensor].is_some_and(|k| spaces.slots[k].tensor == s.tensor)
-                })
-                .map(|o| match o.source {
-                    Some(OutputSource::Written { step }) => {
-                        format!("output #{} written by {}", o.index, g.steps[step].id)
-                    }
-                    Some(OutputSource::Alias { tensor }) => {
-                        format!("output #{} is {}", o.index, g.tensors[tensor].id)
-                    }
-                    None => format!("output #{} has no writer", o.index),
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
+            source: source.join("; "),
         })
         .collect()
 }
@@ -807,9 +731,10 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn one_line_escapes_what_reorders_or_breaks_a_line_and_cuts_long_ids() {
-        use super::one_line;
         assert_eq!(
             one_line("tensor `a\u{202e}b\u{2028}c\nd` is bad"),
             "tensor `a\\u{202e}b\\u{2028}c\\nd` is bad"
@@ -825,40 +750,5 @@ mod tests {
         // Text outside backticks and short ids are whole.
         let short = format!("`{}` and {}", "y".repeat(80), "z".repeat(300));
         assert_eq!(one_line(&short), short);
-    }
-
-    use super::*;
-
-    #[test]
-    fn byte_sizes_parse_as_people_write_them() {
-        assert_eq!(parse_bytes("4096"), Some(4096));
-        assert_eq!(parse_bytes("512MiB"), Some(512 << 20));
-        assert_eq!(parse_bytes("1.5GB"), Some(1_500_000_000));
-        assert_eq!(parse_bytes(" 2 GiB "), Some(2 << 30));
-        assert_eq!(parse_bytes("0.5KiB"), Some(512));
-        assert_eq!(parse_bytes("16EiB"), None);
-        assert_eq!(parse_bytes("99999999999TB"), None);
-        assert_eq!(parse_bytes("1..5GB"), None);
-        assert_eq!(parse_bytes("MiB"), None);
-        assert_eq!(parse_bytes("-1"), None);
-    }
-
-    #[test]
-    fn counts_group_their_digits_by_three() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
-        assert_eq!(grouped(1_048_576), "1,048,576");
-        assert_eq!(grouped(u64::MAX), "18,446,744,073,709,551,615");
-    }
-
-    #[test]
-    fn sizes_use_binary_units() {
-        assert_eq!(bytes(0), "0 B");
-        assert_eq!(bytes(1023), "1023 B");
-        assert_eq!(bytes(1536), "1.50 KiB");
-        assert_eq!(bytes(3 << 30), "3.00 GiB");
-        assert_eq!(ratio(5, 4), "1.250");
-        assert_eq!(ratio(5, 0), "-");
     }
 }

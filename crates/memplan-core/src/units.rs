@@ -1,0 +1,123 @@
+//! Sizes as people write and read them: bytes in binary units, digits grouped in threes, and
+//! a byte size parsed from `512MiB` or `1.5GB`. Pure functions of numbers and text, shared by
+//! every layer that shows or reads a size (the views' axes, the CLI, the page).
+
+/// `bytes` in the largest binary unit that keeps it at least 1 (B, KiB, MiB, GiB, TiB).
+pub fn bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+/// `1048576` as `1,048,576`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Reads a byte size as people write it: `4096`, `512MiB`, `1.5GB`, `2 GiB` (binary units
+/// KiB..TiB, decimal KB..TB, and B). `None` when it is not one, or past 2^64.
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = (t[..split].trim(), t[split..].trim());
+    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "kib" | "k" => 1 << 10,
+        "mib" | "m" => 1 << 20,
+        "gib" | "g" => 1 << 30,
+        "tib" | "t" => 1 << 40,
+        _ => return None,
+    };
+    if number.is_empty() {
+        return None;
+    }
+    match number.split_once('.') {
+        None => number.parse::<u64>().ok()?.checked_mul(scale),
+        Some((whole, fraction)) => {
+            // Exact decimal arithmetic: whole x scale + fraction x scale / 10^digits.
+            if fraction.is_empty() || fraction.len() > 18 || fraction.contains('.') {
+                return None;
+            }
+            let whole: u64 = if whole.is_empty() {
+                0
+            } else {
+                whole.parse().ok()?
+            };
+            let digits: u64 = fraction.parse().ok()?;
+            let denominator = 10u128.pow(fraction.len() as u32);
+            let part = u128::from(digits) * u128::from(scale) / denominator;
+            let total = u128::from(whole) * u128::from(scale) + part;
+            u64::try_from(total).ok()
+        }
+    }
+}
+
+/// The ratio of two byte counts, as `1.234`, or `-` when the denominator is 0.
+pub fn ratio(peak: u64, lower_bound: u64) -> String {
+    if lower_bound == 0 {
+        "-".into()
+    } else {
+        format!("{:.3}", peak as f64 / lower_bound as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes_parse_as_people_write_them() {
+        assert_eq!(parse_bytes("4096"), Some(4096));
+        assert_eq!(parse_bytes("512MiB"), Some(512 << 20));
+        assert_eq!(parse_bytes("1.5GB"), Some(1_500_000_000));
+        assert_eq!(parse_bytes(" 2 GiB "), Some(2 << 30));
+        assert_eq!(parse_bytes("0.5KiB"), Some(512));
+        assert_eq!(parse_bytes("16EiB"), None);
+        assert_eq!(parse_bytes("99999999999TB"), None);
+        assert_eq!(parse_bytes("1..5GB"), None);
+        assert_eq!(parse_bytes("MiB"), None);
+        assert_eq!(parse_bytes("-1"), None);
+    }
+
+    #[test]
+    fn counts_group_their_digits_by_three() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(1_048_576), "1,048,576");
+        assert_eq!(grouped(u64::MAX), "18,446,744,073,709,551,615");
+    }
+
+    #[test]
+    fn sizes_use_binary_units() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(bytes(3 << 30), "3.00 GiB");
+        assert_eq!(ratio(5, 4), "1.250");
+        assert_eq!(ratio(5, 0), "-");
+    }
+}
