@@ -132,13 +132,13 @@ replace greedy "$tmp/greedy"
 } > "$tmp/onnx"
 replace onnx "$tmp/onnx"
 
-fits_cmd="memplan fits static/examples/decoder-serving.json --device l4-24gb --util 0.9 --param B=1..1024 --set S=4096"
+fits_cmd="memplan fits static/examples/decoder-serving.json --device-class l4-24gb --util 0.9 --param B=1..1024 --set S=4096"
 {
   echo "\`$fits_cmd\` ($today, $cores cores):"
   echo
   echo '```'
   cargo run -q --locked --profile fast -p memplan-cli -- fits static/examples/decoder-serving.json \
-    --device l4-24gb --util 0.9 --param B=1..1024 --set S=4096
+    --device-class l4-24gb --util 0.9 --param B=1..1024 --set S=4096
   echo '```'
 } > "$tmp/fits"
 replace fits "$tmp/fits"

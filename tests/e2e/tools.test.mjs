@@ -11,7 +11,7 @@ import { cli, hooks, launch, output, root, serve, syntheticCsv } from './harness
 
 const convnet = join(root, 'static/examples/convnet-training.json');
 const cliFootprint = (...inline) =>
-  JSON.parse(cli('plan', convnet, '--json', ...(inline.length ? ['--inline', inline.join(',')] : []))).footprint_bytes;
+  JSON.parse(cli('plan', convnet, '--json', ...(inline.length ? ['--flips', inline.join(',')] : []))).footprint_bytes;
 
 /** An output no step writes: `memplan spaces` flags it. */
 const noWriter = {
@@ -80,22 +80,22 @@ test('fit meets a budget, shows its plan log and applies its flips; the link kee
   await testid('budget-input').fill(String(budget));
   await testid('fit-button').click();
   await testid('fit-log').waitFor();
-  const expected = JSON.parse(cli('fit', convnet, '--budget', String(budget), '--json'));
+  const expected = JSON.parse(cli('fit', convnet, '--target', String(budget), '--json'));
   await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, expected.final_bytes);
   const flips = await testid('fit-flip').allTextContents();
   assert.deepEqual(flips.map((f) => f.split(':')[0]), expected.flips.map((f) => f.tensor));
-  assert.ok(expected.within_budget && expected.final_bytes <= budget);
+  assert.ok(expected.within_target && expected.final_bytes <= budget);
   for (const f of expected.flips) assert.ok(await testid(`flip-${f.tensor}`).isChecked(), f.tensor);
   // Round one's solo reliefs fill the table: each accepted flip first in line relieves alone
   // what it relieved first.
   const first = expected.flips[0];
   assert.equal(Number(await testid(`solo-${first.tensor}`).textContent()), first.relief_bytes);
-  assert.match(await testid('fit-log').textContent(), /within budget/);
+  assert.match(await testid('fit-log').textContent(), /within target/);
   await page.screenshot({ path: join(output, 'flips-fit-1366x768.png') });
 
   // The link carries the flips and the budget: opening it shows the same plan.
   const link = page.url();
-  assert.match(link, new RegExp(`budget=${budget}`));
+  assert.match(link, new RegExp(`target=${budget}`));
   await page.goto('about:blank');
   await page.goto(link);
   await testid('flips-table').waitFor();
@@ -115,7 +115,7 @@ test('a dump the user brings fits in the worker', async () => {
   await testid('budget-input').fill('minimize');
   await testid('fit-button').click();
   await testid('fit-log').waitFor();
-  const expected = JSON.parse(cli('fit', convnet, '--budget', 'minimize', '--strategy', 'first-fit', '--json'));
+  const expected = JSON.parse(cli('fit', convnet, '--target', 'minimize', '--strategy', 'first-fit', '--json'));
   await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, expected.final_bytes);
   assert.equal(await testid('fit-flip').count(), expected.flips.length);
 });
@@ -129,7 +129,7 @@ test('a flip, a fit and a sweep on a 2,000-tensor training step in the worker', 
   await testid('flips-table').waitFor();
   const first = await page.locator('[data-testid^="flip-"][type="checkbox"]').first().getAttribute('data-testid');
   const id = first.slice('flip-'.length);
-  const flipped = JSON.parse(cli('plan', file, '--json', '--strategy', 'first-fit', '--inline', id)).footprint_bytes;
+  const flipped = JSON.parse(cli('plan', file, '--json', '--strategy', 'first-fit', '--flips', id)).footprint_bytes;
   await testid(first).click();
   await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]').dataset.bytes) === b, flipped);
   await testid(first).click();
@@ -137,7 +137,7 @@ test('a flip, a fit and a sweep on a 2,000-tensor training step in the worker', 
   const baseline = await bytesOf('peak-bytes');
   // A fit to 80% of the footprint without flips: the plan log and its plan, as the CLI's.
   const budget = Math.floor(baseline * 0.8);
-  const fitted = JSON.parse(cli('fit', file, '--budget', String(budget), '--strategy', 'first-fit', '--json'));
+  const fitted = JSON.parse(cli('fit', file, '--target', String(budget), '--strategy', 'first-fit', '--json'));
   await testid('budget-input').fill(String(budget));
   await testid('fit-button').click();
   await testid('fit-log').waitFor();
@@ -234,7 +234,7 @@ test('a host page hands a dump to the embedded explorer by postMessage', async (
 test('the devices panel: the usable budget, the headroom, the largest batch that fits', async () => {
   await page.setViewportSize({ width: 1400, height: 900 });
   const serving = join(root, 'static/examples/decoder-serving.json');
-  const fitsJson = (...args) => JSON.parse(cli('fits', serving, '--json', '--device', 'l4-24gb', ...args));
+  const fitsJson = (...args) => JSON.parse(cli('fits', serving, '--json', '--device-class', 'l4-24gb', ...args));
   await page.goto(`${server.url}?example=decoder-serving&panel=devices`);
   await testid('devices-panel').waitFor();
   assert.equal(await testid('fits-button-B').isDisabled(), true, 'no class, no bisection');
@@ -270,7 +270,7 @@ test('the devices panel: the usable budget, the headroom, the largest batch that
     const c = document.querySelector('[data-testid=arena-canvas]');
     return c?.dataset.usableLine === 'in' && c.dataset.usableBand === undefined && c.dataset.band === undefined;
   });
-  await page.waitForFunction(() => /hw=l4-24gb/.test(location.search) && /set=B%3D32/.test(location.search));
+  await page.waitForFunction(() => /class=l4-24gb/.test(location.search) && /set=B%3D32/.test(location.search));
   await page.screenshot({ path: join(output, 'devices-1400x900.png') });
 
   // The util slider moves the usable bytes.
@@ -328,7 +328,7 @@ test('the sweep panel: the chart, the points as memplan sweep gives them, a poin
   await testid('sweep-button').click();
   // Past the minimize fit and a few budgets (steps 1 and 2 come before the budgets).
   await page.waitForFunction(() => {
-    const m = /sweeping budgets: step (\d+)/.exec(document.querySelector('[data-testid="progress"]')?.textContent ?? '');
+    const m = /sweeping targets: step (\d+)/.exec(document.querySelector('[data-testid="progress"]')?.textContent ?? '');
     return m && Number(m[1]) >= 6;
   });
   await testid('cancel').click();

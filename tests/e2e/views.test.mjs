@@ -88,7 +88,8 @@ test('the summary shows the exact figures of `memplan plan --json`, and the stra
   await testid('strategy-select').selectOption('bump');
   await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), bump.footprint_bytes);
   assert.ok(bump.footprint_bytes > report.footprint_bytes);
-  assert.match(page.url(), /strategy=bump/);
+  // The link follows once the new plan is drawn.
+  await page.waitForFunction(() => /strategy=bump/.test(location.search));
   await testid('strategy-select').selectOption('best');
   await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), report.footprint_bytes);
 });

@@ -1,25 +1,25 @@
 //! What the page draws, from the engine. Pure: no DOM, so it runs (and is tested) natively, in
 //! the page and in the worker alike.
 //!
-//! A [`Local`] is a session the page holds itself (the bundled examples) with its current
-//! outcome; dumps the user brings live in the worker, which sends the page only an [`Analysis`]:
-//! the summary figures and the view model, what the page draws. Exports that need more (the
-//! whole report, the CSV) are derived on demand where the session lives ([`export`]).
+//! A [`Local`] is the session the worker holds with its current outcome; it sends the page only
+//! an [`Analysis`]: the summary figures and the view model, what the page draws. Exports that
+//! need more (the whole report, the CSV) are derived on demand in the worker ([`export`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Strategy, StrategyChoice};
+use memplan_engine::answers::{FitAnswer, SweepAnswer};
 use memplan_engine::{CandidateRow, EngineError, Outcome, Scenario, Session};
 use memplan_formats::report::PlanSummary;
-use memplan_human::{SpaceRow, event_text, named_flips};
+use memplan_human::SpaceRow;
 use memplan_render::{BufferView, Labels, ViewModel};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{AnswerMismatch, WebError};
 
-/// A session planned on the page, and its current outcome.
+/// A session the worker holds, and its current outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Local {
     pub session: Session,
@@ -89,7 +89,7 @@ impl AnalysisCache {
     /// toggle after it then plans once too.
     fn remember(&mut self, outcome: &Outcome) {
         let scenario = &outcome.scenario;
-        if scenario.inline.is_empty() && scenario.strategy != Strategy::Search.into() {
+        if scenario.flips.is_empty() && scenario.strategy != Strategy::Search.into() {
             self.baseline = Some((unflipped(scenario), Some(Baseline::of(outcome))));
         }
     }
@@ -103,7 +103,7 @@ impl AnalysisCache {
     }
 
     fn baseline(&mut self, session: &Session, scenario: &Scenario) -> Option<Baseline> {
-        if scenario.inline.is_empty() || scenario.strategy == Strategy::Search.into() {
+        if scenario.flips.is_empty() || scenario.strategy == Strategy::Search.into() {
             return None;
         }
         let key = unflipped(scenario);
@@ -261,7 +261,7 @@ impl Analysis {
         self.spaces = earlier.spaces.clone();
         self.candidates = (earlier.candidates.iter())
             .map(|c| CandidateRow {
-                inlined: CandidateRow::is_inlined(&c.tensor, &self.scenario),
+                flipped: CandidateRow::is_flipped(&c.tensor, &self.scenario),
                 ..c.clone()
             })
             .collect();
@@ -479,69 +479,22 @@ impl Baseline {
     }
 }
 
-/// A fit's answer as the page shows it: the footprints, the flips in acceptance order and
-/// the plan log in words.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FitLog {
-    /// The budget asked for, as the user wrote it.
-    pub budget: String,
-    pub baseline_bytes: u64,
-    pub final_bytes: u64,
-    pub within_budget: bool,
-    /// (tensor, relief in bytes, recompute cost), in acceptance order.
-    pub flips: Vec<(String, i128, u64)>,
-    pub considered: usize,
-    pub dropped: usize,
-    pub log: Vec<String>,
-    /// Round one: (tensor, relief alone, recompute cost) of each candidate scored.
-    pub solo: Vec<(String, i128, u64)>,
-}
-
-impl FitLog {
-    /// The tensors the fit recomputes: the scenario's flips.
-    pub fn inline(&self) -> Vec<String> {
-        self.flips.iter().map(|f| f.0.clone()).collect()
-    }
-}
-
-/// Fits the session to `budget` from no flips (the seed's two rounds, default candidate cap).
-pub fn fit(session: &Session, scenario: &Scenario, budget: &str) -> Result<FitLog, WebError> {
+/// Fits the session to `asked`, a target as the user wrote it, from no flips (the seed's two
+/// rounds, default candidate cap): the engine's answer, which the page shows as the plan log.
+pub fn fit(session: &Session, scenario: &Scenario, asked: &str) -> Result<FitAnswer, WebError> {
     let target =
-        memplan_human::parse_target(budget).ok_or_else(|| WebError::Budget(budget.to_string()))?;
+        memplan_human::parse_target(asked).ok_or_else(|| WebError::Target(asked.to_string()))?;
     let fit = session.fit(&unflipped(scenario), target, None)?;
-    let id = |t: usize| session.graph.tensors[t].id.clone();
-    Ok(FitLog {
-        budget: budget.trim().to_string(),
-        baseline_bytes: fit.baseline_bytes,
-        final_bytes: fit.final_bytes,
-        within_budget: fit.within_budget,
-        flips: named_flips(&fit.flips, &id),
-        considered: fit.considered,
-        dropped: fit.dropped,
-        solo: named_flips(&fit.solo, &id),
-        log: fit.log.iter().map(|e| event_text(e, &id)).collect(),
-    })
+    Ok(FitAnswer::of(session, target, &fit))
 }
 
-/// A budget sweep as the page shows it: the points with their flips by id, and the chart.
+/// A sweep as the page shows it: the engine's answer, and whether a cancel ended it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepView {
-    pub candidates: usize,
-    pub points: Vec<SweepRow>,
-    /// The exhaustive optimum was computed (the candidates are few).
-    pub exhaustive: bool,
-    /// A cancel ended it: the budgets fitted before it.
+    #[serde(flatten)]
+    pub answer: SweepAnswer,
+    /// A cancel ended it: the targets fitted before it.
     pub cancelled: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SweepRow {
-    pub budget_bytes: u64,
-    pub footprint_bytes: u64,
-    pub recompute_cost: u64,
-    pub flips: Vec<String>,
-    pub pareto: bool,
-    pub exhaustive_cost: Option<u64>,
 }
 
 /// The width and height of the sweep chart, CSS pixels (it scales to its box).
@@ -549,22 +502,8 @@ pub const SWEEP_CHART: (u32, u32) = (860, 300);
 
 impl SweepView {
     pub fn of(session: &Session, sweep: &memplan_engine::Sweep, cancelled: bool) -> SweepView {
-        let id = |t: usize| session.graph.tensors[t].id.clone();
         SweepView {
-            candidates: sweep.candidates,
-            points: sweep
-                .points
-                .iter()
-                .map(|p| SweepRow {
-                    budget_bytes: p.budget_bytes,
-                    footprint_bytes: p.footprint_bytes,
-                    recompute_cost: p.recompute_cost,
-                    flips: p.flips.iter().map(|&t| id(t)).collect(),
-                    pareto: p.pareto,
-                    exhaustive_cost: p.exhaustive_cost,
-                })
-                .collect(),
-            exhaustive: sweep.exhaustive.is_some(),
+            answer: SweepAnswer::of(session, sweep),
             cancelled,
         }
     }
@@ -576,16 +515,17 @@ impl SweepView {
     }
 
     /// The point a click `x` pixels from the chart's left edge (in the chart's own pixels)
-    /// picks: the nearest by budget.
+    /// picks: the nearest by target.
     pub fn point_at(&self, x: f64) -> Option<usize> {
         memplan_render::svg::sweep_point_at(&self.chart_points(), SWEEP_CHART.0, x)
     }
 
     fn chart_points(&self) -> Vec<memplan_core::remat::SweepPoint> {
-        self.points
+        self.answer
+            .points
             .iter()
             .map(|p| memplan_core::remat::SweepPoint {
-                budget_bytes: p.budget_bytes,
+                target_bytes: p.target_bytes,
                 footprint_bytes: p.footprint_bytes,
                 recompute_cost: p.recompute_cost,
                 flips: Vec::new(),
@@ -608,7 +548,7 @@ pub struct CompareView {
 
 /// What a plan is, in a few words: its dump and its scenario's strategy and flips.
 fn label(session: &Session, scenario: &Scenario) -> String {
-    let flips = match scenario.inline.len() {
+    let flips = match scenario.flips.len() {
         0 => String::new(),
         1 => ", 1 flip".into(),
         n => format!(", {n} flips"),
@@ -632,13 +572,10 @@ pub fn compare(
     })
 }
 
-/// The candidates a sweep may enumerate exhaustively (as `memplan sweep`'s default).
-pub const SWEEP_EXHAUSTIVE_MOST: usize = 20;
-
 /// A sweep starts from no flips: the scenario without its own.
 pub fn unflipped(scenario: &Scenario) -> Scenario {
     Scenario {
-        inline: Vec::new(),
+        flips: Vec::new(),
         ..scenario.clone()
     }
 }
@@ -782,7 +719,7 @@ mod tests {
             .unwrap();
         let local = Local::load(e.text.as_bytes(), e.name, &Scenario::default()).unwrap();
         let a = local.analysis();
-        assert!(a.candidates.len() >= 2 && a.candidates.iter().all(|c| !c.inlined));
+        assert!(a.candidates.len() >= 2 && a.candidates.iter().all(|c| !c.flipped));
         assert_eq!(a.baseline, None);
         let budget = a.summary.footprint_bytes * 9 / 10;
         let log = fit(&local.session, &local.outcome.scenario, &budget.to_string()).unwrap();
@@ -790,7 +727,7 @@ mod tests {
         assert_eq!(log.solo.len(), log.considered);
         let flipped = local
             .replan(&Scenario {
-                inline: log.inline(),
+                flips: log.flip_ids(),
                 ..Scenario::default()
             })
             .unwrap()
@@ -800,16 +737,16 @@ mod tests {
         assert_eq!(baseline.footprint_bytes, a.summary.footprint_bytes);
         assert_eq!(baseline.curves[0], a.model.devices[0].curve);
         assert_ne!(flipped.model.devices[0].curve, a.model.devices[0].curve);
-        let inlined: Vec<&str> = flipped
+        let recomputed: Vec<&str> = flipped
             .candidates
             .iter()
-            .filter(|c| c.inlined)
+            .filter(|c| c.flipped)
             .map(|c| c.tensor.as_str())
             .collect();
-        assert_eq!(inlined.len(), log.flips.len());
+        assert_eq!(recomputed.len(), log.flips.len());
         assert!(matches!(
             fit(&local.session, &local.outcome.scenario, "lots"),
-            Err(WebError::Budget(_))
+            Err(WebError::Target(_))
         ));
     }
 
@@ -822,7 +759,7 @@ mod tests {
         let local = Local::load(e.text.as_bytes(), e.name, &Scenario::default()).unwrap();
         let mut cache = AnalysisCache::default();
         let flips = |ids: &[&str], strategy: Strategy| Scenario {
-            inline: ids.iter().map(|s| s.to_string()).collect(),
+            flips: ids.iter().map(|s| s.to_string()).collect(),
             strategy: strategy.into(),
             ..Scenario::default()
         };

@@ -121,7 +121,7 @@ fn history_key(u: &UrlState) -> String {
         sort: RowOrder::default(),
         color_by: ColorBy::default(),
         axis_steps: false,
-        budget: String::new(),
+        target: String::new(),
         ..u.clone()
     }
     .to_query()
@@ -191,13 +191,13 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
         {
             state.strategy.set(url.strategy);
             state.work_limit.set(url.work_limit);
-            state.inline.set(url.inline.clone());
-            state.budget.set(url.budget.clone());
+            state.flips.set(url.flips.clone());
+            state.target.set(url.target.clone());
             state.fit_log.set(None);
             state.params.set(url.params.clone());
             state.util.set(url.util);
-            state.hardware.set(
-                url.hardware
+            state.device_class.set(
+                url.device_class
                     .as_deref()
                     .and_then(memplan_formats::hardware::bundled)
                     .map(|c| (c.class, c.memory)),
@@ -214,21 +214,21 @@ fn follow_link(state: PageState, key: StoredValue<String>) {
         return;
     }
     let hardware = url
-        .hardware
+        .device_class
         .as_deref()
         .and_then(memplan_formats::hardware::bundled)
         .map(|c| (c.class, c.memory));
     if state.strategy.get_untracked() != url.strategy
         || state.work_limit.get_untracked() != url.work_limit
-        || state.inline.get_untracked() != url.inline
+        || state.flips.get_untracked() != url.flips
         || state.params.get_untracked() != url.params
         || state.util.get_untracked() != url.util
-        || state.hardware.get_untracked() != hardware
+        || state.device_class.get_untracked() != hardware
     {
-        state.inline.set(url.inline.clone());
+        state.flips.set(url.flips.clone());
         state.params.set(url.params.clone());
         state.util.set(url.util);
-        state.hardware.set(hardware);
+        state.device_class.set(hardware);
         state.work_limit.set(url.work_limit);
         state.set_strategy(url.strategy);
     }
@@ -559,8 +559,7 @@ fn search_longer(state: PageState, analysis: &Analysis) -> Option<impl IntoView 
     if analysis.strategy() != search || analysis.summary.optimal != Some(false) {
         return None;
     }
-    let work =
-        (state.work_limit.get_untracked()).unwrap_or(memplan_core::layout::DEFAULT_SEARCH_WORK);
+    let work = state.scenario().work_limit_or_default();
     let more = work.saturating_mul(4);
     Some(view! {
         <div>
@@ -671,10 +670,11 @@ fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
                 </label>
             </div>
             <dl class="figures">
-                <div class="key"><dt>"footprint"</dt><dd data-testid="peak-bytes" data-bytes=r.footprint_bytes.to_string()>{bytes(r.footprint_bytes)}</dd></div>
+                // `peak-bytes` and `peak-ratio` are earlier issues' names for these figures.
+                <div class="key" data-testid="footprint-bytes" data-bytes=r.footprint_bytes.to_string()><dt>"footprint"</dt><dd data-testid="peak-bytes" data-bytes=r.footprint_bytes.to_string()>{bytes(r.footprint_bytes)}</dd></div>
                 <div class="key"><dt>"lower bound"</dt><dd data-testid="lower-bound" data-bytes=r.lower_bound_bytes.to_string()>{bytes(r.lower_bound_bytes)}</dd></div>
                 <div><dt>"fragmentation"</dt><dd data-testid="fragmentation" data-bytes=(r.footprint_bytes - r.lower_bound_bytes).to_string()>{bytes(r.footprint_bytes - r.lower_bound_bytes)}</dd></div>
-                <div><dt>"footprint / LB"</dt><dd data-testid="peak-ratio">{ratio(r.footprint_bytes, r.lower_bound_bytes)}</dd></div>
+                <div data-testid="footprint-ratio"><dt>"footprint / LB"</dt><dd data-testid="peak-ratio">{ratio(r.footprint_bytes, r.lower_bound_bytes)}</dd></div>
                 <div><dt>"arena"</dt><dd data-testid="arena-bytes" data-bytes=arena.to_string()>{bytes(arena)}</dd></div>
                 <div><dt>"always-live pools"</dt><dd data-testid="static-bytes" data-bytes=always_live.to_string()>{bytes(always_live)}</dd></div>
                 <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid>{verdict}</dd></div>
@@ -834,8 +834,8 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                     <div class="tabs" role="tablist">
                         {tab_button(Tab::Timeline, "Live spans")}
                         {tab_button(Tab::Arena, "Arena map")}
-                        {panel_button(Panel::Flips, "Flips", "recompute tensors at their uses; fit a budget")}
-                        {panel_button(Panel::Sweep, "Sweep", "fit at many budgets: footprint against recompute cost, the Pareto frontier")}
+                        {panel_button(Panel::Flips, "Flips", "recompute tensors at their uses; fit a target")}
+                        {panel_button(Panel::Sweep, "Sweep", "fit at many targets: footprint against recompute cost, the Pareto frontier")}
                         {panel_button(Panel::Devices, "Devices", "what fits a device: its usable memory, the headroom, the largest batch")}
                         {panel_button(Panel::Spaces, "Spaces", "where each slot lives: device, host, constant, shared")}
                         {panel_button(Panel::Compare, "Compare", "this plan against another strategy, flip set or dump, tensor by tensor")}

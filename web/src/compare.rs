@@ -60,7 +60,7 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
         let mut s = state.scenario();
         s.strategy = strategy.get_untracked();
         if !keep_flips.get_untracked() {
-            s.inline.clear();
+            s.flips.clear();
         }
         s
     };
@@ -75,7 +75,7 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                 Ok(buffer) => {
                     // Another dump's tensors differ: its plan starts from no flips.
                     let mut s = scenario();
-                    s.inline.clear();
+                    s.flips.clear();
                     state.compare(s, Some((name, buffer.unchecked_into())));
                 }
                 Err(_) => state

@@ -23,7 +23,7 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
     let pick = move |name: String| {
         state.change_device(|| {
             state
-                .hardware
+                .device_class
                 .set(hardware::bundled(&name).map(|c| (c.class, c.memory)))
         })
     };
@@ -41,7 +41,7 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
                 .and_then(|t| t.as_string());
             match text.map(|t| hardware::parse(&class, &t)) {
                 Some(Ok(c)) => {
-                    state.change_device(|| state.hardware.set(Some((c.class, c.memory))))
+                    state.change_device(|| state.device_class.set(Some((c.class, c.memory))))
                 }
                 Some(Err(e)) => state.error.set(Some(e.into())),
                 None => state.error.set(Some(WebError::FileUnreadable { name })),
@@ -83,7 +83,7 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
         if a.params.is_empty() {
             return None;
         }
-        let has_device = state.hardware.get().is_some();
+        let has_device = state.device_class.get().is_some();
         Some(a.params.iter().map(|(name, &value)| {
             let (slider_name, set_name, fits_name) = (name.clone(), name.clone(), name.clone());
             let top = slider_top(value);
@@ -152,11 +152,11 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
                 <label>
                     "device class "
                     <select data-testid="hardware-select" on:change=move |ev| pick(event_target_value(&ev))>
-                        <option value="" selected=move || state.hardware.get().is_none()>"none"</option>
+                        <option value="" selected=move || state.device_class.get().is_none()>"none"</option>
                         {hardware::bundled_names().into_iter().map(|n| view! {
-                            <option value=n selected=move || state.hardware.get().is_some_and(|(c, _)| c == n)>{n}</option>
+                            <option value=n selected=move || state.device_class.get().is_some_and(|(c, _)| c == n)>{n}</option>
                         }).collect_view()}
-                        {move || state.hardware.get().filter(|(c, _)| hardware::bundled(c).is_none()).map(|(c, _)| view! {
+                        {move || state.device_class.get().filter(|(c, _)| hardware::bundled(c).is_none()).map(|(c, _)| view! {
                             <option value=c.clone() selected=true>{format!("{c} (your file)")}</option>
                         })}
                     </select>
@@ -167,7 +167,7 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
                 </label>
                 <label>
                     "util "
-                    <input type="range" min="0.5" max=move || state.hardware.get().map_or(1.0, |(_, t)| t.util_ceiling).to_string() step="0.01"
+                    <input type="range" min="0.5" max=move || state.device_class.get().map_or(1.0, |(_, t)| t.util_ceiling).to_string() step="0.01"
                         data-testid="util-slider" prop:value=move || state.util.get().to_string()
                         on:change=move |ev| {
                             if let Ok(u) = event_target_value(&ev).parse::<f64>() {
@@ -177,7 +177,7 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
                     <span data-testid="util-value">{move || format!("{:.2}", state.util.get())}</span>
                 </label>
             </div>
-            {move || if state.hardware.get().is_some() { budget().into_any() } else {
+            {move || if state.device_class.get().is_some() { budget().into_any() } else {
                 view! { <p class="small">"Choose a device class to see what fits: the usable memory, each device's headroom, the largest batch."</p> }.into_any()
             }}
             <div class="params">{params}</div>

@@ -32,8 +32,8 @@ pub enum WebError {
     NothingLoaded(Operation),
     #[error("{input}: no bytes came with the load")]
     NoBytes { input: String },
-    #[error("the budget {0:?} is not a size (512MiB, 1.5GB, 4096) or `minimize`")]
-    Budget(String),
+    #[error("the target {0:?} is not a size (512MiB, 1.5GB, 4096) or `minimize`")]
+    Target(String),
     #[error("{name} could not be read")]
     FileUnreadable { name: String },
     #[error("a posted load of {name} has neither `bytes` (an ArrayBuffer) nor `text`")]

@@ -1,5 +1,5 @@
 //! The flips panel: the remat candidates with a toggle each, the footprint against the plan
-//! without flips, and a budget to fit with its plan log. Every number comes from the engine
+//! without flips, and a target to fit with its plan log. Every number comes from the engine
 //! (the candidates and the baseline from the [`Analysis`](crate::analysis::Analysis), the log
 //! from [`fit`](crate::analysis::fit)); toggling re-plans where the dump lives.
 //!
@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use leptos::prelude::*;
 use memplan_engine::CandidateRow;
+use memplan_engine::answers::TargetAnswer;
 use memplan_human::bytes;
 
 use crate::state::PageState;
@@ -32,7 +33,7 @@ const MOST_ROWS: usize = 200;
 pub fn FlipsPanel(state: PageState) -> impl IntoView {
     let summary = move || {
         let a = state.analysis.get()?;
-        let recomputed = a.candidates.iter().filter(|c| c.inlined).count();
+        let recomputed = a.candidates.iter().filter(|c| c.flipped).count();
         let footprint = a.summary.footprint_bytes;
         Some(view! {
             <p class="flips-head">
@@ -60,7 +61,7 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
             let mut listed: HashSet<&str> = (by_size.iter().take(MOST_ROWS))
                 .map(|c| c.tensor.as_str())
                 .collect();
-            listed.extend((a.candidates.iter().filter(|c| c.inlined)).map(|c| c.tensor.as_str()));
+            listed.extend((a.candidates.iter().filter(|c| c.flipped)).map(|c| c.tensor.as_str()));
             let rows: Vec<_> = (a.candidates.iter())
                 .filter(|c| listed.contains(c.tensor.as_str()))
                 .map(|c| (c.tensor.clone(), c.bytes, c.recompute_cost))
@@ -73,7 +74,7 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
         state.analysis.with(|a| {
             a.iter()
                 .flat_map(|a| &a.candidates)
-                .filter(|c| c.inlined)
+                .filter(|c| c.flipped)
                 .map(|c| c.tensor.clone())
                 .collect::<HashSet<_>>()
         })
@@ -98,16 +99,17 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
             {summary}
             <form class="fit-form" on:submit=move |ev| { ev.prevent_default(); fit(); }>
                 <label>
-                    "budget "
+                    "target "
+                    // `budget-input` is an earlier issue's name for the target field.
                     <input data-testid="budget-input" class="search" placeholder="512MiB, 1.5GB, bytes or minimize"
-                        prop:value=move || state.budget.get()
-                        on:input=move |ev| state.budget.set(event_target_value(&ev)) />
+                        prop:value=move || state.target.get()
+                        on:input=move |ev| state.target.set(event_target_value(&ev)) />
                 </label>
                 <button type="submit" data-testid="fit-button"
-                    title="from no flips, recompute the candidates that relieve the most per cost until the footprint fits">"fit to budget"</button>
-                {move || (!state.inline.get().is_empty()).then(|| view! {
+                    title="from no flips, recompute the candidates that relieve the most per cost until the footprint fits the target">"fit to target"</button>
+                {move || (!state.flips.get().is_empty()).then(|| view! {
                     <button type="button" data-testid="clear-flips" on:click=move |_| {
-                        state.inline.set(Vec::new());
+                        state.flips.set(Vec::new());
                         state.set_strategy(state.strategy.get_untracked());
                     }>"clear flips"</button>
                 })}
@@ -132,7 +134,7 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                             let solo = {
                                 let tensor = tensor.clone();
                                 Memo::new(move |_| state.fit_log.with(|log| {
-                                    log.as_ref()?.solo.iter().find(|s| s.0 == tensor).map(|s| (s.1, s.2))
+                                    log.as_ref()?.solo.iter().find(|s| s.tensor == tensor).map(|s| (s.relief_bytes, s.recompute_cost))
                                 }))
                             };
                             let relief = move || solo.get().map_or_else(|| "-".to_string(), |(r, _)| r.to_string());
@@ -174,21 +176,24 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
 fn FitLogView(state: PageState) -> impl IntoView {
     move || {
         state.fit_log.get().map(|log| {
-            let verdict = if log.within_budget {
-                "within budget"
+            let verdict = if log.within_target {
+                "within target"
             } else {
-                "over budget: no more flips help"
+                "over target: no more flips help"
             };
-            let cost: u64 = log.flips.iter().map(|f| f.2).sum();
+            let target = match log.target {
+                TargetAnswer::Bytes(b) => bytes(b),
+                TargetAnswer::Minimize(_) => "the least footprint".into(),
+            };
             view! {
                 <details class="fit-log" data-testid="fit-log" open>
                     <summary>
-                        {format!("fit to {}: {} -> {} for a recompute cost of {cost}; {verdict}; {} scored, {} cut",
-                            log.budget, bytes(log.baseline_bytes), bytes(log.final_bytes), log.considered, log.dropped)}
+                        {format!("fit to {target}: {} -> {} for a recompute cost of {}; {verdict}; {} scored, {} cut",
+                            bytes(log.baseline_bytes), bytes(log.final_bytes), log.recompute_cost, log.considered, log.dropped)}
                     </summary>
                     <ol class="fit-flips">
-                        {log.flips.iter().map(|(tensor, relief, cost)| view! {
-                            <li data-testid="fit-flip">{format!("{tensor}: relieves {relief} B, cost {cost}")}</li>
+                        {log.flips.iter().map(|f| view! {
+                            <li data-testid="fit-flip">{format!("{}: relieves {} B, cost {}", f.tensor, f.relief_bytes, f.recompute_cost)}</li>
                         }).collect_view()}
                     </ol>
                     <ul class="fit-events small">

@@ -8,17 +8,18 @@ use memplan_core::StrategyChoice;
 use std::collections::BTreeMap;
 
 use memplan_core::budget::DriverTerms;
-use memplan_engine::{DeviceBudget, Fits, Scenario};
+use memplan_engine::{DeviceClass, Fits, Scenario};
 use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
 
-use crate::analysis::{Analysis, CompareView, ExportKind, FitLog, SweepView, unflipped};
+use crate::analysis::{Analysis, CompareView, ExportKind, SweepView, unflipped};
 use crate::error::WebError;
 use crate::examples::Example;
 use crate::url_state::{Panel, Tab, UrlState};
 use crate::worker_client::{Link, LinkEvent};
 use crate::worker_protocol::{Request, Response, STAGES};
+use memplan_engine::answers::FitAnswer;
 
 /// A load in progress: stage `stage` of `of`.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +62,7 @@ pub struct PageState {
     pub analysis: RwSignal<Option<Arc<Analysis>>>,
     pub error: RwSignal<Option<WebError>>,
     pub strategy: RwSignal<StrategyChoice>,
-    /// `search`'s budget (the CLI's `--work-limit`); `None`: the default.
+    /// `search`'s work limit (the CLI's `--work-limit`); `None`: the default.
     pub work_limit: RwSignal<Option<u64>>,
     pub tab: RwSignal<Tab>,
     /// The panel beside the views.
@@ -99,20 +100,20 @@ pub struct PageState {
     /// The link to the engine, set once in [`PageState::new`].
     link: StoredValue<Option<Link>, LocalStorage>,
     /// The tensors recomputed at their uses (the scenario's flips), by id.
-    pub inline: RwSignal<Vec<String>>,
-    /// The budget field of the flips panel, as typed.
-    pub budget: RwSignal<String>,
+    pub flips: RwSignal<Vec<String>>,
+    /// The target field of the flips panel, as typed.
+    pub target: RwSignal<String>,
     /// The last fit's answer, shown as the plan log.
-    pub fit_log: RwSignal<Option<FitLog>>,
+    pub fit_log: RwSignal<Option<FitAnswer>>,
     /// The device class every device of the dump is (its name and memory terms), if chosen.
-    pub hardware: RwSignal<Option<(String, DriverTerms)>>,
+    pub device_class: RwSignal<Option<(String, DriverTerms)>>,
     /// The utilization the device runs at.
     pub util: RwSignal<f64>,
     /// Values the user gave the dump's params (the rest keep their defaults).
     pub params: RwSignal<BTreeMap<String, u64>>,
     /// The last "largest that fits" answer.
     pub fits: RwSignal<Option<Fits>>,
-    /// The last budget sweep, and how many budgets the next one fits.
+    /// The last sweep, and how many targets the next one fits.
     pub sweep: RwSignal<Option<SweepView>>,
     pub sweep_points: RwSignal<usize>,
     /// The plan shown against another: its diff.
@@ -147,11 +148,11 @@ impl PageState {
             origin: RwSignal::new(Origin::default()),
             restore: StoredValue::new(None),
             link: StoredValue::new_local(None),
-            inline: RwSignal::new(url.inline.clone()),
-            budget: RwSignal::new(url.budget.clone()),
+            flips: RwSignal::new(url.flips.clone()),
+            target: RwSignal::new(url.target.clone()),
             fit_log: RwSignal::new(None),
-            hardware: RwSignal::new(
-                url.hardware
+            device_class: RwSignal::new(
+                url.device_class
                     .as_deref()
                     .and_then(memplan_formats::hardware::bundled)
                     .map(|c| (c.class, c.memory)),
@@ -160,7 +161,7 @@ impl PageState {
             params: RwSignal::new(url.params.clone()),
             fits: RwSignal::new(None),
             sweep: RwSignal::new(None),
-            sweep_points: RwSignal::new(32),
+            sweep_points: RwSignal::new(memplan_engine::DEFAULT_SWEEP_POINTS),
             comparison: RwSignal::new(None),
         };
         state
@@ -174,12 +175,12 @@ impl PageState {
         Scenario {
             strategy: self.strategy.get_untracked(),
             work_limit: self.work_limit.get_untracked(),
-            inline: self.inline.get_untracked(),
+            flips: self.flips.get_untracked(),
             params: self.params.get_untracked(),
-            device: self
-                .hardware
+            device_class: self
+                .device_class
                 .get_untracked()
-                .map(|(class, terms)| DeviceBudget {
+                .map(|(class, terms)| DeviceClass {
                     class,
                     terms,
                     util: self.util.get_untracked(),
@@ -313,7 +314,7 @@ impl PageState {
                 self.fits.set(Some(*fits));
             }
             Response::Fitted(log) => {
-                self.inline.set(log.inline());
+                self.flips.set(log.flip_ids());
                 self.fit_log.set(Some(*log));
             }
             Response::Cancelled => self.done(),
@@ -385,7 +386,7 @@ impl PageState {
         self.replan();
     }
 
-    /// Re-plans with `search`'s budget set to `work_limit` (`None`: the default).
+    /// Re-plans with `search`'s work limit set to `work_limit` (`None`: the default).
     pub fn set_work_limit(self, work_limit: Option<u64>) {
         self.work_limit.set(work_limit);
         self.replan();
@@ -393,7 +394,7 @@ impl PageState {
 
     /// A new dump starts with no flips, no fit and no param values of the last one's.
     pub fn forget_flips(self) {
-        self.inline.set(Vec::new());
+        self.flips.set(Vec::new());
         self.fit_log.set(None);
         self.params.set(BTreeMap::new());
         self.fits.set(None);
@@ -410,8 +411,8 @@ impl PageState {
         }
     }
 
-    /// Fits budgets from the minimized footprint to the baseline, from no flips, in the
-    /// worker: the progress bar shows the step and cancel keeps the budgets fitted so far.
+    /// Fits targets from the minimized footprint to the baseline, from no flips, in the
+    /// worker: the progress bar shows the step and cancel keeps the targets fitted so far.
     pub fn run_sweep(self) {
         if self.analysis.get_untracked().is_none() {
             return;
@@ -420,7 +421,7 @@ impl PageState {
         self.busy.set(Some(Busy {
             stage: 0,
             of: points as u32 + 2,
-            what: "sweeping budgets".into(),
+            what: "sweeping targets".into(),
             solver: None,
         }));
         self.planning.set(true);
@@ -430,7 +431,7 @@ impl PageState {
 
     /// Plans with `flips` (a sweep point's), replacing the page's.
     pub fn apply_flips(self, flips: Vec<String>) {
-        self.inline.set(flips);
+        self.flips.set(flips);
         self.replan();
     }
 
@@ -457,7 +458,7 @@ impl PageState {
 
     /// Recomputes `tensor` at its uses, or stops doing so, and re-plans.
     pub fn toggle_flip(self, tensor: &str) {
-        self.inline
+        self.flips
             .update(|flips| match flips.iter().position(|t| t == tensor) {
                 Some(k) => {
                     flips.remove(k);
@@ -467,22 +468,22 @@ impl PageState {
         self.replan();
     }
 
-    /// Fits the dump to the budget field from no flips, shows the log and plans with the
+    /// Fits the dump to the target field from no flips, shows the log and plans with the
     /// fit's flips.
     pub fn fit(self) {
         if self.analysis.get_untracked().is_none() {
             return;
         }
-        let budget = self.budget.get_untracked();
+        let target = self.target.get_untracked();
         self.busy.set(Some(Busy {
             stage: 2,
             of: STAGES,
-            what: format!("fitting to {budget}"),
+            what: format!("fitting to {target}"),
             solver: None,
         }));
         self.planning.set(true);
         let scenario = self.scenario();
-        self.send(Request::Fit { scenario, budget }, None);
+        self.send(Request::Fit { scenario, target }, None);
     }
 
     /// Plans the loaded dump under the page's scenario, keeping selection and zoom.
@@ -553,13 +554,13 @@ impl PageState {
         };
         let Origin { example, src, file } = self.origin.get();
         UrlState {
-            hardware: self.hardware.get().map(|(class, _)| class),
+            device_class: self.device_class.get().map(|(class, _)| class),
             util: self.util.get(),
             params: self.params.get(),
             tab,
             panel: self.panel.get(),
-            inline: self.inline.get(),
-            budget: self.budget.get(),
+            flips: self.flips.get(),
+            target: self.target.get(),
             strategy: self.strategy.get(),
             work_limit: self.work_limit.get(),
             selected,

@@ -1,5 +1,5 @@
-//! The sweep panel: fit at evenly spaced budgets from the minimized footprint to the baseline,
-//! drawn (footprint and recompute cost against budget, Pareto points filled, the exhaustive
+//! The sweep panel: fit at evenly spaced targets from the minimized footprint to the baseline,
+//! drawn (footprint and recompute cost against target, Pareto points filled, the exhaustive
 //! optimum dashed where it was computed) and listed; a point's row applies its flips. The chart
 //! is plotters' SVG from memplan-render, made from numbers only.
 
@@ -33,7 +33,7 @@ fn pick(state: PageState, ev: &leptos::ev::MouseEvent) {
     let left = rect.left() + (rect.width() - w * scale) / 2.0;
     let x = (f64::from(ev.client_x()) - left) / scale;
     if let Some(k) = view.point_at(x) {
-        state.apply_flips(view.points[k].flips.clone());
+        state.apply_flips(view.answer.points[k].flips.clone());
     }
 }
 
@@ -42,22 +42,22 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
     let result = move || {
         let s = state.sweep.get()?;
         let summary = format!(
-            "{} budgets over {} candidates{}{}",
-            s.points.len(),
-            s.candidates,
-            if s.exhaustive {
+            "{} targets over {} candidates{}{}",
+            s.answer.points.len(),
+            s.answer.candidates,
+            if s.answer.exhaustive {
                 ", with the exhaustive optimum"
             } else {
                 ""
             },
             if s.cancelled {
-                "; cancelled: the budgets fitted before it"
+                "; cancelled: the targets fitted before it"
             } else {
                 ""
             }
         );
         let rows = s
-            .points
+            .answer.points
             .iter()
             .enumerate()
             .map(|(k, p)| {
@@ -67,7 +67,7 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
                     <tr class:on=p.pareto>
                         <td><button data-testid=format!("sweep-point-{k}") title="plan with this point's flips"
                             on:click=move |_| state.apply_flips(flips.clone())>"apply"</button></td>
-                        <td class="num">{bytes(p.budget_bytes)}</td>
+                        <td class="num">{bytes(p.target_bytes)}</td>
                         <td class="num" data-bytes=p.footprint_bytes.to_string()>{bytes(p.footprint_bytes)}</td>
                         <td class="num">{p.recompute_cost}</td>
                         <td class="num">{optimum}</td>
@@ -79,12 +79,12 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
             .collect_view();
         Some(view! {
             <p class="small" data-testid="sweep-summary">{summary}</p>
-            <div class="sweep-chart" data-testid="sweep-chart" title="click a budget to plan with its flips"
+            <div class="sweep-chart" data-testid="sweep-chart" title="click a target to plan with its flips"
                 on:click=move |ev| pick(state, &ev)
                 inner_html=s.svg().unwrap_or_else(|e| e.to_string())></div>
             <div class="table-wrap">
                 <table class="data-table" data-testid="sweep-table">
-                    <thead><tr><th></th><th class="num">"budget"</th><th class="num">"footprint"</th>
+                    <thead><tr><th></th><th class="num">"target"</th><th class="num">"footprint"</th>
                         <th class="num">"recompute cost"</th><th class="num">"optimum's cost"</th>
                         <th class="num">"flips"</th><th>"Pareto"</th></tr></thead>
                     <tbody>{rows}</tbody>
@@ -96,7 +96,7 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
         <div class="panel-table sweep-panel" data-testid="sweep-panel">
             <form class="fit-form" on:submit=move |ev| { ev.prevent_default(); state.run_sweep(); }>
                 <label>
-                    "budgets "
+                    "targets "
                     <input type="number" min="2" max="256" data-testid="sweep-points" class="param-value"
                         prop:value=move || state.sweep_points.get().to_string()
                         on:change=move |ev| {
@@ -106,7 +106,7 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
                         } />
                 </label>
                 <button type="submit" data-testid="sweep-button"
-                    title="fit at evenly spaced budgets from the least footprint any flips reach to the footprint without flips">"sweep"</button>
+                    title="fit at evenly spaced targets from the least footprint any flips reach to the footprint without flips">"sweep"</button>
             </form>
             {result}
         </div>

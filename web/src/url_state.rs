@@ -12,8 +12,7 @@ use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
 
-/// The utilization a device runs at unless the link says otherwise (the CLI's default too).
-pub const DEFAULT_UTIL: f64 = 0.9;
+use memplan_engine::DEFAULT_UTIL;
 
 /// The views with a tab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,17 +80,17 @@ pub struct UrlState {
     pub tab: Tab,
     pub panel: Panel,
     /// The tensors recomputed at their uses (one `flip=` each, in order).
-    pub inline: Vec<String>,
-    /// The flips panel's budget field.
-    pub budget: String,
+    pub flips: Vec<String>,
+    /// The flips panel's target field.
+    pub target: String,
     /// A bundled device class every device of the dump is.
-    pub hardware: Option<String>,
+    pub device_class: Option<String>,
     /// The utilization of that device.
     pub util: f64,
     /// Values given to the dump's params (`set=NAME=VALUE`, repeated).
     pub params: BTreeMap<String, u64>,
     pub strategy: StrategyChoice,
-    /// `search`'s budget of conflict visits per region (the CLI's `--work-limit`); `None`: the
+    /// `search`'s work limit per region, in conflict visits (the CLI's `--work-limit`); `None`: the
     /// default.
     pub work_limit: Option<u64>,
     /// The selected tensor id.
@@ -123,9 +122,9 @@ impl Default for UrlState {
         UrlState {
             tab: Tab::default(),
             panel: Panel::default(),
-            inline: Vec::new(),
-            budget: String::new(),
-            hardware: None,
+            flips: Vec::new(),
+            target: String::new(),
+            device_class: None,
             util: DEFAULT_UTIL,
             params: BTreeMap::new(),
             strategy: StrategyChoice::Best,
@@ -178,14 +177,15 @@ impl UrlState {
                     Some(p) => state.panel = p,
                     None => unknown("panel", &value, "flips, sweep, devices, spaces or compare"),
                 },
-                "flip" if !value.is_empty() => state.inline.push(value),
-                "budget" => state.budget = value,
-                "hw" => {
+                "flip" if !value.is_empty() => state.flips.push(value),
+                // `budget=` and `hw=` are the keys' names before the glossary.
+                "target" | "budget" => state.target = value,
+                "class" | "hw" => {
                     if memplan_formats::hardware::bundled(&value).is_some() {
-                        state.hardware = Some(value);
+                        state.device_class = Some(value);
                     } else {
                         let names = memplan_formats::hardware::bundled_names().join(" or ");
-                        unknown("hw", &value, &names);
+                        unknown(&key, &value, &names);
                     }
                 }
                 "util" => match value.parse::<f64>() {
@@ -286,8 +286,8 @@ impl UrlState {
         if let Some(work) = self.work_limit {
             q.append_pair("work-limit", &work.to_string());
         }
-        if let Some(hardware) = &self.hardware {
-            q.append_pair("hw", hardware);
+        if let Some(class) = &self.device_class {
+            q.append_pair("class", class);
         }
         if self.util != d.util {
             q.append_pair("util", &short(self.util));
@@ -295,11 +295,11 @@ impl UrlState {
         for (name, value) in &self.params {
             q.append_pair("set", &format!("{name}={value}"));
         }
-        for tensor in &self.inline {
+        for tensor in &self.flips {
             q.append_pair("flip", tensor);
         }
-        if !self.budget.is_empty() {
-            q.append_pair("budget", &self.budget);
+        if !self.target.is_empty() {
+            q.append_pair("target", &self.target);
         }
         if let Some(device) = &self.device {
             q.append_pair("device", device);
@@ -337,13 +337,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_keys_named_before_the_glossary_still_read() {
+        let old = UrlState::parse("?hw=l4-24gb&budget=1GB&flip=x");
+        assert_eq!(old.device_class.as_deref(), Some("l4-24gb"));
+        assert_eq!(old.target, "1GB");
+        assert_eq!(old.flips, vec!["x".to_string()]);
+        assert!(old.warnings.is_empty(), "{:?}", old.warnings);
+        // Written back under today's names.
+        assert_eq!(
+            old.to_query(),
+            UrlState::parse("?class=l4-24gb&target=1GB&flip=x").to_query()
+        );
+        assert!(old.to_query().contains("class=l4-24gb") && old.to_query().contains("target=1GB"));
+    }
+
+    #[test]
     fn a_link_round_trips() {
         let state = UrlState {
             tab: Tab::Arena,
             panel: Panel::Flips,
-            inline: vec!["act,1".into(), "act 2".into()],
-            budget: "1.5GB".into(),
-            hardware: Some("l4-24gb".into()),
+            flips: vec!["act,1".into(), "act 2".into()],
+            target: "1.5GB".into(),
+            device_class: Some("l4-24gb".into()),
             util: 0.85,
             params: [("B".to_string(), 31), ("S".to_string(), 4096)].into(),
             strategy: memplan_core::Strategy::Tlsf.into(),

@@ -24,11 +24,12 @@ use memplan_render::BufferView;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{
-    Analysis, AnalysisCache, Baseline, BuffersSent, CompareView, Export, ExportKind, FitLog,
-    LeftOut, Local, SWEEP_EXHAUSTIVE_MOST, SweepView, compare, export, fit, unflipped,
+    Analysis, AnalysisCache, Baseline, BuffersSent, CompareView, Export, ExportKind, LeftOut,
+    Local, SweepView, compare, export, fit, unflipped,
 };
 use crate::error::{Operation, WebError};
 use memplan_engine::SweepJob;
+use memplan_engine::answers::FitAnswer;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -47,9 +48,9 @@ pub enum Request {
     },
     /// Plan the loaded dump under another scenario.
     Plan(Scenario),
-    /// Fit the loaded dump to a budget (`512MiB`, or `minimize`) from no flips, then plan it
+    /// Fit the loaded dump to a target (`512MiB`, or `minimize`) from no flips, then plan it
     /// with the fit's flips.
-    Fit { scenario: Scenario, budget: String },
+    Fit { scenario: Scenario, target: String },
     /// The largest value of `param` in `lo..=hi` that fits the scenario's device.
     Fits {
         scenario: Scenario,
@@ -57,7 +58,7 @@ pub enum Request {
         lo: u64,
         hi: u64,
     },
-    /// Sweep budgets from the minimized footprint to the baseline: fit at `points` budgets.
+    /// Sweep targets from the minimized footprint to the baseline: fit at `points` targets.
     Sweep { scenario: Scenario, points: usize },
     /// Compare the plan shown with the loaded dump under `scenario`, or (with bytes beside
     /// the message) with the dump `source` under it.
@@ -107,7 +108,7 @@ pub enum Response {
     Cancelled,
     Exported(Export),
     /// A fit's answer; the plan with its flips follows.
-    Fitted(Box<FitLog>),
+    Fitted(Box<FitAnswer>),
     /// A "largest that fits" answer, with both witnesses.
     Fits(Box<memplan_engine::Fits>),
     /// A sweep's answer (the budgets fitted before a cancel, if one came).
@@ -131,9 +132,7 @@ const PROGRESS_EVERY_MS: f64 = 100.0;
 /// the scenario's own; otherwise that limit alone (one step). The search reports its progress
 /// within a step, so more steps would only redo work: each one is a search from scratch.
 fn work_limits(scenario: &Scenario, live_cancel: bool) -> Vec<Option<u64>> {
-    let limit = scenario
-        .work_limit
-        .unwrap_or(memplan_core::layout::DEFAULT_SEARCH_WORK);
+    let limit = scenario.work_limit_or_default();
     if scenario.strategy == StrategyChoice::One(Strategy::Search) && !live_cancel {
         let quick = Some(limit / 64).filter(|&l| l > 0);
         quick
@@ -237,16 +236,16 @@ impl Worker {
                     None => post(failed(WebError::NothingLoaded(Operation::Plan))),
                 }
             }
-            Request::Fit { scenario, budget } => {
+            Request::Fit { scenario, target } => {
                 self.abandon();
                 let Some(Local { session, outcome }) = self.local.take() else {
                     return post(failed(WebError::NothingLoaded(Operation::Fit)));
                 };
-                post(progress(2, format!("fitting to {budget}")));
-                match fit(&session, &scenario, &budget) {
+                post(progress(2, format!("fitting to {target}")));
+                match fit(&session, &scenario, &target) {
                     Ok(log) => {
                         let flipped = Scenario {
-                            inline: log.inline(),
+                            flips: log.flip_ids(),
                             ..scenario
                         };
                         post(Response::Fitted(Box::new(log)));
@@ -266,7 +265,7 @@ impl Worker {
                 self.sweep = Some(SweepJob::new(
                     unflipped(&scenario),
                     points,
-                    SWEEP_EXHAUSTIVE_MOST,
+                    memplan_engine::DEFAULT_EXHAUSTIVE_MOST,
                 ));
             }
             Request::Fits {
@@ -402,7 +401,7 @@ impl Worker {
                     post(Response::Progress {
                         stage: done as u32,
                         of: of as u32,
-                        what: format!("sweeping budgets: step {done} of {of}"),
+                        what: format!("sweeping targets: step {done} of {of}"),
                         best_bytes: None,
                         bound_bytes: None,
                         nodes: None,
@@ -1115,7 +1114,7 @@ mod tests {
         // A flip: one buffer fewer, and the others sent as placements, but for the few whose
         // consumers changed.
         let flipped = Scenario {
-            inline: vec![first.candidates[0].tensor.clone()],
+            flips: vec![first.candidates[0].tensor.clone()],
             ..best_fit.clone()
         };
         let (with_flip, left_out, patched) =
@@ -1126,7 +1125,7 @@ mod tests {
         assert_eq!(with_flip, whole(&flipped));
         // Another flip: the same plan without flips, which the page holds, is left out.
         let two_flips = Scenario {
-            inline: (first.candidates.iter().take(2))
+            flips: (first.candidates.iter().take(2))
                 .map(|c| c.tensor.clone())
                 .collect(),
             ..best_fit.clone()
@@ -1167,7 +1166,7 @@ mod tests {
             .footprint_bytes;
         let fit = Request::Fit {
             scenario: scenario(Strategy::FirstFit),
-            budget: (baseline * 9 / 10).to_string(),
+            target: (baseline * 9 / 10).to_string(),
         };
         let out = run(&mut worker, fit, None);
         let log = out
@@ -1178,7 +1177,7 @@ mod tests {
             })
             .unwrap_or_else(|| panic!("{out:?}"));
         let (a, _) = planned(&out);
-        assert_eq!(a.scenario.inline, log.inline());
+        assert_eq!(a.scenario.flips, log.flip_ids());
         assert_eq!(a.summary.footprint_bytes, log.final_bytes);
         assert_eq!(
             a.baseline.as_ref().map(|b| b.footprint_bytes),
@@ -1186,7 +1185,7 @@ mod tests {
         );
         let bad = Request::Fit {
             scenario: scenario(Strategy::FirstFit),
-            budget: "much".into(),
+            target: "much".into(),
         };
         let out = run(&mut worker, bad, None);
         assert!(
@@ -1221,7 +1220,7 @@ mod tests {
             .sweep(
                 &scenario(Strategy::FirstFit),
                 6,
-                crate::analysis::SWEEP_EXHAUSTIVE_MOST,
+                memplan_engine::DEFAULT_EXHAUSTIVE_MOST,
             )
             .unwrap();
         assert_eq!(**view, SweepView::of(&session, &cli, false));
@@ -1233,9 +1232,9 @@ mod tests {
         };
         assert!(view.cancelled);
         assert_eq!(
-            view.points.len(),
+            view.answer.points.len(),
             2,
-            "four steps: the optimum, the minimize fit, two budgets"
+            "four steps: the optimum, the minimize fit, two targets"
         );
         // The session stays loaded.
         let out = run(&mut worker, Request::Plan(scenario(Strategy::Bump)), None);

@@ -151,7 +151,7 @@ fn generate(
 }
 
 /// Times rematerialization on `file`: the baseline plan, one toggle (a plan with one candidate
-/// inlined: liveness re-derived, relaid out and checked), a fit to 80% of the baseline with the
+/// flipped: liveness re-derived, relaid out and checked), a fit to 80% of the baseline with the
 /// default candidate cap, and a 32-point sweep; all with first-fit. Each is run several times
 /// (every run from scratch: a session keeps no plan between calls) and the median reported,
 /// since one run on a shared machine says little.
@@ -182,16 +182,16 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
     ));
     if let Some(c) = candidates.first() {
         let flip = Scenario {
-            inline: vec![session.graph.tensors[c.tensor].id.clone()],
+            flips: vec![session.graph.tensors[c.tensor].id.clone()],
             ..scenario.clone()
         };
         rows.push((
             "one toggle",
             median_of(21, &mut || {
                 Ok(format!(
-                    "footprint {} with {} inlined",
+                    "footprint {} with {} flipped",
                     session.plan(&flip)?.plan.footprint_bytes(),
-                    flip.inline[0]
+                    flip.flips[0]
                 ))
             })?,
         ));
@@ -201,12 +201,12 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
     let fit = median_of(5, &mut || {
         let f = session.fit(&scenario, memplan_core::remat::Target::Bytes(budget), None)?;
         Ok(format!(
-            "budget {budget}: footprint {}, {} flips, {} considered, {} cut, within budget: {}",
+            "target {budget}: footprint {}, {} flips, {} considered, {} cut, within target: {}",
             f.final_bytes,
             f.flips.len(),
             f.considered,
             f.dropped,
-            f.within_budget
+            f.within_target
         ))
     })?;
     rows.push(("fit, default cap", fit));

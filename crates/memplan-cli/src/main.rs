@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
 use memplan_core::remat::Target;
-use memplan_core::spaces::OutputSource;
 use memplan_core::{Control, FoundAt, Progress, StrategyChoice};
-use memplan_engine::{DeviceBudget, EngineError, Scenario, Session};
+use memplan_engine::answers::{FitAnswer, FitsAnswer, SpacesAnswer, SweepAnswer};
+use memplan_engine::{DeviceClass, EngineError, Scenario, Session};
 use memplan_formats::hardware::{self, HardwareError};
 use memplan_formats::report::{PlanReport, PlanSummary};
 use memplan_formats::{FormatError, json};
@@ -88,7 +88,7 @@ struct ScenarioArgs {
     /// else none (64-bit offsets).
     #[arg(long)]
     pool_cap: Option<u64>,
-    /// `search`'s budget of conflict visits per region (deterministic).
+    /// `search`'s work limit per region, in conflict visits (deterministic).
     #[arg(long)]
     work_limit: Option<u64>,
     /// For `search`: find a layout whose footprint fits this (512MiB, 1048576), or prove none
@@ -101,16 +101,16 @@ struct ScenarioArgs {
     /// The device class every device of the dump is: a bundled class (h100-sxm-80gb,
     /// a100-40gb, l4-24gb, rtx-4090-24gb, jetson-agx-orin-64gb) or the class of `--hardware`.
     #[arg(long)]
-    device: Option<String>,
+    device_class: Option<String>,
     /// The utilization the device runs at, in (0, its class's ceiling].
-    #[arg(long, default_value_t = 0.9)]
+    #[arg(long, default_value_t = memplan_engine::DEFAULT_UTIL)]
     util: f64,
     /// A hardware class file of your own (its class is the file's name without `.toml`).
     #[arg(long, value_name = "FILE.toml")]
     hardware: Option<PathBuf>,
     /// Flips: remat candidates to recompute at their uses instead of storing, comma-separated.
     #[arg(long, value_delimiter = ',', value_name = "ID,ID")]
-    inline: Vec<String>,
+    flips: Vec<String>,
 }
 
 fn parse_binding(s: &str) -> Result<(String, u64), BadArgument> {
@@ -208,14 +208,14 @@ impl ScenarioArgs {
             work_limit: self.work_limit,
             capacity: self.capacity,
             params: self.bindings.iter().cloned().collect::<BTreeMap<_, _>>(),
-            device: self.device_budget()?,
-            inline: self.inline.clone(),
+            device_class: self.device_class()?,
+            flips: self.flips.clone(),
         })
     }
 
     /// The device class asked for: the `--hardware` file's, or a bundled one by name.
-    fn device_budget(&self) -> Result<Option<DeviceBudget>, CliError> {
-        let class = match (&self.hardware, &self.device) {
+    fn device_class(&self) -> Result<Option<DeviceClass>, CliError> {
+        let class = match (&self.hardware, &self.device_class) {
             (Some(path), device) => {
                 let stem = path
                     .file_stem()
@@ -235,7 +235,7 @@ impl ScenarioArgs {
             (None, Some(name)) => bundled(name)?,
             (None, None) => return Ok(None),
         };
-        Ok(Some(DeviceBudget {
+        Ok(Some(DeviceClass {
             class: class.class,
             terms: class.memory,
             util: self.util,
@@ -358,14 +358,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Choose flips (tensors to recompute at their uses) so the footprint fits a budget.
+    /// Choose flips (tensors to recompute at their uses) so the footprint fits a target.
     Fit {
         file: PathBuf,
         /// The footprint to fit under (`512MiB`, `1.5GB`, bytes), or `minimize`.
         #[arg(long, value_parser = parse_target)]
-        budget: Target,
+        target: Target,
         /// Score at most this many candidates, the cheapest to recompute (default: 32 for a
-        /// byte budget, all for minimize).
+        /// byte target, all for minimize).
         #[arg(long)]
         max_candidates: Option<usize>,
         /// Each candidate is scored by a relayout, so fit defaults to the fast `first-fit`.
@@ -374,13 +374,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Fit at many budgets from the minimized footprint up to the baseline: the trade-off curve.
+    /// Fit at many targets from the minimized footprint up to the baseline: the trade-off curve.
     Sweep {
         file: PathBuf,
-        #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=memplan_engine::MAX_SWEEP_POINTS as i64))]
+        #[arg(long, default_value_t = memplan_engine::DEFAULT_SWEEP_POINTS as u16, value_parser = clap::value_parser!(u16).range(1..=memplan_engine::MAX_SWEEP_POINTS as i64))]
         points: u16,
         /// Compute the exhaustive optimum (every subset of candidates) up to this many.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = memplan_engine::DEFAULT_EXHAUSTIVE_MOST)]
         exhaustive_max: usize,
         #[command(flatten)]
         scenario: ScenarioArgs,
@@ -759,7 +759,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let spaces = session.spaces(&scenario.scenario()?)?;
             let graph = &session.graph;
             if json {
-                println!("{}", spaces_json(&session, &spaces));
+                print_json(&SpacesAnswer::of(&session, &spaces));
             } else {
                 print!(
                     "{}",
@@ -775,7 +775,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Fit {
             file,
-            budget,
+            target,
             max_candidates,
             scenario,
             json,
@@ -783,44 +783,13 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let session = open(&file)?;
             let scenario = scenario.scenario()?;
             let started = Instant::now();
-            let fit = session.fit(&scenario, budget, max_candidates)?;
+            let fit = session.fit(&scenario, target, max_candidates)?;
             let millis = started.elapsed().as_secs_f64() * 1e3;
-            let id = |t: usize| session.graph.tensors[t].id.clone();
+            let answer = FitAnswer::of(&session, target, &fit);
             if json {
-                let value = serde_json::json!({
-                    "baseline_bytes": fit.baseline_bytes,
-                    "final_bytes": fit.final_bytes,
-                    "flips": fit.flips.iter().map(|f| serde_json::json!({
-                        "tensor": id(f.tensor),
-                        "relief_bytes": f.relief_bytes,
-                        "recompute_cost": f.recompute_cost,
-                    })).collect::<Vec<_>>(),
-                    "recompute_cost": fit.recompute_cost(),
-                    "considered": fit.considered,
-                    "dropped": fit.dropped,
-                    "within_budget": fit.within_budget,
-                    "log": fit.log.iter().map(|e| human::event_text(e, &id)).collect::<Vec<_>>(),
-                });
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&value).expect("JSON values print")
-                );
+                print_json(&answer);
             } else {
-                let flips = human::named_flips(&fit.flips, &id);
-                let log: Vec<String> = fit.log.iter().map(|e| human::event_text(e, &id)).collect();
-                print!(
-                    "{}",
-                    human::fit_text(
-                        fit.baseline_bytes,
-                        fit.final_bytes,
-                        &flips,
-                        &log,
-                        fit.considered,
-                        fit.dropped,
-                        fit.within_budget,
-                        millis
-                    )
-                );
+                print!("{}", human::fit_text(&answer, millis));
             }
         }
         Command::Sweep {
@@ -835,26 +804,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let started = Instant::now();
             let sweep = session.sweep(&scenario, points.into(), exhaustive_max)?;
             let millis = started.elapsed().as_secs_f64() * 1e3;
-            let id = |t: usize| session.graph.tensors[t].id.clone();
             if json {
-                let value = serde_json::json!({
-                    "candidates": sweep.candidates,
-                    "points": sweep.points.iter().map(|p| serde_json::json!({
-                        "budget_bytes": p.budget_bytes,
-                        "footprint_bytes": p.footprint_bytes,
-                        "recompute_cost": p.recompute_cost,
-                        "flips": p.flips.iter().map(|&t| id(t)).collect::<Vec<_>>(),
-                        "pareto": p.pareto,
-                    })).collect::<Vec<_>>(),
-                    "exhaustive": sweep.exhaustive.as_ref().map(|_| sweep.points.iter().map(|p| serde_json::json!({
-                        "budget_bytes": p.budget_bytes,
-                        "recompute_cost": p.exhaustive_cost,
-                    })).collect::<Vec<_>>()),
-                });
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&value).expect("JSON values print")
-                );
+                print_json(&SweepAnswer::of(&session, &sweep));
             } else {
                 print!(
                     "{}",
@@ -878,91 +829,27 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let started = Instant::now();
             let fits = session.largest_fitting(&scenario, &param.name, param.lo, param.hi)?;
             let millis = started.elapsed().as_secs_f64() * 1e3;
-            let class = scenario.device.as_ref().map_or("", |d| d.class.as_str());
+            let class = scenario
+                .device_class
+                .as_ref()
+                .map_or("", |d| d.class.as_str());
+            let answer = FitsAnswer::of(class, (param.lo, param.hi), &fits);
             if json {
-                let value = serde_json::json!({
-                    "param": fits.param,
-                    "largest": fits.largest,
-                    "class": class,
-                    "util": fits.budget.util,
-                    "budget_bytes": fits.budget.util_budget_bytes,
-                    "driver_bytes": fits.budget.driver_bytes,
-                    "usable_bytes": fits.budget.usable_bytes,
-                    "footprint_at_largest": fits.footprint_at_largest,
-                    "footprint_at_next": fits.footprint_at_next,
-                    "probes": fits.probes,
-                });
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&value).expect("JSON values print")
-                );
+                print_json(&answer);
             } else {
-                print!(
-                    "{}",
-                    human::fits_text(class, &fits_summary(&fits, &param), millis)
-                );
+                print!("{}", human::fits_text(&answer, millis));
             }
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn fits_summary(fits: &memplan_engine::Fits, param: &ParamRange) -> human::FitsSummary {
-    human::FitsSummary {
-        param: fits.param.clone(),
-        lo: param.lo,
-        hi: param.hi,
-        largest: fits.largest,
-        util: fits.budget.util,
-        device_bytes: fits.budget.device_bytes,
-        util_budget_bytes: fits.budget.util_budget_bytes,
-        driver_bytes: fits.budget.driver_bytes,
-        usable_bytes: fits.budget.usable_bytes,
-        footprint_at_largest: fits.footprint_at_largest,
-        footprint_at_next: fits.footprint_at_next,
-        probes: fits.probes,
-    }
-}
-
-/// The spaces as JSON: tensors by id, steps by id.
-fn spaces_json(session: &Session, spaces: &memplan_core::spaces::Spaces) -> String {
-    let g = &session.graph;
-    let slots: Vec<serde_json::Value> = spaces
-        .slots
-        .iter()
-        .map(|s| {
-            serde_json::json!({
-                "tensor": g.tensors[s.tensor].id,
-                "space": s.space,
-                "access": s.access,
-                "transfer": s.transfer,
-                "bytes": s.bytes,
-                "dynamic": s.dynamic,
-                "views": g.tensors.iter().enumerate()
-                    .filter(|&(t, _)| t != s.tensor && spaces.slot_of[t].is_some_and(|k| spaces.slots[k].tensor == s.tensor))
-                    .map(|(_, v)| v.id.clone()).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    let outputs: Vec<serde_json::Value> = spaces
-        .outputs
-        .iter()
-        .map(|o| {
-            let source = match o.source {
-                Some(OutputSource::Written { step }) => serde_json::json!({"written_by": g.steps[step].id}),
-                Some(OutputSource::Alias { tensor }) => serde_json::json!({"alias_of": g.tensors[tensor].id}),
-                None => serde_json::Value::Null,
-            };
-            serde_json::json!({"index": o.index, "tensor": g.tensors[o.tensor].id, "source": source})
-        })
-        .collect();
-    let value = serde_json::json!({
-        "slots": slots,
-        "outputs": outputs,
-        "counts": spaces.counts,
-        "diagnostics": spaces.diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>(),
-    });
-    serde_json::to_string_pretty(&value).expect("JSON values print")
+/// Prints an engine's answer as `--json` gives it.
+fn print_json(answer: &impl serde::Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(answer).expect("answers serialize")
+    );
 }
 
 #[cfg(test)]

@@ -322,8 +322,17 @@ fn a_time_limit_keeps_the_best_layout_so_far() {
 fn fits_answers_the_largest_batch_with_both_witnesses() {
     let dump = example("decoder-serving.json");
     let args = [
-        "fits", &dump, "--device", "l4-24gb", "--util", "0.9", "--param", "B=1..512", "--set",
-        "S=4096", "--json",
+        "fits",
+        &dump,
+        "--device-class",
+        "l4-24gb",
+        "--util",
+        "0.9",
+        "--param",
+        "B=1..512",
+        "--set",
+        "S=4096",
+        "--json",
     ];
     let o = memplan(&args);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -334,7 +343,7 @@ fn fits_answers_the_largest_batch_with_both_witnesses() {
     assert!(r["footprint_at_next"].as_u64().unwrap() > usable);
     for field in [
         "param",
-        "budget_bytes",
+        "util_budget_bytes",
         "usable_bytes",
         "footprint_at_largest",
         "footprint_at_next",
@@ -345,7 +354,7 @@ fn fits_answers_the_largest_batch_with_both_witnesses() {
     let o = memplan(&[
         "plan",
         &dump,
-        "--device",
+        "--device-class",
         "l4-24gb",
         "--set",
         &format!("B={largest}"),
@@ -368,14 +377,14 @@ fn fits_answers_the_largest_batch_with_both_witnesses() {
 #[test]
 fn device_classes_and_params_are_refused_with_reasons() {
     let dump = example("decoder-serving.json");
-    let o = memplan(&["plan", &dump, "--device", "h200"]);
+    let o = memplan(&["plan", &dump, "--device-class", "h200"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("no hardware class `h200` (bundled: h100-sxm-80gb, a100-40gb"),
         "{}",
         stderr(&o)
     );
-    let o = memplan(&["plan", &dump, "--device", "jetson-agx-orin-64gb"]);
+    let o = memplan(&["plan", &dump, "--device-class", "jetson-agx-orin-64gb"]);
     assert!(
         stderr(&o).contains("util 0.9 is above the class's ceiling of 0.75"),
         "{}",
@@ -389,7 +398,14 @@ fn device_classes_and_params_are_refused_with_reasons() {
     );
     let o = memplan(&["plan", &dump, "--set", "B=many"]);
     assert_eq!(o.status.code(), Some(2));
-    let o = memplan(&["fits", &dump, "--param", "B=9..1", "--device", "l4-24gb"]);
+    let o = memplan(&[
+        "fits",
+        &dump,
+        "--param",
+        "B=9..1",
+        "--device-class",
+        "l4-24gb",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let bad = temp(
         "mine.toml",
@@ -453,7 +469,7 @@ fn fit_sweep_and_inline_by_hand_agree() {
     let o = memplan(&[
         "fit",
         &dump,
-        "--budget",
+        "--target",
         "55MB",
         "--strategy",
         "first-fit",
@@ -467,11 +483,11 @@ fn fit_sweep_and_inline_by_hand_agree() {
         "flips",
         "considered",
         "dropped",
-        "within_budget",
+        "within_target",
     ] {
         assert!(!fit[field].is_null(), "{field}");
     }
-    assert_eq!(fit["within_budget"], true);
+    assert_eq!(fit["within_target"], true);
     let flips: Vec<String> = fit["flips"]
         .as_array()
         .unwrap()
@@ -493,7 +509,7 @@ fn fit_sweep_and_inline_by_hand_agree() {
         &dump,
         "--strategy",
         "first-fit",
-        "--inline",
+        "--flips",
         &flips.join(","),
         "--json",
     ]);
@@ -513,7 +529,7 @@ fn fit_sweep_and_inline_by_hand_agree() {
     let points = sweep["points"].as_array().unwrap();
     assert_eq!(points.len(), 6);
     for field in [
-        "budget_bytes",
+        "target_bytes",
         "footprint_bytes",
         "recompute_cost",
         "flips",
@@ -521,8 +537,13 @@ fn fit_sweep_and_inline_by_hand_agree() {
     ] {
         assert!(!points[0][field].is_null(), "{field}");
     }
-    assert_eq!(sweep["exhaustive"].as_array().unwrap().len(), 6);
-    let o = memplan(&["fit", &dump, "--budget", "lots"]);
+    // The candidates are few: each point has the exhaustive optimum's cost beside the greedy's.
+    assert_eq!(sweep["exhaustive"], true);
+    assert!(
+        points.iter().all(|p| p["exhaustive_cost"].is_u64()),
+        "{points:?}"
+    );
+    let o = memplan(&["fit", &dump, "--target", "lots"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("is not a byte size"), "{}", stderr(&o));
 }

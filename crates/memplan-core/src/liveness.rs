@@ -9,9 +9,9 @@
 //! own nothing and become no buffer. A tensor that owns storage, is not always-live and is never
 //! taken needs no bytes: it is listed in [`Liveness::unused`], not planned.
 //!
-//! Rematerialization ([`analyze_inlined`]): an *inlined* tensor gets no storage; each step that
-//! reads it reads, instead, what its producing steps read (transitively through other inlined
-//! tensors), since it recomputes it there; a step that writes only inlined tensors takes nothing
+//! Rematerialization ([`analyze_flipped`]): an *flipped* tensor gets no storage; each step that
+//! reads it reads, instead, what its producing steps read (transitively through other flipped
+//! tensors), since it recomputes it there; a step that writes only flipped tensors takes nothing
 //! at its own position. So the producer's inputs live longer, which is why inlining can cost
 //! bytes as well as free them.
 
@@ -33,8 +33,8 @@ pub struct Liveness {
     pub tensor_buffer: Vec<Option<usize>>,
     /// Tensors that own storage but are never taken and not always-live.
     pub unused: Vec<usize>,
-    /// Tensors inlined (recomputed at each use): no storage.
-    pub inlined: Vec<usize>,
+    /// Tensors flipped (recomputed at each use): no storage.
+    pub flipped: Vec<usize>,
 }
 
 /// For each storage root, the steps that write it (or a view of it) and the steps that read it,
@@ -69,35 +69,35 @@ impl Uses {
 }
 
 /// For each position, the storage roots it takes (sorted, each once), with the tensors marked
-/// in `inlined` (one flag per tensor, or empty for none) recomputed at their uses.
-pub fn taken_per_position(resolved: &ResolvedGraph, inlined: &[bool]) -> Vec<Vec<usize>> {
-    let is_inlined = |t: usize| inlined.get(t).copied().unwrap_or(false);
-    // The steps that write each inlined root.
+/// in `flipped` (one flag per tensor, or empty for none) recomputed at their uses.
+pub fn taken_per_position(resolved: &ResolvedGraph, flipped: &[bool]) -> Vec<Vec<usize>> {
+    let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
+    // The steps that write each flipped root.
     let mut producers: Vec<Vec<usize>> = vec![
         Vec::new();
-        if inlined.is_empty() {
+        if flipped.is_empty() {
             0
         } else {
             resolved.tensors.len()
         }
     ];
-    if !inlined.is_empty() {
+    if !flipped.is_empty() {
         for (s, step) in resolved.steps.iter().enumerate() {
             for &w in &step.writes {
-                if let Some(r) = resolved.root(w).filter(|&r| is_inlined(r)) {
+                if let Some(r) = resolved.root(w).filter(|&r| is_flipped(r)) {
                     producers[r].push(s);
                 }
             }
         }
     }
-    // What a use of inlined root `r` reads instead: its producers' reads, expanded (memoized; a
+    // What a use of flipped root `r` reads instead: its producers' reads, expanded (memoized; a
     // producer that reads what it writes is not expanded twice).
     let mut expansion: Vec<Option<Vec<usize>>> = vec![None; producers.len()];
     fn expand(
         r: usize,
         resolved: &ResolvedGraph,
         producers: &[Vec<usize>],
-        is_inlined: &dyn Fn(usize) -> bool,
+        is_flipped: &dyn Fn(usize) -> bool,
         expansion: &mut Vec<Option<Vec<usize>>>,
         visiting: &mut Vec<bool>,
     ) -> Vec<usize> {
@@ -112,8 +112,8 @@ pub fn taken_per_position(resolved: &ResolvedGraph, inlined: &[bool]) -> Vec<Vec
         for &s in &producers[r] {
             for &t in &resolved.steps[s].reads {
                 match resolved.root(t) {
-                    Some(q) if is_inlined(q) => roots.extend(expand(
-                        q, resolved, producers, is_inlined, expansion, visiting,
+                    Some(q) if is_flipped(q) => roots.extend(expand(
+                        q, resolved, producers, is_flipped, expansion, visiting,
                     )),
                     Some(q) => roots.push(q),
                     None => {}
@@ -140,22 +140,22 @@ pub fn taken_per_position(resolved: &ResolvedGraph, inlined: &[bool]) -> Vec<Vec
                 let writes_kept = step
                     .writes
                     .iter()
-                    .any(|&w| resolved.root(w).is_some_and(|r| !is_inlined(r)));
-                if !inlined.is_empty()
+                    .any(|&w| resolved.root(w).is_some_and(|r| !is_flipped(r)));
+                if !flipped.is_empty()
                     && !writes_kept
                     && !step.writes.is_empty()
                     && step.writes.iter().any(|&w| resolved.root(w).is_some())
                 {
-                    // It only computes inlined values: it runs at their uses instead.
+                    // It only computes flipped values: it runs at their uses instead.
                     continue;
                 }
                 for &t in step.reads.iter().chain(&step.writes) {
                     match resolved.root(t) {
-                        Some(r) if is_inlined(r) => roots.extend(expand(
+                        Some(r) if is_flipped(r) => roots.extend(expand(
                             r,
                             resolved,
                             &producers,
-                            &is_inlined,
+                            &is_flipped,
                             &mut expansion,
                             &mut visiting,
                         )),
@@ -166,12 +166,12 @@ pub fn taken_per_position(resolved: &ResolvedGraph, inlined: &[bool]) -> Vec<Vec
             }
             for &t in back_edge {
                 if let Some(r) = resolved.root(t) {
-                    if is_inlined(r) {
+                    if is_flipped(r) {
                         roots.extend(expand(
                             r,
                             resolved,
                             &producers,
-                            &is_inlined,
+                            &is_flipped,
                             &mut expansion,
                             &mut visiting,
                         ));
@@ -189,41 +189,41 @@ pub fn taken_per_position(resolved: &ResolvedGraph, inlined: &[bool]) -> Vec<Vec
 
 /// Builds the planning problem of `graph` (already resolved as `resolved`).
 pub fn analyze(graph: &Graph, resolved: &ResolvedGraph) -> Liveness {
-    analyze_inlined(graph, resolved, &[])
+    analyze_flipped(graph, resolved, &[])
 }
 
-/// [`analyze`] with the tensors of `inlined` (one flag per tensor, or empty for none)
+/// [`analyze`] with the tensors of `flipped` (one flag per tensor, or empty for none)
 /// recomputed at their uses instead of stored (see the module docs).
-pub fn analyze_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) -> Liveness {
-    analyze_inlined_with(graph, resolved, inlined, Arc::new(Uses::of(resolved)))
+pub fn analyze_flipped(graph: &Graph, resolved: &ResolvedGraph, flipped: &[bool]) -> Liveness {
+    analyze_flipped_with(graph, resolved, flipped, Arc::new(Uses::of(resolved)))
 }
 
-/// [`analyze_inlined`] with the uses of `resolved` already built (flips do not change them): a
+/// [`analyze_flipped`] with the uses of `resolved` already built (flips do not change them): a
 /// caller that re-derives flip sets of one graph builds them once.
-pub fn analyze_inlined_with(
+pub fn analyze_flipped_with(
     graph: &Graph,
     resolved: &ResolvedGraph,
-    inlined: &[bool],
+    flipped: &[bool],
     uses: Arc<Uses>,
 ) -> Liveness {
     Liveness {
         uses,
-        ..storage_inlined(graph, resolved, inlined)
+        ..storage_flipped(graph, resolved, flipped)
     }
 }
 
-/// The problem alone of [`analyze_inlined`]: what a relayout needs (a rematerialization score
+/// The problem alone of [`analyze_flipped`]: what a relayout needs (a rematerialization score
 /// makes hundreds), without the uses, which flips do not change.
-pub fn problem_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) -> Problem {
-    storage_inlined(graph, resolved, inlined).problem
+pub fn problem_flipped(graph: &Graph, resolved: &ResolvedGraph, flipped: &[bool]) -> Problem {
+    storage_flipped(graph, resolved, flipped).problem
 }
 
-/// [`analyze_inlined`] but for its (empty) uses.
-fn storage_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) -> Liveness {
+/// [`analyze_flipped`] but for its (empty) uses.
+fn storage_flipped(graph: &Graph, resolved: &ResolvedGraph, flipped: &[bool]) -> Liveness {
     let n = resolved.tensors.len();
-    let is_inlined = |t: usize| inlined.get(t).copied().unwrap_or(false);
+    let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
     let mut span: Vec<Option<LiveInterval>> = vec![None; n];
-    for (position, roots) in taken_per_position(resolved, inlined).iter().enumerate() {
+    for (position, roots) in taken_per_position(resolved, flipped).iter().enumerate() {
         let position = position as u32;
         for &t in roots {
             let s = span[t].get_or_insert(LiveInterval::new(position, position));
@@ -244,13 +244,13 @@ fn storage_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) ->
     let mut buffer_tensor = Vec::new();
     let mut tensor_buffer = vec![None; n];
     let mut unused = Vec::new();
-    let mut inlined_list = Vec::new();
+    let mut flipped_list = Vec::new();
     for (t, rt) in resolved.tensors.iter().enumerate() {
         if rt.storage != Storage::Owned {
             continue;
         }
-        if is_inlined(t) {
-            inlined_list.push(t);
+        if is_flipped(t) {
+            flipped_list.push(t);
             continue;
         }
         let lifetime = match (rt.always_live, span[t]) {
@@ -278,7 +278,7 @@ fn storage_inlined(graph: &Graph, resolved: &ResolvedGraph, inlined: &[bool]) ->
         buffer_tensor,
         tensor_buffer,
         unused,
-        inlined: inlined_list,
+        flipped: flipped_list,
     }
 }
 

@@ -1,10 +1,10 @@
 //! Rematerialization: which intermediates to recompute at their uses instead of storing, so the
 //! footprint fits a budget, and what that costs in recompute.
 //!
-//! A *candidate* is a tensor that may be inlined ([`candidates`]): the dump's list, or, when it
+//! A *candidate* is a tensor that may be flipped ([`candidates`]): the dump's list, or, when it
 //! gives none, each intermediate that is the only output of its step, owns its bytes, has no
 //! views and is read later. Its recompute cost is the dump's figure, or its step's cost times
-//! the number of steps that read it. Inlining is liveness's ([`crate::liveness::analyze_inlined`]):
+//! the number of steps that read it. Inlining is liveness's ([`crate::liveness::analyze_flipped`]):
 //! the tensor gets no storage and its producer's inputs live until its uses.
 //!
 //! Relief is never assumed: every set of flips is scored by a real relayout with the same
@@ -33,7 +33,7 @@
 //! bundled examples; with them it stays within 10% (a test holds it there).
 //!
 //! The reliefs of the accepted flips sum to exactly `baseline - final`. Not meeting the budget
-//! is an outcome (`within_budget: false`), not an error.
+//! is an outcome (`within_target: false`), not an error.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
 use crate::layout::{Control, Decodes, PlanError, PlanOptions, plan_with};
-use crate::liveness::{Uses, problem_inlined};
+use crate::liveness::{Uses, problem_flipped};
 
 /// A tensor that may be recomputed at its uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,7 +184,7 @@ pub enum Event {
     /// The budget is met without `tensor`: pruned, its recompute saved.
     Pruned { tensor: usize, footprint_bytes: u64 },
     /// The budget is met: acceptance stops.
-    BudgetMet { footprint_bytes: u64 },
+    TargetMet { footprint_bytes: u64 },
 }
 
 /// The answer of [`Rematerializer::fit`].
@@ -201,7 +201,7 @@ pub struct FitResult {
     /// Round one: each candidate considered, scored alone against the baseline, in the order
     /// round two tries them (relief per unit of recompute cost, best first).
     pub solo: Vec<Flip>,
-    pub within_budget: bool,
+    pub within_target: bool,
     pub log: Vec<Event>,
 }
 
@@ -210,7 +210,7 @@ impl FitResult {
         self.flips.iter().map(|f| f.recompute_cost).sum()
     }
 
-    /// The inlined tensors, in acceptance order.
+    /// The flipped tensors, in acceptance order.
     pub fn tensors(&self) -> Vec<usize> {
         self.flips.iter().map(|f| f.tensor).collect()
     }
@@ -219,7 +219,7 @@ impl FitResult {
 /// One budget of a sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepPoint {
-    pub budget_bytes: u64,
+    pub target_bytes: u64,
     pub footprint_bytes: u64,
     pub recompute_cost: u64,
     pub flips: Vec<usize>,
@@ -257,7 +257,7 @@ impl Exhaustive {
 pub const EXHAUSTIVE_MAX_CANDIDATES: usize = 20;
 
 /// Scores and chooses flips for one graph under one set of plan options. Scores are memoized by
-/// the set of inlined tensors: the fits of a sweep share their solo scores and the prefixes of
+/// the set of flipped tensors: the fits of a sweep share their solo scores and the prefixes of
 /// their decisions, so each set is laid out once.
 pub struct Rematerializer<'a> {
     pub graph: &'a Graph,
@@ -267,7 +267,7 @@ pub struct Rematerializer<'a> {
     scores: RefCell<Scores>,
 }
 
-/// The footprints of the sets of inlined tensors laid out so far, and the last relayout's
+/// The footprints of the sets of flipped tensors laid out so far, and the last relayout's
 /// decodes (the next, a few flips away, resumes from them). A caller that runs a long job in
 /// steps (a sweep in a worker) keeps them between steps with [`Rematerializer::with_scores`]
 /// and [`Rematerializer::into_scores`], so no set is laid out twice.
@@ -278,7 +278,7 @@ pub struct Scores {
 }
 
 /// A sweep in progress ([`Rematerializer::start_sweep`]): one budget per step, so a caller can
-/// report progress and stop between budgets.
+/// report progress and stop between targets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SweepRun {
     lo: u64,
@@ -288,7 +288,7 @@ pub struct SweepRun {
 }
 
 impl SweepRun {
-    /// The budgets fitted so far, and how many there are in all.
+    /// The targets fitted so far, and how many there are in all.
     pub fn progress(&self) -> (usize, usize) {
         (self.done.len(), self.points)
     }
@@ -346,10 +346,10 @@ impl<'a> Rematerializer<'a> {
         self.scores.borrow().footprints.len()
     }
 
-    /// The footprint with the tensors of `inlined` recomputed at their uses: a real relayout,
+    /// The footprint with the tensors of `flipped` recomputed at their uses: a real relayout,
     /// checked (a plan that fails the checker is a bug and an error here).
-    pub fn score(&self, inlined: &[usize]) -> Result<u64, PlanError> {
-        let mut key = inlined.to_vec();
+    pub fn score(&self, flipped: &[usize]) -> Result<u64, PlanError> {
+        let mut key = flipped.to_vec();
         key.sort_unstable();
         key.dedup();
         if let Some(&known) = self.scores.borrow().footprints.get(&key) {
@@ -359,7 +359,7 @@ impl<'a> Rematerializer<'a> {
         for &t in &key {
             flags[t] = true;
         }
-        let problem = problem_inlined(self.graph, self.resolved, &flags);
+        let problem = problem_flipped(self.graph, self.resolved, &flags);
         let plan = plan_with(
             &problem,
             self.options,
@@ -496,11 +496,11 @@ impl<'a> Rematerializer<'a> {
             considered: 0,
             dropped: 0,
             solo: Vec::new(),
-            within_budget: true,
+            within_target: true,
             log: Vec::new(),
         };
         if met(baseline) {
-            result.log.push(Event::BudgetMet {
+            result.log.push(Event::TargetMet {
                 footprint_bytes: baseline,
             });
             return Ok(result);
@@ -546,7 +546,7 @@ impl<'a> Rematerializer<'a> {
         let mut current = baseline;
         for (i, (c, _)) in ranked.iter().enumerate() {
             if met(current) {
-                result.log.push(Event::BudgetMet {
+                result.log.push(Event::TargetMet {
                     footprint_bytes: current,
                 });
                 break;
@@ -637,8 +637,8 @@ impl<'a> Rematerializer<'a> {
             accepted.extend(&commit);
             current = footprint;
         }
-        if met(current) && !matches!(result.log.last(), Some(Event::BudgetMet { .. })) {
-            result.log.push(Event::BudgetMet {
+        if met(current) && !matches!(result.log.last(), Some(Event::TargetMet { .. })) {
+            result.log.push(Event::TargetMet {
                 footprint_bytes: current,
             });
         }
@@ -649,7 +649,7 @@ impl<'a> Rematerializer<'a> {
             current = self.prune(&mut result, baseline, current, &met)?;
         }
         result.final_bytes = current;
-        result.within_budget = match target {
+        result.within_target = match target {
             Target::Bytes(b) => current <= b,
             Target::Minimize => true,
         };
@@ -678,7 +678,7 @@ impl<'a> Rematerializer<'a> {
         Ok(Some(Exhaustive { subsets }))
     }
 
-    /// `fit` at `points` budgets from the minimize result up to the baseline (evenly spaced),
+    /// `fit` at `points` targets from the minimize result up to the baseline (evenly spaced),
     /// with the Pareto frontier marked and, when given, the exhaustive optimum at each budget.
     pub fn sweep(
         &self,
@@ -690,7 +690,7 @@ impl<'a> Rematerializer<'a> {
         Ok(run.finish())
     }
 
-    /// The first step of [`Rematerializer::sweep`]: the minimize fit that sets the budgets.
+    /// The first step of [`Rematerializer::sweep`]: the minimize fit that sets the targets.
     pub fn start_sweep(&self, points: usize) -> Result<SweepRun, PlanError> {
         let least = self.fit(Target::Minimize, None)?;
         Ok(SweepRun {
@@ -715,7 +715,7 @@ impl<'a> Rematerializer<'a> {
         let budget = run.lo + (span * k as u128 / (run.points as u128 - 1)) as u64;
         let r = self.fit(Target::Bytes(budget), None)?;
         run.done.push(SweepPoint {
-            budget_bytes: budget,
+            target_bytes: budget,
             footprint_bytes: r.final_bytes,
             recompute_cost: r.recompute_cost(),
             flips: r.tensors(),

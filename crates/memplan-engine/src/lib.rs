@@ -12,12 +12,14 @@
 //! format). This crate adds no planning logic and no numbers of its own: it wires the layers in
 //! the one order, bytes -> importer -> graph -> liveness -> layout -> check -> views.
 
+pub mod answers;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use memplan_core::budget::{Budget, BudgetError, DriverTerms, largest_fitting};
 use memplan_core::graph::{GraphError, ResolvedGraph};
-use memplan_core::liveness::analyze_inlined_with;
+use memplan_core::liveness::analyze_flipped_with;
 use memplan_core::problem::ProblemError;
 use memplan_core::remat::{
     Candidate, Exhaustive, FitResult, Rematerializer, Scores, SweepPoint, SweepRun, Target,
@@ -76,7 +78,7 @@ pub enum EngineError {
     },
     #[error("{input}: \"the largest that fits\" needs a device class to fit into")]
     NoDevice { input: String },
-    #[error("a sweep of {points} budgets: at most {most} are fitted")]
+    #[error("a sweep of {points} targets: at most {most} are fitted")]
     TooManyPoints { points: usize, most: usize },
     #[error(
         "{input}: the footprint is not monotone in `{param}`: {lower} fits and {higher} does not, but the bisection's answer {answer} does not check"
@@ -116,7 +118,7 @@ pub struct Scenario {
     pub precision_classes: bool,
     /// The largest pool, bytes. `None`: the dump's own `pool_cap`, else no cap (64-bit offsets).
     pub pool_cap: Option<u64>,
-    /// `search`'s budget of conflict visits per region; `None`: the default. Deterministic: the
+    /// `search`'s work limit per region, in conflict visits; `None`: the default. Deterministic: the
     /// same limit gives the same plan.
     pub work_limit: Option<u64>,
     /// For `search`: the footprint each device must fit in; the search stops at the first layout
@@ -129,19 +131,27 @@ pub struct Scenario {
     /// The device class every device of the dump is, and the utilization it runs at: the plan
     /// then reports its headroom or overflow.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub device: Option<DeviceBudget>,
+    pub device_class: Option<DeviceClass>,
     /// Flips: the remat candidates (tensor ids) recomputed at their uses instead of stored.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub inline: Vec<String>,
+    pub flips: Vec<String>,
 }
 
-/// A device class and a utilization.
+/// A device class (its name and memory terms) and the utilization it runs at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DeviceBudget {
+pub struct DeviceClass {
     pub class: String,
     pub terms: DriverTerms,
     pub util: f64,
+}
+
+impl Scenario {
+    /// `search`'s work limit per region under this scenario: its own, else the default.
+    pub fn work_limit_or_default(&self) -> u64 {
+        self.work_limit
+            .unwrap_or(memplan_core::layout::DEFAULT_SEARCH_WORK)
+    }
 }
 
 impl Default for Scenario {
@@ -153,8 +163,8 @@ impl Default for Scenario {
             work_limit: None,
             capacity: None,
             params: BTreeMap::new(),
-            device: None,
-            inline: Vec::new(),
+            device_class: None,
+            flips: Vec::new(),
         }
     }
 }
@@ -183,7 +193,17 @@ pub struct Bound {
 /// The most buffer relayouts an exhaustive optimum may take (2^candidates x buffers).
 pub const EXHAUSTIVE_WORK: u64 = 50_000_000;
 
-/// The most budgets one sweep fits: each is a fit of its own, and more than this many points
+/// The utilization a device class runs at unless the user says otherwise.
+pub const DEFAULT_UTIL: f64 = 0.9;
+
+/// How many targets a sweep fits unless the user says otherwise.
+pub const DEFAULT_SWEEP_POINTS: usize = 32;
+
+/// The most candidates a sweep scores every subset of (the exhaustive optimum) unless the user
+/// says otherwise: 2^20 subsets, each a relayout, bounded again by [`EXHAUSTIVE_WORK`].
+pub const DEFAULT_EXHAUSTIVE_MOST: usize = 20;
+
+/// The most targets one sweep fits: each is a fit of its own, and more than this many points
 /// on one curve are more than a chart or a table can show.
 pub const MAX_SWEEP_POINTS: usize = 1024;
 
@@ -222,7 +242,7 @@ impl SweepJob {
         }
     }
 
-    /// Steps done and steps in all (two before the budgets: the exhaustive optimum and the
+    /// Steps done and steps in all (two before the targets: the exhaustive optimum and the
     /// minimize fit).
     pub fn progress(&self) -> (usize, usize) {
         let total = self.points.max(2) + 2;
@@ -232,7 +252,7 @@ impl SweepJob {
         }
     }
 
-    /// The sweep so far, for a job stopped early: the budgets fitted, the frontier among them.
+    /// The sweep so far, for a job stopped early: the targets fitted, the frontier among them.
     pub fn partial(self) -> Sweep {
         Sweep {
             candidates: self.candidates,
@@ -265,13 +285,13 @@ pub struct CandidateRow {
     pub bytes: u64,
     pub recompute_cost: u64,
     /// The outcome recomputes it at its uses.
-    pub inlined: bool,
+    pub flipped: bool,
 }
 
 impl CandidateRow {
     /// Whether `scenario` recomputes `tensor` at its uses: a row's `inlined`.
-    pub fn is_inlined(tensor: &str, scenario: &Scenario) -> bool {
-        scenario.inline.iter().any(|t| t == tensor)
+    pub fn is_flipped(tensor: &str, scenario: &Scenario) -> bool {
+        scenario.flips.iter().any(|t| t == tensor)
     }
 }
 
@@ -397,7 +417,7 @@ impl Session {
             strategy: scenario.strategy,
             precision_classes: scenario.precision_classes,
             pool_cap: self.pool_cap(scenario),
-            search_work: scenario.work_limit.unwrap_or(defaults.search_work),
+            work_limit: scenario.work_limit.unwrap_or(defaults.work_limit),
             search_capacity: scenario.capacity,
             ..defaults
         }
@@ -432,7 +452,7 @@ impl Session {
     /// The budget of the scenario's device, if it names one.
     fn budget(&self, scenario: &Scenario) -> Result<Option<Budget>, EngineError> {
         scenario
-            .device
+            .device_class
             .as_ref()
             .map(|d| {
                 d.terms.budget(d.util).map_err(|error| EngineError::Budget {
@@ -506,7 +526,7 @@ impl Session {
     /// neither changes anything).
     pub fn derive(&self, scenario: &Scenario) -> Result<Option<Bound>, EngineError> {
         let bound = self.bind(&scenario.params)?;
-        if scenario.inline.is_empty() {
+        if scenario.flips.is_empty() {
             return Ok(bound);
         }
         let (graph, resolved) = match &bound {
@@ -519,7 +539,7 @@ impl Session {
         };
         let candidates = candidates(graph, resolved, &liveness.uses);
         let mut flags = vec![false; resolved.tensors.len()];
-        for id in &scenario.inline {
+        for id in &scenario.flips {
             let not = |reason| EngineError::NotACandidate {
                 input: self.source.clone(),
                 tensor: id.clone(),
@@ -538,7 +558,7 @@ impl Session {
             }
             flags[t] = true;
         }
-        let liveness = analyze_inlined_with(graph, resolved, &flags, Arc::clone(&liveness.uses));
+        let liveness = analyze_flipped_with(graph, resolved, &flags, Arc::clone(&liveness.uses));
         let (graph, resolved) = (Arc::clone(graph), Arc::clone(resolved));
         Ok(Some(Bound {
             graph,
@@ -564,7 +584,7 @@ impl Session {
             .map(|c| {
                 let tensor = graph.tensors[c.tensor].id.clone();
                 CandidateRow {
-                    inlined: CandidateRow::is_inlined(&tensor, &outcome.scenario),
+                    flipped: CandidateRow::is_flipped(&tensor, &outcome.scenario),
                     tensor,
                     bytes: resolved.tensors[c.tensor].bytes,
                     recompute_cost: c.recompute_cost,
@@ -619,7 +639,7 @@ impl Session {
         self.with_remat(scenario, |r| r.fit(target, max_candidates))
     }
 
-    /// `fit` at `points` budgets from the minimized footprint up to the baseline, with the
+    /// `fit` at `points` targets from the minimized footprint up to the baseline, with the
     /// exhaustive optimum at each when the candidates are few enough (at most
     /// `exhaustive_most`, and at most [`EXHAUSTIVE_WORK`] buffer relayouts in all).
     pub fn sweep(
@@ -701,14 +721,14 @@ impl Session {
         let (graph, resolved, liveness) = self.parts(outcome);
         let mut summary = PlanSummary::new(&liveness.problem, &outcome.plan);
         summary.reserved_bytes = self.reserved_bytes;
-        if let (Some(budget), Some(device)) = (outcome.budget, &outcome.scenario.device) {
+        if let (Some(budget), Some(device)) = (outcome.budget, &outcome.scenario.device_class) {
             summary.set_budget(BudgetReport::new(&device.class, budget));
         }
-        if !outcome.scenario.inline.is_empty() {
+        if !outcome.scenario.flips.is_empty() {
             let costs = candidates(graph, resolved, &liveness.uses);
-            summary.inlined = outcome.scenario.inline.clone();
+            summary.flips = outcome.scenario.flips.clone();
             summary.recompute_cost = liveness
-                .inlined
+                .flipped
                 .iter()
                 .filter_map(|t| costs.iter().find(|c| c.tensor == *t))
                 .map(|c| c.recompute_cost)
@@ -768,7 +788,7 @@ impl Session {
         let footprint = |value: u64| -> Result<Option<u64>, EngineError> {
             let mut s = scenario.clone();
             s.params.insert(param.to_string(), value);
-            s.device = None;
+            s.device_class = None;
             match self.plan(&s) {
                 Ok(o) => Ok(Some(
                     o.plan

@@ -45,7 +45,7 @@ fn a_scenario_is_typed_json_with_defaults() {
         r#"{"strategy":"best","precision_classes":true,"pool_cap":null,"work_limit":null}"#
     );
     assert!(serde_json::from_str::<Scenario>(r#"{"strategy": "magic"}"#).is_err());
-    assert!(serde_json::from_str::<Scenario>(r#"{"flips": []}"#).is_err());
+    assert!(serde_json::from_str::<Scenario>(r#"{"inline": []}"#).is_err());
 }
 
 #[test]
@@ -201,9 +201,9 @@ fn a_work_limit_is_deterministic() {
 
 const SERVING: &str = include_str!("../../../static/examples/decoder-serving.json");
 
-fn on(class: &str, util: f64) -> Option<DeviceBudget> {
+fn on(class: &str, util: f64) -> Option<DeviceClass> {
     let c = memplan_formats::hardware::bundled(class).unwrap();
-    Some(DeviceBudget {
+    Some(DeviceClass {
         class: c.class,
         terms: c.memory,
         util,
@@ -247,7 +247,7 @@ fn a_device_budget_reports_headroom_or_overflow() {
     let s = session(SERVING);
     let fits = s
         .plan(&Scenario {
-            device: on("l4-24gb", 0.9),
+            device_class: on("l4-24gb", 0.9),
             ..Scenario::default()
         })
         .unwrap();
@@ -261,7 +261,7 @@ fn a_device_budget_reports_headroom_or_overflow() {
     let over = s
         .plan(&Scenario {
             params: [("B".to_string(), 64)].into(),
-            device: on("l4-24gb", 0.9),
+            device_class: on("l4-24gb", 0.9),
             ..Scenario::default()
         })
         .unwrap();
@@ -269,7 +269,7 @@ fn a_device_budget_reports_headroom_or_overflow() {
     assert!(r.devices[0].overflow_bytes.is_some() && r.devices[0].headroom_bytes.is_none());
     let e = s
         .plan(&Scenario {
-            device: on("jetson-agx-orin-64gb", 0.9),
+            device_class: on("jetson-agx-orin-64gb", 0.9),
             ..Scenario::default()
         })
         .unwrap_err();
@@ -286,7 +286,7 @@ fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
     let s = session(SERVING);
     let scenario = Scenario {
         params: [("S".to_string(), 4096)].into(),
-        device: on("l4-24gb", 0.9),
+        device_class: on("l4-24gb", 0.9),
         ..Scenario::default()
     };
     let f = s.largest_fitting(&scenario, "B", 1, 512).unwrap();
@@ -315,7 +315,7 @@ fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
             < x
     );
     let h100 = Scenario {
-        device: on("h100-sxm-80gb", 0.9),
+        device_class: on("h100-sxm-80gb", 0.9),
         ..scenario.clone()
     };
     assert!(
@@ -367,14 +367,14 @@ fn first_fit() -> Scenario {
 fn a_flip_inlines_a_candidate_and_every_view_follows() {
     let s = session(CONVNET);
     let flipped = Scenario {
-        inline: vec!["relu0".into()],
+        flips: vec!["relu0".into()],
         ..first_fit()
     };
     let base = s.plan(&first_fit()).unwrap();
     let o = s.plan(&flipped).unwrap();
     assert!(o.plan.footprint_bytes() < base.plan.footprint_bytes());
     let report = s.report(&o);
-    assert_eq!(report.summary.inlined, vec!["relu0"]);
+    assert_eq!(report.summary.flips, vec!["relu0"]);
     assert!(report.summary.recompute_cost > 0);
     assert!(report.placements.iter().all(|p| p.tensor != "relu0"));
     let model = s.view_model(&o);
@@ -383,7 +383,7 @@ fn a_flip_inlines_a_candidate_and_every_view_follows() {
         model
             .unplanned
             .iter()
-            .any(|u| &*u.tensor == "relu0" && u.reason == memplan_render::model::Unplanned::Inlined)
+            .any(|u| &*u.tensor == "relu0" && u.reason == memplan_render::model::Unplanned::Flipped)
     );
     // The flip is the one fit would score: the same relayout.
     let fit = s
@@ -392,7 +392,7 @@ fn a_flip_inlines_a_candidate_and_every_view_follows() {
     assert!(fit.final_bytes <= o.plan.footprint_bytes());
     let e = s
         .plan(&Scenario {
-            inline: vec!["labels".into()],
+            flips: vec!["labels".into()],
             ..first_fit()
         })
         .unwrap_err();
@@ -410,10 +410,10 @@ fn fit_and_sweep_through_the_engine() {
             None,
         )
         .unwrap();
-    assert!(fit.within_budget && fit.final_bytes <= base / 5 * 4);
+    assert!(fit.within_target && fit.final_bytes <= base / 5 * 4);
     // Applying the fit's flips by hand gives its footprint.
     let by_hand = Scenario {
-        inline: fit
+        flips: fit
             .tensors()
             .iter()
             .map(|&t| s.graph.tensors[t].id.clone())
@@ -435,7 +435,7 @@ fn fit_and_sweep_through_the_engine() {
         "at the baseline budget nothing is inlined"
     );
     for p in &sweep.points {
-        assert!(p.footprint_bytes <= p.budget_bytes);
+        assert!(p.footprint_bytes <= p.target_bytes);
         // The greedy never beats the exhaustive optimum.
         assert!(p.exhaustive_cost.unwrap() <= p.recompute_cost);
     }
@@ -470,7 +470,7 @@ fn the_greedy_is_within_a_tenth_of_the_exhaustive_optimum_on_the_small_examples(
                 assert!(
                     u128::from(p.recompute_cost) * 10 <= u128::from(best) * 11,
                     "{name} {strategy:?} at {} B: greedy {} vs optimum {best}",
-                    p.budget_bytes,
+                    p.target_bytes,
                     p.recompute_cost
                 );
             }
@@ -510,11 +510,11 @@ fn a_sweep_in_steps_is_the_sweep_at_once_and_says_how_far_it_is() {
     assert_eq!(
         partial.points[..3]
             .iter()
-            .map(|p| p.budget_bytes)
+            .map(|p| p.target_bytes)
             .collect::<Vec<_>>(),
         whole.points[..3]
             .iter()
-            .map(|p| p.budget_bytes)
+            .map(|p| p.target_bytes)
             .collect::<Vec<_>>()
     );
     assert!(partial.points.iter().any(|p| p.pareto));

@@ -65,7 +65,7 @@ pub struct PlanSummary {
     pub reserved_bytes: Option<u64>,
     /// The flips: tensors recomputed at their uses instead of stored, and what that costs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub inlined: Vec<String>,
+    pub flips: Vec<String>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub recompute_cost: u64,
 }
@@ -272,7 +272,7 @@ impl PlanSummary {
             found_ms: None,
             budget: None,
             reserved_bytes: None,
-            inlined: Vec::new(),
+            flips: Vec::new(),
             recompute_cost: 0,
         }
     }

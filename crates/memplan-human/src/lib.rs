@@ -8,9 +8,10 @@
 use std::fmt::Write;
 
 use memplan_core::Graph;
-use memplan_core::remat::{Event, Flip, SweepPoint, Target};
+use memplan_core::remat::{SweepPoint, Target};
 use memplan_core::spaces::{OutputSource, SpaceCounts, Spaces};
 use memplan_core::{Plan, Problem, StrategyChoice};
+use memplan_engine::answers::{FitAnswer, FitsAnswer};
 
 pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio};
 use memplan_formats::diff::{Change, PlanDiff, Side, TensorDiff};
@@ -368,36 +369,21 @@ pub fn space_counts(counts: &SpaceCounts) -> String {
     )
 }
 
-/// The answer of `memplan fits`, as figures.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FitsSummary {
-    pub param: String,
-    pub lo: u64,
-    pub hi: u64,
-    pub largest: Option<u64>,
-    pub util: f64,
-    pub device_bytes: u64,
-    pub util_budget_bytes: u64,
-    pub driver_bytes: u64,
-    pub usable_bytes: u64,
-    pub footprint_at_largest: Option<u64>,
-    pub footprint_at_next: Option<u64>,
-    pub probes: u32,
-}
-
 /// `memplan fits`' answer in words, with both witnesses and what the query took.
-pub fn fits_text(class: &str, f: &FitsSummary, millis: f64) -> String {
+pub fn fits_text(f: &FitsAnswer, millis: f64) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{class} at util {}: {} of {} usable ({} util budget less {} for the driver, estimated)",
-        f.util,
-        bytes(f.usable_bytes),
-        bytes(f.device_bytes),
-        bytes(f.util_budget_bytes),
-        bytes(f.driver_bytes)
+        "{} at util {}: {} of {} usable ({} util budget less {} for the driver, estimated)",
+        f.device_class,
+        f.budget.util,
+        bytes(f.budget.usable_bytes),
+        bytes(f.budget.device_bytes),
+        bytes(f.budget.util_budget_bytes),
+        bytes(f.budget.driver_bytes)
     );
-    let over = |footprint: u64| bytes(footprint.saturating_sub(f.usable_bytes));
+    let usable = f.budget.usable_bytes;
+    let over = |footprint: u64| bytes(footprint.saturating_sub(usable));
     match f.largest {
         None => {
             let _ = writeln!(
@@ -420,7 +406,7 @@ pub fn fits_text(class: &str, f: &FitsSummary, millis: f64) -> String {
                     "  {}={x}: footprint {}, headroom {}",
                     f.param,
                     bytes(at),
-                    bytes(f.usable_bytes - at.min(f.usable_bytes))
+                    bytes(usable - at.min(usable))
                 );
             }
             match (x < f.hi, f.footprint_at_next) {
@@ -447,109 +433,43 @@ pub fn fits_text(class: &str, f: &FitsSummary, millis: f64) -> String {
     out
 }
 
-/// Flips with their tensors named: (tensor id, relief in bytes, recompute cost).
-pub fn named_flips(flips: &[Flip], id: &dyn Fn(usize) -> String) -> Vec<(String, i128, u64)> {
-    flips
-        .iter()
-        .map(|f| (id(f.tensor), f.relief_bytes, f.recompute_cost))
-        .collect()
-}
-
 /// `memplan fit`'s answer: the footprints, the flips in acceptance order, and the log.
-#[allow(clippy::too_many_arguments)]
-pub fn fit_text(
-    baseline: u64,
-    last: u64,
-    flips: &[(String, i128, u64)],
-    log: &[String],
-    considered: usize,
-    dropped: usize,
-    within_budget: bool,
-    millis: f64,
-) -> String {
+pub fn fit_text(f: &FitAnswer, millis: f64) -> String {
     let mut out = String::new();
-    let cost: u64 = flips.iter().map(|f| f.2).sum();
     let _ = writeln!(
         out,
-        "footprint {} -> {} ({} relieved) for a recompute cost of {cost}; {}",
-        bytes(baseline),
-        bytes(last),
-        bytes(baseline.saturating_sub(last)),
-        if within_budget {
-            "within budget"
+        "footprint {} -> {} ({} relieved) for a recompute cost of {}; {}",
+        bytes(f.baseline_bytes),
+        bytes(f.final_bytes),
+        bytes(f.baseline_bytes.saturating_sub(f.final_bytes)),
+        f.recompute_cost,
+        if f.within_target {
+            "within target"
         } else {
-            "OVER budget: no more flips help"
+            "OVER target: no more flips help"
         }
     );
     let _ = writeln!(
         out,
-        "{considered} candidates scored, {dropped} cut; {} flips, {millis:.0} ms",
-        flips.len()
+        "{} candidates scored, {} cut; {} flips, {millis:.0} ms",
+        f.considered,
+        f.dropped,
+        f.flips.len()
     );
-    for (tensor, relief, cost) in flips {
-        let _ = writeln!(out, "  {tensor:<32} relieves {relief:>12} B  cost {cost}");
+    for flip in &f.flips {
+        let _ = writeln!(
+            out,
+            "  {:<32} relieves {:>12} B  cost {}",
+            flip.tensor, flip.relief_bytes, flip.recompute_cost
+        );
     }
-    if !log.is_empty() {
+    if !f.log.is_empty() {
         let _ = writeln!(out, "log:");
-        for line in log {
+        for line in &f.log {
             let _ = writeln!(out, "  {line}");
         }
     }
     out
-}
-
-/// A fit's log entry in words.
-pub fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
-    let ids = |ts: &[usize]| ts.iter().map(|&t| id(t)).collect::<Vec<_>>().join(", ");
-    match e {
-        Event::Accepted {
-            tensor,
-            relief_bytes,
-        } => {
-            format!("accepted {}: relieves {relief_bytes} B", id(*tensor))
-        }
-        Event::Held { tensor } => format!(
-            "held {}: frees nothing on top of the accepted flips",
-            id(*tensor)
-        ),
-        Event::GroupCommitted {
-            tensors,
-            closing,
-            relief_bytes,
-        } => format!(
-            "committed held {} with {}: together they relieve {relief_bytes} B",
-            ids(tensors),
-            id(*closing)
-        ),
-        Event::GroupDiscarded { tensors, against } => format!(
-            "discarded held {} for good: harmful to {}",
-            ids(tensors),
-            id(*against)
-        ),
-        Event::GroupKept { tensors, against } => {
-            format!("kept {} held: neutral to {}", ids(tensors), id(*against))
-        }
-        Event::UnpaidDiscarded { tensors } => {
-            format!("discarded held {}: never paid for", ids(tensors))
-        }
-        Event::ClosedCheaper {
-            tensor,
-            instead,
-            relief_bytes,
-        } => format!(
-            "closed the budget with {} instead of {}: cheaper, relieves {relief_bytes} B",
-            id(*tensor),
-            ids(instead)
-        ),
-        Event::Pruned {
-            tensor,
-            footprint_bytes,
-        } => format!(
-            "pruned {}: the budget is met without it, at {footprint_bytes} B",
-            id(*tensor)
-        ),
-        Event::BudgetMet { footprint_bytes } => format!("budget met at {footprint_bytes} B"),
-    }
 }
 
 /// `memplan sweep`'s table: each budget's footprint and cost, Pareto points marked, and the
@@ -563,7 +483,7 @@ pub fn sweep_table(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| budget | footprint | recompute cost | flips | pareto |{}",
+        "| target | footprint | recompute cost | flips | pareto |{}",
         if exhaustive {
             " exhaustive optimum's cost | greedy / optimum |"
         } else {
@@ -579,7 +499,7 @@ pub fn sweep_table(
         let _ = write!(
             out,
             "| {} | {} | {} | {} | {} |",
-            p.budget_bytes,
+            p.target_bytes,
             p.footprint_bytes,
             p.recompute_cost,
             p.flips.len(),

@@ -87,7 +87,7 @@ pub enum Unplanned {
     /// Never read or written, and not always-live.
     Unused,
     /// Recomputed at each use (a flip): no storage.
-    Inlined,
+    Flipped,
 }
 
 impl Unplanned {
@@ -95,7 +95,7 @@ impl Unplanned {
         match self {
             Unplanned::Elided => "elided (fused away)",
             Unplanned::Unused => "never used",
-            Unplanned::Inlined => "recomputed at its uses (a flip)",
+            Unplanned::Flipped => "recomputed at its uses (a flip)",
         }
     }
 }
@@ -302,7 +302,7 @@ impl ViewModel {
         let problem = &liveness.problem;
         let offsets = plan.device_offsets(problem);
         let unplanned = (labels.unplanned(&labels.elided, Unplanned::Elided))
-            .chain(labels.unplanned(&liveness.inlined, Unplanned::Inlined))
+            .chain(labels.unplanned(&liveness.flipped, Unplanned::Flipped))
             .chain(labels.unplanned(&liveness.unused, Unplanned::Unused))
             .collect();
         let buffers = problem

@@ -430,11 +430,11 @@ mod tests {
 const SWEEP_MARGIN: u32 = 12;
 const SWEEP_AXIS: u32 = 80;
 
-/// The budgets a sweep chart spans: the least and the greatest of its points (widened when
+/// The targets a sweep chart spans: the least and the greatest of its points (widened when
 /// they are one).
 fn sweep_span(points: &[memplan_core::remat::SweepPoint]) -> (f64, f64) {
     let (lo, hi) = points.iter().fold((u64::MAX, 0), |(lo, hi), p| {
-        (lo.min(p.budget_bytes), hi.max(p.budget_bytes))
+        (lo.min(p.target_bytes), hi.max(p.target_bytes))
     });
     if lo >= hi {
         (lo as f64 * 0.95, (hi as f64 * 1.05).max(1.0))
@@ -455,7 +455,7 @@ pub fn sweep_point_at(
     let right = f64::from(width.saturating_sub(SWEEP_MARGIN + SWEEP_AXIS)).max(left + 1.0);
     let budget = x0 + (x - left) / (right - left) * (x1 - x0);
     (0..points.len()).min_by(|&a, &b| {
-        let d = |k: usize| (points[k].budget_bytes as f64 - budget).abs();
+        let d = |k: usize| (points[k].target_bytes as f64 - budget).abs();
         d(a).total_cmp(&d(b))
     })
 }
@@ -492,7 +492,7 @@ pub fn sweep_svg(
             .set_secondary_coord(x0..x1, 0.0..cost_top);
         chart
             .configure_mesh()
-            .x_desc("budget")
+            .x_desc("target")
             .y_desc("footprint")
             .x_labels(6)
             .y_labels(5)
@@ -511,7 +511,7 @@ pub fn sweep_svg(
         let blue = RGBColor(0x2f, 0x6f, 0xde);
         let orange = RGBColor(0xe0, 0x7b, 0x1a);
         let gray = RGBColor(0x6b, 0x72, 0x80);
-        let xy = |p: &memplan_core::remat::SweepPoint, y: u64| (p.budget_bytes as f64, y as f64);
+        let xy = |p: &memplan_core::remat::SweepPoint, y: u64| (p.target_bytes as f64, y as f64);
         chart
             .draw_series(LineSeries::new(
                 points.iter().map(|p| xy(p, p.footprint_bytes)),
@@ -584,7 +584,7 @@ mod sweep_tests {
 
     fn point(budget: u64, footprint: u64, cost: u64, pareto: bool) -> SweepPoint {
         SweepPoint {
-            budget_bytes: budget,
+            target_bytes: budget,
             footprint_bytes: footprint,
             recompute_cost: cost,
             flips: Vec::new(),

@@ -182,10 +182,10 @@ serde_by_name!(StrategyChoice);
 pub const U32_OFFSET_POOL_CAP: u64 = 4 << 30;
 
 /// The default evaluation budget of `search`, spent in full only on small regions (see
-/// [`PlanOptions::search_work`]).
+/// [`PlanOptions::work_limit`]).
 pub const DEFAULT_SEARCH_EVALUATIONS: u32 = 4000;
 
-/// The default conflict-visit budget of `search` per region.
+/// The default work limit of `search` per region, in conflict visits.
 pub const DEFAULT_SEARCH_WORK: u64 = 50_000_000;
 
 /// The most conflict visits a region's exact search may start with, whatever its budget (a
@@ -242,7 +242,7 @@ pub struct PlanOptions {
     /// The most conflict visits `search` makes per region (one first-fit decode visits every
     /// buffer and its overlapping neighbours): on large regions it evaluates fewer orders, and
     /// where not even one fits it keeps first-fit's layout, so its cost stays bounded.
-    pub search_work: u64,
+    pub work_limit: u64,
     /// For `search`: the footprint each device must fit in. The search stops at the first
     /// layout within it, or proves that none exists, instead of minimizing.
     pub search_capacity: Option<u64>,
@@ -255,7 +255,7 @@ impl Default for PlanOptions {
             precision_classes: true,
             pool_cap: None,
             search_evaluations: DEFAULT_SEARCH_EVALUATIONS,
-            search_work: DEFAULT_SEARCH_WORK,
+            work_limit: DEFAULT_SEARCH_WORK,
             search_capacity: None,
         }
     }
@@ -920,7 +920,7 @@ fn layout_region(
     let in_best = options.strategy == StrategyChoice::Best;
     match strategy {
         Strategy::FirstFit => done(first_fit(control)),
-        Strategy::BestFit if in_best && overlaps() > options.search_work => None,
+        Strategy::BestFit if in_best && overlaps() > options.work_limit => None,
         Strategy::BestFit => {
             let below = must_beat.map_or(u64::MAX, |extent| extent.saturating_sub(1));
             done(within(GapChoice::Smallest, below, control)?)
@@ -943,14 +943,14 @@ fn layout_region(
             // first-fit's). `best`, which a page load runs, leaves it to first-fit past
             // `PORTFOLIO_MOST_ITEMS` buffers.
             let visits = overlaps();
-            let over_budget = visits > options.search_work.min(EXACT_MOST_VISITS);
+            let over_budget = visits > options.work_limit.min(EXACT_MOST_VISITS);
             if over_budget && in_best && items.len() > PORTFOLIO_MOST_ITEMS {
                 return None;
             }
             let work = match (over_budget, in_best) {
                 (true, _) => 0,
-                (false, true) => options.search_work.min(BEST_SEARCH_WORK),
-                (false, false) => options.search_work,
+                (false, true) => options.work_limit.min(BEST_SEARCH_WORK),
+                (false, false) => options.work_limit,
             };
             let evaluations =
                 (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32;

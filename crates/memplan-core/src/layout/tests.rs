@@ -152,7 +152,7 @@ proptest! {
     /// is its greedy portfolio alone (the region is small): `best` is the best of the rest.
     #[test]
     fn best_drops_the_costly_strategies_past_the_work_budget(p in arb_problem()) {
-        let options = |strategy| PlanOptions { strategy, search_work: 0, ..PlanOptions::default() };
+        let options = |strategy| PlanOptions { strategy, work_limit: 0, ..PlanOptions::default() };
         let best = plan(&p, &options(StrategyChoice::Best)).unwrap();
         for device in &best.devices {
             prop_assert!(device.strategy != Strategy::BestFit || device.arena_bytes == 0);
@@ -627,7 +627,7 @@ fn search_by_name_runs_its_portfolio_past_the_size_best_stops_at() {
     let p = random_problem(PORTFOLIO_MOST_ITEMS + 1, 4096, 64);
     let options = |strategy| PlanOptions {
         strategy,
-        search_work: 0,
+        work_limit: 0,
         ..PlanOptions::default()
     };
     let footprint = |s: Strategy| plan(&p, &options(s.into())).unwrap().footprint_bytes();
@@ -658,7 +658,7 @@ fn a_stop_ends_the_portfolio_within_a_decode() {
     let p = random_problem(5000, 1000, 64);
     let options = |strategy: Strategy| PlanOptions {
         strategy: strategy.into(),
-        search_work: 0,
+        work_limit: 0,
         ..PlanOptions::default()
     };
     let first_fit = plan(&p, &options(Strategy::FirstFit)).unwrap();
@@ -701,9 +701,9 @@ fn best_runs_the_exact_search_where_its_budget_covers_a_round() {
 fn a_search_stopped_in_its_first_round_keeps_the_portfolios_best() {
     use std::cell::Cell;
     let p = random_problem(3000, 600, 40);
-    let options = |strategy: Strategy, search_work| PlanOptions {
+    let options = |strategy: Strategy, work_limit| PlanOptions {
         strategy: strategy.into(),
-        search_work,
+        work_limit,
         ..PlanOptions::default()
     };
     let first_fit = plan(&p, &options(Strategy::FirstFit, DEFAULT_SEARCH_WORK)).unwrap();
@@ -736,7 +736,7 @@ fn the_exact_search_does_not_list_neighbours_past_its_most_visits() {
         &p,
         &PlanOptions {
             strategy: Strategy::Search.into(),
-            search_work: u64::MAX,
+            work_limit: u64::MAX,
             ..PlanOptions::default()
         },
     )
@@ -764,7 +764,7 @@ fn a_search_stopped_in_its_portfolio_returns_at_once() {
     let p = random_problem(3000, 600, 40);
     let options = |strategy: Strategy| PlanOptions {
         strategy: strategy.into(),
-        search_work: u64::MAX / 2,
+        work_limit: u64::MAX / 2,
         ..PlanOptions::default()
     };
     let first_fit = plan(&p, &options(Strategy::FirstFit)).unwrap();

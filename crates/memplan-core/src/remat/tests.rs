@@ -3,7 +3,7 @@
 use super::*;
 use crate::graph::{Step, Tensor};
 use crate::layout::Strategy;
-use crate::liveness::analyze_inlined;
+use crate::liveness::analyze_flipped;
 use proptest::prelude::*;
 use proptest::strategy::Strategy as _;
 
@@ -152,11 +152,11 @@ fn two_tensors_pinning_the_same_peak_commit_as_a_group() {
 #[test]
 fn a_budget_already_met_takes_no_flips() {
     let (r, flips) = fit(&twin_peaks(), Target::Bytes(5000));
-    assert!(flips.is_empty() && r.within_budget);
+    assert!(flips.is_empty() && r.within_target);
     assert_eq!((r.considered, r.final_bytes), (0, r.baseline_bytes));
     // Out of reach: an outcome, not an error.
     let (r, _) = fit(&twin_peaks(), Target::Bytes(1));
-    assert!(!r.within_budget);
+    assert!(!r.within_target);
     assert_eq!(r.final_bytes, 18);
 }
 
@@ -243,7 +243,7 @@ fn inlining_moves_the_producers_inputs_to_the_uses() {
     let resolved = g.resolve().unwrap();
     let mut flags = vec![false; 4];
     flags[1] = true;
-    let l = analyze_inlined(&g, &resolved, &flags);
+    let l = analyze_flipped(&g, &resolved, &flags);
     let spans: Vec<(String, crate::Lifetime)> = l
         .problem
         .buffers
@@ -260,7 +260,7 @@ fn inlining_moves_the_producers_inputs_to_the_uses() {
             ("z".into(), at(3, 3))
         ]
     );
-    assert_eq!(l.inlined, vec![1]);
+    assert_eq!(l.flipped, vec![1]);
 }
 
 /// Candidates read by one final step, all live at its peak: inlining one frees its bytes and
@@ -298,7 +298,7 @@ fn the_budget_is_closed_by_the_cheapest_flip_that_closes_it() {
                 instead: vec![1],
                 relief_bytes: 300
             },
-            Event::BudgetMet {
+            Event::TargetMet {
                 footprint_bytes: 1018
             }
         ]
@@ -381,7 +381,7 @@ proptest! {
             let (r, _) = fit(&g, target);
             prop_assert!(r.final_bytes <= r.baseline_bytes);
             if let Target::Bytes(b) = target {
-                prop_assert_eq!(r.within_budget, r.final_bytes <= b);
+                prop_assert_eq!(r.within_target, r.final_bytes <= b);
             }
             // No flip is committed with a negative marginal relief, unless pruning others
             // left it in a set whose prefixes it does not improve (its relief is its marginal
@@ -399,7 +399,7 @@ proptest! {
         let cands = candidates(&g, &resolved, &Uses::of(&resolved));
         let remat = Rematerializer::new(&g, &resolved, &options, cands);
         let r = remat.fit(Target::Bytes(budget), None).unwrap();
-        if r.within_budget {
+        if r.within_target {
             let tensors = r.tensors();
             for k in 0..tensors.len() {
                 let mut rest = tensors.clone();

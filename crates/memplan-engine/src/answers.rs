@@ -1,0 +1,298 @@
+//! The answers of the engine's queries as `--json` prints them: typed, serde, with tensors and
+//! steps named by id. The CLI prints these and builds no JSON of its own; a field's name is the
+//! glossary's (ARCHITECTURE.md), and a renamed one is listed in docs/changes.md.
+
+use memplan_core::budget::Budget;
+use memplan_core::graph::MemorySpace;
+use memplan_core::remat::{Event, FitResult, Flip, Target};
+use memplan_core::spaces::{Access, OutputSource, SpaceCounts, Spaces, Transfer};
+use serde::{Deserialize, Serialize};
+
+use crate::{Fits, Session, Sweep};
+
+/// `memplan fit --json`, and the page's plan log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitAnswer {
+    /// The target: a byte size, or `minimize`.
+    pub target: TargetAnswer,
+    pub baseline_bytes: u64,
+    pub final_bytes: u64,
+    /// The accepted flips, in acceptance order.
+    pub flips: Vec<FlipAnswer>,
+    pub recompute_cost: u64,
+    pub considered: usize,
+    pub dropped: usize,
+    pub within_target: bool,
+    /// What became of each candidate and held group, in the fit's words ([`event_text`]).
+    pub log: Vec<String>,
+    /// Round one: each candidate scored alone, in the order round two tries them.
+    pub solo: Vec<FlipAnswer>,
+}
+
+/// A fit's target as JSON: the bytes, or `"minimize"`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TargetAnswer {
+    Bytes(u64),
+    Minimize(Minimize),
+}
+
+/// The word `minimize`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Minimize {
+    Minimize,
+}
+
+/// A flip with its tensor named: what it relieves and what it costs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlipAnswer {
+    pub tensor: String,
+    pub relief_bytes: i128,
+    pub recompute_cost: u64,
+}
+
+impl FitAnswer {
+    pub fn of(session: &Session, target: Target, fit: &FitResult) -> FitAnswer {
+        let id = |t: usize| session.graph.tensors[t].id.clone();
+        let named = |flips: &[Flip]| {
+            (flips.iter())
+                .map(|f| FlipAnswer {
+                    tensor: id(f.tensor),
+                    relief_bytes: f.relief_bytes,
+                    recompute_cost: f.recompute_cost,
+                })
+                .collect()
+        };
+        FitAnswer {
+            target: match target {
+                Target::Bytes(b) => TargetAnswer::Bytes(b),
+                Target::Minimize => TargetAnswer::Minimize(Minimize::Minimize),
+            },
+            baseline_bytes: fit.baseline_bytes,
+            final_bytes: fit.final_bytes,
+            flips: named(&fit.flips),
+            recompute_cost: fit.recompute_cost(),
+            considered: fit.considered,
+            dropped: fit.dropped,
+            within_target: fit.within_target,
+            log: (fit.log.iter()).map(|e| event_text(e, &id)).collect(),
+            solo: named(&fit.solo),
+        }
+    }
+
+    /// The tensors the fit recomputes, in acceptance order: the scenario's flips.
+    pub fn flip_ids(&self) -> Vec<String> {
+        self.flips.iter().map(|f| f.tensor.clone()).collect()
+    }
+}
+
+/// A fit's log entry in words.
+pub fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
+    let ids = |ts: &[usize]| ts.iter().map(|&t| id(t)).collect::<Vec<_>>().join(", ");
+    match e {
+        Event::Accepted {
+            tensor,
+            relief_bytes,
+        } => {
+            format!("accepted {}: relieves {relief_bytes} B", id(*tensor))
+        }
+        Event::Held { tensor } => format!(
+            "held {}: frees nothing on top of the accepted flips",
+            id(*tensor)
+        ),
+        Event::GroupCommitted {
+            tensors,
+            closing,
+            relief_bytes,
+        } => format!(
+            "committed held {} with {}: together they relieve {relief_bytes} B",
+            ids(tensors),
+            id(*closing)
+        ),
+        Event::GroupDiscarded { tensors, against } => format!(
+            "discarded held {} for good: harmful to {}",
+            ids(tensors),
+            id(*against)
+        ),
+        Event::GroupKept { tensors, against } => {
+            format!("kept {} held: neutral to {}", ids(tensors), id(*against))
+        }
+        Event::UnpaidDiscarded { tensors } => {
+            format!("discarded held {}: never paid for", ids(tensors))
+        }
+        Event::ClosedCheaper {
+            tensor,
+            instead,
+            relief_bytes,
+        } => format!(
+            "closed the target with {} instead of {}: cheaper, relieves {relief_bytes} B",
+            id(*tensor),
+            ids(instead)
+        ),
+        Event::Pruned {
+            tensor,
+            footprint_bytes,
+        } => format!(
+            "pruned {}: the target is met without it, at {footprint_bytes} B",
+            id(*tensor)
+        ),
+        Event::TargetMet { footprint_bytes } => format!("target met at {footprint_bytes} B"),
+    }
+}
+
+/// `memplan sweep --json`, and the page's sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepAnswer {
+    pub candidates: usize,
+    /// The exhaustive optimum was computed (the candidates are few): each point says its cost.
+    pub exhaustive: bool,
+    pub points: Vec<SweepPointAnswer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepPointAnswer {
+    pub target_bytes: u64,
+    pub footprint_bytes: u64,
+    pub recompute_cost: u64,
+    pub flips: Vec<String>,
+    pub pareto: bool,
+    /// The least recompute cost of any subset of the candidates that fits the target, where
+    /// the exhaustive optimum was computed and some subset fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exhaustive_cost: Option<u64>,
+}
+
+impl SweepAnswer {
+    pub fn of(session: &Session, sweep: &Sweep) -> SweepAnswer {
+        let id = |t: usize| session.graph.tensors[t].id.clone();
+        SweepAnswer {
+            candidates: sweep.candidates,
+            exhaustive: sweep.exhaustive.is_some(),
+            points: (sweep.points.iter())
+                .map(|p| SweepPointAnswer {
+                    target_bytes: p.target_bytes,
+                    footprint_bytes: p.footprint_bytes,
+                    recompute_cost: p.recompute_cost,
+                    flips: p.flips.iter().map(|&t| id(t)).collect(),
+                    pareto: p.pareto,
+                    exhaustive_cost: p.exhaustive_cost,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `memplan fits --json`, and the page's: the answer with the range asked and the device's
+/// budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitsAnswer {
+    pub param: String,
+    /// The range searched, as asked.
+    pub lo: u64,
+    pub hi: u64,
+    pub largest: Option<u64>,
+    pub device_class: String,
+    /// The device's usable bytes and how they are made.
+    #[serde(flatten)]
+    pub budget: Budget,
+    pub footprint_at_largest: Option<u64>,
+    pub footprint_at_next: Option<u64>,
+    pub probes: u32,
+}
+
+impl FitsAnswer {
+    pub fn of(device_class: &str, (lo, hi): (u64, u64), fits: &Fits) -> FitsAnswer {
+        FitsAnswer {
+            param: fits.param.clone(),
+            lo,
+            hi,
+            largest: fits.largest,
+            device_class: device_class.to_string(),
+            budget: fits.budget,
+            footprint_at_largest: fits.footprint_at_largest,
+            footprint_at_next: fits.footprint_at_next,
+            probes: fits.probes,
+        }
+    }
+}
+
+/// `memplan spaces --json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpacesAnswer {
+    pub slots: Vec<SlotAnswer>,
+    pub outputs: Vec<OutputAnswer>,
+    pub counts: SpaceCounts,
+    pub diagnostics: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlotAnswer {
+    pub tensor: String,
+    pub space: MemorySpace,
+    pub access: Access,
+    pub transfer: Transfer,
+    pub bytes: u64,
+    pub dynamic: bool,
+    /// The views into this slot's root.
+    pub views: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputAnswer {
+    pub index: usize,
+    pub tensor: String,
+    pub source: Option<SourceAnswer>,
+}
+
+/// What an output comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceAnswer {
+    WrittenBy(String),
+    AliasOf(String),
+}
+
+impl SpacesAnswer {
+    pub fn of(session: &Session, spaces: &Spaces) -> SpacesAnswer {
+        let g = &session.graph;
+        // The views of each slot, found once: one pass over the tensors.
+        let mut views: Vec<Vec<String>> = vec![Vec::new(); spaces.slots.len()];
+        for (t, k) in spaces.slot_of.iter().enumerate() {
+            if let Some(k) = *k
+                && spaces.slots[k].tensor != t
+            {
+                views[k].push(g.tensors[t].id.clone());
+            }
+        }
+        SpacesAnswer {
+            slots: (spaces.slots.iter().zip(views))
+                .map(|(s, views)| SlotAnswer {
+                    tensor: g.tensors[s.tensor].id.clone(),
+                    space: s.space,
+                    access: s.access,
+                    transfer: s.transfer,
+                    bytes: s.bytes,
+                    dynamic: s.dynamic,
+                    views,
+                })
+                .collect(),
+            outputs: (spaces.outputs.iter())
+                .map(|o| OutputAnswer {
+                    index: o.index,
+                    tensor: g.tensors[o.tensor].id.clone(),
+                    source: o.source.map(|s| match s {
+                        OutputSource::Written { step } => {
+                            SourceAnswer::WrittenBy(g.steps[step].id.clone())
+                        }
+                        OutputSource::Alias { tensor } => {
+                            SourceAnswer::AliasOf(g.tensors[tensor].id.clone())
+                        }
+                    }),
+                })
+                .collect(),
+            counts: spaces.counts,
+            diagnostics: spaces.diagnostics.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
