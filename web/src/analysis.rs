@@ -541,7 +541,7 @@ impl SweepView {
 pub struct CompareView {
     pub before: String,
     pub after: String,
-    pub diff: memplan_formats::diff::PlanDiff,
+    pub diff: memplan_engine::diff::PlanDiff,
     /// The other plan, as the views draw it.
     pub after_plan: Arc<Analysis>,
 }
@@ -567,7 +567,7 @@ pub fn compare(
     Ok(CompareView {
         before: label(before.0, &before.1.scenario),
         after: label(session, scenario),
-        diff: memplan_formats::diff::diff(&before.0.report(before.1), &session.report(&outcome)),
+        diff: memplan_engine::diff::diff(&before.0.report(before.1), &session.report(&outcome)),
         after_plan: Arc::new(Analysis::of(session, &outcome)),
     })
 }
@@ -629,7 +629,7 @@ fn report_json(session: &Session, outcome: &Outcome) -> String {
 
 /// The plan report of a bundled example with the default scenario: the bytes native and wasm
 /// builds must both produce.
-pub fn example_report_json(example: &crate::examples::Example) -> String {
+pub fn example_report_json(example: &crate::page::examples::Example) -> String {
     let local = Local::load(example.text.as_bytes(), example.name, &Scenario::default())
         .expect("bundled examples load");
     report_json(&local.session, &local.outcome)
@@ -667,7 +667,7 @@ mod tests {
         assert_eq!(file_name("<script>", "png"), "script.png");
         assert_eq!(file_name("", "csv"), "memplan.csv");
     }
-    use crate::examples::EXAMPLES;
+    use crate::page::examples::EXAMPLES;
 
     #[test]
     fn every_example_loads_and_plans_validly() {

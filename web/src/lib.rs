@@ -7,22 +7,11 @@
 
 pub mod analysis;
 pub mod app;
-pub mod canvas;
-pub mod compare;
-pub mod devices;
-pub mod embed_api;
 pub mod error;
-pub mod examples;
-pub mod export;
-pub mod flips;
-pub mod panels;
+pub mod page;
 pub mod panic;
-pub mod spaces;
-pub mod state;
-pub mod sweep;
-pub mod url_state;
-pub mod worker_client;
-pub mod worker_protocol;
+pub mod views;
+pub mod worker;
 
 /// Installs the panic hook and mounts the app on `<body>`.
 pub fn start() {

@@ -6,7 +6,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use memplan_web::analysis::example_report_json;
-use memplan_web::examples::EXAMPLES;
+use memplan_web::page::examples::EXAMPLES;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 
@@ -54,7 +54,7 @@ async fn the_app_mounts_with_the_default_example() {
     document().body().unwrap().append_child(&container).unwrap();
     let handle = leptos::mount::mount_to(container.clone(), memplan_web::app::App);
     let expected: serde_json::Value =
-        serde_json::from_str(memplan_web::examples::DEFAULT_EXAMPLE.text).unwrap();
+        serde_json::from_str(memplan_web::page::examples::DEFAULT_EXAMPLE.text).unwrap();
     let tensors = expected["tensors"].as_array().unwrap().len();
     let steps = expected["steps"].as_array().unwrap().len();
     // The plan comes from the worker. The test server has no worker script, so the page plans

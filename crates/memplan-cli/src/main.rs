@@ -731,7 +731,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 let session = open(file)?;
                 Ok(session.report(&session.plan(&scenario)?))
             };
-            let d = memplan_formats::diff::diff(&report(&before)?, &report(&after)?);
+            let d = memplan_engine::diff::diff(&report(&before)?, &report(&after)?);
             if json {
                 println!(
                     "{}",

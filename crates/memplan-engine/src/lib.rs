@@ -13,6 +13,7 @@
 //! the one order, bytes -> importer -> graph -> liveness -> layout -> check -> views.
 
 pub mod answers;
+pub mod diff;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

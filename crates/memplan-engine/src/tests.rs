@@ -72,7 +72,7 @@ fn pools_are_uncapped_by_default_and_a_cap_falls_back_and_says_what_it_cost() {
 
 #[test]
 fn the_minimalloc_export_of_a_plan_passes_its_own_check() {
-    // Regression: pools laid end to end used to pass the 4 GiB cap and fail `check`.
+    // Pools laid end to end must stay under the 4 GiB cap and pass `check`.
     let s = session(DECODE);
     let outcome = s.plan(&Scenario::default()).unwrap();
     let csv = s.minimalloc_csv(Some(&outcome)).unwrap();

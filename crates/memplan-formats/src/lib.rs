@@ -11,7 +11,6 @@
 //! Every importer returns a [`FormatError`] that says what is wrong and where (a line, a JSON
 //! path, an element id); none panics on any input.
 
-pub mod diff;
 pub mod hardware;
 pub mod json;
 pub mod minimalloc;

@@ -14,7 +14,7 @@ use memplan_core::{Plan, Problem, StrategyChoice};
 use memplan_engine::answers::{FitAnswer, FitsAnswer};
 
 pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio};
-use memplan_formats::diff::{Change, PlanDiff, Side, TensorDiff};
+use memplan_engine::diff::{Change, PlanDiff, Side, TensorDiff};
 use memplan_formats::report::{CapFallbackReport, PlacementReport, PlanSummary};
 
 /// The longest id a message shows whole; a longer one keeps its head and tail around "…".

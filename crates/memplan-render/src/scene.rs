@@ -191,7 +191,7 @@ impl Viewport {
 mod tests {
     #[test]
     fn ticks_are_unique_integers_on_a_round_step() {
-        // A window of 5 positions on a wide axis used to print "0 0 1 1 2".
+        // A window of 5 positions on a wide axis: each tick once, not "0 0 1 1 2".
         assert_eq!(super::position_ticks(0.0, 5.0, 8), vec![0, 1, 2, 3, 4]);
         assert_eq!(super::position_ticks(0.0, 23.0, 8), vec![0, 5, 10, 15, 20]);
         assert_eq!(super::position_ticks(3.5, 4.2, 8), vec![4]);

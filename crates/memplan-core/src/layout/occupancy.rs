@@ -14,9 +14,9 @@
 //! or at an end of others rounded up to its alignment, as the exact search's canonical layouts
 //! do, so the grain divides every offset. They hold them as `u32` until an address passes
 //! `u32::MAX` units, and the tree then widens to `u64` where it stands: at a million buffers
-//! the process takes a quarter less memory than with `u64`, and an eighth less time. (It used to
-//! choose the width up front, from the sum of the sizes; the ResNet-50 problem tiled 96 times
-//! sums past `u32` units while its layouts reach a twentieth of it, and ran wide.)
+//! the process takes a quarter less memory than with `u64`, and an eighth less time. The width
+//! is not chosen up front from the sum of the sizes: the ResNet-50 problem tiled 96 times sums
+//! past `u32` units while its layouts reach a twentieth of it.
 //!
 //! Invariant: the union of the ranges a query reads equals the union of the address ranges of
 //! the placed buffers overlapping it, so the gap chosen is the one a full scan would choose

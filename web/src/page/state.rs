@@ -15,10 +15,10 @@ use memplan_render::scene::Viewport;
 
 use crate::analysis::{Analysis, CompareView, ExportKind, SweepView, unflipped};
 use crate::error::WebError;
-use crate::examples::Example;
-use crate::url_state::{Panel, Tab, UrlState};
-use crate::worker_client::{Link, LinkEvent};
-use crate::worker_protocol::{Request, Response, STAGES};
+use crate::page::examples::Example;
+use crate::page::url::{Panel, Tab, UrlState};
+use crate::worker::client::{Link, LinkEvent};
+use crate::worker::protocol::{Request, Response, STAGES};
 use memplan_engine::answers::FitAnswer;
 
 /// A load in progress: stage `stage` of `of`.
@@ -280,7 +280,8 @@ impl PageState {
                 }))
             }
             Response::Exported(file) => {
-                let made = crate::export::download_text(&file.file_name, &file.mime, &file.text);
+                let made =
+                    crate::views::export::download_text(&file.file_name, &file.mime, &file.text);
                 if let Err(e) = made {
                     self.error.set(Some(WebError::Export(Box::new(e))));
                 }

@@ -1,128 +1,23 @@
-//! What the page and the worker say to each other: typed serde messages.
-//!
-//! The page posts `{request, bytes}`: the [`Request`] as JSON text, and for a load the dump's
-//! bytes as an `ArrayBuffer` that is transferred, not copied (so a binary ONNX model or a pickle
-//! arrives intact, and a 50 MB dump is not duplicated). The worker answers with [`Response`]s as
-//! UTF-8 JSON in a transferred `ArrayBuffer` (no string decoded and encoded again): `ready` once it listens (a message sent before that would be lost), `progress` at
-//! each stage and, while a search runs, its best so far and its bound, then `planned` (what the
-//! page draws: an [`Analysis`], not the whole report), `exported` or `error`.
-//!
-//! The worker keeps the session and its outcome, so a re-plan or an export does not re-read the
-//! input. A plan is a job of bounded steps: for `search`, a quick plan at a small work limit,
-//! then the scenario's own, so the last step gives exactly the plan the CLI makes, and the step
-//! before it is a complete, checked plan. Between steps the worker returns to its event
-//! loop, so a `cancel` arrives and ends the job with the best plan so far (the page terminates
-//! the worker only as a last resort, for a load still parsing). [`Worker`] is the worker's whole
-//! logic, pure and tested natively; `src/worker.rs` only wires it to the scope and the event
-//! loop. Requests to come (`sweep`, `fit`, `compare`) are jobs of the same kind.
+//! The worker's whole logic, pure and tested natively: it keeps the loaded session and its
+//! outcome (so a re-plan or an export does not re-read the input) and runs each request as a
+//! job of bounded steps. For `search`, a quick plan at a small work limit, then the scenario's
+//! own, so the last step gives exactly the plan the CLI makes, and the step before it is a
+//! complete, checked plan. Between steps the worker returns to its event loop, so a `cancel`
+//! arrives and ends the job with the best plan so far. `src/bin/memplan-worker.rs` wires it to
+//! a Web Worker's scope; `client` runs it on the page's thread where no Web Worker can start.
 
 use std::collections::BTreeMap;
 
 use memplan_core::{Control, Decodes, FoundAt, Progress, Strategy, StrategyChoice};
-use memplan_engine::{Outcome, Scenario, Session};
+use memplan_engine::{Outcome, Scenario, Session, SweepJob};
 use memplan_render::BufferView;
-use serde::{Deserialize, Serialize};
 
+use super::protocol::{Request, Response, STAGES, failed};
 use crate::analysis::{
-    Analysis, AnalysisCache, Baseline, BuffersSent, CompareView, Export, ExportKind, LeftOut,
-    Local, SweepView, compare, export, fit, unflipped,
+    Analysis, AnalysisCache, Baseline, BuffersSent, LeftOut, Local, SweepView, compare, export,
+    fit, unflipped,
 };
 use crate::error::{Operation, WebError};
-use memplan_engine::SweepJob;
-use memplan_engine::answers::FitAnswer;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Request {
-    /// Load the bytes that come with the message, then plan `scenario`.
-    Load {
-        source: String,
-        scenario: Scenario,
-        #[serde(default)]
-        import: memplan_formats::onnx::Options,
-    },
-    /// Import the last loaded bytes again with other options (an ONNX model's input shapes).
-    Reimport {
-        scenario: Scenario,
-        import: memplan_formats::onnx::Options,
-    },
-    /// Plan the loaded dump under another scenario.
-    Plan(Scenario),
-    /// Fit the loaded dump to a target (`512MiB`, or `minimize`) from no flips, then plan it
-    /// with the fit's flips.
-    Fit { scenario: Scenario, target: String },
-    /// The largest value of `param` in `lo..=hi` that fits the scenario's device.
-    Fits {
-        scenario: Scenario,
-        param: String,
-        lo: u64,
-        hi: u64,
-    },
-    /// Sweep targets from the minimized footprint to the baseline: fit at `points` targets.
-    Sweep { scenario: Scenario, points: usize },
-    /// Compare the plan shown with the loaded dump under `scenario`, or (with bytes beside
-    /// the message) with the dump `source` under it.
-    Compare {
-        scenario: Scenario,
-        source: Option<String>,
-    },
-    /// Make a file of the current plan.
-    Export(ExportKind),
-    /// End the running plan with its best so far.
-    Cancel,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Response {
-    Ready,
-    Progress {
-        stage: u32,
-        of: u32,
-        what: String,
-        /// While a search runs: the lowest arena so far, and what no layout can go below.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        best_bytes: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        bound_bytes: Option<u64>,
-        /// The exact search's nodes so far.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        nodes: Option<u64>,
-    },
-    /// The plan to draw; `cancelled` when a cancel ended its search early (this is its best
-    /// plan so far, complete and checked).
-    Planned {
-        analysis: Box<Analysis>,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        cancelled: bool,
-        /// What the analysis leaves out because the last plan sent had it too; the page puts
-        /// back the parts it holds ([`Analysis::received`]).
-        #[serde(default, skip_serializing_if = "LeftOut::is_nothing")]
-        left_out: LeftOut,
-        /// The buffers, sent against those of the last plan sent; the analysis's own are
-        /// then left out.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        buffers: Option<BuffersSent>,
-    },
-    /// A cancel came before any plan of the new scenario: the page keeps what it shows.
-    Cancelled,
-    Exported(Export),
-    /// A fit's answer; the plan with its flips follows.
-    Fitted(Box<FitAnswer>),
-    /// A "largest that fits" answer, with both witnesses.
-    Fits(Box<memplan_engine::Fits>),
-    /// A sweep's answer (the budgets fitted before a cancel, if one came).
-    Swept(Box<SweepView>),
-    Compared(Box<CompareView>),
-    Error(Box<WebError>),
-}
-
-fn failed(e: impl Into<WebError>) -> Response {
-    Response::Error(Box::new(e.into()))
-}
-
-/// The number of progress stages of a load.
-pub const STAGES: u32 = 3;
 
 /// The least time between two progress messages of a search, milliseconds.
 const PROGRESS_EVERY_MS: f64 = 100.0;
@@ -582,191 +477,10 @@ impl Worker {
     }
 }
 
-/// Plans a small, fixed puzzle with `search` and drops the plan; returns the search's nodes.
-///
-/// A browser compiles a wasm function when it first runs, and to optimized code only once it is
-/// hot, so the first search of a page ran at about half the speed of the next (minimalloc B in
-/// Chromium: 31-55 ms for the first, 12-20 ms for the ones after). The worker runs this once as
-/// it starts, before it says it is ready (a few milliseconds), so that the user's first search
-/// runs like the later ones. Run after the first job instead, it overlapped a search asked for
-/// right after a load, and helped less. It is not enough alone: see [`WarmUp`].
-pub fn warm_up() -> u64 {
-    // 100 buffers of 1 to 13 units over 50 steps: the search places and backtracks about a
-    // thousand times to reach the lower bound (a few milliseconds natively).
-    warm_up_on(&puzzle(100, 50, 25, 13), WARM_UP_WORK)
-}
-
-/// What the worker runs while it is idle after [`warm_up`]: [`WarmUp::ROUNDS`] rounds, each a
-/// puzzle whose lower bound the search does not reach, loaded and then searched through a
-/// throwaway [`Worker`], its answers serialized and dropped: the code of a load (parsing,
-/// planning, the views, the answer) and of a search, run until the browser has optimized it.
-/// One [`WarmUp::step`] is one request or one step of its job, so a job waits for at most
-/// that.
-///
-/// Measured in node (the CLI built for wasm32-wasip1, one module, three runs): minimalloc F's
-/// first search took 76-91 ms cold, 26-28 ms after the quick warm-up, 11-13 ms after rounds of
-/// searches alone too, as fast as the searches after it (6-7 ms natively). In Chromium, while
-/// the worker started at the first load and its rounds searched only, the code that load ran
-/// was still being optimized in the background during a search asked right after it. With the
-/// load in the rounds and the worker started with the page (`worker_client::start_early`),
-/// a first file chosen 1.5 s after the page opened (six pages each, medians, against before):
-/// loaded in 55-94 ms against 114-217 on minimalloc B, C, E and F, and searched right after in
-/// 8, 10, 43 and 11 ms against 19, 15, 54 and 14. Started after the page's first frame
-/// instead, it kept that: B and F loaded in 76 and 72 ms against 163 and 182.
-pub struct WarmUp {
-    worker: Worker,
-    rounds_left: u32,
-    phase: Phase,
-    /// The search nodes of the rounds' plans.
-    nodes: u64,
-}
-
-/// Where a warm-up round is.
-#[derive(Clone, Copy)]
-enum Phase {
-    Load,
-    Loading,
-    Searching,
-}
-
-impl Default for WarmUp {
-    fn default() -> Self {
-        WarmUp {
-            worker: Worker::default(),
-            rounds_left: Self::ROUNDS,
-            phase: Phase::Load,
-            nodes: 0,
-        }
-    }
-}
-
-impl WarmUp {
-    pub const ROUNDS: u32 = 10;
-
-    /// Runs the next request or job step; `false` once every round is done.
-    pub fn step(&mut self) -> bool {
-        if self.rounds_left == 0 {
-            return false;
-        }
-        let nodes = &mut self.nodes;
-        let mut sink = |r: Response| {
-            if let Response::Planned { analysis, .. } = &r {
-                *nodes += analysis.summary.nodes.unwrap_or(0);
-            }
-            let _ = serde_json::to_vec(&r);
-        };
-        let (now, never) = (|| 0.0, || false);
-        match self.phase {
-            Phase::Load => {
-                let load = Request::Load {
-                    source: "warm-up.csv".into(),
-                    scenario: Scenario::default(),
-                    import: Default::default(),
-                };
-                let bytes = puzzle(200, 80, 30, 37).into_bytes();
-                self.worker.handle(load, Some(bytes), &mut sink);
-                self.phase = Phase::Loading;
-            }
-            Phase::Loading => {
-                if !self.worker.step(&now, &never, &mut sink) {
-                    let search = Scenario {
-                        strategy: StrategyChoice::One(Strategy::Search),
-                        work_limit: Some(WARM_UP_ROUND_WORK),
-                        ..Scenario::default()
-                    };
-                    self.worker.handle(Request::Plan(search), None, &mut sink);
-                    self.phase = Phase::Searching;
-                }
-            }
-            Phase::Searching => {
-                if !self.worker.step(&now, &never, &mut sink) {
-                    self.rounds_left -= 1;
-                    self.phase = Phase::Load;
-                }
-            }
-        }
-        self.rounds_left > 0
-    }
-
-    /// The search nodes of the rounds done.
-    pub fn nodes(&self) -> u64 {
-        self.nodes
-    }
-}
-
-/// `buffers` buffers of 1 to `sizes` units of 64 bytes, each live for 1 to `longest` of `steps`
-/// steps, scattered by a fixed hash: a minimalloc CSV.
-fn puzzle(buffers: u64, steps: u64, longest: u64, sizes: u64) -> String {
-    let mut csv = String::from("id,lower,upper,size\n");
-    for i in 0..buffers {
-        let h = (i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
-        let lower = h % steps;
-        let upper = lower + 1 + (h >> 8) % longest;
-        let size = 64 * (1 + (h >> 16) % sizes);
-        csv.push_str(&format!("b{i},{lower},{upper},{size}\n"));
-    }
-    csv
-}
-
-/// Plans `csv` with `search` under `work` and drops the plan; the search's nodes.
-fn warm_up_on(csv: &str, work: u64) -> u64 {
-    let Ok(session) = Session::load(csv.as_bytes(), "warm-up.csv") else {
-        return 0;
-    };
-    let scenario = Scenario {
-        strategy: StrategyChoice::One(Strategy::Search),
-        work_limit: Some(work),
-        ..Scenario::default()
-    };
-    session
-        .plan_with(&scenario, &mut Control::default())
-        .map_or(0, |outcome| {
-            (outcome.plan.devices.iter())
-                .filter_map(|d| d.exact.map(|e| e.nodes))
-                .sum()
-        })
-}
-
-/// The warm-up's budget of work (conflict visits).
-const WARM_UP_WORK: u64 = 2_000_000;
-
-/// A round's budget of work: about 3 ms natively.
-const WARM_UP_ROUND_WORK: u64 = 300_000;
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The warm-up runs the exact search's hot code: it places and backtracks, well past the
-    /// one dive a puzzle that first-fit already solves would take (100 nodes).
-    #[test]
-    fn the_warm_up_searches() {
-        let nodes = warm_up();
-        assert!(nodes > 100, "{nodes} nodes");
-        // The rounds load and search, a step at a time, to their end.
-        let mut rounds = WarmUp::default();
-        let mut steps = 1;
-        while rounds.step() {
-            steps += 1;
-            assert!(steps < 1000, "the rounds end");
-        }
-        assert!(!rounds.step());
-        assert!(steps >= 3 * WarmUp::ROUNDS as usize, "{steps} steps");
-        // Each round runs the search to its budget: its puzzle is not solved at the bound.
-        let each = rounds.nodes() / u64::from(WarmUp::ROUNDS);
-        assert!(each > 300, "{} nodes", rounds.nodes());
-        let again = Session::load(puzzle(200, 80, 30, 37).as_bytes(), "round.csv").unwrap();
-        let plan = again
-            .plan(&Scenario {
-                strategy: StrategyChoice::One(Strategy::Search),
-                work_limit: Some(WARM_UP_ROUND_WORK),
-                ..Scenario::default()
-            })
-            .unwrap()
-            .plan;
-        assert!(!plan.devices[0].exact.unwrap().optimal);
-    }
-    use crate::analysis::Run;
+    use crate::analysis::{ExportKind, Run};
 
     /// Handles `request`, then runs its job to the end, or cancels it after `cancel_after`
     /// steps.
@@ -817,7 +531,7 @@ mod tests {
         }
     }
 
-    const A: &[u8] = include_bytes!("../../tests/data/minimalloc/A.1048576.csv");
+    const A: &[u8] = include_bytes!("../../../tests/data/minimalloc/A.1048576.csv");
 
     /// Loads minimalloc A, planned with first-fit.
     fn load_a_first_fit(worker: &mut Worker) {
@@ -1022,7 +736,7 @@ mod tests {
     #[test]
     fn an_onnx_model_is_imported_again_with_a_fixed_input_shape() {
         let mut worker = Worker::default();
-        let model: &[u8] = include_bytes!("../../tests/data/onnx/light_squeezenet.onnx");
+        let model: &[u8] = include_bytes!("../../../tests/data/onnx/light_squeezenet.onnx");
         let load = Request::Load {
             source: "squeezenet.onnx".into(),
             scenario: scenario(Strategy::FirstFit),
@@ -1045,8 +759,8 @@ mod tests {
     }
 
     /// A fresh worker, the convnet example, and the request that loads it with first-fit.
-    fn convnet_worker() -> (Worker, &'static crate::examples::Example, Request) {
-        let example = crate::examples::EXAMPLES
+    fn convnet_worker() -> (Worker, &'static crate::page::examples::Example, Request) {
+        let example = crate::page::examples::EXAMPLES
             .iter()
             .find(|e| e.name == "convnet-training")
             .unwrap();
@@ -1060,7 +774,7 @@ mod tests {
 
     #[test]
     fn an_answer_leaves_out_what_the_page_holds_and_the_page_rebuilds_it_whole() {
-        let example = crate::examples::EXAMPLES
+        let example = crate::page::examples::EXAMPLES
             .iter()
             .find(|e| e.name == "decoder-serving")
             .unwrap();
@@ -1150,7 +864,7 @@ mod tests {
     }
 
     /// The first param of a bundled example, and its default.
-    fn example_param(example: &crate::examples::Example) -> (String, u64) {
+    fn example_param(example: &crate::page::examples::Example) -> (String, u64) {
         let local =
             Local::load(example.text.as_bytes(), example.name, &Scenario::default()).unwrap();
         let (k, v) = local.session.graph.params.iter().next().unwrap();
@@ -1266,7 +980,7 @@ mod tests {
             ("A.csv · first-fit", "A.csv · bump")
         );
         assert!(view.diff.after.footprint_bytes > view.diff.before.footprint_bytes);
-        assert!(view.diff.count(memplan_formats::diff::Change::Changed) > 0);
+        assert!(view.diff.count(memplan_engine::diff::Change::Changed) > 0);
         // Another dump, by its bytes: one tensor fewer.
         let other = b"id,lower,upper,size\n0,0,2,100\n";
         let mut post = Vec::new();
@@ -1282,7 +996,7 @@ mod tests {
             panic!("{post:?}")
         };
         assert_eq!(view.after, "B.csv · first-fit");
-        assert!(view.diff.count(memplan_formats::diff::Change::Gone) > 100);
+        assert!(view.diff.count(memplan_engine::diff::Change::Gone) > 100);
     }
 
     #[test]

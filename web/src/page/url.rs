@@ -233,11 +233,16 @@ impl UrlState {
                 },
                 "q" => state.search = value,
                 "example" if !value.is_empty() => {
-                    if crate::examples::EXAMPLES.iter().any(|e| e.name == value) {
+                    if crate::page::examples::EXAMPLES
+                        .iter()
+                        .any(|e| e.name == value)
+                    {
                         state.example = Some(value);
                     } else {
-                        let names: Vec<&str> =
-                            crate::examples::EXAMPLES.iter().map(|e| e.name).collect();
+                        let names: Vec<&str> = crate::page::examples::EXAMPLES
+                            .iter()
+                            .map(|e| e.name)
+                            .collect();
                         unknown("example", &value, &names.join(" or "));
                     }
                 }

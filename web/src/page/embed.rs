@@ -11,7 +11,7 @@ use crate::error::WebError;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::state::{Origin, PageState};
+use crate::page::state::{Origin, PageState};
 
 /// What a message asks, once read.
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use crate::error::WebError;
 use memplan_human::bytes;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::state::PageState;
+use crate::page::state::PageState;
 
 /// The top of a param's slider: room above its value to find the limit.
 fn slider_top(value: u64) -> u64 {

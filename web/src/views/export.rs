@@ -9,7 +9,7 @@ use wasm_bindgen::JsCast;
 
 use crate::analysis::Analysis;
 use crate::error::{BrowserStep, WebError};
-use crate::url_state::Tab;
+use crate::page::url::Tab;
 
 /// The SVG of a view of `model`: `window` and `rows` as the screen shows them, at the size
 /// `memplan render` draws.

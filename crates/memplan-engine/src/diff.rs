@@ -1,13 +1,13 @@
 //! Two plans side by side, matched by tensor id: what moved, was resized, is new, is gone, or
 //! lives over another interval. Pure over [`PlanReport`]s, so it compares any two plans: one dump
 //! under two strategies or flip sets, or a dump before and after a change. `memplan diff` prints
-//! it (and fails CI past a growth threshold); the explorer's compare view will sort it.
+//! it (and fails CI past a growth threshold); the explorer's compare view sorts it.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{PlacementReport, PlanReport};
+use memplan_formats::report::{PlacementReport, PlanReport};
 
 /// What changed for one tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -136,7 +136,7 @@ pub fn diff(before: &PlanReport, after: &PlanReport) -> PlanDiff {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::PlanSummary;
+    use memplan_formats::report::PlanSummary;
 
     fn placement(tensor: &str, offset: u64, size: u64, live: [u32; 2]) -> PlacementReport {
         PlacementReport {

@@ -5,13 +5,13 @@
 
 use leptos::prelude::*;
 use memplan_core::StrategyChoice;
-use memplan_formats::diff::{Change, TensorDiff};
+use memplan_engine::diff::{Change, TensorDiff};
 use memplan_human::{bytes, change_text, diff_counts, footprint_change, placement_text};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::canvas::{PlotCanvas, Side};
-use crate::state::PageState;
+use crate::page::state::PageState;
+use crate::views::canvas::{PlotCanvas, Side};
 
 /// How the diff table is sorted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

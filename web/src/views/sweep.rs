@@ -9,7 +9,7 @@ use memplan_human::bytes;
 use wasm_bindgen::JsCast;
 
 use crate::analysis::SWEEP_CHART;
-use crate::state::PageState;
+use crate::page::state::PageState;
 
 /// A click on the chart: the nearest budget's flips, planned. The SVG keeps its aspect inside
 /// its box (centred), so the click is mapped back to the chart's own pixels first.

@@ -13,22 +13,22 @@ pub const EXAMPLES: &[Example] = &[
     Example {
         name: "mlp-training",
         title: "MLP training step",
-        text: include_str!("../../static/examples/mlp-training.json"),
+        text: include_str!("../../../static/examples/mlp-training.json"),
     },
     Example {
         name: "transformer-decode",
         title: "Transformer decode",
-        text: include_str!("../../static/examples/transformer-decode.json"),
+        text: include_str!("../../../static/examples/transformer-decode.json"),
     },
     Example {
         name: "convnet-training",
         title: "Convnet training step",
-        text: include_str!("../../static/examples/convnet-training.json"),
+        text: include_str!("../../../static/examples/convnet-training.json"),
     },
     Example {
         name: "decoder-serving",
         title: "Decoder serving (B, S)",
-        text: include_str!("../../static/examples/decoder-serving.json"),
+        text: include_str!("../../../static/examples/decoder-serving.json"),
     },
 ];
 

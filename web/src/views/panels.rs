@@ -10,9 +10,9 @@ use memplan_render::ViewModel;
 use memplan_render::model::{Alive, PeakRow};
 use wasm_bindgen::JsCast;
 
-use crate::canvas::{interval_text, step_list};
-use crate::state::PageState;
-use crate::url_state::Tab;
+use crate::page::state::PageState;
+use crate::page::url::Tab;
+use crate::views::canvas::{interval_text, step_list};
 
 /// A step as a reader names it: its name, and its op when it has one.
 fn step_text(model: &ViewModel, step: u32) -> String {

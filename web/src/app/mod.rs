@@ -8,28 +8,31 @@
 //! The link follows the screen: a new dump, view, strategy, device or focus is a history entry
 //! (Back walks them); zoom, selection, search and order replace the current one.
 
-use std::sync::Arc;
-
 use leptos::ev;
 use leptos::html::Input;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use memplan_core::StrategyChoice;
-use memplan_human::{bytes, ratio};
+use memplan_human::bytes;
 use memplan_render::color::{ColorBy, legend};
 use memplan_render::model::RowOrder;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::analysis::{Analysis, ExportKind};
-use crate::canvas::PlotCanvas;
+use crate::analysis::ExportKind;
 use crate::error::{FetchFailure, WebError};
-use crate::examples::{DEFAULT_EXAMPLE, EXAMPLES};
-use crate::export;
-use crate::panels::{Details, PeakTable, Unplanned};
-use crate::state::{Busy, Origin, PageState, Restore};
-use crate::url_state::{Panel, Tab, UrlState};
-use crate::worker_protocol::STAGES;
+use crate::page::examples::{DEFAULT_EXAMPLE, EXAMPLES};
+use crate::page::state::{Busy, Origin, PageState, Restore};
+use crate::page::url::{Panel, Tab, UrlState};
+use crate::views::canvas::PlotCanvas;
+use crate::views::export;
+use crate::views::panels::{Details, PeakTable, Unplanned};
+use crate::worker::protocol::STAGES;
+
+mod history;
+mod summary;
+
+use history::{follow_link, history_key, write_link};
+use summary::Summary;
 
 /// How long work runs before its progress bar shows.
 const PROGRESS_DELAY: std::time::Duration = std::time::Duration::from_millis(150);
@@ -109,141 +112,6 @@ async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
         .ok()
         .and_then(|b| b.dyn_into().ok())
         .ok_or(fail(FetchFailure::Body))
-}
-
-/// The part of the link that makes a history entry when it changes: what is shown, not where
-/// the eye is on it.
-fn history_key(u: &UrlState) -> String {
-    UrlState {
-        selected: None,
-        zoom: None,
-        search: String::new(),
-        sort: RowOrder::default(),
-        color_by: ColorBy::default(),
-        axis_steps: false,
-        target: String::new(),
-        ..u.clone()
-    }
-    .to_query()
-}
-
-/// Writes the page's state into its link: a history entry when what is shown changed.
-fn write_link(state: PageState, key: StoredValue<String>) {
-    // A dump on its way (a load not answered yet) leaves the link as it is: it names what is
-    // coming (a link followed, Back) until the plan arrives and the screen shows it.
-    if state.restore.with_value(Option::is_some) {
-        return;
-    }
-    let u = untrack(|| state.url_state());
-    let query = u.to_query();
-    let Some(w) = web_sys::window() else { return };
-    let current = w.location().search().unwrap_or_default();
-    if current.trim_start_matches('?') == query {
-        return;
-    }
-    let path = w.location().pathname().unwrap_or_default();
-    let target = if query.is_empty() {
-        path
-    } else {
-        format!("{path}?{query}")
-    };
-    let Ok(history) = w.history() else { return };
-    let next = history_key(&u);
-    let null = wasm_bindgen::JsValue::NULL;
-    if next != key.get_value() && state.analysis.with_untracked(Option::is_some) {
-        key.set_value(next);
-        let _ = history.push_state_with_url(&null, "", Some(&target));
-    } else {
-        let _ = history.replace_state_with_url(&null, "", Some(&target));
-    }
-}
-
-/// Shows what the link says after Back or Forward: the view, strategy, example and the rest.
-fn follow_link(state: PageState, key: StoredValue<String>) {
-    let url = UrlState::parse(&location_search());
-    key.set_value(history_key(&url));
-    state.tab.set(url.tab);
-    state.panel.set(url.panel);
-    state.sort.set(url.sort);
-    state.color_by.set(url.color_by);
-    state.search.set(url.search.clone());
-    state.arena_only.set(url.arena_only);
-    state.axis_steps.set(url.axis_steps);
-    let origin = state.origin.get_untracked();
-    let restore = Restore {
-        selected: url.selected.clone(),
-        device: url.device.clone(),
-        zoom: url.zoom,
-        origin: Origin {
-            example: url.example.clone(),
-            src: url.src.clone(),
-            file: url.file.clone(),
-        },
-    };
-    let same_dump =
-        origin.example == url.example && origin.src == url.src && origin.file == url.file;
-    if !same_dump {
-        if let Some(e) = url
-            .example
-            .as_deref()
-            .and_then(|name| EXAMPLES.iter().find(|e| e.name == name))
-            .or((url.src.is_none() && url.file.is_none()).then_some(DEFAULT_EXAMPLE))
-        {
-            state.strategy.set(url.strategy);
-            state.work_limit.set(url.work_limit);
-            state.flips.set(url.flips.clone());
-            state.target.set(url.target.clone());
-            state.fit_log.set(None);
-            state.params.set(url.params.clone());
-            state.util.set(url.util);
-            state.device_class.set(
-                url.device_class
-                    .as_deref()
-                    .and_then(memplan_formats::hardware::bundled)
-                    .map(|c| (c.class, c.memory)),
-            );
-            state.fits.set(None);
-            state.restore.set_value(Some(restore.clone()));
-            state.load_example(e, restore.origin);
-            return;
-        }
-        // A URL or a file: load the page afresh for it.
-        if let Some(w) = web_sys::window() {
-            let _ = w.location().reload();
-        }
-        return;
-    }
-    let hardware = url
-        .device_class
-        .as_deref()
-        .and_then(memplan_formats::hardware::bundled)
-        .map(|c| (c.class, c.memory));
-    if state.strategy.get_untracked() != url.strategy
-        || state.work_limit.get_untracked() != url.work_limit
-        || state.flips.get_untracked() != url.flips
-        || state.params.get_untracked() != url.params
-        || state.util.get_untracked() != url.util
-        || state.device_class.get_untracked() != hardware
-    {
-        state.flips.set(url.flips.clone());
-        state.params.set(url.params.clone());
-        state.util.set(url.util);
-        state.device_class.set(hardware);
-        state.work_limit.set(url.work_limit);
-        state.set_strategy(url.strategy);
-    }
-    if let Some(a) = state.analysis.get_untracked() {
-        let device = url
-            .device
-            .as_ref()
-            .and_then(|id| a.model.devices.iter().position(|d| &d.id == id))
-            .unwrap_or(0);
-        state.device.set(device);
-        state
-            .selected
-            .set(url.selected.as_deref().and_then(|id| a.model.buffer_of(id)));
-    }
-    state.window().set(url.zoom);
 }
 
 #[component]
@@ -359,7 +227,7 @@ pub fn App() -> impl IntoView {
     });
     // Back and Forward: the root lives as long as the page, so these listeners do too.
     let _history = window_event_listener(ev::popstate, move |_| follow_link(state, key));
-    crate::embed_api::listen(state);
+    crate::page::embed::listen(state);
 
     let search_input = NodeRef::<Input>::new();
     let file_input = NodeRef::<Input>::new();
@@ -383,7 +251,7 @@ pub fn App() -> impl IntoView {
             return;
         }
         let window = state.window();
-        let fit = crate::canvas::world(state, state.tab.get_untracked());
+        let fit = crate::views::canvas::world(state, state.tab.get_untracked());
         let Some(fit) = fit else { return };
         let current = window.get_untracked().unwrap_or(fit);
         // W/S zoom time only; A/D pan it; F fits everything.
@@ -547,199 +415,6 @@ pub fn App() -> impl IntoView {
             </Show>
             <Show when=move || state.help.get()><Help state=state /></Show>
         </div>
-    }
-}
-
-/// Where `search` ran out of work before proving its plan optimal: its work limit, and a button
-/// that runs it again with four times as much (the search is deterministic for a given limit,
-/// so asking again with the same one would give the same plan; on minimalloc's D four times
-/// the work lands at 1,031,168 B against 1,048,576).
-fn search_longer(state: PageState, analysis: &Analysis) -> Option<impl IntoView + use<>> {
-    let search = StrategyChoice::One(memplan_core::Strategy::Search);
-    if analysis.strategy() != search || analysis.summary.optimal != Some(false) {
-        return None;
-    }
-    let work = state.scenario().work_limit_or_default();
-    let more = work.saturating_mul(4);
-    Some(view! {
-        <div>
-            <dt>"work limit"</dt>
-            <dd data-testid="work-limit" data-work=work.to_string()>
-                {format!("{} ", memplan_human::grouped(work))}
-                <button
-                    data-testid="search-longer"
-                    title=format!("search again with four times the work (the CLI's --work-limit {more}); a cancel keeps its best plan so far")
-                    on:click=move |_| state.set_work_limit(Some(more))
-                >
-                    "search 4x longer"
-                </button>
-            </dd>
-        </div>
-    })
-}
-
-/// A time of the search, as the summary shows it: `740 ms`, `1.9 s`.
-fn duration(ms: u64) -> String {
-    match ms {
-        0..1000 => format!("{ms} ms"),
-        _ => format!("{:.1} s", ms as f64 / 1000.0),
-    }
-}
-
-#[component]
-fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
-    let r = &analysis.summary;
-    let title = if analysis.model.title.is_empty() {
-        analysis.source.clone()
-    } else {
-        analysis.model.title.clone()
-    };
-    let verdict = if r.valid {
-        "valid".to_string()
-    } else {
-        format!(
-            "INVALID (a bug, please report it): {}",
-            r.violations.join("; ")
-        )
-    };
-    let (always_live, arena): (u64, u64) = r
-        .devices
-        .iter()
-        .fold((0, 0), |(s, a), d| (s + d.static_bytes, a + d.arena_bytes));
-    let several = r.devices.len() > 1;
-    let devices = r
-        .devices
-        .iter()
-        .map(|d| view! {
-            <tr>
-                <td>{d.device.clone()}</td>
-                <td>{d.strategy.clone()}</td>
-                <td class="num" data-bytes=d.footprint_bytes.to_string()>{bytes(d.footprint_bytes)}</td>
-                <td class="num" data-bytes=d.lower_bound_bytes.to_string()>{bytes(d.lower_bound_bytes)}</td>
-                <td class="num">{ratio(d.footprint_bytes, d.lower_bound_bytes)}</td>
-                <td class="num">{bytes(d.arena_bytes)}</td>
-                <td class="num">{bytes(d.static_bytes)}</td>
-                <td class="num">{d.pools.len()}</td>
-            </tr>
-        })
-        .collect_view();
-    let fallbacks: Vec<String> = r
-        .devices
-        .iter()
-        .filter_map(|d| {
-            Some(memplan_human::cap_fallback_sentence(
-                &d.device,
-                &d.cap_fallback?,
-            ))
-        })
-        .collect();
-    view! {
-        <section class="summary" data-testid="summary">
-            <div class="summary-head">
-                <div class="what">
-                    <h2>{title}</h2>
-                    <span class="source">{format!("{} · {} · {} tensors, {} steps, {} positions", analysis.source, analysis.format, analysis.tensor_count, analysis.step_count, r.positions)}</span>
-                </div>
-                <label class="control" title="leave the always-live pools (weights, optimizer state, caches) out of the views">
-                    <input type="checkbox" data-testid="arena-only"
-                        prop:checked=move || state.arena_only_now()
-                        on:change=move |ev| {
-                            state.arena_only.set(Some(event_target_checked(&ev)));
-                            state.arena_window.set(None);
-                            state.timeline_window.set(None);
-                        }
-                    />
-                    " arena only"
-                </label>
-                <label class="control">
-                    "strategy "
-                    <select
-                        data-testid="strategy-select"
-                        on:change=move |ev| {
-                            let value = event_target_value(&ev);
-                            if let Ok(s) = value.parse::<StrategyChoice>() {
-                                state.set_strategy(s);
-                            }
-                        }
-                    >
-                        {StrategyChoice::ALL
-                            .iter()
-                            .map(|s| view! { <option value=s.name() selected=*s == analysis.strategy()>{s.name()}</option> })
-                            .collect_view()}
-                    </select>
-                </label>
-            </div>
-            <dl class="figures">
-                // `peak-bytes` and `peak-ratio` are earlier issues' names for these figures.
-                <div class="key" data-testid="footprint-bytes" data-bytes=r.footprint_bytes.to_string()><dt>"footprint"</dt><dd data-testid="peak-bytes" data-bytes=r.footprint_bytes.to_string()>{bytes(r.footprint_bytes)}</dd></div>
-                <div class="key"><dt>"lower bound"</dt><dd data-testid="lower-bound" data-bytes=r.lower_bound_bytes.to_string()>{bytes(r.lower_bound_bytes)}</dd></div>
-                <div><dt>"fragmentation"</dt><dd data-testid="fragmentation" data-bytes=(r.footprint_bytes - r.lower_bound_bytes).to_string()>{bytes(r.footprint_bytes - r.lower_bound_bytes)}</dd></div>
-                <div data-testid="footprint-ratio"><dt>"footprint / LB"</dt><dd data-testid="peak-ratio">{ratio(r.footprint_bytes, r.lower_bound_bytes)}</dd></div>
-                <div><dt>"arena"</dt><dd data-testid="arena-bytes" data-bytes=arena.to_string()>{bytes(arena)}</dd></div>
-                <div><dt>"always-live pools"</dt><dd data-testid="static-bytes" data-bytes=always_live.to_string()>{bytes(always_live)}</dd></div>
-                <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid>{verdict}</dd></div>
-                {match (r.optimal, r.proven_lower_bound_bytes) {
-                    (Some(true), _) => Some(view! {
-                        <div><dt>"search"</dt><dd data-testid="optimal" class="badge" title="the exact search proved no layout goes below this footprint">"optimal"</dd></div>
-                    }.into_any()),
-                    (Some(false), Some(proven)) => Some(view! {
-                        <div><dt>"optimal is at least"</dt><dd data-testid="proven-bound" data-bytes=proven.to_string()>{bytes(proven)}</dd></div>
-                    }.into_any()),
-                    _ => None,
-                }}
-                {r.elapsed_ms.map(|ms| view! {
-                    <div><dt>"search time"</dt><dd data-testid="search-time" data-ms=ms.to_string() title=format!("{} search nodes", r.nodes.unwrap_or(0))>{duration(ms)}</dd></div>
-                })}
-                {r.found_ms.map(|ms| view! {
-                    <div><dt>"found after"</dt><dd data-testid="found-time" data-ms=ms.to_string() title="when the search found the plan shown: a search that found it early and nothing better since will not often do better given longer">{duration(ms)}</dd></div>
-                })}
-                {search_longer(state, &analysis)}
-                <Show when=move || state.cancelled.get()>
-                    <div><dt>"search"</dt><dd data-testid="cancelled">"cancelled: its best plan so far"</dd></div>
-                </Show>
-                <span data-testid="tensor-count" hidden>{analysis.tensor_count}</span>
-                <span data-testid="step-count" hidden>{analysis.step_count}</span>
-            </dl>
-            {fallbacks.into_iter().map(|f| view! { <p class="warning small" data-testid="cap-fallback">{f}</p> }).collect_view()}
-            {r.reserved_bytes.map(|reserved| view! {
-                <p class="small" data-testid="reserved">{memplan_human::reserved_sentence(r.footprint_bytes, reserved, r.lower_bound_bytes)}</p>
-            })}
-            {(analysis.format == memplan_formats::Format::Onnx.name()).then(|| {
-                let shapes = RwSignal::new(String::new());
-                let apply = move || match memplan_formats::onnx::parse_input_shapes(&shapes.get_untracked()) {
-                    Ok(import) => state.reimport(import),
-                    Err(e) => state.error.set(Some(e.into())),
-                };
-                view! {
-                    <p class="small control">
-                        "input shapes "
-                        <input data-testid="input-shape" class="search" placeholder="data=1x3x224x224; ..."
-                            prop:value=move || shapes.get()
-                            on:input=move |ev| shapes.set(event_target_value(&ev))
-                            on:keydown=move |ev: web_sys::KeyboardEvent| if ev.key() == "Enter" { apply() }
-                        />
-                        " "
-                        <button data-testid="reimport" on:click=move |_| apply()>"import again"</button>
-                    </p>
-                }
-            })}
-            {(!analysis.warnings.is_empty()).then(|| view! {
-                <ul class="warning small" data-testid="import-warnings">
-                    {analysis.warnings.iter().map(|w| view! { <li>{w.clone()}</li> }).collect_view()}
-                </ul>
-            })}
-            {several.then(|| view! {
-                <table class="devices">
-                    <thead>
-                        <tr>
-                            <th>"device"</th><th>"strategy"</th><th>"footprint"</th><th>"lower bound"</th>
-                            <th>"ratio"</th><th>"arena"</th><th>"static"</th><th>"pools"</th>
-                        </tr>
-                    </thead>
-                    <tbody>{devices}</tbody>
-                </table>
-            })}
-        </section>
     }
 }
 
@@ -911,11 +586,11 @@ fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
                 </div>
                 <div class="legend-line"><Legend state=state /><Selected state=state /></div>
                 {move || match state.panel.get() {
-                    Panel::Flips => Some(view! { <crate::flips::FlipsPanel state=state /> }.into_any()),
-                    Panel::Sweep => Some(view! { <crate::sweep::SweepPanel state=state /> }.into_any()),
-                    Panel::Devices => Some(view! { <crate::devices::DevicesPanel state=state /> }.into_any()),
-                    Panel::Spaces => Some(view! { <crate::spaces::SpacesPanel state=state /> }.into_any()),
-                    Panel::Compare => Some(view! { <crate::compare::ComparePanel state=state /> }.into_any()),
+                    Panel::Flips => Some(view! { <crate::views::flips::FlipsPanel state=state /> }.into_any()),
+                    Panel::Sweep => Some(view! { <crate::views::sweep::SweepPanel state=state /> }.into_any()),
+                    Panel::Devices => Some(view! { <crate::views::devices::DevicesPanel state=state /> }.into_any()),
+                    Panel::Spaces => Some(view! { <crate::views::spaces::SpacesPanel state=state /> }.into_any()),
+                    Panel::Compare => Some(view! { <crate::views::compare::ComparePanel state=state /> }.into_any()),
                     Panel::None => None,
                 }}
             </Show>

@@ -1,17 +1,19 @@
 //! The Web Worker: loads and plans off the main thread, so the page stays responsive. All logic
-//! is in `worker_protocol::Worker`; this wires it to the scope and drives a job one step per
+//! is in `worker::job::Worker`; this wires it to the scope and drives a job one step per
 //! task, returning to the event loop in between so that a `cancel` can arrive. When the page is
 //! cross-origin isolated it also shares a stop flag (a `SharedArrayBuffer`) that a running
 //! search reads, so a cancel stops it at once. Before it says it is ready it runs
-//! `worker_protocol::warm_up` once, and while it is idle after that, the rounds of
-//! `worker_protocol::WarmUp` a step at a time, so that the first load and search run at full
+//! `worker::warm_up::warm_up` once, and while it is idle after that, the rounds of
+//! `worker::warm_up::WarmUp` a step at a time, so that the first load and search run at full
 //! speed.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use memplan_web::error::{Message, WebError};
-use memplan_web::worker_protocol::{Request, Response, WarmUp, Worker, warm_up};
+use memplan_web::worker::job::Worker;
+use memplan_web::worker::protocol::{Request, Response};
+use memplan_web::worker::warm_up::{WarmUp, warm_up};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;

@@ -13,7 +13,7 @@ use memplan_engine::CandidateRow;
 use memplan_engine::answers::TargetAnswer;
 use memplan_human::bytes;
 
-use crate::state::PageState;
+use crate::page::state::PageState;
 
 /// The change of `now` against `baseline`, signed, in words.
 fn delta(now: u64, baseline: u64) -> String {

@@ -1,6 +1,6 @@
 //! The page's link to the engine: one [`Link`] through which every request the page makes
 //! (load, plan, fit, sweep, fits, compare, export) goes to one
-//! [`Worker`](crate::worker_protocol::Worker), and from which every answer comes back as a
+//! [`Worker`](crate::worker::protocol::Worker), and from which every answer comes back as a
 //! [`LinkEvent`] to the one callback the page gave it. The link knows nothing of the page's
 //! state, so the page's thread only sends and draws.
 //!
@@ -21,8 +21,9 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{ErrorEvent, MessageEvent};
 
+use super::job::Worker;
+use super::protocol::{Request, Response};
 use crate::error::{Message, WebError};
-use crate::worker_protocol::{Request, Response, Worker};
 
 /// The worker's loader, which trunk writes next to the page.
 const WORKER_URL: &str = "./memplan-worker_loader.js";
@@ -161,7 +162,7 @@ impl Link {
 
     /// Starts the worker before anything is asked of it: it compiles its code and warms it up
     /// while the user looks at the page, so that the first file loads and is searched at full
-    /// speed (measured in Chromium: see `worker_protocol::WarmUp`).
+    /// speed (measured in Chromium: see `worker::warm_up::WarmUp`).
     pub fn start_early(&self) {
         let mut s = self.state.borrow_mut();
         if s.here.is_none() && s.thread.is_none() {

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use memplan_human::{SpaceRow, space_counts};
 
-use crate::state::PageState;
+use crate::page::state::PageState;
 
 #[component]
 pub fn SpacesPanel(state: PageState) -> impl IntoView {

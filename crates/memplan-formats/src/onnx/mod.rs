@@ -1,0 +1,540 @@
+//! ONNX models (`.onnx`): the protobuf read with prost (the messages memplan needs are declared
+//! in `proto` with their field numbers from onnx.proto, so nothing runs `protoc`), shapes
+//! inferred (`infer`), and the graph turned into a dump (here).
+//!
+//! Nodes in file order become steps. Tensors come from the graph's inputs, initializers and node
+//! outputs. Initializers, and the outputs of `Constant` and `ConstantOfShape`, are constants; a
+//! graph input that is also an initializer is a constant; graph inputs and outputs are
+//! always-live (their kinds say so). Sizes come from shapes: a fully known `value_info` shape,
+//! else inference for the common operators (below). A dim is `k` times at most one symbolic
+//! param (`N`, `batch`...), so a symbolic batch passes through convolutions, pools and
+//! flattens; symbolic dims become params of the dump (1 unless bound: `--set`, or a fixed
+//! `--input-shape`). A tensor whose size cannot be inferred owns no bytes and is listed in a
+//! warning naming the op that stopped inference; it is never silently zeroed. Control flow (If,
+//! Loop, Scan) is refused with a clear error: memplan reads straight-line graphs.
+//!
+//! Inferred: elementwise unary and binary ops (multidirectional broadcasting), Conv,
+//! ConvTranspose, the pools (global ones too), Gemm, MatMul, BatchNormalization and the other
+//! normalizations, Softmax, Dropout, LRN, Concat, Split, Reshape, Flatten, Transpose,
+//! Squeeze/Unsqueeze, Pad, Resize/Upsample (constant scales or sizes), the reductions, Expand,
+//! Where, and Shape/Gather/Slice/Cast/Range/Concat/Unsqueeze over values that fold to constants.
+//!
+//! Remat candidates: each single-output elementwise op's intermediate output, at a cost of its
+//! element count times a per-op weight.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use memplan_core::graph::{Dim, Graph, RematCandidate, Step, Tensor, TensorKind};
+use prost::Message;
+
+use crate::FormatError;
+
+mod infer;
+mod proto;
+mod synthetic;
+
+use infer::*;
+pub use synthetic::synthetic_model;
+
+/// How to import: fixed shapes for inputs (by name), replacing their symbolic dims.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Options {
+    pub input_shapes: BTreeMap<String, Vec<u64>>,
+}
+
+/// An input shape written `NAME=1x3x640x640` that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[error("`{0}` is not NAME=DxDx.. (e.g. images=1x3x640x640)")]
+pub struct BadInputShape(pub String);
+
+/// Reads one `NAME=1x3x640x640` (dims split by `x` or `,`).
+pub fn parse_input_shape(text: &str) -> Result<(String, Vec<u64>), BadInputShape> {
+    let bad = || BadInputShape(text.to_string());
+    let (name, dims) = text.rsplit_once('=').ok_or_else(bad)?;
+    let dims = dims
+        .split(['x', 'X', ','])
+        .map(|d| d.trim().parse::<u64>().map_err(|_| bad()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if name.trim().is_empty() || dims.is_empty() {
+        return Err(bad());
+    }
+    Ok((name.trim().to_string(), dims))
+}
+
+/// Reads shapes separated by `;` or spaces, as the explorer's field takes them.
+pub fn parse_input_shapes(text: &str) -> Result<Options, BadInputShape> {
+    let input_shapes = text
+        .split([';', ' ', '\n'])
+        .filter(|s| !s.trim().is_empty())
+        .map(parse_input_shape)
+        .collect::<Result<_, _>>()?;
+    Ok(Options { input_shapes })
+}
+
+/// A model read into a graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub graph: Graph,
+    pub warnings: Vec<String>,
+}
+
+/// The most nodes a model may have.
+pub const MAX_NODES: usize = 1_000_000;
+/// The largest integer tensor folded to values (shapes, indices).
+const MAX_FOLDED: u64 = 4096;
+
+/// Reads an ONNX model.
+pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
+    let bad = |m: String| FormatError::Onnx(m);
+    let model = proto::ModelProto::decode(bytes)
+        .map_err(|e| bad(format!("the protobuf does not decode: {e}")))?;
+    let g = model
+        .graph
+        .ok_or_else(|| bad("the model has no graph".into()))?;
+    if g.node.len() > MAX_NODES {
+        return Err(bad(format!(
+            "{} nodes, more than the {MAX_NODES} memplan reads",
+            g.node.len()
+        )));
+    }
+    if let Some(n) = g
+        .node
+        .iter()
+        .find(|n| matches!(n.op_type.as_str(), "If" | "Loop" | "Scan"))
+    {
+        return Err(bad(format!(
+            "node `{}` is {}: control flow is not imported (memplan reads straight-line graphs; export the model with its loops unrolled)",
+            if n.name.is_empty() { "?" } else { &n.name },
+            n.op_type
+        )));
+    }
+    let mut warnings = Vec::new();
+    let mut vals: HashMap<String, Val> = HashMap::new();
+    let mut params: BTreeMap<String, u64> = BTreeMap::new();
+    let initializers: HashSet<&str> = g.initializer.iter().map(|t| t.name.as_str()).collect();
+    // The tensors whose size could not be known, with why.
+    let mut stopped: Vec<(String, String)> = Vec::new();
+    for t in &g.initializer {
+        let val = Val {
+            shape: known_shape(&t.dims),
+            dtype: dtype_name(t.data_type),
+            konst: tensor_ints(t),
+            floats: tensor_floats(t),
+        };
+        vals.insert(t.name.clone(), unsized_elements(&t.name, val, &mut stopped));
+    }
+    let info_shape = |vi: &proto::ValueInfoProto,
+                      params: &mut BTreeMap<String, u64>|
+     -> (Option<Shape>, Option<&'static str>) {
+        let Some(tt) = vi.r#type.as_ref().and_then(|t| t.tensor_type.as_ref()) else {
+            return (None, None);
+        };
+        let shape = tt.shape.as_ref().map(|s| {
+            s.dim
+                .iter()
+                .enumerate()
+                .map(|(k, d)| match (&d.dim_value, &d.dim_param) {
+                    (Some(v), _) if *v >= 0 => D::n(*v as u64),
+                    (_, Some(p)) if !p.is_empty() => {
+                        params.entry(p.clone()).or_insert(1);
+                        D {
+                            k: 1,
+                            p: Some(p.clone()),
+                        }
+                    }
+                    _ => {
+                        let p = format!("{}_dim{k}", vi.name);
+                        params.entry(p.clone()).or_insert(1);
+                        D { k: 1, p: Some(p) }
+                    }
+                })
+                .collect()
+        });
+        (shape, dtype_name(tt.elem_type))
+    };
+    for vi in &g.input {
+        if initializers.contains(vi.name.as_str()) {
+            continue;
+        }
+        let (mut shape, dtype) = info_shape(vi, &mut params);
+        if let Some(fixed) = options.input_shapes.get(&vi.name) {
+            shape = Some(fixed.iter().map(|&v| D::n(v)).collect());
+        }
+        let val = Val {
+            shape,
+            dtype: dtype.or(Some("f32")),
+            konst: None,
+            floats: None,
+        };
+        vals.insert(
+            vi.name.clone(),
+            unsized_elements(&vi.name, val, &mut stopped),
+        );
+    }
+    for name in options.input_shapes.keys() {
+        if !g.input.iter().any(|vi| &vi.name == name) {
+            return Err(bad(format!(
+                "--input-shape names `{name}`, which is not an input of the model"
+            )));
+        }
+    }
+    // Params no input uses any more (every input they appeared in was fixed) are dropped.
+    let mut value_info: HashMap<&str, (Option<Shape>, Option<&'static str>)> = HashMap::new();
+    let mut scratch_params = BTreeMap::new();
+    for vi in g.value_info.iter().chain(&g.output) {
+        value_info.insert(vi.name.as_str(), info_shape(vi, &mut scratch_params));
+    }
+    // Shapes, node by node.
+    for node in &g.node {
+        let inputs: Vec<Val> = node
+            .input
+            .iter()
+            .filter(|i| !i.is_empty())
+            .map(|i| vals.get(i).cloned().unwrap_or_default())
+            .collect();
+        let inferred = infer(node, &inputs);
+        for (k, out) in node
+            .output
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| !o.is_empty())
+        {
+            let given = value_info
+                .get(out.as_str())
+                .filter(|(s, _)| s.as_ref().is_some_and(|s| s.iter().all(|d| d.p.is_none())));
+            let val = match (&inferred, given) {
+                (Ok(v), _) if v.get(k).is_some_and(|v| v.shape.is_some()) => v[k].clone(),
+                (_, Some((shape, dtype))) => Val {
+                    shape: shape.clone(),
+                    dtype: *dtype,
+                    konst: None,
+                    floats: None,
+                },
+                (Ok(_), None) => {
+                    stopped.push((
+                        out.clone(),
+                        format!("{}: no shape for output {k}", node.op_type),
+                    ));
+                    Val::default()
+                }
+                (Err(why), None) => {
+                    stopped.push((out.clone(), format!("{}: {why}", node.op_type)));
+                    Val::default()
+                }
+            };
+            let val = Val {
+                dtype: val
+                    .dtype
+                    .or(inputs.first().and_then(|v| v.dtype))
+                    .or(Some("f32")),
+                ..val
+            };
+            vals.insert(out.clone(), unsized_elements(out, val, &mut stopped));
+        }
+    }
+    if !stopped.is_empty() {
+        let list: Vec<String> = stopped
+            .iter()
+            .take(20)
+            .map(|(t, why)| format!("`{t}` ({why})"))
+            .collect();
+        warnings.push(format!(
+            "{} tensors could not be sized and own no bytes in the plan: {}{}",
+            stopped.len(),
+            list.join(", "),
+            if stopped.len() > 20 { ", ..." } else { "" }
+        ));
+    }
+    for p in params.keys() {
+        warnings.push(format!("the symbolic dim `{p}` is a param, 1 unless bound (`--set {p}=N`, or a fixed `--input-shape`)"));
+    }
+
+    // The dump: tensors in order of appearance, a step per node.
+    let outputs: HashSet<&str> = g.output.iter().map(|o| o.name.as_str()).collect();
+    let constant_outputs: HashSet<&str> = g
+        .node
+        .iter()
+        .filter(|n| matches!(n.op_type.as_str(), "Constant" | "ConstantOfShape"))
+        .flat_map(|n| n.output.iter().map(String::as_str))
+        .collect();
+    let mut tensors: Vec<Tensor> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let add =
+        |name: &str, kind: TensorKind, tensors: &mut Vec<Tensor>, seen: &mut HashSet<String>| {
+            if name.is_empty() || !seen.insert(name.to_string()) {
+                return;
+            }
+            let v = vals.get(name).cloned().unwrap_or_default();
+            let kind = if outputs.contains(name) {
+                TensorKind::Output
+            } else {
+                kind
+            };
+            let tensor = match (&v.shape, v.dtype) {
+                (Some(shape), Some(dtype)) => Tensor {
+                    id: name.to_string(),
+                    shape: Some(
+                        shape
+                            .iter()
+                            .flat_map(|d| match &d.p {
+                                None => vec![Dim::Fixed(d.k)],
+                                Some(p) if d.k == 1 => vec![Dim::Param(p.clone())],
+                                Some(p) => vec![Dim::Fixed(d.k), Dim::Param(p.clone())],
+                            })
+                            .collect(),
+                    ),
+                    dtype: Some(dtype.to_string()),
+                    kind,
+                    ..Tensor::default()
+                },
+                _ => Tensor {
+                    id: name.to_string(),
+                    bytes: Some(0),
+                    elided: true,
+                    kind,
+                    ..Tensor::default()
+                },
+            };
+            tensors.push(tensor);
+        };
+    for vi in &g.input {
+        let kind = if initializers.contains(vi.name.as_str()) {
+            TensorKind::Constant
+        } else {
+            TensorKind::Input
+        };
+        add(&vi.name, kind, &mut tensors, &mut seen);
+    }
+    for t in &g.initializer {
+        add(&t.name, TensorKind::Constant, &mut tensors, &mut seen);
+    }
+    let mut steps = Vec::with_capacity(g.node.len());
+    let mut step_ids: HashSet<String> = HashSet::new();
+    let mut candidates = Vec::new();
+    for (i, node) in g.node.iter().enumerate() {
+        for input in &node.input {
+            if !input.is_empty() && !seen.contains(input) {
+                warnings.push(format!("`{input}` is read by node {i} ({}) but no input, initializer or node defines it", node.op_type));
+                add(input, TensorKind::Input, &mut tensors, &mut seen);
+            }
+        }
+        for out in &node.output {
+            let kind = if constant_outputs.contains(out.as_str()) {
+                TensorKind::Constant
+            } else {
+                TensorKind::Intermediate
+            };
+            add(out, kind, &mut tensors, &mut seen);
+        }
+        let writes: Vec<String> = node
+            .output
+            .iter()
+            .filter(|o| !o.is_empty())
+            .cloned()
+            .collect();
+        if writes.is_empty() {
+            warnings.push(format!(
+                "node {i} ({}) writes nothing and is left out",
+                node.op_type
+            ));
+            continue;
+        }
+        let mut id = if node.name.is_empty() {
+            format!("{}_{i}", node.op_type)
+        } else {
+            node.name.clone()
+        };
+        if !step_ids.insert(id.clone()) {
+            id = format!("{id}#{i}");
+            step_ids.insert(id.clone());
+        }
+        let elements = vals
+            .get(&writes[0])
+            .and_then(|v| v.shape.as_ref())
+            .and_then(|s| product(s))
+            .and_then(|d| d.known());
+        if let (Some(w), Some(n), [out]) = (
+            elementwise_weight(&node.op_type),
+            elements,
+            writes.as_slice(),
+        ) && !outputs.contains(out.as_str())
+            && vals.get(out).is_some_and(|v| v.shape.is_some())
+        {
+            candidates.push(RematCandidate {
+                tensor: out.clone(),
+                recompute_cost: n.saturating_mul(w),
+            });
+        }
+        steps.push(Step {
+            id,
+            op: node.op_type.clone(),
+            reads: node
+                .input
+                .iter()
+                .filter(|i| !i.is_empty())
+                .cloned()
+                .collect(),
+            writes,
+            cost: elements.unwrap_or(0),
+            ..Step::default()
+        });
+    }
+    for o in &g.output {
+        if !seen.contains(&o.name) {
+            warnings.push(format!("output `{}` is produced by no node", o.name));
+            add(&o.name, TensorKind::Output, &mut tensors, &mut seen);
+        }
+    }
+    let name = if g.name.is_empty() {
+        model.producer_name.clone()
+    } else {
+        g.name.clone()
+    };
+    Ok(Imported {
+        graph: Graph {
+            name,
+            params,
+            tensors,
+            steps,
+            remat_candidates: Some(candidates),
+            ..Graph::default()
+        },
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_synthetic_model_reads_back_with_every_shape_inferred() {
+        let bytes = synthetic_model(5);
+        assert!(bytes.len() > 5_000_000);
+        let imported = parse(&bytes, &Options::default()).unwrap();
+        assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
+        let g = imported.graph;
+        assert!(g.tensors.iter().all(|t| !t.elided));
+        let resolved = g.resolve().unwrap();
+        let relu = resolved.tensor_index["relu0"];
+        assert_eq!(resolved.tensors[relu].bytes, 256 * 56 * 56 * 4);
+        // Relu outputs are remat candidates; the Conv outputs (not elementwise) are not.
+        let candidates = g.remat_candidates.unwrap();
+        assert!(candidates.iter().any(|c| c.tensor == "relu0"));
+        assert!(candidates.iter().all(|c| !c.tensor.starts_with("conv")));
+    }
+
+    #[test]
+    fn input_shapes_read_as_written() {
+        assert_eq!(
+            parse_input_shape("images=1x3x640x640"),
+            Ok(("images".into(), vec![1, 3, 640, 640]))
+        );
+        assert_eq!(parse_input_shape("a:b=2,3"), Ok(("a:b".into(), vec![2, 3])));
+        assert!(parse_input_shape("images").is_err());
+        assert!(parse_input_shape("images=1xx3").is_err());
+        let o = parse_input_shapes("x=1x3; y=4 ").unwrap();
+        assert_eq!(o.input_shapes.len(), 2);
+        assert_eq!(parse_input_shapes("").unwrap(), Options::default());
+    }
+
+    /// Four-bit weights are half a byte an element (two-bit ones a quarter) (an int4-quantized model sized as f32 would
+    /// be eight times too large); strings and element types this reader does not know stay
+    /// unsized, and the warning says why, rather than being guessed at four bytes.
+    #[test]
+    fn element_types_size_as_onnx_defines_them_or_are_named_unsized() {
+        let input = |name: &str, elem_type: i32| proto::ValueInfoProto {
+            name: name.into(),
+            r#type: Some(proto::TypeProto {
+                tensor_type: Some(proto::TensorTypeProto {
+                    elem_type,
+                    shape: Some(proto::TensorShapeProto {
+                        dim: vec![proto::Dimension {
+                            dim_value: Some(7),
+                            dim_param: None,
+                        }],
+                    }),
+                }),
+            }),
+        };
+        let weights = |name: &str, data_type: i32| proto::TensorProto {
+            name: name.into(),
+            dims: vec![7],
+            data_type,
+            ..proto::TensorProto::default()
+        };
+        let model = proto::ModelProto {
+            graph: Some(proto::GraphProto {
+                input: vec![input("text", 8), input("future", 99), input("x", 1)],
+                initializer: vec![
+                    weights("w_i2", 26),
+                    weights("w_i4", 22),
+                    weights("w_u4", 21),
+                    weights("w_f4", 23),
+                    weights("scale", 24),
+                ],
+                node: vec![proto::NodeProto {
+                    op_type: "Identity".into(),
+                    input: vec!["text".into()],
+                    output: vec!["copy".into()],
+                    ..proto::NodeProto::default()
+                }],
+                output: vec![input("copy", 8)],
+                ..proto::GraphProto::default()
+            }),
+            ..proto::ModelProto::default()
+        };
+        let imported = parse(&model.encode_to_vec(), &Options::default()).unwrap();
+        let resolved = imported.graph.resolve().unwrap();
+        let bytes = |name: &str| resolved.tensors[resolved.tensor_index[name]].bytes;
+        assert_eq!(
+            [
+                bytes("w_i2"),
+                bytes("w_i4"),
+                bytes("w_u4"),
+                bytes("w_f4"),
+                bytes("scale"),
+                bytes("x")
+            ],
+            [2, 4, 4, 4, 7, 28]
+        );
+        let elided: Vec<&str> = (imported.graph.tensors.iter())
+            .filter(|t| t.elided)
+            .map(|t| t.id.as_str())
+            .collect();
+        assert_eq!(elided, ["text", "future", "copy"]);
+        let warning = &imported.warnings[0];
+        assert!(
+            warning.contains("`text` (strings have no fixed size an element)"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains(
+                "`future` (an element type this reader does not know: no size an element)"
+            ),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn control_flow_is_refused_with_a_reason() {
+        let model = proto::ModelProto {
+            graph: Some(proto::GraphProto {
+                node: vec![proto::NodeProto {
+                    name: "loop".into(),
+                    op_type: "Loop".into(),
+                    output: vec!["y".into()],
+                    ..proto::NodeProto::default()
+                }],
+                ..proto::GraphProto::default()
+            }),
+            ..proto::ModelProto::default()
+        };
+        let e = parse(&model.encode_to_vec(), &Options::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("node `loop` is Loop: control flow is not imported"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,205 @@
+//! The summary: the dump's counts, the footprint, the lower bound and their gap, the checker's
+//! verdict, the strategy selector and what a search found, the always-live pools, and each
+//! device's figures when there are several.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use memplan_core::StrategyChoice;
+use memplan_human::{bytes, ratio};
+
+use crate::analysis::Analysis;
+use crate::page::state::PageState;
+
+/// Where `search` ran out of work before proving its plan optimal: its work limit, and a button
+/// that runs it again with four times as much (the search is deterministic for a given limit,
+/// so asking again with the same one would give the same plan; on minimalloc's D four times
+/// the work lands at 1,031,168 B against 1,048,576).
+fn search_longer(state: PageState, analysis: &Analysis) -> Option<impl IntoView + use<>> {
+    let search = StrategyChoice::One(memplan_core::Strategy::Search);
+    if analysis.strategy() != search || analysis.summary.optimal != Some(false) {
+        return None;
+    }
+    let work = state.scenario().work_limit_or_default();
+    let more = work.saturating_mul(4);
+    Some(view! {
+        <div>
+            <dt>"work limit"</dt>
+            <dd data-testid="work-limit" data-work=work.to_string()>
+                {format!("{} ", memplan_human::grouped(work))}
+                <button
+                    data-testid="search-longer"
+                    title=format!("search again with four times the work (the CLI's --work-limit {more}); a cancel keeps its best plan so far")
+                    on:click=move |_| state.set_work_limit(Some(more))
+                >
+                    "search 4x longer"
+                </button>
+            </dd>
+        </div>
+    })
+}
+
+/// A time of the search, as the summary shows it: `740 ms`, `1.9 s`.
+fn duration(ms: u64) -> String {
+    match ms {
+        0..1000 => format!("{ms} ms"),
+        _ => format!("{:.1} s", ms as f64 / 1000.0),
+    }
+}
+
+#[component]
+pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoView {
+    let r = &analysis.summary;
+    let title = if analysis.model.title.is_empty() {
+        analysis.source.clone()
+    } else {
+        analysis.model.title.clone()
+    };
+    let verdict = if r.valid {
+        "valid".to_string()
+    } else {
+        format!(
+            "INVALID (a bug, please report it): {}",
+            r.violations.join("; ")
+        )
+    };
+    let (always_live, arena): (u64, u64) = r
+        .devices
+        .iter()
+        .fold((0, 0), |(s, a), d| (s + d.static_bytes, a + d.arena_bytes));
+    let several = r.devices.len() > 1;
+    let devices = r
+        .devices
+        .iter()
+        .map(|d| view! {
+            <tr>
+                <td>{d.device.clone()}</td>
+                <td>{d.strategy.clone()}</td>
+                <td class="num" data-bytes=d.footprint_bytes.to_string()>{bytes(d.footprint_bytes)}</td>
+                <td class="num" data-bytes=d.lower_bound_bytes.to_string()>{bytes(d.lower_bound_bytes)}</td>
+                <td class="num">{ratio(d.footprint_bytes, d.lower_bound_bytes)}</td>
+                <td class="num">{bytes(d.arena_bytes)}</td>
+                <td class="num">{bytes(d.static_bytes)}</td>
+                <td class="num">{d.pools.len()}</td>
+            </tr>
+        })
+        .collect_view();
+    let fallbacks: Vec<String> = r
+        .devices
+        .iter()
+        .filter_map(|d| {
+            Some(memplan_human::cap_fallback_sentence(
+                &d.device,
+                &d.cap_fallback?,
+            ))
+        })
+        .collect();
+    view! {
+        <section class="summary" data-testid="summary">
+            <div class="summary-head">
+                <div class="what">
+                    <h2>{title}</h2>
+                    <span class="source">{format!("{} · {} · {} tensors, {} steps, {} positions", analysis.source, analysis.format, analysis.tensor_count, analysis.step_count, r.positions)}</span>
+                </div>
+                <label class="control" title="leave the always-live pools (weights, optimizer state, caches) out of the views">
+                    <input type="checkbox" data-testid="arena-only"
+                        prop:checked=move || state.arena_only_now()
+                        on:change=move |ev| {
+                            state.arena_only.set(Some(event_target_checked(&ev)));
+                            state.arena_window.set(None);
+                            state.timeline_window.set(None);
+                        }
+                    />
+                    " arena only"
+                </label>
+                <label class="control">
+                    "strategy "
+                    <select
+                        data-testid="strategy-select"
+                        on:change=move |ev| {
+                            let value = event_target_value(&ev);
+                            if let Ok(s) = value.parse::<StrategyChoice>() {
+                                state.set_strategy(s);
+                            }
+                        }
+                    >
+                        {StrategyChoice::ALL
+                            .iter()
+                            .map(|s| view! { <option value=s.name() selected=*s == analysis.strategy()>{s.name()}</option> })
+                            .collect_view()}
+                    </select>
+                </label>
+            </div>
+            <dl class="figures">
+                // `peak-bytes` and `peak-ratio` are earlier issues' names for these figures.
+                <div class="key" data-testid="footprint-bytes" data-bytes=r.footprint_bytes.to_string()><dt>"footprint"</dt><dd data-testid="peak-bytes" data-bytes=r.footprint_bytes.to_string()>{bytes(r.footprint_bytes)}</dd></div>
+                <div class="key"><dt>"lower bound"</dt><dd data-testid="lower-bound" data-bytes=r.lower_bound_bytes.to_string()>{bytes(r.lower_bound_bytes)}</dd></div>
+                <div><dt>"fragmentation"</dt><dd data-testid="fragmentation" data-bytes=(r.footprint_bytes - r.lower_bound_bytes).to_string()>{bytes(r.footprint_bytes - r.lower_bound_bytes)}</dd></div>
+                <div data-testid="footprint-ratio"><dt>"footprint / LB"</dt><dd data-testid="peak-ratio">{ratio(r.footprint_bytes, r.lower_bound_bytes)}</dd></div>
+                <div><dt>"arena"</dt><dd data-testid="arena-bytes" data-bytes=arena.to_string()>{bytes(arena)}</dd></div>
+                <div><dt>"always-live pools"</dt><dd data-testid="static-bytes" data-bytes=always_live.to_string()>{bytes(always_live)}</dd></div>
+                <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid>{verdict}</dd></div>
+                {match (r.optimal, r.proven_lower_bound_bytes) {
+                    (Some(true), _) => Some(view! {
+                        <div><dt>"search"</dt><dd data-testid="optimal" class="badge" title="the exact search proved no layout goes below this footprint">"optimal"</dd></div>
+                    }.into_any()),
+                    (Some(false), Some(proven)) => Some(view! {
+                        <div><dt>"optimal is at least"</dt><dd data-testid="proven-bound" data-bytes=proven.to_string()>{bytes(proven)}</dd></div>
+                    }.into_any()),
+                    _ => None,
+                }}
+                {r.elapsed_ms.map(|ms| view! {
+                    <div><dt>"search time"</dt><dd data-testid="search-time" data-ms=ms.to_string() title=format!("{} search nodes", r.nodes.unwrap_or(0))>{duration(ms)}</dd></div>
+                })}
+                {r.found_ms.map(|ms| view! {
+                    <div><dt>"found after"</dt><dd data-testid="found-time" data-ms=ms.to_string() title="when the search found the plan shown: a search that found it early and nothing better since will not often do better given longer">{duration(ms)}</dd></div>
+                })}
+                {search_longer(state, &analysis)}
+                <Show when=move || state.cancelled.get()>
+                    <div><dt>"search"</dt><dd data-testid="cancelled">"cancelled: its best plan so far"</dd></div>
+                </Show>
+                <span data-testid="tensor-count" hidden>{analysis.tensor_count}</span>
+                <span data-testid="step-count" hidden>{analysis.step_count}</span>
+            </dl>
+            {fallbacks.into_iter().map(|f| view! { <p class="warning small" data-testid="cap-fallback">{f}</p> }).collect_view()}
+            {r.reserved_bytes.map(|reserved| view! {
+                <p class="small" data-testid="reserved">{memplan_human::reserved_sentence(r.footprint_bytes, reserved, r.lower_bound_bytes)}</p>
+            })}
+            {(analysis.format == memplan_formats::Format::Onnx.name()).then(|| {
+                let shapes = RwSignal::new(String::new());
+                let apply = move || match memplan_formats::onnx::parse_input_shapes(&shapes.get_untracked()) {
+                    Ok(import) => state.reimport(import),
+                    Err(e) => state.error.set(Some(e.into())),
+                };
+                view! {
+                    <p class="small control">
+                        "input shapes "
+                        <input data-testid="input-shape" class="search" placeholder="data=1x3x224x224; ..."
+                            prop:value=move || shapes.get()
+                            on:input=move |ev| shapes.set(event_target_value(&ev))
+                            on:keydown=move |ev: web_sys::KeyboardEvent| if ev.key() == "Enter" { apply() }
+                        />
+                        " "
+                        <button data-testid="reimport" on:click=move |_| apply()>"import again"</button>
+                    </p>
+                }
+            })}
+            {(!analysis.warnings.is_empty()).then(|| view! {
+                <ul class="warning small" data-testid="import-warnings">
+                    {analysis.warnings.iter().map(|w| view! { <li>{w.clone()}</li> }).collect_view()}
+                </ul>
+            })}
+            {several.then(|| view! {
+                <table class="devices">
+                    <thead>
+                        <tr>
+                            <th>"device"</th><th>"strategy"</th><th>"footprint"</th><th>"lower bound"</th>
+                            <th>"ratio"</th><th>"arena"</th><th>"static"</th><th>"pools"</th>
+                        </tr>
+                    </thead>
+                    <tbody>{devices}</tbody>
+                </table>
+            })}
+        </section>
+    }
+}

@@ -1,0 +1,539 @@
+//! The views' drawing on a 2D context: the rectangles culled to the viewport at the device's
+//! pixel ratio, the row labels, the time axis with its loops, the usage band with the footprint,
+//! the lower bound and the usable line. No event handling: that is the component's, in `mod.rs`.
+
+use crate::analysis::Analysis;
+use crate::page::state::PageState;
+use crate::page::url::Tab;
+use leptos::prelude::*;
+use memplan_human::bytes;
+use memplan_render::scene::{Viewport, position_ticks};
+use memplan_render::{DeviceView, ViewModel};
+use wasm_bindgen::JsCast;
+use web_sys::CanvasRenderingContext2d;
+
+use super::*;
+
+pub(super) fn context(canvas: &web_sys::HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
+    canvas.get_context("2d").ok()??.dyn_into().ok()
+}
+
+/// `text` cut to about `px` pixels of `FONT`, with an ellipsis when cut.
+pub(super) fn fit_text(text: &str, px: f64) -> Option<String> {
+    let most = (px / CHAR_PX).floor() as usize;
+    let count = text.chars().count();
+    if most < 2 {
+        None
+    } else if count <= most {
+        Some(text.to_string())
+    } else {
+        Some(text.chars().take(most - 1).chain(['…']).collect())
+    }
+}
+
+/// Draws `scene` of `analysis` through window `v` on `canvas`, whose CSS size is
+/// `(width, height)`, with buffer `selected` outlined.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn draw(
+    canvas: &web_sys::HtmlCanvasElement,
+    (width, height): (f64, f64),
+    state: PageState,
+    analysis: &Analysis,
+    tab: Tab,
+    scene: &Scene,
+    v: Viewport,
+    selected: Option<usize>,
+) {
+    let performance = web_sys::window().and_then(|w| w.performance());
+    let started = performance.as_ref().map(|p| p.now());
+    let model = &analysis.model;
+    let device = model.clamp_device(state.device.get_untracked());
+    let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
+    if width < 1.0 || height < 1.0 {
+        return;
+    }
+    let (pw, ph) = ((width * dpr).round() as u32, (height * dpr).round() as u32);
+    if canvas.width() != pw || canvas.height() != ph {
+        canvas.set_width(pw);
+        canvas.set_height(ph);
+    }
+    let Some(ctx) = context(canvas) else { return };
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    ctx.set_fill_style_str("#ffffff");
+    ctx.fill_rect(0.0, 0.0, width, height);
+    let (a, band) = areas(tab, width, height);
+    let v = effective(tab, v, scene.fit, a);
+    let sx = a.w / (v.x1 - v.x0);
+    let sy = a.h / (v.y1 - v.y0);
+    let px = |x: f64| a.x + (x - v.x0) * sx;
+    let py = |y: f64| match tab {
+        Tab::Arena => a.y + a.h - (y - v.y0) * sy,
+        Tab::Timeline => a.y + (y - v.y0) * sy,
+    };
+
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(a.x, a.y, a.w, a.h);
+    ctx.clip();
+    let mut current_style = None;
+    let mut selected_box = None;
+    // Rectangles with room for a label, labelled after all are drawn.
+    let mut labelled: Vec<(usize, f64, f64, f64, f64, bool)> = Vec::new();
+    ctx.set_stroke_style_str("#ffffff");
+    ctx.set_line_width(0.5);
+    for &k in &scene.draw_order {
+        let r = &scene.rects[k as usize];
+        if !v.shows(r) {
+            continue;
+        }
+        let (x0, x1) = (px(r.x0.max(v.x0)), px(r.x1.min(v.x1)));
+        let (ya, yb) = (py(r.y0.max(v.y0)), py(r.y1.min(v.y1)));
+        let (y0, y1) = (ya.min(yb), ya.max(yb));
+        let style = scene.style_of[k as usize];
+        if current_style != Some(style) {
+            ctx.set_fill_style_str(&scene.styles[style as usize]);
+            current_style = Some(style);
+        }
+        let (w, h) = ((x1 - x0).max(1.0), (y1 - y0).max(1.0));
+        let inset = if tab == Tab::Timeline { 1.5 } else { 0.0 };
+        ctx.fill_rect(x0, y0 + inset, w, (h - 2.0 * inset).max(1.0));
+        if w > 3.0 && h > 3.0 && tab == Tab::Arena {
+            ctx.stroke_rect(x0, y0, w, h);
+        }
+        if w >= 36.0 && h >= 13.0 {
+            labelled.push((r.buffer, x0, y0, w, h, scene.dark_text[style as usize]));
+        }
+        if Some(r.buffer) == selected {
+            selected_box = Some((x0, y0, w, h));
+        }
+    }
+    ctx.set_font(FONT);
+    // Pool boundaries, each labelled on a white tag (`(text, x, y, width)`) so it reads over
+    // any color; a buffer's name that the tag would cover is left out (its card has it).
+    let mut tags: Vec<(String, f64, f64, f64)> = Vec::new();
+    if tab == Tab::Arena
+        && let Some(d) = model.devices.get(device)
+        && d.pools.len() > 1
+    {
+        for (k, p) in d.pools.iter().enumerate() {
+            if scene.arena_only && p.role != memplan_core::PoolRole::Arena {
+                continue;
+            }
+            let label = format!("pool {k} ({}, {})", p.role.name(), bytes(p.bytes));
+            let tw = ctx.measure_text(&label).map_or(120.0, |m| m.width());
+            tags.push((label, a.x + 2.0, py(p.base as f64), tw + 8.0));
+        }
+    }
+    // A name's box: 10 px above its baseline to 2 below; a tag's: 16 to 2 above its line.
+    let covered = |x: f64, baseline: f64, w: f64| {
+        tags.iter().any(|&(_, tx, ty, tw)| {
+            x < tx + tw && tx < x + w && baseline - 10.0 < ty - 2.0 && ty - 16.0 < baseline + 2.0
+        })
+    };
+    ctx.set_text_align("left");
+    for (b, x, y, w, h, dark) in labelled {
+        let baseline = y + h / 2.0 + 4.0;
+        if let Some(text) = fit_text(&model.buffers[b].name, w - 8.0)
+            && !covered(x + 4.0, baseline, text.chars().count() as f64 * CHAR_PX)
+        {
+            ctx.set_fill_style_str(if dark { "#1b1f24" } else { "#ffffff" });
+            let _ = ctx.fill_text(&text, x + 4.0, baseline);
+        }
+    }
+    for (label, x, y, w) in &tags {
+        ctx.set_stroke_style_str("#1b1f24");
+        ctx.set_line_width(1.0);
+        ctx.begin_path();
+        ctx.move_to(a.x, *y);
+        ctx.line_to(a.x + a.w, *y);
+        ctx.stroke();
+        ctx.set_fill_style_str("rgba(255, 255, 255, 0.92)");
+        ctx.fill_rect(*x, y - 16.0, *w, 14.0);
+        ctx.set_fill_style_str("#1b1f24");
+        let _ = ctx.fill_text(label, x + 4.0, y - 5.0);
+    }
+    if let Some((x, y, w, h)) = selected_box {
+        ctx.set_stroke_style_str("#111111");
+        ctx.set_line_width(2.0);
+        ctx.stroke_rect(x - 1.0, y - 1.0, w + 2.0, h + 2.0);
+    }
+    ctx.restore();
+
+    time_axis(&ctx, model, a, v, state.axis_steps.get_untracked());
+    ctx.set_fill_style_str("#5b6470");
+    ctx.set_font(FONT);
+    ctx.set_text_align("right");
+    // The device's usable bytes, in the view's bytes (above the always-live floor when the
+    // view leaves those out; `None` when the floor alone passes them).
+    let usable = analysis.summary.budget.as_ref().and_then(|b| {
+        let floor = model.devices.get(device)?.floor(scene.arena_only);
+        Some((b.usable_bytes.checked_sub(floor), b.usable_bytes))
+    });
+    // Where the usable line went, in the main area and in the band: test hooks.
+    let mut usable_at: (Option<Place>, Option<Place>) = (None, None);
+    match tab {
+        Tab::Arena => {
+            for k in 0..=4 {
+                let y = v.y0 + (v.y1 - v.y0) * f64::from(k) / 4.0;
+                let _ = ctx.fill_text(&bytes(y.max(0.0) as u64), a.x - 6.0, py(y) + 4.0);
+            }
+            if let Some((line, usable)) = usable {
+                let at = line.map_or(Place::Below, |l| Place::of(l as f64, v.y0, v.y1));
+                let y = line.map_or(v.y1, |l| (l as f64).clamp(v.y0, v.y1));
+                budget_line(&ctx, a.x, a.x + a.w, py(y), usable, at);
+                usable_at.0 = Some(at);
+            }
+        }
+        Tab::Timeline => {
+            // Row labels: the tensor names of the rows shown.
+            for r in scene.rects.iter().filter(|r| r.y0 >= v.y0 && r.y0 < v.y1) {
+                if let Some(text) = fit_text(&model.buffers[r.buffer].name, a.x - 12.0) {
+                    let y = py(r.y0) + ROW_PX / 2.0 + 4.0;
+                    ctx.set_fill_style_str(if Some(r.buffer) == selected {
+                        "#1b1f24"
+                    } else {
+                        "#5b6470"
+                    });
+                    let _ = ctx.fill_text(&text, a.x - 6.0, y);
+                }
+            }
+        }
+    }
+    if let (Some(band), Some(d)) = (band, model.devices.get(device)) {
+        let ghost = analysis
+            .baseline
+            .as_ref()
+            .and_then(|b| b.curves.get(device))
+            .map(Vec::as_slice);
+        usable_at.1 = usage_band(&ctx, band, v, d, ghost, usable, scene.arena_only);
+    }
+    for (name, at) in [
+        ("data-usable-line", usable_at.0),
+        ("data-usable-band", usable_at.1),
+    ] {
+        let _ = match at {
+            Some(at) => canvas.set_attribute(name, at.name()),
+            None => canvas.remove_attribute(name),
+        };
+    }
+    // What was drawn and how long it took: hooks for tests and for the curious.
+    let _ = canvas.set_attribute("data-items", &scene.rects.len().to_string());
+    let _ = canvas.set_attribute(
+        "data-window",
+        &format!("{},{},{},{}", v.x0, v.x1, v.y0, v.y1),
+    );
+    let _ = canvas.set_attribute("data-area", &format!("{},{},{},{}", a.x, a.y, a.w, a.h));
+    let _ = match band {
+        Some(b) => canvas.set_attribute("data-band", &format!("{},{},{},{}", b.x, b.y, b.w, b.h)),
+        None => canvas.remove_attribute("data-band"),
+    };
+    if let (Some(p), Some(t0)) = (performance, started) {
+        let _ = canvas.set_attribute("data-draw-ms", &format!("{:.2}", p.now() - t0));
+    }
+}
+
+/// The time axis under `a`: unique position numbers (or step names), and each loop's extent
+/// with its trip count.
+pub(super) fn time_axis(
+    ctx: &CanvasRenderingContext2d,
+    model: &ViewModel,
+    a: Area,
+    v: Viewport,
+    steps: bool,
+) {
+    let px = |x: f64| a.x + (x - v.x0) / (v.x1 - v.x0) * a.w;
+    let spacing = if steps { 110.0 } else { 70.0 };
+    let most = (a.w / spacing).floor().max(1.0) as usize;
+    ctx.set_fill_style_str("#5b6470");
+    ctx.set_font(FONT);
+    ctx.set_text_align("center");
+    let per_position = a.w / (v.x1 - v.x0);
+    let y = a.y + a.h + 14.0;
+    for t in position_ticks(v.x0, v.x1, most) {
+        let label = if steps {
+            let room = per_position.max(spacing) - 6.0;
+            model
+                .position_labels
+                .get(t as usize)
+                .and_then(|l| fit_text(l, room.min(spacing - 6.0)))
+                .unwrap_or_default()
+        } else {
+            t.to_string()
+        };
+        let x = px(f64::from(t) + 0.5);
+        if x >= a.x - 1.0 && x <= a.x + a.w + 1.0 {
+            let _ = ctx.fill_text(&label, x, y);
+        }
+    }
+    // The loops: a bracket under the axis over the loop's position, with its trip count.
+    let y = a.y + a.h + 28.0;
+    ctx.set_stroke_style_str("#8a6d00");
+    ctx.set_line_width(1.5);
+    for l in model.loops.iter() {
+        let (x0, x1) = (
+            px(f64::from(l.position)).max(a.x),
+            px(f64::from(l.position) + 1.0).min(a.x + a.w),
+        );
+        if x1 <= x0 {
+            continue;
+        }
+        ctx.begin_path();
+        ctx.move_to(x0 + 1.0, y - 5.0);
+        ctx.line_to(x0 + 1.0, y);
+        ctx.line_to(x1 - 1.0, y);
+        ctx.line_to(x1 - 1.0, y - 5.0);
+        ctx.stroke();
+        let trips = l.trip_count.map_or_else(String::new, |n| format!(" ×{n}"));
+        let text = format!("↻ {}{trips} ({} steps)", l.id, l.steps);
+        let short = format!("↻{trips}");
+        ctx.set_fill_style_str("#8a6d00");
+        let label = fit_text(&text, (x1 - x0).max(0.0) + 60.0)
+            .filter(|t| t.chars().count() == text.chars().count())
+            .unwrap_or(short);
+        let _ = ctx.fill_text(&label, (x0 + x1) / 2.0, y + 11.0);
+    }
+}
+
+/// Where a line falls against the bytes a view shows.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Place {
+    Below,
+    In,
+    Above,
+}
+
+impl Place {
+    /// How the test hooks name it.
+    fn name(self) -> &'static str {
+        match self {
+            Place::Below => "below",
+            Place::In => "in",
+            Place::Above => "above",
+        }
+    }
+
+    fn of(y: f64, low: f64, high: f64) -> Place {
+        if y < low {
+            Place::Below
+        } else if y > high {
+            Place::Above
+        } else {
+            Place::In
+        }
+    }
+}
+
+/// The device's usable bytes as a line across `[x0, x1]` at `y`, labelled; out of the view's
+/// range, only the label under the top `y`, saying where it is.
+pub(super) fn budget_line(
+    ctx: &CanvasRenderingContext2d,
+    x0: f64,
+    x1: f64,
+    y: f64,
+    usable: u64,
+    at: Place,
+) {
+    ctx.save();
+    ctx.set_stroke_style_str("#1a7f37");
+    ctx.set_line_width(1.5);
+    ctx.set_line_dash(&js_sys::Array::of2(&8.0.into(), &4.0.into()))
+        .unwrap_or_default();
+    if at == Place::In {
+        ctx.begin_path();
+        ctx.move_to(x0, y);
+        ctx.line_to(x1, y);
+        ctx.stroke();
+    }
+    ctx.set_font(FONT);
+    ctx.set_fill_style_str("#1a7f37");
+    ctx.set_text_align("right");
+    let label = match at {
+        Place::Above => format!("usable {} (above)", bytes(usable)),
+        Place::Below => format!("usable {} (below the view: over budget)", bytes(usable)),
+        Place::In => format!("usable {}", bytes(usable)),
+    };
+    ctx.set_fill_style_str(if at == Place::Below {
+        "#b3261e"
+    } else {
+        "#1a7f37"
+    });
+    let _ = ctx.fill_text(
+        &label,
+        x1 - 4.0,
+        if at == Place::In { y - 3.0 } else { y + 22.0 },
+    );
+    ctx.restore();
+}
+
+/// The memory-usage curve above the timeline: the footprint line, the lower bound at the peak,
+/// and the gap between them (fragmentation), shaded and labelled; with flips, the curve
+/// without them as a dashed ghost.
+pub(super) fn usage_band(
+    ctx: &CanvasRenderingContext2d,
+    b: Area,
+    v: Viewport,
+    d: &DeviceView,
+    ghost: Option<&[u64]>,
+    usable: Option<(Option<u64>, u64)>,
+    arena_only: bool,
+) -> Option<Place> {
+    let floor = d.floor(arena_only);
+    let footprint = d.shown_footprint(arena_only);
+    let lower_bound = d.lower_bound.saturating_sub(floor);
+    let ghost_top = ghost
+        .and_then(|g| g.iter().max())
+        .map_or(0, |&m| m.saturating_sub(floor));
+    let high = footprint.max(lower_bound).max(ghost_top);
+    // The usable line joins the scale when it is near the curve; far above, it is only named.
+    let budget_top = usable
+        .and_then(|(line, _)| line)
+        .map_or(0, |line| if line <= 2 * high { line } else { 0 });
+    let top = (high.max(budget_top) as f64 * 1.12).max(1.0);
+    let px = |x: f64| b.x + (x - v.x0) / (v.x1 - v.x0) * b.w;
+    let py = |y: f64| b.y + b.h - y / top * b.h;
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(b.x, b.y, b.w, b.h);
+    ctx.clip();
+    ctx.set_fill_style_str("#f4f7fd");
+    ctx.fill_rect(b.x, b.y, b.w, b.h);
+    // Fragmentation: between the lower bound and the footprint.
+    ctx.set_fill_style_str("rgba(214, 39, 40, 0.10)");
+    ctx.fill_rect(
+        b.x,
+        py(footprint as f64),
+        b.w,
+        py(lower_bound as f64) - py(footprint as f64),
+    );
+    ctx.begin_path();
+    ctx.move_to(px(0.0), py(0.0));
+    for (p, &live) in d.curve.iter().enumerate() {
+        let live = live.saturating_sub(floor) as f64;
+        ctx.line_to(px(p as f64), py(live));
+        ctx.line_to(px(p as f64 + 1.0), py(live));
+    }
+    ctx.line_to(px(d.curve.len() as f64), py(0.0));
+    ctx.set_fill_style_str("rgba(47, 111, 222, 0.35)");
+    ctx.fill();
+    ctx.set_stroke_style_str("#2f6fde");
+    ctx.set_line_width(1.5);
+    ctx.stroke();
+    if let Some(ghost) = ghost {
+        ctx.begin_path();
+        for (p, &live) in ghost.iter().enumerate() {
+            let live = live.saturating_sub(floor) as f64;
+            if p == 0 {
+                ctx.move_to(px(0.0), py(live));
+            }
+            ctx.line_to(px(p as f64), py(live));
+            ctx.line_to(px(p as f64 + 1.0), py(live));
+        }
+        ctx.set_stroke_style_str("#6b7280");
+        ctx.set_line_width(1.0);
+        ctx.set_line_dash(&js_sys::Array::of2(&3.0.into(), &3.0.into()))
+            .unwrap_or_default();
+        ctx.stroke();
+        ctx.set_line_dash(&js_sys::Array::new()).unwrap_or_default();
+    }
+    ctx.set_stroke_style_str("#d62728");
+    ctx.set_line_width(1.0);
+    ctx.begin_path();
+    ctx.move_to(b.x, py(footprint as f64));
+    ctx.line_to(b.x + b.w, py(footprint as f64));
+    ctx.stroke();
+    ctx.set_stroke_style_str("#111111");
+    ctx.set_line_dash(&js_sys::Array::of2(&4.0.into(), &3.0.into()))
+        .unwrap_or_default();
+    ctx.begin_path();
+    ctx.move_to(b.x, py(lower_bound as f64));
+    ctx.line_to(b.x + b.w, py(lower_bound as f64));
+    ctx.stroke();
+    ctx.set_line_dash(&js_sys::Array::new()).unwrap_or_default();
+    let usable_at = usable.map(|(line, usable)| {
+        let at = line.map_or(Place::Below, |l| Place::of(l as f64, 0.0, top));
+        let y = line.map_or(top, |l| (l as f64).min(top));
+        budget_line(ctx, b.x, b.x + b.w, py(y), usable, at);
+        at
+    });
+    ctx.set_font(FONT);
+    if let Some(p) = d.peak_position {
+        let x = px(f64::from(p) + 0.5);
+        ctx.begin_path();
+        ctx.move_to(x, b.y + b.h);
+        ctx.line_to(x, py(lower_bound as f64));
+        ctx.stroke();
+        ctx.set_fill_style_str("#111111");
+        ctx.set_text_align(if x > b.x + b.w * 0.7 { "right" } else { "left" });
+        let dx = if x > b.x + b.w * 0.7 { -4.0 } else { 4.0 };
+        let _ = ctx.fill_text("peak", x + dx, b.y + b.h - 4.0);
+    }
+    ctx.restore();
+    let what = if arena_only { " (arena)" } else { "" };
+    ctx.set_font(FONT);
+    let (top_line, bottom_line) = (py(footprint as f64), py(lower_bound as f64));
+    let footprint_label = format!("footprint{what} {}", bytes(footprint));
+    tagged_text(
+        ctx,
+        &footprint_label,
+        (b.x + 4.0, top_line - 3.0),
+        "left",
+        "#b3261e",
+    );
+    // Between the two lines when there is room for the text, else above the footprint's (at
+    // the other end from its label): on a line it cannot be read.
+    let fragmentation_y = match bottom_line - top_line >= 14.0 {
+        true => (top_line + bottom_line) / 2.0 + 4.0,
+        false => top_line - 3.0,
+    };
+    let fragmentation = bytes(footprint.saturating_sub(lower_bound));
+    let at = (b.x + b.w - 4.0, fragmentation_y);
+    tagged_text(
+        ctx,
+        &format!("fragmentation {fragmentation}"),
+        at,
+        "right",
+        "#b3261e",
+    );
+    let lower_bound_label = format!("lower bound{what} {}", bytes(lower_bound));
+    tagged_text(
+        ctx,
+        &lower_bound_label,
+        (b.x + 4.0, bottom_line + 12.0),
+        "left",
+        "#111111",
+    );
+    if ghost.is_some() {
+        let at = (b.x + b.w / 2.0, b.y + 10.0);
+        tagged_text(ctx, "dashed: without flips", at, "center", "#5b6470");
+    }
+    ctx.set_fill_style_str("#5b6470");
+    ctx.set_text_align("right");
+    let _ = ctx.fill_text("live bytes", b.x - 6.0, b.y + 10.0);
+    let _ = ctx.fill_text("0", b.x - 6.0, b.y + b.h);
+    usable_at
+}
+
+/// `text` with its baseline at `(x, y)`, aligned `align`, on a white tag: the usage band's
+/// curves run under its labels. The tag stops 2 px under the baseline, clear of a line 3 px
+/// below it.
+pub(super) fn tagged_text(
+    ctx: &CanvasRenderingContext2d,
+    text: &str,
+    (x, y): (f64, f64),
+    align: &str,
+    color: &str,
+) {
+    let w = ctx
+        .measure_text(text)
+        .map_or(text.chars().count() as f64 * CHAR_PX, |m| m.width());
+    let left = match align {
+        "right" => x - w,
+        "center" => x - w / 2.0,
+        _ => x,
+    };
+    ctx.set_fill_style_str("rgba(255, 255, 255, 0.85)");
+    ctx.fill_rect(left - 2.0, y - 10.0, w + 4.0, 12.0);
+    ctx.set_fill_style_str(color);
+    ctx.set_text_align(align);
+    let _ = ctx.fill_text(text, x, y);
+}

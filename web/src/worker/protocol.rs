@@ -1,0 +1,109 @@
+//! What the page and the worker say to each other: typed serde messages.
+//!
+//! The page posts `{request, bytes}`: the [`Request`] as JSON text, and for a load the dump's
+//! bytes as an `ArrayBuffer` that is transferred, not copied (so a binary ONNX model or a pickle
+//! arrives intact, and a 50 MB dump is not duplicated). The worker answers with [`Response`]s as
+//! UTF-8 JSON in a transferred `ArrayBuffer` (no string decoded and encoded again): `ready` once
+//! it listens (a message sent before that would be lost), `progress` at each stage and, while a
+//! search runs, its best so far and its bound, then `planned` (what the page draws: an
+//! [`Analysis`], not the whole report), `exported`, or an `error` as a typed [`WebError`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::{Analysis, BuffersSent, CompareView, Export, ExportKind, LeftOut, SweepView};
+use crate::error::WebError;
+use memplan_engine::Scenario;
+use memplan_engine::answers::FitAnswer;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Request {
+    /// Load the bytes that come with the message, then plan `scenario`.
+    Load {
+        source: String,
+        scenario: Scenario,
+        #[serde(default)]
+        import: memplan_formats::onnx::Options,
+    },
+    /// Import the last loaded bytes again with other options (an ONNX model's input shapes).
+    Reimport {
+        scenario: Scenario,
+        import: memplan_formats::onnx::Options,
+    },
+    /// Plan the loaded dump under another scenario.
+    Plan(Scenario),
+    /// Fit the loaded dump to a target (`512MiB`, or `minimize`) from no flips, then plan it
+    /// with the fit's flips.
+    Fit { scenario: Scenario, target: String },
+    /// The largest value of `param` in `lo..=hi` that fits the scenario's device.
+    Fits {
+        scenario: Scenario,
+        param: String,
+        lo: u64,
+        hi: u64,
+    },
+    /// Sweep targets from the minimized footprint to the baseline: fit at `points` targets.
+    Sweep { scenario: Scenario, points: usize },
+    /// Compare the plan shown with the loaded dump under `scenario`, or (with bytes beside
+    /// the message) with the dump `source` under it.
+    Compare {
+        scenario: Scenario,
+        source: Option<String>,
+    },
+    /// Make a file of the current plan.
+    Export(ExportKind),
+    /// End the running plan with its best so far.
+    Cancel,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Response {
+    Ready,
+    Progress {
+        stage: u32,
+        of: u32,
+        what: String,
+        /// While a search runs: the lowest arena so far, and what no layout can go below.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        best_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bound_bytes: Option<u64>,
+        /// The exact search's nodes so far.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nodes: Option<u64>,
+    },
+    /// The plan to draw; `cancelled` when a cancel ended its search early (this is its best
+    /// plan so far, complete and checked).
+    Planned {
+        analysis: Box<Analysis>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
+        /// What the analysis leaves out because the last plan sent had it too; the page puts
+        /// back the parts it holds ([`Analysis::received`]).
+        #[serde(default, skip_serializing_if = "LeftOut::is_nothing")]
+        left_out: LeftOut,
+        /// The buffers, sent against those of the last plan sent; the analysis's own are
+        /// then left out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        buffers: Option<BuffersSent>,
+    },
+    /// A cancel came before any plan of the new scenario: the page keeps what it shows.
+    Cancelled,
+    Exported(Export),
+    /// A fit's answer; the plan with its flips follows.
+    Fitted(Box<FitAnswer>),
+    /// A "largest that fits" answer, with both witnesses.
+    Fits(Box<memplan_engine::Fits>),
+    /// A sweep's answer (the budgets fitted before a cancel, if one came).
+    Swept(Box<SweepView>),
+    Compared(Box<CompareView>),
+    Error(Box<WebError>),
+}
+
+pub(crate) fn failed(e: impl Into<WebError>) -> Response {
+    Response::Error(Box::new(e.into()))
+}
+
+/// The number of progress stages of a load.
+pub const STAGES: u32 = 3;
