@@ -373,648 +373,821 @@ impl From<&'static str> for InferStop {
     }
 }
 
-/// Infers the outputs of one node from what is known of its inputs: `Err` says what stopped it.
-pub(super) fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>, InferStop> {
-    let op = node.op_type.as_str();
-    let shape = |k: usize| -> Result<&Shape, InferStop> {
-        inputs
-            .get(k)
+/// A node and what is known of its inputs, as each op family's inference reads them.
+pub(super) struct Inputs<'a> {
+    node: &'a proto::NodeProto,
+    inputs: &'a [Val],
+    op: &'a str,
+    /// The first input's element type, which most ops keep.
+    dtype0: Option<&'static str>,
+}
+
+impl Inputs<'_> {
+    fn shape(&self, k: usize) -> Result<&Shape, InferStop> {
+        (self.inputs.get(k))
             .and_then(|v| v.shape.as_ref())
             .ok_or(InferStop::UnknownInput(k))
+    }
+
+    fn konst(&self, k: usize) -> Option<Vec<i64>> {
+        self.inputs.get(k).and_then(|v| v.konst.clone())
+    }
+}
+
+/// One output of `shape` and `dtype`.
+fn one(shape: Shape, dtype: Option<&'static str>) -> Result<Vec<Val>, InferStop> {
+    Ok(vec![Val {
+        shape: Some(shape),
+        dtype,
+        konst: None,
+        floats: None,
+    }])
+}
+
+fn fail(why: &'static str) -> Result<Vec<Val>, InferStop> {
+    Err(InferStop::Cannot(why))
+}
+
+/// Infers the outputs of one node from what is known of its inputs: `Err` says what stopped it.
+/// One function per op family.
+pub(super) fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>, InferStop> {
+    let op = node.op_type.as_str();
+    let n = Inputs {
+        node,
+        inputs,
+        op,
+        dtype0: inputs.first().and_then(|v| v.dtype),
     };
-    let konst = |k: usize| inputs.get(k).and_then(|v| v.konst.clone());
-    let dtype0 = inputs.first().and_then(|v| v.dtype);
-    let one = |shape: Shape, dtype: Option<&'static str>| {
-        Ok(vec![Val {
-            shape: Some(shape),
-            dtype,
+    match op {
+        _ if UNARY.contains(&op) => unary(&n),
+        "Dropout" => dropout(&n),
+        "Cast" => cast(&n),
+        _ if BINARY.contains(&op) => binary(&n),
+        "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" | "LpPool" => {
+            convolutions_and_pools(&n)
+        }
+        "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => global_pools(&n),
+        "Gemm" => gemm(&n),
+        "MatMul" | "MatMulInteger" => matmul(&n),
+        "Concat" => concat(&n),
+        "Split" => split(&n),
+        "Reshape" => reshape(&n),
+        "Flatten" => flatten(&n),
+        "Transpose" => transpose(&n),
+        "Squeeze" | "Unsqueeze" => squeeze(&n),
+        "Pad" => pad(&n),
+        "Resize" | "Upsample" => resize(&n),
+        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL2"
+        | "ReduceL1" | "ReduceLogSumExp" | "ReduceSumSquare" | "ArgMax" | "ArgMin" => {
+            reductions(&n)
+        }
+        "Expand" => expand(&n),
+        "Shape" => shape_op(&n),
+        "Size" => size(&n),
+        "Gather" => gather(&n),
+        "Slice" => slice(&n),
+        "Range" => range(&n),
+        "ConstantOfShape" => constant_of_shape(&n),
+        "Constant" => constant(&n),
+        "TopK" => top_k(&n),
+        "Tile" => tile(&n),
+        _ => Err(InferStop::UnknownOp),
+    }
+}
+
+/// The elementwise unary ops.
+fn unary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, op, dtype0) = (n.node, n.op, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let s = shape(0)?.clone();
+    let mut out = vec![Val {
+        shape: Some(s),
+        dtype: dtype0,
+        konst: None,
+        floats: None,
+    }];
+    if op == "BatchNormalization" {
+        // Training-mode outputs: the running mean and variance, per channel.
+        let c = shape(0)?.get(1).cloned().unwrap_or(D::n(1));
+        for _ in 1..node.output.len() {
+            out.push(Val {
+                shape: Some(vec![c.clone()]),
+                dtype: dtype0,
+                konst: None,
+                floats: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `Dropout`.
+fn dropout(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let dtype0 = n.dtype0;
+    let shape = |k: usize| n.shape(k);
+    // The mask output is left unsized, as onnx's own shape inference leaves it.
+    Ok(vec![Val {
+        shape: Some(shape(0)?.clone()),
+        dtype: dtype0,
+        konst: None,
+        floats: None,
+    }])
+}
+
+/// `Cast`.
+fn cast(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let node = n.node;
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let to = dtype_name(attr_i(node, "to", 1) as i32);
+    Ok(vec![Val {
+        shape: Some(shape(0)?.clone()),
+        dtype: to,
+        konst: konst(0),
+        floats: None,
+    }])
+}
+
+/// The elementwise binary ops (broadcasting).
+fn binary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (inputs, op, dtype0) = (n.inputs, n.op, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let shapes: Vec<&Shape> = (0..inputs.len()).map(shape).collect::<Result<_, _>>()?;
+    let out = broadcast(&shapes).ok_or("the shapes do not broadcast")?;
+    let dtype = match op {
+        "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Xor" => {
+            Some("bool")
+        }
+        "Where" => inputs.get(1).and_then(|v| v.dtype),
+        _ => dtype0,
+    };
+    one(out, dtype)
+}
+
+/// `Conv`, `ConvTranspose`, `MaxPool`, `AveragePool`, `LpPool`.
+fn convolutions_and_pools(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, op, dtype0) = (n.node, n.op, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let x = shape(0)?;
+    let kernel: Vec<u64> = match attr_ints(node, "kernel_shape") {
+        Some(k) => k.iter().map(|&v| u64::try_from(v).unwrap_or(0)).collect(),
+        None if op.ends_with("Pool") => return fail("a pool without kernel_shape"),
+        None => shape(1)?[2..]
+            .iter()
+            .map(|d| d.known())
+            .collect::<Option<_>>()
+            .ok_or("the weights' spatial dims are unknown")?,
+    };
+    let spatial = window(node, x, &kernel, op == "ConvTranspose")
+        .ok_or("the spatial dims cannot be computed")?;
+    let channels = match op {
+        "Conv" => shape(1)?[0].clone(),
+        "ConvTranspose" => {
+            let group = attr_i(node, "group", 1).max(1) as u64;
+            shape(1)?
+                .get(1)
+                .and_then(|d| d.known())
+                .map(|c| D::n(c * group))
+                .ok_or("the weights' channels are unknown")?
+        }
+        _ => x[1].clone(),
+    };
+    let mut out = vec![x[0].clone(), channels];
+    out.extend(spatial);
+    let mut vals = vec![Val {
+        shape: Some(out.clone()),
+        dtype: dtype0,
+        konst: None,
+        floats: None,
+    }];
+    if node.output.len() > 1 {
+        vals.push(Val {
+            shape: Some(out),
+            dtype: Some("i64"),
             konst: None,
             floats: None,
-        }])
+        });
+    }
+    Ok(vals)
+}
+
+/// `GlobalAveragePool`, `GlobalMaxPool`, `GlobalLpPool`.
+fn global_pools(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let dtype0 = n.dtype0;
+    let shape = |k: usize| n.shape(k);
+    let x = shape(0)?;
+    let mut out = x[..2.min(x.len())].to_vec();
+    out.extend(std::iter::repeat_n(D::n(1), x.len().saturating_sub(2)));
+    one(out, dtype0)
+}
+
+/// `Gemm`.
+fn gemm(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, dtype0) = (n.node, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let (a, b) = (shape(0)?, shape(1)?);
+    if a.len() != 2 || b.len() != 2 {
+        return fail("Gemm's inputs are not matrices");
+    }
+    let m = if attr_i(node, "transA", 0) == 1 {
+        &a[1]
+    } else {
+        &a[0]
     };
-    let fail = |why: &'static str| Err(InferStop::Cannot(why));
-    match op {
-        _ if UNARY.contains(&op) => {
-            let s = shape(0)?.clone();
-            let mut out = vec![Val {
+    let n = if attr_i(node, "transB", 0) == 1 {
+        &b[0]
+    } else {
+        &b[1]
+    };
+    one(vec![m.clone(), n.clone()], dtype0)
+}
+
+/// `MatMul`, `MatMulInteger`.
+fn matmul(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (op, dtype0) = (n.op, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let (a, b) = (shape(0)?.clone(), shape(1)?.clone());
+    let (a2, b2) = (
+        if a.len() == 1 {
+            vec![D::n(1), a[0].clone()]
+        } else {
+            a.clone()
+        },
+        if b.len() == 1 {
+            vec![b[0].clone(), D::n(1)]
+        } else {
+            b.clone()
+        },
+    );
+    if a2.len() < 2 || b2.len() < 2 {
+        return fail("MatMul of a scalar");
+    }
+    let batch = broadcast(&[&a2[..a2.len() - 2].to_vec(), &b2[..b2.len() - 2].to_vec()])
+        .ok_or("the batch dims do not broadcast")?;
+    let mut out = batch;
+    if a.len() > 1 {
+        out.push(a2[a2.len() - 2].clone());
+    }
+    if b.len() > 1 {
+        out.push(b2[b2.len() - 1].clone());
+    }
+    one(
+        out,
+        if op == "MatMulInteger" {
+            Some("i32")
+        } else {
+            dtype0
+        },
+    )
+}
+
+/// `Concat`.
+fn concat(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, inputs, dtype0) = (n.node, n.inputs, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let shapes: Vec<&Shape> = (0..inputs.len()).map(shape).collect::<Result<_, _>>()?;
+    let first = shapes.first().ok_or("no inputs")?;
+    let a = axis(attr_i(node, "axis", 0), first.len()).ok_or("the axis is out of range")?;
+    let mut out = (*first).clone();
+    let mut total = D::n(0);
+    for s in &shapes {
+        let d = s.get(a).ok_or("the ranks differ")?;
+        total = match (total.p.clone(), d.p.clone()) {
+            (None, None) => D::n(total.k + d.k),
+            (None, Some(_)) if total.k == 0 => d.clone(),
+            _ => return fail("concatenating symbolic dims"),
+        };
+    }
+    out[a] = total;
+    let folded = (0..inputs.len())
+        .map(konst)
+        .collect::<Option<Vec<_>>>()
+        .map(|v| v.concat());
+    Ok(vec![Val {
+        shape: Some(out),
+        dtype: dtype0,
+        konst: folded,
+        floats: None,
+    }])
+}
+
+/// `Split`.
+fn split(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, inputs, dtype0) = (n.node, n.inputs, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let x = shape(0)?;
+    let a = axis(attr_i(node, "axis", 0), x.len()).ok_or("the axis is out of range")?;
+    let n = node.output.len().max(1) as u64;
+    // The sizes, from the attribute (before opset 13) or the second input; else equal
+    // parts, the last smaller when they do not divide (opset 18's `num_outputs`).
+    let sizes = match (attr_ints(node, "split"), inputs.len() > 1) {
+        (Some(p), _) => Some(p),
+        (None, true) => Some(konst(1).ok_or("the split sizes are not a constant")?),
+        (None, false) => None,
+    };
+    let parts: Vec<u64> = match sizes {
+        Some(p) => p.iter().map(|&v| u64::try_from(v).unwrap_or(0)).collect(),
+        None => {
+            let whole = x[a].known().ok_or("splitting a symbolic dim")?;
+            let part = whole.div_ceil(n);
+            (0..n)
+                .map(|k| part.min(whole.saturating_sub(k * part)))
+                .collect()
+        }
+    };
+    Ok(parts
+        .iter()
+        .map(|&p| {
+            let mut s = x.clone();
+            s[a] = D::n(p);
+            Val {
                 shape: Some(s),
                 dtype: dtype0,
                 konst: None,
                 floats: None,
-            }];
-            if op == "BatchNormalization" {
-                // Training-mode outputs: the running mean and variance, per channel.
-                let c = shape(0)?.get(1).cloned().unwrap_or(D::n(1));
-                for _ in 1..node.output.len() {
-                    out.push(Val {
-                        shape: Some(vec![c.clone()]),
-                        dtype: dtype0,
-                        konst: None,
-                        floats: None,
-                    });
-                }
             }
-            Ok(out)
-        }
-        "Dropout" => {
-            // The mask output is left unsized, as onnx's own shape inference leaves it.
-            Ok(vec![Val {
-                shape: Some(shape(0)?.clone()),
-                dtype: dtype0,
-                konst: None,
-                floats: None,
-            }])
-        }
-        "Cast" => {
-            let to = dtype_name(attr_i(node, "to", 1) as i32);
-            Ok(vec![Val {
-                shape: Some(shape(0)?.clone()),
-                dtype: to,
-                konst: konst(0),
-                floats: None,
-            }])
-        }
-        _ if BINARY.contains(&op) => {
-            let shapes: Vec<&Shape> = (0..inputs.len()).map(shape).collect::<Result<_, _>>()?;
-            let out = broadcast(&shapes).ok_or("the shapes do not broadcast")?;
-            let dtype = match op {
-                "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or"
-                | "Xor" => Some("bool"),
-                "Where" => inputs.get(1).and_then(|v| v.dtype),
-                _ => dtype0,
-            };
-            one(out, dtype)
-        }
-        "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" | "LpPool" => {
-            let x = shape(0)?;
-            let kernel: Vec<u64> = match attr_ints(node, "kernel_shape") {
-                Some(k) => k.iter().map(|&v| u64::try_from(v).unwrap_or(0)).collect(),
-                None if op.ends_with("Pool") => return fail("a pool without kernel_shape"),
-                None => shape(1)?[2..]
+        })
+        .collect())
+}
+
+/// `Reshape`.
+fn reshape(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, dtype0) = (n.node, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let x = shape(0)?;
+    let target = konst(1).ok_or("the target shape is not a constant")?;
+    let allow_zero = attr_i(node, "allowzero", 0) == 1;
+    let mut out: Vec<Option<D>> = target
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| match v {
+            0 if !allow_zero => x.get(i).cloned(),
+            -1 => None,
+            v => u64::try_from(v).ok().map(D::n),
+        })
+        .collect();
+    if let Some(hole) = target.iter().position(|&v| v == -1) {
+        let total = product(x).ok_or("more than one symbolic dim")?;
+        let rest = product(&out.iter().flatten().cloned().collect::<Vec<_>>())
+            .ok_or("more than one symbolic dim")?;
+        let k = if rest.k == 0 {
+            0
+        } else if total.k % rest.k == 0 {
+            total.k / rest.k
+        } else {
+            return fail("the sizes do not divide");
+        };
+        let p = match (&total.p, &rest.p) {
+            (p, None) => p.clone(),
+            (Some(a), Some(b)) if a == b => None,
+            _ => return fail("a symbolic dim does not divide"),
+        };
+        out[hole] = Some(D { k, p });
+    }
+    one(
+        out.into_iter()
+            .collect::<Option<_>>()
+            .ok_or("a dim of the target is invalid")?,
+        dtype0,
+    )
+}
+
+/// `Flatten`.
+fn flatten(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, dtype0) = (n.node, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let x = shape(0)?;
+    let a = attr_i(node, "axis", 1);
+    let a = if a < 0 { a + x.len() as i64 } else { a }.clamp(0, x.len() as i64) as usize;
+    let outer = product(&x[..a]).ok_or("more than one symbolic dim")?;
+    let inner = product(&x[a..]).ok_or("more than one symbolic dim")?;
+    one(vec![outer, inner], dtype0)
+}
+
+/// `Transpose`.
+fn transpose(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, dtype0) = (n.node, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let x = shape(0)?;
+    let perm = attr_ints(node, "perm").unwrap_or_else(|| (0..x.len() as i64).rev().collect());
+    one(
+        perm.iter()
+            .map(|&p| x.get(p as usize).cloned())
+            .collect::<Option<_>>()
+            .ok_or("the permutation is out of range")?,
+        dtype0,
+    )
+}
+
+/// `Squeeze`, `Unsqueeze`.
+fn squeeze(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, op, dtype0) = (n.node, n.op, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let x = shape(0)?;
+    let axes = attr_ints(node, "axes").or_else(|| konst(1));
+    let mut out = x.clone();
+    if op == "Squeeze" {
+        match axes {
+            Some(axes) => {
+                let mut drop: Vec<usize> = axes
                     .iter()
-                    .map(|d| d.known())
-                    .collect::<Option<_>>()
-                    .ok_or("the weights' spatial dims are unknown")?,
-            };
-            let spatial = window(node, x, &kernel, op == "ConvTranspose")
-                .ok_or("the spatial dims cannot be computed")?;
-            let channels = match op {
-                "Conv" => shape(1)?[0].clone(),
-                "ConvTranspose" => {
-                    let group = attr_i(node, "group", 1).max(1) as u64;
-                    shape(1)?
-                        .get(1)
-                        .and_then(|d| d.known())
-                        .map(|c| D::n(c * group))
-                        .ok_or("the weights' channels are unknown")?
-                }
-                _ => x[1].clone(),
-            };
-            let mut out = vec![x[0].clone(), channels];
-            out.extend(spatial);
-            let mut vals = vec![Val {
-                shape: Some(out.clone()),
-                dtype: dtype0,
-                konst: None,
-                floats: None,
-            }];
-            if node.output.len() > 1 {
-                vals.push(Val {
-                    shape: Some(out),
-                    dtype: Some("i64"),
-                    konst: None,
-                    floats: None,
-                });
-            }
-            Ok(vals)
-        }
-        "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => {
-            let x = shape(0)?;
-            let mut out = x[..2.min(x.len())].to_vec();
-            out.extend(std::iter::repeat_n(D::n(1), x.len().saturating_sub(2)));
-            one(out, dtype0)
-        }
-        "Gemm" => {
-            let (a, b) = (shape(0)?, shape(1)?);
-            if a.len() != 2 || b.len() != 2 {
-                return fail("Gemm's inputs are not matrices");
-            }
-            let m = if attr_i(node, "transA", 0) == 1 {
-                &a[1]
-            } else {
-                &a[0]
-            };
-            let n = if attr_i(node, "transB", 0) == 1 {
-                &b[0]
-            } else {
-                &b[1]
-            };
-            one(vec![m.clone(), n.clone()], dtype0)
-        }
-        "MatMul" | "MatMulInteger" => {
-            let (a, b) = (shape(0)?.clone(), shape(1)?.clone());
-            let (a2, b2) = (
-                if a.len() == 1 {
-                    vec![D::n(1), a[0].clone()]
-                } else {
-                    a.clone()
-                },
-                if b.len() == 1 {
-                    vec![b[0].clone(), D::n(1)]
-                } else {
-                    b.clone()
-                },
-            );
-            if a2.len() < 2 || b2.len() < 2 {
-                return fail("MatMul of a scalar");
-            }
-            let batch = broadcast(&[&a2[..a2.len() - 2].to_vec(), &b2[..b2.len() - 2].to_vec()])
-                .ok_or("the batch dims do not broadcast")?;
-            let mut out = batch;
-            if a.len() > 1 {
-                out.push(a2[a2.len() - 2].clone());
-            }
-            if b.len() > 1 {
-                out.push(b2[b2.len() - 1].clone());
-            }
-            one(
-                out,
-                if op == "MatMulInteger" {
-                    Some("i32")
-                } else {
-                    dtype0
-                },
-            )
-        }
-        "Concat" => {
-            let shapes: Vec<&Shape> = (0..inputs.len()).map(shape).collect::<Result<_, _>>()?;
-            let first = shapes.first().ok_or("no inputs")?;
-            let a = axis(attr_i(node, "axis", 0), first.len()).ok_or("the axis is out of range")?;
-            let mut out = (*first).clone();
-            let mut total = D::n(0);
-            for s in &shapes {
-                let d = s.get(a).ok_or("the ranks differ")?;
-                total = match (total.p.clone(), d.p.clone()) {
-                    (None, None) => D::n(total.k + d.k),
-                    (None, Some(_)) if total.k == 0 => d.clone(),
-                    _ => return fail("concatenating symbolic dims"),
-                };
-            }
-            out[a] = total;
-            let folded = (0..inputs.len())
-                .map(konst)
-                .collect::<Option<Vec<_>>>()
-                .map(|v| v.concat());
-            Ok(vec![Val {
-                shape: Some(out),
-                dtype: dtype0,
-                konst: folded,
-                floats: None,
-            }])
-        }
-        "Split" => {
-            let x = shape(0)?;
-            let a = axis(attr_i(node, "axis", 0), x.len()).ok_or("the axis is out of range")?;
-            let n = node.output.len().max(1) as u64;
-            // The sizes, from the attribute (before opset 13) or the second input; else equal
-            // parts, the last smaller when they do not divide (opset 18's `num_outputs`).
-            let sizes = match (attr_ints(node, "split"), inputs.len() > 1) {
-                (Some(p), _) => Some(p),
-                (None, true) => Some(konst(1).ok_or("the split sizes are not a constant")?),
-                (None, false) => None,
-            };
-            let parts: Vec<u64> = match sizes {
-                Some(p) => p.iter().map(|&v| u64::try_from(v).unwrap_or(0)).collect(),
-                None => {
-                    let whole = x[a].known().ok_or("splitting a symbolic dim")?;
-                    let part = whole.div_ceil(n);
-                    (0..n)
-                        .map(|k| part.min(whole.saturating_sub(k * part)))
-                        .collect()
-                }
-            };
-            Ok(parts
-                .iter()
-                .map(|&p| {
-                    let mut s = x.clone();
-                    s[a] = D::n(p);
-                    Val {
-                        shape: Some(s),
-                        dtype: dtype0,
-                        konst: None,
-                        floats: None,
-                    }
-                })
-                .collect())
-        }
-        "Reshape" => {
-            let x = shape(0)?;
-            let target = konst(1).ok_or("the target shape is not a constant")?;
-            let allow_zero = attr_i(node, "allowzero", 0) == 1;
-            let mut out: Vec<Option<D>> = target
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| match v {
-                    0 if !allow_zero => x.get(i).cloned(),
-                    -1 => None,
-                    v => u64::try_from(v).ok().map(D::n),
-                })
-                .collect();
-            if let Some(hole) = target.iter().position(|&v| v == -1) {
-                let total = product(x).ok_or("more than one symbolic dim")?;
-                let rest = product(&out.iter().flatten().cloned().collect::<Vec<_>>())
-                    .ok_or("more than one symbolic dim")?;
-                let k = if rest.k == 0 {
-                    0
-                } else if total.k % rest.k == 0 {
-                    total.k / rest.k
-                } else {
-                    return fail("the sizes do not divide");
-                };
-                let p = match (&total.p, &rest.p) {
-                    (p, None) => p.clone(),
-                    (Some(a), Some(b)) if a == b => None,
-                    _ => return fail("a symbolic dim does not divide"),
-                };
-                out[hole] = Some(D { k, p });
-            }
-            one(
-                out.into_iter()
-                    .collect::<Option<_>>()
-                    .ok_or("a dim of the target is invalid")?,
-                dtype0,
-            )
-        }
-        "Flatten" => {
-            let x = shape(0)?;
-            let a = attr_i(node, "axis", 1);
-            let a = if a < 0 { a + x.len() as i64 } else { a }.clamp(0, x.len() as i64) as usize;
-            let outer = product(&x[..a]).ok_or("more than one symbolic dim")?;
-            let inner = product(&x[a..]).ok_or("more than one symbolic dim")?;
-            one(vec![outer, inner], dtype0)
-        }
-        "Transpose" => {
-            let x = shape(0)?;
-            let perm =
-                attr_ints(node, "perm").unwrap_or_else(|| (0..x.len() as i64).rev().collect());
-            one(
-                perm.iter()
-                    .map(|&p| x.get(p as usize).cloned())
-                    .collect::<Option<_>>()
-                    .ok_or("the permutation is out of range")?,
-                dtype0,
-            )
-        }
-        "Squeeze" | "Unsqueeze" => {
-            let x = shape(0)?;
-            let axes = attr_ints(node, "axes").or_else(|| konst(1));
-            let mut out = x.clone();
-            if op == "Squeeze" {
-                match axes {
-                    Some(axes) => {
-                        let mut drop: Vec<usize> = axes
-                            .iter()
-                            .map(|&a| axis(a, x.len()))
-                            .collect::<Option<_>>()
-                            .ok_or("an axis is out of range")?;
-                        drop.sort_unstable();
-                        for a in drop.into_iter().rev() {
-                            out.remove(a);
-                        }
-                    }
-                    None => out.retain(|d| *d != D::n(1)),
-                }
-            } else {
-                let axes = axes.ok_or("Unsqueeze without axes")?;
-                let rank = x.len() + axes.len();
-                let mut at: Vec<usize> = axes
-                    .iter()
-                    .map(|&a| axis(a, rank))
+                    .map(|&a| axis(a, x.len()))
                     .collect::<Option<_>>()
                     .ok_or("an axis is out of range")?;
-                at.sort_unstable();
-                for a in at {
-                    if a > out.len() {
-                        return fail("an axis is out of range");
-                    }
-                    out.insert(a, D::n(1));
+                drop.sort_unstable();
+                for a in drop.into_iter().rev() {
+                    out.remove(a);
                 }
             }
-            Ok(vec![Val {
-                shape: Some(out),
-                dtype: dtype0,
-                konst: konst(0),
-                floats: None,
-            }])
+            None => out.retain(|d| *d != D::n(1)),
         }
-        "Pad" => {
-            let x = shape(0)?;
-            let pads = attr_ints(node, "pads")
-                .or_else(|| konst(1))
-                .ok_or("the pads are not constant")?;
-            if pads.len() != 2 * x.len() {
-                return fail("the pads do not match the rank");
+    } else {
+        let axes = axes.ok_or("Unsqueeze without axes")?;
+        let rank = x.len() + axes.len();
+        let mut at: Vec<usize> = axes
+            .iter()
+            .map(|&a| axis(a, rank))
+            .collect::<Option<_>>()
+            .ok_or("an axis is out of range")?;
+        at.sort_unstable();
+        for a in at {
+            if a > out.len() {
+                return fail("an axis is out of range");
             }
-            let out = x
-                .iter()
-                .enumerate()
-                .map(|(i, d)| {
-                    let v = i64::try_from(d.known()?)
-                        .ok()?
-                        .checked_add(pads[i])?
-                        .checked_add(pads[i + x.len()])?;
-                    u64::try_from(v).ok().map(D::n)
-                })
-                .collect::<Option<_>>()
-                .ok_or("padding a symbolic dim")?;
-            one(out, dtype0)
+            out.insert(a, D::n(1));
         }
-        "Resize" | "Upsample" => {
-            let x = shape(0)?;
-            // Resize: (X, roi, scales, sizes); Upsample: (X, scales).
-            let sizes = if op == "Resize" { konst(3) } else { None };
-            if let Some(sizes) = sizes.filter(|s| s.len() == x.len()) {
-                return one(
-                    sizes.iter().map(|&v| D::n(v.max(0) as u64)).collect(),
-                    dtype0,
-                );
-            }
-            let scale_input = if op == "Resize" { 2 } else { 1 };
-            let scales = inputs
-                .get(scale_input)
-                .and_then(|v| v.floats.clone())
-                .or_else(|| {
-                    attr(node, "scales").map(|a| a.floats.iter().map(|&f| f64::from(f)).collect())
-                })
-                .filter(|s| s.len() == x.len())
-                .ok_or("the scales are not constant")?;
-            let out = x
-                .iter()
-                .zip(&scales)
-                .map(|(d, &s)| d.known().map(|v| D::n((v as f64 * s).floor() as u64)))
-                .collect::<Option<_>>()
-                .ok_or("scaling a symbolic dim")?;
-            one(out, dtype0)
+    }
+    Ok(vec![Val {
+        shape: Some(out),
+        dtype: dtype0,
+        konst: konst(0),
+        floats: None,
+    }])
+}
+
+/// `Pad`.
+fn pad(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, dtype0) = (n.node, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let x = shape(0)?;
+    let pads = attr_ints(node, "pads")
+        .or_else(|| konst(1))
+        .ok_or("the pads are not constant")?;
+    if pads.len() != 2 * x.len() {
+        return fail("the pads do not match the rank");
+    }
+    let out = x
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let v = i64::try_from(d.known()?)
+                .ok()?
+                .checked_add(pads[i])?
+                .checked_add(pads[i + x.len()])?;
+            u64::try_from(v).ok().map(D::n)
+        })
+        .collect::<Option<_>>()
+        .ok_or("padding a symbolic dim")?;
+    one(out, dtype0)
+}
+
+/// `Resize`, `Upsample`.
+fn resize(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, inputs, op, dtype0) = (n.node, n.inputs, n.op, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let x = shape(0)?;
+    // Resize: (X, roi, scales, sizes); Upsample: (X, scales).
+    let sizes = if op == "Resize" { konst(3) } else { None };
+    if let Some(sizes) = sizes.filter(|s| s.len() == x.len()) {
+        return one(
+            sizes.iter().map(|&v| D::n(v.max(0) as u64)).collect(),
+            dtype0,
+        );
+    }
+    let scale_input = if op == "Resize" { 2 } else { 1 };
+    let scales = inputs
+        .get(scale_input)
+        .and_then(|v| v.floats.clone())
+        .or_else(|| attr(node, "scales").map(|a| a.floats.iter().map(|&f| f64::from(f)).collect()))
+        .filter(|s| s.len() == x.len())
+        .ok_or("the scales are not constant")?;
+    let out = x
+        .iter()
+        .zip(&scales)
+        .map(|(d, &s)| d.known().map(|v| D::n((v as f64 * s).floor() as u64)))
+        .collect::<Option<_>>()
+        .ok_or("scaling a symbolic dim")?;
+    one(out, dtype0)
+}
+
+/// `ReduceMean`, `ReduceSum`, `ReduceMax`, `ReduceMin`, `ReduceProd`, `ReduceL2`, `ReduceL1`, `ReduceLogSumExp`, `ReduceSumSquare`, `ArgMax`, `ArgMin`.
+fn reductions(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, inputs, op, dtype0) = (n.node, n.inputs, n.op, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let x = shape(0)?;
+    let keep = attr_i(node, "keepdims", 1) == 1;
+    // The axes, from the attribute or (opset 13 and later) the second input; none means
+    // all of them, or none at all with `noop_with_empty_axes`.
+    let axes: Vec<i64> = match (op.starts_with("Arg"), attr_ints(node, "axes")) {
+        (true, _) => vec![attr_i(node, "axis", 0)],
+        (false, Some(axes)) => axes,
+        (false, None) if inputs.len() > 1 => konst(1).ok_or("the axes are not a constant")?,
+        (false, None) => Vec::new(),
+    };
+    let axes = match axes.is_empty() && !op.starts_with("Arg") {
+        true if attr_i(node, "noop_with_empty_axes", 0) == 1 => Vec::new(),
+        true => (0..x.len() as i64).collect(),
+        false => axes,
+    };
+    let axes: HashSet<usize> = axes
+        .iter()
+        .map(|&a| axis(a, x.len()))
+        .collect::<Option<_>>()
+        .ok_or("an axis is out of range")?;
+    let out: Shape = x
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| match (axes.contains(&i), keep) {
+            (true, true) => Some(D::n(1)),
+            (true, false) => None,
+            (false, _) => Some(d.clone()),
+        })
+        .collect();
+    one(
+        out,
+        if op.starts_with("Arg") {
+            Some("i64")
+        } else {
+            dtype0
+        },
+    )
+}
+
+/// `Expand`.
+fn expand(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let dtype0 = n.dtype0;
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let x = shape(0)?;
+    let target: Shape = konst(1)
+        .ok_or("the target shape is not a constant")?
+        .iter()
+        .map(|&v| D::n(v.max(0) as u64))
+        .collect();
+    one(
+        broadcast(&[x, &target]).ok_or("the shapes do not broadcast")?,
+        dtype0,
+    )
+}
+
+/// `Shape`.
+fn shape_op(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let node = n.node;
+    let shape = |k: usize| n.shape(k);
+    // Dims `start..end` (opset 15), each counted from the back when negative and
+    // clamped to the rank.
+    let x = shape(0)?;
+    let rank = x.len() as i64;
+    let bound = |v: i64| (if v < 0 { v + rank } else { v }).clamp(0, rank) as usize;
+    let (start, end) = (
+        bound(attr_i(node, "start", 0)),
+        bound(attr_i(node, "end", rank)),
+    );
+    let x = &x[start..end.max(start)];
+    let values: Option<Vec<i64>> = x.iter().map(|d| d.known().map(|v| v as i64)).collect();
+    Ok(vec![Val {
+        shape: Some(vec![D::n(x.len() as u64)]),
+        dtype: Some("i64"),
+        konst: values,
+        floats: None,
+    }])
+}
+
+/// `Size`.
+fn size(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let shape = |k: usize| n.shape(k);
+    Ok(vec![Val {
+        shape: Some(vec![]),
+        dtype: Some("i64"),
+        konst: product(shape(0)?)
+            .and_then(|d| d.known())
+            .map(|v| vec![v as i64]),
+        floats: None,
+    }])
+}
+
+/// `Gather`.
+fn gather(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, dtype0) = (n.node, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let (x, idx) = (shape(0)?, shape(1)?);
+    let a = axis(attr_i(node, "axis", 0), x.len()).ok_or("the axis is out of range")?;
+    let mut out = x[..a].to_vec();
+    out.extend(idx.iter().cloned());
+    out.extend(x[a + 1..].iter().cloned());
+    let folded = match (konst(0), konst(1)) {
+        (Some(data), Some(ix)) if x.len() == 1 => ix
+            .iter()
+            .map(|&i| {
+                let i = if i < 0 { i + data.len() as i64 } else { i };
+                data.get(i as usize).copied()
+            })
+            .collect(),
+        _ => None,
+    };
+    Ok(vec![Val {
+        shape: Some(out),
+        dtype: dtype0,
+        konst: folded,
+        floats: None,
+    }])
+}
+
+/// `Slice`.
+fn slice(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, dtype0) = (n.node, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let x = shape(0)?;
+    let (starts, ends) = match (
+        attr_ints(node, "starts").or_else(|| konst(1)),
+        attr_ints(node, "ends").or_else(|| konst(2)),
+    ) {
+        (Some(s), Some(e)) => (s, e),
+        _ => return fail("the slice bounds are not constant"),
+    };
+    let axes = attr_ints(node, "axes")
+        .or_else(|| konst(3))
+        .unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let steps = konst(4).unwrap_or_else(|| vec![1; starts.len()]);
+    let mut out = x.clone();
+    let mut folded = konst(0);
+    for (j, &a) in axes.iter().enumerate() {
+        let a = axis(a, x.len()).ok_or("an axis is out of range")?;
+        let n = x[a].known().ok_or("slicing a symbolic dim")? as i64;
+        let step = *steps.get(j).ok_or("steps are missing")?;
+        if step == 0 || step == i64::MIN || n > i64::MAX / 4 {
+            return fail("a step of 0, or sizes past reach");
         }
-        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL2"
-        | "ReduceL1" | "ReduceLogSumExp" | "ReduceSumSquare" | "ArgMax" | "ArgMin" => {
-            let x = shape(0)?;
-            let keep = attr_i(node, "keepdims", 1) == 1;
-            // The axes, from the attribute or (opset 13 and later) the second input; none means
-            // all of them, or none at all with `noop_with_empty_axes`.
-            let axes: Vec<i64> = match (op.starts_with("Arg"), attr_ints(node, "axes")) {
-                (true, _) => vec![attr_i(node, "axis", 0)],
-                (false, Some(axes)) => axes,
-                (false, None) if inputs.len() > 1 => {
-                    konst(1).ok_or("the axes are not a constant")?
-                }
-                (false, None) => Vec::new(),
-            };
-            let axes = match axes.is_empty() && !op.starts_with("Arg") {
-                true if attr_i(node, "noop_with_empty_axes", 0) == 1 => Vec::new(),
-                true => (0..x.len() as i64).collect(),
-                false => axes,
-            };
-            let axes: HashSet<usize> = axes
-                .iter()
-                .map(|&a| axis(a, x.len()))
-                .collect::<Option<_>>()
-                .ok_or("an axis is out of range")?;
-            let out: Shape = x
-                .iter()
-                .enumerate()
-                .filter_map(|(i, d)| match (axes.contains(&i), keep) {
-                    (true, true) => Some(D::n(1)),
-                    (true, false) => None,
-                    (false, _) => Some(d.clone()),
-                })
-                .collect();
-            one(
-                out,
-                if op.starts_with("Arg") {
-                    Some("i64")
-                } else {
-                    dtype0
-                },
-            )
+        let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
+        let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
+        let (s, e) = (
+            *starts.get(j).ok_or("starts are missing")?,
+            *ends.get(j).ok_or("ends are missing")?,
+        );
+        let (s, e) = if step > 0 {
+            (clamp(norm(s), 0, n), clamp(norm(e), 0, n))
+        } else {
+            (clamp(norm(s), -1, n - 1), clamp(norm(e), -1, n - 1))
+        };
+        let len = if step > 0 {
+            (e - s + step - 1).max(0) / step
+        } else {
+            (s - e - step - 1).max(0) / -step
+        };
+        out[a] = D::n(len as u64);
+        if let (Some(v), true) = (&folded, x.len() == 1) {
+            folded = Some((0..len).map(|k| v[(s + k * step) as usize]).collect());
         }
-        "Expand" => {
-            let x = shape(0)?;
-            let target: Shape = konst(1)
-                .ok_or("the target shape is not a constant")?
-                .iter()
-                .map(|&v| D::n(v.max(0) as u64))
-                .collect();
-            one(
-                broadcast(&[x, &target]).ok_or("the shapes do not broadcast")?,
-                dtype0,
-            )
+    }
+    if x.len() != 1 {
+        folded = None;
+    }
+    Ok(vec![Val {
+        shape: Some(out),
+        dtype: dtype0,
+        konst: folded,
+        floats: None,
+    }])
+}
+
+/// `Range`.
+fn range(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let dtype0 = n.dtype0;
+    let konst = |k: usize| n.konst(k);
+    let (s, l, d) = match (konst(0), konst(1), konst(2)) {
+        (Some(s), Some(l), Some(d))
+            if !s.is_empty() && !l.is_empty() && !d.is_empty() && d[0] != 0 =>
+        {
+            (s[0], l[0], d[0])
         }
-        "Shape" => {
-            // Dims `start..end` (opset 15), each counted from the back when negative and
-            // clamped to the rank.
-            let x = shape(0)?;
-            let rank = x.len() as i64;
-            let bound = |v: i64| (if v < 0 { v + rank } else { v }).clamp(0, rank) as usize;
-            let (start, end) = (
-                bound(attr_i(node, "start", 0)),
-                bound(attr_i(node, "end", rank)),
-            );
-            let x = &x[start..end.max(start)];
-            let values: Option<Vec<i64>> = x.iter().map(|d| d.known().map(|v| v as i64)).collect();
-            Ok(vec![Val {
-                shape: Some(vec![D::n(x.len() as u64)]),
-                dtype: Some("i64"),
-                konst: values,
-                floats: None,
-            }])
-        }
-        "Size" => Ok(vec![Val {
+        _ => return fail("the range's bounds are not constant"),
+    };
+    let n = ((l as f64 - s as f64) / d as f64).ceil().max(0.0) as u64;
+    let values = (n <= MAX_FOLDED)
+        .then(|| {
+            (0..n as i64)
+                .map(|k| k.checked_mul(d).and_then(|v| v.checked_add(s)))
+                .collect::<Option<Vec<_>>>()
+        })
+        .flatten();
+    Ok(vec![Val {
+        shape: Some(vec![D::n(n)]),
+        dtype: dtype0,
+        konst: values,
+        floats: None,
+    }])
+}
+
+/// `ConstantOfShape`.
+fn constant_of_shape(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let node = n.node;
+    let konst = |k: usize| n.konst(k);
+    let dims = konst(0).ok_or("the shape is not a constant")?;
+    let dtype = attr(node, "value")
+        .and_then(|a| a.t.as_ref())
+        .and_then(|t| dtype_name(t.data_type))
+        .or(Some("f32"));
+    one(dims.iter().map(|&v| D::n(v.max(0) as u64)).collect(), dtype)
+}
+
+/// `Constant`.
+fn constant(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let node = n.node;
+    let a = node.attribute.first().ok_or("a Constant without a value")?;
+    match (a.name.as_str(), &a.t) {
+        ("value", Some(t)) => Ok(vec![Val {
+            shape: known_shape(&t.dims),
+            dtype: dtype_name(t.data_type),
+            konst: tensor_ints(t),
+            floats: tensor_floats(t),
+        }]),
+        ("value_int", _) => Ok(vec![Val {
             shape: Some(vec![]),
             dtype: Some("i64"),
-            konst: product(shape(0)?)
-                .and_then(|d| d.known())
-                .map(|v| vec![v as i64]),
+            konst: Some(vec![a.i]),
             floats: None,
         }]),
-        "Gather" => {
-            let (x, idx) = (shape(0)?, shape(1)?);
-            let a = axis(attr_i(node, "axis", 0), x.len()).ok_or("the axis is out of range")?;
-            let mut out = x[..a].to_vec();
-            out.extend(idx.iter().cloned());
-            out.extend(x[a + 1..].iter().cloned());
-            let folded = match (konst(0), konst(1)) {
-                (Some(data), Some(ix)) if x.len() == 1 => ix
-                    .iter()
-                    .map(|&i| {
-                        let i = if i < 0 { i + data.len() as i64 } else { i };
-                        data.get(i as usize).copied()
-                    })
-                    .collect(),
-                _ => None,
-            };
-            Ok(vec![Val {
-                shape: Some(out),
-                dtype: dtype0,
-                konst: folded,
-                floats: None,
-            }])
-        }
-        "Slice" => {
-            let x = shape(0)?;
-            let (starts, ends) = match (
-                attr_ints(node, "starts").or_else(|| konst(1)),
-                attr_ints(node, "ends").or_else(|| konst(2)),
-            ) {
-                (Some(s), Some(e)) => (s, e),
-                _ => return fail("the slice bounds are not constant"),
-            };
-            let axes = attr_ints(node, "axes")
-                .or_else(|| konst(3))
-                .unwrap_or_else(|| (0..starts.len() as i64).collect());
-            let steps = konst(4).unwrap_or_else(|| vec![1; starts.len()]);
-            let mut out = x.clone();
-            let mut folded = konst(0);
-            for (j, &a) in axes.iter().enumerate() {
-                let a = axis(a, x.len()).ok_or("an axis is out of range")?;
-                let n = x[a].known().ok_or("slicing a symbolic dim")? as i64;
-                let step = *steps.get(j).ok_or("steps are missing")?;
-                if step == 0 || step == i64::MIN || n > i64::MAX / 4 {
-                    return fail("a step of 0, or sizes past reach");
-                }
-                let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
-                let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
-                let (s, e) = (
-                    *starts.get(j).ok_or("starts are missing")?,
-                    *ends.get(j).ok_or("ends are missing")?,
-                );
-                let (s, e) = if step > 0 {
-                    (clamp(norm(s), 0, n), clamp(norm(e), 0, n))
-                } else {
-                    (clamp(norm(s), -1, n - 1), clamp(norm(e), -1, n - 1))
-                };
-                let len = if step > 0 {
-                    (e - s + step - 1).max(0) / step
-                } else {
-                    (s - e - step - 1).max(0) / -step
-                };
-                out[a] = D::n(len as u64);
-                if let (Some(v), true) = (&folded, x.len() == 1) {
-                    folded = Some((0..len).map(|k| v[(s + k * step) as usize]).collect());
-                }
-            }
-            if x.len() != 1 {
-                folded = None;
-            }
-            Ok(vec![Val {
-                shape: Some(out),
-                dtype: dtype0,
-                konst: folded,
-                floats: None,
-            }])
-        }
-        "Range" => {
-            let (s, l, d) = match (konst(0), konst(1), konst(2)) {
-                (Some(s), Some(l), Some(d))
-                    if !s.is_empty() && !l.is_empty() && !d.is_empty() && d[0] != 0 =>
-                {
-                    (s[0], l[0], d[0])
-                }
-                _ => return fail("the range's bounds are not constant"),
-            };
-            let n = ((l as f64 - s as f64) / d as f64).ceil().max(0.0) as u64;
-            let values = (n <= MAX_FOLDED)
-                .then(|| {
-                    (0..n as i64)
-                        .map(|k| k.checked_mul(d).and_then(|v| v.checked_add(s)))
-                        .collect::<Option<Vec<_>>>()
-                })
-                .flatten();
-            Ok(vec![Val {
-                shape: Some(vec![D::n(n)]),
-                dtype: dtype0,
-                konst: values,
-                floats: None,
-            }])
-        }
-        "ConstantOfShape" => {
-            let dims = konst(0).ok_or("the shape is not a constant")?;
-            let dtype = attr(node, "value")
-                .and_then(|a| a.t.as_ref())
-                .and_then(|t| dtype_name(t.data_type))
-                .or(Some("f32"));
-            one(dims.iter().map(|&v| D::n(v.max(0) as u64)).collect(), dtype)
-        }
-        "Constant" => {
-            let a = node.attribute.first().ok_or("a Constant without a value")?;
-            match (a.name.as_str(), &a.t) {
-                ("value", Some(t)) => Ok(vec![Val {
-                    shape: known_shape(&t.dims),
-                    dtype: dtype_name(t.data_type),
-                    konst: tensor_ints(t),
-                    floats: tensor_floats(t),
-                }]),
-                ("value_int", _) => Ok(vec![Val {
-                    shape: Some(vec![]),
-                    dtype: Some("i64"),
-                    konst: Some(vec![a.i]),
-                    floats: None,
-                }]),
-                ("value_ints", _) => Ok(vec![Val {
-                    shape: Some(vec![D::n(a.ints.len() as u64)]),
-                    dtype: Some("i64"),
-                    konst: Some(a.ints.clone()),
-                    floats: None,
-                }]),
-                ("value_float", _) => Ok(vec![Val {
-                    shape: Some(vec![]),
-                    dtype: Some("f32"),
-                    konst: None,
-                    floats: None,
-                }]),
-                ("value_floats", _) => Ok(vec![Val {
-                    shape: Some(vec![D::n(a.floats.len() as u64)]),
-                    dtype: Some("f32"),
-                    konst: None,
-                    floats: Some(a.floats.iter().map(|&f| f64::from(f)).collect()),
-                }]),
-                _ => fail("a Constant of a kind not read"),
-            }
-        }
-        "TopK" => {
-            let x = shape(0)?;
-            let k = konst(1)
-                .and_then(|v| v.first().copied())
-                .ok_or("k is not a constant")?;
-            let a = axis(attr_i(node, "axis", -1), x.len()).ok_or("the axis is out of range")?;
-            let mut out = x.clone();
-            out[a] = D::n(k.max(0) as u64);
-            Ok(vec![
-                Val {
-                    shape: Some(out.clone()),
-                    dtype: dtype0,
-                    konst: None,
-                    floats: None,
-                },
-                Val {
-                    shape: Some(out),
-                    dtype: Some("i64"),
-                    konst: None,
-                    floats: None,
-                },
-            ])
-        }
-        "Tile" => {
-            let x = shape(0)?;
-            let reps = konst(1).ok_or("the repeats are not constant")?;
-            let out = x
-                .iter()
-                .zip(&reps)
-                .map(|(d, &r)| d.mul(&D::n(r.max(0) as u64)))
-                .collect::<Option<_>>()
-                .ok_or("tiling overflows")?;
-            one(out, dtype0)
-        }
-        _ => Err(InferStop::UnknownOp),
+        ("value_ints", _) => Ok(vec![Val {
+            shape: Some(vec![D::n(a.ints.len() as u64)]),
+            dtype: Some("i64"),
+            konst: Some(a.ints.clone()),
+            floats: None,
+        }]),
+        ("value_float", _) => Ok(vec![Val {
+            shape: Some(vec![]),
+            dtype: Some("f32"),
+            konst: None,
+            floats: None,
+        }]),
+        ("value_floats", _) => Ok(vec![Val {
+            shape: Some(vec![D::n(a.floats.len() as u64)]),
+            dtype: Some("f32"),
+            konst: None,
+            floats: Some(a.floats.iter().map(|&f| f64::from(f)).collect()),
+        }]),
+        _ => fail("a Constant of a kind not read"),
     }
+}
+
+/// `TopK`.
+fn top_k(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, dtype0) = (n.node, n.dtype0);
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let x = shape(0)?;
+    let k = konst(1)
+        .and_then(|v| v.first().copied())
+        .ok_or("k is not a constant")?;
+    let a = axis(attr_i(node, "axis", -1), x.len()).ok_or("the axis is out of range")?;
+    let mut out = x.clone();
+    out[a] = D::n(k.max(0) as u64);
+    Ok(vec![
+        Val {
+            shape: Some(out.clone()),
+            dtype: dtype0,
+            konst: None,
+            floats: None,
+        },
+        Val {
+            shape: Some(out),
+            dtype: Some("i64"),
+            konst: None,
+            floats: None,
+        },
+    ])
+}
+
+/// `Tile`.
+fn tile(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let dtype0 = n.dtype0;
+    let shape = |k: usize| n.shape(k);
+    let konst = |k: usize| n.konst(k);
+    let x = shape(0)?;
+    let reps = konst(1).ok_or("the repeats are not constant")?;
+    let out = x
+        .iter()
+        .zip(&reps)
+        .map(|(d, &r)| d.mul(&D::n(r.max(0) as u64)))
+        .collect::<Option<_>>()
+        .ok_or("tiling overflows")?;
+    one(out, dtype0)
 }
