@@ -5,7 +5,12 @@
 # (`scripts/wasm-bench.sh`), the bundle size (`scripts/bundle-size.sh`, after a
 # release build) and the browser figures (`scripts/browser-bench.mjs`). Each block sits between `<!-- NAME:begin -->` and `<!-- NAME:end -->` with the date and
 # the command that produced it. Run it after `./scripts/test.sh` on the machine the figures are for.
+# Usage: ./scripts/readme-figures.sh [BLOCK...]
 set -euo pipefail
+# With names (bench capacity minimize omnimalloc wasm scale remat greedy onnx fits bundle browser
+# screenshot), only those.
+only=" $* "
+want() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
@@ -32,13 +37,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 bench_cmd="cargo run --profile fast -p memplan-cli -- bench --csv-dir tests/data/minimalloc --csv-dir tests/data/large"
+if want bench; then
 {
   echo "\`$bench_cmd\` ($today, $cores cores, one run, all rows side by side):"
   echo
   cargo run -q --locked --profile fast -p memplan-cli -- bench --csv-dir tests/data/minimalloc --csv-dir tests/data/large
 } > "$tmp/bench"
 replace bench "$tmp/bench"
+fi
 
+if want capacity; then
 {
   echo "\`memplan plan FILE --strategy search --capacity 1048576 --json\` on each minimalloc file ($today, $cores cores, one run each; time is the JSON's \`elapsed_ms\`):"
   echo
@@ -59,7 +67,9 @@ PY
   done
 } > "$tmp/capacity"
 replace capacity "$tmp/capacity"
+fi
 
+if want minimize; then
 {
   echo "\`memplan plan FILE --strategy search --time-limit LIMIT --json\` on each minimalloc file, minimizing ($today, $cores cores, one run each): a search that proves its layout optimal stops there, one that does not runs to the limit and keeps the best layout found; time is the JSON's \`elapsed_ms\` (the limit, then the checker and the report), found its \`found_ms\`, when the search found the layout it returns:"
   echo
@@ -81,22 +91,28 @@ PY
   done
 } > "$tmp/minimize"
 replace minimize "$tmp/minimize"
+fi
 
+if want omnimalloc; then
 {
   echo "\`./scripts/omnimalloc-compare.sh\` ($today, $cores cores, all rows side by side; \`best\` is the median of 5 runs, \`greedy_by_all\` too where \`best\` takes under 100 ms, the rest one run; the \`-xN\` rows are the ResNet-50 problem tiled N times in time, neighbours overlapping by half):"
   echo
   ./scripts/omnimalloc-compare.sh
 } > "$tmp/omnimalloc"
 replace omnimalloc "$tmp/omnimalloc"
+fi
 
+if want wasm; then
 {
   echo "\`./scripts/wasm-bench.sh\` ($today, $cores cores, side by side in one run; each plan 5 times in a row, in 3 rounds that alternate the native and the wasm build, the medians of the 15 runs, and the wasm build's first run, which for the rows after the first ran after the rows above it; time is the CLI's own clock around the plan):"
   echo
   ./scripts/wasm-bench.sh
 } > "$tmp/wasm"
 replace wasm "$tmp/wasm"
+fi
 
 scale_cmd="memplan bench --synthetic 1000000 --all-live 0 --strategies first-fit,best"
+if want scale; then
 {
   echo "\`$scale_cmd\` ($today, $cores cores, one run; the last line is GNU time's):"
   echo
@@ -108,7 +124,9 @@ scale_cmd="memplan bench --synthetic 1000000 --all-live 0 --strategies first-fit
   cat "$tmp/time"
 } > "$tmp/scale"
 replace scale "$tmp/scale"
+fi
 
+if want remat; then
 {
   echo "\`memplan bench --remat static/examples/transformer-training.json --remat static/examples/convnet-training.json\` ($today, $cores cores):"
   echo
@@ -116,7 +134,9 @@ replace scale "$tmp/scale"
     --remat static/examples/transformer-training.json --remat static/examples/convnet-training.json
 } > "$tmp/remat"
 replace remat "$tmp/remat"
+fi
 
+if want greedy; then
 {
   echo "\`memplan sweep static/examples/convnet-training.json --points 12 --strategy first-fit\` ($today):"
   echo
@@ -124,15 +144,19 @@ replace remat "$tmp/remat"
     --points 12 --strategy first-fit
 } > "$tmp/greedy"
 replace greedy "$tmp/greedy"
+fi
 
+if want onnx; then
 {
   echo "\`memplan bench --onnx-mb 20\` ($today, $cores cores):"
   echo
   cargo run -q --locked --profile fast -p memplan-cli -- bench --onnx-mb 20
 } > "$tmp/onnx"
 replace onnx "$tmp/onnx"
+fi
 
 fits_cmd="memplan fits static/examples/decoder-serving.json --device-class l4-24gb --util 0.9 --param B=1..1024 --set S=4096"
+if want fits; then
 {
   echo "\`$fits_cmd\` ($today, $cores cores):"
   echo
@@ -142,8 +166,9 @@ fits_cmd="memplan fits static/examples/decoder-serving.json --device-class l4-24
   echo '```'
 } > "$tmp/fits"
 replace fits "$tmp/fits"
+fi
 
-if ls dist/*.wasm >/dev/null 2>&1; then
+if want bundle && ls dist/*.wasm >/dev/null 2>&1; then
   {
     echo "\`./scripts/bundle-size.sh\` after \`trunk build --release\` ($today):"
     echo
@@ -154,7 +179,7 @@ if ls dist/*.wasm >/dev/null 2>&1; then
   replace bundle "$tmp/bundle"
 fi
 
-if [ -f dist/index.html ]; then
+if want browser && [ -f dist/index.html ]; then
   cargo build -q --locked --profile fast -p memplan-cli
   cargo build -q --locked -p memplan-cli
   node scripts/browser-bench.mjs "$tmp/browser-bench"
@@ -173,7 +198,7 @@ if [ -f dist/index.html ]; then
   replace browser "$tmp/browser"
 fi
 
-if [ -f dist/index.html ]; then
+if want screenshot && [ -f dist/index.html ]; then
   node scripts/screenshot.mjs docs/screenshot.png
 fi
 echo "figures written ($today)"

@@ -181,8 +181,9 @@ fn FitLogView(state: PageState) -> impl IntoView {
             } else {
                 "over target: no more flips help"
             };
+            // Exact: two fits a byte apart differ here too.
             let target = match log.target {
-                TargetAnswer::Bytes(b) => bytes(b),
+                TargetAnswer::Bytes(b) => format!("{} B ({})", memplan_human::grouped(b), bytes(b)),
                 TargetAnswer::Minimize(_) => "the least footprint".into(),
             };
             view! {
