@@ -115,6 +115,21 @@ test('unknown values in a link are named', async () => {
   await testid('summary').waitFor();
 });
 
+test('a link with ids the dump does not have shows the plan of the rest and names each', async () => {
+  // Issue 35: one stale id blanked the page with an error; sel= and budget= went unsaid.
+  await page.goto(`${server.url}?example=convnet-training&flip=nosuch&flip=relu0&set=Q%3D3&sel=gone&target=lots`);
+  await testid('summary').waitFor();
+  await page.waitForFunction(() => /sel=gone/.test(document.querySelector('[data-testid=url-warning]')?.innerText ?? ''));
+  const text = await testid('url-warning').innerText();
+  for (const named of ['flip `nosuch`', 'param `Q`', 'sel=gone', 'target="lots"']) assert.ok(text.includes(named), text);
+  assert.equal(await testid('error').count(), 0);
+  // The rest applies: relu0 is recomputed, as the CLI plans it.
+  const flipped = JSON.parse(cli('plan', exampleFile('convnet-training'), '--json', '--flips', 'relu0')).footprint_bytes;
+  assert.equal(Number(await testid('footprint-bytes').getAttribute('data-bytes')), flipped);
+  // The link keeps what applied and drops the rest.
+  await page.waitForFunction(() => /flip=relu0/.test(location.search) && !/nosuch|Q%3D3|sel=gone/.test(location.search));
+});
+
 test('in a 700x400 iframe the embedded view fills the frame, with a link to open it whole', async () => {
   await page.setViewportSize({ width: 900, height: 600 });
   await page.goto(`${server.url}fixtures/embed-host.html`);

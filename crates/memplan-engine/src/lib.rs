@@ -107,6 +107,36 @@ pub enum NotACandidate {
     NotEligible,
 }
 
+/// The tensor `id` names, if it is one of `candidates`; else why it cannot be flipped.
+fn flip_index(
+    graph: &Graph,
+    resolved: &ResolvedGraph,
+    candidates: &[Candidate],
+    id: &str,
+) -> Result<usize, NotACandidate> {
+    let t = *(resolved.tensor_index.get(id)).ok_or(NotACandidate::NoSuchTensor)?;
+    if candidates.iter().any(|c| c.tensor == t) {
+        Ok(t)
+    } else if graph.remat_candidates.is_some() {
+        Err(NotACandidate::NotListed)
+    } else {
+        Err(NotACandidate::NotEligible)
+    }
+}
+
+/// A value a scenario holds that the dump does not know, left out by [`Session::known_part`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unknown {
+    #[error("flip `{tensor}`: {reason}")]
+    Flip {
+        tensor: String,
+        reason: NotACandidate,
+    },
+    #[error("param `{name}` is not one of the dump's (its params: {known})")]
+    Param { name: String, known: String },
+}
+
 /// Everything a user may change about a plan. Plain, typed data: the CLI builds it from flags,
 /// the page from its controls and its link, and the worker receives it as JSON. Fields the open
 /// issues add (flips, param bindings, a device class) join it here, each with a default that
@@ -466,6 +496,56 @@ impl Session {
     }
 
     /// The error for a param the dump does not have, naming the ones it has.
+    /// The part of `scenario` this dump knows, and what it leaves out: values of params the dump
+    /// does not have, and flips of tensors that are not its remat candidates (under the params
+    /// kept). A link or an embed written for another version of a dump then still shows a plan,
+    /// and says what it could not apply.
+    pub fn known_part(&self, scenario: &Scenario) -> (Scenario, Vec<Unknown>) {
+        let mut known = scenario.clone();
+        let mut unknown = Vec::new();
+        known.params.retain(|name, _| {
+            let has = self.graph.params.contains_key(name);
+            if !has {
+                unknown.push(Unknown::Param {
+                    name: name.clone(),
+                    known: self
+                        .graph
+                        .params
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+            has
+        });
+        if known.flips.is_empty() {
+            return (known, unknown);
+        }
+        // Under params that do not bind, the plan itself says why; the flips stay as asked.
+        let Ok(bound) = self.bind(&known.params) else {
+            return (known, unknown);
+        };
+        let (graph, resolved, liveness) = match &bound {
+            Some(b) => (&b.graph, &b.resolved, &b.liveness),
+            None => (&self.graph, &self.resolved, &self.liveness),
+        };
+        let candidates = candidates(graph, resolved, &liveness.uses);
+        known
+            .flips
+            .retain(|id| match flip_index(graph, resolved, &candidates, id) {
+                Ok(_) => true,
+                Err(reason) => {
+                    unknown.push(Unknown::Flip {
+                        tensor: id.clone(),
+                        reason,
+                    });
+                    false
+                }
+            });
+        (known, unknown)
+    }
+
     fn unknown_param(&self, param: &str) -> EngineError {
         EngineError::UnknownParam {
             input: self.source.clone(),
@@ -541,22 +621,13 @@ impl Session {
         let candidates = candidates(graph, resolved, &liveness.uses);
         let mut flags = vec![false; resolved.tensors.len()];
         for id in &scenario.flips {
-            let not = |reason| EngineError::NotACandidate {
-                input: self.source.clone(),
-                tensor: id.clone(),
-                reason,
-            };
-            let t = *resolved
-                .tensor_index
-                .get(id)
-                .ok_or_else(|| not(NotACandidate::NoSuchTensor))?;
-            if !candidates.iter().any(|c| c.tensor == t) {
-                return Err(not(if graph.remat_candidates.is_some() {
-                    NotACandidate::NotListed
-                } else {
-                    NotACandidate::NotEligible
-                }));
-            }
+            let t = flip_index(graph, resolved, &candidates, id).map_err(|reason| {
+                EngineError::NotACandidate {
+                    input: self.source.clone(),
+                    tensor: id.clone(),
+                    reason,
+                }
+            })?;
             flags[t] = true;
         }
         let liveness = analyze_flipped_with(graph, resolved, &flags, Arc::clone(&liveness.uses));

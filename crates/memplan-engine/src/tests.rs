@@ -622,3 +622,34 @@ fn a_lone_buffer_near_2_64_plans_and_one_past_the_padding_says_why() {
         )
     );
 }
+
+#[test]
+fn the_known_part_of_a_scenario_leaves_out_what_the_dump_does_not_have_and_says_so() {
+    let s = session(include_str!(
+        "../../../static/examples/convnet-training.json"
+    ));
+    let asked = Scenario {
+        flips: vec!["relu0".into(), "nosuch".into(), "images".into()],
+        params: [("Q".to_string(), 3)].into(),
+        ..Scenario::default()
+    };
+    assert!(s.plan(&asked).is_err(), "the whole scenario does not plan");
+    let (known, unknown) = s.known_part(&asked);
+    assert_eq!(known.flips, vec!["relu0".to_string()]);
+    assert!(known.params.is_empty());
+    let said: Vec<String> = unknown.iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 3, "{said:?}");
+    assert!(
+        said[0].starts_with("param `Q` is not one of the dump's"),
+        "{said:?}"
+    );
+    assert!(
+        said[1].contains("`nosuch`: no tensor has this id"),
+        "{said:?}"
+    );
+    assert!(said[2].contains("`images`"), "{said:?}");
+    assert!(s.plan(&known).unwrap().plan.is_valid());
+    // A scenario the dump knows whole is kept whole.
+    let (same, none) = s.known_part(&known);
+    assert_eq!((same, none.len()), (known, 0));
+}

@@ -319,6 +319,25 @@ impl PageState {
                 self.fit_log.set(Some(*log));
             }
             Response::Cancelled => self.done(),
+            Response::Unknown(unknown) => {
+                for u in &unknown {
+                    match u {
+                        memplan_engine::Unknown::Flip { tensor, .. } => {
+                            self.flips.update(|f| f.retain(|t| t != tensor))
+                        }
+                        memplan_engine::Unknown::Param { name, .. } => self.params.update(|p| {
+                            p.remove(name);
+                        }),
+                    }
+                }
+                self.notices.update(|n| {
+                    n.extend(
+                        unknown
+                            .iter()
+                            .map(|u| memplan_human::one_line(&format!("the link's {u}; left out"))),
+                    )
+                });
+            }
             Response::Error(e) => {
                 self.done();
                 self.restore.set_value(None);
@@ -365,12 +384,23 @@ impl PageState {
                 .and_then(|id| a.model.devices.iter().position(|d| &d.id == id))
                 .unwrap_or(0);
             self.device.set(device);
-            self.selected.set(
-                restore
-                    .selected
-                    .as_deref()
-                    .and_then(|id| a.model.buffer_of(id)),
-            );
+            let selected = restore.selected.as_deref();
+            self.selected
+                .set(selected.and_then(|id| a.model.buffer_of(id)));
+            // A link's selection or device this dump does not have is said, not dropped silently.
+            let missing = |key: &str, id: &str| {
+                memplan_human::one_line(&format!(
+                    "the link's {key}={id} names nothing in this dump; left out"
+                ))
+            };
+            if let Some(id) = selected.filter(|id| a.model.buffer_of(id).is_none()) {
+                self.notices.update(|n| n.push(missing("sel", id)));
+            }
+            if let Some(id) = (restore.device.as_deref())
+                .filter(|id| !a.model.devices.iter().any(|d| d.id == *id))
+            {
+                self.notices.update(|n| n.push(missing("device", id)));
+            }
             self.arena_window.set(None);
             self.timeline_window.set(None);
             self.window().set(restore.zoom);

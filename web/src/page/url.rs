@@ -179,7 +179,10 @@ impl UrlState {
                 },
                 "flip" if !value.is_empty() => state.flips.push(value),
                 // `budget=` and `hw=` are the keys' names before the glossary.
-                "target" | "budget" => state.target = value,
+                "target" | "budget" => match memplan_human::parse_target(&value) {
+                    Some(_) => state.target = value,
+                    None => unknown(&key, &value, "a size (512MiB, 1.5GB, bytes) or minimize"),
+                },
                 "class" | "hw" => {
                     if memplan_formats::hardware::bundled(&value).is_some() {
                         state.device_class = Some(value);
@@ -340,6 +343,19 @@ impl UrlState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_target_that_is_not_one_is_named_and_left_out() {
+        let u = UrlState::parse("?target=lots&flip=x");
+        assert_eq!(u.target, "");
+        assert_eq!(u.flips, vec!["x".to_string()]);
+        assert_eq!(u.warnings.len(), 1, "{:?}", u.warnings);
+        assert!(
+            u.warnings[0].contains(r#"target="lots""#),
+            "{:?}",
+            u.warnings
+        );
+    }
 
     #[test]
     fn the_keys_named_before_the_glossary_still_read() {

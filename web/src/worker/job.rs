@@ -243,6 +243,12 @@ impl Worker {
         previous: Option<Outcome>,
         post: &mut dyn FnMut(Response),
     ) {
+        // What the scenario holds that this dump does not know (a link written for another
+        // version of it) is left out, and said.
+        let (scenario, unknown) = session.known_part(&scenario);
+        if !unknown.is_empty() {
+            post(Response::Unknown(unknown));
+        }
         post(progress(2, format!("planning with {}", scenario.strategy)));
         self.job = Some(Job {
             session,
@@ -759,6 +765,42 @@ mod tests {
     }
 
     /// A fresh worker, the convnet example, and the request that loads it with first-fit.
+    #[test]
+    fn a_plan_leaves_out_what_the_dump_does_not_know_and_says_so() {
+        let (mut worker, example, _) = convnet_worker();
+        let load = Request::Load {
+            source: "convnet.json".into(),
+            scenario: Scenario {
+                flips: vec!["nosuch".into(), "relu0".into()],
+                params: [("Q".to_string(), 3)].into(),
+                ..scenario(Strategy::FirstFit)
+            },
+            import: Default::default(),
+        };
+        let out = run(&mut worker, load, Some(example.text.as_bytes()));
+        let unknown = (out.iter())
+            .find_map(|r| match r {
+                Response::Unknown(u) => Some(u.clone()),
+                _ => None,
+            })
+            .expect("what was left out is said");
+        assert_eq!(unknown.len(), 2, "{unknown:?}");
+        let (a, _) = planned(&out);
+        assert_eq!(a.scenario.flips, vec!["relu0".to_string()]);
+        assert!(a.scenario.params.is_empty());
+        // A re-plan with a stale flip (Back to an older link) plans the rest too.
+        let stale = Scenario {
+            flips: vec!["gone".into()],
+            ..scenario(Strategy::FirstFit)
+        };
+        let out = run(&mut worker, Request::Plan(stale), None);
+        assert!(
+            matches!(&out[0], Response::Unknown(u) if u.len() == 1),
+            "{out:?}"
+        );
+        assert!(planned(&out).0.scenario.flips.is_empty());
+    }
+
     fn convnet_worker() -> (Worker, &'static crate::page::examples::Example, Request) {
         let example = crate::page::examples::EXAMPLES
             .iter()

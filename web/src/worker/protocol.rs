@@ -98,6 +98,8 @@ pub enum Response {
     /// A sweep's answer (the budgets fitted before a cancel, if one came).
     Swept(Box<SweepView>),
     Compared(Box<CompareView>),
+    /// What the scenario of a load holds that the dump does not know: left out of its plan.
+    Unknown(Vec<memplan_engine::Unknown>),
     Error(Box<WebError>),
 }
 
