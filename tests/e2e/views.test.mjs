@@ -142,6 +142,15 @@ test('a search shows its progress, a cancel keeps its best plan so far, and a pr
   await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), longer.footprint_bytes, { timeout: 60000 });
   assert.equal(await bytesOf('proven-bound'), longer.proven_lower_bound_bytes);
   assert.equal(await testid('work-limit').getAttribute('data-work'), '200000000');
+  // Four times that finds nothing lower on D: the page says so and stops offering more.
+  const most = JSON.parse(fastCli('plan', join(root, 'tests/data/minimalloc/D.1048576.csv'), '--json', '--strategy', 'search', '--work-limit', '800000000'));
+  assert.equal(most.footprint_bytes, longer.footprint_bytes, 'D given 16x the work stays where 4x put it');
+  await testid('search-longer').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=work-limit]')?.dataset.work === '800000000'
+    && !document.querySelector('[data-testid="progress"]'), null, { timeout: 120000 });
+  assert.equal(await testid('search-longer-gain').getAttribute('data-bytes'), '0');
+  assert.match(await testid('search-longer-gain').innerText(), /found nothing lower, .* above the proven bound/);
+  assert.equal(await testid('search-longer').count(), 0, 'not offered again');
   // C is solved and proven: the badge says so.
   const c = await readFile(join(root, 'tests/data/minimalloc/C.1048576.csv'));
   await testid('file-input').setInputFiles({ name: 'C.csv', mimeType: 'text/csv', buffer: c });

@@ -11,29 +11,89 @@ use memplan_human::{bytes, ratio};
 use crate::analysis::Analysis;
 use crate::page::state::PageState;
 
+/// What the summary offers after a search that ran out of work before proving its plan optimal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Longer {
+    /// Nothing: the plan is proven optimal (more work cannot lower it), or not a search's.
+    Nothing,
+    /// Search again with more work.
+    Offer,
+    /// The last run, given more work than the one before, lowered the plan by this many bytes;
+    /// more may lower it again.
+    Gained(u64),
+    /// The last run, given more work, found nothing lower: the button is not offered again.
+    GainedNothing,
+}
+
+/// What to offer: `optimal` is the search's verdict (`None` where no search ran), `cancelled`
+/// whether a cancel ended it, and `last` what the run before this one left, when this one was
+/// asked for with more work: its footprint, and this one's.
+fn longer(optimal: Option<bool>, cancelled: bool, last: Option<(u64, u64)>) -> Longer {
+    if optimal != Some(false) {
+        return Longer::Nothing;
+    }
+    match last {
+        _ if cancelled => Longer::Offer,
+        Some((before, now)) if now < before => Longer::Gained(before - now),
+        Some(_) => Longer::GainedNothing,
+        None => Longer::Offer,
+    }
+}
+
 /// Where `search` ran out of work before proving its plan optimal: its work limit, and a button
 /// that runs it again with four times as much (the search is deterministic for a given limit,
 /// so asking again with the same one would give the same plan; on minimalloc's D four times
-/// the work lands at 1,031,168 B against 1,048,576).
+/// the work lands at 1,031,168 B against 1,048,576). After such a run it says what that run
+/// gained, and when it gained nothing it says so instead of offering itself again.
 fn search_longer(state: PageState, analysis: &Analysis) -> Option<impl IntoView + use<>> {
     let search = StrategyChoice::One(memplan_core::Strategy::Search);
-    if analysis.strategy() != search || analysis.summary.optimal != Some(false) {
+    if analysis.strategy() != search {
         return None;
     }
-    let work = state.scenario().work_limit_or_default();
+    // The shown plan's work, not the controls': while a longer search runs, this plan is still
+    // the one before it.
+    let work = analysis.scenario.work_limit_or_default();
+    let footprint = analysis.summary.footprint_bytes;
+    let last = (state.longer.get())
+        .filter(|asked| asked.work == work)
+        .map(|asked| (asked.before_bytes, footprint));
+    let offer = longer(analysis.summary.optimal, state.cancelled.get(), last);
+    if offer == Longer::Nothing {
+        return None;
+    }
     let more = work.saturating_mul(4);
+    let gap = footprint.saturating_sub(analysis.summary.proven_lower_bound_bytes.unwrap_or(0));
+    let said = match offer {
+        Longer::Gained(gain) => Some((gain, format!("; that found {} lower", bytes(gain)))),
+        Longer::GainedNothing => Some((
+            0,
+            format!(
+                "; that found nothing lower, {} above the proven bound",
+                bytes(gap)
+            ),
+        )),
+        _ => None,
+    };
+    let button = (offer != Longer::GainedNothing).then(|| {
+        view! {
+            <button
+                data-testid="search-longer"
+                title=format!("search again with four times the work (the CLI's --work-limit {more}); a cancel keeps its best plan so far")
+                on:click=move |_| state.search_longer(more, footprint)
+            >
+                "search 4x longer"
+            </button>
+        }
+    });
     Some(view! {
         <div>
             <dt>"work limit"</dt>
             <dd data-testid="work-limit" data-work=work.to_string()>
                 {format!("{} ", memplan_human::grouped(work))}
-                <button
-                    data-testid="search-longer"
-                    title=format!("search again with four times the work (the CLI's --work-limit {more}); a cancel keeps its best plan so far")
-                    on:click=move |_| state.set_work_limit(Some(more))
-                >
-                    "search 4x longer"
-                </button>
+                {said.map(|(gain, text)| view! {
+                    <span data-testid="search-longer-gain" data-bytes=gain.to_string()>{text}</span>
+                })}
+                {button}
             </dd>
         </div>
     })
@@ -201,5 +261,39 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
                 </table>
             })}
         </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_longer_is_offered_only_where_more_work_can_change_the_answer() {
+        // Proven optimal, or not a search's: nothing to offer.
+        assert_eq!(longer(Some(true), false, None), Longer::Nothing);
+        assert_eq!(longer(None, false, None), Longer::Nothing);
+        // Out of work with a gap: offered.
+        assert_eq!(longer(Some(false), false, None), Longer::Offer);
+        // After a longer run: what it gained, and the offer again; or that it gained nothing,
+        // and no offer.
+        assert_eq!(
+            longer(Some(false), false, Some((1_048_576, 1_031_168))),
+            Longer::Gained(17_408)
+        );
+        assert_eq!(
+            longer(Some(false), false, Some((1_031_168, 1_031_168))),
+            Longer::GainedNothing
+        );
+        // A cancelled run says nothing of what more work gives.
+        assert_eq!(
+            longer(Some(false), true, Some((1_031_168, 1_031_168))),
+            Longer::Offer
+        );
+        // A longer run that proved its plan optimal offers nothing more.
+        assert_eq!(
+            longer(Some(true), false, Some((1_048_576, 1_031_168))),
+            Longer::Nothing
+        );
     }
 }

@@ -21,6 +21,13 @@ use crate::worker::client::{Link, LinkEvent};
 use crate::worker::protocol::{Request, Response, STAGES};
 use memplan_engine::answers::FitAnswer;
 
+/// A search asked for with more work: that work limit, and the footprint before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LongerSearch {
+    pub work: u64,
+    pub before_bytes: u64,
+}
+
 /// A load in progress: stage `stage` of `of`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Busy {
@@ -62,6 +69,9 @@ pub struct PageState {
     pub analysis: RwSignal<Option<Arc<Analysis>>>,
     pub error: RwSignal<Option<WebError>>,
     pub strategy: RwSignal<StrategyChoice>,
+    /// A search asked for with more work ("search 4x longer"): its work limit and the footprint
+    /// before it, so the summary says what the longer search gained.
+    pub longer: RwSignal<Option<LongerSearch>>,
     /// `search`'s work limit (the CLI's `--work-limit`); `None`: the default.
     pub work_limit: RwSignal<Option<u64>>,
     pub tab: RwSignal<Tab>,
@@ -127,6 +137,7 @@ impl PageState {
             error: RwSignal::new(None),
             strategy: RwSignal::new(url.strategy),
             work_limit: RwSignal::new(url.work_limit),
+            longer: RwSignal::new(None),
             tab: RwSignal::new(url.tab),
             panel: RwSignal::new(url.panel),
             selected: RwSignal::new(None),
@@ -378,6 +389,7 @@ impl PageState {
     /// restores a link's); a re-plan of the same dump keeps them.
     pub fn apply(self, a: Analysis) {
         if let Some(restore) = self.restore.try_update_value(Option::take).flatten() {
+            self.longer.set(None);
             let device = restore
                 .device
                 .as_ref()
@@ -414,7 +426,17 @@ impl PageState {
     /// Re-plans the loaded dump with another strategy, keeping selection and zoom.
     pub fn set_strategy(self, strategy: StrategyChoice) {
         self.strategy.set(strategy);
+        self.longer.set(None);
         self.replan();
+    }
+
+    /// Searches again with `work_limit`, remembering the footprint before it (`before_bytes`).
+    pub fn search_longer(self, work_limit: u64, before_bytes: u64) {
+        self.longer.set(Some(LongerSearch {
+            work: work_limit,
+            before_bytes,
+        }));
+        self.set_work_limit(Some(work_limit));
     }
 
     /// Re-plans with `search`'s work limit set to `work_limit` (`None`: the default).
