@@ -14,6 +14,7 @@
 
 pub mod answers;
 pub mod diff;
+pub mod job;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

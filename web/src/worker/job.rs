@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use memplan_core::{Control, Decodes, FoundAt, Progress, Strategy, StrategyChoice};
+use memplan_core::{Control, Decodes, FoundAt, Progress};
+use memplan_engine::job::PlanJob;
 use memplan_engine::{Outcome, Scenario, Session, SweepJob};
 use memplan_render::BufferView;
 
@@ -22,32 +23,10 @@ use crate::error::{Operation, WebError};
 /// The least time between two progress messages of a search, milliseconds.
 const PROGRESS_EVERY_MS: f64 = 100.0;
 
-/// The work limits a job plans with, in order: for `search` when a cancel is heard only between
-/// steps, a quick plan at a 64th of the scenario's limit (something to keep on a cancel), then
-/// the scenario's own; otherwise that limit alone (one step). The search reports its progress
-/// within a step, so more steps would only redo work: each one is a search from scratch.
-fn work_limits(scenario: &Scenario, live_cancel: bool) -> Vec<Option<u64>> {
-    let limit = scenario.work_limit_or_default();
-    if scenario.strategy == StrategyChoice::One(Strategy::Search) && !live_cancel {
-        let quick = Some(limit / 64).filter(|&l| l > 0);
-        quick
-            .into_iter()
-            .map(Some)
-            .chain([scenario.work_limit])
-            .collect()
-    } else {
-        vec![scenario.work_limit]
-    }
-}
-
-/// A plan in progress.
+/// A plan in progress: the engine's job in steps, with what the worker shows around it.
 struct Job {
     session: Session,
-    scenario: Scenario,
-    limits: Vec<Option<u64>>,
-    done: usize,
-    /// The lowest plan of the steps so far.
-    best: Option<Outcome>,
+    plan: PlanJob,
     /// What was shown before the job, to keep if it is cancelled before its first step.
     previous: Option<Outcome>,
     /// The time its steps spent planning, milliseconds (the worker's clock).
@@ -252,10 +231,7 @@ impl Worker {
         post(progress(2, format!("planning with {}", scenario.strategy)));
         self.job = Some(Job {
             session,
-            limits: work_limits(&scenario, self.live_cancel),
-            scenario,
-            done: 0,
-            best: None,
+            plan: PlanJob::new(scenario, self.live_cancel),
             previous,
             planning_ms: 0.0,
             found_ms: None,
@@ -267,7 +243,7 @@ impl Worker {
     fn abandon(&mut self) {
         self.sweep = None;
         if let Some(job) = self.job.take()
-            && let Some(outcome) = job.best.or(job.previous)
+            && let Some(outcome) = job.plan.into_best().or(job.previous)
         {
             self.local = Some(Local {
                 session: job.session,
@@ -328,16 +304,9 @@ impl Worker {
         let Some(job) = self.job.as_mut() else {
             return false;
         };
-        let scenario = Scenario {
-            work_limit: job.limits[job.done],
-            ..job.scenario.clone()
-        };
-        let what = format!(
-            "planning with {} (step {} of {})",
-            scenario.strategy,
-            job.done + 1,
-            job.limits.len()
-        );
+        let (done, of) = job.plan.progress();
+        let strategy = job.plan.scenario().strategy;
+        let what = format!("planning with {strategy} (step {} of {of})", done + 1);
         let mut last = now();
         let started = last;
         let mut found = FoundAt::default();
@@ -356,49 +325,36 @@ impl Worker {
                 });
             }
         };
+        let live = self.live_cancel;
         let mut asked = || stop();
-        let planned = job.session.plan_with(
-            &scenario,
+        let stepped = job.plan.step(
+            &job.session,
             &mut Control {
-                should_stop: self
-                    .live_cancel
-                    .then_some(&mut asked as &mut dyn FnMut() -> bool),
+                should_stop: live.then_some(&mut asked as &mut dyn FnMut() -> bool),
                 progress: Some(&mut heard),
                 earlier: Some(&mut self.decodes),
             },
+            &|| live && stop(),
         );
         let before = job.planning_ms;
         job.planning_ms += now() - started;
-        let cancelled = self.live_cancel && stop();
-        job.done += 1;
-        match planned {
-            Ok(mut outcome) => {
-                outcome.scenario = job.scenario.clone();
-                let better = job
-                    .best
-                    .as_ref()
-                    .is_none_or(|b| outcome.plan.footprint_bytes() < b.plan.footprint_bytes());
-                // The last step is the scenario's own plan: it is kept even on a tie, so the
-                // result is exactly the CLI's.
-                // A cancelled step keeps the best so far, the stopped plan only if lower.
-                if better || (job.done == job.limits.len() && !cancelled) {
-                    job.best = Some(outcome);
+        match stepped {
+            Ok(step) => {
+                if step.kept {
                     job.found_ms = found.ms().map(|ms| before + ms);
                 }
-                if cancelled {
+                if step.cancelled {
                     self.finish(true, post);
                     return false;
                 }
-                if job.done < job.limits.len() {
-                    let best = job.best.as_ref().map(|b| b.plan.footprint_bytes());
+                if !step.finished {
+                    let best = job.plan.best();
                     post(Response::Progress {
                         stage: 2,
                         of: STAGES,
-                        what: format!("planning with {}", job.scenario.strategy),
-                        best_bytes: best,
-                        bound_bytes: Some(
-                            job.best.as_ref().map_or(0, |b| b.plan.lower_bound_bytes()),
-                        ),
+                        what: format!("planning with {strategy}"),
+                        best_bytes: best.map(|b| b.plan.footprint_bytes()),
+                        bound_bytes: Some(best.map_or(0, |b| b.plan.lower_bound_bytes())),
                         nodes: None,
                     });
                     return true;
@@ -424,7 +380,7 @@ impl Worker {
             ))));
         }
         match &self.job {
-            Some(job) if job.best.is_some() => self.finish(true, post),
+            Some(job) if job.plan.best().is_some() => self.finish(true, post),
             Some(_) => {
                 self.abandon();
                 post(Response::Cancelled);
@@ -435,7 +391,9 @@ impl Worker {
 
     fn finish(&mut self, cancelled: bool, post: &mut dyn FnMut(Response)) {
         let Some(job) = self.job.take() else { return };
-        let Some(outcome) = job.best else { return };
+        let Some(outcome) = job.plan.into_best() else {
+            return;
+        };
         post(progress(3, "preparing the views".into()));
         let local = Local {
             session: job.session,
@@ -487,6 +445,7 @@ impl Worker {
 mod tests {
     use super::*;
     use crate::analysis::{ExportKind, Run};
+    use memplan_core::Strategy;
 
     /// Handles `request`, then runs its job to the end, or cancels it after `cancel_after`
     /// steps.
