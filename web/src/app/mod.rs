@@ -13,26 +13,23 @@ use leptos::html::Input;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use memplan_human::bytes;
-use memplan_render::color::{ColorBy, legend};
-use memplan_render::model::RowOrder;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::analysis::ExportKind;
 use crate::error::{FetchFailure, WebError};
 use crate::page::examples::{DEFAULT_EXAMPLE, EXAMPLES};
 use crate::page::state::{Busy, Origin, PageState, Restore};
-use crate::page::url::{Panel, Tab, UrlState};
-use crate::views::canvas::PlotCanvas;
-use crate::views::export;
+use crate::page::url::UrlState;
 use crate::views::panels::{Details, PeakTable, Unplanned};
 use crate::worker::protocol::STAGES;
 
 mod history;
 mod summary;
+mod views;
 
 use history::{follow_link, history_key, write_link};
 use summary::Summary;
+use views::{Help, Views};
 
 /// How long work runs before its progress bar shows.
 const PROGRESS_DELAY: std::time::Duration = std::time::Duration::from_millis(150);
@@ -414,249 +411,6 @@ pub fn App() -> impl IntoView {
                 >"open in memplan ↗"</a>
             </Show>
             <Show when=move || state.help.get()><Help state=state /></Show>
-        </div>
-    }
-}
-
-#[component]
-fn Views(state: PageState, search_input: NodeRef<Input>) -> impl IntoView {
-    let tab_button = move |tab: Tab, label: &'static str| {
-        view! {
-            <button
-                role="tab"
-                data-testid=format!("tab-{}", tab.name())
-                class:active=move || state.tab.get() == tab
-                aria-selected=move || (state.tab.get() == tab).to_string()
-                on:click=move |_| state.tab.set(tab)
-            >
-                {label}
-            </button>
-        }
-    };
-    let export_svg = move |_| {
-        let Some(a) = state.analysis.get_untracked() else {
-            return;
-        };
-        let tab = state.tab.get_untracked();
-        let device = a.model.clamp_device(state.device.get_untracked());
-        let arena_only = state.arena_only_untracked();
-        let rows = a.model.rows(
-            device,
-            &state.search.get_untracked(),
-            state.sort.get_untracked(),
-            arena_only,
-        );
-        let result = export::view_svg(
-            &a.model,
-            tab,
-            device,
-            &rows,
-            state.window().get_untracked(),
-            state.color_by.get_untracked(),
-            arena_only,
-        )
-        .and_then(|svg| {
-            export::download_text(
-                &crate::analysis::file_name(&a.source, &format!("{}.svg", tab.name())),
-                "image/svg+xml",
-                &svg,
-            )
-        });
-        if let Err(e) = result {
-            state.error.set(Some(WebError::Export(Box::new(e))));
-        }
-    };
-    let export_png = move |_| {
-        let Some(a) = state.analysis.get_untracked() else {
-            return;
-        };
-        let tab = state.tab.get_untracked();
-        let result = export::view_png(
-            &a,
-            tab,
-            state.color_by.get_untracked(),
-            state.device.get_untracked(),
-        )
-        .and_then(|url| {
-            export::download_url(
-                &crate::analysis::file_name(&a.source, &format!("{}.png", tab.name())),
-                &url,
-            )
-        });
-        if let Err(e) = result {
-            state.error.set(Some(WebError::Export(Box::new(e))));
-        }
-    };
-    let export_plan = move |kind| state.export(kind);
-    let panel_button = move |panel: Panel, label: &'static str, title: &'static str| {
-        view! {
-            <button
-                data-testid=format!("tab-{}", panel.name())
-                title=title
-                class:active=move || state.panel.get() == panel
-                aria-pressed=move || (state.panel.get() == panel).to_string()
-                on:click=move |_| state.panel.update(|p| *p = if *p == panel { Panel::None } else { panel })
-            >
-                {label}
-            </button>
-        }
-    };
-
-    view! {
-        <section class="views" class:embed=state.embed>
-            <Show when=move || !state.embed>
-                <div class="toolbar">
-                    <div class="tabs" role="tablist">
-                        {tab_button(Tab::Timeline, "Live spans")}
-                        {tab_button(Tab::Arena, "Arena map")}
-                        {panel_button(Panel::Flips, "Flips", "recompute tensors at their uses; fit a target")}
-                        {panel_button(Panel::Sweep, "Sweep", "fit at many targets: footprint against recompute cost, the Pareto frontier")}
-                        {panel_button(Panel::Devices, "Devices", "what fits a device: its usable memory, the headroom, the largest batch")}
-                        {panel_button(Panel::Spaces, "Spaces", "where each slot lives: device, host, constant, shared")}
-                        {panel_button(Panel::Compare, "Compare", "this plan against another strategy, flip set or dump, tensor by tensor")}
-                    </div>
-                    <input
-                        node_ref=search_input
-                        class="search"
-                        type="search"
-                        placeholder="search tensors, ops, steps ( / )"
-                        data-testid="search"
-                        prop:value=move || state.search.get()
-                        on:input=move |ev| {
-                            state.search.set(event_target_value(&ev));
-                            state.timeline_window.update(|w| if let Some(w) = w { w.y0 = 0.0 });
-                        }
-                    />
-                    <Show when=move || state.tab.get() == Tab::Timeline>
-                        <label class="control">
-                            "sort "
-                            <select data-testid="sort-select" on:change=move |ev| {
-                                if let Some(o) = RowOrder::parse(&event_target_value(&ev)) {
-                                    state.sort.set(o);
-                                }
-                            }>
-                                {RowOrder::ALL.iter().map(|o| view! {
-                                    <option value=o.name() selected=move || state.sort.get() == *o>{o.name()}</option>
-                                }).collect_view()}
-                            </select>
-                        </label>
-                    </Show>
-                    <label class="control">
-                        "color "
-                        <select data-testid="color-select" on:change=move |ev| {
-                            if let Some(c) = ColorBy::parse(&event_target_value(&ev)) {
-                                state.color_by.set(c);
-                            }
-                        }>
-                            {ColorBy::ALL.iter().map(|c| view! {
-                                <option value=c.name() selected=move || state.color_by.get() == *c>{c.name()}</option>
-                            }).collect_view()}
-                        </select>
-                    </label>
-                    <label class="control" title="label the time axis with positions or step names">
-                        "axis "
-                        <select data-testid="axis-select" on:change=move |ev| state.axis_steps.set(event_target_value(&ev) == "steps")>
-                            <option value="positions" selected=move || !state.axis_steps.get()>"positions"</option>
-                            <option value="steps" selected=move || state.axis_steps.get()>"steps"</option>
-                        </select>
-                    </label>
-                    {move || state.analysis.get().filter(|a| a.model.devices.len() > 1).map(|a| view! {
-                        <label class="control">
-                            "device "
-                            <select data-testid="device-select" on:change=move |ev| {
-                                if let Ok(d) = event_target_value(&ev).parse::<usize>() {
-                                    state.device.set(d);
-                                    state.arena_window.set(None);
-                                    state.timeline_window.set(None);
-                                }
-                            }>
-                                {a.model.devices.iter().enumerate().map(|(i, d)| view! {
-                                    <option value=i.to_string() selected=move || state.device.get() == i>{d.id.clone()}</option>
-                                }).collect_view()}
-                            </select>
-                        </label>
-                    })}
-                    <button on:click=move |_| state.window().set(None) title="F">"fit"</button>
-                    <div class="exports">
-                        <button data-testid="export-svg" on:click=export_svg>"SVG"</button>
-                        <button data-testid="export-png" on:click=export_png>"PNG"</button>
-                        <button data-testid="export-plan-json" on:click=move |_| export_plan(ExportKind::PlanJson)>"plan JSON"</button>
-                        <button data-testid="export-plan-csv" on:click=move |_| export_plan(ExportKind::MinimallocCsv)>"minimalloc CSV"</button>
-                    </div>
-                </div>
-                <div class="legend-line"><Legend state=state /><Selected state=state /></div>
-                {move || match state.panel.get() {
-                    Panel::Flips => Some(view! { <crate::views::flips::FlipsPanel state=state /> }.into_any()),
-                    Panel::Sweep => Some(view! { <crate::views::sweep::SweepPanel state=state /> }.into_any()),
-                    Panel::Devices => Some(view! { <crate::views::devices::DevicesPanel state=state /> }.into_any()),
-                    Panel::Spaces => Some(view! { <crate::views::spaces::SpacesPanel state=state /> }.into_any()),
-                    Panel::Compare => Some(view! { <crate::views::compare::ComparePanel state=state /> }.into_any()),
-                    Panel::None => None,
-                }}
-            </Show>
-            {move || match state.tab.get() {
-                Tab::Timeline => view! { <PlotCanvas state=state tab=Tab::Timeline /> }.into_any(),
-                Tab::Arena => view! { <PlotCanvas state=state tab=Tab::Arena /> }.into_any(),
-            }}
-        </section>
-    }
-}
-
-#[component]
-fn Legend(state: PageState) -> impl IntoView {
-    move || {
-        state.analysis.get().map(|a| {
-            legend(&a.model, state.color_by.get())
-                .into_iter()
-                .map(|(label, color)| view! {
-                    <span class="legend-item"><span class="swatch" style=format!("background: {}", color.css())></span>{label}</span>
-                })
-                .collect_view()
-        })
-    }
-}
-
-#[component]
-fn Selected(state: PageState) -> impl IntoView {
-    view! {
-        <div class="selected-line">
-            "selected: "
-            <span data-testid="selected">
-                {move || {
-                    let a = state.analysis.get()?;
-                    let b = a.model.buffers.get(state.selected.get()?)?;
-                    Some(b.tensor.clone())
-                }}
-            </span>
-            {move || {
-                let a = state.analysis.get()?;
-                let b = a.model.buffers.get(state.selected.get()?)?;
-                Some(format!("  ·  {}", bytes(b.size)))
-            }}
-            {move || state.selected.get().is_none().then(|| view! {
-                <span class="muted">"none (click a tensor)"</span>
-            })}
-        </div>
-    }
-}
-
-#[component]
-fn Help(state: PageState) -> impl IntoView {
-    view! {
-        <div class="help" data-testid="help" role="dialog" aria-label="Keyboard">
-            <h3>"Keys"</h3>
-            <table>
-                <tr><td><kbd>"W"</kbd>" / "<kbd>"S"</kbd></td><td>"zoom in / out in time"</td></tr>
-                <tr><td><kbd>"A"</kbd>" / "<kbd>"D"</kbd></td><td>"pan left / right"</td></tr>
-                <tr><td><kbd>"F"</kbd></td><td>"fit everything"</td></tr>
-                <tr><td><kbd>"Esc"</kbd></td><td>"clear the selection"</td></tr>
-                <tr><td><kbd>"/"</kbd></td><td>"search tensors"</td></tr>
-                <tr><td><kbd>"?"</kbd></td><td>"this help"</td></tr>
-                <tr><td>"wheel, drag"</td><td>"arena map: zoom to the cursor, pan"</td></tr>
-                <tr><td>"wheel, drag"</td><td>"live spans: scroll the rows, pan; ctrl-wheel zooms time"</td></tr>
-                <tr><td>"click"</td><td>"select the smallest buffer under the cursor"</td></tr>
-            </table>
-            <button on:click=move |_| state.help.set(false)>"close"</button>
         </div>
     }
 }
