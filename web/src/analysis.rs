@@ -11,6 +11,7 @@ use std::sync::Arc;
 use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Strategy, StrategyChoice};
 use memplan_engine::answers::{FitAnswer, SweepAnswer};
+use memplan_engine::query::{Answer, Query};
 use memplan_engine::{CandidateRow, EngineError, Outcome, Scenario, Session};
 use memplan_formats::report::PlanSummary;
 use memplan_human::SpaceRow;
@@ -112,11 +113,16 @@ impl AnalysisCache {
 
     fn spaces(&mut self, session: &Session, scenario: &Scenario) -> Option<Arc<SpacesView>> {
         keyed(&mut self.spaces, &scenario.params, || {
-            let s = session.spaces(scenario).ok()?;
+            let query = memplan_engine::query::Query::Spaces(scenario.clone());
+            let Ok(memplan_engine::query::Answer::Spaces(s)) =
+                session.answer(&query, &mut memplan_core::Control::default())
+            else {
+                return None;
+            };
             Some(Arc::new(SpacesView {
-                rows: memplan_human::space_rows(&session.graph, &s),
+                rows: memplan_human::space_rows(&s),
                 counts: s.counts,
-                diagnostics: s.diagnostics.iter().map(ToString::to_string).collect(),
+                diagnostics: s.diagnostics,
             }))
         })
     }
@@ -484,8 +490,15 @@ impl Baseline {
 pub fn fit(session: &Session, scenario: &Scenario, asked: &str) -> Result<FitAnswer, WebError> {
     let target =
         memplan_human::parse_target(asked).ok_or_else(|| WebError::Target(asked.to_string()))?;
-    let fit = session.fit(&unflipped(scenario), target, None)?;
-    Ok(FitAnswer::of(session, target, &fit))
+    let query = Query::Fit {
+        scenario: unflipped(scenario),
+        target,
+        max_candidates: None,
+    };
+    match session.answer(&query, &mut memplan_core::Control::default())? {
+        Answer::Fit(answer) => Ok(answer),
+        _ => unreachable!("a fit query is answered with a fit"),
+    }
 }
 
 /// A sweep as the page shows it: the engine's answer, and whether a cancel ended it.

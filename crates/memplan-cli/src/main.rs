@@ -18,7 +18,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
 use memplan_core::remat::Target;
 use memplan_core::{Control, FoundAt, Progress, StrategyChoice};
-use memplan_engine::answers::{FitAnswer, FitsAnswer, SpacesAnswer, SweepAnswer};
+use memplan_engine::query::{Answer, Query};
 use memplan_engine::{DeviceClass, EngineError, Scenario, Session};
 use memplan_formats::hardware::{self, HardwareError};
 use memplan_formats::report::{PlanReport, PlanSummary};
@@ -567,8 +567,11 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 ..Control::default()
             };
             let scenario = timed(scenario.scenario()?, time_limit);
-            let outcome = session.plan_with(&scenario, &mut control)?;
-            let mut report = session.report(&outcome);
+            let Answer::Plan(mut report) =
+                session.answer(&Query::Plan(scenario.clone()), &mut control)?
+            else {
+                unreachable!("a plan query is answered with a plan")
+            };
             // The fields that vary run to run: only where `search` ran, whose users ask how
             // long the proof took and how soon the answer came; every other plan prints the
             // same bytes each time.
@@ -577,10 +580,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 report.summary.found_ms = found.ms().map(|ms| ms as u64);
             }
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&report).expect("reports serialize")
-                );
+                print_json(&report);
             } else {
                 print!("{}", human::plan_table(&report.summary));
             }
@@ -756,18 +756,20 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let session = open(&file)?;
-            let spaces = session.spaces(&scenario.scenario()?)?;
-            let graph = &session.graph;
+            let query = Query::Spaces(scenario.scenario()?);
+            let Answer::Spaces(spaces) = session.answer(&query, &mut Control::default())? else {
+                unreachable!("a spaces query is answered with the spaces")
+            };
             if json {
-                print_json(&SpacesAnswer::of(&session, &spaces));
+                print_json(&spaces);
             } else {
                 print!(
                     "{}",
-                    human::spaces_table(&human::space_rows(graph, &spaces), &spaces.counts)
+                    human::spaces_table(&human::space_rows(&spaces), &spaces.counts)
                 );
             }
             for d in &spaces.diagnostics {
-                eprintln!("memplan: {}: {}", file.display(), one_line(&d.to_string()));
+                eprintln!("memplan: {}: {}", file.display(), one_line(d));
             }
             if !spaces.diagnostics.is_empty() {
                 return Ok(ExitCode::from(1));
@@ -781,11 +783,16 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let session = open(&file)?;
-            let scenario = scenario.scenario()?;
+            let query = Query::Fit {
+                scenario: scenario.scenario()?,
+                target,
+                max_candidates,
+            };
             let started = Instant::now();
-            let fit = session.fit(&scenario, target, max_candidates)?;
+            let Answer::Fit(answer) = session.answer(&query, &mut Control::default())? else {
+                unreachable!("a fit query is answered with a fit")
+            };
             let millis = started.elapsed().as_secs_f64() * 1e3;
-            let answer = FitAnswer::of(&session, target, &fit);
             if json {
                 print_json(&answer);
             } else {
@@ -800,22 +807,20 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let session = open(&file)?;
-            let scenario = scenario.scenario()?;
+            let query = Query::Sweep {
+                scenario: scenario.scenario()?,
+                points: points.into(),
+                exhaustive_most: exhaustive_max,
+            };
             let started = Instant::now();
-            let sweep = session.sweep(&scenario, points.into(), exhaustive_max)?;
+            let Answer::Sweep(answer) = session.answer(&query, &mut Control::default())? else {
+                unreachable!("a sweep query is answered with a sweep")
+            };
             let millis = started.elapsed().as_secs_f64() * 1e3;
             if json {
-                print_json(&SweepAnswer::of(&session, &sweep));
+                print_json(&answer);
             } else {
-                print!(
-                    "{}",
-                    human::sweep_table(
-                        &sweep.points,
-                        sweep.candidates,
-                        sweep.exhaustive.is_some(),
-                        millis
-                    )
-                );
+                print!("{}", human::sweep_table(&answer, millis));
             }
         }
         Command::Fits {
@@ -825,15 +830,17 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let session = open(&file)?;
-            let scenario = scenario.scenario()?;
+            let query = Query::Fits {
+                scenario: scenario.scenario()?,
+                param: param.name,
+                lo: param.lo,
+                hi: param.hi,
+            };
             let started = Instant::now();
-            let fits = session.largest_fitting(&scenario, &param.name, param.lo, param.hi)?;
+            let Answer::Fits(answer) = session.answer(&query, &mut Control::default())? else {
+                unreachable!("a fits query is answered with the largest that fits")
+            };
             let millis = started.elapsed().as_secs_f64() * 1e3;
-            let class = scenario
-                .device_class
-                .as_ref()
-                .map_or("", |d| d.class.as_str());
-            let answer = FitsAnswer::of(class, (param.lo, param.hi), &fits);
             if json {
                 print_json(&answer);
             } else {

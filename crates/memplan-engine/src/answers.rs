@@ -218,7 +218,7 @@ impl FitsAnswer {
 }
 
 /// `memplan spaces --json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpacesAnswer {
     pub slots: Vec<SlotAnswer>,
     pub outputs: Vec<OutputAnswer>,
@@ -226,7 +226,7 @@ pub struct SpacesAnswer {
     pub diagnostics: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SlotAnswer {
     pub tensor: String,
     pub space: MemorySpace,
@@ -238,15 +238,18 @@ pub struct SlotAnswer {
     pub views: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputAnswer {
     pub index: usize,
     pub tensor: String,
+    /// The root tensor of the slot it lives in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
     pub source: Option<SourceAnswer>,
 }
 
 /// What an output comes from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceAnswer {
     WrittenBy(String),
@@ -281,6 +284,8 @@ impl SpacesAnswer {
                 .map(|o| OutputAnswer {
                     index: o.index,
                     tensor: g.tensors[o.tensor].id.clone(),
+                    slot: spaces.slot_of[o.tensor]
+                        .map(|k| g.tensors[spaces.slots[k].tensor].id.clone()),
                     source: o.source.map(|s| match s {
                         OutputSource::Written { step } => {
                             SourceAnswer::WrittenBy(g.steps[step].id.clone())

@@ -15,6 +15,7 @@
 pub mod answers;
 pub mod diff;
 pub mod job;
+pub mod query;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

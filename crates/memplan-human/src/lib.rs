@@ -7,11 +7,10 @@
 
 use std::fmt::Write;
 
-use memplan_core::Graph;
-use memplan_core::remat::{SweepPoint, Target};
-use memplan_core::spaces::{OutputSource, SpaceCounts, Spaces};
+use memplan_core::remat::Target;
+use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Plan, Problem, StrategyChoice};
-use memplan_engine::answers::{FitAnswer, FitsAnswer};
+use memplan_engine::answers::{FitAnswer, FitsAnswer, SourceAnswer, SpacesAnswer, SweepAnswer};
 
 pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio};
 use memplan_engine::diff::{Change, PlanDiff, Side, TensorDiff};
@@ -286,32 +285,29 @@ pub struct SpaceRow {
 }
 
 /// The rows of the memory spaces' table: one per slot, with what the outputs on it come from.
-pub fn space_rows(g: &Graph, spaces: &Spaces) -> Vec<SpaceRow> {
+pub fn space_rows(spaces: &SpacesAnswer) -> Vec<SpaceRow> {
     // What each slot's outputs come from, found once: one pass over the outputs.
-    let mut sources: Vec<Vec<String>> = vec![Vec::new(); spaces.slots.len()];
+    let mut sources: std::collections::HashMap<&str, Vec<String>> = Default::default();
     for o in &spaces.outputs {
-        let Some(k) = spaces.slot_of[o.tensor] else {
+        let Some(slot) = o.slot.as_deref() else {
             continue;
         };
-        sources[k].push(match o.source {
-            Some(OutputSource::Written { step }) => {
-                format!("output #{} written by {}", o.index, g.steps[step].id)
-            }
-            Some(OutputSource::Alias { tensor }) => {
-                format!("output #{} is {}", o.index, g.tensors[tensor].id)
-            }
+        sources.entry(slot).or_default().push(match &o.source {
+            Some(SourceAnswer::WrittenBy(step)) => format!("output #{} written by {step}", o.index),
+            Some(SourceAnswer::AliasOf(tensor)) => format!("output #{} is {tensor}", o.index),
             None => format!("output #{} has no writer", o.index),
         });
     }
-    (spaces.slots.iter().zip(sources))
-        .map(|(s, source)| SpaceRow {
-            tensor: g.tensors[s.tensor].id.clone(),
+    (spaces.slots.iter())
+        .map(|s| SpaceRow {
+            tensor: s.tensor.clone(),
             space: s.space.name().into(),
             access: s.access.name().into(),
             transfer: s.transfer.name().into(),
             bytes: s.bytes,
             dynamic: s.dynamic,
-            source: source.join("; "),
+            source: (sources.get(s.tensor.as_str()))
+                .map_or_else(String::new, |list| list.join("; ")),
         })
         .collect()
 }
@@ -474,12 +470,8 @@ pub fn fit_text(f: &FitAnswer, millis: f64) -> String {
 
 /// `memplan sweep`'s table: each budget's footprint and cost, Pareto points marked, and the
 /// exhaustive optimum's cost beside the greedy's where it was computed.
-pub fn sweep_table(
-    points: &[SweepPoint],
-    candidates: usize,
-    exhaustive: bool,
-    millis: f64,
-) -> String {
+pub fn sweep_table(sweep: &SweepAnswer, millis: f64) -> String {
+    let (points, candidates, exhaustive) = (&sweep.points, sweep.candidates, sweep.exhaustive);
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -8,7 +8,8 @@ use memplan_core::StrategyChoice;
 use std::collections::BTreeMap;
 
 use memplan_core::budget::DriverTerms;
-use memplan_engine::{DeviceClass, Fits, Scenario};
+use memplan_engine::answers::FitsAnswer;
+use memplan_engine::{DeviceClass, Scenario};
 use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
@@ -122,7 +123,7 @@ pub struct PageState {
     /// Values the user gave the dump's params (the rest keep their defaults).
     pub params: RwSignal<BTreeMap<String, u64>>,
     /// The last "largest that fits" answer.
-    pub fits: RwSignal<Option<Fits>>,
+    pub fits: RwSignal<Option<FitsAnswer>>,
     /// The last sweep, and how many targets the next one fits.
     pub sweep: RwSignal<Option<SweepView>>,
     pub sweep_points: RwSignal<usize>,

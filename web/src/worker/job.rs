@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use memplan_core::{Control, Decodes, FoundAt, Progress};
 use memplan_engine::job::PlanJob;
+use memplan_engine::query::{Answer, Query};
 use memplan_engine::{Outcome, Scenario, Session, SweepJob};
 use memplan_render::BufferView;
 
@@ -152,9 +153,18 @@ impl Worker {
                 let Some(local) = &self.local else {
                     return post(failed(WebError::NothingLoaded(Operation::AskAbout)));
                 };
+                let query = Query::Fits {
+                    scenario,
+                    param,
+                    lo,
+                    hi,
+                };
                 post(
-                    match local.session.largest_fitting(&scenario, &param, lo, hi) {
-                        Ok(fits) => Response::Fits(Box::new(fits)),
+                    match local.session.answer(&query, &mut Control::default()) {
+                        Ok(Answer::Fits(fits)) => Response::Fits(Box::new(fits)),
+                        Ok(_) => {
+                            unreachable!("a fits query is answered with the largest that fits")
+                        }
                         Err(e) => failed(e),
                     },
                 );

@@ -94,7 +94,7 @@ pub enum Response {
     /// A fit's answer; the plan with its flips follows.
     Fitted(Box<FitAnswer>),
     /// A "largest that fits" answer, with both witnesses.
-    Fits(Box<memplan_engine::Fits>),
+    Fits(Box<memplan_engine::answers::FitsAnswer>),
     /// A sweep's answer (the budgets fitted before a cancel, if one came).
     Swept(Box<SweepView>),
     Compared(Box<CompareView>),
