@@ -18,11 +18,11 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
 use memplan_core::remat::Target;
 use memplan_core::{Control, FoundAt, Progress, StrategyChoice};
-use memplan_engine::query::{Answer, Query};
+use memplan_engine::query::{Answer, Query, Written};
 use memplan_engine::{DeviceClass, EngineError, Scenario, Session};
+use memplan_formats::FormatError;
 use memplan_formats::hardware::{self, HardwareError};
 use memplan_formats::report::{PlanReport, PlanSummary};
-use memplan_formats::{FormatError, json};
 use memplan_human as human;
 use memplan_human::one_line;
 use memplan_render::color::ColorBy;
@@ -607,18 +607,23 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             scenario,
         } => {
             let session = open(&file)?;
-            let scenario = scenario.scenario()?;
-            let checked = match plan {
+            let plan = match plan {
                 Some(p) => {
-                    let at = |error| CliError::Report {
+                    let text = String::from_utf8_lossy(&read_bytes(&p)?).into_owned();
+                    let report = PlanReport::parse(&text).map_err(|error| CliError::Report {
                         path: display(&p),
                         error,
-                    };
-                    let text = String::from_utf8_lossy(&read_bytes(&p)?).into_owned();
-                    let report = PlanReport::parse(&text).map_err(at)?;
-                    session.check_report(&report, &scenario).map_err(at)?
+                    })?;
+                    Some((display(&p), Box::new(report)))
                 }
-                None => session.check_given(&scenario)?,
+                None => None,
+            };
+            let query = Query::Check {
+                scenario: scenario.scenario()?,
+                plan,
+            };
+            let Answer::Check(checked) = session.answer(&query, &mut Control::default())? else {
+                unreachable!("a check is answered with what the checker found")
             };
             if checked.violations.is_empty() {
                 println!(
@@ -636,7 +641,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                     if count == 1 { "" } else { "s" }
                 );
                 for v in &checked.violations {
-                    eprintln!("{}: {}", file.display(), one_line(&v.to_string()));
+                    eprintln!("{}: {}", file.display(), one_line(v));
                 }
                 return Ok(ExitCode::from(1));
             }
@@ -650,13 +655,15 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             output,
         } => {
             let session = open_with(&file, &onnx_options(&input_shape))?;
-            let text = match to {
-                ConvertTo::Json => json::write(&session.graph),
-                ConvertTo::Minimalloc => {
-                    let scenario = scenario.scenario()?;
-                    let outcome = with_plan.then(|| session.plan(&scenario)).transpose()?;
-                    session.minimalloc_csv(outcome.as_ref())?
-                }
+            let query = Query::Convert {
+                to: match to {
+                    ConvertTo::Json => Written::Json,
+                    ConvertTo::Minimalloc => Written::Minimalloc,
+                },
+                with_plan: with_plan.then(|| scenario.scenario()).transpose()?,
+            };
+            let Answer::Text(text) = session.answer(&query, &mut Control::default())? else {
+                unreachable!("a conversion is answered with text")
             };
             write_out(output.as_deref(), &text)?;
         }

@@ -39,6 +39,36 @@ pub enum Query {
     },
     /// Each slot's memory space, access and host transfer, and each output's source.
     Spaces(Scenario),
+    /// Whether a plan from outside holds: `plan` (a report, named by its source), or without
+    /// one the offsets the dump gives itself (a minimalloc CSV's), under the scenario's
+    /// precision classes and pool cap.
+    Check {
+        scenario: Scenario,
+        plan: Option<(String, Box<PlanReport>)>,
+    },
+    /// The dump written as another format: memplan JSON, or minimalloc CSV with the plan's
+    /// offsets under `with_plan`'s scenario.
+    Convert {
+        to: Written,
+        with_plan: Option<Scenario>,
+    },
+}
+
+/// A format a dump is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Written {
+    Json,
+    Minimalloc,
+}
+
+/// A check's answer: how many buffers it placed, the footprint it claims, and every broken
+/// promise the independent checker found (none: the plan is valid).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckAnswer {
+    pub buffers: usize,
+    pub footprint_bytes: u64,
+    pub violations: Vec<String>,
 }
 
 /// The answer to a [`Query`], of the same name.
@@ -50,6 +80,9 @@ pub enum Answer {
     Sweep(SweepAnswer),
     Fits(FitsAnswer),
     Spaces(SpacesAnswer),
+    Check(CheckAnswer),
+    /// The dump in the format asked for.
+    Text(String),
 }
 
 impl Session {
@@ -90,6 +123,31 @@ impl Session {
             Query::Spaces(scenario) => {
                 Answer::Spaces(SpacesAnswer::of(self, &self.spaces(scenario)?))
             }
+            Query::Check { scenario, plan } => {
+                let checked = match plan {
+                    Some((source, report)) => {
+                        (self.check_report(report, scenario)).map_err(|error| {
+                            EngineError::Format {
+                                input: source.clone(),
+                                error,
+                            }
+                        })?
+                    }
+                    None => self.check_given(scenario)?,
+                };
+                Answer::Check(CheckAnswer {
+                    buffers: checked.buffers,
+                    footprint_bytes: checked.footprint_bytes,
+                    violations: checked.violations.iter().map(ToString::to_string).collect(),
+                })
+            }
+            Query::Convert { to, with_plan } => Answer::Text(match to {
+                Written::Json => memplan_formats::json::write(&self.graph),
+                Written::Minimalloc => {
+                    let outcome = with_plan.as_ref().map(|s| self.plan(s)).transpose()?;
+                    self.minimalloc_csv(outcome.as_ref())?
+                }
+            }),
         })
     }
 }
@@ -116,6 +174,17 @@ mod tests {
                 exhaustive_most: 0,
             },
             Query::Spaces(Scenario::default()),
+            Query::Check {
+                scenario: Scenario::default(),
+                plan: Some((
+                    "plan.json".into(),
+                    Box::new(s.report(&s.plan(&Scenario::default()).unwrap())),
+                )),
+            },
+            Query::Convert {
+                to: Written::Minimalloc,
+                with_plan: Some(Scenario::default()),
+            },
         ];
         for query in queries {
             let text = serde_json::to_string(&query).unwrap();
@@ -127,6 +196,8 @@ mod tests {
                     | (Query::Fit { .. }, Answer::Fit(_))
                     | (Query::Sweep { .. }, Answer::Sweep(_))
                     | (Query::Spaces(_), Answer::Spaces(_))
+                    | (Query::Check { .. }, Answer::Check(_))
+                    | (Query::Convert { .. }, Answer::Text(_))
             );
             assert!(named, "{query:?} -> {answer:?}");
         }
@@ -146,5 +217,15 @@ mod tests {
             hi: 8,
         };
         assert!(s.answer(&fits, &mut Control::default()).is_err());
+        // A plan of the dump checks; without a plan, a dump with no offsets of its own has none
+        // to check.
+        let check = |plan| Query::Check {
+            scenario: Scenario::default(),
+            plan,
+        };
+        let plan = ("plan.json".to_string(), Box::new(s.report(&outcome)));
+        let answer = s.answer(&check(Some(plan)), &mut Control::default());
+        assert!(matches!(answer, Ok(Answer::Check(c)) if c.violations.is_empty()));
+        assert!(s.answer(&check(None), &mut Control::default()).is_err());
     }
 }
