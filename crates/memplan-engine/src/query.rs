@@ -9,6 +9,7 @@ use memplan_formats::report::PlanReport;
 use serde::{Deserialize, Serialize};
 
 use crate::answers::{FitAnswer, FitsAnswer, SpacesAnswer, SweepAnswer};
+use crate::diff::{PlanDiff, diff};
 use crate::{EngineError, Scenario, Session};
 
 /// A question about the loaded dump.
@@ -52,6 +53,9 @@ pub enum Query {
         to: Written,
         with_plan: Option<Scenario>,
     },
+    /// The dump's plan under `before` against its plan under `after`, tensor by tensor (two
+    /// dumps are compared by [`crate::diff::diff`] over their reports).
+    Diff { before: Scenario, after: Scenario },
 }
 
 /// A format a dump is written as.
@@ -83,6 +87,7 @@ pub enum Answer {
     Check(CheckAnswer),
     /// The dump in the format asked for.
     Text(String),
+    Diff(Box<PlanDiff>),
 }
 
 impl Session {
@@ -141,6 +146,10 @@ impl Session {
                     violations: checked.violations.iter().map(ToString::to_string).collect(),
                 })
             }
+            Query::Diff { before, after } => {
+                let report = |s: &Scenario| self.plan(s).map(|o| self.report(&o));
+                Answer::Diff(Box::new(diff(&report(before)?, &report(after)?)))
+            }
             Query::Convert { to, with_plan } => Answer::Text(match to {
                 Written::Json => memplan_formats::json::write(&self.graph),
                 Written::Minimalloc => {
@@ -185,6 +194,13 @@ mod tests {
                 to: Written::Minimalloc,
                 with_plan: Some(Scenario::default()),
             },
+            Query::Diff {
+                before: Scenario::default(),
+                after: Scenario {
+                    strategy: memplan_core::Strategy::Bump.into(),
+                    ..Scenario::default()
+                },
+            },
         ];
         for query in queries {
             let text = serde_json::to_string(&query).unwrap();
@@ -198,6 +214,7 @@ mod tests {
                     | (Query::Spaces(_), Answer::Spaces(_))
                     | (Query::Check { .. }, Answer::Check(_))
                     | (Query::Convert { .. }, Answer::Text(_))
+                    | (Query::Diff { .. }, Answer::Diff(_))
             );
             assert!(named, "{query:?} -> {answer:?}");
         }
