@@ -1,13 +1,55 @@
-//! A plan in bounded steps, for a caller that returns to its event loop between them (the
-//! page's worker, which hears a cancel there). The steps are searches from scratch at rising
-//! work limits: for `search` where a cancel is heard only between steps, a quick plan at a 64th
-//! of the scenario's limit (a complete, checked plan to keep if a cancel comes), then the
-//! scenario's own; otherwise the scenario's alone. The last step keeps exactly the plan
-//! [`Session::plan`] makes, so every caller shows the CLI's plan.
+//! The engine's jobs: a plan or a sweep in bounded steps ([`Job`], stepped by
+//! [`Session::step`]), for a caller that returns to its event loop between them (the page's
+//! worker, which hears a cancel there). A sweep's steps are its targets ([`SweepJob`]). A plan's
+//! steps are searches from scratch at rising work limits: for `search` where a cancel is heard
+//! only between steps, a quick plan at a 64th of the scenario's limit (a complete, checked plan
+//! to keep if a cancel comes), then the scenario's own; otherwise the scenario's alone. The last
+//! step keeps exactly the plan [`Session::plan`] makes, so every caller shows the CLI's plan.
 
 use memplan_core::{Control, Strategy, StrategyChoice};
 
-use crate::{EngineError, Outcome, Scenario, Session};
+use crate::{EngineError, Outcome, Scenario, Session, Sweep, SweepJob};
+
+/// A job in steps: one type for every caller that steps the engine.
+#[derive(Debug, Clone)]
+pub enum Job {
+    Plan(PlanJob),
+    Sweep(SweepJob),
+}
+
+/// What one step of a [`Job`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobStep {
+    Plan(PlanStep),
+    /// `Some` with the sweep once its last target is fitted.
+    Sweep(Option<Sweep>),
+}
+
+impl Job {
+    /// Steps done and steps in all.
+    pub fn progress(&self) -> (usize, usize) {
+        match self {
+            Job::Plan(plan) => plan.progress(),
+            Job::Sweep(sweep) => sweep.progress(),
+        }
+    }
+}
+
+impl Session {
+    /// Runs the next step of `job`. `control` and `stopped` are a plan step's (see
+    /// [`PlanJob::step`]); a sweep's step runs its fit to the end.
+    pub fn step(
+        &self,
+        job: &mut Job,
+        control: &mut Control,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<JobStep, EngineError> {
+        match job {
+            Job::Plan(plan) => plan.step(self, control, stopped).map(JobStep::Plan),
+            Job::Sweep(sweep) => self.sweep_step(sweep).map(JobStep::Sweep),
+        }
+    }
+}
 
 /// A plan in steps: [`PlanJob::step`] until [`PlanStep::finished`].
 #[derive(Debug, Clone)]
@@ -140,6 +182,33 @@ mod tests {
         assert_eq!(PlanJob::new(scenario, true).progress(), (0, 1));
         // Any other strategy is one step.
         assert_eq!(PlanJob::new(Scenario::default(), false).progress(), (0, 1));
+    }
+
+    #[test]
+    fn one_job_type_steps_a_plan_and_a_sweep() {
+        let session = Session::load(D, "D.csv").unwrap();
+        let mut plan = Job::Plan(PlanJob::new(search(Some(200_000)), false));
+        let step = |job: &mut Job| {
+            session
+                .step(job, &mut Control::default(), &|| false)
+                .unwrap()
+        };
+        assert!(matches!(step(&mut plan), JobStep::Plan(s) if !s.finished));
+        assert!(matches!(step(&mut plan), JobStep::Plan(s) if s.finished));
+        assert_eq!(plan.progress(), (2, 2));
+        let convnet = include_str!("../../../static/examples/convnet-training.json");
+        let session = Session::load(convnet.as_bytes(), "convnet.json").unwrap();
+        let mut sweep = Job::Sweep(SweepJob::new(Scenario::default(), 3, 0));
+        let step = |job: &mut Job| {
+            session
+                .step(job, &mut Control::default(), &|| false)
+                .unwrap()
+        };
+        let mut steps = 1;
+        while step(&mut sweep) == JobStep::Sweep(None) {
+            steps += 1;
+        }
+        assert_eq!(steps, sweep.progress().1);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use memplan_core::{Control, Decodes, FoundAt, Progress};
-use memplan_engine::job::PlanJob;
+use memplan_engine::job::{Job, JobStep, PlanJob};
 use memplan_engine::query::{Answer, Query};
 use memplan_engine::{Outcome, Scenario, Session, SweepJob};
 use memplan_render::BufferView;
@@ -24,11 +24,13 @@ use crate::error::{Operation, WebError};
 /// The least time between two progress messages of a search, milliseconds.
 const PROGRESS_EVERY_MS: f64 = 100.0;
 
-/// A plan in progress: the engine's job in steps, with what the worker shows around it.
-struct Job {
+/// A job in progress (a plan or a sweep: the engine's job in steps) with what the worker shows
+/// around it.
+struct Running {
     session: Session,
-    plan: PlanJob,
-    /// What was shown before the job, to keep if it is cancelled before its first step.
+    job: Job,
+    /// What was shown before the job: kept if a plan is cancelled before its first step, and
+    /// what a sweep leaves shown.
     previous: Option<Outcome>,
     /// The time its steps spent planning, milliseconds (the worker's clock).
     planning_ms: f64,
@@ -41,9 +43,7 @@ struct Job {
 #[derive(Default)]
 pub struct Worker {
     local: Option<Local>,
-    job: Option<Job>,
-    /// A sweep of the loaded session, in steps.
-    sweep: Option<SweepJob>,
+    running: Option<Running>,
     /// What re-planning the loaded session reuses (its plan without flips, its spaces).
     cache: AnalysisCache,
     /// The params of the last analysis sent: a plan under the same params leaves out what
@@ -134,14 +134,21 @@ impl Worker {
             }
             Request::Sweep { scenario, points } => {
                 self.abandon();
-                if self.local.is_none() {
+                let Some(Local { session, outcome }) = self.local.take() else {
                     return post(failed(WebError::NothingLoaded(Operation::Sweep)));
-                }
-                self.sweep = Some(SweepJob::new(
+                };
+                let sweep = SweepJob::new(
                     unflipped(&scenario),
                     points,
                     memplan_engine::DEFAULT_EXHAUSTIVE_MOST,
-                ));
+                );
+                self.running = Some(Running {
+                    session,
+                    job: Job::Sweep(sweep),
+                    previous: Some(outcome),
+                    planning_ms: 0.0,
+                    found_ms: None,
+                });
             }
             Request::Fits {
                 scenario,
@@ -190,10 +197,15 @@ impl Worker {
                 );
             }
             Request::Export(kind) => {
-                let Some(local) = &self.local else {
+                // The plan shown: the loaded one, or while a job runs, the one before it.
+                let shown = (self.local.as_ref().map(|l| (&l.session, &l.outcome))).or_else(|| {
+                    let run = self.running.as_ref()?;
+                    Some((&run.session, run.previous.as_ref()?))
+                });
+                let Some((session, outcome)) = shown else {
                     return post(failed(WebError::NothingLoaded(Operation::Export)));
                 };
-                post(match export(&local.session, &local.outcome, kind) {
+                post(match export(session, outcome, kind) {
                     Ok(file) => Response::Exported(file),
                     Err(e) => failed(e),
                 });
@@ -239,9 +251,9 @@ impl Worker {
             post(Response::Unknown(unknown));
         }
         post(progress(2, format!("planning with {}", scenario.strategy)));
-        self.job = Some(Job {
+        self.running = Some(Running {
             session,
-            plan: PlanJob::new(scenario, self.live_cancel),
+            job: Job::Plan(PlanJob::new(scenario, self.live_cancel)),
             previous,
             planning_ms: 0.0,
             found_ms: None,
@@ -251,12 +263,16 @@ impl Worker {
     /// A new request replaces a running job: it keeps its session and its last good outcome,
     /// and posts nothing.
     fn abandon(&mut self) {
-        self.sweep = None;
-        if let Some(job) = self.job.take()
-            && let Some(outcome) = job.plan.into_best().or(job.previous)
-        {
+        let Some(run) = self.running.take() else {
+            return;
+        };
+        let outcome = match run.job {
+            Job::Plan(plan) => plan.into_best().or(run.previous),
+            Job::Sweep(_) => run.previous,
+        };
+        if let Some(outcome) = outcome {
             self.local = Some(Local {
-                session: job.session,
+                session: run.session,
                 outcome,
             });
         }
@@ -269,7 +285,7 @@ impl Worker {
 
     /// Whether a job is running.
     pub fn busy(&self) -> bool {
-        self.job.is_some() || self.sweep.is_some()
+        self.running.is_some()
     }
 
     /// Runs one step of the job: one complete plan. `now` is the caller's clock (ms), used only
@@ -281,10 +297,16 @@ impl Worker {
         stop: &dyn Fn() -> bool,
         post: &mut dyn FnMut(Response),
     ) -> bool {
-        if let (Some(sweep), Some(local)) = (self.sweep.as_mut(), &self.local) {
-            return match local.session.sweep_step(sweep) {
-                Ok(None) => {
-                    let (done, of) = sweep.progress();
+        let Some(run) = self.running.as_mut() else {
+            return false;
+        };
+        if let Job::Sweep(_) = run.job {
+            return match run
+                .session
+                .step(&mut run.job, &mut Control::default(), &|| false)
+            {
+                Ok(JobStep::Sweep(None)) => {
+                    let (done, of) = run.job.progress();
                     post(Response::Progress {
                         stage: done as u32,
                         of: of as u32,
@@ -295,27 +317,25 @@ impl Worker {
                     });
                     true
                 }
-                Ok(Some(done)) => {
-                    self.sweep = None;
-                    post(Response::Swept(Box::new(SweepView::of(
-                        &local.session,
-                        &done,
-                        false,
-                    ))));
+                Ok(JobStep::Sweep(Some(done))) => {
+                    let view = SweepView::of(&run.session, &done, false);
+                    self.abandon();
+                    post(Response::Swept(Box::new(view)));
                     false
                 }
+                Ok(JobStep::Plan(_)) => unreachable!("a sweep steps as a sweep"),
                 Err(e) => {
-                    self.sweep = None;
+                    self.abandon();
                     post(failed(e));
                     false
                 }
             };
         }
-        let Some(job) = self.job.as_mut() else {
+        let Job::Plan(plan) = &run.job else {
             return false;
         };
-        let (done, of) = job.plan.progress();
-        let strategy = job.plan.scenario().strategy;
+        let (done, of) = plan.progress();
+        let strategy = plan.scenario().strategy;
         let what = format!("planning with {strategy} (step {} of {of})", done + 1);
         let mut last = now();
         let started = last;
@@ -337,8 +357,8 @@ impl Worker {
         };
         let live = self.live_cancel;
         let mut asked = || stop();
-        let stepped = job.plan.step(
-            &job.session,
+        let stepped = run.session.step(
+            &mut run.job,
             &mut Control {
                 should_stop: live.then_some(&mut asked as &mut dyn FnMut() -> bool),
                 progress: Some(&mut heard),
@@ -346,19 +366,22 @@ impl Worker {
             },
             &|| live && stop(),
         );
-        let before = job.planning_ms;
-        job.planning_ms += now() - started;
+        let before = run.planning_ms;
+        run.planning_ms += now() - started;
         match stepped {
-            Ok(step) => {
+            Ok(JobStep::Plan(step)) => {
                 if step.kept {
-                    job.found_ms = found.ms().map(|ms| before + ms);
+                    run.found_ms = found.ms().map(|ms| before + ms);
                 }
                 if step.cancelled {
                     self.finish(true, post);
                     return false;
                 }
                 if !step.finished {
-                    let best = job.plan.best();
+                    let best = match &run.job {
+                        Job::Plan(plan) => plan.best(),
+                        Job::Sweep(_) => None,
+                    };
                     post(Response::Progress {
                         stage: 2,
                         of: STAGES,
@@ -372,6 +395,7 @@ impl Worker {
                 self.finish(false, post);
                 false
             }
+            Ok(JobStep::Sweep(_)) => unreachable!("a plan steps as a plan"),
             Err(e) => {
                 post(failed(e));
                 self.abandon();
@@ -382,31 +406,37 @@ impl Worker {
 
     /// Ends the running job: with its best plan so far, or (before any) with what was shown.
     pub fn cancel(&mut self, post: &mut dyn FnMut(Response)) {
-        if let (Some(sweep), Some(local)) = (self.sweep.take(), &self.local) {
-            return post(Response::Swept(Box::new(SweepView::of(
-                &local.session,
-                &sweep.partial(),
-                true,
-            ))));
-        }
-        match &self.job {
-            Some(job) if job.plan.best().is_some() => self.finish(true, post),
-            Some(_) => {
+        let Some(run) = &self.running else {
+            return post(Response::Cancelled);
+        };
+        match &run.job {
+            Job::Sweep(sweep) => {
+                let view = SweepView::of(&run.session, &sweep.clone().partial(), true);
+                self.abandon();
+                post(Response::Swept(Box::new(view)));
+            }
+            Job::Plan(plan) if plan.best().is_some() => self.finish(true, post),
+            Job::Plan(_) => {
                 self.abandon();
                 post(Response::Cancelled);
             }
-            None => post(Response::Cancelled),
         }
     }
 
     fn finish(&mut self, cancelled: bool, post: &mut dyn FnMut(Response)) {
-        let Some(job) = self.job.take() else { return };
-        let Some(outcome) = job.plan.into_best() else {
+        let Some(run) = self.running.take() else {
+            return;
+        };
+        let (Job::Plan(plan), planning_ms, found_ms) = (run.job, run.planning_ms, run.found_ms)
+        else {
+            return;
+        };
+        let Some(outcome) = plan.into_best() else {
             return;
         };
         post(progress(3, "preparing the views".into()));
         let local = Local {
-            session: job.session,
+            session: run.session,
             outcome,
         };
         let params = &local.outcome.scenario.params;
@@ -425,8 +455,8 @@ impl Worker {
         );
         // As the CLI does: how long the search took, where one ran.
         if analysis.summary.nodes.is_some() {
-            analysis.summary.elapsed_ms = Some(job.planning_ms.round() as u64);
-            analysis.summary.found_ms = job.found_ms.map(|ms| ms as u64);
+            analysis.summary.elapsed_ms = Some(planning_ms.round() as u64);
+            analysis.summary.found_ms = found_ms.map(|ms| ms as u64);
         }
         left_out.baseline = analysis.baseline.is_some() && analysis.baseline == self.baseline_sent;
         self.baseline_sent = match left_out.baseline {
