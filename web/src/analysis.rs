@@ -11,7 +11,7 @@ use std::sync::Arc;
 use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Strategy, StrategyChoice};
 use memplan_engine::answers::{FitAnswer, SweepAnswer};
-use memplan_engine::query::{Answer, Query};
+use memplan_engine::query::{Ask, FitQuery, SpacesQuery};
 use memplan_engine::{CandidateRow, EngineError, Outcome, Scenario, Session};
 use memplan_formats::report::PlanSummary;
 use memplan_human::SpaceRow;
@@ -25,33 +25,6 @@ use crate::error::{AnswerMismatch, WebError};
 pub struct Local {
     pub session: Session,
     pub outcome: Outcome,
-}
-
-impl Local {
-    /// Loads and plans `bytes` on the page (small inputs: the bundled examples).
-    pub fn load(bytes: &[u8], source: &str, scenario: &Scenario) -> Result<Local, EngineError> {
-        let session = Session::load(bytes, source)?;
-        let outcome = session.plan(scenario)?;
-        Ok(Local { session, outcome })
-    }
-
-    /// The same session under another scenario.
-    pub fn replan(&self, scenario: &Scenario) -> Result<Local, EngineError> {
-        Ok(Local {
-            session: self.session.clone(),
-            outcome: self.session.plan(scenario)?,
-        })
-    }
-
-    pub fn analysis(&self) -> Analysis {
-        Analysis::of(&self.session, &self.outcome)
-    }
-
-    /// [`Local::analysis`], reusing the plan without flips of an earlier analysis of the same
-    /// session (`cache`) when the scenario differs from it only in its flips.
-    pub fn analysis_cached(&self, cache: &mut AnalysisCache) -> Analysis {
-        Analysis::of_cached(&self.session, &self.outcome, cache)
-    }
 }
 
 /// What re-planning one session can reuse: the plan without flips, by the scenario it was made
@@ -113,12 +86,8 @@ impl AnalysisCache {
 
     fn spaces(&mut self, session: &Session, scenario: &Scenario) -> Option<Arc<SpacesView>> {
         keyed(&mut self.spaces, &scenario.params, || {
-            let query = memplan_engine::query::Query::Spaces(scenario.clone());
-            let Ok(memplan_engine::query::Answer::Spaces(s)) =
-                session.answer(&query, &mut memplan_core::Control::default())
-            else {
-                return None;
-            };
+            let query = SpacesQuery(scenario.clone());
+            let s = (query.ask(session, &mut memplan_core::Control::default())).ok()?;
             Some(Arc::new(SpacesView {
                 rows: memplan_human::space_rows(&s),
                 counts: s.counts,
@@ -490,15 +459,12 @@ impl Baseline {
 pub fn fit(session: &Session, scenario: &Scenario, asked: &str) -> Result<FitAnswer, WebError> {
     let target =
         memplan_human::parse_target(asked).ok_or_else(|| WebError::Target(asked.to_string()))?;
-    let query = Query::Fit {
+    let query = FitQuery {
         scenario: unflipped(scenario),
         target,
         max_candidates: None,
     };
-    match session.answer(&query, &mut memplan_core::Control::default())? {
-        Answer::Fit(answer) => Ok(answer),
-        _ => unreachable!("a fit query is answered with a fit"),
-    }
+    Ok(query.ask(session, &mut memplan_core::Control::default())?)
 }
 
 /// A sweep as the page shows it: the engine's answer, and whether a cancel ended it.
@@ -643,9 +609,12 @@ fn report_json(session: &Session, outcome: &Outcome) -> String {
 /// The plan report of a bundled example with the default scenario: the bytes native and wasm
 /// builds must both produce.
 pub fn example_report_json(example: &crate::page::examples::Example) -> String {
-    let local = Local::load(example.text.as_bytes(), example.name, &Scenario::default())
-        .expect("bundled examples load");
-    report_json(&local.session, &local.outcome)
+    let session =
+        Session::load(example.text.as_bytes(), example.name).expect("bundled examples load");
+    let outcome = session
+        .plan(&Scenario::default())
+        .expect("bundled examples plan");
+    report_json(&session, &outcome)
 }
 
 /// A file name from the source: `model.json` -> `model.<suffix>`.
@@ -661,6 +630,35 @@ pub fn file_name(source: &str, suffix: &str) -> String {
         "{}.{suffix}",
         if stem.is_empty() { "memplan" } else { &stem }
     )
+}
+
+/// What the tests plan with: a session and its outcome, as the worker holds them.
+#[cfg(test)]
+impl Local {
+    /// Loads and plans `bytes`, as the worker does.
+    pub fn load(bytes: &[u8], source: &str, scenario: &Scenario) -> Result<Local, EngineError> {
+        let session = Session::load(bytes, source)?;
+        let outcome = session.plan(scenario)?;
+        Ok(Local { session, outcome })
+    }
+
+    /// The same session under another scenario.
+    pub fn replan(&self, scenario: &Scenario) -> Result<Local, EngineError> {
+        Ok(Local {
+            session: self.session.clone(),
+            outcome: self.session.plan(scenario)?,
+        })
+    }
+
+    pub fn analysis(&self) -> Analysis {
+        Analysis::of(&self.session, &self.outcome)
+    }
+
+    /// [`Local::analysis`], reusing the plan without flips of an earlier analysis of the same
+    /// session (`cache`) when the scenario differs from it only in its flips.
+    pub fn analysis_cached(&self, cache: &mut AnalysisCache) -> Analysis {
+        Analysis::of_cached(&self.session, &self.outcome, cache)
+    }
 }
 
 #[cfg(test)]

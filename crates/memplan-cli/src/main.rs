@@ -18,7 +18,9 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
 use memplan_core::remat::Target;
 use memplan_core::{Control, FoundAt, Progress, StrategyChoice};
-use memplan_engine::query::{Answer, Query, Written};
+use memplan_engine::query::{
+    Ask, CheckQuery, ConvertQuery, FitQuery, FitsQuery, PlanQuery, SpacesQuery, SweepQuery, Written,
+};
 use memplan_engine::{DeviceClass, EngineError, Scenario, Session};
 use memplan_formats::FormatError;
 use memplan_formats::hardware::{self, HardwareError};
@@ -567,11 +569,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 ..Control::default()
             };
             let scenario = timed(scenario.scenario()?, time_limit);
-            let Answer::Plan(mut report) =
-                session.answer(&Query::Plan(scenario.clone()), &mut control)?
-            else {
-                unreachable!("a plan query is answered with a plan")
-            };
+            let mut report = PlanQuery(scenario.clone()).ask(&session, &mut control)?;
             // The fields that vary run to run: only where `search` ran, whose users ask how
             // long the proof took and how soon the answer came; every other plan prints the
             // same bytes each time.
@@ -618,13 +616,11 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 }
                 None => None,
             };
-            let query = Query::Check {
+            let query = CheckQuery {
                 scenario: scenario.scenario()?,
                 plan,
             };
-            let Answer::Check(checked) = session.answer(&query, &mut Control::default())? else {
-                unreachable!("a check is answered with what the checker found")
-            };
+            let checked = query.ask(&session, &mut Control::default())?;
             if checked.violations.is_empty() {
                 println!(
                     "{}: valid plan, {} buffers, {} bytes",
@@ -655,16 +651,14 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             output,
         } => {
             let session = open_with(&file, &onnx_options(&input_shape))?;
-            let query = Query::Convert {
+            let query = ConvertQuery {
                 to: match to {
                     ConvertTo::Json => Written::Json,
                     ConvertTo::Minimalloc => Written::Minimalloc,
                 },
                 with_plan: with_plan.then(|| scenario.scenario()).transpose()?,
             };
-            let Answer::Text(text) = session.answer(&query, &mut Control::default())? else {
-                unreachable!("a conversion is answered with text")
-            };
+            let text = query.ask(&session, &mut Control::default())?;
             write_out(output.as_deref(), &text)?;
         }
         Command::Render {
@@ -763,10 +757,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let session = open(&file)?;
-            let query = Query::Spaces(scenario.scenario()?);
-            let Answer::Spaces(spaces) = session.answer(&query, &mut Control::default())? else {
-                unreachable!("a spaces query is answered with the spaces")
-            };
+            let query = SpacesQuery(scenario.scenario()?);
+            let spaces = query.ask(&session, &mut Control::default())?;
             if json {
                 print_json(&spaces);
             } else {
@@ -790,15 +782,13 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let session = open(&file)?;
-            let query = Query::Fit {
+            let query = FitQuery {
                 scenario: scenario.scenario()?,
                 target,
                 max_candidates,
             };
             let started = Instant::now();
-            let Answer::Fit(answer) = session.answer(&query, &mut Control::default())? else {
-                unreachable!("a fit query is answered with a fit")
-            };
+            let answer = query.ask(&session, &mut Control::default())?;
             let millis = started.elapsed().as_secs_f64() * 1e3;
             if json {
                 print_json(&answer);
@@ -814,15 +804,13 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let session = open(&file)?;
-            let query = Query::Sweep {
+            let query = SweepQuery {
                 scenario: scenario.scenario()?,
                 points: points.into(),
                 exhaustive_most: exhaustive_max,
             };
             let started = Instant::now();
-            let Answer::Sweep(answer) = session.answer(&query, &mut Control::default())? else {
-                unreachable!("a sweep query is answered with a sweep")
-            };
+            let answer = query.ask(&session, &mut Control::default())?;
             let millis = started.elapsed().as_secs_f64() * 1e3;
             if json {
                 print_json(&answer);
@@ -837,16 +825,14 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let session = open(&file)?;
-            let query = Query::Fits {
+            let query = FitsQuery {
                 scenario: scenario.scenario()?,
                 param: param.name,
                 lo: param.lo,
                 hi: param.hi,
             };
             let started = Instant::now();
-            let Answer::Fits(answer) = session.answer(&query, &mut Control::default())? else {
-                unreachable!("a fits query is answered with the largest that fits")
-            };
+            let answer = query.ask(&session, &mut Control::default())?;
             let millis = started.elapsed().as_secs_f64() * 1e3;
             if json {
                 print_json(&answer);

@@ -510,13 +510,7 @@ impl Session {
             if !has {
                 unknown.push(Unknown::Param {
                     name: name.clone(),
-                    known: self
-                        .graph
-                        .params
-                        .keys()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    known: self.param_names(),
                 });
             }
             has
@@ -552,14 +546,15 @@ impl Session {
         EngineError::UnknownParam {
             input: self.source.clone(),
             param: param.to_string(),
-            known: self
-                .graph
-                .params
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", "),
+            known: self.param_names(),
         }
+    }
+
+    /// The dump's params, for a message that names them.
+    fn param_names(&self) -> String {
+        (self.graph.params.keys().cloned())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The dump under `params` (each must be a param of the dump), when they change any value:

@@ -1,7 +1,10 @@
 //! One typed question about a loaded dump, and its typed answer: what the CLI's commands ask
-//! and what the page's worker asks, answered by [`Session::answer`] the same way for both. A
-//! plan or a sweep the page asks for runs as a job in steps instead ([`crate::job::PlanJob`],
-//! [`crate::SweepJob`]); their last step is the answer this gives.
+//! and what the page's worker asks, answered the same way for both. Each question is a type
+//! that knows its answer's type ([`Ask`]: the CLI asks `FitQuery` and gets a `FitAnswer`);
+//! [`Query`] is any of them, for a caller that sends questions as data, and
+//! [`Session::answer`] answers it with the [`Answer`] of the same name. A plan or a sweep the
+//! page asks for runs as a job in steps instead ([`crate::job::Job`]); its last step is the
+//! answer given here.
 
 use memplan_core::Control;
 use memplan_core::remat::Target;
@@ -12,50 +15,72 @@ use crate::answers::{FitAnswer, FitsAnswer, SpacesAnswer, SweepAnswer};
 use crate::diff::{PlanDiff, diff};
 use crate::{EngineError, Scenario, Session};
 
-/// A question about the loaded dump.
+/// A question with the type of its answer.
+pub trait Ask {
+    type Answer;
+
+    /// The answer for `session`. `control` is lent to the plan a question makes (a stop
+    /// condition, progress, earlier decodes); questions that plan many times run to their end.
+    fn ask(&self, session: &Session, control: &mut Control) -> Result<Self::Answer, EngineError>;
+}
+
+/// The dump's plan under a scenario: the report `memplan plan --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Query {
-    /// Its plan under a scenario: the report `memplan plan --json` prints.
-    Plan(Scenario),
-    /// Flips chosen so the footprint fits `target`, scoring at most `max_candidates`.
-    Fit {
-        scenario: Scenario,
-        target: Target,
-        max_candidates: Option<usize>,
-    },
-    /// `fit` at `points` targets from the least footprint to the baseline, with the exhaustive
-    /// optimum where there are at most `exhaustive_most` candidates.
-    Sweep {
-        scenario: Scenario,
-        points: usize,
-        exhaustive_most: usize,
-    },
-    /// The largest value of `param` in `lo..=hi` whose plan fits the scenario's device class.
-    Fits {
-        scenario: Scenario,
-        param: String,
-        lo: u64,
-        hi: u64,
-    },
-    /// Each slot's memory space, access and host transfer, and each output's source.
-    Spaces(Scenario),
-    /// Whether a plan from outside holds: `plan` (a report, named by its source), or without
-    /// one the offsets the dump gives itself (a minimalloc CSV's), under the scenario's
-    /// precision classes and pool cap.
-    Check {
-        scenario: Scenario,
-        plan: Option<(String, Box<PlanReport>)>,
-    },
-    /// The dump written as another format: memplan JSON, or minimalloc CSV with the plan's
-    /// offsets under `with_plan`'s scenario.
-    Convert {
-        to: Written,
-        with_plan: Option<Scenario>,
-    },
-    /// The dump's plan under `before` against its plan under `after`, tensor by tensor (two
-    /// dumps are compared by [`crate::diff::diff`] over their reports).
-    Diff { before: Scenario, after: Scenario },
+pub struct PlanQuery(pub Scenario);
+
+/// Flips chosen so the footprint fits `target`, scoring at most `max_candidates`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitQuery {
+    pub scenario: Scenario,
+    pub target: Target,
+    pub max_candidates: Option<usize>,
+}
+
+/// `fit` at `points` targets from the least footprint to the baseline, with the exhaustive
+/// optimum where there are at most `exhaustive_most` candidates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepQuery {
+    pub scenario: Scenario,
+    pub points: usize,
+    pub exhaustive_most: usize,
+}
+
+/// The largest value of `param` in `lo..=hi` whose plan fits the scenario's device class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitsQuery {
+    pub scenario: Scenario,
+    pub param: String,
+    pub lo: u64,
+    pub hi: u64,
+}
+
+/// Each slot's memory space, access and host transfer, and each output's source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpacesQuery(pub Scenario);
+
+/// Whether a plan from outside holds: `plan` (a report, named by its source), or without one
+/// the offsets the dump gives itself (a minimalloc CSV's), under the scenario's precision
+/// classes and pool cap.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckQuery {
+    pub scenario: Scenario,
+    pub plan: Option<(String, Box<PlanReport>)>,
+}
+
+/// The dump written as another format: memplan JSON, or minimalloc CSV with the plan's offsets
+/// under `with_plan`'s scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConvertQuery {
+    pub to: Written,
+    pub with_plan: Option<Scenario>,
+}
+
+/// The dump's plan under `before` against its plan under `after`, tensor by tensor (two dumps
+/// are compared by [`crate::diff::diff`] over their reports).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiffQuery {
+    pub before: Scenario,
+    pub after: Scenario,
 }
 
 /// A format a dump is written as.
@@ -75,90 +100,126 @@ pub struct CheckAnswer {
     pub violations: Vec<String>,
 }
 
-/// The answer to a [`Query`], of the same name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum Answer {
-    Plan(Box<PlanReport>),
-    Fit(FitAnswer),
-    Sweep(SweepAnswer),
-    Fits(FitsAnswer),
-    Spaces(SpacesAnswer),
-    Check(CheckAnswer),
-    /// The dump in the format asked for.
-    Text(String),
-    Diff(Box<PlanDiff>),
+impl Ask for PlanQuery {
+    type Answer = PlanReport;
+    fn ask(&self, session: &Session, control: &mut Control) -> Result<PlanReport, EngineError> {
+        Ok(session.report(&session.plan_with(&self.0, control)?))
+    }
 }
 
-impl Session {
-    /// Answers `query`. `control` is lent to the plan a `Plan` query makes (a stop condition,
-    /// progress, earlier decodes); the other queries plan many times and run to their end.
-    pub fn answer(&self, query: &Query, control: &mut Control) -> Result<Answer, EngineError> {
-        Ok(match query {
-            Query::Plan(scenario) => {
-                let outcome = self.plan_with(scenario, control)?;
-                Answer::Plan(Box::new(self.report(&outcome)))
-            }
-            Query::Fit {
-                scenario,
-                target,
-                max_candidates,
-            } => {
-                let fit = self.fit(scenario, *target, *max_candidates)?;
-                Answer::Fit(FitAnswer::of(self, *target, &fit))
-            }
-            Query::Sweep {
-                scenario,
-                points,
-                exhaustive_most,
-            } => Answer::Sweep(SweepAnswer::of(
-                self,
-                &self.sweep(scenario, *points, *exhaustive_most)?,
-            )),
-            Query::Fits {
-                scenario,
-                param,
-                lo,
-                hi,
-            } => {
-                let fits = self.largest_fitting(scenario, param, *lo, *hi)?;
-                let class = (scenario.device_class.as_ref()).map_or("", |d| d.class.as_str());
-                Answer::Fits(FitsAnswer::of(class, (*lo, *hi), &fits))
-            }
-            Query::Spaces(scenario) => {
-                Answer::Spaces(SpacesAnswer::of(self, &self.spaces(scenario)?))
-            }
-            Query::Check { scenario, plan } => {
-                let checked = match plan {
-                    Some((source, report)) => {
-                        (self.check_report(report, scenario)).map_err(|error| {
-                            EngineError::Format {
-                                input: source.clone(),
-                                error,
-                            }
-                        })?
+impl Ask for FitQuery {
+    type Answer = FitAnswer;
+    fn ask(&self, session: &Session, _: &mut Control) -> Result<FitAnswer, EngineError> {
+        let fit = session.fit(&self.scenario, self.target, self.max_candidates)?;
+        Ok(FitAnswer::of(session, self.target, &fit))
+    }
+}
+
+impl Ask for SweepQuery {
+    type Answer = SweepAnswer;
+    fn ask(&self, session: &Session, _: &mut Control) -> Result<SweepAnswer, EngineError> {
+        let sweep = session.sweep(&self.scenario, self.points, self.exhaustive_most)?;
+        Ok(SweepAnswer::of(session, &sweep))
+    }
+}
+
+impl Ask for FitsQuery {
+    type Answer = FitsAnswer;
+    fn ask(&self, session: &Session, _: &mut Control) -> Result<FitsAnswer, EngineError> {
+        let fits = session.largest_fitting(&self.scenario, &self.param, self.lo, self.hi)?;
+        let class = (self.scenario.device_class.as_ref()).map_or("", |d| d.class.as_str());
+        Ok(FitsAnswer::of(class, (self.lo, self.hi), &fits))
+    }
+}
+
+impl Ask for SpacesQuery {
+    type Answer = SpacesAnswer;
+    fn ask(&self, session: &Session, _: &mut Control) -> Result<SpacesAnswer, EngineError> {
+        Ok(SpacesAnswer::of(session, &session.spaces(&self.0)?))
+    }
+}
+
+impl Ask for CheckQuery {
+    type Answer = CheckAnswer;
+    fn ask(&self, session: &Session, _: &mut Control) -> Result<CheckAnswer, EngineError> {
+        let checked = match &self.plan {
+            Some((source, report)) => {
+                (session.check_report(report, &self.scenario)).map_err(|error| {
+                    EngineError::Format {
+                        input: source.clone(),
+                        error,
                     }
-                    None => self.check_given(scenario)?,
-                };
-                Answer::Check(CheckAnswer {
-                    buffers: checked.buffers,
-                    footprint_bytes: checked.footprint_bytes,
-                    violations: checked.violations.iter().map(ToString::to_string).collect(),
-                })
+                })?
             }
-            Query::Diff { before, after } => {
-                let report = |s: &Scenario| self.plan(s).map(|o| self.report(&o));
-                Answer::Diff(Box::new(diff(&report(before)?, &report(after)?)))
-            }
-            Query::Convert { to, with_plan } => Answer::Text(match to {
-                Written::Json => memplan_formats::json::write(&self.graph),
-                Written::Minimalloc => {
-                    let outcome = with_plan.as_ref().map(|s| self.plan(s)).transpose()?;
-                    self.minimalloc_csv(outcome.as_ref())?
-                }
-            }),
+            None => session.check_given(&self.scenario)?,
+        };
+        Ok(CheckAnswer {
+            buffers: checked.buffers,
+            footprint_bytes: checked.footprint_bytes,
+            violations: checked.violations.iter().map(ToString::to_string).collect(),
         })
     }
+}
+
+impl Ask for ConvertQuery {
+    type Answer = String;
+    fn ask(&self, session: &Session, _: &mut Control) -> Result<String, EngineError> {
+        Ok(match self.to {
+            Written::Json => memplan_formats::json::write(&session.graph),
+            Written::Minimalloc => {
+                let outcome = (self.with_plan.as_ref().map(|s| session.plan(s))).transpose()?;
+                session.minimalloc_csv(outcome.as_ref())?
+            }
+        })
+    }
+}
+
+impl Ask for DiffQuery {
+    type Answer = PlanDiff;
+    fn ask(&self, session: &Session, _: &mut Control) -> Result<PlanDiff, EngineError> {
+        let report = |s: &Scenario| session.plan(s).map(|o| session.report(&o));
+        Ok(diff(&report(&self.before)?, &report(&self.after)?))
+    }
+}
+
+/// Makes the one enum of the questions and the one of their answers, each variant named for
+/// its question, and `Session::answer` between them.
+macro_rules! questions {
+    ($($name:ident($query:ty) -> $answer:ty),* $(,)?) => {
+        /// Any question about the loaded dump, as data.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Query {
+            $($name($query)),*
+        }
+
+        /// The answer to a [`Query`], of the same name.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(untagged)]
+        pub enum Answer {
+            $($name(Box<$answer>)),*
+        }
+
+        impl Session {
+            /// Answers `query` with the answer of its name (see [`Ask::ask`]).
+            pub fn answer(&self, query: &Query, control: &mut Control) -> Result<Answer, EngineError> {
+                Ok(match query {
+                    $(Query::$name(q) => Answer::$name(Box::new(q.ask(self, control)?))),*
+                })
+            }
+        }
+    };
+}
+
+questions! {
+    Plan(PlanQuery) -> PlanReport,
+    Fit(FitQuery) -> FitAnswer,
+    Sweep(SweepQuery) -> SweepAnswer,
+    Fits(FitsQuery) -> FitsAnswer,
+    Spaces(SpacesQuery) -> SpacesAnswer,
+    Check(CheckQuery) -> CheckAnswer,
+    Convert(ConvertQuery) -> String,
+    Diff(DiffQuery) -> PlanDiff,
 }
 
 #[cfg(test)]
@@ -170,37 +231,35 @@ mod tests {
     #[test]
     fn each_query_gets_the_answer_of_its_name_and_reads_back_from_json() {
         let s = Session::load(CONVNET.as_bytes(), "convnet.json").unwrap();
+        let outcome = s.plan(&Scenario::default()).unwrap();
         let queries = [
-            Query::Plan(Scenario::default()),
-            Query::Fit {
+            Query::Plan(PlanQuery(Scenario::default())),
+            Query::Fit(FitQuery {
                 scenario: Scenario::default(),
                 target: Target::Minimize,
                 max_candidates: None,
-            },
-            Query::Sweep {
+            }),
+            Query::Sweep(SweepQuery {
                 scenario: Scenario::default(),
                 points: 4,
                 exhaustive_most: 0,
-            },
-            Query::Spaces(Scenario::default()),
-            Query::Check {
+            }),
+            Query::Spaces(SpacesQuery(Scenario::default())),
+            Query::Check(CheckQuery {
                 scenario: Scenario::default(),
-                plan: Some((
-                    "plan.json".into(),
-                    Box::new(s.report(&s.plan(&Scenario::default()).unwrap())),
-                )),
-            },
-            Query::Convert {
+                plan: Some(("plan.json".into(), Box::new(s.report(&outcome)))),
+            }),
+            Query::Convert(ConvertQuery {
                 to: Written::Minimalloc,
                 with_plan: Some(Scenario::default()),
-            },
-            Query::Diff {
+            }),
+            Query::Diff(DiffQuery {
                 before: Scenario::default(),
                 after: Scenario {
                     strategy: memplan_core::Strategy::Bump.into(),
                     ..Scenario::default()
                 },
-            },
+            }),
         ];
         for query in queries {
             let text = serde_json::to_string(&query).unwrap();
@@ -209,40 +268,39 @@ mod tests {
             let named = matches!(
                 (&query, &answer),
                 (Query::Plan(_), Answer::Plan(_))
-                    | (Query::Fit { .. }, Answer::Fit(_))
-                    | (Query::Sweep { .. }, Answer::Sweep(_))
+                    | (Query::Fit(_), Answer::Fit(_))
+                    | (Query::Sweep(_), Answer::Sweep(_))
                     | (Query::Spaces(_), Answer::Spaces(_))
-                    | (Query::Check { .. }, Answer::Check(_))
-                    | (Query::Convert { .. }, Answer::Text(_))
-                    | (Query::Diff { .. }, Answer::Diff(_))
+                    | (Query::Check(_), Answer::Check(_))
+                    | (Query::Convert(_), Answer::Convert(_))
+                    | (Query::Diff(_), Answer::Diff(_))
             );
             assert!(named, "{query:?} -> {answer:?}");
         }
-        // A plan is the plan of one call, and a fits query needs a device class.
-        let Answer::Plan(report) = s
-            .answer(&Query::Plan(Scenario::default()), &mut Control::default())
-            .unwrap()
-        else {
-            panic!("a plan")
-        };
-        let outcome = s.plan(&Scenario::default()).unwrap();
-        assert_eq!(*report, s.report(&outcome));
-        let fits = Query::Fits {
+        // A plan is the plan of one call; the enum and the typed question agree.
+        let plan = PlanQuery(Scenario::default());
+        let report = plan.ask(&s, &mut Control::default()).unwrap();
+        assert_eq!(report, s.report(&outcome));
+        let asked = s
+            .answer(&Query::Plan(plan), &mut Control::default())
+            .unwrap();
+        assert_eq!(asked, Answer::Plan(Box::new(report)));
+        // A fits question needs a device class.
+        let fits = FitsQuery {
             scenario: Scenario::default(),
             param: "B".into(),
             lo: 1,
             hi: 8,
         };
-        assert!(s.answer(&fits, &mut Control::default()).is_err());
-        // A plan of the dump checks; without a plan, a dump with no offsets of its own has none
-        // to check.
-        let check = |plan| Query::Check {
+        assert!(fits.ask(&s, &mut Control::default()).is_err());
+        // A plan of the dump checks; a dump with no offsets of its own has none to check.
+        let check = |plan| CheckQuery {
             scenario: Scenario::default(),
             plan,
         };
         let plan = ("plan.json".to_string(), Box::new(s.report(&outcome)));
-        let answer = s.answer(&check(Some(plan)), &mut Control::default());
-        assert!(matches!(answer, Ok(Answer::Check(c)) if c.violations.is_empty()));
-        assert!(s.answer(&check(None), &mut Control::default()).is_err());
+        let checked = check(Some(plan)).ask(&s, &mut Control::default()).unwrap();
+        assert!(checked.violations.is_empty());
+        assert!(check(None).ask(&s, &mut Control::default()).is_err());
     }
 }

@@ -300,7 +300,8 @@ impl ViewModel {
     /// derived from.
     pub fn labelled(labels: &Labels, liveness: &Liveness, plan: &Plan) -> Self {
         let problem = &liveness.problem;
-        let offsets = plan.device_offsets(problem);
+        let bases = plan.pool_bases(problem);
+        let offsets = plan.device_offsets_from(problem, &bases);
         let unplanned = (labels.unplanned(&labels.elided, Unplanned::Elided))
             .chain(labels.unplanned(&liveness.flipped, Unplanned::Flipped))
             .chain(labels.unplanned(&liveness.unused, Unplanned::Unused))
@@ -332,7 +333,6 @@ impl ViewModel {
                 }
             })
             .collect();
-        let bases = plan.pool_bases(problem);
         let devices = (plan.devices.iter().zip(&bases))
             .map(|(d, bases)| DeviceView {
                 id: problem.device_ids[d.device].clone(),

@@ -57,12 +57,9 @@ fn load_file(state: PageState, file: web_sys::File) {
         }));
         return;
     }
-    state.busy.set(Some(Busy {
-        stage: 0,
-        of: STAGES,
-        what: format!("reading {name}"),
-        solver: None,
-    }));
+    state
+        .busy
+        .set(Some(Busy::stage(0, STAGES, format!("reading {name}"))));
     spawn_local(async move {
         match JsFuture::from(file.array_buffer()).await {
             Ok(buffer) => {
@@ -140,12 +137,9 @@ pub fn App() -> impl IntoView {
     }));
     match (url.src.clone(), url.example.clone(), url.file.clone()) {
         (Some(src), _, _) => {
-            state.busy.set(Some(Busy {
-                stage: 0,
-                of: STAGES,
-                what: format!("fetching {src}"),
-                solver: None,
-            }));
+            state
+                .busy
+                .set(Some(Busy::stage(0, STAGES, format!("fetching {src}"))));
             spawn_local(async move {
                 match fetch_bytes(&src).await {
                     Ok(bytes) => state.load(bytes, &src, origin),

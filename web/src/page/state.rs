@@ -40,6 +40,18 @@ pub struct Busy {
     pub solver: Option<SolverProgress>,
 }
 
+impl Busy {
+    /// Stage `stage` of `of`, doing `what`, with no search running.
+    pub fn stage(stage: u32, of: u32, what: impl Into<String>) -> Busy {
+        Busy {
+            stage,
+            of,
+            what: what.into(),
+            solver: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SolverProgress {
     pub best_bytes: u64,
@@ -206,12 +218,7 @@ impl PageState {
     /// stays and the banner says why.
     pub fn load(self, bytes: js_sys::ArrayBuffer, source: &str, origin: Origin) {
         let what = format!("sending {source}");
-        self.busy.set(Some(Busy {
-            stage: 0,
-            of: STAGES,
-            what,
-            solver: None,
-        }));
+        self.busy.set(Some(Busy::stage(0, STAGES, what)));
         self.restore
             .update_value(|r| r.get_or_insert_with(Restore::default).origin = origin);
         let request = Request::Load {
@@ -224,12 +231,8 @@ impl PageState {
 
     /// Imports the loaded bytes again with `import` (an ONNX model's fixed input shapes).
     pub fn reimport(self, import: memplan_formats::onnx::Options) {
-        self.busy.set(Some(Busy {
-            stage: 1,
-            of: STAGES,
-            what: "importing again".into(),
-            solver: None,
-        }));
+        self.busy
+            .set(Some(Busy::stage(1, STAGES, "importing again")));
         let scenario = self.scenario();
         self.send(Request::Reimport { scenario, import }, None);
     }
@@ -472,12 +475,8 @@ impl PageState {
             return;
         }
         let points = self.sweep_points.get_untracked();
-        self.busy.set(Some(Busy {
-            stage: 0,
-            of: points as u32 + 2,
-            what: "sweeping targets".into(),
-            solver: None,
-        }));
+        self.busy
+            .set(Some(Busy::stage(0, points as u32 + 2, "sweeping targets")));
         self.planning.set(true);
         let scenario = unflipped(&self.scenario());
         self.send(Request::Sweep { scenario, points }, None);
@@ -529,12 +528,8 @@ impl PageState {
             return;
         }
         let target = self.target.get_untracked();
-        self.busy.set(Some(Busy {
-            stage: 2,
-            of: STAGES,
-            what: format!("fitting to {target}"),
-            solver: None,
-        }));
+        self.busy
+            .set(Some(Busy::stage(2, STAGES, format!("fitting to {target}"))));
         self.planning.set(true);
         let scenario = self.scenario();
         self.send(Request::Fit { scenario, target }, None);
@@ -546,12 +541,7 @@ impl PageState {
             return;
         }
         let what = format!("planning with {}", self.strategy.get_untracked());
-        self.busy.set(Some(Busy {
-            stage: 2,
-            of: STAGES,
-            what,
-            solver: None,
-        }));
+        self.busy.set(Some(Busy::stage(2, STAGES, what)));
         self.planning.set(true);
         self.send(Request::Plan(self.scenario()), None);
     }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use memplan_core::{Control, Decodes, FoundAt, Progress};
 use memplan_engine::job::{Job, JobStep, PlanJob};
-use memplan_engine::query::{Answer, Query};
+use memplan_engine::query::{Ask, FitsQuery};
 use memplan_engine::{Outcome, Scenario, Session, SweepJob};
 use memplan_render::BufferView;
 
@@ -160,21 +160,16 @@ impl Worker {
                 let Some(local) = &self.local else {
                     return post(failed(WebError::NothingLoaded(Operation::AskAbout)));
                 };
-                let query = Query::Fits {
+                let query = FitsQuery {
                     scenario,
                     param,
                     lo,
                     hi,
                 };
-                post(
-                    match local.session.answer(&query, &mut Control::default()) {
-                        Ok(Answer::Fits(fits)) => Response::Fits(Box::new(fits)),
-                        Ok(_) => {
-                            unreachable!("a fits query is answered with the largest that fits")
-                        }
-                        Err(e) => failed(e),
-                    },
-                );
+                post(match query.ask(&local.session, &mut Control::default()) {
+                    Ok(fits) => Response::Fits(Box::new(fits)),
+                    Err(e) => failed(e),
+                });
             }
             Request::Compare { scenario, source } => {
                 self.abandon();
@@ -300,43 +295,13 @@ impl Worker {
         let Some(run) = self.running.as_mut() else {
             return false;
         };
-        if let Job::Sweep(_) = run.job {
-            return match run
-                .session
-                .step(&mut run.job, &mut Control::default(), &|| false)
-            {
-                Ok(JobStep::Sweep(None)) => {
-                    let (done, of) = run.job.progress();
-                    post(Response::Progress {
-                        stage: done as u32,
-                        of: of as u32,
-                        what: format!("sweeping targets: step {done} of {of}"),
-                        best_bytes: None,
-                        bound_bytes: None,
-                        nodes: None,
-                    });
-                    true
-                }
-                Ok(JobStep::Sweep(Some(done))) => {
-                    let view = SweepView::of(&run.session, &done, false);
-                    self.abandon();
-                    post(Response::Swept(Box::new(view)));
-                    false
-                }
-                Ok(JobStep::Plan(_)) => unreachable!("a sweep steps as a sweep"),
-                Err(e) => {
-                    self.abandon();
-                    post(failed(e));
-                    false
-                }
-            };
-        }
-        let Job::Plan(plan) = &run.job else {
-            return false;
+        // What a plan's step says while its search runs.
+        let (done, of) = run.job.progress();
+        let planning = match &run.job {
+            Job::Plan(plan) => format!("planning with {}", plan.scenario().strategy),
+            Job::Sweep(_) => String::new(),
         };
-        let (done, of) = plan.progress();
-        let strategy = plan.scenario().strategy;
-        let what = format!("planning with {strategy} (step {} of {of})", done + 1);
+        let what = format!("{planning} (step {} of {of})", done + 1);
         let mut last = now();
         let started = last;
         let mut found = FoundAt::default();
@@ -369,6 +334,24 @@ impl Worker {
         let before = run.planning_ms;
         run.planning_ms += now() - started;
         match stepped {
+            Ok(JobStep::Sweep(None)) => {
+                let (done, of) = run.job.progress();
+                post(Response::Progress {
+                    stage: done as u32,
+                    of: of as u32,
+                    what: format!("sweeping targets: step {done} of {of}"),
+                    best_bytes: None,
+                    bound_bytes: None,
+                    nodes: None,
+                });
+                true
+            }
+            Ok(JobStep::Sweep(Some(done))) => {
+                let view = SweepView::of(&run.session, &done, false);
+                self.abandon();
+                post(Response::Swept(Box::new(view)));
+                false
+            }
             Ok(JobStep::Plan(step)) => {
                 if step.kept {
                     run.found_ms = found.ms().map(|ms| before + ms);
@@ -385,7 +368,7 @@ impl Worker {
                     post(Response::Progress {
                         stage: 2,
                         of: STAGES,
-                        what: format!("planning with {strategy}"),
+                        what: planning,
                         best_bytes: best.map(|b| b.plan.footprint_bytes()),
                         bound_bytes: Some(best.map_or(0, |b| b.plan.lower_bound_bytes())),
                         nodes: None,
@@ -395,7 +378,6 @@ impl Worker {
                 self.finish(false, post);
                 false
             }
-            Ok(JobStep::Sweep(_)) => unreachable!("a plan steps as a plan"),
             Err(e) => {
                 post(failed(e));
                 self.abandon();

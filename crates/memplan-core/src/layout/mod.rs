@@ -443,7 +443,8 @@ impl Plan {
     /// order, each base rounded up to the largest alignment of the buffers in it, so that a
     /// buffer's address is as aligned as its offset: one address space per device, as a
     /// single-pool format (minimalloc) needs. [`Problem::validate`] leaves room for that
-    /// padding, so no base overflows.
+    /// padding beside the layouts' own; a base past 2^64 (where a strategy's own rounding took
+    /// more, as TLSF's granule can) saturates rather than wraps or panics.
     pub fn pool_bases(&self, problem: &Problem) -> Vec<Vec<u64>> {
         let mut alignment: Vec<Vec<u64>> = (self.devices.iter())
             .map(|d| vec![1; d.pools.len()])
@@ -457,8 +458,8 @@ impl Plan {
                 let mut end = 0u64;
                 (d.pools.iter().zip(alignment))
                     .map(|(pool, &a)| {
-                        let base = align_up(end, a).expect("validated: bases fit in u64");
-                        end = base + pool.bytes;
+                        let base = align_up(end, a).unwrap_or(u64::MAX);
+                        end = base.saturating_add(pool.bytes);
                         base
                     })
                     .collect()
@@ -469,12 +470,16 @@ impl Plan {
     /// Each buffer's address in its device's memory: its pool's base ([`Plan::pool_bases`])
     /// plus its offset.
     pub fn device_offsets(&self, problem: &Problem) -> Vec<u64> {
-        let bases = self.pool_bases(problem);
+        self.device_offsets_from(problem, &self.pool_bases(problem))
+    }
+
+    /// [`Plan::device_offsets`], from the pool bases already found.
+    pub fn device_offsets_from(&self, problem: &Problem, bases: &[Vec<u64>]) -> Vec<u64> {
         problem
             .buffers
             .iter()
             .zip(&self.placements)
-            .map(|(b, p)| bases[b.device][p.pool] + p.offset)
+            .map(|(b, p)| bases[b.device][p.pool].saturating_add(p.offset))
             .collect()
     }
 }
