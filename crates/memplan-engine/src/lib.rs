@@ -33,6 +33,7 @@ use memplan_core::{
     Control, Graph, Layout, Liveness, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
     Problem, StrategyChoice, Violation, analyze, check, plan_with,
 };
+use memplan_formats::recorded::Recorded;
 use memplan_formats::report::{BudgetReport, PlanReport, PlanSummary};
 use memplan_formats::{Format, FormatError, load_with, minimalloc, onnx};
 use memplan_render::{Labels, ViewModel};
@@ -340,8 +341,9 @@ pub struct Session {
     pub liveness: Liveness,
     /// Offsets the file gives itself (a minimalloc `offset` column), one per tensor.
     pub given_offsets: Option<Vec<u64>>,
-    /// What the source's own allocator reserved (a PyTorch snapshot's segments).
-    pub reserved_bytes: Option<u64>,
+    /// What the source's own allocator did (a PyTorch snapshot or profiler trace): shared, the
+    /// views of every plan show it.
+    pub recorded: Option<Arc<Recorded>>,
     /// What the import could not carry over exactly.
     pub warnings: Vec<String>,
 }
@@ -383,7 +385,7 @@ impl Session {
             resolved: Arc::new(loaded.resolved),
             liveness,
             given_offsets: loaded.offsets,
-            reserved_bytes: loaded.reserved_bytes,
+            recorded: loaded.recorded.map(Arc::new),
             warnings: loaded.warnings,
         };
         session
@@ -789,7 +791,10 @@ impl Session {
     pub fn summary(&self, outcome: &Outcome) -> PlanSummary {
         let (graph, resolved, liveness) = self.parts(outcome);
         let mut summary = PlanSummary::new(&liveness.problem, &outcome.plan);
-        summary.reserved_bytes = self.reserved_bytes;
+        summary.reserved_bytes = self
+            .recorded
+            .as_ref()
+            .map(|r| r.devices.iter().map(|d| d.reserved_peak()).sum());
         if let (Some(budget), Some(device)) = (outcome.budget, &outcome.scenario.device_class) {
             summary.set_budget(BudgetReport::new(&device.class, budget));
         }

@@ -16,8 +16,10 @@ pub mod json;
 pub mod minimalloc;
 pub mod onnx;
 pub mod pickle;
+pub mod recorded;
 pub mod report;
 pub mod torch;
+pub mod torch_trace;
 
 use memplan_core::{Graph, GraphError, ResolvedGraph};
 
@@ -46,7 +48,7 @@ pub enum FormatError {
     #[error(transparent)]
     Graph(#[from] GraphError),
     #[error(
-        "cannot tell the format of {0}: expected a memplan JSON dump, a minimalloc CSV, an ONNX model or a PyTorch memory snapshot"
+        "cannot tell the format of {0}: expected a memplan JSON dump, a minimalloc CSV, an ONNX model, a PyTorch memory snapshot or a PyTorch profiler trace"
     )]
     Unrecognized(String),
     #[error("{0} is not UTF-8 text")]
@@ -55,6 +57,10 @@ pub enum FormatError {
     Pickle(#[from] pickle::PickleError),
     #[error("not a PyTorch memory snapshot: {0}")]
     Snapshot(String),
+    #[error("PyTorch profiler trace: {0}")]
+    Trace(String),
+    #[error("{name}: not a gzip file memplan can unpack: {message}")]
+    Gzip { name: String, message: String },
     #[error("ONNX: {0}")]
     Onnx(String),
 }
@@ -86,6 +92,7 @@ pub enum Format {
     MemplanJson,
     MinimallocCsv,
     TorchSnapshot,
+    TorchTrace,
     Onnx,
 }
 
@@ -95,6 +102,7 @@ impl Format {
             Format::MemplanJson => "memplan JSON",
             Format::MinimallocCsv => "minimalloc CSV",
             Format::TorchSnapshot => "PyTorch memory snapshot",
+            Format::TorchTrace => "PyTorch profiler trace",
             Format::Onnx => "ONNX model",
         }
     }
@@ -109,8 +117,8 @@ pub struct Loaded {
     pub resolved: ResolvedGraph,
     /// Offsets the file gives (a minimalloc `offset` column), one per tensor.
     pub offsets: Option<Vec<u64>>,
-    /// What the source's own allocator reserved (a PyTorch snapshot's segments), to compare.
-    pub reserved_bytes: Option<u64>,
+    /// What the source's own allocator did (a PyTorch snapshot or profiler trace), to compare.
+    pub recorded: Option<recorded::Recorded>,
     /// What the import could not carry over exactly, for the reader.
     pub warnings: Vec<String>,
 }
@@ -127,6 +135,11 @@ pub fn load_with(
     name: &str,
     onnx_options: &onnx::Options,
 ) -> Result<Loaded, FormatError> {
+    if bytes.starts_with(&GZIP_MAGIC) {
+        let unpacked = gunzip(bytes, name)?;
+        let inner = name.strip_suffix(".gz").unwrap_or(name);
+        return load_with(&unpacked, inner, onnx_options);
+    }
     let lower = name.to_ascii_lowercase();
     // A protobuf is binary: an ONNX model by its name, or (not text, first field the IR version)
     // by its content.
@@ -139,7 +152,7 @@ pub fn load_with(
             graph: imported.graph,
             resolved,
             offsets: None,
-            reserved_bytes: None,
+            recorded: None,
             warnings: imported.warnings,
         });
     }
@@ -152,7 +165,7 @@ pub fn load_with(
             graph: imported.graph,
             resolved,
             offsets: None,
-            reserved_bytes: Some(imported.reserved_bytes),
+            recorded: Some(imported.recorded),
             warnings: imported.warnings,
         });
     }
@@ -162,6 +175,18 @@ pub fn load_with(
     match format {
         // Text is never a pickle or a protobuf: `detect` names only the text formats.
         Format::TorchSnapshot | Format::Onnx => Err(FormatError::Unrecognized(name.to_string())),
+        Format::TorchTrace => {
+            let imported = torch_trace::parse(text)?;
+            let resolved = imported.graph.resolve()?;
+            Ok(Loaded {
+                format,
+                graph: imported.graph,
+                resolved,
+                offsets: None,
+                recorded: Some(imported.recorded),
+                warnings: imported.warnings,
+            })
+        }
         Format::MemplanJson => {
             let (graph, resolved) = json::parse_resolved(text)?;
             Ok(Loaded {
@@ -169,7 +194,7 @@ pub fn load_with(
                 graph,
                 resolved,
                 offsets: None,
-                reserved_bytes: None,
+                recorded: None,
                 warnings: Vec::new(),
             })
         }
@@ -181,15 +206,45 @@ pub fn load_with(
                 graph: imported.graph,
                 resolved,
                 offsets: imported.offsets,
-                reserved_bytes: None,
+                recorded: None,
                 warnings: Vec::new(),
             })
         }
     }
 }
 
+/// The first bytes of a gzip file.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// The most bytes a gzip file may unpack to: what any importer reads at most.
+pub const MAX_UNPACKED_BYTES: u64 = 4 << 30;
+
+/// The bytes of a gzip file (a `.json.gz` profiler trace), refused past [`MAX_UNPACKED_BYTES`].
+fn gunzip(bytes: &[u8], name: &str) -> Result<Vec<u8>, FormatError> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let read = flate2::read::MultiGzDecoder::new(bytes)
+        .take(MAX_UNPACKED_BYTES + 1)
+        .read_to_end(&mut out);
+    let fail = |message: String| FormatError::Gzip {
+        name: name.to_string(),
+        message,
+    };
+    read.map_err(|e| fail(e.to_string()))?;
+    if out.len() as u64 > MAX_UNPACKED_BYTES {
+        return Err(fail(format!(
+            "it unpacks to more than {} bytes",
+            MAX_UNPACKED_BYTES
+        )));
+    }
+    Ok(out)
+}
+
 fn detect(text: &str, name: &str) -> Option<Format> {
     let start = text.trim_start();
+    if start.starts_with('[') || (start.starts_with('{') && text.contains("\"traceEvents\"")) {
+        return Some(Format::TorchTrace);
+    }
     if start.starts_with('{') {
         return Some(Format::MemplanJson);
     }

@@ -1,0 +1,122 @@
+//! What the source's own allocator did, kept beside the graph: PyTorch's caching allocator, as
+//! a memory snapshot or a profiler trace records it.
+//!
+//! The graph is the problem (which tensors live when); this is the allocator's answer to it:
+//! each allocation's real address and stream, the event that freed it, the bytes the allocator
+//! reserved over time, its segments and the out-of-memory events. memplan plans the same
+//! problem statically and shows the two side by side, so nothing here feeds the planner.
+//!
+//! Times are event indices: the `k`-th event of the device's trace, in trace order (the same
+//! numbering the graph's steps carry in their `time`).
+
+use serde::{Deserialize, Serialize};
+
+/// The allocator's record of a trace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Recorded {
+    /// One per tensor of the graph, in tensor order.
+    pub allocations: Vec<Allocation>,
+    /// One per device of the graph that the trace covers.
+    pub devices: Vec<RecordedDevice>,
+}
+
+/// One allocation as the allocator made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allocation {
+    /// Its address in the device's memory.
+    pub address: u64,
+    /// The CUDA stream it was allocated on; 0 is the default stream.
+    pub stream: i64,
+    /// The event that allocated it.
+    pub allocated_at: u64,
+    /// The event that freed it; `None`: still allocated at the end of the trace.
+    pub freed_at: Option<u64>,
+}
+
+/// A device's allocator over the trace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordedDevice {
+    pub device: String,
+    /// How many events the device's trace has.
+    pub events: u64,
+    /// The reserved bytes from each event on, `(event, bytes)` in event order; the first entry
+    /// is at event 0.
+    pub reserved: Vec<(u64, u64)>,
+    /// Whether `reserved` follows the trace's own events (segment events or the trace's
+    /// totals); `false`: the trace records none, and the one entry is the reserved total when
+    /// the dump was written.
+    pub reserved_traced: bool,
+    /// The allocator's own allocated total from each event on, when the trace gives it (a
+    /// profiler trace does; it counts memory allocated before the trace began, which the
+    /// graph cannot).
+    pub allocated: Vec<(u64, u64)>,
+    /// The segments the allocator held when the dump was written, by address.
+    pub segments: Vec<Segment>,
+    /// Allocations the device could not satisfy.
+    pub ooms: Vec<Oom>,
+}
+
+/// A block of device memory the caching allocator reserved from the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    pub address: u64,
+    pub bytes: u64,
+    pub stream: i64,
+}
+
+/// An out-of-memory event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Oom {
+    pub at: u64,
+    /// The bytes the failed allocation asked for.
+    pub requested: u64,
+    /// What the device had free then, when the trace says.
+    pub device_free: Option<u64>,
+}
+
+impl RecordedDevice {
+    /// The most bytes the allocator reserved at once.
+    pub fn reserved_peak(&self) -> u64 {
+        self.reserved.iter().map(|r| r.1).max().unwrap_or(0)
+    }
+}
+
+/// `series` (`(event, value)` from each event on) at each of `times`, positions in order: the
+/// most it reaches from that position's event up to the next position's (the first position's
+/// from the trace's start), so a curve drawn per position keeps every peak. `times` are the
+/// events the positions start at, ascending.
+pub fn at_positions(series: &[(u64, u64)], times: &[u64]) -> Vec<u64> {
+    let value_at = |event: u64| {
+        let k = series.partition_point(|s| s.0 <= event);
+        if k == 0 { 0 } else { series[k - 1].1 }
+    };
+    times
+        .iter()
+        .enumerate()
+        .map(|(p, &start)| {
+            let start = if p == 0 { 0 } else { start };
+            let from = series.partition_point(|s| s.0 <= start);
+            let until = times
+                .get(p + 1)
+                .map_or(series.len(), |&next| series.partition_point(|s| s.0 < next));
+            series[from.min(until)..until]
+                .iter()
+                .map(|s| s.1)
+                .fold(value_at(start), u64::max)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_series_at_positions_keeps_each_window_s_peak() {
+        let series = [(0, 10), (3, 50), (4, 20), (9, 5)];
+        // Positions start at events 0, 2, 5, 9.
+        assert_eq!(at_positions(&series, &[0, 2, 5, 9]), vec![10, 50, 20, 5]);
+        assert_eq!(at_positions(&series, &[4]), vec![50]);
+        assert_eq!(at_positions(&[], &[0, 1]), vec![0, 0]);
+    }
+}

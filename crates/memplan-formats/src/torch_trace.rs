@@ -1,0 +1,447 @@
+//! PyTorch profiler traces: the Chrome trace JSON `torch.profiler` writes with
+//! `profile_memory=True` (`.json`, or `.json.gz`, unpacked by the caller).
+//!
+//! Its `[memory]` instant events carry `Device Type` (0 the CPU, 1 CUDA), `Device Id`, `Addr`,
+//! `Bytes` (positive: an allocation; negative: the free of that address), and the caching
+//! allocator's `Total Allocated` and `Total Reserved` after the event. Each device's events,
+//! ordered by time (then by `Ev Idx`), pair an allocation with the next free of its address;
+//! the allocation becomes a tensor live from its event to the free's (half-open), or to the end
+//! of the trace when never freed. A free with no allocation before it (memory allocated before
+//! the profiler started) ends nothing and is counted.
+//!
+//! A tensor's stack is the chain of operators (`cpu_op`, `user_annotation`, and with
+//! `with_stack=True` the `python_function` frames) whose span encloses its allocation on the
+//! same thread, innermost first; it is named by its site, the innermost operator. The trace's
+//! own totals become the allocator's record ([`Recorded`]): reserved and allocated over time.
+
+use std::collections::{BTreeMap, HashMap};
+
+use memplan_core::graph::{Device, Frame, Graph, Tensor};
+use serde::Deserialize;
+
+use crate::FormatError;
+use crate::minimalloc::steps_of_lifetimes;
+use crate::recorded::{Allocation, Recorded, RecordedDevice};
+use crate::torch::{Stacks, allocation_name};
+
+/// How to record a trace this reader can use.
+pub const NO_MEMORY_HELP: &str = "the trace has no `[memory]` events: record them with `torch.profiler.profile(activities=[...], profile_memory=True)` (add `with_stack=True` for Python frames) and export it with `prof.export_chrome_trace(\"trace.json\")`";
+
+/// A trace read into a graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub graph: Graph,
+    pub recorded: Recorded,
+    pub warnings: Vec<String>,
+}
+
+fn bad(message: impl Into<String>) -> FormatError {
+    FormatError::Trace(message.into())
+}
+
+/// A trace: an object with `traceEvents`, or the bare array of events.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TraceFile {
+    Object {
+        #[serde(rename = "traceEvents")]
+        trace_events: Vec<Event>,
+    },
+    Array(Vec<Event>),
+}
+
+/// A process or thread id: Chrome traces write numbers, and strings for named tracks.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(untagged)]
+enum TrackId {
+    Number(i64),
+    Text(String),
+}
+
+/// The fields of an event this reader uses; the rest are skipped unread.
+#[derive(Deserialize)]
+struct Event {
+    #[serde(default)]
+    ph: String,
+    #[serde(default)]
+    cat: String,
+    #[serde(default)]
+    name: String,
+    pid: Option<TrackId>,
+    tid: Option<TrackId>,
+    ts: Option<f64>,
+    dur: Option<f64>,
+    #[serde(default)]
+    args: Option<Args>,
+}
+
+#[derive(Deserialize)]
+struct Args {
+    #[serde(rename = "Device Type")]
+    device_type: Option<i64>,
+    #[serde(rename = "Device Id")]
+    device_id: Option<i64>,
+    #[serde(rename = "Addr")]
+    addr: Option<u64>,
+    #[serde(rename = "Bytes")]
+    bytes: Option<i64>,
+    #[serde(rename = "Total Allocated")]
+    total_allocated: Option<i64>,
+    #[serde(rename = "Total Reserved")]
+    total_reserved: Option<i64>,
+    #[serde(rename = "Ev Idx")]
+    ev_idx: Option<i64>,
+}
+
+/// A memory event, read.
+struct Memory {
+    ts: f64,
+    order: i64,
+    thread: (Option<TrackId>, Option<TrackId>),
+    address: u64,
+    bytes: i64,
+    allocated: Option<u64>,
+    reserved: Option<u64>,
+}
+
+/// A span that can enclose an allocation: an operator, an annotation, a Python function.
+struct Span {
+    start: f64,
+    end: f64,
+    frame: Frame,
+}
+
+/// The frame of a span: a Python function (`file.py(54): forward`) with its file and line,
+/// any other event by its name.
+fn span_frame(cat: &str, name: &str) -> Frame {
+    if cat == "python_function"
+        && let Some((file_line, function)) = name.split_once("): ")
+        && let Some((file, line)) = file_line.rsplit_once('(')
+        && let Ok(line) = line.parse()
+    {
+        return Frame {
+            function: function.to_string(),
+            file: file.to_string(),
+            line,
+        };
+    }
+    Frame {
+        function: name.to_string(),
+        ..Frame::default()
+    }
+}
+
+/// The device a memory event is on: `cpu`, `cuda:N`, or the type's number for others.
+fn device_name(device_type: i64, id: i64) -> String {
+    match device_type {
+        0 => "cpu".to_string(),
+        1 => format!("cuda:{id}"),
+        t => format!("device{t}:{id}"),
+    }
+}
+
+fn nonnegative(v: Option<i64>) -> Option<u64> {
+    v.and_then(|v| u64::try_from(v).ok())
+}
+
+/// Reads a profiler trace's JSON text.
+pub fn parse(text: &str) -> Result<Imported, FormatError> {
+    let file: TraceFile = serde_json::from_str(text).map_err(|e| {
+        bad(format!(
+            "line {}, column {}: {}",
+            e.line(),
+            e.column(),
+            crate::json::plain_message(&e.to_string())
+        ))
+    })?;
+    let events = match file {
+        TraceFile::Object { trace_events } => trace_events,
+        TraceFile::Array(events) => events,
+    };
+    // Memory events by device (in device-name order), and the spans of each thread.
+    let mut by_device: BTreeMap<String, Vec<Memory>> = BTreeMap::new();
+    let mut spans: HashMap<(Option<TrackId>, Option<TrackId>), Vec<Span>> = HashMap::new();
+    let mut malformed = 0usize;
+    for (index, e) in events.into_iter().enumerate() {
+        if e.name == "[memory]" {
+            let Some(args) = e.args else {
+                malformed += 1;
+                continue;
+            };
+            let (Some(ts), Some(device_type), Some(address), Some(bytes)) =
+                (e.ts, args.device_type, args.addr, args.bytes)
+            else {
+                malformed += 1;
+                continue;
+            };
+            by_device
+                .entry(device_name(device_type, args.device_id.unwrap_or(0)))
+                .or_default()
+                .push(Memory {
+                    ts,
+                    order: args.ev_idx.unwrap_or(index as i64),
+                    thread: (e.pid, e.tid),
+                    address,
+                    bytes,
+                    allocated: nonnegative(args.total_allocated),
+                    reserved: nonnegative(args.total_reserved),
+                });
+        } else if e.ph == "X"
+            && matches!(
+                e.cat.as_str(),
+                "cpu_op" | "user_annotation" | "python_function"
+            )
+            && let (Some(ts), Some(dur)) = (e.ts, e.dur)
+        {
+            let frame = span_frame(&e.cat, &e.name);
+            spans.entry((e.pid, e.tid)).or_default().push(Span {
+                start: ts,
+                end: ts + dur.max(0.0),
+                frame,
+            });
+        }
+    }
+    if by_device.is_empty() {
+        return Err(bad(NO_MEMORY_HELP));
+    }
+    for list in spans.values_mut() {
+        // Outer spans first where two start together.
+        list.sort_by(|a, b| a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end)));
+    }
+    let mut stacks = Stacks::default();
+    let mut tensors = Vec::new();
+    let mut steps = Vec::new();
+    let mut devices = Vec::new();
+    let mut recorded = Recorded::default();
+    let mut warnings = Vec::new();
+    if malformed > 0 {
+        warnings.push(format!(
+            "{malformed} `[memory]` events lack a time, device, address or byte count and are skipped"
+        ));
+    }
+    for (device, mut memory) in by_device {
+        memory.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.order.cmp(&b.order)));
+        let enclosing = enclosing_stacks(&memory, &spans, &mut stacks);
+        let n = memory.len() as u64;
+        let first = tensors.len();
+        let mut open: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut lifetimes: Vec<(String, u64, u64)> = Vec::new();
+        let (mut orphan_frees, mut empty, mut mismatched) = (0usize, 0usize, 0usize);
+        let mut reserved = Vec::new();
+        let mut allocated = Vec::new();
+        for (k, m) in memory.iter().enumerate() {
+            let k = k as u64;
+            if let Some(r) = m.reserved {
+                reserved.push((k, r));
+            }
+            if let Some(a) = m.allocated {
+                allocated.push((k, a));
+            }
+            match m.bytes {
+                0 => empty += 1,
+                bytes if bytes > 0 => {
+                    let size = bytes as u64;
+                    let stack = enclosing[k as usize].clone();
+                    let id = format!("alloc{}", tensors.len());
+                    open.entry(m.address).or_default().push(tensors.len());
+                    tensors.push(Tensor {
+                        id: id.clone(),
+                        name: Some(allocation_name(&stack, size, m.address, 0)),
+                        bytes: Some(size),
+                        device: Some(device.clone()),
+                        stack,
+                        ..Tensor::default()
+                    });
+                    recorded.allocations.push(Allocation {
+                        address: m.address,
+                        stream: 0,
+                        allocated_at: k,
+                        freed_at: None,
+                    });
+                    lifetimes.push((id, k, n));
+                }
+                bytes => match open.get_mut(&m.address).filter(|l| !l.is_empty()) {
+                    Some(list) => {
+                        let t = list.remove(0);
+                        if tensors[t].bytes != Some(bytes.unsigned_abs()) {
+                            mismatched += 1;
+                        }
+                        let start = recorded.allocations[t].allocated_at;
+                        recorded.allocations[t].freed_at = Some(k);
+                        lifetimes[t - first].2 = k.max(start + 1);
+                    }
+                    None => orphan_frees += 1,
+                },
+            }
+        }
+        if orphan_frees > 0 {
+            warnings.push(format!(
+                "{device}: {orphan_frees} frees of memory allocated before the trace began are not planned"
+            ));
+        }
+        if mismatched > 0 {
+            warnings.push(format!(
+                "{device}: {mismatched} frees name a size other than their allocation's; the allocation's is planned"
+            ));
+        }
+        if empty > 0 {
+            warnings.push(format!("{device}: {empty} events of 0 bytes are skipped"));
+        }
+        let never = lifetimes.iter().filter(|l| l.2 == n).count();
+        if never > 0 {
+            warnings.push(format!(
+                "{device}: {never} allocations are never freed in the trace: they live to its end"
+            ));
+        }
+        if lifetimes.is_empty() {
+            continue;
+        }
+        steps.extend(steps_of_lifetimes(
+            &lifetimes,
+            &format!("{device} "),
+            Some(&device),
+        ));
+        recorded.devices.push(RecordedDevice {
+            device: device.clone(),
+            events: n,
+            reserved_traced: !reserved.is_empty(),
+            reserved: starting_at_zero(reserved),
+            allocated: starting_at_zero(allocated),
+            segments: Vec::new(),
+            ooms: Vec::new(),
+        });
+        devices.push(Device {
+            id: device,
+            hardware_class: None,
+        });
+    }
+    if tensors.is_empty() {
+        return Err(bad(format!(
+            "the trace's `[memory]` events allocate nothing; {NO_MEMORY_HELP}"
+        )));
+    }
+    Ok(Imported {
+        graph: Graph {
+            name: "PyTorch profiler trace".into(),
+            devices,
+            tensors,
+            steps,
+            // Allocations and frees, not a dataflow graph: nothing can be recomputed.
+            remat_candidates: Some(Vec::new()),
+            ..Graph::default()
+        },
+        recorded,
+        warnings,
+    })
+}
+
+/// A series whose first entry is at event 0 (its first value holds from the start).
+fn starting_at_zero(mut series: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    if let Some(first) = series.first_mut() {
+        first.0 = 0;
+    }
+    series
+}
+
+/// For each memory event (in time order), the spans of its thread that enclose it, innermost
+/// first: one sweep per thread over its spans in start order, keeping those still open.
+fn enclosing_stacks(
+    memory: &[Memory],
+    spans: &HashMap<(Option<TrackId>, Option<TrackId>), Vec<Span>>,
+    stacks: &mut Stacks,
+) -> Vec<std::sync::Arc<[Frame]>> {
+    let mut out = vec![std::sync::Arc::from(Vec::new()); memory.len()];
+    let mut by_thread: HashMap<&(Option<TrackId>, Option<TrackId>), Vec<usize>> = HashMap::new();
+    for (k, m) in memory.iter().enumerate() {
+        if m.bytes > 0 {
+            by_thread.entry(&m.thread).or_default().push(k);
+        }
+    }
+    for (thread, events) in by_thread {
+        let Some(list) = spans.get(thread) else {
+            continue;
+        };
+        let mut next = 0;
+        let mut open: Vec<&Span> = Vec::new();
+        for k in events {
+            let t = memory[k].ts;
+            while next < list.len() && list[next].start <= t {
+                let s = &list[next];
+                open.retain(|o| o.end >= s.start);
+                open.push(s);
+                next += 1;
+            }
+            open.retain(|o| o.end >= t);
+            out[k] = stacks.intern(open.iter().rev().map(|s| s.frame.clone()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory(ts: u64, addr: u64, bytes: i64, reserved: u64) -> String {
+        format!(
+            r#"{{"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":{ts},"args":{{"Device Type":1,"Device Id":0,"Addr":{addr},"Bytes":{bytes},"Total Allocated":0,"Total Reserved":{reserved}}}}}"#
+        )
+    }
+
+    fn op(name: &str, ts: u64, dur: u64) -> String {
+        format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}"#
+        )
+    }
+
+    #[test]
+    fn allocations_pair_with_frees_and_take_their_operator() {
+        let events = [
+            op("aten::linear", 0, 100),
+            op("aten::mm", 10, 20),
+            memory(15, 0x100, 64, 1024),
+            memory(40, 0x200, 32, 1024),
+            memory(50, 0x100, -64, 1024),
+            memory(60, 0x300, -8, 2048),
+        ];
+        let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+        let imported = parse(&text).unwrap();
+        let g = &imported.graph;
+        assert_eq!(g.tensors.len(), 2);
+        assert_eq!(g.tensors[0].name.as_deref(), Some("aten::mm"));
+        assert_eq!(
+            g.tensors[0]
+                .stack
+                .iter()
+                .map(|f| f.function.as_str())
+                .collect::<Vec<_>>(),
+            ["aten::mm", "aten::linear"]
+        );
+        assert_eq!(g.tensors[1].name.as_deref(), Some("aten::linear"));
+        let a = &imported.recorded.allocations;
+        assert_eq!((a[0].freed_at, a[1].freed_at), (Some(2), None));
+        assert!(
+            imported.warnings.iter().any(|w| w.contains("1 frees")),
+            "{:?}",
+            imported.warnings
+        );
+        let d = &imported.recorded.devices[0];
+        assert_eq!(d.device, "cuda:0");
+        assert_eq!(d.reserved_peak(), 2048);
+        g.resolve().unwrap();
+    }
+
+    #[test]
+    fn a_trace_without_memory_events_says_how_to_record_one() {
+        let text = format!(r#"{{"traceEvents":[{}]}}"#, op("aten::mm", 0, 1));
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("profile_memory=True"), "{e}");
+    }
+
+    #[test]
+    fn python_frames_keep_their_file_and_line() {
+        let f = span_frame("python_function", "models/net.py(54): forward");
+        assert_eq!(f.to_string(), "forward (net.py:54)");
+        assert_eq!(span_frame("cpu_op", "aten::mm").to_string(), "aten::mm");
+    }
+}
