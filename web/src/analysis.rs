@@ -198,13 +198,14 @@ impl Analysis {
     }
 
     /// Leaves out what depends on the params alone (the spaces; the schedule's labels, steps
-    /// and loops; the candidates, but for which of them the scenario flips): a re-plan under
+    /// and loops; the stacks and the allocator's record; the candidates, but for which of them the scenario flips): a re-plan under
     /// the params of the last analysis sent need not send them.
     fn without_params_parts(mut self) -> Analysis {
         self.spaces = None;
         self.candidates = Vec::new();
         let m = &mut self.model;
         (m.position_labels, m.steps, m.loops) = Default::default();
+        (m.stacks, m.allocator) = Default::default();
         self
     }
 
@@ -244,6 +245,8 @@ impl Analysis {
         m.position_labels = e.position_labels.clone();
         m.steps = e.steps.clone();
         m.loops = e.loops.clone();
+        m.stacks = e.stacks.clone();
+        m.allocator = e.allocator.clone();
         self
     }
 }
@@ -252,7 +255,8 @@ impl Analysis {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeftOut {
     /// The params are those of the last plan sent: what depends on them alone (the spaces, the
-    /// schedule's labels, steps and loops, the candidates).
+    /// schedule's labels, steps and loops, the stacks and the allocator's record, the
+    /// candidates).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub params_parts: bool,
     /// The plan without flips is that of the last plan sent (a toggle's answer, but the first).
@@ -297,6 +301,8 @@ impl PlacedSpan {
             producers,
             consumers,
             views,
+            stack,
+            allocation,
         } = b;
         (tensor, name, kind, dtype, size, occupied)
             == (
@@ -315,6 +321,7 @@ impl PlacedSpan {
                     &earlier.consumers,
                     &earlier.views,
                 )
+            && (stack, allocation) == (&earlier.stack, &earlier.allocation)
     }
 
     fn put(self, b: &mut BufferView) {
@@ -811,6 +818,8 @@ mod tests {
             producers: Arc::from([]),
             consumers: Arc::from([]),
             views: Arc::from([]),
+            stack: None,
+            allocation: None,
         };
         buffers.iter().map(b).collect()
     }

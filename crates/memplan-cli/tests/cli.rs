@@ -610,6 +610,26 @@ fn a_torch_snapshot_plans_beside_what_the_allocator_reserved() {
         "{}",
         stdout(&o)
     );
+    let table = stdout(&o);
+    assert!(
+        table.contains("by allocation site") && table.contains("forward (model.py:39)"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("functional.py"),
+        "an internal frame named a site: {table}"
+    );
+    let o = memplan(&["plan", snapshot.to_str().unwrap(), "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let device = &report["devices"][0];
+    let sites = device["live_at_peak_by_site"].as_array().unwrap();
+    let total: u64 = sites.iter().map(|g| g["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(total, device["lower_bound_bytes"].as_u64().unwrap());
+    let counted: u64 = sites.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert_eq!(
+        counted as usize,
+        device["live_at_peak"].as_array().unwrap().len()
+    );
     let evil = temp("evil.pickle", "");
     std::fs::write(&evil, b"\x80\x02cos\nsystem\n.").unwrap();
     let o = memplan(&["plan", evil.to_str().unwrap()]);
@@ -619,6 +639,40 @@ fn a_torch_snapshot_plans_beside_what_the_allocator_reserved() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn a_profiler_trace_plans_per_device_gzipped_or_not() {
+    let trace = root().join("tests/data/torch-trace/df_index_resolver.json.gz");
+    let o = memplan(&["plan", trace.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let devices: Vec<&str> = (report["devices"].as_array().unwrap().iter())
+        .map(|d| d["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(devices, ["cpu", "cuda:1"]);
+    assert!(
+        report["reserved_bytes"].as_u64().unwrap() > report["footprint_bytes"].as_u64().unwrap()
+    );
+    let plain = temp("trace.json", "");
+    let bytes = std::fs::read(&trace).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+        .unwrap();
+    std::fs::write(&plain, &text).unwrap();
+    let again = memplan(&["plan", plain.to_str().unwrap(), "--json"]);
+    assert_eq!(
+        stdout(&again),
+        stdout(&o),
+        "the same trace unpacked plans the same"
+    );
+    let empty = temp(
+        "empty-trace.json",
+        r#"{"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 0, "dur": 1}]}"#,
+    );
+    let o = memplan(&["plan", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("profile_memory=True"), "{}", stderr(&o));
 }
 
 #[test]

@@ -316,6 +316,43 @@ pub fn site(stack: &[Frame]) -> Option<&Frame> {
         .or_else(|| stack.first())
 }
 
+/// The tensors of one allocation site, and their bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteGroup {
+    /// The site as shown (`forward (model.py:54)`); `(no stack)` for tensors without one.
+    pub site: String,
+    pub bytes: u64,
+    /// The members' ids as the caller gave them, in the order given.
+    pub tensors: Vec<usize>,
+}
+
+/// What tensors without a stack are grouped under.
+pub const NO_STACK: &str = "(no stack)";
+
+/// `entries` (a stack, bytes, an id) grouped by allocation site ([`site`]), most bytes first
+/// (ties by site). Bytes add with saturation: they are a view's sums, never a plan's.
+pub fn group_by_site<'a>(
+    entries: impl IntoIterator<Item = (&'a [Frame], u64, usize)>,
+) -> Vec<SiteGroup> {
+    let mut groups: Vec<SiteGroup> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (stack, bytes, id) in entries {
+        let name = site(stack).map_or_else(|| NO_STACK.to_string(), ToString::to_string);
+        let k = *index.entry(name.clone()).or_insert_with(|| {
+            groups.push(SiteGroup {
+                site: name,
+                bytes: 0,
+                tensors: Vec::new(),
+            });
+            groups.len() - 1
+        });
+        groups[k].bytes = groups[k].bytes.saturating_add(bytes);
+        groups[k].tensors.push(id);
+    }
+    groups.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.site.cmp(&b.site)));
+    groups
+}
+
 fn is_intermediate(k: &TensorKind) -> bool {
     *k == TensorKind::Intermediate
 }
@@ -963,6 +1000,33 @@ mod site_tests {
         let stack = [frame("malloc", "??", 0), frame("f", "x.cpp", 1)];
         assert_eq!(site(&stack).unwrap().to_string(), "malloc (??)");
         assert_eq!(site(&[]), None);
+    }
+
+    #[test]
+    fn groups_by_site_add_up_and_sort_by_bytes() {
+        let a = [frame("forward", "/m/model.py", 3)];
+        let b = [
+            frame("attn", "/m/model.py", 9),
+            frame("forward", "/m/model.py", 3),
+        ];
+        let groups = group_by_site([
+            (&a[..], 5, 0),
+            (&b[..], 7, 1),
+            (&a[..], 4, 2),
+            (&[][..], 1, 3),
+        ]);
+        let got: Vec<(&str, u64, &[usize])> = groups
+            .iter()
+            .map(|g| (g.site.as_str(), g.bytes, &g.tensors[..]))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("forward (model.py:3)", 9, &[0, 2][..]),
+                ("attn (model.py:9)", 7, &[1][..]),
+                (NO_STACK, 1, &[3][..]),
+            ]
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod liveness;
 pub mod lower_bound;
 pub mod placement;
 pub mod problem;
+pub mod recorded;
 pub mod remat;
 pub mod spaces;
 pub mod units;

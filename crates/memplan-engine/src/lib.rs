@@ -21,9 +21,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use memplan_core::budget::{Budget, BudgetError, DriverTerms, largest_fitting};
-use memplan_core::graph::{GraphError, ResolvedGraph};
+use memplan_core::graph::{GraphError, ResolvedGraph, group_by_site};
 use memplan_core::liveness::analyze_flipped_with;
 use memplan_core::problem::ProblemError;
+use memplan_core::recorded::Recorded;
 use memplan_core::remat::{
     Candidate, Exhaustive, FitResult, Rematerializer, Scores, SweepPoint, SweepRun, Target,
     candidates,
@@ -33,8 +34,7 @@ use memplan_core::{
     Control, Graph, Layout, Liveness, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
     Problem, StrategyChoice, Violation, analyze, check, plan_with,
 };
-use memplan_formats::recorded::Recorded;
-use memplan_formats::report::{BudgetReport, PlanReport, PlanSummary};
+use memplan_formats::report::{BudgetReport, PlanReport, PlanSummary, SiteReport};
 use memplan_formats::{Format, FormatError, load_with, minimalloc, onnx};
 use memplan_render::{Labels, ViewModel};
 use serde::{Deserialize, Serialize};
@@ -798,6 +798,30 @@ impl Session {
         if let (Some(budget), Some(device)) = (outcome.budget, &outcome.scenario.device_class) {
             summary.set_budget(BudgetReport::new(&device.class, budget));
         }
+        if graph.tensors.iter().any(|t| !t.stack.is_empty()) {
+            let problem = &liveness.problem;
+            for (report, d) in summary.devices.iter_mut().zip(&outcome.plan.devices) {
+                let live = &d.usage.live_at_peak;
+                let entries = live.iter().map(|&b| {
+                    let stack = &graph.tensors[liveness.buffer_tensor[b]].stack;
+                    (&stack[..], problem.buffers[b].occupied_size(), b)
+                });
+                let peak = d.usage.lower_bound.max(1) as f64;
+                let sites = group_by_site(entries)
+                    .into_iter()
+                    .map(|g| SiteReport {
+                        site: g.site,
+                        bytes: g.bytes,
+                        count: g.tensors.len(),
+                        share: g.bytes as f64 / peak,
+                        tensors: (g.tensors.iter())
+                            .map(|&b| problem.buffers[b].name.clone())
+                            .collect(),
+                    })
+                    .collect();
+                report.live_at_peak_by_site = Some(sites);
+            }
+        }
         if !outcome.scenario.flips.is_empty() {
             let costs = candidates(graph, resolved, &liveness.uses);
             summary.flips = outcome.scenario.flips.clone();
@@ -813,15 +837,19 @@ impl Session {
 
     /// The plan as the views show it.
     pub fn view_model(&self, outcome: &Outcome) -> ViewModel {
-        let (graph, resolved, liveness) = self.parts(outcome);
-        ViewModel::new(graph, resolved, liveness, &outcome.plan)
+        let (_, _, liveness) = self.parts(outcome);
+        ViewModel::labelled(&self.labels(outcome), liveness, &outcome.plan)
     }
 
     /// What the views show of the dump under `outcome`'s params that no plan changes: the
     /// same for every outcome under those params, whatever its flips and strategy.
     pub fn labels(&self, outcome: &Outcome) -> Labels {
         let (graph, resolved, liveness) = self.parts(outcome);
-        Labels::new(graph, resolved, &liveness.uses)
+        let labels = Labels::new(graph, resolved, &liveness.uses);
+        match &self.recorded {
+            Some(recorded) => labels.with_recorded(graph, resolved, recorded),
+            None => labels,
+        }
     }
 
     /// [`Session::view_model`], with `labels`: [`Session::labels`] of an outcome under the same

@@ -653,3 +653,47 @@ fn the_known_part_of_a_scenario_leaves_out_what_the_dump_does_not_have_and_says_
     let (same, none) = s.known_part(&known);
     assert_eq!((same, none.len()), (known, 0));
 }
+
+/// A real PyTorch snapshot as the views show it: names from the user's frames, the peak by
+/// site summing to the live peak, a search over frames, lifetimes ending where the allocator
+/// freed, and the reserved curve over the schedule.
+#[test]
+fn a_snapshot_reads_as_its_python_code_in_the_views() {
+    let bytes = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
+    let s = Session::load(bytes, "snapshot.pickle").unwrap();
+    let outcome = s.plan(&Scenario::default()).unwrap();
+    let m = s.view_model(&outcome);
+    assert!(!m.stacks.is_empty());
+    for b in &m.buffers {
+        let Some(k) = b.stack else {
+            assert!(b.name.contains(" B at 0x"), "{}: no stack, named {}", b.tensor, b.name);
+            continue;
+        };
+        let stack = &m.stacks[k as usize];
+        if stack.frames.iter().any(|f| !f.is_internal()) {
+            let site = memplan_core::graph::site(&stack.frames).unwrap();
+            assert!(!site.is_internal(), "{} named by {site}", b.tensor);
+            assert_eq!(*b.name, site.to_string());
+        }
+    }
+    let sites = m.peak_sites(0);
+    assert_eq!(
+        sites.iter().map(|g| g.bytes).sum::<u64>(),
+        m.devices[0].lower_bound
+    );
+    assert!(sites.iter().all(|g| !g.site.contains("functional.py")));
+    let found = m.search("nn_utils.py");
+    assert!(!found.is_empty() && found.len() < m.buffers.len());
+    for &b in &found {
+        let frames = &m.stacks[m.buffers[b].stack.unwrap() as usize].frames;
+        assert!(frames.iter().any(|f| f.file.contains("nn_utils.py")));
+    }
+    assert!(m.peak_rows(0).iter().all(|r| matches!(
+        r.alive,
+        memplan_render::model::Alive::UntilFreed { .. }
+    )));
+    let allocator = m.allocator[0].as_ref().unwrap();
+    assert_eq!(allocator.reserved.len(), m.positions as usize);
+    assert_eq!(allocator.reserved_peak(), 14180941824);
+    assert!(!allocator.reserved_traced, "this snapshot records no segment events");
+}

@@ -16,7 +16,7 @@ pub mod json;
 pub mod minimalloc;
 pub mod onnx;
 pub mod pickle;
-pub mod recorded;
+
 pub mod report;
 pub mod torch;
 pub mod torch_trace;
@@ -118,7 +118,7 @@ pub struct Loaded {
     /// Offsets the file gives (a minimalloc `offset` column), one per tensor.
     pub offsets: Option<Vec<u64>>,
     /// What the source's own allocator did (a PyTorch snapshot or profiler trace), to compare.
-    pub recorded: Option<recorded::Recorded>,
+    pub recorded: Option<memplan_core::recorded::Recorded>,
     /// What the import could not carry over exactly, for the reader.
     pub warnings: Vec<String>,
 }

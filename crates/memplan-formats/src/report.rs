@@ -74,6 +74,19 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
+/// The tensors live at a device's peak that one allocation site allocated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteReport {
+    /// `forward (model.py:54)`: the first frame of the stack in the user's code.
+    pub site: String,
+    pub bytes: u64,
+    pub count: usize,
+    /// `bytes` over the device's lower bound (the live peak).
+    pub share: f64,
+    pub tensors: Vec<String>,
+}
+
 /// A device class's bytes under one utilization (see `memplan_core::budget`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -99,7 +112,7 @@ impl BudgetReport {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceReport {
     pub device: String,
@@ -117,6 +130,9 @@ pub struct DeviceReport {
     pub peak_position: Option<u32>,
     /// The tensors live there.
     pub live_at_peak: Vec<String>,
+    /// The same tensors grouped by allocation site (for dumps whose tensors carry stacks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_at_peak_by_site: Option<Vec<SiteReport>>,
     pub pools: Vec<PoolReport>,
     /// Set when the pool cap forced this arena into bump-packed pools: what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -239,6 +255,7 @@ impl PlanSummary {
                         .iter()
                         .map(|&b| problem.buffers[b].name.clone())
                         .collect(),
+                    live_at_peak_by_site: None,
                     pools: d
                         .pools
                         .iter()

@@ -20,7 +20,7 @@ use memplan_core::graph::{Device, Frame, Graph, Tensor, site};
 use crate::FormatError;
 use crate::minimalloc::steps_of_lifetimes;
 use crate::pickle::{self, Value};
-use crate::recorded::{Allocation, Oom, Recorded, RecordedDevice, Segment};
+use memplan_core::recorded::{Allocation, Oom, Recorded, RecordedDevice, Segment};
 
 /// A snapshot read into a graph.
 #[derive(Debug, Clone, PartialEq)]

@@ -21,8 +21,8 @@ use serde::Deserialize;
 
 use crate::FormatError;
 use crate::minimalloc::steps_of_lifetimes;
-use crate::recorded::{Allocation, Recorded, RecordedDevice};
 use crate::torch::{Stacks, allocation_name};
+use memplan_core::recorded::{Allocation, Recorded, RecordedDevice};
 
 /// How to record a trace this reader can use.
 pub const NO_MEMORY_HELP: &str = "the trace has no `[memory]` events: record them with `torch.profiler.profile(activities=[...], profile_memory=True)` (add `with_stack=True` for Python frames) and export it with `prof.export_chrome_trace(\"trace.json\")`";

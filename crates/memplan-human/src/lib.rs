@@ -14,7 +14,7 @@ use memplan_engine::answers::{FitAnswer, FitsAnswer, SourceAnswer, SpacesAnswer,
 
 pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio};
 use memplan_engine::diff::{Change, PlanDiff, Side, TensorDiff};
-use memplan_formats::report::{CapFallbackReport, PlacementReport, PlanSummary};
+use memplan_formats::report::{CapFallbackReport, PlacementReport, PlanSummary, SiteReport};
 
 /// The longest id a message shows whole; a longer one keeps its head and tail around "…".
 const LONGEST_SHOWN_ID: usize = 80;
@@ -209,6 +209,11 @@ pub fn plan_table(report: &PlanSummary) -> String {
             reserved_sentence(report.footprint_bytes, reserved, report.lower_bound_bytes)
         );
     }
+    for d in &report.devices {
+        if let Some(sites) = &d.live_at_peak_by_site {
+            out += &sites_table(&d.device, d.lower_bound_bytes, sites);
+        }
+    }
     if let Some(b) = &report.budget {
         for d in &report.devices {
             let _ = match (d.headroom_bytes, d.overflow_bytes) {
@@ -249,8 +254,36 @@ pub fn plan_table(report: &PlanSummary) -> String {
     out
 }
 
-/// The comparison a snapshot invites: what a static plan would take, what the caching
-/// allocator reserved, and the live peak.
+/// The most allocation sites the CLI's table lists; `plan --json` has them all.
+pub const SITE_ROWS: usize = 10;
+
+/// The live bytes at a device's peak by allocation site, largest first, the smaller ones
+/// summed in a last line.
+pub fn sites_table(device: &str, live_peak: u64, sites: &[SiteReport]) -> String {
+    let mut out = format!(
+        "live at the peak of {device} ({}) by allocation site:\n{:>12} {:>7} {:>7}  site\n",
+        bytes(live_peak),
+        "bytes",
+        "share",
+        "count"
+    );
+    for g in sites.iter().take(SITE_ROWS) {
+        let _ = writeln!(
+            out,
+            "{:>12} {:>6.1}% {:>7}  {}",
+            bytes(g.bytes),
+            g.share * 100.0,
+            g.count,
+            one_line(&g.site)
+        );
+    }
+    if let Some(rest) = sites.get(SITE_ROWS..).filter(|r| !r.is_empty()) {
+        let total: u64 = rest.iter().map(|g| g.bytes).sum();
+        let _ = writeln!(out, "  and {} more sites: {}", rest.len(), bytes(total));
+    }
+    out
+}
+
 /// What a pool cap cost a device: its arena over the cap, bump-packed into pools instead.
 pub fn cap_fallback_sentence(device: &str, f: &CapFallbackReport) -> String {
     format!(
@@ -262,6 +295,8 @@ pub fn cap_fallback_sentence(device: &str, f: &CapFallbackReport) -> String {
     )
 }
 
+/// The comparison a snapshot invites: what a static plan would take, what the caching
+/// allocator reserved, and the live peak.
 pub fn reserved_sentence(footprint: u64, reserved: u64, live_peak: u64) -> String {
     format!(
         "a static arena would need {}; the allocator reserved {}; the live peak was {}",

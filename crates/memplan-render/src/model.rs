@@ -12,8 +12,11 @@
 
 use std::sync::Arc;
 
-use memplan_core::graph::{Graph, Storage, TensorKind};
+use std::collections::HashMap;
+
+use memplan_core::graph::{Frame, Graph, SiteGroup, Storage, TensorKind, group_by_site, site};
 use memplan_core::liveness::Uses;
+use memplan_core::recorded::{Allocation, Oom, Recorded, Segment, at_positions};
 use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +48,45 @@ pub struct BufferView {
     pub consumers: Arc<[u32]>,
     /// The views that take its bytes, in tensor order.
     pub views: Arc<[ViewInto]>,
+    /// The stack that allocated it: an index into [`ViewModel::stacks`].
+    pub stack: Option<u32>,
+    /// How the source's allocator made it (a PyTorch snapshot or trace).
+    pub allocation: Option<Allocation>,
+}
+
+/// A stack that allocated tensors, with its allocation site.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackView {
+    /// Innermost first.
+    pub frames: Arc<[Frame]>,
+    /// The first frame in the user's code, as shown ([`memplan_core::graph::site`]).
+    pub site: Arc<str>,
+}
+
+/// What the source's allocator did on one device, per position of the schedule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocatorDeviceView {
+    /// The reserved bytes at each position (the most in the position's window of events).
+    pub reserved: Vec<u64>,
+    /// Whether `reserved` follows the trace; `false`: the one figure known, when the dump was
+    /// written, at every position.
+    pub reserved_traced: bool,
+    /// The allocator's own allocated total at each position, when the trace gives it (empty
+    /// otherwise): it counts memory allocated before the trace began.
+    pub allocated: Vec<u64>,
+    /// The segments at the dump, by address.
+    pub segments: Vec<Segment>,
+    /// Out-of-memory events, at their positions.
+    pub ooms: Vec<(u32, Oom)>,
+    /// How many events the device's trace has.
+    pub events: u64,
+}
+
+impl AllocatorDeviceView {
+    /// The most bytes reserved at once.
+    pub fn reserved_peak(&self) -> u64 {
+        self.reserved.iter().copied().max().unwrap_or(0)
+    }
 }
 
 /// A view into a buffer's bytes.
@@ -135,6 +177,27 @@ impl BufferView {
     }
 }
 
+/// How the source's allocator made an allocation, in words: its event, address and stream
+/// (when not the default).
+pub fn allocated_text(a: &Allocation) -> String {
+    let stream = match a.stream {
+        0 => String::new(),
+        s => format!(" on stream {s}"),
+    };
+    format!(
+        "allocated at event {} at 0x{:x}{stream}",
+        a.allocated_at, a.address
+    )
+}
+
+/// How an allocation's lifetime ended in the trace.
+pub fn freed_text(a: &Allocation) -> String {
+    match a.freed_at {
+        Some(event) => format!("freed at event {event}"),
+        None => "still allocated at the end of the trace".to_string(),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolView {
     pub role: PoolRole,
@@ -175,6 +238,11 @@ pub struct ViewModel {
     pub buffers: Vec<BufferView>,
     /// The tensors that own no bytes and are not views of a buffer (those are listed under it).
     pub unplanned: Vec<UnplannedTensor>,
+    /// The stacks buffers were allocated from (empty when the dump records none).
+    pub stacks: Arc<[StackView]>,
+    /// The source allocator's record per device (empty when the dump has none; `None` for a
+    /// device its trace does not cover).
+    pub allocator: Arc<[Option<AllocatorDeviceView>]>,
 }
 
 /// What the views show of a dump that no plan of it changes: per tensor its id, name and kind,
@@ -190,6 +258,10 @@ pub struct Labels {
     position_labels: Arc<[String]>,
     steps: Arc<[StepView]>,
     loops: Arc<[LoopView]>,
+    stacks: Arc<[StackView]>,
+    allocator: Arc<[Option<AllocatorDeviceView>]>,
+    /// One per tensor when the dump has an allocator's record.
+    allocations: Option<Arc<[Allocation]>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -200,6 +272,7 @@ struct TensorLabel {
     producers: Arc<[u32]>,
     consumers: Arc<[u32]>,
     views: Arc<[ViewInto]>,
+    stack: Option<u32>,
 }
 
 impl Labels {
@@ -221,6 +294,8 @@ impl Labels {
                 Storage::Owned => {}
             }
         }
+        let mut stacks: Vec<StackView> = Vec::new();
+        let mut stack_index: HashMap<&[Frame], u32> = HashMap::new();
         let tensors = graph
             .tensors
             .iter()
@@ -233,6 +308,17 @@ impl Labels {
                 producers: indices(&uses.producers[t]),
                 consumers: indices(&uses.consumers[t]),
                 views: views.into(),
+                stack: (!tensor.stack.is_empty()).then(|| {
+                    *stack_index.entry(&tensor.stack).or_insert_with(|| {
+                        stacks.push(StackView {
+                            frames: tensor.stack.clone(),
+                            site: site(&tensor.stack)
+                                .map_or_else(String::new, |f| f.to_string())
+                                .into(),
+                        });
+                        stacks.len() as u32 - 1
+                    })
+                }),
             })
             .collect();
         let position_labels = resolved
@@ -271,7 +357,74 @@ impl Labels {
             position_labels,
             steps: steps.into(),
             loops: loops.into(),
+            stacks: stacks.into(),
+            allocator: Arc::new([]),
+            allocations: None,
         }
+    }
+
+    /// These labels with what the source's allocator did (`recorded`, of the same graph), its
+    /// series taken to the schedule's positions.
+    pub fn with_recorded(
+        mut self,
+        graph: &Graph,
+        resolved: &ResolvedGraph,
+        recorded: &Recorded,
+    ) -> Labels {
+        let device_count = resolved.device_ids.len();
+        let positions = resolved.positions.len();
+        // Each device's positions and the events they start at.
+        let mut starts: Vec<Vec<(usize, u64)>> = vec![Vec::new(); device_count];
+        for (p, position) in resolved.positions.iter().enumerate() {
+            let step = position.first_step;
+            if let Some(time) = graph.steps[step].time {
+                starts[resolved.steps[step].device].push((p, time));
+            }
+        }
+        let mut allocator: Vec<Option<AllocatorDeviceView>> = vec![None; device_count];
+        for r in &recorded.devices {
+            let Some(d) = resolved.device_ids.iter().position(|id| *id == r.device) else {
+                continue;
+            };
+            let own = &starts[d];
+            let times: Vec<u64> = own.iter().map(|s| s.1).collect();
+            // Per position of the whole schedule: the device's own positions from the series,
+            // the others carrying the nearest value (before its first, after its last).
+            let spread = |series: &[(u64, u64)]| -> Vec<u64> {
+                if series.is_empty() {
+                    return Vec::new();
+                }
+                let values = at_positions(series, &times);
+                let mut out = Vec::with_capacity(positions);
+                let mut k = 0;
+                let mut last = values.first().copied().unwrap_or(series[0].1);
+                for p in 0..positions {
+                    if k < own.len() && own[k].0 == p {
+                        last = values[k];
+                        k += 1;
+                    }
+                    out.push(last);
+                }
+                out
+            };
+            let position_of = |event: u64| {
+                let k = times.partition_point(|&t| t <= event);
+                own.get(k.saturating_sub(1)).map_or(0, |s| s.0 as u32)
+            };
+            allocator[d] = Some(AllocatorDeviceView {
+                reserved: spread(&r.reserved),
+                reserved_traced: r.reserved_traced,
+                allocated: spread(&r.allocated),
+                segments: r.segments.clone(),
+                ooms: r.ooms.iter().map(|o| (position_of(o.at), *o)).collect(),
+                events: r.events,
+            });
+        }
+        self.allocator = allocator.into();
+        if recorded.allocations.len() == graph.tensors.len() {
+            self.allocations = Some(recorded.allocations.as_slice().into());
+        }
+        self
     }
 
     fn unplanned(
@@ -330,6 +483,8 @@ impl ViewModel {
                     producers: label.producers.clone(),
                     consumers: label.consumers.clone(),
                     views: label.views.clone(),
+                    stack: label.stack,
+                    allocation: (labels.allocations.as_ref()).map(|a| a[liveness.buffer_tensor[b]]),
                 }
             })
             .collect();
@@ -363,12 +518,14 @@ impl ViewModel {
             unplanned,
             devices,
             buffers,
+            stacks: labels.stacks.clone(),
+            allocator: labels.allocator.clone(),
         }
     }
 
     /// Indices of the buffers that match `query` (case-insensitive): their tensor id or name,
-    /// the id or name of a view into them, or the id, name or op of a step that writes or
-    /// reads them. Every buffer for an empty query.
+    /// the id or name of a view into them, the id, name or op of a step that writes or reads
+    /// them, or a frame of the stack that allocated them (function, file, `file:line`). Every buffer for an empty query.
     pub fn search(&self, query: &str) -> Vec<usize> {
         let q = query.trim().to_lowercase();
         if q.is_empty() {
@@ -381,6 +538,16 @@ impl ViewModel {
             .map(|s| hit(&s.id) || hit(&s.name) || hit(&s.op))
             .collect();
         let step_hit = |s: &u32| step_hits.get(*s as usize).copied().unwrap_or(false);
+        // A frame matches by its function, its file's whole path, or `file:line`.
+        let stack_hits: Vec<bool> = (self.stacks.iter())
+            .map(|st| {
+                st.frames.iter().any(|f| {
+                    hit(&f.function)
+                        || hit(&f.file)
+                        || hit(&format!("{}:{}", f.file_name(), f.line))
+                })
+            })
+            .collect();
         (0..self.buffers.len())
             .filter(|&b| {
                 let x = &self.buffers[b];
@@ -389,6 +556,7 @@ impl ViewModel {
                     || x.views.iter().any(|v| hit(&v.tensor) || hit(&v.name))
                     || x.producers.iter().any(step_hit)
                     || x.consumers.iter().any(step_hit)
+                    || x.stack.is_some_and(|k| stack_hits[k as usize])
             })
             .collect()
     }
@@ -432,6 +600,11 @@ impl ViewModel {
                 let x = &self.buffers[b];
                 let alive = if x.always_live {
                     Alive::AlwaysLive
+                } else if let Some(a) = x.allocation {
+                    Alive::UntilFreed {
+                        event: a.freed_at,
+                        wait: x.last - peak,
+                    }
                 } else {
                     // The last use is at its last position: the last reader there, else the
                     // last writer.
@@ -471,6 +644,25 @@ impl ViewModel {
             .collect();
         rows.sort_by_key(|r| (std::cmp::Reverse(r.bytes), r.buffer));
         rows
+    }
+
+    /// The tensors live at the peak of `device` grouped by allocation site, most bytes first:
+    /// empty when the dump records no stacks.
+    pub fn peak_sites(&self, device: usize) -> Vec<SiteGroup> {
+        if self.stacks.is_empty() {
+            return Vec::new();
+        }
+        let Some(d) = self.devices.get(device) else {
+            return Vec::new();
+        };
+        let no_stack: &[Frame] = &[];
+        group_by_site(d.live_at_peak.iter().map(|&b| {
+            let x = &self.buffers[b];
+            let stack = x
+                .stack
+                .map_or(no_stack, |k| &self.stacks[k as usize].frames[..]);
+            (stack, x.occupied, b)
+        }))
     }
 
     /// Whether the always-live bytes of `device` dwarf its arena (twice it or more): then the
@@ -533,6 +725,9 @@ pub enum Alive {
     UntilWritten { step: u32, wait: u32 },
     /// Its interval ends at `position` (a minimalloc buffer: no steps), `wait` after the peak.
     UntilPosition { position: u32, wait: u32 },
+    /// The source's allocator freed it at trace event `event`, `wait` positions after the peak;
+    /// `None`: it was still allocated when the trace ended.
+    UntilFreed { event: Option<u64>, wait: u32 },
 }
 
 /// How the timeline orders its rows.
@@ -646,6 +841,7 @@ pub(crate) mod tests {
                 }
                 Alive::UntilWritten { step, .. } => assert!(b.producers.contains(&step)),
                 Alive::UntilPosition { .. } => panic!("a graph's buffers have steps"),
+                Alive::UntilFreed { .. } => panic!("the graph has no allocator's record"),
             }
         }
     }

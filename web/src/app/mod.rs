@@ -326,7 +326,7 @@ pub fn App() -> impl IntoView {
                             .collect_view()}
                         <label class="open-file" title="memplan JSON, minimalloc CSV, ONNX or a PyTorch memory snapshot; or drop a file anywhere">
                             "open a file…"
-                            <input node_ref=file_input type="file" data-testid="file-input" accept=".json,.csv,.onnx,.pickle,.pkl,application/json,text/csv" on:change=on_pick />
+                            <input node_ref=file_input type="file" data-testid="file-input" accept=".json,.gz,.csv,.onnx,.pickle,.pkl,application/json,application/gzip,text/csv" on:change=on_pick />
                         </label>
                         <button class="help-button" on:click=move |_| state.help.update(|h| *h = !*h)>"? keys"</button>
                     </nav>

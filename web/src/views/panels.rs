@@ -40,6 +40,10 @@ fn alive_text(model: &ViewModel, row: &PeakRow) -> String {
             step_text(model, step),
             waits(wait)
         ),
+        Alive::UntilFreed { event, wait } => match event {
+            Some(event) => format!("freed at event {event}{}", waits(wait)),
+            None => "still allocated at the end of the trace".to_string(),
+        },
         Alive::UntilPosition { position, wait } => {
             let label = model
                 .position_labels
@@ -56,6 +60,13 @@ fn clicked_tensor(ev: &web_sys::MouseEvent) -> Option<String> {
     let target = ev.target()?.dyn_into::<web_sys::Element>().ok()?;
     let row = target.closest("tr[data-tensor]").ok()??;
     row.get_attribute("data-tensor")
+}
+
+/// The allocation site of the site row a click landed in (its `data-site`).
+fn clicked_site(ev: &web_sys::MouseEvent) -> Option<String> {
+    let target = ev.target()?.dyn_into::<web_sys::Element>().ok()?;
+    let row = target.closest("tr[data-site]").ok()??;
+    row.get_attribute("data-site")
 }
 
 /// Selects `buffer` and scrolls the timeline to its row.
@@ -109,6 +120,20 @@ struct PeakView {
     smaller: Option<String>,
     /// The always-live rows left out in arena-only mode, counted.
     hidden: Option<String>,
+    /// The rows grouped by allocation site (empty when the dump records no stacks).
+    sites: Vec<SiteLine>,
+    /// Whether the rows are allocations of a trace (begun at an event, not written by a step).
+    traced: bool,
+}
+
+/// The tensors live at the peak from one allocation site.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SiteLine {
+    site: String,
+    bytes: u64,
+    share: String,
+    /// Its rows, largest first.
+    lines: Vec<PeakLine>,
 }
 
 /// The peak table of the plan shown, if its device has a peak.
@@ -137,7 +162,7 @@ fn peak_view(state: PageState) -> Option<PeakView> {
             format!("{:.1}%", bytes as f64 * 100.0 / bound as f64)
         }
     };
-    let lines = (shown.iter().take(PEAK_ROWS))
+    let lines: Vec<PeakLine> = (shown.iter())
         .map(|r| {
             let b = &m.buffers[r.buffer];
             PeakLine {
@@ -145,11 +170,16 @@ fn peak_view(state: PageState) -> Option<PeakView> {
                 name: b.name.clone(),
                 bytes: r.bytes,
                 share: share(r.bytes),
-                producer: r.producer.map_or("-".into(), |s| step_text(m, s)),
+                producer: match &b.allocation {
+                    Some(a) => format!("event {}", a.allocated_at),
+                    None => r.producer.map_or("-".into(), |s| step_text(m, s)),
+                },
                 why: alive_text(m, r),
             }
         })
         .collect();
+    let line_of: std::collections::HashMap<usize, &PeakLine> =
+        shown.iter().map(|r| r.buffer).zip(&lines).collect();
     let counted = |rows: &[PeakRow], what: &str| {
         let total: u64 = rows.iter().map(|r| r.bytes).sum();
         format!("+ {} {what} ({}) not listed", rows.len(), bytes(total))
@@ -168,10 +198,26 @@ fn peak_view(state: PageState) -> Option<PeakView> {
             shown.len()
         )
     };
+    let sites = (m.peak_sites(device).into_iter())
+        .filter_map(|g| {
+            let members: Vec<PeakLine> = (g.tensors.iter())
+                .filter_map(|&b| line_of.get(&b).map(|l| (*l).clone()))
+                .collect();
+            (!members.is_empty()).then(|| SiteLine {
+                share: share(members.iter().map(|l| l.bytes).sum()),
+                bytes: members.iter().map(|l| l.bytes).sum(),
+                site: g.site,
+                lines: members,
+            })
+        })
+        .take(PEAK_ROWS)
+        .collect();
     Some(PeakView {
         device,
         head,
-        lines,
+        sites,
+        traced: m.buffers.first().is_some_and(|b| b.allocation.is_some()),
+        lines: lines.into_iter().take(PEAK_ROWS).collect(),
         smaller: (shown.get(PEAK_ROWS..))
             .filter(|rest| !rest.is_empty())
             .map(|rest| counted(rest, "smaller tensors")),
@@ -193,53 +239,126 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
     });
     let text =
         move |f: fn(&PeakView) -> Option<String>| move || peak.with(|v| v.as_ref().and_then(f));
+    let has_sites =
+        Memo::new(move |_| peak.with(|v| v.as_ref().is_some_and(|v| !v.sites.is_empty())));
+    let by_site = RwSignal::new(false);
+    let expanded = RwSignal::new(std::collections::BTreeSet::<String>::new());
+    let origin_header = move || {
+        if peak.with(|v| v.as_ref().is_some_and(|v| v.traced)) {
+            "allocated at"
+        } else {
+            "written by"
+        }
+    };
+    let row = move |line: PeakLine, selected: Memo<Option<Arc<str>>>| {
+        let tensor = line.tensor.clone();
+        view! {
+            <tr
+                data-testid="peak-row"
+                data-tensor=line.tensor.to_string()
+                data-bytes=line.bytes.to_string()
+                class:selected=move || selected.with(|s| s.as_deref() == Some(&*tensor))
+                title="select it in the views"
+            >
+                <td class="name">{line.name.to_string()}</td>
+                <td class="num">{bytes(line.bytes)}</td>
+                <td class="num">{line.share}</td>
+                <td>{line.producer}</td>
+                <td>{line.why}</td>
+            </tr>
+        }
+    };
+    let on_rows = move |ev: web_sys::MouseEvent| {
+        if let Some(site) = clicked_site(&ev) {
+            expanded.update(|e| {
+                if !e.remove(&site) {
+                    e.insert(site);
+                }
+            });
+            return;
+        }
+        let Some(tensor) = clicked_tensor(&ev) else {
+            return;
+        };
+        let device = peak.with_untracked(|v| v.as_ref().map(|v| v.device));
+        let buffer = state.analysis.with_untracked(|a| {
+            a.as_ref()?
+                .model
+                .buffers
+                .iter()
+                .position(|b| *b.tensor == *tensor && Some(b.device) == device)
+        });
+        if let Some(buffer) = buffer {
+            select(state, buffer);
+        }
+    };
+    let sites_table = move || {
+        let sites = peak.with(|v| v.as_ref().map(|v| v.sites.clone()).unwrap_or_default());
+        let open = expanded.get();
+        let groups = sites
+            .into_iter()
+            .map(|g| {
+                let is_open = open.contains(&g.site);
+                let members = is_open
+                    .then(|| g.lines.iter().cloned().map(|l| row(l, selected)).collect_view());
+                view! {
+                    <tr
+                        class="site-row"
+                        data-testid="site-row"
+                        data-site=g.site.clone()
+                        data-bytes=g.bytes.to_string()
+                        title="show its tensors"
+                    >
+                        <td class="name">{format!("{} {}", if is_open { "▾" } else { "▸" }, g.site)}</td>
+                        <td class="num">{bytes(g.bytes)}</td>
+                        <td class="num">{g.share.clone()}</td>
+                        <td class="num">{g.lines.len()}</td>
+                        <td>{match g.lines.len() { 1 => "1 tensor".to_string(), n => format!("{n} tensors") }}</td>
+                    </tr>
+                    {members}
+                }
+            })
+            .collect_view();
+        view! {
+            <table data-testid="peak-sites">
+                <thead>
+                    <tr>
+                        <th>"allocation site"</th><th class="num">"size"</th><th class="num">"share"</th>
+                        <th class="num">"count"</th><th></th>
+                    </tr>
+                </thead>
+                <tbody on:click=on_rows>{groups}</tbody>
+            </table>
+        }
+    };
     move || {
         has_peak.get().then(|| view! {
             <section class="panel peak" data-testid="peak-table">
                 <h3>"Live at the peak"</h3>
                 <p class="muted small">{text(|v| Some(v.head.clone()))}</p>
+                {move || has_sites.get().then(|| view! {
+                    <label class="small">
+                        <input type="checkbox" data-testid="peak-by-site"
+                            prop:checked=move || by_site.get()
+                            on:change=move |ev| by_site.set(event_target_checked(&ev)) />
+                        " group by allocation site"
+                    </label>
+                })}
                 <div class="table-scroll">
-                    <table>
+                    {move || (by_site.get() && has_sites.get()).then(sites_table)}
+                    <table style:display=move || if by_site.get() && has_sites.get() { "none" } else { "" }>
                         <thead>
                             <tr>
                                 <th>"tensor"</th><th class="num">"size"</th><th class="num">"share"</th>
-                                <th>"written by"</th><th>"alive because"</th>
+                                <th>{origin_header}</th><th>"alive because"</th>
                             </tr>
                         </thead>
                         // One listener for all rows: a closure per row costs more than the rows.
-                        <tbody on:click=move |ev| {
-                            let Some(tensor) = clicked_tensor(&ev) else { return };
-                            let device = peak.with_untracked(|v| v.as_ref().map(|v| v.device));
-                            let buffer = state.analysis.with_untracked(|a| {
-                                a.as_ref()?.model.buffers.iter().position(|b| {
-                                    *b.tensor == *tensor && Some(b.device) == device
-                                })
-                            });
-                            if let Some(buffer) = buffer {
-                                select(state, buffer);
-                            }
-                        }>
+                        <tbody on:click=on_rows>
                             <For
                                 each=move || peak.with(|v| v.as_ref().map(|v| v.lines.clone()).unwrap_or_default())
                                 key=Clone::clone
-                                children=move |line: PeakLine| {
-                                    let tensor = line.tensor.clone();
-                                    view! {
-                                        <tr
-                                            data-testid="peak-row"
-                                            data-tensor=line.tensor.to_string()
-                                            data-bytes=line.bytes.to_string()
-                                            class:selected=move || selected.with(|s| s.as_deref() == Some(&*tensor))
-                                            title="select it in the views"
-                                        >
-                                            <td class="name">{line.name.to_string()}</td>
-                                            <td class="num">{bytes(line.bytes)}</td>
-                                            <td class="num">{line.share}</td>
-                                            <td>{line.producer}</td>
-                                            <td>{line.why}</td>
-                                        </tr>
-                                    }
-                                }
+                                children=move |line: PeakLine| row(line, selected)
                             />
                         </tbody>
                     </table>
@@ -304,6 +423,10 @@ pub fn Details(state: PageState) -> impl IntoView {
             })
             .collect_view();
         let has_views = !b.views.is_empty();
+        let stack = b
+            .stack
+            .and_then(|k| m.stacks.get(k as usize))
+            .map(|st| stack_view(&st.frames));
         Some(
             view! {
                 <section class="panel details" data-testid="details">
@@ -313,16 +436,51 @@ pub fn Details(state: PageState) -> impl IntoView {
                         <dt>"size"</dt><dd>{format!("{} ({} B; occupies {} B)", bytes(b.size), b.size, b.occupied)}</dd>
                         <dt>"place"</dt><dd>{format!("pool {}{pool}, offset {}; address {}", b.pool, b.offset, b.address)}</dd>
                         <dt>"lives"</dt><dd>{interval_text(m, b)}</dd>
-                        <dt>"written by"</dt><dd>{step_list(m, &b.producers)}</dd>
-                        <dt>"read by"</dt><dd>{step_list(m, &b.consumers)}</dd>
+                        {match &b.allocation {
+                            Some(a) => view! {
+                                <dt>"allocated"</dt><dd>{memplan_render::model::allocated_text(a)}</dd>
+                                <dt>"ends"</dt><dd>{memplan_render::model::freed_text(a)}</dd>
+                            }.into_any(),
+                            None => view! {
+                                <dt>"written by"</dt><dd>{step_list(m, &b.producers)}</dd>
+                                <dt>"read by"</dt><dd>{step_list(m, &b.consumers)}</dd>
+                            }.into_any(),
+                        }}
                         {(!loops.is_empty()).then(|| view! { <dt>"loops"</dt><dd>{loops.join("; ")}</dd> })}
                     </dl>
+                    {stack}
                     {has_views.then(|| view! { <h4>"Views into it"</h4> })}
                     <ul class="views-list" data-testid="details-views">{views}</ul>
                 </section>
             }
             .into_any(),
         )
+    }
+}
+
+/// The stack that allocated a tensor: the user's frames first, innermost first, then the
+/// framework's frames folded (PyTorch's, Python's, native code).
+fn stack_view(frames: &[memplan_core::graph::Frame]) -> impl IntoView + use<> {
+    let (internal, user): (Vec<_>, Vec<_>) = frames.iter().partition(|f| f.is_internal());
+    let line = |f: &memplan_core::graph::Frame| {
+        let path = f.file.clone();
+        view! { <li title=path>{f.to_string()}</li> }
+    };
+    let user = user.into_iter().map(line).collect_view();
+    let folded = (!internal.is_empty()).then(|| {
+        let n = internal.len();
+        let items = internal.into_iter().map(line).collect_view();
+        view! {
+            <details class="small" data-testid="stack-internal">
+                <summary class="muted">{format!("{n} framework frame{}", if n == 1 { "" } else { "s" })}</summary>
+                <ol class="stack">{items}</ol>
+            </details>
+        }
+    });
+    view! {
+        <h4>"Allocated from"</h4>
+        <ol class="stack" data-testid="details-stack">{user}</ol>
+        {folded}
     }
 }
 

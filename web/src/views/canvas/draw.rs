@@ -7,8 +7,13 @@ use crate::page::state::PageState;
 use crate::page::url::Tab;
 use leptos::prelude::*;
 use memplan_human::bytes;
+use memplan_render::model::AllocatorDeviceView;
 use memplan_render::scene::{Viewport, position_ticks};
 use memplan_render::{DeviceView, ViewModel};
+
+/// The source allocator's curves: what it reserved, and its own count of what it allocated.
+const RESERVED_COLOR: &str = "#c2410c";
+const ALLOCATED_COLOR: &str = "#7c3aed";
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
@@ -205,8 +210,26 @@ pub(super) fn draw(
             .as_ref()
             .and_then(|b| b.curves.get(device))
             .map(Vec::as_slice);
-        usable_at.1 = usage_band(&ctx, band, v, d, ghost, usable, scene.arena_only);
+        let allocator = model.allocator.get(device).and_then(Option::as_ref);
+        usable_at.1 = usage_band(
+            &ctx,
+            band,
+            v,
+            (d, allocator),
+            ghost,
+            usable,
+            scene.arena_only,
+        );
     }
+    // What the band drew of the source allocator's record, for the tests.
+    let reserved = band
+        .is_some()
+        .then(|| model.allocator.get(device).and_then(Option::as_ref))
+        .flatten();
+    let _ = match reserved {
+        Some(r) => canvas.set_attribute("data-reserved", &r.reserved_peak().to_string()),
+        None => canvas.remove_attribute("data-reserved"),
+    };
     for (name, at) in [
         ("data-usable-line", usable_at.0),
         ("data-usable-band", usable_at.1),
@@ -367,12 +390,13 @@ pub(super) fn budget_line(
 
 /// The memory-usage curve above the timeline: the footprint line, the lower bound at the peak,
 /// and the gap between them (fragmentation), shaded and labelled; with flips, the curve
-/// without them as a dashed ghost.
+/// without them as a dashed ghost; with the source allocator's record, what it reserved (and
+/// its own allocated count), labelled, and its out-of-memory events marked.
 pub(super) fn usage_band(
     ctx: &CanvasRenderingContext2d,
     b: Area,
     v: Viewport,
-    d: &DeviceView,
+    (d, allocator): (&DeviceView, Option<&AllocatorDeviceView>),
     ghost: Option<&[u64]>,
     usable: Option<(Option<u64>, u64)>,
     arena_only: bool,
@@ -383,7 +407,11 @@ pub(super) fn usage_band(
     let ghost_top = ghost
         .and_then(|g| g.iter().max())
         .map_or(0, |&m| m.saturating_sub(floor));
-    let high = footprint.max(lower_bound).max(ghost_top);
+    let reserved_top = allocator.map_or(0, |r| {
+        let allocated = r.allocated.iter().copied().max().unwrap_or(0);
+        r.reserved_peak().max(allocated).saturating_sub(floor)
+    });
+    let high = footprint.max(lower_bound).max(ghost_top).max(reserved_top);
     // The usable line joins the scale when it is near the curve; far above, it is only named.
     let budget_top = usable
         .and_then(|(line, _)| line)
@@ -434,6 +462,41 @@ pub(super) fn usage_band(
             .unwrap_or_default();
         ctx.stroke();
         ctx.set_line_dash(&js_sys::Array::new()).unwrap_or_default();
+    }
+    if let Some(r) = allocator {
+        let series = |values: &[u64], color: &str, dash: Option<(f64, f64)>| {
+            ctx.begin_path();
+            for (p, &value) in values.iter().enumerate() {
+                let y = py(value.saturating_sub(floor) as f64);
+                if p == 0 {
+                    ctx.move_to(px(0.0), y);
+                }
+                ctx.line_to(px(p as f64), y);
+                ctx.line_to(px(p as f64 + 1.0), y);
+            }
+            ctx.set_stroke_style_str(color);
+            ctx.set_line_width(1.5);
+            let pattern = dash.map_or_else(js_sys::Array::new, |(on, off)| {
+                js_sys::Array::of2(&on.into(), &off.into())
+            });
+            ctx.set_line_dash(&pattern).unwrap_or_default();
+            ctx.stroke();
+            ctx.set_line_dash(&js_sys::Array::new()).unwrap_or_default();
+        };
+        series(&r.allocated, ALLOCATED_COLOR, Some((5.0, 3.0)));
+        series(
+            &r.reserved,
+            RESERVED_COLOR,
+            (!r.reserved_traced).then_some((2.0, 2.0)),
+        );
+        ctx.set_stroke_style_str("#b3261e");
+        for &(position, _) in &r.ooms {
+            let x = px(f64::from(position) + 0.5);
+            ctx.begin_path();
+            ctx.move_to(x, b.y);
+            ctx.line_to(x, b.y + b.h);
+            ctx.stroke();
+        }
     }
     ctx.set_stroke_style_str("#d62728");
     ctx.set_line_width(1.0);
@@ -505,6 +568,36 @@ pub(super) fn usage_band(
     if ghost.is_some() {
         let at = (b.x + b.w / 2.0, b.y + 10.0);
         tagged_text(ctx, "dashed: without flips", at, "center", "#5b6470");
+    }
+    if let Some(r) = allocator {
+        let peak = r.reserved_peak();
+        let label = if r.reserved_traced {
+            format!("reserved by the allocator {}", bytes(peak))
+        } else {
+            format!("reserved by the allocator at the dump {}", bytes(peak))
+        };
+        let y = py(peak.saturating_sub(floor) as f64) - 3.0;
+        tagged_text(
+            ctx,
+            &label,
+            (b.x + b.w / 2.0, y.max(b.y + 10.0)),
+            "center",
+            RESERVED_COLOR,
+        );
+        if !r.allocated.is_empty() {
+            let at = (b.x + b.w / 2.0, b.y + b.h - 4.0);
+            let text =
+                "dashed: allocated, the allocator's own count (with memory from before the trace)";
+            tagged_text(ctx, text, at, "center", ALLOCATED_COLOR);
+        }
+        for &(position, oom) in &r.ooms {
+            let x = px(f64::from(position) + 0.5);
+            let free = oom
+                .device_free
+                .map_or_else(String::new, |f| format!(", {} free", bytes(f)));
+            let text = format!("out of memory: asked {}{free}", bytes(oom.requested));
+            tagged_text(ctx, &text, (x + 3.0, b.y + 22.0), "left", "#b3261e");
+        }
     }
     ctx.set_fill_style_str("#5b6470");
     ctx.set_text_align("right");

@@ -632,8 +632,16 @@ fn HoverCard(
             <div>{format!("size {} ({} B)", bytes(b.size), b.size)}</div>
             <div>{format!("offset {} in pool {} · address {}", b.offset, b.pool, b.address)}</div>
             <div>{interval_text(m, b)}</div>
-            <div>{format!("producers: {}", step_list(m, &b.producers))}</div>
-            <div>{format!("consumers: {}", step_list(m, &b.consumers))}</div>
+            {match &b.allocation {
+                Some(a) => view! {
+                    <div>{memplan_render::model::allocated_text(a)}</div>
+                    <div>{memplan_render::model::freed_text(a)}</div>
+                }.into_any(),
+                None => view! {
+                    <div>{format!("producers: {}", step_list(m, &b.producers))}</div>
+                    <div>{format!("consumers: {}", step_list(m, &b.consumers))}</div>
+                }.into_any(),
+            }}
         </div>
     }
 }
@@ -657,6 +665,9 @@ fn CurveReadout(
         .unwrap_or(0)
         .saturating_sub(floor);
     let what = if arena_only { " (arena)" } else { "" };
+    let reserved = (m.allocator.get(m.clamp_device(device)))
+        .and_then(Option::as_ref)
+        .and_then(|r| r.reserved.get(position as usize).copied());
     let runs: Vec<String> = match m.loop_at(position) {
         Some(l) => {
             let trips = l.trip_count.map_or_else(String::new, |n| format!(" ×{n}"));
@@ -679,6 +690,7 @@ fn CurveReadout(
             {runs.into_iter().map(|r| view! { <div>{r}</div> }).collect_view()}
             <div>{format!("live{what} {} ({live} B)", bytes(live))}</div>
             <div>{format!("footprint{what} {}", bytes(d.shown_footprint(arena_only)))}</div>
+            {reserved.map(|r| view! { <div>{format!("reserved by the allocator {}", bytes(r))}</div> })}
         </div>
     }
 }

@@ -1,0 +1,104 @@
+// PyTorch files as PyTorch users read them: a memory snapshot named by the user's frames, its
+// peak grouped by allocation site, the allocator's reserved bytes beside the plan; a profiler
+// trace (gzipped) per device. Screenshots go to tests/e2e/output/torch-*.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { hooks, launch, output, root, serve } from './harness.mjs';
+
+const snapshot = join(root, 'tests/data/torch/magma27_memory_snapshot.pickle');
+const trace = join(root, 'tests/data/torch-trace/df_index_resolver.json.gz');
+
+let server, browser, page;
+before(async () => {
+  await mkdir(output, { recursive: true });
+  server = await serve();
+  ({ browser, page } = await launch());
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const { testid, bytesOf } = hooks(() => page);
+const shot = (name) => page.screenshot({ path: join(output, `torch-${name}.png`) });
+const items = () => testid('timeline-canvas').getAttribute('data-items').then(Number);
+function healthy(what) {
+  assert.deepEqual(page.problems, [], `${what}: ${page.problems.join(' | ')}`);
+}
+
+test("a snapshot's tensors are named by the user's frames, its peak groups by site, and the allocator's reserved bytes are drawn", async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  await testid('file-input').setInputFiles(snapshot);
+  await testid('reserved').waitFor({ timeout: 60000 });
+  const livePeak = await bytesOf('lower-bound');
+  assert.equal(livePeak, 12877758464);
+
+  // Names: the user's frames, never PyTorch's or a package's.
+  const names = await page.$$eval('[data-testid=peak-row] td.name', (cells) => cells.map((c) => c.textContent));
+  assert.ok(names.length > 10, `${names.length} peak rows`);
+  for (const name of names) assert.doesNotMatch(name, /functional\.py|module\.py|einops|\?\?/, name);
+  assert.ok(names.some((n) => /model\.py:\d+/.test(n)), names.slice(0, 5).join(' | '));
+  // Their lifetimes end where the allocator freed them.
+  const why = await page.$$eval('[data-testid=peak-row] td:last-child', (cells) => cells.map((c) => c.textContent));
+  assert.ok(why.every((w) => /^freed at event \d+|^still allocated at the end of the trace/.test(w)), why.slice(0, 3).join(' | '));
+
+  // Grouped by allocation site, the peak table sums to the live peak.
+  await testid('peak-by-site').check();
+  await testid('peak-sites').waitFor();
+  const sites = await page.$$eval('[data-testid=site-row]', (rows) => rows.map((r) => [r.dataset.site, Number(r.dataset.bytes)]));
+  assert.ok(sites.length > 1);
+  assert.equal(sites.reduce((sum, [, b]) => sum + b, 0), livePeak);
+  assert.ok(sites.every(([site]) => !/functional\.py|\?\?/.test(site)), sites.map((s) => s[0]).join(' | '));
+  // A site opens to its tensors; a tensor's details show its stack, the framework's folded.
+  const [firstSite, firstBytes] = sites[0];
+  await page.locator(`[data-testid=site-row][data-site="${firstSite}"]`).click();
+  const members = page.locator('[data-testid=peak-sites] [data-testid=peak-row]');
+  await members.first().waitFor();
+  const memberBytes = await members.evaluateAll((rows) => rows.reduce((s, r) => s + Number(r.dataset.bytes), 0));
+  assert.equal(memberBytes, firstBytes);
+  await members.first().click();
+  await testid('details-stack').waitFor();
+  assert.match(await testid('details-stack').innerText(), /model\.py:\d+/);
+  assert.match(await testid('stack-internal').innerText(), /framework frame/);
+  assert.match(await testid('details').innerText(), /allocated at event \d+ at 0x[0-9a-f]+/);
+  await shot('snapshot-sites');
+
+  // The search matches any frame: a file deep in the stack, and a file:line.
+  const all = await items();
+  await testid('search').fill('nn_utils.py');
+  await page.waitForFunction((all) => Number(document.querySelector('[data-testid=timeline-canvas]')?.dataset.items) < all, all);
+  const some = await items();
+  assert.ok(some > 0 && some < all, `${some} of ${all}`);
+  await testid('search').fill('benchmarking_script.py:65');
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid=timeline-canvas]')?.dataset.items) > 0);
+  await testid('search').fill('');
+
+  // The usage band draws what the allocator reserved beside the plan.
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]')?.hasAttribute('data-reserved'));
+  assert.equal(Number(await testid('timeline-canvas').getAttribute('data-reserved')), 14180941824);
+  await shot('snapshot');
+  healthy('snapshot');
+});
+
+test('a gzipped profiler trace loads per device with the figures of the independent script', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  await testid('file-input').setInputFiles(trace);
+  await page.waitForFunction(() => /PyTorch profiler trace/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''), null, { timeout: 60000 });
+  // tests/corpus.toml: cpu 8 B, cuda:1 2,532,893,696 B.
+  assert.equal(await bytesOf('lower-bound'), 8 + 2532893696);
+  const devices = await page.$$eval('[data-testid=device-select] option', (o) => o.map((x) => x.textContent));
+  assert.ok(devices.some((d) => /cpu/.test(d)) && devices.some((d) => /cuda:1/.test(d)), devices.join(' | '));
+  await testid('device-select').selectOption({ index: devices.findIndex((d) => /cuda:1/.test(d)) });
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid=timeline-canvas]')?.dataset.reserved) > 0);
+  assert.ok(Number(await testid('timeline-canvas').getAttribute('data-reserved')) > 2532893696);
+  const names = await page.$$eval('[data-testid=peak-row] td.name', (cells) => cells.map((c) => c.textContent));
+  assert.ok(names.some((n) => /^aten::/.test(n)), names.slice(0, 5).join(' | '));
+  await shot('trace');
+  healthy('trace');
+});
