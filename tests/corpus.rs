@@ -16,6 +16,7 @@ struct Corpus {
     onnx: Onnx,
     torch: Torch,
     torch_trace: TorchTrace,
+    torch_generated: TorchGenerated,
     found: Vec<Found>,
 }
 
@@ -51,6 +52,27 @@ struct TorchEntry {
     allocations: usize,
     live_peak: u64,
     reserved: u64,
+}
+
+/// Snapshots written by scripts/gen-snapshot.py, one per pickle protocol, with its figures.
+#[derive(Deserialize)]
+struct TorchGenerated {
+    file: Vec<GeneratedEntry>,
+}
+
+#[derive(Deserialize)]
+struct GeneratedEntry {
+    path: String,
+    device: Vec<GeneratedDevice>,
+}
+
+#[derive(Deserialize)]
+struct GeneratedDevice {
+    device: String,
+    allocations: usize,
+    live_peak: u64,
+    reserved: u64,
+    reserved_peak: u64,
 }
 
 /// PyTorch profiler traces, with figures from `tests/data/torch_trace_figures.py`.
@@ -173,6 +195,7 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
             + onnx_node_models().len()
             + c.torch.file.len()
             + c.torch_trace.file.len()
+            + c.torch_generated.file.len()
             + c.found.len()
     );
 }
@@ -518,6 +541,60 @@ fn a_torch_snapshot_has_the_figures_of_pythons_pickle() {
             s.warnings
         );
     }
+}
+
+#[test]
+fn snapshots_of_every_pickle_protocol_have_the_generators_figures() {
+    let mut graphs = Vec::new();
+    for entry in &corpus().torch_generated.file {
+        let s = load(&entry.path);
+        let outcome = s.plan(&Scenario::default()).unwrap();
+        assert!(outcome.plan.is_valid(), "{}", entry.path);
+        let problem = s.problem();
+        let recorded = s.recorded.as_ref().expect("the allocator's record");
+        for want in &entry.device {
+            let k = (problem.device_ids.iter())
+                .position(|id| *id == want.device)
+                .unwrap();
+            let d = outcome.plan.devices.iter().find(|d| d.device == k).unwrap();
+            assert_eq!(
+                d.usage.lower_bound, want.live_peak,
+                "{} {}",
+                entry.path, want.device
+            );
+            let count = problem.buffers.iter().filter(|b| b.device == k).count();
+            assert_eq!(count, want.allocations, "{} {}", entry.path, want.device);
+            let r = recorded
+                .devices
+                .iter()
+                .find(|r| r.device == want.device)
+                .unwrap();
+            assert!(r.reserved_traced, "the generator writes segment events");
+            assert_eq!(r.reserved_peak(), want.reserved_peak);
+            assert_eq!(r.reserved.last().unwrap().1, want.reserved, "at the dump");
+            assert_eq!(r.ooms.len(), 1);
+            assert!(r.ooms[0].device_free.is_some());
+            assert!(r.segments.iter().map(|s| s.bytes).sum::<u64>() == want.reserved);
+        }
+        // Named by the user's code: the native and PyTorch frames before it are skipped.
+        for t in &s.graph.tensors {
+            let name = t.name.as_deref().unwrap();
+            assert!(
+                name.contains("model.py") || name.contains("train.py"),
+                "{name}"
+            );
+        }
+        assert!(
+            (recorded.allocations.iter()).any(|a| a.stream == 7),
+            "a side stream"
+        );
+        graphs.push((*s.graph).clone());
+    }
+    assert!(graphs.len() == 4, "protocols 2, 3, 4 and 5");
+    assert!(
+        graphs.windows(2).all(|w| w[0] == w[1]),
+        "every protocol reads the same"
+    );
 }
 
 #[test]

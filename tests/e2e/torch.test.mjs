@@ -81,6 +81,30 @@ test("a snapshot's tensors are named by the user's frames, its peak groups by si
   await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]')?.hasAttribute('data-reserved'));
   assert.equal(Number(await testid('timeline-canvas').getAttribute('data-reserved')), 14180941824);
   await shot('snapshot');
+
+  // The allocator's fragmentation at the peak beside the plan's: reserved there minus live.
+  assert.equal(await bytesOf('allocator-fragmentation'), 14180941824 - livePeak);
+  assert.match(await testid('allocator-fragmentation').innerText(), /memplan's plan: 11\.99 GiB/);
+
+  // The live bytes by site over time, stacked.
+  await testid('tab-sites').click();
+  await testid('sites-chart').waitFor();
+  assert.equal(Number(await testid('sites-chart').getAttribute('data-sites')), 10);
+  assert.match(await testid('sites-chart').innerText(), /model\.py:39/);
+  await shot('snapshot-sites-chart');
+  await testid('tab-sites').click();
+
+  // The arena map draws where the allocator really put each allocation, or memplan's plan.
+  await testid('tab-arena').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=arena-canvas]')?.hasAttribute('data-draw-ms'));
+  const planned = Number(await testid('arena-canvas').getAttribute('data-items'));
+  await testid('layout-select').selectOption('allocator');
+  await page.waitForFunction((planned) => {
+    const c = document.querySelector('[data-testid=arena-canvas]');
+    return c && c.dataset.area && Number(c.dataset.items) === planned && c.dataset.layout === 'allocator';
+  }, planned);
+  await shot('snapshot-allocator-layout');
+  await testid('layout-select').selectOption('plan');
   healthy('snapshot');
 });
 

@@ -666,7 +666,12 @@ fn a_snapshot_reads_as_its_python_code_in_the_views() {
     assert!(!m.stacks.is_empty());
     for b in &m.buffers {
         let Some(k) = b.stack else {
-            assert!(b.name.contains(" B at 0x"), "{}: no stack, named {}", b.tensor, b.name);
+            assert!(
+                b.name.contains(" B at 0x"),
+                "{}: no stack, named {}",
+                b.tensor,
+                b.name
+            );
             continue;
         };
         let stack = &m.stacks[k as usize];
@@ -688,12 +693,44 @@ fn a_snapshot_reads_as_its_python_code_in_the_views() {
         let frames = &m.stacks[m.buffers[b].stack.unwrap() as usize].frames;
         assert!(frames.iter().any(|f| f.file.contains("nn_utils.py")));
     }
-    assert!(m.peak_rows(0).iter().all(|r| matches!(
-        r.alive,
-        memplan_render::model::Alive::UntilFreed { .. }
-    )));
+    assert!(
+        m.peak_rows(0)
+            .iter()
+            .all(|r| matches!(r.alive, memplan_render::model::Alive::UntilFreed { .. }))
+    );
     let allocator = m.allocator[0].as_ref().unwrap();
     assert_eq!(allocator.reserved.len(), m.positions as usize);
     assert_eq!(allocator.reserved_peak(), 14180941824);
-    assert!(!allocator.reserved_traced, "this snapshot records no segment events");
+    assert!(
+        !allocator.reserved_traced,
+        "this snapshot records no segment events"
+    );
+}
+
+/// The sites chart's series: the largest sites, the rest summed, and at the peak's column each
+/// site's bytes at the peak, adding up to the live peak.
+#[test]
+fn a_snapshots_live_bytes_by_site_stack_up_to_the_peak() {
+    let bytes = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
+    let s = Session::load(bytes, "snapshot.pickle").unwrap();
+    let m = s.view_model(&s.plan(&Scenario::default()).unwrap());
+    let series = m.site_series(0, 5, 100).unwrap();
+    assert_eq!(series.sites.len(), 6);
+    assert_eq!(series.sites[5], memplan_render::model::OTHER_SITES);
+    assert!(series.positions.len() <= 100);
+    let peak = m.devices[0].peak_position.unwrap();
+    let column = series
+        .positions
+        .iter()
+        .position(|&p| p == peak)
+        .expect("the peak is drawn");
+    let at: Vec<u64> = series.values.iter().map(|v| v[column]).collect();
+    assert_eq!(at, series.at_peak);
+    assert_eq!(at.iter().sum::<u64>(), m.devices[0].lower_bound);
+    let svg = memplan_render::svg::sites_svg(&series, 1000, 260).unwrap();
+    assert!(svg.contains(&series.sites[0]) && svg.contains("other sites"));
+    assert!(m.site_series(0, 5, 100).is_some());
+    let plain = Session::load(MLP.as_bytes(), "mlp.json").unwrap();
+    let plain = plain.view_model(&plain.plan(&Scenario::default()).unwrap());
+    assert_eq!(plain.site_series(0, 5, 100), None, "no stacks, no chart");
 }

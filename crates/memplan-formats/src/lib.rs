@@ -296,10 +296,12 @@ mod fuzz {
     use super::*;
     use proptest::prelude::*;
 
-    const SEEDS: [&str; 3] = [
+    const SEEDS: [&str; 4] = [
         include_str!("../../../static/examples/mlp-training.json"),
         include_str!("../../../static/examples/transformer-decode.json"),
         "id,lower,upper,size,offset\n0,0,10,4,0\n1,10,20,4,0\n2,5,15,8,4\n",
+        // A profiler trace: two operators, memory events on two devices, a free before.
+        r#"{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::linear","pid":1,"tid":1,"ts":0,"dur":90},{"ph":"X","cat":"python_function","name":"model.py(54): forward","pid":1,"tid":1,"ts":1,"dur":80},{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":5,"args":{"Device Type":1,"Device Id":0,"Addr":4096,"Bytes":512,"Total Allocated":512,"Total Reserved":2097152,"Ev Idx":1}},{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":6,"args":{"Device Type":0,"Device Id":-1,"Addr":64,"Bytes":-8,"Total Allocated":0,"Total Reserved":0,"Ev Idx":2}},{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":9,"args":{"Device Type":1,"Device Id":0,"Addr":4096,"Bytes":-512,"Total Allocated":0,"Total Reserved":2097152,"Ev Idx":3}}]}"#,
     ];
 
     const BINARY_SEEDS: [(&str, &[u8]); 2] = [
@@ -335,6 +337,10 @@ mod fuzz {
             for name in ["fuzz", "fuzz.onnx", "fuzz.pickle"] {
                 let _ = load(&bytes, name);
             }
+            // As a gzip file (a `.json.gz` trace).
+            let mut gzipped = vec![0x1f, 0x8b];
+            gzipped.extend(&bytes);
+            let _ = load(&gzipped, "fuzz.json.gz");
             // As a pickle of every protocol this reader takes.
             for version in 2u8..=5 {
                 let mut pickled = vec![0x80, version];

@@ -39,6 +39,16 @@ impl ColorBy {
     }
 }
 
+/// The color of series `k` of `n` in a stacked chart: the palette's, and gray for the last when
+/// `rest_last` (the series that sums the rest).
+pub fn series_color(k: usize, n: usize, rest_last: bool) -> Rgb {
+    if rest_last && k + 1 == n {
+        Rgb(0xb0, 0xb4, 0xba)
+    } else {
+        PALETTE[k % PALETTE.len()]
+    }
+}
+
 /// A qualitative palette (Tableau 10), readable on white and on a projector.
 const PALETTE: [Rgb; 10] = [
     Rgb(0x4e, 0x79, 0xa7),

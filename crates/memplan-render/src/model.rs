@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use std::collections::HashMap;
 
-use memplan_core::graph::{Frame, Graph, SiteGroup, Storage, TensorKind, group_by_site, site};
+use memplan_core::graph::{
+    Frame, Graph, NO_STACK, SiteGroup, Storage, TensorKind, group_by_site, site,
+};
 use memplan_core::liveness::Uses;
 use memplan_core::recorded::{Allocation, Oom, Recorded, Segment, at_positions};
 use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
@@ -712,6 +714,101 @@ pub struct PeakRow {
     /// The first step that writes it.
     pub producer: Option<u32>,
     pub alive: Alive,
+}
+
+/// The live bytes of a device over the schedule by allocation site: what [`ViewModel::site_series`]
+/// gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteSeries {
+    /// The sites, most bytes at the peak first; the last is the rest summed when there are more.
+    pub sites: Vec<String>,
+    /// Each site's bytes at the peak.
+    pub at_peak: Vec<u64>,
+    /// The positions shown: every position, or in a long schedule one per column, the one
+    /// where the live bytes are most (so no peak is lost).
+    pub positions: Vec<u32>,
+    /// Per site, its live bytes at each of `positions`.
+    pub values: Vec<Vec<u64>>,
+}
+
+/// What the rest of the sites are called in a [`SiteSeries`].
+pub const OTHER_SITES: &str = "other sites";
+
+impl ViewModel {
+    /// The live bytes of `device` at each position by allocation site: the `most` sites with
+    /// the most bytes at the peak, then the rest summed, at most `columns` positions (the
+    /// busiest of each run of positions). `None` when the dump records no stacks.
+    pub fn site_series(&self, device: usize, most: usize, columns: usize) -> Option<SiteSeries> {
+        let groups = self.peak_sites(device);
+        if groups.is_empty() {
+            return None;
+        }
+        let shown = groups.len().min(most.max(1));
+        let mut sites: Vec<String> = groups[..shown].iter().map(|g| g.site.clone()).collect();
+        let mut at_peak: Vec<u64> = groups[..shown].iter().map(|g| g.bytes).collect();
+        if groups.len() > shown {
+            sites.push(OTHER_SITES.to_string());
+            at_peak.push(groups[shown..].iter().map(|g| g.bytes).sum());
+        }
+        let index: HashMap<&str, usize> = sites[..shown]
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (s.as_str(), k))
+            .collect();
+        let rest = sites.len() - 1;
+        let n = self.positions as usize;
+        // Per site, a difference array over positions.
+        let mut deltas = vec![vec![0i128; n + 1]; sites.len()];
+        for b in self
+            .buffers
+            .iter()
+            .filter(|b| b.device == device && b.occupied > 0)
+        {
+            let site = b.stack.map_or(NO_STACK, |k| &self.stacks[k as usize].site);
+            let k = index.get(site).copied().unwrap_or(rest);
+            let (first, last) = if b.always_live {
+                (0, n.saturating_sub(1))
+            } else {
+                (b.first as usize, b.last as usize)
+            };
+            deltas[k][first.min(n)] += i128::from(b.occupied);
+            deltas[k][(last + 1).min(n)] -= i128::from(b.occupied);
+        }
+        let full: Vec<Vec<u64>> = deltas
+            .into_iter()
+            .map(|d| {
+                let mut live = 0i128;
+                d[..n]
+                    .iter()
+                    .map(|x| {
+                        live += x;
+                        live.max(0) as u64
+                    })
+                    .collect()
+            })
+            .collect();
+        let total = |p: usize| full.iter().map(|s| s[p]).fold(0u64, u64::saturating_add);
+        let width = n.div_ceil(columns.max(1)).max(1);
+        let positions: Vec<u32> = (0..n)
+            .step_by(width)
+            .map(|start| {
+                let end = (start + width).min(n);
+                (start..end)
+                    .max_by_key(|&p| (total(p), std::cmp::Reverse(p)))
+                    .unwrap_or(start) as u32
+            })
+            .collect();
+        let values = full
+            .iter()
+            .map(|s| positions.iter().map(|&p| s[p as usize]).collect())
+            .collect();
+        Some(SiteSeries {
+            sites,
+            at_peak,
+            positions,
+            values,
+        })
+    }
 }
 
 /// Why a tensor is still alive at the peak.

@@ -42,6 +42,74 @@ pub fn arena_rects(model: &ViewModel, device: usize, arena_only: bool) -> Vec<Re
         .collect()
 }
 
+/// The source allocator's own layout of a device: each allocation at its real address over its
+/// live interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AllocatorLayout {
+    pub rects: Vec<Rect>,
+    /// The bytes drawn: the spans end to end.
+    pub height: u64,
+    /// Each span's first address and where it starts in the drawing.
+    pub spans: Vec<(u64, u64)>,
+}
+
+/// The source allocator's layout of `device`, when its allocations have addresses. The address
+/// space is compressed to the spans in use (the segments the dump lists and the ranges its
+/// allocations cover, merged) laid end to end in address order, so the gaps between segments
+/// take no room and an allocation keeps its offset in its span.
+pub fn allocator_layout(model: &ViewModel, device: usize) -> Option<AllocatorLayout> {
+    let placed: Vec<(usize, u64, u64)> = (model.buffers.iter().enumerate())
+        .filter(|(_, b)| b.device == device && b.size > 0)
+        .filter_map(|(i, b)| Some((i, b.allocation?.address, b.size)))
+        .collect();
+    if placed.is_empty() {
+        return None;
+    }
+    let segments = model.allocator.get(device).and_then(Option::as_ref);
+    let mut ranges: Vec<(u64, u64)> = (placed.iter())
+        .map(|&(_, a, size)| (a, a.saturating_add(size)))
+        .chain(segments.into_iter().flat_map(|r| {
+            (r.segments.iter()).map(|s| (s.address, s.address.saturating_add(s.bytes)))
+        }))
+        .collect();
+    ranges.sort_unstable();
+    let mut spans: Vec<(u64, u64)> = Vec::new();
+    for (start, end) in ranges {
+        match spans.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => spans.push((start, end)),
+        }
+    }
+    let mut at = 0u64;
+    let based: Vec<(u64, u64)> = (spans.iter())
+        .map(|&(start, end)| {
+            let base = at;
+            at = at.saturating_add(end - start);
+            (start, base)
+        })
+        .collect();
+    let rects = placed
+        .iter()
+        .map(|&(i, address, size)| {
+            let k = based.partition_point(|s| s.0 <= address) - 1;
+            let y = based[k].1 + (address - based[k].0);
+            let b = &model.buffers[i];
+            Rect {
+                buffer: i,
+                x0: f64::from(b.first),
+                x1: f64::from(b.last) + 1.0,
+                y0: y as f64,
+                y1: y.saturating_add(size) as f64,
+            }
+        })
+        .collect();
+    Some(AllocatorLayout {
+        rects,
+        height: at,
+        spans: based,
+    })
+}
+
 /// The bytes of `device`'s memory: its pools end to end, or its arena pools alone.
 pub fn arena_height(model: &ViewModel, device: usize, arena_only: bool) -> u64 {
     model.devices.get(device).map_or(0, |d| {

@@ -8,8 +8,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::color::{ColorBy, Rgb, color_of, legend};
-use crate::model::ViewModel;
+use crate::color::{ColorBy, Rgb, color_of, legend, series_color};
+use crate::model::{OTHER_SITES, SiteSeries, ViewModel};
 use crate::scene::{Viewport, arena_height, arena_rects, timeline_rows};
 
 /// Why a drawing failed: plotters' error, which carries no more than its description.
@@ -157,6 +157,8 @@ enum Swatch {
 enum Corner {
     Left,
     Right,
+    /// At the area's left edge: a legend in an area of its own.
+    Edge,
 }
 
 fn color_entries(model: &ViewModel, by: ColorBy) -> Vec<(String, Swatch)> {
@@ -192,6 +194,7 @@ fn legend_box<DB: DrawingBackend>(
     let x = match corner {
         Corner::Right => width as i32 - w - 110,
         Corner::Left => 100,
+        Corner::Edge => 4,
     };
     let y = 24;
     area.draw(&Rectangle::new(
@@ -370,6 +373,84 @@ fn usage_chart<DB: DrawingBackend>(
         ));
     }
     legend_box(area, &entries, Corner::Left)
+}
+
+/// The live bytes over the schedule by allocation site, stacked (largest site at the bottom),
+/// each site in its color with its bytes at the peak in the legend: which line of the user's
+/// code holds the memory, and when.
+pub fn sites_svg(series: &SiteSeries, width: u32, height: u32) -> Result<String, RenderError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let columns = series.positions.len();
+        let rest_last = series.sites.last().is_some_and(|s| s == OTHER_SITES);
+        // Cumulative sums from the bottom: layer k's top is the sum of sites 0..=k.
+        let mut tops: Vec<Vec<u64>> = Vec::with_capacity(series.values.len());
+        for (k, values) in series.values.iter().enumerate() {
+            let below = if k == 0 { None } else { tops.get(k - 1) };
+            tops.push(
+                (0..columns)
+                    .map(|c| values[c].saturating_add(below.map_or(0, |b| b[c])))
+                    .collect(),
+            );
+        }
+        let top = tops
+            .last()
+            .and_then(|t| t.iter().max())
+            .copied()
+            .unwrap_or(1)
+            .max(1) as f64
+            * 1.05;
+        let x_end = series.positions.last().map_or(1.0, |&p| f64::from(p) + 1.0);
+        let legend_width = 300.min(width / 3);
+        let (plot, legend) = root.split_horizontally(width.saturating_sub(legend_width));
+        let mut chart = ChartBuilder::on(&plot)
+            .margin(12)
+            .x_label_area_size(30)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..x_end, 0.0..top)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc("position")
+            .y_desc("live bytes")
+            .x_labels(6)
+            .y_labels(5)
+            .x_label_formatter(&|x| format!("{}", x.max(0.0) as u64))
+            .y_label_formatter(&|y| bytes(y.max(0.0) as u64))
+            .draw()
+            .map_err(err)?;
+        for (k, layer) in tops.iter().enumerate().rev() {
+            let color = rgb(series_color(k, series.sites.len(), rest_last));
+            let points =
+                series.positions.iter().zip(layer).flat_map(|(&p, &v)| {
+                    [(f64::from(p), v as f64), (f64::from(p) + 1.0, v as f64)]
+                });
+            chart
+                .draw_series(AreaSeries::new(points, 0.0, color.mix(0.85)).border_style(color))
+                .map_err(err)?;
+        }
+        let entries: Vec<(String, Swatch)> = series
+            .sites
+            .iter()
+            .zip(&series.at_peak)
+            .enumerate()
+            .map(|(k, (site, &b))| {
+                let color = rgb(series_color(k, series.sites.len(), rest_last));
+                let site: String = if site.chars().count() > 40 {
+                    site.chars().take(39).chain(['…']).collect()
+                } else {
+                    site.clone()
+                };
+                (format!("{} · {site}", bytes(b)), Swatch::Fill(color))
+            })
+            .collect();
+        legend_box(&legend, &entries, Corner::Edge)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
 }
 
 #[cfg(test)]

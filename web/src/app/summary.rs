@@ -225,6 +225,9 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
             {r.reserved_bytes.map(|reserved| view! {
                 <p class="small" data-testid="reserved">{memplan_human::reserved_sentence(r.footprint_bytes, reserved, r.lower_bound_bytes)}</p>
             })}
+            {allocator_fragmentation(&analysis.model).into_iter().map(|(text, bytes)| view! {
+                <p class="small" data-testid="allocator-fragmentation" data-bytes=bytes.to_string()>{text}</p>
+            }).collect_view()}
             {(analysis.format == memplan_formats::Format::Onnx.name()).then(|| {
                 let shapes = RwSignal::new(String::new());
                 let apply = move || match memplan_formats::onnx::parse_input_shapes(&shapes.get_untracked()) {
@@ -262,6 +265,31 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
             })}
         </section>
     }
+}
+
+/// Per device the source allocator covers, its fragmentation at the peak (what it reserved
+/// there beyond the live bytes) beside the plan's, in words, with the allocator's bytes.
+fn allocator_fragmentation(m: &memplan_render::ViewModel) -> Vec<(String, u64)> {
+    (m.devices.iter().zip(m.allocator.iter()))
+        .filter_map(|(d, r)| {
+            let r = r.as_ref()?;
+            let peak = d.peak_position?;
+            let reserved = *r.reserved.get(peak as usize)?;
+            let live = d.lower_bound;
+            let theirs = reserved.saturating_sub(live);
+            let text = format!(
+                "{}: at the peak the allocator reserved {} for {} live: {} fragmentation{}; memplan's plan: {} ({} fragmentation)",
+                d.id,
+                memplan_human::bytes(reserved),
+                memplan_human::bytes(live),
+                memplan_human::bytes(theirs),
+                if r.reserved_traced { "" } else { " (reserved as at the dump: the trace records no segment events)" },
+                memplan_human::bytes(d.footprint_bytes),
+                memplan_human::bytes(d.footprint_bytes.saturating_sub(live)),
+            );
+            Some((text, theirs))
+        })
+        .collect()
 }
 
 #[cfg(test)]

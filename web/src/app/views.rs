@@ -83,6 +83,17 @@ pub(super) fn Views(state: PageState, search_input: NodeRef<Input>) -> impl Into
         }
     };
     let export_plan = move |kind| state.export(kind);
+    let has_stacks = Memo::new(move |_| {
+        state
+            .analysis
+            .with(|a| a.as_ref().is_some_and(|a| !a.model.stacks.is_empty()))
+    });
+    let has_addresses = Memo::new(move |_| {
+        state.analysis.with(|a| {
+            a.as_ref()
+                .is_some_and(|a| a.model.buffers.iter().any(|b| b.allocation.is_some()))
+        })
+    });
     let panel_button = move |panel: Panel, label: &'static str, title: &'static str| {
         view! {
             <button
@@ -109,6 +120,7 @@ pub(super) fn Views(state: PageState, search_input: NodeRef<Input>) -> impl Into
                         {panel_button(Panel::Devices, "Devices", "what fits a device: its usable memory, the headroom, the largest batch")}
                         {panel_button(Panel::Spaces, "Spaces", "where each slot lives: device, host, constant, shared")}
                         {panel_button(Panel::Compare, "Compare", "this plan against another strategy, flip set or dump, tensor by tensor")}
+                        {move || has_stacks.get().then(|| panel_button(Panel::Sites, "Sites", "the live bytes over time by the line of code that allocated them"))}
                     </div>
                     <input
                         node_ref=search_input
@@ -171,6 +183,18 @@ pub(super) fn Views(state: PageState, search_input: NodeRef<Input>) -> impl Into
                             </select>
                         </label>
                     })}
+                    {move || (state.tab.get() == Tab::Arena && has_addresses.get()).then(|| view! {
+                        <label class="control" title="memplan's plan, or where the source's allocator really put each allocation">
+                            "layout "
+                            <select data-testid="layout-select" on:change=move |ev| {
+                                state.allocator_layout.set(event_target_value(&ev) == "allocator");
+                                state.arena_window.set(None);
+                            }>
+                                <option value="plan" selected=move || !state.allocator_layout.get()>"memplan's plan"</option>
+                                <option value="allocator" selected=move || state.allocator_layout.get()>"the allocator's"</option>
+                            </select>
+                        </label>
+                    })}
                     <button on:click=move |_| state.window().set(None) title="F">"fit"</button>
                     <div class="exports">
                         <button data-testid="export-svg" on:click=export_svg>"SVG"</button>
@@ -186,6 +210,7 @@ pub(super) fn Views(state: PageState, search_input: NodeRef<Input>) -> impl Into
                     Panel::Devices => Some(view! { <crate::views::devices::DevicesPanel state=state /> }.into_any()),
                     Panel::Spaces => Some(view! { <crate::views::spaces::SpacesPanel state=state /> }.into_any()),
                     Panel::Compare => Some(view! { <crate::views::compare::ComparePanel state=state /> }.into_any()),
+                    Panel::Sites => Some(view! { <crate::views::sites::SitesPanel state=state /> }.into_any()),
                     Panel::None => None,
                 }}
             </Show>

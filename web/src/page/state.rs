@@ -104,6 +104,8 @@ pub struct PageState {
     pub arena_only: RwSignal<Option<bool>>,
     /// The time axis labels step names rather than position numbers.
     pub axis_steps: RwSignal<bool>,
+    /// The arena map shows the source allocator's layout (real addresses) instead of the plan's.
+    pub allocator_layout: RwSignal<bool>,
     /// Messages about the link (values it could not use, a file it cannot hold).
     pub notices: RwSignal<Vec<String>>,
     /// A local file the link named but cannot hold: offer to choose it again.
@@ -163,6 +165,7 @@ impl PageState {
             help: RwSignal::new(false),
             arena_only: RwSignal::new(url.arena_only),
             axis_steps: RwSignal::new(url.axis_steps),
+            allocator_layout: RwSignal::new(false),
             notices: RwSignal::new(url.warnings.clone()),
             missing_file: RwSignal::new(None),
             embed: url.embed,

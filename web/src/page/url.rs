@@ -47,6 +47,7 @@ pub enum Panel {
     Devices,
     Spaces,
     Compare,
+    Sites,
 }
 
 impl Panel {
@@ -58,6 +59,7 @@ impl Panel {
             Panel::Sweep => "sweep",
             Panel::Spaces => "spaces",
             Panel::Compare => "compare",
+            Panel::Sites => "sites",
         }
     }
 
@@ -69,6 +71,7 @@ impl Panel {
             Panel::Devices,
             Panel::Spaces,
             Panel::Compare,
+            Panel::Sites,
         ]
         .into_iter()
         .find(|p| p.name() == s)

@@ -8,5 +8,6 @@ pub mod devices;
 pub mod export;
 pub mod flips;
 pub mod panels;
+pub mod sites;
 pub mod spaces;
 pub mod sweep;

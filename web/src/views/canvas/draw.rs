@@ -221,6 +221,11 @@ pub(super) fn draw(
             scene.arena_only,
         );
     }
+    if tab == Tab::Arena {
+        let allocator = state.allocator_layout.get_untracked()
+            && model.buffers.iter().any(|b| b.allocation.is_some());
+        let _ = canvas.set_attribute("data-layout", if allocator { "allocator" } else { "plan" });
+    }
     // What the band drew of the source allocator's record, for the tests.
     let reserved = band
         .is_some()

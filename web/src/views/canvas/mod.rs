@@ -193,7 +193,11 @@ pub fn world(state: PageState, tab: Tab) -> Option<Viewport> {
     let model = &analysis.model;
     let device = model.clamp_device(state.device.get_untracked());
     let arena_only = state.arena_only_untracked();
+    let allocator = (tab == Tab::Arena && state.allocator_layout.get_untracked())
+        .then(|| memplan_render::scene::allocator_layout(model, device))
+        .flatten();
     let height = match tab {
+        Tab::Arena if allocator.is_some() => allocator.map_or(0, |l| l.height) as f64,
         Tab::Arena => arena_height(model, device, arena_only) as f64,
         Tab::Timeline => model
             .rows(
@@ -216,12 +220,20 @@ pub fn scene(state: PageState, side: Side, tab: Tab) -> Option<Scene> {
     match tab {
         Tab::Arena => {
             let matches: HashSet<usize> = model.search(&state.search.get()).into_iter().collect();
-            let rects = arena_rects(model, device, arena_only);
+            let allocator = state
+                .allocator_layout
+                .get()
+                .then(|| memplan_render::scene::allocator_layout(model, device))
+                .flatten();
+            let (rects, height) = match allocator {
+                Some(layout) => (layout.rects, layout.height),
+                None => (
+                    arena_rects(model, device, arena_only),
+                    arena_height(model, device, arena_only),
+                ),
+            };
             let faded = rects.iter().map(|r| !matches.contains(&r.buffer)).collect();
-            let fit = Viewport::fit(
-                f64::from(model.positions),
-                arena_height(model, device, arena_only) as f64,
-            );
+            let fit = Viewport::fit(f64::from(model.positions), height as f64);
             Some(Scene::new(model, rects, faded, fit, color_by, arena_only))
         }
         Tab::Timeline => {
