@@ -241,7 +241,7 @@ test('the devices panel: the usable budget, the headroom, the largest batch that
   assert.equal(await page.locator('[data-usable-band], [data-usable-line]').count(), 0, 'no class, no usable line');
   await testid('hardware-select').selectOption('l4-24gb');
   await testid('usable-bytes').waitFor();
-  const cliFits = fitsJson('--util', '0.9', '--param', 'B=1..64', '--set', 'S=4096');
+  const cliFits = fitsJson('--util', '0.9', '--param', 'B', '--set', 'S=4096');
   assert.equal(await bytesOf('usable-bytes'), cliFits.usable_bytes);
   assert.equal(await bytesOf('driver-bytes'), cliFits.driver_bytes);
   assert.equal(await testid('headroom').getAttribute('data-what'), 'headroom');
@@ -250,6 +250,29 @@ test('the devices panel: the usable budget, the headroom, the largest batch that
   await testid('fits-result').waitFor();
   assert.equal(await testid('fits-result').getAttribute('data-largest'), String(cliFits.largest));
   assert.match(await testid('fits-result').textContent(), /does not fit/);
+
+  // Figures near the boundary are exact enough to see that B fits and B+1 does not.
+  const [, fitting, usableText] = /footprint (.+?) <= (.+?) usable/.exec(await testid('fits-result').textContent());
+  assert.notEqual(fitting, usableText);
+
+  // The search is the param's whole range, not the slider's: with a short context the largest
+  // batch passes the slider's top (64 at B=8), and "apply" sets it.
+  await testid('param-value-S').fill('512');
+  await testid('param-value-S').press('Enter');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=fits-result]'));
+  const wide = fitsJson('--util', '0.9', '--param', 'B', '--set', 'S=512');
+  assert.ok(wide.largest > 64, `${wide.largest}`);
+  await testid('fits-button-B').click();
+  await page.waitForFunction((n) => document.querySelector('[data-testid=fits-result]')?.dataset.largest === String(n), wide.largest);
+  await testid('fits-apply').click();
+  await page.waitForFunction((n) => document.querySelector('[data-testid=param-value-B]')?.value === String(n), wide.largest);
+  await page.waitForFunction(() => document.querySelector('[data-testid=headroom]')?.dataset.what === 'headroom');
+  assert.equal(await page.locator('[data-testid=fits-apply]').count(), 0, 'applied: not offered again');
+  await testid('param-value-S').fill('4096');
+  await testid('param-value-S').press('Enter');
+  await testid('param-value-B').fill('8');
+  await testid('param-value-B').press('Enter');
+  await page.waitForFunction(() => /S%3D4096/.test(location.search) && /B%3D8/.test(location.search));
 
   // The param slider re-plans: at B=32 the plan overflows the device, as the bisection said.
   const plan = (b) => JSON.parse(cli('plan', serving, '--json', '--set', `B=${b}`)).footprint_bytes;

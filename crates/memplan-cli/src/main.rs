@@ -131,7 +131,8 @@ fn parse_binding(s: &str) -> Result<(String, u64), BadArgument> {
 struct ParamRange {
     name: String,
     lo: u64,
-    hi: u64,
+    /// `None`: no top (doubling until a value does not fit).
+    hi: Option<u64>,
 }
 
 fn parse_input_shape(s: &str) -> Result<(String, Vec<u64>), memplan_formats::onnx::BadInputShape> {
@@ -180,18 +181,30 @@ fn parse_percent(s: &str) -> Result<f64, BadArgument> {
         .ok_or_else(|| BadArgument(format!("`{s}` is not a percentage (5% or 5)")))
 }
 
+/// `NAME=LO..HI`, `NAME=LO..` (no top) or `NAME` (from 1, no top).
 fn parse_range(s: &str) -> Result<ParamRange, BadArgument> {
-    let bad = || BadArgument(format!("`{s}` is not NAME=LO..HI with integers LO <= HI"));
-    let (name, range) = s.split_once('=').ok_or_else(bad)?;
+    let bad = || {
+        BadArgument(format!(
+            "`{s}` is not NAME, NAME=LO.. or NAME=LO..HI with integers LO <= HI"
+        ))
+    };
+    let Some((name, range)) = s.split_once('=') else {
+        return match s.trim() {
+            "" => Err(bad()),
+            name => Ok(ParamRange {
+                name: name.to_string(),
+                lo: 1,
+                hi: None,
+            }),
+        };
+    };
     let (lo, hi) = range.split_once("..").ok_or_else(bad)?;
-    let (lo, hi): (u64, u64) = (
-        lo.trim().parse().map_err(|_| bad())?,
-        hi.trim()
-            .trim_start_matches('=')
-            .parse()
-            .map_err(|_| bad())?,
-    );
-    if lo > hi {
+    let lo: u64 = lo.trim().parse().map_err(|_| bad())?;
+    let hi = match hi.trim().trim_start_matches('=') {
+        "" => None,
+        hi => Some(hi.parse::<u64>().map_err(|_| bad())?),
+    };
+    if hi.is_some_and(|hi| lo > hi) {
         return Err(bad());
     }
     Ok(ParamRange {
@@ -392,7 +405,8 @@ enum Command {
     /// The largest value of a param whose plan fits a device class (checked bisection).
     Fits {
         file: PathBuf,
-        /// The param and the range to search, e.g. `--param B=1..256`.
+        /// The param and the range to search: `--param B=1..256`, or `B=1..` and `B` for no
+        /// top (doubling until a value does not fit, then bisecting).
         #[arg(long, value_parser = parse_range)]
         param: ParamRange,
         #[command(flatten)]

@@ -372,6 +372,22 @@ fn fits_answers_the_largest_batch_with_both_witnesses() {
         text.contains(&format!("largest B that fits: {largest}")),
         "{text}"
     );
+    // With no top (`B` alone, or `B=1..`), the same answer, found by doubling past any range;
+    // a range that stops below it answers its top.
+    for open in ["B", "B=1.."] {
+        let mut a = args;
+        a[7] = open;
+        let o = memplan(&a);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(r["largest"].as_u64(), Some(largest), "{open}");
+        assert!(r["hi"].is_null());
+    }
+    let mut low = args;
+    let top = format!("B=1..{}", largest / 2);
+    low[7] = &top;
+    let r: serde_json::Value = serde_json::from_str(&stdout(&memplan(&low))).unwrap();
+    assert_eq!(r["largest"].as_u64(), Some(largest / 2));
 }
 
 #[test]

@@ -169,6 +169,44 @@ pub fn largest_fitting<E>(
     })
 }
 
+/// The largest `x >= lo` with `fits(x)`, with no top: doubling from `lo` until a value does not
+/// fit (a value whose sizes overflow must answer "does not fit", so this stops within 64
+/// doublings), then bisecting between the last that fits and the first that does not. `None`
+/// when `lo` does not fit. `fits` must be monotone.
+pub fn largest_fitting_from<E>(
+    lo: u64,
+    fits: &mut dyn FnMut(u64) -> Result<bool, E>,
+) -> Result<Largest, E> {
+    let mut probes = 0;
+    if !fits(lo)? {
+        return Ok(Largest {
+            largest: None,
+            probes: 1,
+        });
+    }
+    probes += 1;
+    let mut good = lo;
+    loop {
+        let next = good.max(1).saturating_mul(2);
+        if next == good {
+            // u64::MAX fits: there is nothing larger.
+            return Ok(Largest {
+                largest: Some(good),
+                probes,
+            });
+        }
+        probes += 1;
+        if !fits(next)? {
+            let inner = largest_fitting(good, next - 1, fits)?;
+            return Ok(Largest {
+                largest: inner.largest,
+                probes: probes + inner.probes,
+            });
+        }
+        good = next;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,5 +278,20 @@ mod tests {
             prop_assert_eq!(r.largest, expected);
             prop_assert!(r.probes <= 2 + 64 - span.max(1).leading_zeros());
         }
+
+        #[test]
+        fn doubling_finds_the_threshold_past_any_range(lo in 0u64..1000, limit in 0u64..u64::MAX) {
+            let r = largest_fitting_from(lo, &mut |x| Ok::<_, ()>(x <= limit)).unwrap();
+            let expected = (limit >= lo).then_some(limit);
+            prop_assert_eq!(r.largest, expected);
+            // At most 65 doublings and a bisection of 64 halvings (and its two ends).
+            prop_assert!(r.probes <= 1 + 65 + 66);
+        }
+    }
+
+    #[test]
+    fn doubling_ends_at_the_largest_value_there_is() {
+        let r = largest_fitting_from(3, &mut |_| Ok::<_, ()>(true)).unwrap();
+        assert_eq!(r.largest, Some(u64::MAX));
     }
 }

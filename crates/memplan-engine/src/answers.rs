@@ -188,9 +188,9 @@ impl SweepAnswer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FitsAnswer {
     pub param: String,
-    /// The range searched, as asked.
+    /// The range searched, as asked; `hi` `None`: no top.
     pub lo: u64,
-    pub hi: u64,
+    pub hi: Option<u64>,
     pub largest: Option<u64>,
     pub device_class: String,
     /// The device's usable bytes and how they are made.
@@ -202,7 +202,7 @@ pub struct FitsAnswer {
 }
 
 impl FitsAnswer {
-    pub fn of(device_class: &str, (lo, hi): (u64, u64), fits: &Fits) -> FitsAnswer {
+    pub fn of(device_class: &str, (lo, hi): (u64, Option<u64>), fits: &Fits) -> FitsAnswer {
         FitsAnswer {
             param: fits.param.clone(),
             lo,

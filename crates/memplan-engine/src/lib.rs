@@ -20,7 +20,9 @@ pub mod query;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use memplan_core::budget::{Budget, BudgetError, DriverTerms, largest_fitting};
+use memplan_core::budget::{
+    Budget, BudgetError, DriverTerms, largest_fitting, largest_fitting_from,
+};
 use memplan_core::graph::{GraphError, ResolvedGraph, group_by_site};
 use memplan_core::liveness::analyze_flipped_with;
 use memplan_core::problem::ProblemError;
@@ -868,15 +870,16 @@ impl Session {
         })
     }
 
-    /// The largest value of `param` in `lo..=hi` whose plan fits the scenario's device on every
-    /// device of the dump, by bisection over the planner's footprint; checked: it fits, and the
-    /// next value does not (or it is `hi`). A value whose sizes overflow does not fit.
+    /// The largest value of `param` in `lo..=hi` (`hi` `None`: no top) whose plan fits the
+    /// scenario's device on every device of the dump, by bisection over the planner's footprint
+    /// (with no top, after doubling from `lo` until a value does not fit); checked: it fits, and
+    /// the next value does not (or it is `hi`). A value whose sizes overflow does not fit.
     pub fn largest_fitting(
         &self,
         scenario: &Scenario,
         param: &str,
         lo: u64,
-        hi: u64,
+        hi: Option<u64>,
     ) -> Result<Fits, EngineError> {
         let budget = self
             .budget(scenario)?
@@ -915,7 +918,11 @@ impl Session {
             }
         };
         let fits = |f: Option<u64>| f.is_some_and(|f| f <= budget.usable_bytes);
-        let answer = largest_fitting(lo, hi, &mut |v| footprint(v).map(fits))?;
+        let answer = match hi {
+            Some(hi) => largest_fitting(lo, hi, &mut |v| footprint(v).map(fits))?,
+            None => largest_fitting_from(lo, &mut |v| footprint(v).map(fits))?,
+        };
+        let hi = hi.unwrap_or(u64::MAX);
         let (footprint_at_largest, footprint_at_next) = match answer.largest {
             None => (None, if lo <= hi { footprint(lo)? } else { None }),
             Some(x) => {

@@ -51,7 +51,8 @@ pub struct FitsQuery {
     pub scenario: Scenario,
     pub param: String,
     pub lo: u64,
-    pub hi: u64,
+    /// `None`: the param's whole range from `lo` (doubling until a value does not fit).
+    pub hi: Option<u64>,
 }
 
 /// Each slot's memory space, access and host transfer, and each output's source.
@@ -290,7 +291,7 @@ mod tests {
             scenario: Scenario::default(),
             param: "B".into(),
             lo: 1,
-            hi: 8,
+            hi: Some(8),
         };
         assert!(fits.ask(&s, &mut Control::default()).is_err());
         // A plan of the dump checks; a dump with no offsets of its own has none to check.

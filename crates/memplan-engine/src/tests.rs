@@ -289,7 +289,7 @@ fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
         device_class: on("l4-24gb", 0.9),
         ..Scenario::default()
     };
-    let f = s.largest_fitting(&scenario, "B", 1, 512).unwrap();
+    let f = s.largest_fitting(&scenario, "B", 1, Some(512)).unwrap();
     let x = f.largest.unwrap();
     assert!(f.footprint_at_largest.unwrap() <= f.budget.usable_bytes);
     assert!(f.footprint_at_next.unwrap() > f.budget.usable_bytes);
@@ -308,7 +308,7 @@ fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
         ..scenario.clone()
     };
     assert!(
-        s.largest_fitting(&long, "B", 1, 512)
+        s.largest_fitting(&long, "B", 1, Some(512))
             .unwrap()
             .largest
             .unwrap()
@@ -319,22 +319,30 @@ fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
         ..scenario.clone()
     };
     assert!(
-        s.largest_fitting(&h100, "B", 1, 512)
+        s.largest_fitting(&h100, "B", 1, Some(512))
             .unwrap()
             .largest
             .unwrap()
             > x
     );
     // Edges: nothing fits; the top of the range fits; sizes past 2^64 do not fit.
-    let tiny = s.largest_fitting(&scenario, "B", 1000, 2000).unwrap();
+    let tiny = s.largest_fitting(&scenario, "B", 1000, Some(2000)).unwrap();
     assert_eq!(tiny.largest, None);
     assert!(tiny.footprint_at_next.unwrap() > tiny.budget.usable_bytes);
-    let top = s.largest_fitting(&scenario, "B", 1, 4).unwrap();
+    let top = s.largest_fitting(&scenario, "B", 1, Some(4)).unwrap();
     assert_eq!((top.largest, top.footprint_at_next), (Some(4), None));
-    let huge = s.largest_fitting(&scenario, "S", 1, u64::MAX).unwrap();
+    // With no top: doubling past any range, then bisecting, to the same checked answer.
+    let open = s.largest_fitting(&scenario, "B", 1, None).unwrap();
+    assert_eq!(open.largest, Some(x));
+    assert_eq!(open.footprint_at_next, f.footprint_at_next);
+    let from_above = s.largest_fitting(&scenario, "B", x + 1, None).unwrap();
+    assert_eq!(from_above.largest, None);
+    let huge = s
+        .largest_fitting(&scenario, "S", 1, Some(u64::MAX))
+        .unwrap();
     assert!(huge.largest.is_some());
     assert!(matches!(
-        s.largest_fitting(&Scenario::default(), "B", 1, 8),
+        s.largest_fitting(&Scenario::default(), "B", 1, Some(8)),
         Err(EngineError::NoDevice { .. })
     ));
 }

@@ -400,6 +400,24 @@ pub fn space_counts(counts: &SpaceCounts) -> String {
     )
 }
 
+/// `value` in human units, or in exact bytes when those units would round it to what
+/// `against` shows: near a device's boundary, "19.60 GiB <= 19.60 GiB" says nothing.
+pub fn bytes_against(value: u64, against: u64) -> String {
+    if value != against && bytes(value) == bytes(against) {
+        format!("{} B", grouped(value))
+    } else {
+        bytes(value)
+    }
+}
+
+/// The range a fits query searched: `lo..=hi`, or `lo..` with no top.
+pub fn range_text(lo: u64, hi: Option<u64>) -> String {
+    match hi {
+        Some(hi) => format!("{lo}..={hi}"),
+        None => format!("{lo}.."),
+    }
+}
+
 /// `memplan fits`' answer in words, with both witnesses and what the query took.
 pub fn fits_text(f: &FitsAnswer, millis: f64) -> String {
     let mut out = String::new();
@@ -414,18 +432,19 @@ pub fn fits_text(f: &FitsAnswer, millis: f64) -> String {
         bytes(f.budget.driver_bytes)
     );
     let usable = f.budget.usable_bytes;
+    let shown = |footprint: u64| bytes_against(footprint, usable);
+    let usable_shown = |footprint: u64| bytes_against(usable, footprint);
     let over = |footprint: u64| bytes(footprint.saturating_sub(usable));
     match f.largest {
         None => {
             let _ = writeln!(
                 out,
-                "no {} in {}..={} fits: at {}={} the footprint is {}, over by {}",
+                "no {} in {} fits: at {}={} the footprint is {}, over by {}",
+                f.param,
+                range_text(f.lo, f.hi),
                 f.param,
                 f.lo,
-                f.hi,
-                f.param,
-                f.lo,
-                f.footprint_at_next.map_or("past 2^64 bytes".into(), bytes),
+                f.footprint_at_next.map_or("past 2^64 bytes".into(), shown),
                 f.footprint_at_next.map_or("-".into(), over)
             );
         }
@@ -434,20 +453,22 @@ pub fn fits_text(f: &FitsAnswer, millis: f64) -> String {
             if let Some(at) = f.footprint_at_largest {
                 let _ = writeln!(
                     out,
-                    "  {}={x}: footprint {}, headroom {}",
+                    "  {}={x}: footprint {} <= {} usable, headroom {}",
                     f.param,
-                    bytes(at),
-                    bytes(usable - at.min(usable))
+                    shown(at),
+                    usable_shown(at),
+                    bytes_against(usable - at.min(usable), 0)
                 );
             }
-            match (x < f.hi, f.footprint_at_next) {
+            match (x < f.hi.unwrap_or(u64::MAX), f.footprint_at_next) {
                 (true, Some(next)) => {
                     let _ = writeln!(
                         out,
-                        "  {}={}: footprint {}, over by {}",
+                        "  {}={}: footprint {} > {} usable, over by {}",
                         f.param,
                         x + 1,
-                        bytes(next),
+                        shown(next),
+                        usable_shown(next),
                         over(next)
                     );
                 }
@@ -455,7 +476,7 @@ pub fn fits_text(f: &FitsAnswer, millis: f64) -> String {
                     let _ = writeln!(out, "  {}={}: its sizes pass 2^64 bytes", f.param, x + 1);
                 }
                 (false, _) => {
-                    let _ = writeln!(out, "  (the top of the range {}..={})", f.lo, f.hi);
+                    let _ = writeln!(out, "  (the top of the range {})", range_text(f.lo, f.hi));
                 }
             }
         }

@@ -499,7 +499,7 @@ impl PageState {
     }
 
     /// Asks for the largest value of `param` in `lo..=hi` that fits the device.
-    pub fn find_largest(self, param: String, lo: u64, hi: u64) {
+    pub fn find_largest(self, param: String, lo: u64, hi: Option<u64>) {
         if self.analysis.get_untracked().is_some() {
             let scenario = self.scenario();
             let request = Request::Fits {

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use memplan_formats::hardware;
 
 use crate::error::WebError;
-use memplan_human::bytes;
+use memplan_human::{bytes, bytes_against, range_text};
 use wasm_bindgen_futures::JsFuture;
 
 use crate::page::state::PageState;
@@ -109,8 +109,8 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
                             } />
                     </label>
                     <button data-testid=format!("fits-button-{name}") disabled=!has_device
-                        title=if has_device { "bisect for the largest value whose plan fits the device" } else { "choose a device class first" }
-                        on:click=move |_| state.find_largest(fits_name.clone(), 1, top)>
+                        title=if has_device { "the largest value whose plan fits the device, over the param's whole range (not the slider's)" } else { "choose a device class first" }
+                        on:click=move |_| state.find_largest(fits_name.clone(), 1, None)>
                         {format!("largest {name} that fits")}
                     </button>
                 </div>
@@ -119,32 +119,53 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
     };
     let fits = move || {
         let f = state.fits.get()?;
-        let usable = bytes(f.budget.usable_bytes);
+        let usable = f.budget.usable_bytes;
+        let shown = |footprint: u64| bytes_against(footprint, usable);
         let text = match (f.largest, f.footprint_at_largest, f.footprint_at_next) {
             (Some(n), Some(at), Some(next)) => format!(
-                "largest {} that fits: {n} (footprint {} <= {usable}); at {}: {} does not fit; {} plans",
+                "largest {} that fits: {n} (footprint {} <= {} usable); at {}: {} > {} does not fit; {} plans",
                 f.param,
-                bytes(at),
+                shown(at),
+                bytes_against(usable, at),
                 n + 1,
-                bytes(next),
+                shown(next),
+                bytes_against(usable, next),
                 f.probes
             ),
             (Some(n), Some(at), None) => format!(
-                "largest {} that fits: {n}, the top of the range (footprint {} <= {usable}); {} plans",
+                "largest {} that fits: {n}, the top of the range {} (footprint {} <= {} usable); {} plans",
                 f.param,
-                bytes(at),
+                range_text(f.lo, f.hi),
+                shown(at),
+                bytes_against(usable, at),
                 f.probes
             ),
             _ => format!(
-                "no value of {} fits {usable}{}",
+                "no value of {} fits {}{}",
                 f.param,
+                bytes(usable),
                 f.footprint_at_next
                     .map_or(String::new(), |b| format!(": the least needs {}", bytes(b)))
             ),
         };
-        Some(
-            view! { <p data-testid="fits-result" data-largest=f.largest.map(|n| n.to_string()).unwrap_or_default()>{text}</p> },
-        )
+        let current = state.params.with(|p| p.get(&f.param).copied());
+        let apply = f.largest.filter(|&n| Some(n) != current).map(|n| {
+            let name = f.param.clone();
+            view! {
+                <button data-testid="fits-apply" title="set the param to it and plan"
+                    on:click=move |_| {
+                        let name = name.clone();
+                        state.change_device(|| state.params.update(|p| { p.insert(name, n); }));
+                    }>
+                    {format!("apply {}={n}", f.param)}
+                </button>
+            }
+        });
+        Some(view! {
+            <p data-testid="fits-result" data-largest=f.largest.map(|n| n.to_string()).unwrap_or_default()>
+                {text}" "{apply}
+            </p>
+        })
     };
     view! {
         <div class="panel-table devices-panel" data-testid="devices-panel">

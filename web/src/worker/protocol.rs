@@ -40,7 +40,8 @@ pub enum Request {
         scenario: Scenario,
         param: String,
         lo: u64,
-        hi: u64,
+        /// `None`: no top.
+        hi: Option<u64>,
     },
     /// Sweep targets from the minimized footprint to the baseline: fit at `points` targets.
     Sweep { scenario: Scenario, points: usize },
