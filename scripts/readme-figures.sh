@@ -155,7 +155,7 @@ if want onnx; then
 replace onnx "$tmp/onnx"
 fi
 
-fits_cmd="memplan fits static/examples/decoder-serving.json --device-class l4-24gb --util 0.9 --param B=1..1024 --set S=4096"
+fits_cmd="memplan fits static/examples/decoder-serving.json --device-class l4-24gb --util 0.9 --param B --set S=4096"
 if want fits; then
 {
   echo "\`$fits_cmd\` ($today, $cores cores):"
