@@ -79,8 +79,12 @@ const prerequisites = [
  */
 const isolation = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 
-/** Serves `dist/` (and `/fixtures/...` from extra files) until `close()`. */
-export async function serve(extra = {}) {
+/**
+ * Serves `dist/` under `base` (the host's root by default; `/some/path/` as a site serving the
+ * explorer from a sub-path), and `/fixtures/...` from extra files, until `close()`; `url` is
+ * where the explorer is.
+ */
+export async function serve(extra = {}, { base = '/' } = {}) {
   for (const [path, what] of prerequisites) {
     if (!existsSync(path)) throw new Error(`${path} is missing: the end-to-end tests need ${what}`);
   }
@@ -91,7 +95,12 @@ export async function serve(extra = {}) {
       res.end(extra[path]);
       return;
     }
-    const file = normalize(join(dist, path === '/' ? 'index.html' : path));
+    if (!path.startsWith(base)) {
+      res.writeHead(404).end();
+      return;
+    }
+    const inside = path.slice(base.length - 1);
+    const file = normalize(join(dist, inside === '/' ? 'index.html' : inside));
     if (!file.startsWith(dist)) {
       res.writeHead(403).end();
       return;
@@ -105,7 +114,7 @@ export async function serve(extra = {}) {
     }
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  const url = `http://127.0.0.1:${server.address().port}/`;
+  const url = `http://127.0.0.1:${server.address().port}${base}`;
   return { url, close: () => new Promise((ok) => server.close(ok)) };
 }
 

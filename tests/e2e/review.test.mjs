@@ -141,7 +141,9 @@ test('in a 700x400 iframe the embedded view fills the frame, with a link to open
     return c?.hasAttribute('data-draw-ms') && c.getBoundingClientRect().width >= 690;
   });
   const box = await frame.getByTestId('arena-canvas').boundingBox();
-  assert.ok(box.width >= 690 && box.height >= 380, `canvas ${box.width}x${box.height}`);
+  // The view fills the frame under the bar with the title, footprint and link (about 24 px).
+  const bar = await frame.getByTestId('open-whole').boundingBox();
+  assert.ok(box.width >= 690 && box.height >= 400 - 30 && box.y >= bar.y + bar.height - 1, `canvas ${box.width}x${box.height} at ${box.y}`);
   assert.ok(box.y + box.height <= 401, 'not cut off');
   assert.equal(await frame.getByTestId('summary').count(), 0);
   assert.equal(await frame.getByTestId('search').count(), 0);

@@ -77,16 +77,22 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
             example: url.example.clone(),
             src: url.src.clone(),
             file: url.file.clone(),
+            posted: url.posted.clone(),
         },
     };
-    let same_dump =
-        origin.example == url.example && origin.src == url.src && origin.file == url.file;
+    let same_dump = origin.example == url.example
+        && origin.src == url.src
+        && origin.file == url.file
+        && origin.posted == url.posted;
     if !same_dump {
         if let Some(e) = url
             .example
             .as_deref()
             .and_then(|name| EXAMPLES.iter().find(|e| e.name == name))
-            .or((url.src.is_none() && url.file.is_none()).then_some(DEFAULT_EXAMPLE))
+            .or(
+                (url.src.is_none() && url.file.is_none() && url.posted.is_none())
+                    .then_some(DEFAULT_EXAMPLE),
+            )
         {
             state.strategy.set(url.strategy);
             state.work_limit.set(url.work_limit);

@@ -18,7 +18,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::error::{FetchFailure, WebError};
 use crate::page::examples::{DEFAULT_EXAMPLE, EXAMPLES};
-use crate::page::state::{Busy, Origin, PageState, Restore};
+use crate::page::state::{Busy, MissingFile, Origin, PageState, Restore};
 use crate::page::url::UrlState;
 use crate::views::panels::{Details, PeakTable, Unplanned};
 use crate::worker::protocol::STAGES;
@@ -128,6 +128,7 @@ pub fn App() -> impl IntoView {
         example: url.example.clone(),
         src: url.src.clone(),
         file: url.file.clone(),
+        posted: url.posted.clone(),
     };
     state.restore.set_value(Some(Restore {
         selected: url.selected.clone(),
@@ -151,7 +152,17 @@ pub fn App() -> impl IntoView {
                 }
             });
         }
-        (None, None, Some(file)) => state.missing_file.set(Some(file)),
+        (None, None, Some(name)) => state.missing_file.set(Some(MissingFile {
+            name,
+            posted: false,
+        })),
+        (None, None, None) if url.posted.is_some() => {
+            // The embed that opened this tab hands the dump over when told this page is ready.
+            let name = url.posted.clone().unwrap_or_default();
+            state
+                .missing_file
+                .set(Some(MissingFile { name, posted: true }));
+        }
         (None, example, _) => {
             let example = example
                 .as_deref()
@@ -331,9 +342,13 @@ pub fn App() -> impl IntoView {
                         <button class="help-button" on:click=move |_| state.help.update(|h| *h = !*h)>"? keys"</button>
                     </nav>
                 </header>
-                {move || state.missing_file.get().map(|name| view! {
+                {move || state.missing_file.get().map(|missing| view! {
                     <div class="notice" data-testid="missing-file" role="status">
-                        <span>{format!("“{name}” was opened from your disk, so the link cannot hold it. Choose it again to see this view.")}</span>
+                        <span>{if missing.posted {
+                            format!("“{}” was posted to an embedded explorer by the page around it: a posted dump cannot travel in a link. Open it from that page, or choose the file to see this view.", missing.name)
+                        } else {
+                            format!("“{}” was opened from your disk, so the link cannot hold it. Choose it again to see this view.", missing.name)
+                        }}</span>
                         <button on:click=choose_file>"choose the file"</button>
                     </div>
                 })}
@@ -381,6 +396,34 @@ pub fn App() -> impl IntoView {
                     <button class="dismiss" aria-label="Dismiss" on:click=move |_| state.error.set(None)>"×"</button>
                 </div>
             })}
+            <Show when=move || state.embed>
+                // The dump's title and footprint, and a link to open it whole: a bar of its own,
+                // so it covers no label of the view nor the error banner.
+                <div class="embed-bar">
+                    {move || state.analysis.get().map(|a| {
+                        let r = &a.summary;
+                        view! {
+                            <span class="embed-title" data-testid="embed-title" title=a.source.clone()>
+                                {if a.model.title.is_empty() { a.source.clone() } else { a.model.title.clone() }}
+                            </span>
+                            <span class="embed-footprint" data-testid="embed-footprint" data-bytes=r.footprint_bytes.to_string()
+                                title=format!("lower bound {}", memplan_human::bytes(r.lower_bound_bytes))>
+                                {format!("footprint {}", memplan_human::bytes(r.footprint_bytes))}
+                            </span>
+                        }
+                    })}
+                    // A posted dump is handed to the page this opens (its opener is this embed).
+                    <a class="open-whole" data-testid="open-whole" target="_blank"
+                        rel=move || if state.origin.with(|o| o.posted.is_some()) && crate::page::embed::holds_posted() { "opener" } else { "noopener" }
+                        href=move || {
+                            let mut u = state.url_state();
+                            u.embed = false;
+                            let query = u.to_query();
+                            if query.is_empty() { "./".to_string() } else { format!("./?{query}") }
+                        }
+                    >"open in memplan ↗"</a>
+                </div>
+            </Show>
             <Show when=loaded>
                 {move || (!state.embed).then(|| state.analysis.get().map(|a| view! { <Summary state=state analysis=a /> }))}
                 <div class="workspace" class:embed=state.embed>
@@ -393,16 +436,6 @@ pub fn App() -> impl IntoView {
                         </aside>
                     </Show>
                 </div>
-            </Show>
-            <Show when=move || state.embed>
-                <a class="open-whole" data-testid="open-whole" target="_blank" rel="noopener"
-                    href=move || {
-                        let mut u = state.url_state();
-                        u.embed = false;
-                        let query = u.to_query();
-                        if query.is_empty() { "./".to_string() } else { format!("./?{query}") }
-                    }
-                >"open in memplan ↗"</a>
             </Show>
             <Show when=move || state.help.get()><Help state=state /></Show>
         </div>

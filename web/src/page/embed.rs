@@ -6,6 +6,11 @@
 //! "..."` instead of `bytes`); the dump loads in the worker like a dropped file. Messages without
 //! `memplan: 1` are not ours and are ignored; a malformed one of ours is named in the banner.
 //! Any origin may post: a dump is data, shown as text, never run.
+//!
+//! A posted dump cannot travel in a link, so "open in memplan" hands it over: the embed keeps
+//! the bytes it was posted, opens the whole explorer with `posted=NAME` (and itself as the
+//! opener), and when that page says `ready` to its opener, posts it the bytes as its own host
+//! did. Opened any other way, that page says plainly that the dump was posted.
 
 use crate::error::WebError;
 use leptos::prelude::*;
@@ -20,6 +25,31 @@ enum Message {
         name: String,
         bytes: js_sys::ArrayBuffer,
     },
+    /// A page this embed opened is listening.
+    Ready,
+}
+
+thread_local! {
+    /// The dump the host posted last (a copy: the worker takes the original), to hand to the
+    /// whole explorer this embed opens.
+    static POSTED: std::cell::RefCell<Option<(String, js_sys::ArrayBuffer)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether the dump shown was posted and its bytes are kept to hand over.
+pub fn holds_posted() -> bool {
+    POSTED.with(|p| p.borrow().is_some())
+}
+
+/// `{memplan: 1, type}` with `fields`.
+fn message(kind: &str, fields: &[(&str, wasm_bindgen::JsValue)]) -> js_sys::Object {
+    let m = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&m, &"memplan".into(), &1.into());
+    let _ = js_sys::Reflect::set(&m, &"type".into(), &kind.into());
+    for (key, value) in fields {
+        let _ = js_sys::Reflect::set(&m, &(*key).into(), value);
+    }
+    m
 }
 
 fn field(data: &wasm_bindgen::JsValue, key: &str) -> wasm_bindgen::JsValue {
@@ -55,6 +85,7 @@ fn read(data: &wasm_bindgen::JsValue) -> Option<Result<Message, WebError>> {
                 Err(WebError::PostedNoBytes { name })
             }
         }
+        "ready" => Ok(Message::Ready),
         other => Err(WebError::PostedUnknown {
             kind: other.to_string(),
         }),
@@ -71,11 +102,31 @@ pub fn listen(state: PageState) {
                 None => {}
                 Some(Ok(Message::Load { name, bytes })) => {
                     state.forget_flips();
+                    state.missing_file.set(None);
                     let origin = Origin {
-                        file: Some(name.clone()),
+                        posted: Some(name.clone()),
                         ..Origin::default()
                     };
+                    if state.embed {
+                        let copy = bytes.slice(0);
+                        POSTED.with(|p| *p.borrow_mut() = Some((name.clone(), copy)));
+                    }
                     state.load(bytes, &name, origin);
+                }
+                Some(Ok(Message::Ready)) => {
+                    // Another page's window is of another realm: not `instanceof` this one's
+                    // Window, so it is taken unchecked (only `postMessage` is called on it).
+                    let Some(source) = e.source() else { return };
+                    let target = source.unchecked_into::<web_sys::Window>();
+                    POSTED.with(|p| {
+                        if let Some((name, bytes)) = &*p.borrow() {
+                            let load = message(
+                                "load",
+                                &[("name", name.into()), ("bytes", bytes.slice(0).into())],
+                            );
+                            let _ = target.post_message(&load, "*");
+                        }
+                    });
                 }
                 Some(Err(message)) => state.error.set(Some(message)),
             },
@@ -83,12 +134,20 @@ pub fn listen(state: PageState) {
     let Some(window) = web_sys::window() else {
         return;
     };
+    let ready = message("ready", &[]);
     if let Ok(Some(parent)) = window.parent()
         && !js_sys::Object::is(&parent, &window)
     {
-        let ready = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&ready, &"memplan".into(), &1.into());
-        let _ = js_sys::Reflect::set(&ready, &"type".into(), &"ready".into());
         let _ = parent.post_message(&ready, "*");
+    }
+    // A whole explorer an embed opened for its posted dump asks the embed for it.
+    if state
+        .missing_file
+        .with_untracked(|m| m.as_ref().is_some_and(|m| m.posted))
+        && let Ok(opener) = window.opener()
+        && opener.is_object()
+    {
+        let opener = opener.unchecked_into::<web_sys::Window>();
+        let _ = opener.post_message(&ready, "*");
     }
 }

@@ -66,6 +66,16 @@ pub struct Origin {
     pub example: Option<String>,
     pub src: Option<String>,
     pub file: Option<String>,
+    /// Posted by the host page of an embed (`postMessage`): its name.
+    pub posted: Option<String>,
+}
+
+/// A dump a link names but cannot hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MissingFile {
+    pub name: String,
+    /// Posted by an embed's host page (else opened from the user's disk).
+    pub posted: bool,
 }
 
 /// What a link asks to show once its dump is loaded.
@@ -108,8 +118,9 @@ pub struct PageState {
     pub allocator_layout: RwSignal<bool>,
     /// Messages about the link (values it could not use, a file it cannot hold).
     pub notices: RwSignal<Vec<String>>,
-    /// A local file the link named but cannot hold: offer to choose it again.
-    pub missing_file: RwSignal<Option<String>>,
+    /// A dump the link named but cannot hold (a local file, or one an embed's host posted):
+    /// offer to choose it again.
+    pub missing_file: RwSignal<Option<MissingFile>>,
     pub embed: bool,
     /// What is being loaded, while it is.
     pub busy: RwSignal<Option<Busy>>,
@@ -599,7 +610,12 @@ impl PageState {
             Tab::Timeline => self.timeline_window.get(),
             Tab::Arena => self.arena_window.get(),
         };
-        let Origin { example, src, file } = self.origin.get();
+        let Origin {
+            example,
+            src,
+            file,
+            posted,
+        } = self.origin.get();
         UrlState {
             device_class: self.device_class.get().map(|(class, _)| class),
             util: self.util.get(),
@@ -619,6 +635,7 @@ impl PageState {
             example,
             src,
             file,
+            posted,
             arena_only: self.arena_only.get(),
             axis_steps: self.axis_steps.get(),
             embed: self.embed,

@@ -110,6 +110,9 @@ pub struct UrlState {
     pub src: Option<String>,
     /// A file from the user's disk: its name, for saying that it is not in the link.
     pub file: Option<String>,
+    /// A dump the host page of an embed posted: its name. The embed that opens this link hands
+    /// the bytes over; a link alone cannot carry them.
+    pub posted: Option<String>,
     /// Whether the views leave the always-live buffers out; `None`: decided by the plan.
     pub arena_only: Option<bool>,
     /// The time axis labels step names rather than position numbers.
@@ -141,6 +144,7 @@ impl Default for UrlState {
             example: None,
             src: None,
             file: None,
+            posted: None,
             arena_only: None,
             axis_steps: false,
             embed: false,
@@ -254,6 +258,7 @@ impl UrlState {
                 }
                 "src" if !value.is_empty() => state.src = Some(value),
                 "file" if !value.is_empty() => state.file = Some(value),
+                "posted" if !value.is_empty() => state.posted = Some(value),
                 "arena" => match value.as_str() {
                     "only" => state.arena_only = Some(true),
                     "all" => state.arena_only = Some(false),
@@ -284,6 +289,9 @@ impl UrlState {
         }
         if let Some(file) = &self.file {
             q.append_pair("file", file);
+        }
+        if let Some(posted) = &self.posted {
+            q.append_pair("posted", posted);
         }
         if self.tab != d.tab {
             q.append_pair("view", self.tab.name());
@@ -401,6 +409,7 @@ mod tests {
             example: Some("mlp-training".into()),
             src: None,
             file: Some("my model.json".into()),
+            posted: Some("host &.json".into()),
             arena_only: Some(false),
             axis_steps: true,
             embed: true,
