@@ -212,7 +212,7 @@ test('a host page hands a dump to the embedded explorer by postMessage', async (
   await page.waitForSelector('#post:not([disabled])');
   await page.click('#post');
   const frame = page.frameLocator('#memplan');
-  await page.waitForFunction(() => /file=posted\.json/.test(document.getElementById('memplan').contentWindow.location.search));
+  await page.waitForFunction(() => /posted=posted\.json/.test(document.getElementById('memplan').contentWindow.location.search));
   await frame.locator('canvas.plot[data-draw-ms]').waitFor();
   await page.screenshot({ path: join(output, 'embed-postmessage.png') });
 
@@ -375,6 +375,9 @@ test('the compare panel: another strategy, another dump, as memplan diff says', 
   const [a, b] = [at(best), at(bump)];
   const changed = [...a.keys()].filter((t) => a.get(t) !== b.get(t)).length;
   assert.equal(await testid('diff-row').count(), changed);
+  // Both sides labelled, with their strategies.
+  assert.match(await testid('compare-after-label').innerText(), /^after: .*bump/);
+  assert.match(await testid('compare-before-label').innerText(), /^before: .*best/);
   // The other plan is a canvas drawn through the window of the view below: zooming either
   // moves both, and hovering or clicking it works on the same tensors.
   await testid('tab-arena').click();
@@ -398,6 +401,9 @@ test('the compare panel: another strategy, another dump, as memplan diff says', 
   assert.ok((await windowOf(main))[1] - (await windowOf(main))[0] > before[1] - before[0], 'a wheel on the other plan zoomed the view below out');
   await page.keyboard.press('f');
   await page.waitForFunction((w) => document.querySelector('[data-testid="compare-arena-canvas"]').dataset.window === w, whole.join(','));
+  // One scale for both: fitted, the two views span the same bytes, the larger plan's.
+  assert.deepEqual(await windowOf(main), await windowOf(other));
+  assert.ok((await windowOf(other))[3] >= Math.max(best.devices[0].arena_bytes, bump.devices[0].arena_bytes), `${await windowOf(other)}`);
   // A click on a buffer of the other plan selects that tensor, outlined on both.
   const area = (await other.getAttribute('data-area')).split(',').map(Number);
   let picked = null;
@@ -433,4 +439,11 @@ test('the compare panel: another strategy, another dump, as memplan diff says', 
   const numbers = deltas.map(Number);
   assert.deepEqual(numbers, [...numbers].sort((x, y) => y - x));
   assert.ok(numbers[0] > 0);
+});
+
+test('the compare panel compares against the strategy shown until another is chosen', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?example=convnet-training&strategy=tlsf&panel=compare`);
+  await testid('compare-panel').waitFor();
+  assert.equal(await testid('compare-strategy').inputValue(), 'tlsf');
 });

@@ -40,11 +40,34 @@ fn AfterView(state: PageState) -> impl IntoView {
     move || {
         let tab = state.tab.get();
         compared.get().then(|| {
+            let side = move |before: bool| {
+                state
+                    .comparison
+                    .with(|c| {
+                        c.as_ref().map(|c| {
+                            if before {
+                                c.before.clone()
+                            } else {
+                                c.after.clone()
+                            }
+                        })
+                    })
+                    .unwrap_or_default()
+            };
+            let after = move || {
+                format!(
+                    "after: {} (here; one scale with the view below)",
+                    side(false)
+                )
+            };
+            let before = move || format!("before: {} (the view below)", side(true));
             view! {
+                <p class="small compare-label" data-testid="compare-after-label">{after}</p>
                 <div class="compare-view" data-testid="compare-after-view"
                     title="the other plan, through the window of the view below">
                     <PlotCanvas state=state tab=tab side=Side::Other />
                 </div>
+                <p class="small compare-label" data-testid="compare-before-label">{before}</p>
             }
         })
     }
@@ -52,7 +75,8 @@ fn AfterView(state: PageState) -> impl IntoView {
 
 #[component]
 pub fn ComparePanel(state: PageState) -> impl IntoView {
-    let strategy = RwSignal::new(StrategyChoice::Best);
+    // Against the strategy shown unless another is chosen: a stale choice misleads.
+    let strategy = RwSignal::new(state.strategy.get_untracked());
     let keep_flips = RwSignal::new(true);
     let order = RwSignal::new(Order::Change);
     let unchanged = RwSignal::new(false);

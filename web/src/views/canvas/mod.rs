@@ -198,7 +198,7 @@ pub fn world(state: PageState, tab: Tab) -> Option<Viewport> {
         .flatten();
     let height = match tab {
         Tab::Arena if allocator.is_some() => allocator.map_or(0, |l| l.height) as f64,
-        Tab::Arena => arena_height(model, device, arena_only) as f64,
+        Tab::Arena => compared_height(state, device, arena_only) as f64,
         Tab::Timeline => model
             .rows(
                 device,
@@ -209,6 +209,20 @@ pub fn world(state: PageState, tab: Tab) -> Option<Viewport> {
             .len() as f64,
     };
     Some(Viewport::fit(f64::from(model.positions), height))
+}
+
+/// The bytes the arena map of `device` spans: the plan's, or while a comparison is open the
+/// larger of the two plans', so both views share one scale and a larger plan looks larger.
+fn compared_height(state: PageState, device: usize, arena_only: bool) -> u64 {
+    [Side::Shown, Side::Other]
+        .into_iter()
+        .filter_map(|side| {
+            let a = side.plan(state)?;
+            let d = a.model.clamp_device(device);
+            Some(arena_height(&a.model, d, arena_only))
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 pub fn scene(state: PageState, side: Side, tab: Tab) -> Option<Scene> {
@@ -229,7 +243,7 @@ pub fn scene(state: PageState, side: Side, tab: Tab) -> Option<Scene> {
                 Some(layout) => (layout.rects, layout.height),
                 None => (
                     arena_rects(model, device, arena_only),
-                    arena_height(model, device, arena_only),
+                    compared_height(state, device, arena_only),
                 ),
             };
             let faded = rects.iter().map(|r| !matches.contains(&r.buffer)).collect();
