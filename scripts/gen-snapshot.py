@@ -135,6 +135,17 @@ def generate(events, seed, devices, oom):
         t = 1_700_000_000_000_000 + device
         live = {}  # address -> (size, alloc event index)
         intervals = []
+
+        def release(address, t):
+            """Frees `address` a few microseconds after `t`; returns the free's time."""
+            size, start = live.pop(address)
+            t += rng.randint(1, 9)
+            allocator.event("free_requested", address, size, 0, [], t)
+            allocator.event("free_completed", address, size, 0, [], t)
+            intervals.append((start, len(trace) - 1, size))
+            allocator.free(address, size)
+            return t
+
         step = 0
         while len(trace) < per_device:
             step += 1
@@ -159,20 +170,9 @@ def generate(events, seed, devices, oom):
                 live[address] = (size, len(trace) - 1)
                 grads.append(address)
                 for _ in range(2):
-                    a = activations.pop()
-                    size_a, start = live.pop(a)
-                    t += rng.randint(1, 9)
-                    allocator.event("free_requested", a, size_a, 0, [], t)
-                    allocator.event("free_completed", a, size_a, 0, [], t)
-                    intervals.append((start, len(trace) - 1, size_a))
-                    allocator.free(a, size_a)
+                    t = release(activations.pop(), t)
             for g in grads:
-                size_g, start = live.pop(g)
-                t += rng.randint(1, 9)
-                allocator.event("free_requested", g, size_g, 0, [], t)
-                allocator.event("free_completed", g, size_g, 0, [], t)
-                intervals.append((start, len(trace) - 1, size_g))
-                allocator.free(g, size_g)
+                t = release(g, t)
             if step == 3:
                 allocator.empty_cache(set(live), t)
         # The cache released at the end too: the dump holds less than the trace reserved at most.

@@ -11,6 +11,7 @@
 //! Every importer returns a [`FormatError`] that says what is wrong and where (a line, a JSON
 //! path, an element id); none panics on any input.
 
+mod allocations;
 pub mod hardware;
 pub mod json;
 pub mod minimalloc;

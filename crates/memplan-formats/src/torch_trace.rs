@@ -12,28 +12,20 @@
 //! A tensor's stack is the chain of operators (`cpu_op`, `user_annotation`, and with
 //! `with_stack=True` the `python_function` frames) whose span encloses its allocation on the
 //! same thread, innermost first; it is named by its site, the innermost operator. The trace's
-//! own totals become the allocator's record ([`Recorded`]): reserved and allocated over time.
+//! own totals become the allocator's record (`memplan_core::recorded`): reserved and allocated
+//! over time. The pairing itself is [`crate::allocations`]'.
 
 use std::collections::{BTreeMap, HashMap};
 
-use memplan_core::graph::{Device, Frame, Graph, Tensor};
+use memplan_core::graph::Frame;
 use serde::Deserialize;
 
 use crate::FormatError;
-use crate::minimalloc::steps_of_lifetimes;
-use crate::torch::{Stacks, allocation_name};
-use memplan_core::recorded::{Allocation, Recorded, RecordedDevice};
+pub use crate::allocations::Imported;
+use crate::allocations::{Allocations, DeviceRecord, Stacks};
 
 /// How to record a trace this reader can use.
 pub const NO_MEMORY_HELP: &str = "the trace has no `[memory]` events: record them with `torch.profiler.profile(activities=[...], profile_memory=True)` (add `with_stack=True` for Python frames) and export it with `prof.export_chrome_trace(\"trace.json\")`";
-
-/// A trace read into a graph.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Imported {
-    pub graph: Graph,
-    pub recorded: Recorded,
-    pub warnings: Vec<String>,
-}
 
 fn bad(message: impl Into<String>) -> FormatError {
     FormatError::Trace(message.into())
@@ -208,130 +200,62 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
         // Outer spans first where two start together.
         list.sort_by(|a, b| a.start.total_cmp(&b.start).then(b.end.total_cmp(&a.end)));
     }
-    let mut stacks = Stacks::default();
-    let mut tensors = Vec::new();
-    let mut steps = Vec::new();
-    let mut devices = Vec::new();
-    let mut recorded = Recorded::default();
-    let mut warnings = Vec::new();
+    let mut all = Allocations::default();
     if malformed > 0 {
-        warnings.push(format!(
+        all.warn(format!(
             "{malformed} `[memory]` events lack a time, device, address or byte count and are skipped"
         ));
     }
     for (device, mut memory) in by_device {
         memory.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.order.cmp(&b.order)));
-        let enclosing = enclosing_stacks(&memory, &spans, &mut stacks);
-        let n = memory.len() as u64;
-        let first = tensors.len();
-        let mut open: HashMap<u64, Vec<usize>> = HashMap::new();
-        let mut lifetimes: Vec<(String, u64, u64)> = Vec::new();
-        let (mut orphan_frees, mut empty, mut mismatched) = (0usize, 0usize, 0usize);
+        let enclosing = enclosing_stacks(&memory, &spans, &mut all.stacks);
+        let mut on = all.device(device.clone(), memory.len() as u64);
+        let (mut empty, mut mismatched) = (0usize, 0usize);
         let mut reserved = Vec::new();
         let mut allocated = Vec::new();
         for (k, m) in memory.iter().enumerate() {
-            let k = k as u64;
+            let at = k as u64;
             if let Some(r) = m.reserved {
-                reserved.push((k, r));
+                reserved.push((at, r));
             }
             if let Some(a) = m.allocated {
-                allocated.push((k, a));
+                allocated.push((at, a));
             }
             match m.bytes {
                 0 => empty += 1,
                 bytes if bytes > 0 => {
-                    let size = bytes as u64;
-                    let stack = enclosing[k as usize].clone();
-                    let id = format!("alloc{}", tensors.len());
-                    open.entry(m.address).or_default().push(tensors.len());
-                    tensors.push(Tensor {
-                        id: id.clone(),
-                        name: Some(allocation_name(&stack, size, m.address, 0)),
-                        bytes: Some(size),
-                        device: Some(device.clone()),
-                        stack,
-                        ..Tensor::default()
-                    });
-                    recorded.allocations.push(Allocation {
-                        address: m.address,
-                        stream: 0,
-                        allocated_at: k,
-                        freed_at: None,
-                    });
-                    lifetimes.push((id, k, n));
+                    on.alloc(at, m.address, bytes as u64, 0, enclosing[k].clone());
                 }
-                bytes => match open.get_mut(&m.address).filter(|l| !l.is_empty()) {
-                    Some(list) => {
-                        let t = list.remove(0);
-                        if tensors[t].bytes != Some(bytes.unsigned_abs()) {
-                            mismatched += 1;
-                        }
-                        let start = recorded.allocations[t].allocated_at;
-                        recorded.allocations[t].freed_at = Some(k);
-                        lifetimes[t - first].2 = k.max(start + 1);
+                bytes => {
+                    if on
+                        .free(at, m.address)
+                        .is_some_and(|t| t.bytes != Some(bytes.unsigned_abs()))
+                    {
+                        mismatched += 1;
                     }
-                    None => orphan_frees += 1,
-                },
+                }
             }
         }
-        if orphan_frees > 0 {
-            warnings.push(format!(
-                "{device}: {orphan_frees} frees of memory allocated before the trace began are not planned"
-            ));
-        }
         if mismatched > 0 {
-            warnings.push(format!(
+            on.warn(format!(
                 "{device}: {mismatched} frees name a size other than their allocation's; the allocation's is planned"
             ));
         }
         if empty > 0 {
-            warnings.push(format!("{device}: {empty} events of 0 bytes are skipped"));
+            on.warn(format!("{device}: {empty} events of 0 bytes are skipped"));
         }
-        let never = lifetimes.iter().filter(|l| l.2 == n).count();
-        if never > 0 {
-            warnings.push(format!(
-                "{device}: {never} allocations are never freed in the trace: they live to its end"
-            ));
-        }
-        if lifetimes.is_empty() {
-            continue;
-        }
-        steps.extend(steps_of_lifetimes(
-            &lifetimes,
-            &format!("{device} "),
-            Some(&device),
-        ));
-        recorded.devices.push(RecordedDevice {
-            device: device.clone(),
-            events: n,
+        on.finish(DeviceRecord {
             reserved_traced: !reserved.is_empty(),
             reserved: starting_at_zero(reserved),
             allocated: starting_at_zero(allocated),
             segments: Vec::new(),
             ooms: Vec::new(),
         });
-        devices.push(Device {
-            id: device,
-            hardware_class: None,
-        });
     }
-    if tensors.is_empty() {
-        return Err(bad(format!(
+    all.finish("PyTorch profiler trace").ok_or_else(|| {
+        bad(format!(
             "the trace's `[memory]` events allocate nothing; {NO_MEMORY_HELP}"
-        )));
-    }
-    Ok(Imported {
-        graph: Graph {
-            name: "PyTorch profiler trace".into(),
-            devices,
-            tensors,
-            steps,
-            // Allocations and frees, not a dataflow graph: nothing can be recomputed.
-            remat_candidates: Some(Vec::new()),
-            ..Graph::default()
-        },
-        recorded,
-        warnings,
+        ))
     })
 }
 

@@ -14,6 +14,18 @@ pub struct Rect {
 }
 
 impl Rect {
+    /// Buffer `buffer` (of `model`) over its live interval, from `y0` to `y1`.
+    fn spanning(model: &ViewModel, buffer: usize, y0: f64, y1: f64) -> Rect {
+        let b = &model.buffers[buffer];
+        Rect {
+            buffer,
+            x0: f64::from(b.first),
+            x1: f64::from(b.last) + 1.0,
+            y0,
+            y1,
+        }
+    }
+
     pub fn contains(&self, x: f64, y: f64) -> bool {
         self.x0 <= x && x < self.x1 && self.y0 <= y && y < self.y1
     }
@@ -32,13 +44,7 @@ pub fn arena_rects(model: &ViewModel, device: usize, arena_only: bool) -> Vec<Re
         .iter()
         .enumerate()
         .filter(|(_, b)| b.device == device && b.occupied > 0 && !(arena_only && b.always_live))
-        .map(|(i, b)| Rect {
-            buffer: i,
-            x0: f64::from(b.first),
-            x1: f64::from(b.last) + 1.0,
-            y0: b.address as f64,
-            y1: (b.address + b.occupied) as f64,
-        })
+        .map(|(i, b)| Rect::spanning(model, i, b.address as f64, (b.address + b.occupied) as f64))
         .collect()
 }
 
@@ -93,14 +99,7 @@ pub fn allocator_layout(model: &ViewModel, device: usize) -> Option<AllocatorLay
         .map(|&(i, address, size)| {
             let k = based.partition_point(|s| s.0 <= address) - 1;
             let y = based[k].1 + (address - based[k].0);
-            let b = &model.buffers[i];
-            Rect {
-                buffer: i,
-                x0: f64::from(b.first),
-                x1: f64::from(b.last) + 1.0,
-                y0: y as f64,
-                y1: y.saturating_add(size) as f64,
-            }
+            Rect::spanning(model, i, y as f64, y.saturating_add(size) as f64)
         })
         .collect();
     Some(AllocatorLayout {
@@ -149,16 +148,7 @@ pub fn position_ticks(x0: f64, x1: f64, most: usize) -> Vec<u32> {
 pub fn timeline_rows(model: &ViewModel, rows: &[usize]) -> Vec<Rect> {
     rows.iter()
         .enumerate()
-        .map(|(k, &i)| {
-            let b = &model.buffers[i];
-            Rect {
-                buffer: i,
-                x0: f64::from(b.first),
-                x1: f64::from(b.last) + 1.0,
-                y0: k as f64,
-                y1: k as f64 + 1.0,
-            }
-        })
+        .map(|(k, &i)| Rect::spanning(model, i, k as f64, k as f64 + 1.0))
         .collect()
 }
 

@@ -1,0 +1,241 @@
+//! A graph from an allocator's events, device by device: what PyTorch snapshots ([`crate::torch`])
+//! and profiler traces ([`crate::torch_trace`]) share once each has read its own file.
+//!
+//! Each device's events are numbered in trace order. An allocation opens a tensor at its address;
+//! a free ends the oldest open allocation at that address (half-open: live from the allocation's
+//! event up to the free's), or, with none open, is memory allocated before the trace began,
+//! counted and not planned. An allocation never freed lives to the end of the trace. The
+//! schedule is one step per distinct allocation event ([`steps_of_lifetimes`]); the allocator's
+//! own record ([`Recorded`]) keeps each allocation's address, stream and free.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use memplan_core::graph::{Device, Frame, Graph, Step, Tensor, site};
+use memplan_core::recorded::{Allocation, Recorded, RecordedDevice};
+
+use crate::minimalloc::steps_of_lifetimes;
+
+/// A source read into a graph, with what its allocator did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub graph: Graph,
+    pub recorded: Recorded,
+    pub warnings: Vec<String>,
+}
+
+/// Stacks shared by every allocation made from the same frames: a training loop allocates from
+/// a few stacks millions of times.
+#[derive(Default)]
+pub(crate) struct Stacks {
+    frames: HashMap<Frame, u32>,
+    stacks: HashMap<Vec<u32>, Arc<[Frame]>>,
+    all: Vec<Frame>,
+}
+
+impl Stacks {
+    pub(crate) fn intern(&mut self, frames: impl Iterator<Item = Frame>) -> Arc<[Frame]> {
+        let ids: Vec<u32> = frames
+            .map(|f| match self.frames.get(&f) {
+                Some(&id) => id,
+                None => {
+                    let id = self.all.len() as u32;
+                    self.frames.insert(f.clone(), id);
+                    self.all.push(f);
+                    id
+                }
+            })
+            .collect();
+        if let Some(stack) = self.stacks.get(&ids) {
+            return stack.clone();
+        }
+        let stack: Arc<[Frame]> = ids.iter().map(|&i| self.all[i as usize].clone()).collect();
+        self.stacks.insert(ids, stack.clone());
+        stack
+    }
+}
+
+/// The name of an allocation: its site, its stream when not the default.
+fn allocation_name(stack: &[Frame], size: u64, address: u64, stream: i64) -> String {
+    let mut name = match site(stack) {
+        Some(f) => f.to_string(),
+        None => format!("{size} B at 0x{address:x}"),
+    };
+    if stream != 0 {
+        name.push_str(&format!(" [stream {stream}]"));
+    }
+    name
+}
+
+/// The graph being built, over every device.
+#[derive(Default)]
+pub(crate) struct Allocations {
+    pub(crate) stacks: Stacks,
+    tensors: Vec<Tensor>,
+    steps: Vec<Step>,
+    devices: Vec<Device>,
+    recorded: Recorded,
+    warnings: Vec<String>,
+}
+
+/// One device's events, being read.
+pub(crate) struct DeviceEvents<'a> {
+    all: &'a mut Allocations,
+    device: String,
+    events: u64,
+    first: usize,
+    /// Open allocations by address, oldest first: tensor indices.
+    open: HashMap<u64, Vec<usize>>,
+    lifetimes: Vec<(String, u64, u64)>,
+    orphan_frees: usize,
+}
+
+/// What a device's allocator held besides its allocations.
+pub(crate) struct DeviceRecord {
+    pub(crate) reserved: Vec<(u64, u64)>,
+    pub(crate) reserved_traced: bool,
+    pub(crate) allocated: Vec<(u64, u64)>,
+    pub(crate) segments: Vec<memplan_core::recorded::Segment>,
+    pub(crate) ooms: Vec<memplan_core::recorded::Oom>,
+}
+
+impl Allocations {
+    pub(crate) fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
+
+    /// Starts device `device`, whose trace has `events` events.
+    pub(crate) fn device(&mut self, device: String, events: u64) -> DeviceEvents<'_> {
+        let first = self.tensors.len();
+        DeviceEvents {
+            all: self,
+            device,
+            events,
+            first,
+            open: HashMap::new(),
+            lifetimes: Vec::new(),
+            orphan_frees: 0,
+        }
+    }
+
+    /// The graph named `name`; `None` when nothing was allocated.
+    pub(crate) fn finish(self, name: &str) -> Option<Imported> {
+        if self.tensors.is_empty() {
+            return None;
+        }
+        Some(Imported {
+            graph: Graph {
+                name: name.into(),
+                devices: self.devices,
+                tensors: self.tensors,
+                steps: self.steps,
+                // Allocations and frees, not a dataflow graph: nothing can be recomputed.
+                remat_candidates: Some(Vec::new()),
+                ..Graph::default()
+            },
+            recorded: self.recorded,
+            warnings: self.warnings,
+        })
+    }
+}
+
+impl DeviceEvents<'_> {
+    /// `frames` as a stack shared with every allocation made from the same frames.
+    pub(crate) fn intern(&mut self, frames: impl Iterator<Item = Frame>) -> Arc<[Frame]> {
+        self.all.stacks.intern(frames)
+    }
+
+    pub(crate) fn warn(&mut self, warning: String) {
+        self.all.warnings.push(warning);
+    }
+
+    /// Event `at` allocates `size` bytes at `address` on `stream`, from `stack`.
+    pub(crate) fn alloc(
+        &mut self,
+        at: u64,
+        address: u64,
+        size: u64,
+        stream: i64,
+        stack: Arc<[Frame]>,
+    ) {
+        let all = &mut *self.all;
+        let t = all.tensors.len();
+        let id = format!("alloc{t}");
+        self.open.entry(address).or_default().push(t);
+        all.tensors.push(Tensor {
+            id: id.clone(),
+            name: Some(allocation_name(&stack, size, address, stream)),
+            bytes: Some(size),
+            device: Some(self.device.clone()),
+            stack,
+            ..Tensor::default()
+        });
+        all.recorded.allocations.push(Allocation {
+            address,
+            stream,
+            allocated_at: at,
+            freed_at: None,
+        });
+        self.lifetimes.push((id, at, self.events));
+    }
+
+    /// Event `at` frees `address`: the tensor it ends, if one was open there.
+    pub(crate) fn free(&mut self, at: u64, address: u64) -> Option<&Tensor> {
+        let Some(list) = self.open.get_mut(&address).filter(|l| !l.is_empty()) else {
+            self.orphan_frees += 1;
+            return None;
+        };
+        let t = list.remove(0);
+        let all = &mut *self.all;
+        let start = all.recorded.allocations[t].allocated_at;
+        all.recorded.allocations[t].freed_at = Some(at);
+        // An allocation freed at its own event lives one event.
+        self.lifetimes[t - self.first].2 = at.max(start + 1);
+        Some(&all.tensors[t])
+    }
+
+    /// Ends the device: its schedule, the warnings about what the trace cannot say, and the
+    /// allocator's record. A device that allocated nothing is left out.
+    pub(crate) fn finish(self, record: DeviceRecord) {
+        let DeviceEvents {
+            all,
+            device,
+            events,
+            lifetimes,
+            orphan_frees,
+            ..
+        } = self;
+        if orphan_frees > 0 {
+            all.warnings.push(format!(
+                "{device}: {orphan_frees} frees of memory allocated before the trace began are not planned"
+            ));
+        }
+        let never = lifetimes.iter().filter(|l| l.2 == events).count();
+        if never > 0 {
+            all.warnings.push(format!(
+                "{device}: {never} allocations are never freed in the trace: they live to its end"
+            ));
+        }
+        if lifetimes.is_empty() {
+            return;
+        }
+        all.steps.extend(steps_of_lifetimes(
+            &lifetimes,
+            &format!("{device} "),
+            Some(&device),
+        ));
+        all.recorded.devices.push(RecordedDevice {
+            device: device.clone(),
+            events,
+            reserved: record.reserved,
+            reserved_traced: record.reserved_traced,
+            allocated: record.allocated,
+            segments: record.segments,
+            ooms: record.ooms,
+        });
+        all.devices.push(Device {
+            id: device,
+            hardware_class: None,
+        });
+    }
+}
