@@ -25,7 +25,7 @@ after(async () => {
   await server?.close();
 });
 
-const { testid } = hooks(() => page);
+const { testid, bytesOf } = hooks(() => page);
 const drawn = (id) => page.waitForFunction((id) => document.querySelector(`[data-testid=${id}]`)?.hasAttribute('data-draw-ms'), id);
 const shot = (name) => page.screenshot({ path: join(output, `review-${name}.png`) });
 /** Two animation frames: what a resize re-rendered has been drawn. */
@@ -352,4 +352,29 @@ test('a 20 MB ONNX model imports and plans in the worker', async () => {
   await page.waitForFunction(() => /synthetic-20mb\.onnx/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''), null, { timeout: 60000 });
   assert.equal(await testid('checker').innerText(), 'valid');
   healthy('onnx 20 MB');
+});
+
+test('the footprint, whole, by what fills it: the always-live pools, the arena and its fragmentation, against the usable line', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?example=transformer-decode&class=l4-24gb`);
+  await testid('footprint-breakdown').waitFor();
+  const footprint = await bytesOf('footprint-bytes');
+  assert.equal(await bytesOf('footprint-breakdown'), footprint);
+  const parts = await page.$$eval('[data-testid=footprint-part]', (ps) => ps.map((p) => [p.dataset.part, Number(p.dataset.bytes)]));
+  assert.equal(parts.reduce((s, [, b]) => s + b, 0), footprint, JSON.stringify(parts));
+  const report = JSON.parse(cli('plan', exampleFile('transformer-decode'), '--json', '--device-class', 'l4-24gb'));
+  const d = report.devices[0];
+  const fragmentation = d.arena_bytes - (d.lower_bound_bytes - d.always_live_bytes);
+  const shown = parts.find(([name]) => name === 'arena: fragmentation');
+  assert.equal(shown ? shown[1] : 0, fragmentation);
+  assert.ok(parts.some(([name]) => /^always-live/.test(name)), 'the always-live pools are in the bar');
+  // Arena only (on by default here) says what the views leave out.
+  assert.equal(await testid('arena-only').isChecked(), true);
+  assert.match(await testid('arena-only-note').innerText(), /always-live pools \(.+\) are left out/);
+  assert.equal(await bytesOf('footprint-usable'), report.budget.usable_bytes);
+  await testid('arena-only').uncheck();
+  await page.waitForFunction(() => !document.querySelector('[data-testid=arena-only-note]'));
+  assert.equal(await bytesOf('footprint-breakdown'), footprint, 'the bar does not depend on arena only');
+  await shot('footprint-breakdown');
+  healthy('footprint breakdown');
 });

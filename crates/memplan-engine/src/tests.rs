@@ -742,3 +742,25 @@ fn a_snapshots_live_bytes_by_site_stack_up_to_the_peak() {
     let plain = plain.view_model(&plain.plan(&Scenario::default()).unwrap());
     assert_eq!(plain.site_series(0, 5, 100), None, "no stacks, no chart");
 }
+
+/// The footprint by what fills it adds up to the footprint, with the arena's fragmentation
+/// its own part (never hidden in a ratio of 1.000 over the whole).
+#[test]
+fn the_footprint_parts_add_up_and_name_the_arenas_fragmentation() {
+    let s = session(DECODE);
+    let outcome = s.plan(&Scenario::default()).unwrap();
+    let m = s.view_model(&outcome);
+    let d = &m.devices[0];
+    let parts = m.footprint_parts(0);
+    assert_eq!(
+        parts.iter().map(|p| p.bytes).sum::<u64>(),
+        d.footprint_bytes
+    );
+    let arena_live = d.lower_bound - d.always_live_bytes;
+    let fragmentation = parts.iter().find(|p| p.name == "arena: fragmentation");
+    assert_eq!(
+        fragmentation.map_or(0, |p| p.bytes),
+        d.arena_bytes - arena_live
+    );
+    assert!(parts.iter().any(|p| p.name.starts_with("always-live")));
+}

@@ -716,6 +716,71 @@ pub struct PeakRow {
     pub alive: Alive,
 }
 
+/// One part of a device's footprint, by what fills it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FootprintPart {
+    pub name: String,
+    pub bytes: u64,
+    /// Bytes no tensor uses: fragmentation or padding.
+    pub unused: bool,
+}
+
+impl ViewModel {
+    /// The footprint of `device`, whole and by what fills it: the always-live pools by kind
+    /// (params, inputs, outputs, constants, held intermediates such as a KV cache) and their
+    /// padding, then the most bytes the arena holds live at once and its fragmentation. The parts add up
+    /// to the footprint, whatever the views show.
+    pub fn footprint_parts(&self, device: usize) -> Vec<FootprintPart> {
+        let Some(d) = self.devices.get(device) else {
+            return Vec::new();
+        };
+        let mut by_kind: Vec<(TensorKind, u64)> = Vec::new();
+        for b in self
+            .buffers
+            .iter()
+            .filter(|b| b.device == device && b.always_live)
+        {
+            match by_kind.iter_mut().find(|(k, _)| *k == b.kind) {
+                Some((_, bytes)) => *bytes = bytes.saturating_add(b.occupied),
+                None => by_kind.push((b.kind, b.occupied)),
+            }
+        }
+        by_kind.sort_by_key(|&(kind, bytes)| (std::cmp::Reverse(bytes), kind));
+        let part = |name: String, bytes: u64, unused: bool| FootprintPart {
+            name,
+            bytes,
+            unused,
+        };
+        let mut parts: Vec<FootprintPart> = by_kind
+            .into_iter()
+            .map(|(kind, bytes)| {
+                let what = match kind {
+                    TensorKind::Intermediate | TensorKind::Scratch => {
+                        "held tensors (caches, state)"
+                    }
+                    TensorKind::Param => "params",
+                    TensorKind::Input => "inputs",
+                    TensorKind::Output => "outputs",
+                    TensorKind::Constant => "constants",
+                };
+                part(format!("always-live {what}"), bytes, false)
+            })
+            .collect();
+        let padding = d.static_bytes.saturating_sub(d.always_live_bytes);
+        if padding > 0 {
+            parts.push(part("always-live pools' padding".into(), padding, true));
+        }
+        let arena_live = d.lower_bound.saturating_sub(d.always_live_bytes);
+        parts.push(part("arena: most live at once".into(), arena_live, false));
+        let fragmentation = d.arena_bytes.saturating_sub(arena_live);
+        if fragmentation > 0 {
+            parts.push(part("arena: fragmentation".into(), fragmentation, true));
+        }
+        parts.retain(|p| p.bytes > 0);
+        parts
+    }
+}
+
 /// The live bytes of a device over the schedule by allocation site: what [`ViewModel::site_series`]
 /// gives.
 #[derive(Debug, Clone, PartialEq, Eq)]

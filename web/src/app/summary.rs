@@ -221,6 +221,7 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
                 <span data-testid="tensor-count" hidden>{analysis.tensor_count}</span>
                 <span data-testid="step-count" hidden>{analysis.step_count}</span>
             </dl>
+            {let a = analysis.clone(); move || footprint_bar(state, &a)}
             {fallbacks.into_iter().map(|f| view! { <p class="warning small" data-testid="cap-fallback">{f}</p> }).collect_view()}
             {r.reserved_bytes.map(|reserved| view! {
                 <p class="small" data-testid="reserved">{memplan_human::reserved_sentence(r.footprint_bytes, reserved, r.lower_bound_bytes)}</p>
@@ -290,6 +291,70 @@ fn allocator_fragmentation(m: &memplan_render::ViewModel) -> Vec<(String, u64)> 
             Some((text, theirs))
         })
         .collect()
+}
+
+/// The footprint of the device shown, whole, as a bar by what fills it (the always-live pools by
+/// kind, the arena's live bytes at the peak and the unused bytes of each part), against the
+/// device's usable bytes when a class is chosen; and, with "arena only" on, what the views leave
+/// out. It does not depend on "arena only": a review sees what fills the memory either way.
+fn footprint_bar(state: PageState, analysis: &Analysis) -> impl IntoView + use<> {
+    let m = &analysis.model;
+    let device = m.clamp_device(state.device.get());
+    let d = m.devices.get(device)?;
+    let parts = m.footprint_parts(device);
+    let usable = analysis.summary.budget.as_ref().map(|b| b.usable_bytes);
+    // A little past the larger of the two, so the usable line shows at the end too.
+    let scale = d.footprint_bytes.max(usable.unwrap_or(0)).max(1) as f64 * 1.02;
+    let percent = |bytes: u64| format!("{:.3}%", bytes as f64 * 100.0 / scale);
+    let segments = parts
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let color = if p.unused {
+                "#f2b8b5".to_string()
+            } else {
+                memplan_render::color::series_color(k, parts.len(), false).css()
+            };
+            view! {
+                <span class="bar-part" data-testid="footprint-part" data-part=p.name.clone() data-bytes=p.bytes.to_string()
+                    title=format!("{}: {} ({} B)", p.name, bytes(p.bytes), memplan_human::grouped(p.bytes))
+                    style=format!("width: {}; background: {color}", percent(p.bytes))></span>
+            }
+        })
+        .collect_view();
+    let legend = parts
+        .iter()
+        .map(|p| format!("{} {}", p.name, bytes(p.bytes)))
+        .collect::<Vec<_>>()
+        .join(" · ");
+    let usable_mark = usable.map(|u| {
+        view! {
+            <span class="bar-usable" data-testid="footprint-usable" data-bytes=u.to_string()
+                title=format!("usable {}", bytes(u)) style=format!("left: {}", percent(u))></span>
+        }
+    });
+    let arena_only = state.arena_only_now() && d.static_bytes > 0;
+    let left_out = arena_only.then(|| {
+        view! {
+            <p class="small" data-testid="arena-only-note">{format!(
+                "arena only: the views and the table beside them show the arena ({}); the always-live pools ({}) are left out",
+                bytes(d.arena_bytes),
+                bytes(d.static_bytes)
+            )}</p>
+        }
+    });
+    let whose = if m.devices.len() > 1 {
+        format!("{}: ", d.id)
+    } else {
+        String::new()
+    };
+    Some(view! {
+        <div class="footprint-bar" data-testid="footprint-breakdown" data-bytes=d.footprint_bytes.to_string()>
+            <div class="bar">{segments}{usable_mark}</div>
+            <p class="small muted">{format!("{whose}footprint {} = {legend}", bytes(d.footprint_bytes))}</p>
+        </div>
+        {left_out}
+    })
 }
 
 #[cfg(test)]
