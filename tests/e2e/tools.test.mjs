@@ -91,6 +91,10 @@ test('fit meets a budget, shows its plan log and applies its flips; the link kee
   const first = expected.flips[0];
   assert.equal(Number(await testid(`solo-${first.tensor}`).textContent()), first.relief_bytes);
   assert.match(await testid('fit-log').textContent(), /within target/);
+  // Units: bytes in binary units (exact only beside them), costs with SI prefixes.
+  const log = await testid('fit-log').textContent();
+  assert.doesNotMatch(log.replace(/\([\d,]+ B\)/g, ''), /\d{5,} B/, log);
+  assert.match(flips[0], /relieves [\d.]+ (KiB|MiB|GiB), cost [\d.]+( [kMGTPE])?$/);
   await page.screenshot({ path: join(output, 'flips-fit-1366x768.png') });
 
   // The link carries the flips and the budget: opening it shows the same plan.
@@ -324,6 +328,8 @@ test('the sweep panel: the chart, the points as memplan sweep gives them, a poin
   assert.deepEqual(footprints, expected.points.map((p) => p.footprint_bytes));
   assert.equal(await page.locator('[data-testid="sweep-chart"] svg circle').count(), 2 * 8 + 1);
   assert.match(await testid('sweep-summary').textContent(), /with the exhaustive optimum/);
+  // The cost axis reads in SI prefixes, not in exponents.
+  assert.doesNotMatch(await testid('sweep-chart').innerText(), /\de\d/);
   await page.screenshot({ path: join(output, 'sweep-1400x900.png') });
 
   // The first point (the least footprint) applied: its flips, its footprint.

@@ -18,6 +18,34 @@ pub fn bytes(bytes: u64) -> String {
     }
 }
 
+/// A count of work (a recompute cost: FLOPs, or the dump's own unit of work) with an SI
+/// prefix: `452984832` as `452.98 M`, `1500` as `1.50 k`, `999` as `999`.
+pub fn si(n: u64) -> String {
+    const PREFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
+    let mut value = n as f64;
+    let mut prefix = 0;
+    while value >= 1000.0 && prefix + 1 < PREFIXES.len() {
+        value /= 1000.0;
+        prefix += 1;
+    }
+    if prefix == 0 {
+        n.to_string()
+    } else {
+        format!("{value:.2} {}", PREFIXES[prefix])
+    }
+}
+
+/// A change of bytes (a flip's relief, which a harmful flip makes negative) in binary units,
+/// with its sign when negative: `-2.00 KiB`.
+pub fn signed_bytes(change: i128) -> String {
+    let magnitude = u64::try_from(change.unsigned_abs()).unwrap_or(u64::MAX);
+    if change < 0 {
+        format!("-{}", bytes(magnitude))
+    } else {
+        bytes(magnitude)
+    }
+}
+
 /// `1048576` as `1,048,576`.
 pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
@@ -86,6 +114,23 @@ pub fn ratio(peak: u64, lower_bound: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::{si, signed_bytes};
+
+    #[test]
+    fn changes_of_bytes_keep_their_sign() {
+        assert_eq!(signed_bytes(16_777_216), "16.00 MiB");
+        assert_eq!(signed_bytes(-2048), "-2.00 KiB");
+        assert_eq!(signed_bytes(0), "0 B");
+    }
+
+    #[test]
+    fn counts_of_work_take_si_prefixes() {
+        assert_eq!(si(999), "999");
+        assert_eq!(si(1500), "1.50 k");
+        assert_eq!(si(452_984_832), "452.98 M");
+        assert_eq!(si(u64::MAX), "18.45 E");
+    }
+
     use super::*;
 
     #[test]

@@ -6,7 +6,13 @@ use memplan_core::budget::Budget;
 use memplan_core::graph::MemorySpace;
 use memplan_core::remat::{Event, FitResult, Flip, Target};
 use memplan_core::spaces::{Access, OutputSource, SpaceCounts, Spaces, Transfer};
+use memplan_core::units::{bytes, grouped, signed_bytes};
 use serde::{Deserialize, Serialize};
+
+/// Bytes in units and, for a boundary a byte decides, exactly.
+fn exact(b: u64) -> String {
+    format!("{} ({} B)", bytes(b), grouped(b))
+}
 
 use crate::{Fits, Session, Sweep};
 
@@ -95,7 +101,11 @@ pub fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
             tensor,
             relief_bytes,
         } => {
-            format!("accepted {}: relieves {relief_bytes} B", id(*tensor))
+            format!(
+                "accepted {}: relieves {}",
+                id(*tensor),
+                signed_bytes(*relief_bytes)
+            )
         }
         Event::Held { tensor } => format!(
             "held {}: frees nothing on top of the accepted flips",
@@ -106,9 +116,10 @@ pub fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
             closing,
             relief_bytes,
         } => format!(
-            "committed held {} with {}: together they relieve {relief_bytes} B",
+            "committed held {} with {}: together they relieve {}",
             ids(tensors),
-            id(*closing)
+            id(*closing),
+            signed_bytes(*relief_bytes)
         ),
         Event::GroupDiscarded { tensors, against } => format!(
             "discarded held {} for good: harmful to {}",
@@ -126,18 +137,22 @@ pub fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
             instead,
             relief_bytes,
         } => format!(
-            "closed the target with {} instead of {}: cheaper, relieves {relief_bytes} B",
+            "closed the target with {} instead of {}: cheaper, relieves {}",
             id(*tensor),
-            ids(instead)
+            ids(instead),
+            signed_bytes(*relief_bytes)
         ),
         Event::Pruned {
             tensor,
             footprint_bytes,
         } => format!(
-            "pruned {}: the target is met without it, at {footprint_bytes} B",
-            id(*tensor)
+            "pruned {}: the target is met without it, at {}",
+            id(*tensor),
+            exact(*footprint_bytes)
         ),
-        Event::TargetMet { footprint_bytes } => format!("target met at {footprint_bytes} B"),
+        Event::TargetMet { footprint_bytes } => {
+            format!("target met at {}", exact(*footprint_bytes))
+        }
     }
 }
 

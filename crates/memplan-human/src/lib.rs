@@ -12,7 +12,7 @@ use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Plan, Problem, StrategyChoice};
 use memplan_engine::answers::{FitAnswer, FitsAnswer, SourceAnswer, SpacesAnswer, SweepAnswer};
 
-pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio};
+pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio, si, signed_bytes};
 use memplan_engine::diff::{Change, PlanDiff, Side, TensorDiff};
 use memplan_formats::report::{CapFallbackReport, PlacementReport, PlanSummary, SiteReport};
 
@@ -490,11 +490,12 @@ pub fn fit_text(f: &FitAnswer, millis: f64) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "footprint {} -> {} ({} relieved) for a recompute cost of {}; {}",
+        "footprint {} -> {} ({} relieved) for a recompute cost of {} ({}); {}",
         bytes(f.baseline_bytes),
         bytes(f.final_bytes),
         bytes(f.baseline_bytes.saturating_sub(f.final_bytes)),
-        f.recompute_cost,
+        si(f.recompute_cost),
+        grouped(f.recompute_cost),
         if f.within_target {
             "within target"
         } else {

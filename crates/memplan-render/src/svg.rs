@@ -586,7 +586,7 @@ pub fn sweep_svg(
             .configure_secondary_axes()
             .y_desc("recompute cost")
             .y_labels(5)
-            .y_label_formatter(&|c| format!("{:.3e}", c))
+            .y_label_formatter(&|c| memplan_core::units::si(c.max(0.0) as u64))
             .draw()
             .map_err(err)?;
         let blue = RGBColor(0x2f, 0x6f, 0xde);

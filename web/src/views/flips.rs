@@ -150,7 +150,7 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                                         on:change=move |_| state.toggle_flip(&toggled) /></td>
                                     <td class="name">{tensor.clone()}</td>
                                     <td class="num">{bytes(size)}</td>
-                                    <td class="num">{cost}</td>
+                                    <td class="num" title=format!("{} (the dump's unit of work)", memplan_human::grouped(cost))>{memplan_human::si(cost)}</td>
                                     <td class="num" data-testid=format!("solo-{tensor}")>{relief}</td>
                                     <td class="num">{per_cost}</td>
                                     <td>{move || if on.get() { "recomputed" } else { "stored" }}</td>
@@ -190,11 +190,13 @@ fn FitLogView(state: PageState) -> impl IntoView {
                 <details class="fit-log" data-testid="fit-log" open>
                     <summary>
                         {format!("fit to {target}: {} -> {} for a recompute cost of {}; {verdict}; {} scored, {} cut",
-                            bytes(log.baseline_bytes), bytes(log.final_bytes), log.recompute_cost, log.considered, log.dropped)}
+                            bytes(log.baseline_bytes), bytes(log.final_bytes), memplan_human::si(log.recompute_cost), log.considered, log.dropped)}
                     </summary>
                     <ol class="fit-flips">
                         {log.flips.iter().map(|f| view! {
-                            <li data-testid="fit-flip">{format!("{}: relieves {} B, cost {}", f.tensor, f.relief_bytes, f.recompute_cost)}</li>
+                            <li data-testid="fit-flip" title=format!("relieves {} B, cost {}", f.relief_bytes, memplan_human::grouped(f.recompute_cost))>
+                                {format!("{}: relieves {}, cost {}", f.tensor, memplan_human::signed_bytes(f.relief_bytes), memplan_human::si(f.recompute_cost))}
+                            </li>
                         }).collect_view()}
                     </ol>
                     <ul class="fit-events small">
