@@ -447,9 +447,25 @@ test('the compare panel: another strategy, another dump, as memplan diff says', 
   assert.ok(numbers[0] > 0);
 });
 
-test('the compare panel compares against the strategy shown until another is chosen', async () => {
+test('the compare panel compares against the strategy shown until another is chosen, and a link carries both sides', async () => {
   await page.setViewportSize({ width: 1400, height: 900 });
   await page.goto(`${server.url}?example=convnet-training&strategy=tlsf&panel=compare`);
   await testid('compare-panel').waitFor();
   assert.equal(await testid('compare-strategy').inputValue(), 'tlsf');
+  await testid('compare-strategy').selectOption('bump');
+  await testid('compare-button').click();
+  await page.waitForFunction(() => /against=bump/.test(location.search));
+  // The link opens with the comparison run: both sides, no click.
+  const link = page.url();
+  await page.goto('about:blank');
+  await page.goto(link);
+  const bump = JSON.parse(cli('plan', convnet, '--json', '--strategy', 'bump')).footprint_bytes;
+  const tlsf = JSON.parse(cli('plan', convnet, '--json', '--strategy', 'tlsf')).footprint_bytes;
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid=compare-after]')?.dataset.bytes) === b, bump);
+  assert.equal(await bytesOf('compare-before'), tlsf);
+  assert.equal(await testid('compare-strategy').inputValue(), 'bump');
+  // Another dump at a URL travels too.
+  await page.goto(`${server.url}?example=convnet-training&panel=compare&against=best&against-src=${encodeURIComponent(`${server.url}fixtures/transformer-training.json`)}`);
+  await testid('compare-after-label').waitFor();
+  assert.match(await testid('compare-after-label').innerText(), /transformer-training/);
 });

@@ -70,6 +70,7 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
     state.axis_steps.set(url.axis_steps);
     let origin = state.origin.get_untracked();
     let restore = Restore {
+        against: url.against.clone(),
         selected: url.selected.clone(),
         device: url.device.clone(),
         zoom: url.zoom,

@@ -80,7 +80,7 @@ fn load_file(state: PageState, file: web_sys::File) {
 }
 
 /// Fetches `url` (no credentials): its bytes, whatever the format.
-async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
+pub(crate) async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
     let fail = |reason| WebError::Fetch {
         url: url.to_string(),
         reason,
@@ -131,6 +131,7 @@ pub fn App() -> impl IntoView {
         posted: url.posted.clone(),
     };
     state.restore.set_value(Some(Restore {
+        against: url.against.clone(),
         selected: url.selected.clone(),
         device: url.device.clone(),
         zoom: url.zoom,

@@ -17,7 +17,7 @@ use memplan_render::scene::Viewport;
 use crate::analysis::{Analysis, CompareView, ExportKind, SweepView, unflipped};
 use crate::error::WebError;
 use crate::page::examples::Example;
-use crate::page::url::{Panel, Tab, UrlState};
+use crate::page::url::{Against, Panel, Tab, UrlState};
 use crate::worker::client::{Link, LinkEvent};
 use crate::worker::protocol::{Request, Response, STAGES};
 use memplan_engine::answers::FitAnswer;
@@ -81,6 +81,8 @@ pub struct MissingFile {
 /// What a link asks to show once its dump is loaded.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Restore {
+    /// The comparison to run once the dump is planned.
+    pub against: Option<Against>,
     pub selected: Option<String>,
     pub device: Option<String>,
     pub zoom: Option<Viewport>,
@@ -116,6 +118,8 @@ pub struct PageState {
     pub axis_steps: RwSignal<bool>,
     /// The arena map shows the source allocator's layout (real addresses) instead of the plan's.
     pub allocator_layout: RwSignal<bool>,
+    /// The comparison shown, as a link carries it (`None` also for one against a local file).
+    pub against: RwSignal<Option<Against>>,
     /// Messages about the link (values it could not use, a file it cannot hold).
     pub notices: RwSignal<Vec<String>>,
     /// A dump the link named but cannot hold (a local file, or one an embed's host posted):
@@ -177,6 +181,7 @@ impl PageState {
             arena_only: RwSignal::new(url.arena_only),
             axis_steps: RwSignal::new(url.axis_steps),
             allocator_layout: RwSignal::new(false),
+            against: RwSignal::new(None),
             notices: RwSignal::new(url.warnings.clone()),
             missing_file: RwSignal::new(None),
             embed: url.embed,
@@ -406,7 +411,9 @@ impl PageState {
     /// Shows a new analysis. A new dump (a pending restore) resets the selection and zoom (or
     /// restores a link's); a re-plan of the same dump keeps them.
     pub fn apply(self, a: Analysis) {
+        let mut against = None;
         if let Some(restore) = self.restore.try_update_value(Option::take).flatten() {
+            against = restore.against.clone();
             self.longer.set(None);
             let device = restore
                 .device
@@ -439,6 +446,29 @@ impl PageState {
         self.analysis.set(Some(Arc::new(a)));
         self.cancelled.set(false);
         self.error.set(None);
+        if let Some(against) = against {
+            self.compare_against(against);
+        }
+    }
+
+    /// Runs the comparison a link carries: the dump shown under another strategy, or another
+    /// dump at a URL.
+    pub fn compare_against(self, against: Against) {
+        let mut scenario = self.scenario();
+        scenario.strategy = against.strategy;
+        if !against.flips || against.src.is_some() {
+            scenario.flips.clear();
+        }
+        self.against.set(Some(against.clone()));
+        match against.src {
+            None => self.compare(scenario, None),
+            Some(src) => leptos::task::spawn_local(async move {
+                match crate::app::fetch_bytes(&src).await {
+                    Ok(bytes) => self.compare(scenario, Some((src, bytes))),
+                    Err(e) => self.error.set(Some(e)),
+                }
+            }),
+        }
     }
 
     /// Re-plans the loaded dump with another strategy, keeping selection and zoom.
@@ -471,6 +501,7 @@ impl PageState {
         self.fits.set(None);
         self.sweep.set(None);
         self.comparison.set(None);
+        self.against.set(None);
     }
 
     /// Compares the plan shown with the dump under `scenario`, or with `other` (a file's name
@@ -638,6 +669,7 @@ impl PageState {
             posted,
             arena_only: self.arena_only.get(),
             axis_steps: self.axis_steps.get(),
+            against: self.against.get(),
             embed: self.embed,
             warnings: Vec::new(),
         }

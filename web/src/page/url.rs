@@ -15,6 +15,26 @@ use memplan_render::scene::Viewport;
 use memplan_engine::DEFAULT_UTIL;
 
 /// The views with a tab.
+/// The other side of a comparison, as a link carries it: the strategy (and whether the flips
+/// shown apply), and the dump when it is another one at a URL. A dump from the user's disk cannot
+/// travel; a comparison against one is left out of the link.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Against {
+    pub strategy: memplan_core::StrategyChoice,
+    pub flips: bool,
+    pub src: Option<String>,
+}
+
+impl Default for Against {
+    fn default() -> Self {
+        Against {
+            strategy: memplan_core::StrategyChoice::default(),
+            flips: true,
+            src: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Tab {
     #[default]
@@ -117,6 +137,8 @@ pub struct UrlState {
     pub arena_only: Option<bool>,
     /// The time axis labels step names rather than position numbers.
     pub axis_steps: bool,
+    /// The plan the compare panel compares the one shown against, so a review can share both.
+    pub against: Option<Against>,
     /// Show only the chosen view (for iframes).
     pub embed: bool,
     /// What the link asked for that the page could not use, as messages.
@@ -147,6 +169,7 @@ impl Default for UrlState {
             posted: None,
             arena_only: None,
             axis_steps: false,
+            against: None,
             embed: false,
             warnings: Vec::new(),
         }
@@ -211,6 +234,23 @@ impl UrlState {
                     }
                     _ => unknown("set", &value, "NAME=VALUE with an integer value"),
                 },
+                "against" => match value.parse() {
+                    Ok(strategy) => {
+                        let a = state.against.get_or_insert_with(Against::default);
+                        a.strategy = strategy;
+                    }
+                    Err(_) => unknown(
+                        "against",
+                        &value,
+                        "first-fit, best-fit, tlsf, search, bump or best",
+                    ),
+                },
+                "against-flips" => {
+                    state.against.get_or_insert_with(Against::default).flips = value != "0";
+                }
+                "against-src" if !value.is_empty() => {
+                    state.against.get_or_insert_with(Against::default).src = Some(value);
+                }
                 "strategy" => match value.parse() {
                     Ok(s) => state.strategy = s,
                     Err(_) => unknown(
@@ -344,6 +384,15 @@ impl UrlState {
         if self.axis_steps {
             q.append_pair("axis", "steps");
         }
+        if let Some(a) = &self.against {
+            q.append_pair("against", a.strategy.name());
+            if !a.flips {
+                q.append_pair("against-flips", "0");
+            }
+            if let Some(src) = &a.src {
+                q.append_pair("against-src", src);
+            }
+        }
         if self.embed {
             q.append_pair("embed", "1");
         }
@@ -410,6 +459,11 @@ mod tests {
             src: None,
             file: Some("my model.json".into()),
             posted: Some("host &.json".into()),
+            against: Some(Against {
+                strategy: memplan_core::Strategy::Tlsf.into(),
+                flips: false,
+                src: Some("https://x.org/after.json?v=2&k".into()),
+            }),
             arena_only: Some(false),
             axis_steps: true,
             embed: true,

@@ -11,6 +11,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::page::state::PageState;
+use crate::page::url::Against;
 use crate::views::canvas::{PlotCanvas, Side};
 
 /// How the diff table is sorted.
@@ -75,8 +76,14 @@ fn AfterView(state: PageState) -> impl IntoView {
 
 #[component]
 pub fn ComparePanel(state: PageState) -> impl IntoView {
-    // Against the strategy shown unless another is chosen: a stale choice misleads.
-    let strategy = RwSignal::new(state.strategy.get_untracked());
+    // Against the strategy shown (or the link's) unless another is chosen: a stale choice
+    // misleads.
+    let strategy = RwSignal::new(
+        state
+            .against
+            .with_untracked(|a| a.as_ref().map(|a| a.strategy))
+            .unwrap_or_else(|| state.strategy.get_untracked()),
+    );
     let keep_flips = RwSignal::new(true);
     let order = RwSignal::new(Order::Change);
     let unchanged = RwSignal::new(false);
@@ -100,6 +107,8 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                     // Another dump's tensors differ: its plan starts from no flips.
                     let mut s = scenario();
                     s.flips.clear();
+                    // A file from the disk cannot travel in a link.
+                    state.against.set(None);
                     state.compare(s, Some((name, buffer.unchecked_into())));
                 }
                 Err(_) => state
@@ -175,7 +184,11 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                 </label>
                 <label><input type="checkbox" data-testid="compare-keep-flips" prop:checked=move || keep_flips.get()
                     on:change=move |ev| keep_flips.set(event_target_checked(&ev)) />" with the flips shown"</label>
-                <button data-testid="compare-button" on:click=move |_| state.compare(scenario(), None)>"compare"</button>
+                <button data-testid="compare-button" on:click=move |_| state.compare_against(Against {
+                    strategy: strategy.get_untracked(),
+                    flips: keep_flips.get_untracked(),
+                    src: None,
+                })>"compare"</button>
                 <label class="file-label">
                     "or another dump "
                     <input type="file" data-testid="compare-file" accept=".json,.csv,.onnx,.pickle,.pkl" on:change=with_file />
