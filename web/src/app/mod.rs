@@ -16,7 +16,7 @@ use memplan_human::bytes;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::error::{FetchFailure, WebError};
+use crate::error::WebError;
 use crate::page::examples::{DEFAULT_EXAMPLE, EXAMPLES};
 use crate::page::state::{Busy, MissingFile, Origin, PageState, Restore};
 use crate::page::url::UrlState;
@@ -79,35 +79,6 @@ fn load_file(state: PageState, file: web_sys::File) {
     });
 }
 
-/// Fetches `url` (no credentials): its bytes, whatever the format.
-pub(crate) async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
-    let fail = |reason| WebError::Fetch {
-        url: url.to_string(),
-        reason,
-    };
-    let window =
-        web_sys::window().ok_or(WebError::Browser(crate::error::BrowserStep::FindWindow))?;
-    let init = web_sys::RequestInit::new();
-    init.set_credentials(web_sys::RequestCredentials::Omit);
-    init.set_mode(web_sys::RequestMode::Cors);
-    let response: web_sys::Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
-        .await
-        .ok()
-        .and_then(|r| r.dyn_into().ok())
-        .ok_or(fail(FetchFailure::Network))?;
-    if !response.ok() {
-        return Err(fail(FetchFailure::Status(response.status())));
-    }
-    let body = response
-        .array_buffer()
-        .map_err(|_| fail(FetchFailure::Body))?;
-    JsFuture::from(body)
-        .await
-        .ok()
-        .and_then(|b| b.dyn_into().ok())
-        .ok_or(fail(FetchFailure::Body))
-}
-
 #[component]
 pub fn App() -> impl IntoView {
     let url = UrlState::parse(&location_search());
@@ -143,7 +114,7 @@ pub fn App() -> impl IntoView {
                 .busy
                 .set(Some(Busy::stage(0, STAGES, format!("fetching {src}"))));
             spawn_local(async move {
-                match fetch_bytes(&src).await {
+                match crate::page::fetch::fetch_bytes(&src).await {
                     Ok(bytes) => state.load(bytes, &src, origin),
                     Err(e) => {
                         state.busy.set(None);

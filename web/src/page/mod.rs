@@ -3,5 +3,6 @@
 
 pub mod embed;
 pub mod examples;
+pub mod fetch;
 pub mod state;
 pub mod url;

@@ -463,7 +463,7 @@ impl PageState {
         match against.src {
             None => self.compare(scenario, None),
             Some(src) => leptos::task::spawn_local(async move {
-                match crate::app::fetch_bytes(&src).await {
+                match crate::page::fetch::fetch_bytes(&src).await {
                     Ok(bytes) => self.compare(scenario, Some((src, bytes))),
                     Err(e) => self.error.set(Some(e)),
                 }
