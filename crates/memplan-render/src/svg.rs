@@ -259,7 +259,7 @@ pub fn timeline_svg(
         let mut chart = ChartBuilder::on(&lower)
             .margin(12)
             .x_label_area_size(36)
-            .y_label_area_size(80)
+            .y_label_area_size(ROW_NAMES_PX)
             .build_cartesian_2d(x0..x1, n..0.0)
             .map_err(err)?;
         chart
@@ -287,6 +287,25 @@ pub fn timeline_svg(
                 )
             }))
             .map_err(err)?;
+        // Each row's name at its left, where rows are tall enough to read one (else every
+        // k-th), cut to the label area.
+        let (base_x, base_y) = lower.get_base_pixel();
+        let row_px = (chart.backend_coord(&(x0, 1.0)).1 - chart.backend_coord(&(x0, 0.0)).1).max(1);
+        let every = (12 / row_px + 1).max(1) as usize;
+        let style = TextStyle::from(("sans-serif", 11)).pos(Pos::new(HPos::Right, VPos::Center));
+        for (k, &b) in rows.iter().enumerate().step_by(every) {
+            let (x, y) = chart.backend_coord(&(x0, k as f64 + 0.5));
+            let name = &model.buffers[b].name;
+            let most = (ROW_NAMES_PX as usize - 12) / 6;
+            let name: String = if name.chars().count() > most {
+                name.chars().take(most - 1).chain(['…']).collect()
+            } else {
+                name.to_string()
+            };
+            lower
+                .draw_text(&name, &style, (x - base_x - 4, y - base_y))
+                .map_err(err)?;
+        }
         legend_box(
             &lower,
             &color_entries(model, options.color_by),
@@ -296,6 +315,9 @@ pub fn timeline_svg(
     }
     Ok(out)
 }
+
+/// The width of the live spans' row names, pixels.
+const ROW_NAMES_PX: u32 = 120;
 
 fn usage_chart<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -491,6 +513,17 @@ mod tests {
             "no peak marker"
         );
         assert!(svg.contains("footprint"));
+        // Each row named at its left, where the rows are tall enough to read one.
+        let tall = SvgOptions {
+            height: 1600,
+            ..SvgOptions::default()
+        };
+        let named = timeline_svg(&m, 0, &rows, None, tall).unwrap();
+        for &b in &rows {
+            let name = &m.buffers[b].name;
+            assert!(named.contains(&format!(">\n{name}\n</text>")), "{name}");
+        }
+        assert!(svg.contains(&format!(">\n{}\n</text>", m.buffers[rows[0]].name)));
         // Same inputs, same bytes.
         assert_eq!(
             svg,
