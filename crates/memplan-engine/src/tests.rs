@@ -737,7 +737,6 @@ fn a_snapshots_live_bytes_by_site_stack_up_to_the_peak() {
     assert_eq!(at.iter().sum::<u64>(), m.devices[0].lower_bound);
     let svg = memplan_render::svg::sites_svg(&series, 1000, 260).unwrap();
     assert!(svg.contains(&series.sites[0]) && svg.contains("other sites"));
-    assert!(m.site_series(0, 5, 100).is_some());
     let plain = Session::load(MLP.as_bytes(), "mlp.json").unwrap();
     let plain = plain.view_model(&plain.plan(&Scenario::default()).unwrap());
     assert_eq!(plain.site_series(0, 5, 100), None, "no stacks, no chart");
