@@ -11,6 +11,8 @@ OUT = pathlib.Path(__file__).resolve().parent.parent / "static" / "examples"
 
 
 def write(name, dump):
+    # Step costs are flops: the page and the CLI show recompute costs in FLOPs.
+    dump = {"name": dump["name"], "cost_unit": "FLOPs", **dump}
     text = json.dumps(dump, indent=1) + "\n"
     (OUT / f"{name}.json").write_text(text)
 
@@ -35,8 +37,8 @@ def mlp_training():
         t(f"b{i}", [n_out], "param")
     for i, (n_in, n_out) in enumerate(dims, 1):
         for moment in ("m", "v"):
-            t(f"{moment}_W{i}", [n_in, n_out], "param", name=f"Adam {moment} of W{i}")
-            t(f"{moment}_b{i}", [n_out], "param", name=f"Adam {moment} of b{i}")
+            t(f"{moment}_W{i}", [n_in, n_out], "optimizer_state", name=f"Adam {moment} of W{i}")
+            t(f"{moment}_b{i}", [n_out], "optimizer_state", name=f"Adam {moment} of b{i}")
     # Forward: activations kept for backward.
     act = "x"
     for i, (n_in, n_out) in enumerate(dims, 1):

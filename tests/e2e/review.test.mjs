@@ -294,15 +294,27 @@ test('W/S zoom in time only; the rows scroll on their own', async () => {
   assert.ok(rowsBefore !== undefined);
 });
 
-test('the PNG export has a title band and the legend above the view', async () => {
-  await page.goto(server.url);
-  await drawn('timeline-canvas');
-  const [download] = await Promise.all([page.waitForEvent('download'), testid('export-png').click()]);
-  const png = await readFile(await download.path());
-  const height = png.readUInt32BE(20);
-  const canvasHeight = await page.evaluate(() => document.querySelector('[data-testid=timeline-canvas]').height);
-  const dpr = await page.evaluate(() => devicePixelRatio);
-  assert.equal(height, canvasHeight + Math.round(52 * dpr));
+test('the PNG export is at the device pixel ratio, with a title band above the view and a footer', async () => {
+  // A 2x screen, narrow enough that the title wraps rather than being cut.
+  const hi = await browser.newPage({ viewport: { width: 924, height: 700 }, deviceScaleFactor: 2 });
+  try {
+    await hi.goto(`${server.url}?example=transformer-training&flip=probs_0`);
+    await hi.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]')?.hasAttribute('data-draw-ms'));
+    const [download] = await Promise.all([hi.waitForEvent('download'), hi.locator('[data-testid=export-png]').click()]);
+    const png = await readFile(await download.path());
+    const [width, height] = [png.readUInt32BE(16), png.readUInt32BE(20)];
+    const canvas = await hi.evaluate(() => {
+      const c = document.querySelector('[data-testid=timeline-canvas]');
+      return { width: c.width, height: c.height, css: c.getBoundingClientRect().width };
+    });
+    assert.equal(width, canvas.width);
+    // The canvas's box less its border, at two device pixels to the CSS pixel.
+    assert.ok(canvas.width >= 2 * (Math.floor(canvas.css) - 2), `${canvas.width} px for ${canvas.css} CSS px at 2x`);
+    // Title, figures, legend and footer: at least four lines of text at 2x around the view.
+    assert.ok(height >= canvas.height + 2 * 4 * 16, `${height} against the view's ${canvas.height}`);
+  } finally {
+    await hi.close();
+  }
 });
 
 test('at 1400x900 the page reads whole', async () => {

@@ -119,6 +119,9 @@ pub struct Analysis {
     pub spaces: Option<Arc<SpacesView>>,
     /// The dump's params with the values planned: its defaults, overridden by the scenario's.
     pub params: BTreeMap<String, u64>,
+    /// The unit of recompute costs (the dump's `cost_unit`), if it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_unit: Option<String>,
 }
 
 /// The memory spaces as the page shows them: the table of `memplan spaces`, its counts and
@@ -185,6 +188,7 @@ impl Analysis {
             spaces: params_parts
                 .then(|| cache.spaces(session, &outcome.scenario))
                 .flatten(),
+            cost_unit: session.graph.cost_unit.clone(),
         };
         if params_parts {
             analysis
@@ -484,7 +488,7 @@ pub struct SweepView {
 }
 
 /// The width and height of the sweep chart, CSS pixels (it scales to its box).
-pub const SWEEP_CHART: (u32, u32) = (860, 300);
+pub const SWEEP_CHART: (u32, u32) = (560, 260);
 
 impl SweepView {
     pub fn of(session: &Session, sweep: &memplan_engine::Sweep, cancelled: bool) -> SweepView {
@@ -497,7 +501,12 @@ impl SweepView {
     /// The chart (plotters SVG). Drawn on the page only: plotters measures text with the
     /// page's canvas, which a worker does not have.
     pub fn svg(&self) -> Result<String, memplan_render::svg::RenderError> {
-        memplan_render::svg::sweep_svg(&self.chart_points(), SWEEP_CHART.0, SWEEP_CHART.1)
+        memplan_render::svg::sweep_svg(
+            &self.chart_points(),
+            self.answer.cost_unit.as_deref(),
+            SWEEP_CHART.0,
+            SWEEP_CHART.1,
+        )
     }
 
     /// The point a click `x` pixels from the chart's left edge (in the chart's own pixels)

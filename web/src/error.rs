@@ -89,6 +89,7 @@ pub enum Operation {
     Fit,
     Sweep,
     AskAbout,
+    Advise,
     Compare,
     Export,
 }
@@ -98,6 +99,7 @@ words!(Operation {
     Fit => "fit",
     Sweep => "sweep",
     AskAbout => "ask about",
+    Advise => "advise on",
     Compare => "compare",
     Export => "export",
 });

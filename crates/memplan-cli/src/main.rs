@@ -19,7 +19,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use memplan_core::remat::Target;
 use memplan_core::{Control, FoundAt, Progress, StrategyChoice};
 use memplan_engine::query::{
-    Ask, CheckQuery, ConvertQuery, FitQuery, FitsQuery, PlanQuery, SpacesQuery, SweepQuery, Written,
+    AdviseQuery, Ask, CheckQuery, ConvertQuery, FitQuery, FitsQuery, PlanQuery, SpacesQuery, SweepQuery, Written,
 };
 use memplan_engine::{DeviceClass, EngineError, Scenario, Session};
 use memplan_formats::FormatError;
@@ -397,6 +397,16 @@ enum Command {
         /// Compute the exhaustive optimum (every subset of candidates) up to this many.
         #[arg(long, default_value_t = memplan_engine::DEFAULT_EXHAUSTIVE_MOST)]
         exhaustive_max: usize,
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What to change to lower the footprint: every lever the dump allows (flips, the fit's
+    /// flips, smaller params, precision classes, strategies, the pool cap), each planned,
+    /// largest saving first.
+    Advise {
+        file: PathBuf,
         #[command(flatten)]
         scenario: ScenarioArgs,
         #[arg(long)]
@@ -830,6 +840,22 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 print_json(&answer);
             } else {
                 print!("{}", human::sweep_table(&answer, millis));
+            }
+        }
+        Command::Advise {
+            file,
+            scenario,
+            json,
+        } => {
+            let session = open(&file)?;
+            let query = AdviseQuery(scenario.scenario()?);
+            let started = Instant::now();
+            let answer = query.ask(&session, &mut Control::default())?;
+            let millis = started.elapsed().as_secs_f64() * 1e3;
+            if json {
+                print_json(&answer);
+            } else {
+                print!("{}", human::advice_table(&answer, millis));
             }
         }
         Command::Fits {

@@ -41,6 +41,10 @@ pub struct Graph {
     /// Values of the symbolic dims used by shapes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, u64>,
+    /// The unit of the steps' `cost` (`FLOPs`), shown beside recompute costs. Absent: a unit
+    /// of work the dump does not name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_unit: Option<String>,
     /// The devices. When empty, one device named [`DEFAULT_DEVICE`] is implied.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<Device>,
@@ -61,6 +65,7 @@ impl Default for Graph {
             alignment: 1,
             pool_cap: None,
             params: BTreeMap::new(),
+            cost_unit: None,
             devices: Vec::new(),
             tensors: Vec::new(),
             steps: Vec::new(),
@@ -95,7 +100,8 @@ pub struct Device {
     pub hardware_class: Option<String>,
 }
 
-/// What a tensor is for. Inputs, params, constants and outputs are always-live by default.
+/// What a tensor is for. Inputs, params, optimizer state, constants and outputs are always-live
+/// by default.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
@@ -103,6 +109,9 @@ pub struct Device {
 pub enum TensorKind {
     Input,
     Param,
+    /// What an optimizer keeps per param between steps (Adam's moments): always-live like the
+    /// params, and shown apart from them.
+    OptimizerState,
     Constant,
     #[default]
     Intermediate,
@@ -111,9 +120,10 @@ pub enum TensorKind {
 }
 
 impl TensorKind {
-    pub const ALL: [TensorKind; 6] = [
+    pub const ALL: [TensorKind; 7] = [
         TensorKind::Input,
         TensorKind::Param,
+        TensorKind::OptimizerState,
         TensorKind::Constant,
         TensorKind::Intermediate,
         TensorKind::Output,
@@ -124,6 +134,7 @@ impl TensorKind {
         match self {
             TensorKind::Input => "input",
             TensorKind::Param => "param",
+            TensorKind::OptimizerState => "optimizer_state",
             TensorKind::Constant => "constant",
             TensorKind::Intermediate => "intermediate",
             TensorKind::Output => "output",
@@ -135,7 +146,11 @@ impl TensorKind {
     pub fn always_live_by_default(self) -> bool {
         matches!(
             self,
-            TensorKind::Input | TensorKind::Param | TensorKind::Constant | TensorKind::Output
+            TensorKind::Input
+                | TensorKind::Param
+                | TensorKind::OptimizerState
+                | TensorKind::Constant
+                | TensorKind::Output
         )
     }
 }

@@ -35,6 +35,21 @@ pub fn si(n: u64) -> String {
     }
 }
 
+/// A recompute cost in the dump's `unit` of work (`FLOPs`) with an SI prefix, `452.98 MFLOPs`;
+/// without a unit, [`si`] alone.
+pub fn work(n: u64, unit: Option<&str>) -> String {
+    match unit {
+        None => si(n),
+        Some(unit) => {
+            let value = si(n);
+            match value.split_once(' ') {
+                Some((number, prefix)) => format!("{number} {prefix}{unit}"),
+                None => format!("{value} {unit}"),
+            }
+        }
+    }
+}
+
 /// A change of bytes (a flip's relief, which a harmful flip makes negative) in binary units,
 /// with its sign when negative: `-2.00 KiB`.
 pub fn signed_bytes(change: i128) -> String {
@@ -129,6 +144,9 @@ mod tests {
         assert_eq!(si(1500), "1.50 k");
         assert_eq!(si(452_984_832), "452.98 M");
         assert_eq!(si(u64::MAX), "18.45 E");
+        assert_eq!(work(452_984_832, Some("FLOPs")), "452.98 MFLOPs");
+        assert_eq!(work(999, Some("FLOPs")), "999 FLOPs");
+        assert_eq!(work(452_984_832, None), "452.98 M");
     }
 
     use super::*;

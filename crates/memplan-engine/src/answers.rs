@@ -26,6 +26,9 @@ pub struct FitAnswer {
     /// The accepted flips, in acceptance order.
     pub flips: Vec<FlipAnswer>,
     pub recompute_cost: u64,
+    /// The unit of recompute costs (the dump's `cost_unit`), if it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_unit: Option<String>,
     pub considered: usize,
     pub dropped: usize,
     pub within_target: bool,
@@ -79,6 +82,7 @@ impl FitAnswer {
             final_bytes: fit.final_bytes,
             flips: named(&fit.flips),
             recompute_cost: fit.recompute_cost(),
+            cost_unit: session.graph.cost_unit.clone(),
             considered: fit.considered,
             dropped: fit.dropped,
             within_target: fit.within_target,
@@ -159,6 +163,9 @@ pub fn event_text(e: &Event, id: &dyn Fn(usize) -> String) -> String {
 /// `memplan sweep --json`, and the page's sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepAnswer {
+    /// The unit of recompute costs (the dump's `cost_unit`), if it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_unit: Option<String>,
     pub candidates: usize,
     /// The exhaustive optimum was computed (the candidates are few): each point says its cost.
     pub exhaustive: bool,
@@ -182,6 +189,7 @@ impl SweepAnswer {
     pub fn of(session: &Session, sweep: &Sweep) -> SweepAnswer {
         let id = |t: usize| session.graph.tensors[t].id.clone();
         SweepAnswer {
+            cost_unit: session.graph.cost_unit.clone(),
             candidates: sweep.candidates,
             exhaustive: sweep.exhaustive.is_some(),
             points: (sweep.points.iter())

@@ -12,6 +12,7 @@
 //! format). This crate adds no planning logic and no numbers of its own: it wires the layers in
 //! the one order, bytes -> importer -> graph -> liveness -> layout -> check -> views.
 
+pub mod advise;
 pub mod answers;
 pub mod diff;
 pub mod job;

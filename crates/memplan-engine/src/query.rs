@@ -11,6 +11,7 @@ use memplan_core::remat::Target;
 use memplan_formats::report::PlanReport;
 use serde::{Deserialize, Serialize};
 
+use crate::advise::AdviceAnswer;
 use crate::answers::{FitAnswer, FitsAnswer, SpacesAnswer, SweepAnswer};
 use crate::diff::{PlanDiff, diff};
 use crate::{EngineError, Scenario, Session};
@@ -54,6 +55,10 @@ pub struct FitsQuery {
     /// `None`: the param's whole range from `lo` (doubling until a value does not fit).
     pub hi: Option<u64>,
 }
+
+/// The levers of a scenario ranked by how much each lowers its footprint, each planned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdviseQuery(pub Scenario);
 
 /// Each slot's memory space, access and host transfer, and each output's source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,6 +135,13 @@ impl Ask for FitsQuery {
         let fits = session.largest_fitting(&self.scenario, &self.param, self.lo, self.hi)?;
         let class = (self.scenario.device_class.as_ref()).map_or("", |d| d.class.as_str());
         Ok(FitsAnswer::of(class, (self.lo, self.hi), &fits))
+    }
+}
+
+impl Ask for AdviseQuery {
+    type Answer = AdviceAnswer;
+    fn ask(&self, session: &Session, _: &mut Control) -> Result<AdviceAnswer, EngineError> {
+        session.advise(&self.0)
     }
 }
 
@@ -217,6 +229,7 @@ questions! {
     Fit(FitQuery) -> FitAnswer,
     Sweep(SweepQuery) -> SweepAnswer,
     Fits(FitsQuery) -> FitsAnswer,
+    Advise(AdviseQuery) -> AdviceAnswer,
     Spaces(SpacesQuery) -> SpacesAnswer,
     Check(CheckQuery) -> CheckAnswer,
     Convert(ConvertQuery) -> String,
@@ -245,6 +258,7 @@ mod tests {
                 points: 4,
                 exhaustive_most: 0,
             }),
+            Query::Advise(AdviseQuery(Scenario::default())),
             Query::Spaces(SpacesQuery(Scenario::default())),
             Query::Check(CheckQuery {
                 scenario: Scenario::default(),
@@ -271,6 +285,7 @@ mod tests {
                 (Query::Plan(_), Answer::Plan(_))
                     | (Query::Fit(_), Answer::Fit(_))
                     | (Query::Sweep(_), Answer::Sweep(_))
+                    | (Query::Advise(_), Answer::Advise(_))
                     | (Query::Spaces(_), Answer::Spaces(_))
                     | (Query::Check(_), Answer::Check(_))
                     | (Query::Convert(_), Answer::Convert(_))

@@ -12,7 +12,8 @@ use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Plan, Problem, StrategyChoice};
 use memplan_engine::answers::{FitAnswer, FitsAnswer, SourceAnswer, SpacesAnswer, SweepAnswer};
 
-pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio, si, signed_bytes};
+pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio, si, signed_bytes, work};
+use memplan_engine::advise::{AdviceAnswer, Lever, LeverCost};
 use memplan_engine::diff::{Change, PlanDiff, Side, TensorDiff};
 use memplan_formats::report::{CapFallbackReport, PlacementReport, PlanSummary, SiteReport};
 
@@ -494,7 +495,7 @@ pub fn fit_text(f: &FitAnswer, millis: f64) -> String {
         bytes(f.baseline_bytes),
         bytes(f.final_bytes),
         bytes(f.baseline_bytes.saturating_sub(f.final_bytes)),
-        si(f.recompute_cost),
+        work(f.recompute_cost, f.cost_unit.as_deref()),
         grouped(f.recompute_cost),
         if f.within_target {
             "within target"
@@ -512,8 +513,10 @@ pub fn fit_text(f: &FitAnswer, millis: f64) -> String {
     for flip in &f.flips {
         let _ = writeln!(
             out,
-            "  {:<32} relieves {:>12} B  cost {}",
-            flip.tensor, flip.relief_bytes, flip.recompute_cost
+            "  {:<32} relieves {:>10}  cost {}",
+            flip.tensor,
+            signed_bytes(flip.relief_bytes),
+            work(flip.recompute_cost, f.cost_unit.as_deref())
         );
     }
     if !f.log.is_empty() {
@@ -522,6 +525,72 @@ pub fn fit_text(f: &FitAnswer, millis: f64) -> String {
             let _ = writeln!(out, "  {line}");
         }
     }
+    out
+}
+
+/// What an advice row changes, in words.
+pub fn lever_text(lever: &Lever) -> String {
+    match lever {
+        Lever::Flip { tensor } => format!("recompute `{tensor}`"),
+        Lever::FitFlips { tensors } => {
+            const NAMED: usize = 3;
+            let mut named = tensors[..tensors.len().min(NAMED)].join(", ");
+            if tensors.len() > NAMED {
+                let _ = write!(named, " and {} more", tensors.len() - NAMED);
+            }
+            format!("recompute the fit's {} tensors ({named})", tensors.len())
+        }
+        Lever::Param { name, from, to } => format!("{name} = {to} (from {from})"),
+        Lever::PrecisionClasses { on: true } => "precision classes on".into(),
+        Lever::PrecisionClasses { on: false } => "precision classes off".into(),
+        Lever::Strategy { strategy } => format!("strategy {}", strategy.name()),
+        Lever::PoolCap { cap } => format!("no pool cap (from {})", bytes(*cap)),
+    }
+}
+
+/// What an advice row costs besides memory, in words; recompute work in the dump's `unit`.
+pub fn lever_cost_text(cost: &LeverCost, unit: Option<&str>) -> String {
+    match cost {
+        LeverCost::Recompute { work: w } => format!("recompute {}", work(*w, unit)),
+        LeverCost::Param { name, from, to } => {
+            format!("{name} {to} instead of {from} per run")
+        }
+        LeverCost::MixedDtypes => "tensors of different dtypes share bytes".into(),
+        LeverCost::PlanningWork => "none at run time".into(),
+        LeverCost::WideOffsets => "64-bit offsets".into(),
+    }
+}
+
+/// `memplan advise`'s table: each lever that lowers the footprint, largest saving first.
+pub fn advice_table(a: &AdviceAnswer, millis: f64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "footprint {}{}; {} levers planned, {} lower it",
+        bytes(a.footprint_bytes),
+        a.usable_bytes
+            .map_or(String::new(), |u| format!(" of {} usable", bytes(u))),
+        a.tried,
+        a.rows.len()
+    );
+    if !a.rows.is_empty() {
+        let _ = writeln!(out, "| lever | footprint | saving | cost |");
+        let _ = writeln!(out, "|---|---:|---:|---|");
+    }
+    for r in &a.rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            one_line(&lever_text(&r.lever)),
+            bytes(r.footprint_bytes),
+            bytes(r.saving_bytes),
+            lever_cost_text(&r.cost, a.cost_unit.as_deref())
+        );
+    }
+    for what in &a.left_out {
+        let _ = writeln!(out, "not tried: {what}");
+    }
+    let _ = writeln!(out, "{millis:.0} ms");
     out
 }
 

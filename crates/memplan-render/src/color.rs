@@ -67,6 +67,7 @@ fn kind_color(kind: TensorKind) -> Rgb {
     match kind {
         TensorKind::Input => PALETTE[0],
         TensorKind::Param => PALETTE[8],
+        TensorKind::OptimizerState => PALETTE[6],
         TensorKind::Constant => PALETTE[9],
         TensorKind::Intermediate => PALETTE[3],
         TensorKind::Output => PALETTE[2],

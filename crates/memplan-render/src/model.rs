@@ -727,7 +727,7 @@ pub struct FootprintPart {
 
 impl ViewModel {
     /// The footprint of `device`, whole and by what fills it: the always-live pools by kind
-    /// (params, inputs, outputs, constants, held intermediates such as a KV cache) and their
+    /// (params, optimizer state, inputs, outputs, constants, held intermediates such as a KV cache) and their
     /// padding, then the most bytes the arena holds live at once and its fragmentation. The parts add up
     /// to the footprint, whatever the views show.
     pub fn footprint_parts(&self, device: usize) -> Vec<FootprintPart> {
@@ -759,6 +759,7 @@ impl ViewModel {
                         "held tensors (caches, state)"
                     }
                     TensorKind::Param => "params",
+                    TensorKind::OptimizerState => "optimizer state",
                     TensorKind::Input => "inputs",
                     TensorKind::Output => "outputs",
                     TensorKind::Constant => "constants",

@@ -543,6 +543,10 @@ mod tests {
 /// The sweep chart's margin and the width of each of its two value axes, pixels.
 const SWEEP_MARGIN: u32 = 12;
 const SWEEP_AXIS: u32 = 80;
+/// The right axis's ticks carry a unit (`500.00 MFLOPs`): a little wider.
+const SWEEP_RIGHT_AXIS: u32 = 96;
+/// The band above the plot that holds the legend (two rows), so it never covers a curve.
+const SWEEP_LEGEND: u32 = 40;
 
 /// The targets a sweep chart spans: the least and the greatest of its points (widened when
 /// they are one).
@@ -566,7 +570,7 @@ pub fn sweep_point_at(
 ) -> Option<usize> {
     let (x0, x1) = sweep_span(points);
     let left = f64::from(SWEEP_MARGIN + SWEEP_AXIS);
-    let right = f64::from(width.saturating_sub(SWEEP_MARGIN + SWEEP_AXIS)).max(left + 1.0);
+    let right = f64::from(width.saturating_sub(SWEEP_MARGIN + SWEEP_RIGHT_AXIS)).max(left + 1.0);
     let budget = x0 + (x - left) / (right - left) * (x1 - x0);
     (0..points.len()).min_by(|&a, &b| {
         let d = |k: usize| (points[k].target_bytes as f64 - budget).abs();
@@ -576,16 +580,19 @@ pub fn sweep_point_at(
 
 /// A budget sweep as a chart: per budget, the footprint fitted (left axis) and its recompute
 /// cost (right axis), Pareto points filled, and the exhaustive optimum's cost dashed where it
-/// was computed. What `memplan sweep` tabulates, drawn.
+/// was computed. What `memplan sweep` tabulates, drawn. The legend sits in a band above the
+/// plot; costs read in the dump's `cost_unit` where it names one.
 pub fn sweep_svg(
     points: &[memplan_core::remat::SweepPoint],
+    cost_unit: Option<&str>,
     width: u32,
     height: u32,
 ) -> Result<String, RenderError> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+        let whole = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        whole.fill(&WHITE).map_err(err)?;
+        let (band, root) = whole.split_vertically(SWEEP_LEGEND);
         let (x0, x1) = sweep_span(points);
         let top = points.iter().map(|p| p.footprint_bytes).max().unwrap_or(1) as f64 * 1.08;
         let cost_top = points
@@ -600,7 +607,7 @@ pub fn sweep_svg(
             .margin(SWEEP_MARGIN)
             .x_label_area_size(36)
             .y_label_area_size(SWEEP_AXIS)
-            .right_y_label_area_size(SWEEP_AXIS)
+            .right_y_label_area_size(SWEEP_RIGHT_AXIS)
             .build_cartesian_2d(x0..x1, 0.0..top.max(1.0))
             .map_err(err)?
             .set_secondary_coord(x0..x1, 0.0..cost_top);
@@ -615,25 +622,24 @@ pub fn sweep_svg(
             .light_line_style(WHITE)
             .draw()
             .map_err(err)?;
+        // The right axis is named by the legend; its ticks carry the unit.
         chart
             .configure_secondary_axes()
-            .y_desc("recompute cost")
             .y_labels(5)
-            .y_label_formatter(&|c| memplan_core::units::si(c.max(0.0) as u64))
+            .y_label_formatter(&|c| memplan_core::units::work(c.max(0.0) as u64, cost_unit))
             .draw()
             .map_err(err)?;
         let blue = RGBColor(0x2f, 0x6f, 0xde);
         let orange = RGBColor(0xe0, 0x7b, 0x1a);
         let gray = RGBColor(0x6b, 0x72, 0x80);
+        sweep_legend(&band, width, points.iter().any(|p| p.exhaustive_cost.is_some()))?;
         let xy = |p: &memplan_core::remat::SweepPoint, y: u64| (p.target_bytes as f64, y as f64);
         chart
             .draw_series(LineSeries::new(
                 points.iter().map(|p| xy(p, p.footprint_bytes)),
                 blue.stroke_width(2),
             ))
-            .map_err(err)?
-            .label("footprint")
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], blue.stroke_width(2)));
+            .map_err(err)?;
         chart
             .draw_series(points.iter().map(|p| {
                 let style = if p.pareto {
@@ -650,17 +656,13 @@ pub fn sweep_svg(
                     .iter()
                     .map(|p| Circle::new(xy(p, p.footprint_bytes), 4, blue.stroke_width(1))),
             )
-            .map_err(err)?
-            .label("Pareto point (filled)")
-            .legend(move |(x, y)| Circle::new((x + 8, y), 4, blue.filled()));
+            .map_err(err)?;
         chart
             .draw_secondary_series(LineSeries::new(
                 points.iter().map(|p| xy(p, p.recompute_cost)),
                 orange.stroke_width(2),
             ))
-            .map_err(err)?
-            .label("recompute cost (greedy)")
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], orange.stroke_width(2)));
+            .map_err(err)?;
         let exhaustive: Vec<(f64, f64)> = points
             .iter()
             .filter_map(|p| Some(xy(p, p.exhaustive_cost?)))
@@ -673,22 +675,61 @@ pub fn sweep_svg(
                     4,
                     gray.stroke_width(2),
                 ))
-                .map_err(err)?
-                .label("recompute cost (exhaustive optimum)")
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 16, y)], gray.stroke_width(2))
-                });
+                .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(gray)
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
+        whole.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// The sweep chart's legend, in its band: two rows of two entries at fixed columns (the SVG
+/// layout never depends on font metrics).
+fn sweep_legend(
+    band: &DrawingArea<SVGBackend<'_>, Shift>,
+    width: u32,
+    exhaustive: bool,
+) -> Result<(), RenderError> {
+    let blue = RGBColor(0x2f, 0x6f, 0xde);
+    let orange = RGBColor(0xe0, 0x7b, 0x1a);
+    let gray = RGBColor(0x6b, 0x72, 0x80);
+    let font = ("sans-serif", 12).into_font().color(&BLACK);
+    let columns = [
+        (SWEEP_MARGIN + SWEEP_AXIS) as i32,
+        (width / 2 + SWEEP_MARGIN) as i32,
+    ];
+    let rows = [12, 30];
+    let line = |x: i32, y: i32, style: ShapeStyle| PathElement::new([(x, y), (x + 18, y)], style);
+    let text_at = |x: i32, y: i32, t: &str| {
+        Text::new(
+            t.to_string(),
+            (x + 24, y),
+            font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+        )
+    };
+    let (a, b) = (columns[0], columns[1]);
+    band.draw(&line(a, rows[0], blue.stroke_width(2))).map_err(err)?;
+    band.draw(&text_at(a, rows[0], "footprint")).map_err(err)?;
+    band.draw(&Circle::new((b + 9, rows[0]), 4, blue.filled()))
+        .map_err(err)?;
+    band.draw(&text_at(b, rows[0], "Pareto point (filled)"))
+        .map_err(err)?;
+    band.draw(&line(a, rows[1], orange.stroke_width(2)))
+        .map_err(err)?;
+    band.draw(&text_at(a, rows[1], "recompute cost (greedy)"))
+        .map_err(err)?;
+    if exhaustive {
+        for k in 0..3 {
+            let x = b + k * 7;
+            band.draw(&PathElement::new(
+                [(x, rows[1]), (x + 4, rows[1])],
+                gray.stroke_width(2),
+            ))
+            .map_err(err)?;
+        }
+        band.draw(&text_at(b, rows[1], "recompute cost (exhaustive optimum)"))
+            .map_err(err)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -715,25 +756,28 @@ mod sweep_tests {
             point(300, 300, 0, true),
             point(400, 300, 5, false),
         ];
-        let svg = sweep_svg(&points, 600, 300).unwrap();
+        let svg = sweep_svg(&points, None, 600, 300).unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
         for label in ["footprint", "recompute cost (greedy)", "exhaustive optimum"] {
             assert!(svg.contains(label), "{label}");
+        }
+        // The legend is drawn in the band above the plot, never over a curve.
+        for label in ["Pareto point (filled)", "recompute cost (exhaustive optimum)"] {
+            let at = svg.find(label).unwrap();
+            let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+            let y: f64 = tag.split("y=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+            assert!(y < f64::from(SWEEP_LEGEND), "{label} at y={y}");
         }
         // Two circles per point (fill, outline) and one in the legend.
         assert_eq!(svg.matches("<circle").count(), 2 * points.len() + 1);
         // A click picks the nearest budget: the ends of the plot pick the ends.
         assert_eq!(sweep_point_at(&points, 600, 92.0), Some(0));
-        assert_eq!(sweep_point_at(&points, 600, 508.0), Some(3));
-        assert_eq!(sweep_point_at(&points, 600, 92.0 + 416.0 / 3.0), Some(1));
+        assert_eq!(sweep_point_at(&points, 600, 492.0), Some(3));
+        assert_eq!(sweep_point_at(&points, 600, 92.0 + 400.0 / 3.0), Some(1));
         assert_eq!(sweep_point_at(&[], 600, 100.0), None);
-        // A lone point: its fill, its outline and the legend's.
-        assert_eq!(
-            sweep_svg(&points[..1], 600, 300)
-                .unwrap()
-                .matches("<circle")
-                .count(),
-            3
-        );
+        // A lone point: its fill, its outline and the legend's; costs in the dump's unit.
+        let lone = sweep_svg(&points[..1], Some("FLOPs"), 600, 300).unwrap();
+        assert_eq!(lone.matches("<circle").count(), 3);
+        assert!(lone.contains("FLOPs"), "{lone}");
     }
 }

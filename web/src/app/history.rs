@@ -97,6 +97,8 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
         {
             state.strategy.set(url.strategy);
             state.work_limit.set(url.work_limit);
+            state.precision_classes.set(url.precision_classes);
+            state.pool_cap.set(url.pool_cap);
             state.flips.set(url.flips.clone());
             state.target.set(url.target.clone());
             state.fit_log.set(None);
@@ -126,6 +128,8 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
         .map(|c| (c.class, c.memory));
     if state.strategy.get_untracked() != url.strategy
         || state.work_limit.get_untracked() != url.work_limit
+        || state.precision_classes.get_untracked() != url.precision_classes
+        || state.pool_cap.get_untracked() != url.pool_cap
         || state.flips.get_untracked() != url.flips
         || state.params.get_untracked() != url.params
         || state.util.get_untracked() != url.util
@@ -136,6 +140,8 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
         state.util.set(url.util);
         state.device_class.set(hardware);
         state.work_limit.set(url.work_limit);
+        state.precision_classes.set(url.precision_classes);
+        state.pool_cap.set(url.pool_cap);
         state.set_strategy(url.strategy);
     }
     if let Some(a) = state.analysis.get_untracked() {

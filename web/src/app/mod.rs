@@ -402,6 +402,9 @@ pub fn App() -> impl IntoView {
                     <Views state=state search_input=search_input />
                     <Show when=move || !state.embed>
                         <aside class="side">
+                            {move || (state.panel.get() == crate::page::url::Panel::Compare
+                                && state.comparison.with(Option::is_some))
+                                .then(|| view! { <crate::views::compare::DiffTable state=state /> })}
                             <PeakTable state=state />
                             <Details state=state />
                             <Unplanned state=state />

@@ -189,6 +189,23 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
                             .collect_view()}
                     </select>
                 </label>
+                <label class="control" title="only tensors of equal dtype share bytes; off, any may (the runtime must allow reinterpreting memory)">
+                    <input type="checkbox" data-testid="precision-classes" prop:checked=analysis.scenario.precision_classes
+                        on:change=move |ev| {
+                            state.precision_classes.set(event_target_checked(&ev));
+                            state.set_strategy(state.strategy.get_untracked());
+                        } />
+                    " precision classes"
+                </label>
+                {analysis.scenario.pool_cap.map(|cap| view! {
+                    <span class="control" data-testid="pool-cap">
+                        {if cap == u64::MAX { "no pool cap (64-bit offsets) ".to_string() } else { format!("pool cap {} ", bytes(cap)) }}
+                        <button title="plan under the dump's own pool cap again" on:click=move |_| {
+                            state.pool_cap.set(None);
+                            state.set_strategy(state.strategy.get_untracked());
+                        }>"reset"</button>
+                    </span>
+                })}
             </div>
             <dl class="figures">
                 // `peak-bytes` and `peak-ratio` are earlier issues' names for these figures.

@@ -120,6 +120,7 @@ pub(super) fn Views(state: PageState, search_input: NodeRef<Input>) -> impl Into
                         {panel_button(Panel::Devices, "Devices", "what fits a device: its usable memory, the headroom, the largest batch")}
                         {panel_button(Panel::Spaces, "Spaces", "where each slot lives: device, host, constant, shared")}
                         {panel_button(Panel::Compare, "Compare", "this plan against another strategy, flip set or dump, tensor by tensor")}
+                        {panel_button(Panel::Advise, "Advise", "what to change: every lever the dump allows, planned and ranked by the bytes it saves")}
                         {move || has_stacks.get().then(|| panel_button(Panel::Sites, "Sites", "the live bytes over time by the line of code that allocated them"))}
                     </div>
                     <input
@@ -211,6 +212,7 @@ pub(super) fn Views(state: PageState, search_input: NodeRef<Input>) -> impl Into
                     Panel::Spaces => Some(view! { <crate::views::spaces::SpacesPanel state=state /> }.into_any()),
                     Panel::Compare => Some(view! { <crate::views::compare::ComparePanel state=state /> }.into_any()),
                     Panel::Sites => Some(view! { <crate::views::sites::SitesPanel state=state /> }.into_any()),
+                    Panel::Advise => Some(view! { <crate::views::advise::AdvisePanel state=state /> }.into_any()),
                     Panel::None => None,
                 }}
             </Show>

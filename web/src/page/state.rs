@@ -99,6 +99,14 @@ pub struct PageState {
     pub longer: RwSignal<Option<LongerSearch>>,
     /// `search`'s work limit (the CLI's `--work-limit`); `None`: the default.
     pub work_limit: RwSignal<Option<u64>>,
+    /// Only tensors of equal dtype share bytes.
+    pub precision_classes: RwSignal<bool>,
+    /// The largest pool; `None`: the dump's own cap, `Some(u64::MAX)`: none.
+    pub pool_cap: RwSignal<Option<u64>>,
+    /// The advisor's last answer, with the scenario it was asked about.
+    pub advice: RwSignal<Option<AdviceView>>,
+    /// The advice row last applied, and the diff of the plan before it against the plan after.
+    pub applied: RwSignal<Option<Applied>>,
     pub tab: RwSignal<Tab>,
     /// The panel beside the views.
     pub panel: RwSignal<Panel>,
@@ -160,6 +168,27 @@ pub struct PageState {
     pub comparison: RwSignal<Option<CompareView>>,
 }
 
+/// The advisor's answer and the scenario it answers for: a plan shown under another scenario
+/// makes it stale.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdviceView {
+    /// The dump it is about.
+    pub source: String,
+    pub scenario: Scenario,
+    pub answer: memplan_engine::advise::AdviceAnswer,
+}
+
+/// An advice row applied: what it changed, what it claimed, and (once the worker answers) the
+/// diff of the plan before against the plan after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    pub row: usize,
+    pub lever: String,
+    pub cost: String,
+    pub footprint_bytes: u64,
+    pub diff: Option<memplan_engine::diff::PlanDiff>,
+}
+
 impl PageState {
     pub fn new(url: &UrlState) -> Self {
         let state = PageState {
@@ -167,6 +196,10 @@ impl PageState {
             error: RwSignal::new(None),
             strategy: RwSignal::new(url.strategy),
             work_limit: RwSignal::new(url.work_limit),
+            precision_classes: RwSignal::new(url.precision_classes),
+            pool_cap: RwSignal::new(url.pool_cap),
+            advice: RwSignal::new(None),
+            applied: RwSignal::new(None),
             longer: RwSignal::new(None),
             tab: RwSignal::new(url.tab),
             panel: RwSignal::new(url.panel),
@@ -218,6 +251,8 @@ impl PageState {
         Scenario {
             strategy: self.strategy.get_untracked(),
             work_limit: self.work_limit.get_untracked(),
+            precision_classes: self.precision_classes.get_untracked(),
+            pool_cap: self.pool_cap.get_untracked(),
             flips: self.flips.get_untracked(),
             params: self.params.get_untracked(),
             device_class: self
@@ -348,6 +383,22 @@ impl PageState {
                 self.done();
                 self.fits.set(Some(*fits));
             }
+            Response::Advised { scenario, answer } => {
+                self.done();
+                let source = (self.analysis.with_untracked(|a| a.as_ref().map(|a| a.source.clone())))
+                    .unwrap_or_default();
+                self.advice.set(Some(AdviceView {
+                    source,
+                    scenario: *scenario,
+                    answer: *answer,
+                }));
+            }
+            // The plan after it follows: the page stays busy until it comes.
+            Response::Diffed(diff) => self.applied.update(|a| {
+                if let Some(a) = a {
+                    a.diff = Some(*diff);
+                }
+            }),
             Response::Fitted(log) => {
                 self.flips.set(log.flip_ids());
                 self.fit_log.set(Some(*log));
@@ -527,6 +578,45 @@ impl PageState {
         self.send(Request::Sweep { scenario, points }, None);
     }
 
+    /// Asks the advisor for the levers of the plan shown, each planned.
+    pub fn advise(self) {
+        if self.analysis.get_untracked().is_none() {
+            return;
+        }
+        self.busy
+            .set(Some(Busy::stage(2, STAGES, "planning each lever")));
+        self.send(Request::Advise(self.scenario()), None);
+    }
+
+    /// Applies advice row `k`: its whole scenario becomes the page's, and the diff of the plan
+    /// before against the plan after is asked for beside the plan.
+    pub fn apply_advice(self, k: usize) {
+        let Some((row, cost_unit)) = self.advice.with_untracked(|a| {
+            a.as_ref()
+                .and_then(|a| Some((a.answer.rows.get(k)?.clone(), a.answer.cost_unit.clone())))
+        }) else {
+            return;
+        };
+        let before = self.scenario();
+        let s = row.scenario.clone();
+        self.strategy.set(s.strategy);
+        self.work_limit.set(s.work_limit);
+        self.precision_classes.set(s.precision_classes);
+        self.pool_cap.set(s.pool_cap);
+        self.params.set(s.params.clone());
+        self.flips.set(s.flips.clone());
+        self.longer.set(None);
+        self.applied.set(Some(Applied {
+            row: k,
+            lever: memplan_human::lever_text(&row.lever),
+            cost: memplan_human::lever_cost_text(&row.cost, cost_unit.as_deref()),
+            footprint_bytes: row.footprint_bytes,
+            diff: None,
+        }));
+        self.send(Request::Diff { before, after: s }, None);
+        self.replan();
+    }
+
     /// Plans with `flips` (a sweep point's), replacing the page's.
     pub fn apply_flips(self, flips: Vec<String>) {
         self.flips.set(flips);
@@ -657,6 +747,8 @@ impl PageState {
             target: self.target.get(),
             strategy: self.strategy.get(),
             work_limit: self.work_limit.get(),
+            precision_classes: self.precision_classes.get(),
+            pool_cap: self.pool_cap.get(),
             selected,
             zoom,
             device,

@@ -68,6 +68,7 @@ pub enum Panel {
     Spaces,
     Compare,
     Sites,
+    Advise,
 }
 
 impl Panel {
@@ -80,6 +81,7 @@ impl Panel {
             Panel::Spaces => "spaces",
             Panel::Compare => "compare",
             Panel::Sites => "sites",
+            Panel::Advise => "advise",
         }
     }
 
@@ -92,6 +94,7 @@ impl Panel {
             Panel::Spaces,
             Panel::Compare,
             Panel::Sites,
+            Panel::Advise,
         ]
         .into_iter()
         .find(|p| p.name() == s)
@@ -116,6 +119,11 @@ pub struct UrlState {
     /// `search`'s work limit per region, in conflict visits (the CLI's `--work-limit`); `None`: the
     /// default.
     pub work_limit: Option<u64>,
+    /// Only tensors of equal dtype share bytes (the CLI's default; `--no-precision-classes`).
+    pub precision_classes: bool,
+    /// The largest pool (the CLI's `--pool-cap`); `Some(u64::MAX)`, `pool-cap=none`: no cap
+    /// even where the dump gives one.
+    pub pool_cap: Option<u64>,
     /// The selected tensor id.
     pub selected: Option<String>,
     /// The window of the current view.
@@ -157,6 +165,8 @@ impl Default for UrlState {
             params: BTreeMap::new(),
             strategy: StrategyChoice::Best,
             work_limit: None,
+            precision_classes: true,
+            pool_cap: None,
             selected: None,
             zoom: None,
             device: None,
@@ -205,7 +215,11 @@ impl UrlState {
                 },
                 "panel" => match Panel::parse(&value) {
                     Some(p) => state.panel = p,
-                    None => unknown("panel", &value, "flips, sweep, devices, spaces or compare"),
+                    None => unknown(
+                        "panel",
+                        &value,
+                        "flips, sweep, devices, spaces, compare, sites or advise",
+                    ),
                 },
                 "flip" if !value.is_empty() => state.flips.push(value),
                 // `budget=` and `hw=` are the keys' names before the glossary.
@@ -266,6 +280,18 @@ impl UrlState {
                         &value,
                         "a positive whole number of conflict visits",
                     ),
+                },
+                "precision-classes" => match value.as_str() {
+                    "on" => state.precision_classes = true,
+                    "off" => state.precision_classes = false,
+                    _ => unknown("precision-classes", &value, "on or off"),
+                },
+                "pool-cap" => match value.as_str() {
+                    "none" => state.pool_cap = Some(u64::MAX),
+                    _ => match memplan_human::parse_bytes(&value) {
+                        Some(b) if b > 0 => state.pool_cap = Some(b),
+                        _ => unknown("pool-cap", &value, "a size (4GiB, bytes) or none"),
+                    },
                 },
                 "sel" if !value.is_empty() => state.selected = Some(value),
                 "zoom" => match Viewport::parse(&value) {
@@ -344,6 +370,18 @@ impl UrlState {
         }
         if let Some(work) = self.work_limit {
             q.append_pair("work-limit", &work.to_string());
+        }
+        if !self.precision_classes {
+            q.append_pair("precision-classes", "off");
+        }
+        match self.pool_cap {
+            Some(u64::MAX) => {
+                q.append_pair("pool-cap", "none");
+            }
+            Some(cap) => {
+                q.append_pair("pool-cap", &cap.to_string());
+            }
+            None => {}
         }
         if let Some(class) = &self.device_class {
             q.append_pair("class", class);
@@ -444,6 +482,8 @@ mod tests {
             params: [("B".to_string(), 31), ("S".to_string(), 4096)].into(),
             strategy: memplan_core::Strategy::Tlsf.into(),
             work_limit: Some(200_000_000),
+            precision_classes: false,
+            pool_cap: Some(u64::MAX),
             selected: Some("h 1&<x>".into()),
             zoom: Some(Viewport {
                 x0: 1.5,
@@ -473,6 +513,15 @@ mod tests {
         assert_eq!(UrlState::parse(&query), state);
         assert_eq!(UrlState::parse(&format!("?{query}")), state);
         assert_eq!(UrlState::default().to_query(), "");
+        let capped = UrlState {
+            pool_cap: Some(4 << 30),
+            panel: Panel::Advise,
+            ..UrlState::default()
+        };
+        assert_eq!(UrlState::parse(&capped.to_query()), capped);
+        assert_eq!(UrlState::parse("pool-cap=4GiB").pool_cap, Some(4 << 30));
+        assert_eq!(UrlState::parse("pool-cap=lots").warnings.len(), 1);
+        assert_eq!(UrlState::parse("precision-classes=maybe").warnings.len(), 1);
     }
 
     #[test]

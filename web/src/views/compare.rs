@@ -85,8 +85,8 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
             .unwrap_or_else(|| state.strategy.get_untracked()),
     );
     let keep_flips = RwSignal::new(true);
-    let order = RwSignal::new(Order::Change);
-    let unchanged = RwSignal::new(false);
+    // The other dump, when it is a file from the disk: no link can carry it.
+    let compared_file = RwSignal::new(None::<String>);
     let scenario = move || {
         let mut s = state.scenario();
         s.strategy = strategy.get_untracked();
@@ -107,8 +107,9 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                     // Another dump's tensors differ: its plan starts from no flips.
                     let mut s = scenario();
                     s.flips.clear();
-                    // A file from the disk cannot travel in a link.
+                    // A file from the disk cannot travel in a link: the panel says so.
                     state.against.set(None);
+                    compared_file.set(Some(name.clone()));
                     state.compare(s, Some((name, buffer.unchecked_into())));
                 }
                 Err(_) => state
@@ -134,39 +135,6 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
             </dl>
         })
     };
-    let table = move || {
-        let view = state.comparison.get()?;
-        let d = &view.diff;
-        let mut rows: Vec<TensorDiff> = d
-            .tensors
-            .iter()
-            .filter(|t| unchanged.get() || t.change != Change::Same)
-            .cloned()
-            .collect();
-        match order.get() {
-            Order::Change => {}
-            Order::Tensor => rows.sort_by(|a, b| a.tensor.cmp(&b.tensor)),
-            Order::SizeDelta => rows.sort_by_key(|t| std::cmp::Reverse(t.size_delta())),
-        }
-        Some(view! {
-            <div class="table-wrap">
-                <table class="data-table" data-testid="diff-table">
-                    <thead><tr><th>"tensor"</th><th>"change"</th><th class="num">"size change"</th><th>"before"</th><th>"after"</th></tr></thead>
-                    <tbody>
-                        {rows.into_iter().map(|t| view! {
-                            <tr data-testid="diff-row" data-tensor=t.tensor.clone() data-change=change_text(&t)>
-                                <td class="name">{t.tensor.clone()}</td>
-                                <td>{change_text(&t)}</td>
-                                <td class="num">{format!("{:+}", t.size_delta())}</td>
-                                <td>{placement_text(&t.before)}</td>
-                                <td>{placement_text(&t.after)}</td>
-                            </tr>
-                        }).collect_view()}
-                    </tbody>
-                </table>
-            </div>
-        })
-    };
     view! {
         <div class="panel-table compare-panel" data-testid="compare-panel">
             <div class="fit-form">
@@ -184,18 +152,82 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                 </label>
                 <label><input type="checkbox" data-testid="compare-keep-flips" prop:checked=move || keep_flips.get()
                     on:change=move |ev| keep_flips.set(event_target_checked(&ev)) />" with the flips shown"</label>
-                <button data-testid="compare-button" on:click=move |_| state.compare_against(Against {
-                    strategy: strategy.get_untracked(),
-                    flips: keep_flips.get_untracked(),
-                    src: None,
-                })>"compare"</button>
+                <button data-testid="compare-button" on:click=move |_| {
+                    compared_file.set(None);
+                    state.compare_against(Against {
+                        strategy: strategy.get_untracked(),
+                        flips: keep_flips.get_untracked(),
+                        src: None,
+                    });
+                }>"compare"</button>
                 <label class="file-label">
                     "or another dump "
                     <input type="file" data-testid="compare-file" accept=".json,.csv,.onnx,.pickle,.pkl" on:change=with_file />
                 </label>
             </div>
             {sides}
+            {move || compared_file.get().filter(|_| state.comparison.with(Option::is_some)).map(|name| view! {
+                <p class="small note" data-testid="compare-file-notice">
+                    {format!("the other side, {name}, is a file from your disk: a link cannot carry it, so the link shows this plan alone. To share the comparison, put the file at a URL and add against-src=URL to the link.")}
+                </p>
+            })}
             <AfterView state=state />
+        </div>
+    }
+}
+
+/// The diff, tensor by tensor, in the side column beside the two views: its counts, a table
+/// sortable by change, tensor or size change, each row saying what changed (both placements on
+/// hover), and a click selects the tensor on both views.
+#[component]
+pub fn DiffTable(state: PageState) -> impl IntoView {
+    let order = RwSignal::new(Order::Change);
+    let unchanged = RwSignal::new(false);
+    let select = move |id: &str| {
+        let b = state.analysis.with_untracked(|a| a.as_ref().and_then(|a| a.model.buffer_of(id)));
+        if let Some(b) = b {
+            crate::views::panels::select(state, b);
+        }
+    };
+    let table = move || {
+        let view = state.comparison.get()?;
+        let d = &view.diff;
+        let mut rows: Vec<TensorDiff> = d
+            .tensors
+            .iter()
+            .filter(|t| unchanged.get() || t.change != Change::Same)
+            .cloned()
+            .collect();
+        match order.get() {
+            Order::Change => {}
+            Order::Tensor => rows.sort_by(|a, b| a.tensor.cmp(&b.tensor)),
+            Order::SizeDelta => rows.sort_by_key(|t| std::cmp::Reverse(t.size_delta())),
+        }
+        Some(view! {
+            <div class="table-wrap">
+                <table class="data-table" data-testid="diff-table">
+                    <thead><tr><th>"tensor"</th><th>"change"</th><th class="num">"size change"</th></tr></thead>
+                    <tbody>
+                        {rows.into_iter().map(|t| view! {
+                            <tr data-testid="diff-row" data-tensor=t.tensor.clone() data-change=change_text(&t)
+                                title=format!("before: {}\nafter: {}", placement_text(&t.before), placement_text(&t.after))
+                                on:click={
+                                    let id = t.tensor.clone();
+                                    move |_| select(&id)
+                                }>
+                                <td class="name">{t.tensor.clone()}</td>
+                                <td>{change_text(&t)}</td>
+                                <td class="num" data-bytes=t.size_delta().to_string() title=format!("{:+} B", t.size_delta())>{memplan_human::signed_bytes(t.size_delta())}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        })
+    };
+    view! {
+        <div class="panel diff-side" data-testid="diff-panel">
+            <h3>"What changed"</h3>
             <div class="fit-form">
                 <span class="small" data-testid="compare-counts">
                     {move || state.comparison.with(|c| c.as_ref().map(|c| diff_counts(&c.diff)))}

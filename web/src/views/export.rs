@@ -34,14 +34,69 @@ pub fn view_svg(
     .map_err(WebError::from)
 }
 
-/// The view's canvas as a PNG data URL, with a title band (the dump, the view, the device's
-/// footprint and lower bound) and the color legend above the drawing.
+/// `text` broken at spaces into lines no wider than `width` by `measure` (a word wider than a
+/// line alone keeps its own line: a title is never cut mid-word).
+pub fn wrap_words(text: &str, width: f64, measure: impl Fn(&str) -> f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let candidate = if line.is_empty() {
+            word.to_string()
+        } else {
+            format!("{line} {word}")
+        };
+        if !line.is_empty() && measure(&candidate) > width {
+            lines.push(std::mem::replace(&mut line, word.to_string()));
+        } else {
+            line = candidate;
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// What the PNG's footer says: the scenario the plan was made under (strategy, flips, params),
+/// so a picture in a review says how to make it again.
+fn footer_text(a: &Analysis) -> String {
+    let s = &a.scenario;
+    let flips = match s.flips.len() {
+        0 => "no flips".to_string(),
+        n => format!("{n} flips: {}", s.flips.join(", ")),
+    };
+    let params = if a.params.is_empty() {
+        String::new()
+    } else {
+        let values: Vec<String> = a.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!(" · params {}", values.join(", "))
+    };
+    let classes = if s.precision_classes {
+        ""
+    } else {
+        " · precision classes off"
+    };
+    format!(
+        "strategy {} · {flips}{params}{classes} · {} · memplan",
+        s.strategy, a.source
+    )
+}
+
+/// The view's canvas as a PNG data URL at the canvas's resolution (the device pixel ratio's),
+/// with a title band above the drawing (the dump's title whole, wrapped; the device, view,
+/// footprint and lower bound; the color legend) and a footer naming the strategy, flips and
+/// params the plan was made under.
 pub fn view_png(
     a: &Analysis,
     tab: Tab,
     color_by: ColorBy,
     device: usize,
 ) -> Result<String, WebError> {
+    const MARGIN: f64 = 10.0;
+    const TITLE_LINE: f64 = 18.0;
+    const LINE: f64 = 16.0;
+    const TITLE_FONT: &str = "bold 14px system-ui, sans-serif";
+    const FONT: &str = "12px system-ui, sans-serif";
     let document = web_sys::window()
         .and_then(|w| w.document())
         .ok_or(WebError::Browser(BrowserStep::FindDocument))?;
@@ -56,20 +111,16 @@ pub fn view_png(
         .ok()
         .and_then(|e| e.dyn_into().ok())
         .ok_or(WebError::Browser(BrowserStep::MakeCanvas))?;
+    let context = |c: &web_sys::HtmlCanvasElement| -> Result<web_sys::CanvasRenderingContext2d, WebError> {
+        c.get_context("2d")
+            .ok()
+            .flatten()
+            .and_then(|c| c.dyn_into().ok())
+            .ok_or(WebError::Browser(BrowserStep::Draw))
+    };
     let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
-    let band = 52.0;
     let (w, h) = (f64::from(view.width()), f64::from(view.height()));
-    out.set_width(view.width());
-    out.set_height((h + band * dpr).round() as u32);
-    let ctx: web_sys::CanvasRenderingContext2d = out
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into().ok())
-        .ok_or(WebError::Browser(BrowserStep::Draw))?;
-    ctx.set_fill_style_str("#ffffff");
-    ctx.fill_rect(0.0, 0.0, w, h + band * dpr);
-    let _ = ctx.scale(dpr, dpr);
+    let width = w / dpr;
     let m = &a.model;
     let d = &m.devices[m.clamp_device(device)];
     let title = if m.title.is_empty() {
@@ -81,30 +132,80 @@ pub fn view_png(
         Tab::Arena => "arena map",
         Tab::Timeline => "live spans",
     };
-    ctx.set_fill_style_str("#1b1f24");
-    ctx.set_font("bold 14px system-ui, sans-serif");
-    let _ = ctx.fill_text(
-        &format!(
-            "{title} · {} · {view_name} · footprint {} · lower bound {} · {}",
-            d.id,
-            memplan_human::bytes(d.footprint_bytes),
-            memplan_human::bytes(d.lower_bound),
-            a.scenario.strategy
-        ),
-        10.0,
-        20.0,
+    let figures = format!(
+        "{} · {view_name} · footprint {} · lower bound {}",
+        d.id,
+        memplan_human::bytes(d.footprint_bytes),
+        memplan_human::bytes(d.lower_bound),
     );
-    ctx.set_font("12px system-ui, sans-serif");
-    let mut x = 10.0;
-    for (label, color) in memplan_render::color::legend(m, color_by) {
-        ctx.set_fill_style_str(&color.css());
-        ctx.fill_rect(x, 32.0, 12.0, 12.0);
+
+    // Measure first: sizing the canvas resets its context.
+    let ctx = context(&out)?;
+    let measure = |font: &str| {
+        ctx.set_font(font);
+        let ctx = ctx.clone();
+        move |t: &str| ctx.measure_text(t).map_or(t.len() as f64 * 8.0, |m| m.width())
+    };
+    let title_lines = wrap_words(title, width - 2.0 * MARGIN, measure(TITLE_FONT));
+    let figure_lines = wrap_words(&figures, width - 2.0 * MARGIN, measure(FONT));
+    let footer_lines = wrap_words(&footer_text(a), width - 2.0 * MARGIN, measure(FONT));
+    let legend_entries = memplan_render::color::legend(m, color_by);
+    let mut legend_rows = 1.0;
+    let mut placed = Vec::with_capacity(legend_entries.len());
+    let mut x = MARGIN;
+    {
+        let text_width = measure(FONT);
+        for (label, color) in &legend_entries {
+            let entry = 26.0 + text_width(label);
+            if x > MARGIN && x + entry > width - MARGIN {
+                legend_rows += 1.0;
+                x = MARGIN;
+            }
+            placed.push((x, legend_rows - 1.0, label.clone(), color.css()));
+            x += entry;
+        }
+    }
+    let head = 8.0
+        + TITLE_LINE * title_lines.len() as f64
+        + LINE * figure_lines.len() as f64
+        + LINE * legend_rows
+        + 6.0;
+    let foot = 6.0 + LINE * footer_lines.len() as f64 + 4.0;
+    out.set_width(view.width());
+    out.set_height((h + (head + foot) * dpr).round() as u32);
+    let ctx = context(&out)?;
+    ctx.set_fill_style_str("#ffffff");
+    ctx.fill_rect(0.0, 0.0, w, h + (head + foot) * dpr);
+    let _ = ctx.scale(dpr, dpr);
+    ctx.set_text_baseline("top");
+    let mut y = 8.0;
+    ctx.set_fill_style_str("#1b1f24");
+    ctx.set_font(TITLE_FONT);
+    for line in &title_lines {
+        let _ = ctx.fill_text(line, MARGIN, y);
+        y += TITLE_LINE;
+    }
+    ctx.set_font(FONT);
+    ctx.set_fill_style_str("#3b4450");
+    for line in &figure_lines {
+        let _ = ctx.fill_text(line, MARGIN, y);
+        y += LINE;
+    }
+    for (x, row, label, css) in &placed {
+        let top = y + row * LINE;
+        ctx.set_fill_style_str(css);
+        ctx.fill_rect(*x, top + 1.0, 12.0, 12.0);
         ctx.set_fill_style_str("#5b6470");
-        let _ = ctx.fill_text(&label, x + 16.0, 42.0);
-        x += 26.0 + ctx.measure_text(&label).map_or(60.0, |m| m.width());
+        let _ = ctx.fill_text(label, x + 16.0, top);
+    }
+    let mut y = head + h / dpr + 6.0;
+    ctx.set_fill_style_str("#3b4450");
+    for line in &footer_lines {
+        let _ = ctx.fill_text(line, MARGIN, y);
+        y += LINE;
     }
     let _ = ctx.set_transform(1.0, 0.0, 0.0, 1.0, 0.0, 0.0);
-    ctx.draw_image_with_html_canvas_element(&view, 0.0, band * dpr)
+    ctx.draw_image_with_html_canvas_element(&view, 0.0, (head * dpr).round())
         .map_err(|_| WebError::Browser(BrowserStep::CopyView))?;
     out.to_data_url_with_type("image/png")
         .map_err(|_| WebError::Browser(BrowserStep::ReadPng))
@@ -138,4 +239,27 @@ pub fn download_url(name: &str, url: &str) -> Result<(), WebError> {
     a.set_download(name);
     a.click();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_words;
+
+    #[test]
+    fn words_wrap_at_spaces_and_a_long_word_keeps_a_line_of_its_own() {
+        let chars = |t: &str| t.chars().count() as f64;
+        assert_eq!(
+            wrap_words("Transformer training step (32 blocks)", 20.0, chars),
+            vec!["Transformer training", "step (32 blocks)"]
+        );
+        assert_eq!(
+            wrap_words("a averyveryverylongword b", 5.0, chars),
+            vec!["a", "averyveryverylongword", "b"]
+        );
+        assert_eq!(wrap_words("  ", 10.0, chars), Vec::<String>::new());
+        let whole = "one two three four five six seven";
+        let lines = wrap_words(whole, 9.0, chars);
+        assert_eq!(lines.join(" "), whole);
+        assert!(lines.iter().all(|l| chars(l) <= 9.0), "{lines:?}");
+    }
 }

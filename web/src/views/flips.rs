@@ -117,11 +117,12 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
             <FitLogView state=state />
             <div class="table-wrap">
                 <table class="data-table flips-grid" data-testid="flips-table">
-                    <thead><tr><th>"recompute"</th><th>"tensor"</th><th class="num">"size"</th><th class="num">"recompute cost"</th>
+                    <thead><tr><th>"recompute"</th><th>"tensor"</th><th class="num">"size"</th><th class="num" title="the work of recomputing it at its uses">"cost"</th>
                         <th class="num" title="the bytes it relieves alone, scored by the last fit's first round">"solo relief"</th>
                         <th class="num" title="solo relief per unit of recompute cost">"relief / cost"</th><th>"state"</th></tr></thead>
                     <tbody>
                         <For each=move || rows.get().0 key=Clone::clone children=move |(tensor, size, cost)| {
+                            let unit = state.analysis.with_untracked(|a| a.as_ref().and_then(|a| a.cost_unit.clone()));
                             let on = RwSignal::new(inlined.with_untracked(|set| set.contains(&tensor)));
                             row_states.update_value(|rows| {
                                 rows.insert(tensor.clone(), on);
@@ -137,10 +138,11 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                                     log.as_ref()?.solo.iter().find(|s| s.tensor == tensor).map(|s| (s.relief_bytes, s.recompute_cost))
                                 }))
                             };
-                            let relief = move || solo.get().map_or_else(|| "-".to_string(), |(r, _)| r.to_string());
+                            let relief = move || solo.get().map_or_else(|| "-".to_string(), |(r, _)| memplan_human::signed_bytes(r));
+                            let relief_exact = move || solo.get().map_or_else(String::new, |(r, _)| r.to_string());
                             let per_cost = move || solo.get().map_or_else(
                                 || "-".to_string(),
-                                |(r, cost)| format!("{:.4}", r as f64 / cost.max(1) as f64),
+                                |(r, cost)| format!("{:.4} B per unit", r as f64 / cost.max(1) as f64),
                             );
                             let toggled = tensor.clone();
                             view! {
@@ -150,8 +152,8 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                                         on:change=move |_| state.toggle_flip(&toggled) /></td>
                                     <td class="name">{tensor.clone()}</td>
                                     <td class="num">{bytes(size)}</td>
-                                    <td class="num" title=format!("{} (the dump's unit of work)", memplan_human::grouped(cost))>{memplan_human::si(cost)}</td>
-                                    <td class="num" data-testid=format!("solo-{tensor}")>{relief}</td>
+                                    <td class="num" title=format!("{} {}", memplan_human::grouped(cost), unit.as_deref().unwrap_or("(the dump's unit of work)"))>{memplan_human::work(cost, unit.as_deref())}</td>
+                                    <td class="num" data-testid=format!("solo-{tensor}") data-bytes=relief_exact title=move || format!("{} B", relief_exact())>{relief}</td>
                                     <td class="num">{per_cost}</td>
                                     <td>{move || if on.get() { "recomputed" } else { "stored" }}</td>
                                 </tr>
@@ -190,12 +192,12 @@ fn FitLogView(state: PageState) -> impl IntoView {
                 <details class="fit-log" data-testid="fit-log" open>
                     <summary>
                         {format!("fit to {target}: {} -> {} for a recompute cost of {}; {verdict}; {} scored, {} cut",
-                            bytes(log.baseline_bytes), bytes(log.final_bytes), memplan_human::si(log.recompute_cost), log.considered, log.dropped)}
+                            bytes(log.baseline_bytes), bytes(log.final_bytes), memplan_human::work(log.recompute_cost, log.cost_unit.as_deref()), log.considered, log.dropped)}
                     </summary>
                     <ol class="fit-flips">
                         {log.flips.iter().map(|f| view! {
                             <li data-testid="fit-flip" title=format!("relieves {} B, cost {}", f.relief_bytes, memplan_human::grouped(f.recompute_cost))>
-                                {format!("{}: relieves {}, cost {}", f.tensor, memplan_human::signed_bytes(f.relief_bytes), memplan_human::si(f.recompute_cost))}
+                                {format!("{}: relieves {}, cost {}", f.tensor, memplan_human::signed_bytes(f.relief_bytes), memplan_human::work(f.recompute_cost, log.cost_unit.as_deref()))}
                             </li>
                         }).collect_view()}
                     </ol>

@@ -2,6 +2,7 @@
 //! panels, and the downloads (`export`). Each shows what the engine computed, and computes no
 //! figure of its own.
 
+pub mod advise;
 pub mod canvas;
 pub mod compare;
 pub mod devices;

@@ -70,7 +70,7 @@ fn clicked_site(ev: &web_sys::MouseEvent) -> Option<String> {
 }
 
 /// Selects `buffer` and scrolls the timeline to its row.
-fn select(state: PageState, buffer: usize) {
+pub fn select(state: PageState, buffer: usize) {
     state.selected.set(Some(buffer));
     let Some(a) = state.analysis.get_untracked() else {
         return;

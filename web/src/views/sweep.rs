@@ -56,21 +56,26 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
                 ""
             }
         );
+        let exhaustive = s.answer.exhaustive;
         let rows = s
             .answer.points
             .iter()
             .enumerate()
             .map(|(k, p)| {
                 let flips = p.flips.clone();
-                let optimum = p.exhaustive_cost.map_or_else(|| "-".to_string(), |c| c.to_string());
+                let unit = s.answer.cost_unit.as_deref();
+                let optimum = exhaustive.then(|| {
+                    let cost = p.exhaustive_cost.map_or_else(|| "-".to_string(), |c| memplan_human::work(c, unit));
+                    view! { <td class="num">{cost}</td> }
+                });
                 view! {
                     <tr class:on=p.pareto>
                         <td><button data-testid=format!("sweep-point-{k}") title="plan with this point's flips"
                             on:click=move |_| state.apply_flips(flips.clone())>"apply"</button></td>
-                        <td class="num">{bytes(p.target_bytes)}</td>
-                        <td class="num" data-bytes=p.footprint_bytes.to_string()>{bytes(p.footprint_bytes)}</td>
-                        <td class="num">{p.recompute_cost}</td>
-                        <td class="num">{optimum}</td>
+                        <td class="num" title=format!("{} B", memplan_human::grouped(p.target_bytes))>{bytes(p.target_bytes)}</td>
+                        <td class="num" data-bytes=p.footprint_bytes.to_string() title=format!("{} B", memplan_human::grouped(p.footprint_bytes))>{bytes(p.footprint_bytes)}</td>
+                        <td class="num" title=memplan_human::grouped(p.recompute_cost)>{memplan_human::work(p.recompute_cost, unit)}</td>
+                        {optimum}
                         <td class="num">{p.flips.len()}</td>
                         <td>{if p.pareto { "yes" } else { "" }}</td>
                     </tr>
@@ -79,16 +84,19 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
             .collect_view();
         Some(view! {
             <p class="small" data-testid="sweep-summary">{summary}</p>
+            <div class="sweep-body">
             <div class="sweep-chart" data-testid="sweep-chart" title="click a target to plan with its flips"
                 on:click=move |ev| pick(state, &ev)
                 inner_html=s.svg().unwrap_or_else(|e| e.to_string())></div>
             <div class="table-wrap">
                 <table class="data-table" data-testid="sweep-table">
                     <thead><tr><th></th><th class="num">"target"</th><th class="num">"footprint"</th>
-                        <th class="num">"recompute cost"</th><th class="num">"optimum's cost"</th>
+                        <th class="num">"cost"</th>
+                        {exhaustive.then(|| view! { <th class="num" title="the exhaustive optimum's recompute cost">"optimum"</th> })}
                         <th class="num">"flips"</th><th>"Pareto"</th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
+            </div>
             </div>
         })
     };

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use memplan_core::{Control, Decodes, FoundAt, Progress};
 use memplan_engine::job::{Job, JobStep, PlanJob};
-use memplan_engine::query::{Ask, FitsQuery};
+use memplan_engine::query::{Ask, DiffQuery, FitsQuery};
 use memplan_engine::{Outcome, Scenario, Session, SweepJob};
 use memplan_render::BufferView;
 
@@ -168,6 +168,31 @@ impl Worker {
                 };
                 post(match query.ask(&local.session, &mut Control::default()) {
                     Ok(fits) => Response::Fits(Box::new(fits)),
+                    Err(e) => failed(e),
+                });
+            }
+            Request::Advise(scenario) => {
+                self.abandon();
+                let Some(local) = &self.local else {
+                    return post(failed(WebError::NothingLoaded(Operation::Advise)));
+                };
+                post(progress(2, "planning each lever".into()));
+                post(match local.session.advise(&scenario) {
+                    Ok(answer) => Response::Advised {
+                        scenario: Box::new(scenario),
+                        answer: Box::new(answer),
+                    },
+                    Err(e) => failed(e),
+                });
+            }
+            Request::Diff { before, after } => {
+                self.abandon();
+                let Some(local) = &self.local else {
+                    return post(failed(WebError::NothingLoaded(Operation::Compare)));
+                };
+                let query = DiffQuery { before, after };
+                post(match query.ask(&local.session, &mut Control::default()) {
+                    Ok(diff) => Response::Diffed(Box::new(diff)),
                     Err(e) => failed(e),
                 });
             }
@@ -1048,5 +1073,43 @@ mod tests {
             serde_json::to_string(&Request::Cancel).unwrap(),
             r#""cancel""#
         );
+    }
+
+    #[test]
+    fn advice_answers_for_its_scenario_and_a_diff_compares_two_plans() {
+        let mut worker = Worker::default();
+        let convnet = include_bytes!("../../../static/examples/convnet-training.json");
+        run(
+            &mut worker,
+            Request::Load {
+                source: "convnet.json".into(),
+                scenario: Scenario::default(),
+                import: Default::default(),
+            },
+            Some(convnet),
+        );
+        let out = run(&mut worker, Request::Advise(Scenario::default()), None);
+        let Some(Response::Advised { scenario, answer }) = out.last() else {
+            panic!("{out:?}")
+        };
+        assert_eq!(**scenario, Scenario::default());
+        let row = &answer.rows[0];
+        assert!(row.saving_bytes > 0 && row.footprint_bytes < answer.footprint_bytes);
+        let out = run(
+            &mut worker,
+            Request::Diff {
+                before: Scenario::default(),
+                after: row.scenario.clone(),
+            },
+            None,
+        );
+        let Some(Response::Diffed(diff)) = out.last() else {
+            panic!("{out:?}")
+        };
+        assert_eq!(diff.before.footprint_bytes, answer.footprint_bytes);
+        assert_eq!(diff.after.footprint_bytes, row.footprint_bytes);
+        // The worker still holds its plan: a plan after the questions plans.
+        let out = run(&mut worker, Request::Plan(row.scenario.clone()), None);
+        assert_eq!(planned(&out).0.summary.footprint_bytes, row.footprint_bytes);
     }
 }

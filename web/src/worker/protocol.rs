@@ -43,6 +43,10 @@ pub enum Request {
         /// `None`: no top.
         hi: Option<u64>,
     },
+    /// Rank the levers of `scenario` by how much each lowers its footprint, each planned.
+    Advise(Scenario),
+    /// The plan under `before` against the plan under `after`, tensor by tensor.
+    Diff { before: Scenario, after: Scenario },
     /// Sweep targets from the minimized footprint to the baseline: fit at `points` targets.
     Sweep { scenario: Scenario, points: usize },
     /// Compare the plan shown with the loaded dump under `scenario`, or (with bytes beside
@@ -96,6 +100,13 @@ pub enum Response {
     Fitted(Box<FitAnswer>),
     /// A "largest that fits" answer, with both witnesses.
     Fits(Box<memplan_engine::answers::FitsAnswer>),
+    /// The advisor's answer, for the scenario it was asked about.
+    Advised {
+        scenario: Box<Scenario>,
+        answer: Box<memplan_engine::advise::AdviceAnswer>,
+    },
+    /// A diff of two scenarios' plans (the plan before an advice was applied, and after).
+    Diffed(Box<memplan_engine::diff::PlanDiff>),
     /// A sweep's answer (the budgets fitted before a cancel, if one came).
     Swept(Box<SweepView>),
     Compared(Box<CompareView>),

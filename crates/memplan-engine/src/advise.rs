@@ -1,0 +1,374 @@
+//! The advisor: what to change to lower the footprint. Every lever the dump allows is applied to
+//! the scenario and the result planned again (measured, never estimated): each remat flip on
+//! top of the scenario's, the fit's set of flips, each param at its next smaller power of two,
+//! precision classes switched, every other strategy, and the pool cap lifted where it cost
+//! something. The rows are the levers that lower the footprint, largest saving first; each holds
+//! the whole scenario it was planned under, so applying a row plans exactly the footprint it
+//! claims.
+//!
+//! Flips are scored by the rematerializer (one relayout each, resuming the last one's decodes);
+//! the rest through [`Session::plan`]. A dump with many candidates has the single flips of its
+//! [`ADVICE_MOST_FLIPS`] largest scored, and its fit cut to the [`ADVICE_FIT_MOST`] cheapest: the
+//! answer says what it left out, so a partial table never reads as a whole one.
+
+use memplan_core::StrategyChoice;
+use memplan_core::remat::Target;
+use serde::{Deserialize, Serialize};
+
+use crate::{EngineError, Scenario, Session, flip_index};
+
+/// The most single flips the advisor scores, the largest candidates: a relayout each, and past
+/// the largest few a single flip's saving is small beside the fit's set.
+pub const ADVICE_MOST_FLIPS: usize = 64;
+
+/// The most candidates the advisor's fit considers (the cheapest, as `fit --max-candidates`
+/// would). A minimizing fit scores each and then accepts them one by one, a few relayouts
+/// each: the 288 candidates of the bundled transformer-training example take about 2 s
+/// natively, so a dump of thousands is cut rather than left running for minutes.
+pub const ADVICE_FIT_MOST: usize = 512;
+
+/// `memplan advise --json`, and the page's advice panel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdviceAnswer {
+    /// The footprint of the scenario advised on.
+    pub footprint_bytes: u64,
+    /// The unit of recompute costs (the dump's `cost_unit`, `FLOPs`), if it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_unit: Option<String>,
+    /// The device's usable bytes, when the scenario names a device class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable_bytes: Option<u64>,
+    /// The levers that lower the footprint, largest saving first (ties in the order tried).
+    pub rows: Vec<AdviceRow>,
+    /// How many levers were planned, the rows' included.
+    pub tried: usize,
+    /// What the advisor did not try, in words; empty when it tried every lever.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+}
+
+/// One lever, planned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdviceRow {
+    pub lever: Lever,
+    pub footprint_bytes: u64,
+    pub saving_bytes: u64,
+    pub cost: LeverCost,
+    /// The scenario with the lever applied: what "apply" plans.
+    pub scenario: Scenario,
+}
+
+/// What a row changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Lever {
+    /// Recompute one more tensor at its uses.
+    Flip { tensor: String },
+    /// Recompute the set `fit --target minimize` chooses (instead of the scenario's flips).
+    FitFlips { tensors: Vec<String> },
+    /// A param at a smaller value.
+    Param { name: String, from: u64, to: u64 },
+    /// Precision classes switched on or off.
+    PrecisionClasses { on: bool },
+    /// Another layout strategy.
+    Strategy { strategy: StrategyChoice },
+    /// No pool cap (64-bit offsets) where the cap forced an arena into bump-packed pools.
+    PoolCap { cap: u64 },
+}
+
+/// What a lever costs besides memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LeverCost {
+    /// Recompute work per run, in the dump's unit of step costs (`cost_unit`).
+    Recompute { work: u64 },
+    /// A smaller param (a smaller batch, a shorter sequence): less done per run.
+    Param { name: String, from: u64, to: u64 },
+    /// Tensors of different dtypes share bytes: the runtime must allow reinterpreting memory.
+    MixedDtypes,
+    /// Only planning work: the program is unchanged.
+    PlanningWork,
+    /// Offsets past the cap: the computation's offsets must be 64-bit.
+    WideOffsets,
+}
+
+/// The value below `v` a user reaches for: the next smaller power of two (`64` gives `32`,
+/// `48` gives `32`); `None` at 1.
+pub fn next_smaller(v: u64) -> Option<u64> {
+    (v > 1).then(|| {
+        let p = 1u64 << (63 - v.leading_zeros());
+        if p == v { v / 2 } else { p }
+    })
+}
+
+impl Session {
+    /// Ranks the levers of `scenario` by how much each lowers its footprint, each planned.
+    pub fn advise(&self, scenario: &Scenario) -> Result<AdviceAnswer, EngineError> {
+        let outcome = self.plan(scenario)?;
+        let footprint = outcome.plan.footprint_bytes();
+        let mut tried = Vec::new();
+        let mut left_out = Vec::new();
+        self.advise_flips(scenario, &mut tried, &mut left_out)?;
+        for (name, &from) in &self.bind_or_self(scenario)?.params {
+            let Some(to) = next_smaller(from) else {
+                continue;
+            };
+            let mut s = scenario.clone();
+            s.params.insert(name.clone(), to);
+            let lever = Lever::Param {
+                name: name.clone(),
+                from,
+                to,
+            };
+            let cost = LeverCost::Param {
+                name: name.clone(),
+                from,
+                to,
+            };
+            // A smaller value can leave a dump unplannable (a view past its base): said, not hidden.
+            match self.plan(&s) {
+                Ok(o) => tried.push((lever, o.plan.footprint_bytes(), cost, s)),
+                Err(e) => left_out.push(format!("{name}={to}: {e}")),
+            }
+        }
+        let mut s = scenario.clone();
+        s.precision_classes = !scenario.precision_classes;
+        let on = s.precision_classes;
+        let cost = if on {
+            LeverCost::PlanningWork
+        } else {
+            LeverCost::MixedDtypes
+        };
+        let planned = self.plan(&s)?.plan.footprint_bytes();
+        tried.push((Lever::PrecisionClasses { on }, planned, cost, s));
+        for strategy in StrategyChoice::ALL {
+            if strategy == scenario.strategy {
+                continue;
+            }
+            let s = Scenario {
+                strategy,
+                ..scenario.clone()
+            };
+            let planned = self.plan(&s)?.plan.footprint_bytes();
+            tried.push((Lever::Strategy { strategy }, planned, LeverCost::PlanningWork, s));
+        }
+        let capped = (outcome.plan.devices.iter()).find_map(|d| d.cap_fallback.as_ref());
+        if let Some(fallback) = capped {
+            let s = Scenario {
+                pool_cap: Some(u64::MAX),
+                ..scenario.clone()
+            };
+            let planned = self.plan(&s)?.plan.footprint_bytes();
+            let lever = Lever::PoolCap { cap: fallback.cap };
+            tried.push((lever, planned, LeverCost::WideOffsets, s));
+        }
+        let count = tried.len();
+        let mut rows: Vec<AdviceRow> = tried
+            .into_iter()
+            .filter(|(_, planned, _, _)| *planned < footprint)
+            .map(|(lever, planned, cost, scenario)| AdviceRow {
+                lever,
+                footprint_bytes: planned,
+                saving_bytes: footprint - planned,
+                cost,
+                scenario,
+            })
+            .collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.saving_bytes));
+        Ok(AdviceAnswer {
+            footprint_bytes: footprint,
+            cost_unit: self.graph.cost_unit.clone(),
+            usable_bytes: outcome.budget.map(|b| b.usable_bytes),
+            rows,
+            tried: count,
+            left_out,
+        })
+    }
+
+    /// The params the scenario plans under: the dump's, with the scenario's values.
+    fn bind_or_self(&self, scenario: &Scenario) -> Result<Scenario, EngineError> {
+        let mut params = self.graph.params.clone();
+        for (name, &value) in &scenario.params {
+            if params.insert(name.clone(), value).is_none() {
+                return Err(self.unknown_param(name));
+            }
+        }
+        Ok(Scenario {
+            params,
+            ..scenario.clone()
+        })
+    }
+
+    /// The flip levers: each candidate on top of the scenario's flips, the largest first, and
+    /// the fit's set.
+    #[allow(clippy::type_complexity)]
+    fn advise_flips(
+        &self,
+        scenario: &Scenario,
+        tried: &mut Vec<(Lever, u64, LeverCost, Scenario)>,
+        left_out: &mut Vec<String>,
+    ) -> Result<(), EngineError> {
+        let mut scores = memplan_core::remat::Scores::default();
+        let candidates = self.candidates(scenario)?;
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        let flipped = self.with_remat_scores(scenario, &mut scores, |remat| {
+            let mut flipped = Vec::new();
+            for id in &scenario.flips {
+                // `plan` has refused a scenario whose flips are not candidates.
+                if let Ok(t) = flip_index(remat.graph, remat.resolved, &remat.candidates, id) {
+                    flipped.push(t);
+                }
+            }
+            let mut pool: Vec<_> = (remat.candidates.iter())
+                .filter(|c| !flipped.contains(&c.tensor))
+                .map(|c| (remat.resolved.tensors[c.tensor].bytes, *c))
+                .collect();
+            pool.sort_by_key(|&(bytes, c)| (std::cmp::Reverse(bytes), c.tensor));
+            let mut scored = Vec::new();
+            for &(_, c) in pool.iter().take(ADVICE_MOST_FLIPS) {
+                let set: Vec<usize> = flipped.iter().copied().chain([c.tensor]).collect();
+                scored.push((c, remat.score(&set)?));
+            }
+            Ok((flipped, pool.len(), scored))
+        })?;
+        let (flipped, pool, scored) = flipped;
+        let id = |t: usize| self.graph.tensors[t].id.clone();
+        for (c, planned) in scored {
+            let mut s = scenario.clone();
+            s.flips.push(id(c.tensor));
+            let lever = Lever::Flip {
+                tensor: id(c.tensor),
+            };
+            let work = LeverCost::Recompute {
+                work: c.recompute_cost,
+            };
+            tried.push((lever, planned, work, s));
+        }
+        if pool > ADVICE_MOST_FLIPS {
+            left_out.push(format!(
+                "single flips of the {} smaller of {pool} candidates",
+                pool - ADVICE_MOST_FLIPS
+            ));
+        }
+        let fit = self.with_remat_scores(scenario, &mut scores, |remat| {
+            remat.fit(Target::Minimize, Some(ADVICE_FIT_MOST))
+        })?;
+        if fit.dropped > 0 {
+            left_out.push(format!(
+                "the fit considered the {} cheapest of {} candidates",
+                fit.considered,
+                fit.considered + fit.dropped
+            ));
+        }
+        let mut set = fit.tensors();
+        set.sort_unstable();
+        let mut current = flipped;
+        current.sort_unstable();
+        // One flip is already a row of its own; the scenario's own set is no change.
+        if set.len() > 1 && set != current {
+            let tensors: Vec<String> = fit.tensors().into_iter().map(id).collect();
+            let s = Scenario {
+                flips: tensors.clone(),
+                ..scenario.clone()
+            };
+            let work = LeverCost::Recompute {
+                work: fit.recompute_cost(),
+            };
+            tried.push((Lever::FitFlips { tensors }, fit.final_bytes, work, s));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_smaller_is_the_power_of_two_below() {
+        assert_eq!(next_smaller(64), Some(32));
+        assert_eq!(next_smaller(48), Some(32));
+        assert_eq!(next_smaller(33), Some(32));
+        assert_eq!(next_smaller(2), Some(1));
+        assert_eq!(next_smaller(1), None);
+        assert_eq!(next_smaller(0), None);
+        assert_eq!(next_smaller(u64::MAX), Some(1 << 63));
+    }
+
+    const EXAMPLES: [&str; 3] = [
+        include_str!("../../../static/examples/convnet-training.json"),
+        include_str!("../../../static/examples/mlp-training.json"),
+        include_str!("../../../static/examples/transformer-training.json"),
+    ];
+
+    /// Every row plans, applied as the page applies it, to the footprint it claims; the rows
+    /// are in order of saving; the first saves more than any single flip.
+    #[test]
+    fn every_row_replans_to_its_claim_and_the_first_beats_every_single_flip() {
+        for text in EXAMPLES {
+            let s = Session::load(text.as_bytes(), "example.json").unwrap();
+            let answer = s.advise(&Scenario::default()).unwrap();
+            assert!(!answer.rows.is_empty());
+            let baseline = s.plan(&Scenario::default()).unwrap().plan.footprint_bytes();
+            assert_eq!(answer.footprint_bytes, baseline);
+            for row in &answer.rows {
+                let planned = s.plan(&row.scenario).unwrap().plan.footprint_bytes();
+                assert_eq!(planned, row.footprint_bytes, "{:?}", row.lever);
+                assert_eq!(row.saving_bytes, baseline - planned);
+            }
+            assert!(answer.rows.windows(2).all(|w| w[0].saving_bytes >= w[1].saving_bytes));
+            let best_flip = (answer.rows.iter())
+                .filter(|r| matches!(r.lever, Lever::Flip { .. }))
+                .map(|r| r.saving_bytes)
+                .max()
+                .unwrap_or(0);
+            assert!(
+                answer.rows[0].saving_bytes > best_flip,
+                "{:?} saves {}, a single flip {best_flip}",
+                answer.rows[0].lever,
+                answer.rows[0].saving_bytes
+            );
+        }
+    }
+
+    #[test]
+    fn advice_starts_from_the_scenario_flips_and_strategy() {
+        let s = Session::load(EXAMPLES[0].as_bytes(), "convnet.json").unwrap();
+        let first = s.advise(&Scenario::default()).unwrap();
+        let Lever::Flip { tensor } = (first.rows.iter())
+            .map(|r| &r.lever)
+            .find(|l| matches!(l, Lever::Flip { .. }))
+            .unwrap()
+            .clone()
+        else {
+            unreachable!()
+        };
+        let scenario = Scenario {
+            flips: vec![tensor.clone()],
+            strategy: memplan_core::Strategy::Bump.into(),
+            ..Scenario::default()
+        };
+        let answer = s.advise(&scenario).unwrap();
+        for row in &answer.rows {
+            if let Lever::Flip { tensor: t } = &row.lever {
+                assert_ne!(t, &tensor, "a flip the scenario has is no lever");
+                assert_eq!(row.scenario.flips[0], tensor);
+            }
+            if !matches!(row.lever, Lever::Strategy { .. }) {
+                assert_eq!(row.scenario.strategy, scenario.strategy);
+            }
+        }
+        // From bump, another strategy is a lever that saves.
+        assert!(
+            (answer.rows.iter()).any(|r| matches!(r.lever, Lever::Strategy { .. }))
+        );
+        // A flip that is not a candidate is refused, as a plan refuses it.
+        let wrong = Scenario {
+            flips: vec!["nosuch".into()],
+            ..Scenario::default()
+        };
+        assert!(s.advise(&wrong).is_err());
+    }
+}
