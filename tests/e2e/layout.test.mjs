@@ -76,6 +76,9 @@ for (const size of screens) {
     await page.screenshot({ path: join(output, `layout-flips-${at}.png`) });
 
     await testid('tab-sweep').click();
+    // Ten targets: enough rows to fill the table, a fifth of the default's wait.
+    await testid('sweep-points').fill('10');
+    await testid('sweep-points').press('Tab');
     await testid('sweep-button').click();
     await testid('sweep-table').waitFor({ timeout: 120000 });
     assert.ok((await visibleRows('sweep-table')) >= 8, `sweep: ${await visibleRows('sweep-table')} rows`);

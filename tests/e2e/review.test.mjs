@@ -339,6 +339,12 @@ test('an ONNX model and a PyTorch snapshot load in the worker, with their warnin
   await page.waitForFunction(() => /ONNX model/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''));
   assert.equal(Number(await testid('lower-bound').getAttribute('data-bytes')), 11857384);
   assert.match(await testid('import-warnings').innerText(), /could not be sized/);
+  // A tensor left unsized makes the plan incomplete: said above the figures, never "valid" alone.
+  assert.match(await testid('incomplete').innerText(), /^INCOMPLETE: 1 tensors could not be sized/);
+  assert.equal(await testid('checker').innerText(), 'valid for the sized tensors');
+  // The fix in place: the input-shape field holds the model's real inputs at their values.
+  assert.equal(await testid('input-shape').inputValue(), 'data_0=1x3x224x224');
+  assert.match(await testid('model-inputs').innerText(), /data_0 \[1, 3, 224, 224\]/);
   await drawn('timeline-canvas');
   await shot('onnx');
   // A fixed input shape imports the model again: a batch of 2 doubles the activations.

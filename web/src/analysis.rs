@@ -122,6 +122,10 @@ pub struct Analysis {
     /// The unit of recompute costs (the dump's `cost_unit`), if it names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_unit: Option<String>,
+    /// The dump's inputs with their dims as written (a number, or a symbolic dim's name): what
+    /// an ONNX model's input-shape field lists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<(String, Vec<String>)>,
 }
 
 /// The memory spaces as the page shows them: the table of `memplan spaces`, its counts and
@@ -189,6 +193,16 @@ impl Analysis {
                 .then(|| cache.spaces(session, &outcome.scenario))
                 .flatten(),
             cost_unit: session.graph.cost_unit.clone(),
+            inputs: (session.graph.tensors.iter())
+                .filter(|t| t.kind == memplan_core::graph::TensorKind::Input)
+                .filter_map(|t| {
+                    let dims = t.shape.as_ref()?.iter().map(|d| match d {
+                        memplan_core::graph::Dim::Fixed(k) => k.to_string(),
+                        memplan_core::graph::Dim::Param(p) => p.clone(),
+                    });
+                    Some((t.id.clone(), dims.collect()))
+                })
+                .collect(),
         };
         if params_parts {
             analysis
@@ -524,6 +538,7 @@ impl SweepView {
                 footprint_bytes: p.footprint_bytes,
                 recompute_cost: p.recompute_cost,
                 flips: Vec::new(),
+                within_target: p.within_target,
                 pareto: p.pareto,
                 exhaustive_cost: p.exhaustive_cost,
             })

@@ -254,6 +254,10 @@ pub struct Tensor {
     /// Fused away: it gets no storage and its uses take nothing.
     #[serde(default, skip_serializing_if = "is_false")]
     pub elided: bool,
+    /// The source could not size it (an ONNX model whose shape inference stopped): it owns no
+    /// bytes, as an elided tensor, and every plan of the dump is incomplete and says so.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub size_unknown: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_space: Option<MemorySpace>,
     /// Where the source program allocated it, innermost frame first (a PyTorch snapshot's
@@ -590,6 +594,11 @@ impl Graph {
 }
 
 impl Tensor {
+    /// Elided, or unsized: it gets no storage.
+    pub fn owns_nothing(&self) -> bool {
+        self.elided || self.size_unknown
+    }
+
     /// The name to show: `name`, or the id.
     pub fn display_name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.id)
@@ -695,7 +704,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
             alignment,
             device: device_of(&owner, &t.device)?,
             dtype,
-            storage: if t.elided {
+            storage: if t.elided || t.size_unknown {
                 Storage::Elided
             } else {
                 Storage::Owned
@@ -747,6 +756,14 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         .collect::<Result<Vec<_>, _>>()?;
 
     if let Some(candidates) = &g.remat_candidates {
+        // One pass over the steps, not one per candidate: every intermediate of an ONNX model
+        // is listed, and a million-node chain must not cost a million scans.
+        let mut written = vec![false; tensors.len()];
+        for s in &steps {
+            for &w in &s.writes {
+                written[w] = true;
+            }
+        }
         for c in candidates {
             let index = lookup(
                 &tensor_index,
@@ -759,7 +776,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
                 Some("it is always-live, so recomputing it saves nothing")
             } else if t.storage != Storage::Owned {
                 Some("it owns no storage (a view or elided)")
-            } else if !steps.iter().any(|s| s.writes.contains(&index)) {
+            } else if !written[index] {
                 Some("no step writes it, so nothing can recompute it")
             } else {
                 None
@@ -868,7 +885,7 @@ fn resolve_views(
                 });
             }
             match (base[next], root_of[next]) {
-                (None, _) => break (next, 0, g.tensors[next].elided),
+                (None, _) => break (next, 0, g.tensors[next].owns_nothing()),
                 (Some(_), Some(resolved)) => break resolved,
                 (Some(_), None) => {
                     path.push(next);
@@ -884,7 +901,7 @@ fn resolve_views(
                     tensor: g.tensors[v].id.clone(),
                     detail: "the sum of its view offsets".into(),
                 })?;
-            elided |= g.tensors[v].elided;
+            elided |= g.tensors[v].owns_nothing();
             root_of[v] = Some((root, offset, elided));
             on_path[v] = false;
         }

@@ -494,7 +494,7 @@ mod tests {
         let root = |t: &Tensor| -> Option<String> {
             let mut at = t;
             loop {
-                if at.elided {
+                if at.owns_nothing() {
                     return None;
                 }
                 match &at.view_of {
@@ -532,7 +532,7 @@ mod tests {
         for t in g
             .tensors
             .iter()
-            .filter(|t| t.view_of.is_none() && !t.elided)
+            .filter(|t| t.view_of.is_none() && !t.owns_nothing())
         {
             let always = flag(t)
                 || g.tensors

@@ -178,6 +178,8 @@ pub struct SweepPointAnswer {
     pub footprint_bytes: u64,
     pub recompute_cost: u64,
     pub flips: Vec<String>,
+    /// The footprint is at most the target; a point that misses it is never `pareto`.
+    pub within_target: bool,
     pub pareto: bool,
     /// The least recompute cost of any subset of the candidates that fits the target, where
     /// the exhaustive optimum was computed and some subset fits.
@@ -198,6 +200,7 @@ impl SweepAnswer {
                     footprint_bytes: p.footprint_bytes,
                     recompute_cost: p.recompute_cost,
                     flips: p.flips.iter().map(|&t| id(t)).collect(),
+                    within_target: p.within_target,
                     pareto: p.pareto,
                     exhaustive_cost: p.exhaustive_cost,
                 })

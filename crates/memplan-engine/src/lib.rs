@@ -794,6 +794,8 @@ impl Session {
     pub fn summary(&self, outcome: &Outcome) -> PlanSummary {
         let (graph, resolved, liveness) = self.parts(outcome);
         let mut summary = PlanSummary::new(&liveness.problem, &outcome.plan);
+        summary.size_unknown_tensors = graph.tensors.iter().filter(|t| t.size_unknown).count();
+        summary.complete = summary.size_unknown_tensors == 0;
         summary.reserved_bytes = self
             .recorded
             .as_ref()

@@ -763,3 +763,46 @@ fn the_footprint_parts_add_up_and_name_the_arenas_fragmentation() {
     );
     assert!(parts.iter().any(|p| p.name.starts_with("always-live")));
 }
+
+/// Issue 38's sweep invariants on every bundled example: each point's fit considers every
+/// candidate; a Pareto point is within its target and no point within its own dominates it; a
+/// missed target is said and never Pareto.
+#[test]
+fn a_sweep_marks_only_points_within_their_targets_and_undominated_as_pareto() {
+    const TRAINING: &str = include_str!("../../../static/examples/transformer-training.json");
+    for (name, text) in [
+        ("mlp", MLP),
+        ("decode", DECODE),
+        ("serving", SERVING),
+        ("convnet", CONVNET),
+        ("transformer", TRAINING),
+    ] {
+        let s = session(text);
+        let sweep = s.sweep(&first_fit(), 16, 0).unwrap();
+        let points = &sweep.points;
+        for p in points {
+            assert_eq!(p.within_target, p.footprint_bytes <= p.target_bytes, "{name}");
+            if !p.pareto {
+                continue;
+            }
+            assert!(p.within_target, "{name}: a Pareto point over its target {p:?}");
+            let dominated = points.iter().any(|o| {
+                o.within_target
+                    && o.footprint_bytes <= p.footprint_bytes
+                    && o.recompute_cost <= p.recompute_cost
+                    && (o.footprint_bytes < p.footprint_bytes || o.recompute_cost < p.recompute_cost)
+            });
+            assert!(!dominated, "{name}: {p:?} is dominated");
+        }
+        // The least target is the minimize fit's own footprint: with every candidate, each
+        // target from there up is met.
+        assert!(
+            points.iter().all(|p| p.within_target),
+            "{name}: {:?}",
+            (points.iter().filter(|p| !p.within_target))
+                .map(|p| (p.target_bytes, p.footprint_bytes))
+                .collect::<Vec<_>>()
+        );
+        assert!(points.iter().any(|p| p.pareto), "{name}");
+    }
+}

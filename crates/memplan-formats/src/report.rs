@@ -37,6 +37,13 @@ pub struct PlanSummary {
     pub lower_bound_bytes: u64,
     /// The independent checker's verdict.
     pub valid: bool,
+    /// Every tensor was sized. `false`: the source could not size `size_unknown_tensors` of them
+    /// (an ONNX model whose shape inference stopped); they own no bytes here, so every figure
+    /// covers the sized tensors only.
+    #[serde(default = "yes")]
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub size_unknown_tensors: usize,
     pub violations: Vec<String>,
     pub positions: u32,
     pub devices: Vec<DeviceReport>,
@@ -225,6 +232,14 @@ impl PlanReport {
     }
 }
 
+fn yes() -> bool {
+    true
+}
+
+fn is_zero_count(n: &usize) -> bool {
+    *n == 0
+}
+
 impl PlanSummary {
     pub fn new(problem: &Problem, plan: &Plan) -> Self {
         let device = |d: usize| problem.device_ids[d].clone();
@@ -235,6 +250,8 @@ impl PlanSummary {
             footprint_bytes: plan.footprint_bytes(),
             lower_bound_bytes: plan.lower_bound_bytes(),
             valid: plan.is_valid(),
+            complete: true,
+            size_unknown_tensors: 0,
             violations: plan.violations.iter().map(ToString::to_string).collect(),
             positions: problem.positions,
             devices: plan

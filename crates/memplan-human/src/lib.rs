@@ -154,7 +154,14 @@ pub fn placement_text(p: &Option<PlacementReport>) -> String {
 
 pub fn plan_table(report: &PlanSummary) -> String {
     let mut out = String::new();
-    let verdict = if report.valid { "valid" } else { "INVALID" };
+    if let Some(line) = incomplete_sentence(report) {
+        let _ = writeln!(out, "{line}");
+    }
+    let verdict = match (report.valid, report.complete) {
+        (true, true) => "valid",
+        (true, false) => "valid for the sized tensors",
+        (false, _) => "INVALID",
+    };
     let _ = writeln!(
         out,
         "strategy {}  footprint {}  lower bound {}  footprint/LB {}  checker: {verdict}",
@@ -561,6 +568,16 @@ pub fn lever_cost_text(cost: &LeverCost, unit: Option<&str>) -> String {
     }
 }
 
+/// What an incomplete plan leaves out, said first: `None` when every tensor was sized.
+pub fn incomplete_sentence(report: &PlanSummary) -> Option<String> {
+    (!report.complete).then(|| {
+        format!(
+            "INCOMPLETE: {} tensors could not be sized and are left out; every figure covers the sized tensors only (fix the input shapes: --input-shape NAME=DxD.., or --set for a symbolic dim)",
+            report.size_unknown_tensors
+        )
+    })
+}
+
 /// `memplan advise`'s table: each lever that lowers the footprint, largest saving first.
 pub fn advice_table(a: &AdviceAnswer, millis: f64) -> String {
     let mut out = String::new();
@@ -601,7 +618,7 @@ pub fn sweep_table(sweep: &SweepAnswer, millis: f64) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| target | footprint | recompute cost | flips | pareto |{}",
+        "| target | footprint | recompute cost | flips | within target | pareto |{}",
         if exhaustive {
             " exhaustive optimum's cost | greedy / optimum |"
         } else {
@@ -610,17 +627,18 @@ pub fn sweep_table(sweep: &SweepAnswer, millis: f64) -> String {
     );
     let _ = writeln!(
         out,
-        "|---:|---:|---:|---:|---|{}",
+        "|---:|---:|---:|---:|---|---|{}",
         if exhaustive { "---:|---:|" } else { "" }
     );
     for p in points {
         let _ = write!(
             out,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             p.target_bytes,
             p.footprint_bytes,
             p.recompute_cost,
             p.flips.len(),
+            if p.within_target { "yes" } else { "MISSED" },
             if p.pareto { "yes" } else { "" }
         );
         if exhaustive {

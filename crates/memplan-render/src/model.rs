@@ -128,6 +128,8 @@ pub struct LoopView {
 pub enum Unplanned {
     /// Fused away (or a view of a tensor that is).
     Elided,
+    /// The source could not size it: the plan is incomplete.
+    SizeUnknown,
     /// Never read or written, and not always-live.
     Unused,
     /// Recomputed at each use (a flip): no storage.
@@ -138,6 +140,7 @@ impl Unplanned {
     pub fn name(self) -> &'static str {
         match self {
             Unplanned::Elided => "elided (fused away)",
+            Unplanned::SizeUnknown => "could not be sized: the plan leaves it out and is incomplete",
             Unplanned::Unused => "never used",
             Unplanned::Flipped => "recomputed at its uses (a flip)",
         }
@@ -257,6 +260,8 @@ pub struct Labels {
     tensors: Vec<TensorLabel>,
     /// The tensors fused away, in tensor order.
     elided: Vec<usize>,
+    /// The tensors the source could not size.
+    size_unknown: Vec<usize>,
     position_labels: Arc<[String]>,
     steps: Arc<[StepView]>,
     loops: Arc<[LoopView]>,
@@ -283,6 +288,7 @@ impl Labels {
         let indices = |steps: &[usize]| steps.iter().map(|&s| s as u32).collect();
         let mut views: Vec<Vec<ViewInto>> = vec![Vec::new(); graph.tensors.len()];
         let mut elided = Vec::new();
+        let mut size_unknown = Vec::new();
         for (t, rt) in resolved.tensors.iter().enumerate() {
             let tensor = &graph.tensors[t];
             match rt.storage {
@@ -292,6 +298,7 @@ impl Labels {
                     offset,
                     size: rt.bytes,
                 }),
+                Storage::Elided if tensor.size_unknown => size_unknown.push(t),
                 Storage::Elided => elided.push(t),
                 Storage::Owned => {}
             }
@@ -356,6 +363,7 @@ impl Labels {
             title: graph.name.clone(),
             tensors,
             elided,
+            size_unknown,
             position_labels,
             steps: steps.into(),
             loops: loops.into(),
@@ -457,7 +465,8 @@ impl ViewModel {
         let problem = &liveness.problem;
         let bases = plan.pool_bases(problem);
         let offsets = plan.device_offsets_from(problem, &bases);
-        let unplanned = (labels.unplanned(&labels.elided, Unplanned::Elided))
+        let unplanned = (labels.unplanned(&labels.size_unknown, Unplanned::SizeUnknown))
+            .chain(labels.unplanned(&labels.elided, Unplanned::Elided))
             .chain(labels.unplanned(&liveness.flipped, Unplanned::Flipped))
             .chain(labels.unplanned(&liveness.unused, Unplanned::Unused))
             .collect();

@@ -743,6 +743,7 @@ mod sweep_tests {
             footprint_bytes: footprint,
             recompute_cost: cost,
             flips: Vec::new(),
+            within_target: footprint <= budget,
             pareto,
             exhaustive_cost: Some(cost / 2),
         }

@@ -115,7 +115,9 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
     } else {
         analysis.model.title.clone()
     };
-    let verdict = if r.valid {
+    let verdict = if r.valid && !r.complete {
+        "valid for the sized tensors".to_string()
+    } else if r.valid {
         "valid".to_string()
     } else {
         format!(
@@ -215,7 +217,7 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
                 <div data-testid="footprint-ratio"><dt>"footprint / LB"</dt><dd data-testid="peak-ratio">{ratio(r.footprint_bytes, r.lower_bound_bytes)}</dd></div>
                 <div><dt>"arena"</dt><dd data-testid="arena-bytes" data-bytes=arena.to_string()>{bytes(arena)}</dd></div>
                 <div><dt>"always-live pools"</dt><dd data-testid="static-bytes" data-bytes=always_live.to_string()>{bytes(always_live)}</dd></div>
-                <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid>{verdict}</dd></div>
+                <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid || !r.complete>{verdict}</dd></div>
                 {match (r.optimal, r.proven_lower_bound_bytes) {
                     (Some(true), _) => Some(view! {
                         <div><dt>"search"</dt><dd data-testid="optimal" class="badge" title="the exact search proved no layout goes below this footprint">"optimal"</dd></div>
@@ -246,8 +248,22 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
             {allocator_fragmentation(&analysis.model).into_iter().map(|(text, bytes)| view! {
                 <p class="small" data-testid="allocator-fragmentation" data-bytes=bytes.to_string()>{text}</p>
             }).collect_view()}
+            {memplan_human::incomplete_sentence(r).map(|text| view! {
+                <p class="incomplete" data-testid="incomplete" data-size-unknown=r.size_unknown_tensors.to_string()>{text}</p>
+            })}
             {(analysis.format == memplan_formats::Format::Onnx.name()).then(|| {
-                let shapes = RwSignal::new(String::new());
+                // Prefilled with the model's inputs at the values planned, symbolic dims named
+                // beside them: the fix for an incomplete plan, in place.
+                let value = |d: &String| d.parse::<u64>().ok().or_else(|| analysis.params.get(d).copied()).unwrap_or(1);
+                let prefilled = (analysis.inputs.iter())
+                    .map(|(name, dims)| format!("{name}={}", dims.iter().map(|d| value(d).to_string()).collect::<Vec<_>>().join("x")))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let described = (analysis.inputs.iter())
+                    .map(|(name, dims)| format!("{name} [{}]", dims.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let shapes = RwSignal::new(prefilled);
                 let apply = move || match memplan_formats::onnx::parse_input_shapes(&shapes.get_untracked()) {
                     Ok(import) => state.reimport(import),
                     Err(e) => state.error.set(Some(e.into())),
@@ -255,13 +271,15 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
                 view! {
                     <p class="small control">
                         "input shapes "
-                        <input data-testid="input-shape" class="search" placeholder="data=1x3x224x224; ..."
+                        <input data-testid="input-shape" class="search" placeholder="NAME=1x3x224x224; ..."
+                            title=format!("the model's inputs: {described}")
                             prop:value=move || shapes.get()
                             on:input=move |ev| shapes.set(event_target_value(&ev))
                             on:keydown=move |ev: web_sys::KeyboardEvent| if ev.key() == "Enter" { apply() }
                         />
                         " "
                         <button data-testid="reimport" on:click=move |_| apply()>"import again"</button>
+                        <span class="muted" data-testid="model-inputs">{format!(" the model's inputs: {described}")}</span>
                     </p>
                 }
             })}

@@ -77,7 +77,9 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
                         <td class="num" title=memplan_human::grouped(p.recompute_cost)>{memplan_human::work(p.recompute_cost, unit)}</td>
                         {optimum}
                         <td class="num">{p.flips.len()}</td>
-                        <td>{if p.pareto { "yes" } else { "" }}</td>
+                        <td class:bad=!p.within_target title=if p.within_target { "" } else { "its footprint is over its target: no flips the fit found reach it" }>
+                            {if p.pareto { "yes" } else if !p.within_target { "missed" } else { "" }}
+                        </td>
                     </tr>
                 }
             })

@@ -2,8 +2,8 @@
 //! in `proto` with their field numbers from onnx.proto, so nothing runs `protoc`), shapes
 //! inferred (`infer`), and the graph turned into a dump (here).
 //!
-//! Nodes in file order become steps. Tensors come from the graph's inputs, initializers and node
-//! outputs. Initializers, and the outputs of `Constant` and `ConstantOfShape`, are constants; a
+//! Nodes in file order become steps, but `Constant` nodes, which hold data as initializers do.
+//! Tensors come from the graph's inputs, initializers and node outputs. Initializers, and the outputs of `Constant` and `ConstantOfShape`, are constants; a
 //! graph input that is also an initializer is a constant; graph inputs and outputs are
 //! always-live (their kinds say so). Sizes come from shapes: a fully known `value_info` shape,
 //! else inference for the common operators (below). A dim is `k` times at most one symbolic
@@ -173,8 +173,13 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
     }
     for name in options.input_shapes.keys() {
         if !g.input.iter().any(|vi| &vi.name == name) {
+            let inputs: Vec<&str> = (g.input.iter())
+                .filter(|vi| !initializers.contains(vi.name.as_str()))
+                .map(|vi| vi.name.as_str())
+                .collect();
             return Err(bad(format!(
-                "--input-shape names `{name}`, which is not an input of the model"
+                "the input shape names `{name}`, which is not an input of the model (its inputs: {})",
+                inputs.join(", ")
             )));
         }
     }
@@ -290,7 +295,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
                 _ => Tensor {
                     id: name.to_string(),
                     bytes: Some(0),
-                    elided: true,
+                    size_unknown: true,
                     kind,
                     ..Tensor::default()
                 },
@@ -325,6 +330,11 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
                 TensorKind::Intermediate
             };
             add(out, kind, &mut tensors, &mut seen);
+        }
+        // A Constant node holds data, as an initializer does: its output is an always-live
+        // constant, and the node takes no place on the time axis.
+        if node.op_type == "Constant" {
+            continue;
         }
         let writes: Vec<String> = node
             .output
@@ -499,7 +509,7 @@ mod tests {
             [2, 4, 4, 4, 7, 28]
         );
         let elided: Vec<&str> = (imported.graph.tensors.iter())
-            .filter(|t| t.elided)
+            .filter(|t| t.size_unknown)
             .map(|t| t.id.as_str())
             .collect();
         assert_eq!(elided, ["text", "future", "copy"]);
@@ -514,6 +524,68 @@ mod tests {
             ),
             "{warning}"
         );
+    }
+
+    /// A Constant node holds data: its output is a constant and the node no step; an input
+    /// shape for a name the model lacks is refused, naming the inputs it has.
+    #[test]
+    fn constant_nodes_are_data_and_an_unknown_input_names_the_real_ones() {
+        let x = proto::ValueInfoProto {
+            name: "x".into(),
+            r#type: Some(proto::TypeProto {
+                tensor_type: Some(proto::TensorTypeProto {
+                    elem_type: 1,
+                    shape: Some(proto::TensorShapeProto {
+                        dim: vec![proto::Dimension {
+                            dim_value: None,
+                            dim_param: Some("N".into()),
+                        }],
+                    }),
+                }),
+            }),
+        };
+        let node = |op: &str, input: &[&str], output: &str| proto::NodeProto {
+            op_type: op.into(),
+            input: input.iter().map(|s| s.to_string()).collect(),
+            output: vec![output.into()],
+            attribute: if op == "Constant" {
+                vec![proto::AttributeProto {
+                    name: "value".into(),
+                    t: Some(proto::TensorProto {
+                        dims: vec![1],
+                        data_type: 1,
+                        float_data: vec![2.0],
+                        ..proto::TensorProto::default()
+                    }),
+                    ..proto::AttributeProto::default()
+                }]
+            } else {
+                Vec::new()
+            },
+            ..proto::NodeProto::default()
+        };
+        let model = proto::ModelProto {
+            graph: Some(proto::GraphProto {
+                input: vec![x.clone()],
+                node: vec![node("Constant", &[], "two"), node("Mul", &["x", "two"], "y")],
+                output: vec![proto::ValueInfoProto {
+                    name: "y".into(),
+                    ..x
+                }],
+                ..proto::GraphProto::default()
+            }),
+            ..proto::ModelProto::default()
+        };
+        let bytes = model.encode_to_vec();
+        let g = parse(&bytes, &Options::default()).unwrap().graph;
+        let ops: Vec<&str> = g.steps.iter().map(|s| s.op.as_str()).collect();
+        assert_eq!(ops, ["Mul"]);
+        let two = g.tensors.iter().find(|t| t.id == "two").unwrap();
+        assert_eq!(two.kind, TensorKind::Constant);
+        assert!(g.resolve().is_ok());
+        let wrong = parse_input_shapes("data=1x3").unwrap();
+        let e = parse(&bytes, &wrong).unwrap_err().to_string();
+        assert!(e.contains("`data`") && e.contains("its inputs: x"), "{e}");
     }
 
     #[test]
