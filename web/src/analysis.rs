@@ -175,7 +175,7 @@ impl Analysis {
             scenario: outcome.scenario.clone(),
             summary: session.summary(outcome),
             model,
-            warnings: session.warnings.clone(),
+            warnings: session.warnings_for(&outcome.scenario),
             candidates: if params_parts {
                 session.candidate_rows(outcome)
             } else {

@@ -538,7 +538,8 @@ pub(crate) fn open(path: &Path) -> Result<Session, CliError> {
 /// [`open`] with import options.
 fn open_with(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Session, CliError> {
     let session = Session::load_with(&read_bytes(path)?, &display(path), options)?;
-    for w in &session.warnings {
+    // Before the scenario is read: every guessed dim is named (a `--set` binds it anyway).
+    for w in &session.warnings_for(&Scenario::default()) {
         eprintln!("memplan: warning: {}: {}", path.display(), one_line(w));
     }
     Ok(session)

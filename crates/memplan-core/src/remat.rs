@@ -223,7 +223,10 @@ pub struct SweepPoint {
     pub footprint_bytes: u64,
     pub recompute_cost: u64,
     pub flips: Vec<usize>,
-    /// No other point has a footprint and a cost both at most this one's, one of them lower.
+    /// The footprint is at most the target. A point that misses it is never Pareto-optimal.
+    pub within_target: bool,
+    /// Within its target, and no other point within its own has a footprint and a cost both at
+    /// most this one's, one of them lower.
     pub pareto: bool,
     /// The least recompute cost of any subset of the candidates that fits the budget, when the
     /// exhaustive optimum was computed (`None` when no subset fits, or not computed).
@@ -293,16 +296,19 @@ impl SweepRun {
         (self.done.len(), self.points)
     }
 
-    /// The points with the Pareto frontier marked (over those fitted, if stopped early).
+    /// The points with the Pareto frontier marked (over those fitted, if stopped early): only
+    /// points within their targets count, so a missed target is never on the frontier.
     pub fn finish(self) -> Vec<SweepPoint> {
         let mut out = self.done;
         for k in 0..out.len() {
             let (f, c) = (out[k].footprint_bytes, out[k].recompute_cost);
-            out[k].pareto = !out.iter().any(|o| {
-                o.footprint_bytes <= f
-                    && o.recompute_cost <= c
-                    && (o.footprint_bytes < f || o.recompute_cost < c)
-            });
+            out[k].pareto = out[k].within_target
+                && !out.iter().any(|o| {
+                    o.within_target
+                        && o.footprint_bytes <= f
+                        && o.recompute_cost <= c
+                        && (o.footprint_bytes < f || o.recompute_cost < c)
+                });
         }
         out
     }
@@ -713,12 +719,16 @@ impl<'a> Rematerializer<'a> {
         }
         let span = u128::from(run.hi - run.lo);
         let budget = run.lo + (span * k as u128 / (run.points as u128 - 1)) as u64;
-        let r = self.fit(Target::Bytes(budget), None)?;
+        // Every candidate: the minimize fit that set the targets scored each alone already, so
+        // a point's fit pays only for its own acceptance, and never misses a target for want of
+        // a candidate it was not shown.
+        let r = self.fit(Target::Bytes(budget), Some(usize::MAX))?;
         run.done.push(SweepPoint {
             target_bytes: budget,
             footprint_bytes: r.final_bytes,
             recompute_cost: r.recompute_cost(),
             flips: r.tensors(),
+            within_target: r.within_target,
             pareto: false,
             exhaustive_cost: exhaustive.and_then(|e| e.best_cost(budget)),
         });

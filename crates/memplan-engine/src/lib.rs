@@ -641,6 +641,21 @@ impl Session {
         }))
     }
 
+    /// What the reader should know about the dump planned under `scenario`: what the import
+    /// could not carry over exactly, and for an ONNX model each symbolic dim the scenario leaves
+    /// at the importer's guess of 1 (binding it answers the warning, so it goes).
+    pub fn warnings_for(&self, scenario: &Scenario) -> Vec<String> {
+        let guessed = (self.format == Format::Onnx)
+            .then(|| self.graph.params.keys())
+            .into_iter()
+            .flatten()
+            .filter(|p| !scenario.params.contains_key(*p))
+            .map(|p| {
+                format!("the symbolic dim `{p}` is 1 unless bound (`--set {p}=N`, or a fixed input shape)")
+            });
+        self.warnings.iter().cloned().chain(guessed).collect()
+    }
+
     /// The remat candidates of the dump (under the scenario's params), with their costs.
     pub fn candidates(&self, scenario: &Scenario) -> Result<Vec<Candidate>, EngineError> {
         Ok(match self.bind(&scenario.params)? {

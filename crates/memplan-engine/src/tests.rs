@@ -806,3 +806,23 @@ fn a_sweep_marks_only_points_within_their_targets_and_undominated_as_pareto() {
         assert!(points.iter().any(|p| p.pareto), "{name}");
     }
 }
+
+/// An ONNX model's symbolic dims are guessed at 1 and said so, until a scenario binds them.
+#[test]
+fn binding_a_symbolic_dim_answers_its_warning() {
+    let bytes =
+        include_bytes!("../../../tests/data/onnx/testdata/simple/test_sequence_model8.onnx");
+    let s = Session::load(bytes, "seq.onnx").unwrap();
+    let guessed = |w: &Vec<String>| w.iter().filter(|w| w.contains("symbolic dim `n`")).count();
+    assert_eq!(guessed(&s.warnings_for(&Scenario::default())), 1);
+    let bound = Scenario {
+        params: [("n".to_string(), 4)].into(),
+        ..Scenario::default()
+    };
+    let warnings = s.warnings_for(&bound);
+    assert_eq!(guessed(&warnings), 0);
+    // What the import could not carry over stays.
+    assert!(warnings.iter().any(|w| w.contains("could not be sized")));
+    // A memplan JSON dump's params are its own values, not guesses.
+    assert!(session(MLP).warnings_for(&Scenario::default()).is_empty());
+}

@@ -9,7 +9,7 @@
 //! else inference for the common operators (below). A dim is `k` times at most one symbolic
 //! param (`N`, `batch`...), so a symbolic batch passes through convolutions, pools and
 //! flattens; symbolic dims become params of the dump (1 unless bound: `--set`, or a fixed
-//! `--input-shape`). A tensor whose size cannot be inferred owns no bytes and is listed in a
+//! `--input-shape`; the engine warns of each param a scenario leaves at 1). A tensor whose size cannot be inferred owns no bytes and is listed in a
 //! warning naming the op that stopped inference; it is never silently zeroed. Control flow (If,
 //! Loop, Scan) is refused with a clear error: memplan reads straight-line graphs.
 //!
@@ -249,9 +249,6 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             list.join(", "),
             if stopped.len() > 20 { ", ..." } else { "" }
         ));
-    }
-    for p in params.keys() {
-        warnings.push(format!("the symbolic dim `{p}` is a param, 1 unless bound (`--set {p}=N`, or a fixed `--input-shape`)"));
     }
 
     // The dump: tensors in order of appearance, a step per node.
