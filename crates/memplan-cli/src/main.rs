@@ -806,20 +806,12 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             scenario,
             json,
         } => {
-            let session = open(&file)?;
             let query = FitQuery {
                 scenario: scenario.scenario()?,
                 target,
                 max_candidates,
             };
-            let started = Instant::now();
-            let answer = query.ask(&session, &mut Control::default())?;
-            let millis = started.elapsed().as_secs_f64() * 1e3;
-            if json {
-                print_json(&answer);
-            } else {
-                print!("{}", human::fit_text(&answer, millis));
-            }
+            print_answer(&open(&file)?, &query, json, human::fit_text)?;
         }
         Command::Sweep {
             file,
@@ -828,36 +820,20 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             scenario,
             json,
         } => {
-            let session = open(&file)?;
             let query = SweepQuery {
                 scenario: scenario.scenario()?,
                 points: points.into(),
                 exhaustive_most: exhaustive_max,
             };
-            let started = Instant::now();
-            let answer = query.ask(&session, &mut Control::default())?;
-            let millis = started.elapsed().as_secs_f64() * 1e3;
-            if json {
-                print_json(&answer);
-            } else {
-                print!("{}", human::sweep_table(&answer, millis));
-            }
+            print_answer(&open(&file)?, &query, json, human::sweep_table)?;
         }
         Command::Advise {
             file,
             scenario,
             json,
         } => {
-            let session = open(&file)?;
             let query = AdviseQuery(scenario.scenario()?);
-            let started = Instant::now();
-            let answer = query.ask(&session, &mut Control::default())?;
-            let millis = started.elapsed().as_secs_f64() * 1e3;
-            if json {
-                print_json(&answer);
-            } else {
-                print!("{}", human::advice_table(&answer, millis));
-            }
+            print_answer(&open(&file)?, &query, json, human::advice_table)?;
         }
         Command::Fits {
             file,
@@ -865,24 +841,38 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             scenario,
             json,
         } => {
-            let session = open(&file)?;
             let query = FitsQuery {
                 scenario: scenario.scenario()?,
                 param: param.name,
                 lo: param.lo,
                 hi: param.hi,
             };
-            let started = Instant::now();
-            let answer = query.ask(&session, &mut Control::default())?;
-            let millis = started.elapsed().as_secs_f64() * 1e3;
-            if json {
-                print_json(&answer);
-            } else {
-                print!("{}", human::fits_text(&answer, millis));
-            }
+            print_answer(&open(&file)?, &query, json, human::fits_text)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks `query` of `session` and prints its answer: as `--json` gives it, or as `text` words it
+/// with the milliseconds it took by the CLI's clock.
+fn print_answer<Q: Ask>(
+    session: &Session,
+    query: &Q,
+    json: bool,
+    text: impl Fn(&Q::Answer, f64) -> String,
+) -> Result<(), CliError>
+where
+    Q::Answer: serde::Serialize,
+{
+    let started = Instant::now();
+    let answer = query.ask(session, &mut Control::default())?;
+    let millis = started.elapsed().as_secs_f64() * 1e3;
+    if json {
+        print_json(&answer);
+    } else {
+        print!("{}", text(&answer, millis));
+    }
+    Ok(())
 }
 
 /// Prints an engine's answer as `--json` gives it.

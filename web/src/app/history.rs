@@ -95,14 +95,9 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
                     .then_some(DEFAULT_EXAMPLE),
             )
         {
-            state.strategy.set(url.strategy);
-            state.work_limit.set(url.work_limit);
-            state.precision_classes.set(url.precision_classes);
-            state.pool_cap.set(url.pool_cap);
-            state.flips.set(url.flips.clone());
+            state.set_choices(&url.choices());
             state.target.set(url.target.clone());
             state.fit_log.set(None);
-            state.params.set(url.params.clone());
             state.util.set(url.util);
             state.device_class.set(
                 url.device_class

@@ -578,6 +578,17 @@ impl PageState {
         self.send(Request::Sweep { scenario, points }, None);
     }
 
+    /// Sets the page's plan choices to `s`'s (strategy, work limit, precision classes, pool cap,
+    /// params, flips); the device class stays.
+    pub fn set_choices(self, s: &Scenario) {
+        self.strategy.set(s.strategy);
+        self.work_limit.set(s.work_limit);
+        self.precision_classes.set(s.precision_classes);
+        self.pool_cap.set(s.pool_cap);
+        self.params.set(s.params.clone());
+        self.flips.set(s.flips.clone());
+    }
+
     /// Asks the advisor for the levers of the plan shown, each planned.
     pub fn advise(self) {
         if self.analysis.get_untracked().is_none() {
@@ -599,12 +610,7 @@ impl PageState {
         };
         let before = self.scenario();
         let s = row.scenario.clone();
-        self.strategy.set(s.strategy);
-        self.work_limit.set(s.work_limit);
-        self.precision_classes.set(s.precision_classes);
-        self.pool_cap.set(s.pool_cap);
-        self.params.set(s.params.clone());
-        self.flips.set(s.flips.clone());
+        self.set_choices(&s);
         self.longer.set(None);
         self.applied.set(Some(Applied {
             row: k,

@@ -343,6 +343,20 @@ impl UrlState {
         state
     }
 
+    /// The plan choices the link holds (strategy, work limit, precision classes, pool cap,
+    /// params, flips), as a scenario without a device class.
+    pub fn choices(&self) -> memplan_engine::Scenario {
+        memplan_engine::Scenario {
+            strategy: self.strategy,
+            work_limit: self.work_limit,
+            precision_classes: self.precision_classes,
+            pool_cap: self.pool_cap,
+            params: self.params.clone(),
+            flips: self.flips.clone(),
+            ..memplan_engine::Scenario::default()
+        }
+    }
+
     /// The canonical query string (without `?`; empty for the defaults).
     pub fn to_query(&self) -> String {
         let d = UrlState::default();
