@@ -119,12 +119,23 @@ pub fn parse_bytes(text: &str) -> Option<u64> {
 }
 
 /// The ratio of two byte counts, as `1.234`, or `-` when the denominator is 0.
+///
+/// Three decimals, and more where three would round a gap away: a footprint over its bound never
+/// reads `1.000` (1.38 MiB over 12.99 GiB reads `1.0001`, and a gap too small even for six
+/// decimals reads `> 1.000`).
 pub fn ratio(peak: u64, lower_bound: u64) -> String {
     if lower_bound == 0 {
-        "-".into()
-    } else {
-        format!("{:.3}", peak as f64 / lower_bound as f64)
+        return "-".into();
     }
+    let r = peak as f64 / lower_bound as f64;
+    let shown = format!("{r:.3}");
+    if peak <= lower_bound || shown != "1.000" {
+        return shown;
+    }
+    (4..=6)
+        .map(|digits| format!("{r:.digits$}"))
+        .find(|s| s.trim_end_matches('0') != "1.")
+        .unwrap_or_else(|| "> 1.000".into())
 }
 
 #[cfg(test)]
@@ -182,5 +193,10 @@ mod tests {
         assert_eq!(bytes(3 << 30), "3.00 GiB");
         assert_eq!(ratio(5, 4), "1.250");
         assert_eq!(ratio(5, 0), "-");
+        assert_eq!(ratio(4, 4), "1.000");
+        // A gap three decimals would hide is shown.
+        let gib = 1u64 << 30;
+        assert_eq!(ratio(13 * gib + (1 << 20), 13 * gib), "1.0001");
+        assert_eq!(ratio(13 * gib + 1, 13 * gib), "> 1.000");
     }
 }
