@@ -209,7 +209,7 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
             f.within_target
         ))
     })?;
-    rows.push(("fit, default cap", fit));
+    rows.push(("fit, every candidate", fit));
     let sweep = median_of(3, &mut || {
         let s = session.sweep(&scenario, 32, 20)?;
         Ok(format!(

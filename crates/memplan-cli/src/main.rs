@@ -379,8 +379,7 @@ enum Command {
         /// The footprint to fit under (`512MiB`, `1.5GB`, bytes), or `minimize`.
         #[arg(long, value_parser = parse_target)]
         target: Target,
-        /// Score at most this many candidates, the cheapest to recompute (default: 32 for a
-        /// byte target, all for minimize).
+        /// Score at most this many candidates, the cheapest to recompute (default: all).
         #[arg(long)]
         max_candidates: Option<usize>,
         /// Each candidate is scored by a relayout, so fit defaults to the fast `first-fit`.

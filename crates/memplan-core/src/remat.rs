@@ -483,8 +483,8 @@ impl<'a> Rematerializer<'a> {
         Ok(current)
     }
 
-    /// The two-round greedy of the module docs. `max_candidates`: `None` takes the default, 32
-    /// for a byte budget and unbounded for `Minimize`.
+    /// The two-round greedy of the module docs. `max_candidates`: `None` considers every
+    /// candidate.
     pub fn fit(
         &self,
         target: Target,
@@ -511,11 +511,9 @@ impl<'a> Rematerializer<'a> {
             });
             return Ok(result);
         }
-        // The cut: the cheapest to recompute.
-        let limit = max_candidates.unwrap_or(match target {
-            Target::Bytes(_) => 32,
-            Target::Minimize => usize::MAX,
-        });
+        // The cut, when asked for: the cheapest to recompute. By default every candidate, so
+        // "no more flips help" is never said of candidates left untried.
+        let limit = max_candidates.unwrap_or(usize::MAX);
         let mut pool = self.candidates.clone();
         pool.sort_by_key(|c| (c.recompute_cost, c.tensor));
         result.dropped = pool.len().saturating_sub(limit);
@@ -722,7 +720,7 @@ impl<'a> Rematerializer<'a> {
         // Every candidate: the minimize fit that set the targets scored each alone already, so
         // a point's fit pays only for its own acceptance, and never misses a target for want of
         // a candidate it was not shown.
-        let r = self.fit(Target::Bytes(budget), Some(usize::MAX))?;
+        let r = self.fit(Target::Bytes(budget), None)?;
         run.done.push(SweepPoint {
             target_bytes: budget,
             footprint_bytes: r.final_bytes,
