@@ -704,7 +704,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
             alignment,
             device: device_of(&owner, &t.device)?,
             dtype,
-            storage: if t.elided || t.size_unknown {
+            storage: if t.owns_nothing() {
                 Storage::Elided
             } else {
                 Storage::Owned

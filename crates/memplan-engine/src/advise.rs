@@ -58,6 +58,25 @@ pub struct AdviceRow {
     pub scenario: Scenario,
 }
 
+impl AdviceRow {
+    /// A lever planned to `footprint_bytes` under `scenario`, against the `before` footprint.
+    fn of(
+        lever: Lever,
+        footprint_bytes: u64,
+        before: u64,
+        cost: LeverCost,
+        scenario: Scenario,
+    ) -> Self {
+        AdviceRow {
+            lever,
+            footprint_bytes,
+            saving_bytes: before.saturating_sub(footprint_bytes),
+            cost,
+            scenario,
+        }
+    }
+}
+
 /// What a row changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -108,8 +127,9 @@ impl Session {
         let footprint = outcome.plan.footprint_bytes();
         let mut tried = Vec::new();
         let mut left_out = Vec::new();
-        self.advise_flips(scenario, &mut tried, &mut left_out)?;
-        for (name, &from) in &self.bind_or_self(scenario)?.params {
+        self.advise_flips(scenario, footprint, &mut tried, &mut left_out)?;
+        // The params as planned: the bound graph's, the dump's own where nothing was bound.
+        for (name, &from) in &self.parts(&outcome).0.params {
             let Some(to) = next_smaller(from) else {
                 continue;
             };
@@ -127,7 +147,13 @@ impl Session {
             };
             // A smaller value can leave a dump unplannable (a view past its base): said, not hidden.
             match self.plan(&s) {
-                Ok(o) => tried.push((lever, o.plan.footprint_bytes(), cost, s)),
+                Ok(o) => tried.push(AdviceRow::of(
+                    lever,
+                    o.plan.footprint_bytes(),
+                    footprint,
+                    cost,
+                    s,
+                )),
                 Err(e) => left_out.push(format!("{name}={to}: {e}")),
             }
         }
@@ -140,7 +166,13 @@ impl Session {
             LeverCost::MixedDtypes
         };
         let planned = self.plan(&s)?.plan.footprint_bytes();
-        tried.push((Lever::PrecisionClasses { on }, planned, cost, s));
+        tried.push(AdviceRow::of(
+            Lever::PrecisionClasses { on },
+            planned,
+            footprint,
+            cost,
+            s,
+        ));
         for strategy in StrategyChoice::ALL {
             if strategy == scenario.strategy {
                 continue;
@@ -150,7 +182,14 @@ impl Session {
                 ..scenario.clone()
             };
             let planned = self.plan(&s)?.plan.footprint_bytes();
-            tried.push((Lever::Strategy { strategy }, planned, LeverCost::PlanningWork, s));
+            let lever = Lever::Strategy { strategy };
+            tried.push(AdviceRow::of(
+                lever,
+                planned,
+                footprint,
+                LeverCost::PlanningWork,
+                s,
+            ));
         }
         let capped = (outcome.plan.devices.iter()).find_map(|d| d.cap_fallback.as_ref());
         if let Some(fallback) = capped {
@@ -160,19 +199,17 @@ impl Session {
             };
             let planned = self.plan(&s)?.plan.footprint_bytes();
             let lever = Lever::PoolCap { cap: fallback.cap };
-            tried.push((lever, planned, LeverCost::WideOffsets, s));
+            tried.push(AdviceRow::of(
+                lever,
+                planned,
+                footprint,
+                LeverCost::WideOffsets,
+                s,
+            ));
         }
         let count = tried.len();
-        let mut rows: Vec<AdviceRow> = tried
-            .into_iter()
-            .filter(|(_, planned, _, _)| *planned < footprint)
-            .map(|(lever, planned, cost, scenario)| AdviceRow {
-                lever,
-                footprint_bytes: planned,
-                saving_bytes: footprint - planned,
-                cost,
-                scenario,
-            })
+        let mut rows: Vec<AdviceRow> = (tried.into_iter())
+            .filter(|r| r.footprint_bytes < footprint)
             .collect();
         rows.sort_by_key(|r| std::cmp::Reverse(r.saving_bytes));
         Ok(AdviceAnswer {
@@ -185,35 +222,17 @@ impl Session {
         })
     }
 
-    /// The params the scenario plans under: the dump's, with the scenario's values.
-    fn bind_or_self(&self, scenario: &Scenario) -> Result<Scenario, EngineError> {
-        let mut params = self.graph.params.clone();
-        for (name, &value) in &scenario.params {
-            if params.insert(name.clone(), value).is_none() {
-                return Err(self.unknown_param(name));
-            }
-        }
-        Ok(Scenario {
-            params,
-            ..scenario.clone()
-        })
-    }
-
     /// The flip levers: each candidate on top of the scenario's flips, the largest first, and
     /// the fit's set.
-    #[allow(clippy::type_complexity)]
     fn advise_flips(
         &self,
         scenario: &Scenario,
-        tried: &mut Vec<(Lever, u64, LeverCost, Scenario)>,
+        footprint: u64,
+        tried: &mut Vec<AdviceRow>,
         left_out: &mut Vec<String>,
     ) -> Result<(), EngineError> {
-        let mut scores = memplan_core::remat::Scores::default();
-        let candidates = self.candidates(scenario)?;
-        if candidates.is_empty() {
-            return Ok(());
-        }
-        let flipped = self.with_remat_scores(scenario, &mut scores, |remat| {
+        // One rematerializer for the single flips and the fit: their scores are shared.
+        let (flipped, pool, scored, fit) = self.with_remat(scenario, |remat| {
             let mut flipped = Vec::new();
             for id in &scenario.flips {
                 // `plan` has refused a scenario whose flips are not candidates.
@@ -231,9 +250,9 @@ impl Session {
                 let set: Vec<usize> = flipped.iter().copied().chain([c.tensor]).collect();
                 scored.push((c, remat.score(&set)?));
             }
-            Ok((flipped, pool.len(), scored))
+            let fit = remat.fit(Target::Minimize, Some(ADVICE_FIT_MOST))?;
+            Ok((flipped, pool.len(), scored, fit))
         })?;
-        let (flipped, pool, scored) = flipped;
         let id = |t: usize| self.graph.tensors[t].id.clone();
         for (c, planned) in scored {
             let mut s = scenario.clone();
@@ -244,7 +263,7 @@ impl Session {
             let work = LeverCost::Recompute {
                 work: c.recompute_cost,
             };
-            tried.push((lever, planned, work, s));
+            tried.push(AdviceRow::of(lever, planned, footprint, work, s));
         }
         if pool > ADVICE_MOST_FLIPS {
             left_out.push(format!(
@@ -252,9 +271,6 @@ impl Session {
                 pool - ADVICE_MOST_FLIPS
             ));
         }
-        let fit = self.with_remat_scores(scenario, &mut scores, |remat| {
-            remat.fit(Target::Minimize, Some(ADVICE_FIT_MOST))
-        })?;
         if fit.dropped > 0 {
             left_out.push(format!(
                 "the fit considered the {} cheapest of {} candidates",
@@ -276,7 +292,8 @@ impl Session {
             let work = LeverCost::Recompute {
                 work: fit.recompute_cost(),
             };
-            tried.push((Lever::FitFlips { tensors }, fit.final_bytes, work, s));
+            let lever = Lever::FitFlips { tensors };
+            tried.push(AdviceRow::of(lever, fit.final_bytes, footprint, work, s));
         }
         Ok(())
     }
@@ -318,7 +335,12 @@ mod tests {
                 assert_eq!(planned, row.footprint_bytes, "{:?}", row.lever);
                 assert_eq!(row.saving_bytes, baseline - planned);
             }
-            assert!(answer.rows.windows(2).all(|w| w[0].saving_bytes >= w[1].saving_bytes));
+            assert!(
+                answer
+                    .rows
+                    .windows(2)
+                    .all(|w| w[0].saving_bytes >= w[1].saving_bytes)
+            );
             let best_flip = (answer.rows.iter())
                 .filter(|r| matches!(r.lever, Lever::Flip { .. }))
                 .map(|r| r.saving_bytes)
@@ -361,9 +383,7 @@ mod tests {
             }
         }
         // From bump, another strategy is a lever that saves.
-        assert!(
-            (answer.rows.iter()).any(|r| matches!(r.lever, Lever::Strategy { .. }))
-        );
+        assert!((answer.rows.iter()).any(|r| matches!(r.lever, Lever::Strategy { .. })));
         // A flip that is not a candidate is refused, as a plan refuses it.
         let wrong = Scenario {
             flips: vec!["nosuch".into()],

@@ -781,16 +781,24 @@ fn a_sweep_marks_only_points_within_their_targets_and_undominated_as_pareto() {
         let sweep = s.sweep(&first_fit(), 16, 0).unwrap();
         let points = &sweep.points;
         for p in points {
-            assert_eq!(p.within_target, p.footprint_bytes <= p.target_bytes, "{name}");
+            assert_eq!(
+                p.within_target,
+                p.footprint_bytes <= p.target_bytes,
+                "{name}"
+            );
             if !p.pareto {
                 continue;
             }
-            assert!(p.within_target, "{name}: a Pareto point over its target {p:?}");
+            assert!(
+                p.within_target,
+                "{name}: a Pareto point over its target {p:?}"
+            );
             let dominated = points.iter().any(|o| {
                 o.within_target
                     && o.footprint_bytes <= p.footprint_bytes
                     && o.recompute_cost <= p.recompute_cost
-                    && (o.footprint_bytes < p.footprint_bytes || o.recompute_cost < p.recompute_cost)
+                    && (o.footprint_bytes < p.footprint_bytes
+                        || o.recompute_cost < p.recompute_cost)
             });
             assert!(!dominated, "{name}: {p:?} is dominated");
         }
