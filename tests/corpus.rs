@@ -453,11 +453,24 @@ fn onnx_models_have_the_figures_of_onnx_shape_inference() {
     for entry in models.iter().chain(&ops) {
         let s = load(&entry.path);
         let size_unknown_tensors = s.graph.tensors.iter().filter(|t| t.size_unknown).count();
-        assert_eq!(size_unknown_tensors, entry.size_unknown_tensors, "{}", entry.path);
+        assert_eq!(
+            size_unknown_tensors, entry.size_unknown_tensors,
+            "{}",
+            entry.path
+        );
         // A plan with tensors left unsized says it is incomplete, in the report and the table.
         let summary = s.summary(&s.plan(&Scenario::default()).unwrap());
-        assert_eq!(summary.complete, entry.size_unknown_tensors == 0, "{}", entry.path);
-        assert_eq!(summary.size_unknown_tensors, entry.size_unknown_tensors, "{}", entry.path);
+        assert_eq!(
+            summary.complete,
+            entry.size_unknown_tensors == 0,
+            "{}",
+            entry.path
+        );
+        assert_eq!(
+            summary.size_unknown_tensors, entry.size_unknown_tensors,
+            "{}",
+            entry.path
+        );
         assert_eq!(
             memplan_human::plan_table(&summary).starts_with("INCOMPLETE"),
             !summary.complete,

@@ -16,10 +16,12 @@ use std::collections::BTreeMap;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
+use memplan_core::order::Order;
 use memplan_core::remat::Target;
 use memplan_core::{Control, FoundAt, Progress, StrategyChoice};
 use memplan_engine::query::{
-    AdviseQuery, Ask, CheckQuery, ConvertQuery, FitQuery, FitsQuery, PlanQuery, SpacesQuery, SweepQuery, Written,
+    AdviseQuery, Ask, CheckQuery, ConvertQuery, FitQuery, FitsQuery, PlanQuery, SpacesQuery,
+    SweepQuery, Written,
 };
 use memplan_engine::{DeviceClass, EngineError, Scenario, Session};
 use memplan_formats::FormatError;
@@ -113,6 +115,13 @@ struct ScenarioArgs {
     /// Flips: remat candidates to recompute at their uses instead of storing, comma-separated.
     #[arg(long, value_delimiter = ',', value_name = "ID,ID")]
     flips: Vec<String>,
+    /// The order the steps run in: the dump's own (`given`), one of PyTorch Inductor's
+    /// heuristics (`lpmf`, `bfs`, `dfs`), or the smallest plan found (`best`).
+    #[arg(long, default_value = "given", value_parser = one_of(&Order::ALL, Order::name))]
+    order: Order,
+    /// The work `--order best` may do, in storage visits (deterministic).
+    #[arg(long)]
+    order_work: Option<u64>,
 }
 
 fn parse_binding(s: &str) -> Result<(String, u64), BadArgument> {
@@ -225,6 +234,8 @@ impl ScenarioArgs {
             params: self.bindings.iter().cloned().collect::<BTreeMap<_, _>>(),
             device_class: self.device_class()?,
             flips: self.flips.clone(),
+            order: self.order,
+            order_work: self.order_work,
         })
     }
 
@@ -681,6 +692,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                     ConvertTo::Minimalloc => Written::Minimalloc,
                 },
                 with_plan: with_plan.then(|| scenario.scenario()).transpose()?,
+                ordered: Some(scenario.scenario()?),
             };
             let text = query.ask(&session, &mut Control::default())?;
             write_out(output.as_deref(), &text)?;

@@ -903,3 +903,49 @@ fn bench_repeats_each_plan_and_prints_every_run_as_json() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_reordered_plan_reports_its_order_checks_and_converts() {
+    let mlp = example("mlp-training.json");
+    let o = memplan(&["plan", &mlp, "--order", "best", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let order = &report["order"];
+    assert_eq!(order["order"], "best");
+    let footprint = report["footprint_bytes"].as_u64().unwrap();
+    let given = order["given_footprint_bytes"].as_u64().unwrap();
+    assert!(footprint < given, "{footprint} vs {given}");
+    let steps: Vec<&str> = (order["steps"].as_array().unwrap().iter())
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(steps.len(), 23);
+    assert!(order["moved_steps"].as_u64().unwrap() > 0);
+    let table = stdout(&memplan(&["plan", &mlp, "--order", "best"]));
+    assert!(table.contains("order best: "), "{table}");
+    assert!(table.contains("less than the given order's"), "{table}");
+
+    // `check` verifies the order, then the placements under it.
+    let plan = temp("mlp-best.json", &stdout(&o));
+    let checked = memplan(&["check", &mlp, "--plan", plan.to_str().unwrap()]);
+    assert!(checked.status.success(), "{}", stderr(&checked));
+    let mut broken = report.clone();
+    let list = broken["order"]["steps"].as_array_mut().unwrap();
+    let last = list.len() - 1;
+    list.swap(0, last);
+    let broken = temp("mlp-broken.json", &broken.to_string());
+    let checked = memplan(&["check", &mlp, "--plan", broken.to_str().unwrap()]);
+    assert_eq!(checked.status.code(), Some(1));
+    assert!(
+        stderr(&checked).contains("runs before step"),
+        "{}",
+        stderr(&checked)
+    );
+
+    // The reordered dump, written out, plans as the reordered plan did.
+    let converted = memplan(&["convert", &mlp, "--to", "json", "--order", "best"]);
+    assert!(converted.status.success(), "{}", stderr(&converted));
+    let dump = temp("mlp-reordered.json", &stdout(&converted));
+    let again = memplan(&["plan", dump.to_str().unwrap(), "--json"]);
+    let again: serde_json::Value = serde_json::from_str(&stdout(&again)).unwrap();
+    assert_eq!(again["footprint_bytes"].as_u64(), Some(footprint));
+}

@@ -9,6 +9,11 @@
 //!   hold disjoint bytes, and with precision classes on, buffers of different dtypes never share
 //!   a byte at any time;
 //!
+//! A reordered schedule is checked apart ([`check_order`]), against the given one: its steps are
+//! the given steps, each once; each loop's steps stay together and in order; pinned steps keep
+//! their order; and every access of each storage keeps its place relative to the writes of that
+//! storage (a read stays between the same two writes, writes keep their order).
+//!
 //! Overlaps are found by a sweep over positions that keeps the live buffers of a pool ordered by
 //! offset: a new buffer need only be compared with its two neighbours, so the check is
 //! O(n log n). At most [`MAX_VIOLATIONS`] are reported.
@@ -17,6 +22,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::dtype::DType;
+use crate::graph::{Graph, ResolvedGraph};
 use crate::placement::{Placement, Pool};
 use crate::problem::Problem;
 
@@ -57,6 +63,22 @@ pub enum Violation {
         first: String,
         second: String,
         pool: usize,
+    },
+    /// A reorder whose steps are not the given steps, each once.
+    NotAReorder {
+        steps: usize,
+        given: usize,
+    },
+    /// A reorder that splits a loop or changes the order of its body.
+    LoopSplit {
+        loop_step: String,
+    },
+    /// A reorder that runs `after` before `before`, though `before` must come first: both
+    /// access `storage`, and one of them writes it (or both are pinned).
+    Dependency {
+        storage: Option<String>,
+        before: String,
+        after: String,
     },
 }
 
@@ -123,6 +145,28 @@ impl fmt::Display for Violation {
                 f,
                 "`{first}` and `{second}` conflict but share bytes in pool {pool}"
             ),
+            Violation::NotAReorder { steps, given } => write!(
+                f,
+                "the order lists {steps} steps, not each of the {given} steps once"
+            ),
+            Violation::LoopSplit { loop_step } => write!(
+                f,
+                "the order splits the loop of step `{loop_step}` or changes its body's order"
+            ),
+            Violation::Dependency {
+                storage,
+                before,
+                after,
+            } => match storage {
+                Some(storage) => write!(
+                    f,
+                    "step `{after}` runs before step `{before}`, but both access `{storage}` and one writes it"
+                ),
+                None => write!(
+                    f,
+                    "pinned step `{after}` runs before pinned step `{before}`"
+                ),
+            },
         }
     }
 }
@@ -302,4 +346,92 @@ fn overlaps_across_classes(
             reach = Some((end, b));
         }
     }
+}
+
+/// Every dependency of the given schedule that running its steps in the order `steps` breaks
+/// (see the module docs); empty when the order is a valid reorder.
+pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> Vec<Violation> {
+    let n = resolved.steps.len();
+    let mut at = vec![usize::MAX; n];
+    for (i, &s) in steps.iter().enumerate() {
+        if s >= n || at[s] != usize::MAX {
+            return vec![Violation::NotAReorder {
+                steps: steps.len(),
+                given: n,
+            }];
+        }
+        at[s] = i;
+    }
+    if steps.len() != n {
+        return vec![Violation::NotAReorder {
+            steps: steps.len(),
+            given: n,
+        }];
+    }
+    let step_id = |s: usize| graph.steps[s].id.clone();
+    let mut violations = Vec::new();
+    // Loops: consecutive steps of a loop stay consecutive.
+    for s in 1..n {
+        let (a, b) = (&resolved.steps[s - 1], &resolved.steps[s]);
+        if a.loop_index.is_some() && a.loop_index == b.loop_index && at[s] != at[s - 1] + 1 {
+            violations.push(Violation::LoopSplit {
+                loop_step: step_id(s),
+            });
+        }
+    }
+    // Each storage's accesses, in given order: (step, 2 x writes seen before, +1 for a write).
+    // In the new order the ranks may not decrease.
+    let mut accesses: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
+    let mut writes_seen: BTreeMap<usize, usize> = BTreeMap::new();
+    let storage = |t: usize| resolved.root(t).unwrap_or(t);
+    let last_of_loop: BTreeMap<usize, usize> = (0..n)
+        .filter_map(|s| resolved.steps[s].loop_index.map(|l| (l, s)))
+        .collect();
+    for s in 0..n {
+        let step = &resolved.steps[s];
+        let back_edge: &[usize] = match step.loop_index {
+            Some(l) if last_of_loop.get(&l) == Some(&s) => &resolved.back_edge_reads[l],
+            _ => &[],
+        };
+        let mut reads: Vec<usize> = step
+            .reads
+            .iter()
+            .chain(back_edge)
+            .map(|&t| storage(t))
+            .collect();
+        let mut writes: Vec<usize> = step.writes.iter().map(|&t| storage(t)).collect();
+        reads.sort_unstable();
+        reads.dedup();
+        writes.sort_unstable();
+        writes.dedup();
+        for r in reads {
+            let seen = writes_seen.get(&r).copied().unwrap_or(0);
+            accesses.entry(r).or_default().push((s, 2 * seen));
+        }
+        for w in writes {
+            let seen = writes_seen.entry(w).or_insert(0);
+            accesses.entry(w).or_default().push((s, 2 * *seen + 1));
+            *seen += 1;
+        }
+    }
+    for (key, mut list) in accesses {
+        list.sort_by_key(|&(s, rank)| (at[s], rank));
+        if let Some(w) = list.windows(2).find(|w| w[1].1 < w[0].1) {
+            violations.push(Violation::Dependency {
+                storage: Some(graph.tensors[key].id.clone()),
+                before: step_id(w[1].0),
+                after: step_id(w[0].0),
+            });
+        }
+    }
+    let pinned: Vec<usize> = (0..n).filter(|&s| graph.steps[s].pinned).collect();
+    if let Some(w) = pinned.windows(2).find(|w| at[w[1]] < at[w[0]]) {
+        violations.push(Violation::Dependency {
+            storage: None,
+            before: step_id(w[0]),
+            after: step_id(w[1]),
+        });
+    }
+    violations.truncate(MAX_VIOLATIONS);
+    violations
 }

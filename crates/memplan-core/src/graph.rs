@@ -416,6 +416,10 @@ pub struct Step {
     /// The loop this step belongs to.
     #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
     pub loop_id: Option<String>,
+    /// It has effects besides its writes (a collective, a host transfer): a reorder keeps the
+    /// pinned steps in their order.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pinned: bool,
 }
 
 /// A group of consecutive steps that runs repeatedly; one position for liveness.
@@ -567,6 +571,33 @@ pub struct ResolvedGraph {
 }
 
 impl ResolvedGraph {
+    /// The same graph with its steps run in the order `steps` (a permutation of the step
+    /// indices that keeps each loop's steps contiguous): the positions follow.
+    pub fn reordered(&self, steps: &[usize]) -> ResolvedGraph {
+        let steps: Vec<ResolvedStep> = steps.iter().map(|&s| self.steps[s].clone()).collect();
+        let mut positions: Vec<Position> = Vec::new();
+        for (i, s) in steps.iter().enumerate() {
+            match positions.last_mut() {
+                Some(p) if s.loop_index.is_some() && p.loop_index == s.loop_index => {
+                    p.last_step = i
+                }
+                _ => positions.push(Position {
+                    first_step: i,
+                    last_step: i,
+                    loop_index: s.loop_index,
+                }),
+            }
+        }
+        ResolvedGraph {
+            device_ids: self.device_ids.clone(),
+            tensors: self.tensors.clone(),
+            steps,
+            positions,
+            back_edge_reads: self.back_edge_reads.clone(),
+            tensor_index: self.tensor_index.clone(),
+        }
+    }
+
     /// The tensor whose storage `t` uses: itself, its view's root, or none when elided.
     pub fn root(&self, t: usize) -> Option<usize> {
         match self.tensors[t].storage {
@@ -589,6 +620,22 @@ impl Graph {
             vec![DEFAULT_DEVICE.to_string()]
         } else {
             self.devices.iter().map(|d| d.id.clone()).collect()
+        }
+    }
+}
+
+impl Graph {
+    /// The same dump with its steps in the order `steps` (indices into `self.steps`). The
+    /// steps' `time`s are dropped: they clock the given order, not this one.
+    pub fn reordered(&self, steps: &[usize]) -> Graph {
+        Graph {
+            steps: (steps.iter())
+                .map(|&s| Step {
+                    time: None,
+                    ..self.steps[s].clone()
+                })
+                .collect(),
+            ..self.clone()
         }
     }
 }

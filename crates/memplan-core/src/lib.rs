@@ -20,6 +20,7 @@ pub mod graph;
 pub mod layout;
 pub mod liveness;
 pub mod lower_bound;
+pub mod order;
 pub mod placement;
 pub mod problem;
 pub mod recorded;

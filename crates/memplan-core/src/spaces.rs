@@ -202,9 +202,7 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
         };
         let slot = &mut slots[s];
         match tensor.kind {
-            TensorKind::Input | TensorKind::Param | TensorKind::OptimizerState => {
-                slot.input = true
-            }
+            TensorKind::Input | TensorKind::Param | TensorKind::OptimizerState => slot.input = true,
             TensorKind::Constant => slot.constant = true,
             TensorKind::Output => slot.output = true,
             TensorKind::Intermediate | TensorKind::Scratch => {}

@@ -4,7 +4,7 @@
 
 use memplan_core::budget::Budget;
 use memplan_core::graph::MemorySpace;
-use memplan_core::remat::{Event, FitResult, Flip, Target};
+use memplan_core::remat::{Event, FitResult, Flip, SweepPoint, Target};
 use memplan_core::spaces::{Access, OutputSource, SpaceCounts, Spaces, Transfer};
 use memplan_core::units::{bytes, grouped, signed_bytes};
 use serde::{Deserialize, Serialize};
@@ -170,6 +170,10 @@ pub struct SweepAnswer {
     /// The exhaustive optimum was computed (the candidates are few): each point says its cost.
     pub exhaustive: bool,
     pub points: Vec<SweepPointAnswer>,
+    /// Under another order than the given one: the same sweep under the given order, so the
+    /// two fronts can be compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_order: Option<Vec<SweepPointAnswer>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,11 +194,8 @@ pub struct SweepPointAnswer {
 impl SweepAnswer {
     pub fn of(session: &Session, sweep: &Sweep) -> SweepAnswer {
         let id = |t: usize| session.graph.tensors[t].id.clone();
-        SweepAnswer {
-            cost_unit: session.graph.cost_unit.clone(),
-            candidates: sweep.candidates,
-            exhaustive: sweep.exhaustive.is_some(),
-            points: (sweep.points.iter())
+        let answers = |points: &[SweepPoint]| {
+            (points.iter())
                 .map(|p| SweepPointAnswer {
                     target_bytes: p.target_bytes,
                     footprint_bytes: p.footprint_bytes,
@@ -204,7 +205,14 @@ impl SweepAnswer {
                     pareto: p.pareto,
                     exhaustive_cost: p.exhaustive_cost,
                 })
-                .collect(),
+                .collect()
+        };
+        SweepAnswer {
+            cost_unit: session.graph.cost_unit.clone(),
+            candidates: sweep.candidates,
+            exhaustive: sweep.exhaustive.is_some(),
+            points: answers(&sweep.points),
+            given_order: sweep.given_order.as_deref().map(answers),
         }
     }
 }

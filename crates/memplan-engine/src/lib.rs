@@ -18,14 +18,16 @@ pub mod diff;
 pub mod job;
 pub mod query;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use memplan_core::budget::{
     Budget, BudgetError, DriverTerms, largest_fitting, largest_fitting_from,
 };
+use memplan_core::check::check_order;
 use memplan_core::graph::{GraphError, ResolvedGraph, group_by_site};
 use memplan_core::liveness::analyze_flipped_with;
+use memplan_core::order::{self, Order};
 use memplan_core::problem::ProblemError;
 use memplan_core::recorded::Recorded;
 use memplan_core::remat::{
@@ -37,7 +39,9 @@ use memplan_core::{
     Control, Graph, Layout, Liveness, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
     Problem, StrategyChoice, Violation, analyze, check, plan_with,
 };
-use memplan_formats::report::{BudgetReport, PlanReport, PlanSummary, SiteReport};
+use memplan_formats::report::{
+    BudgetReport, OrderReport, OrderTried, PlanReport, PlanSummary, SiteReport,
+};
 use memplan_formats::{Format, FormatError, load_with, minimalloc, onnx};
 use memplan_render::{Labels, ViewModel};
 use serde::{Deserialize, Serialize};
@@ -172,6 +176,15 @@ pub struct Scenario {
     /// Flips: the remat candidates (tensor ids) recomputed at their uses instead of stored.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flips: Vec<String>,
+    /// The order the steps run in: the dump's own, one of Inductor's heuristics, or the
+    /// smallest plan found (`memplan_core::order`). Chosen for the dump without flips, which
+    /// then apply to the reordered schedule: a fit's figures hold when its flips are applied.
+    #[serde(skip_serializing_if = "Order::is_given")]
+    pub order: Order,
+    /// The work `order: best` may do, in storage visits; `None`: the default. Deterministic:
+    /// the same limit gives the same order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_work: Option<u64>,
 }
 
 /// A device class (its name and memory terms) and the utilization it runs at.
@@ -202,6 +215,8 @@ impl Default for Scenario {
             params: BTreeMap::new(),
             device_class: None,
             flips: Vec::new(),
+            order: Order::Given,
+            order_work: None,
         }
     }
 }
@@ -218,13 +233,40 @@ pub struct Outcome {
     pub budget: Option<Budget>,
 }
 
-/// A dump under other param values or flips: resolved (when params change) and analysed again.
+/// A dump under other param values, another order or flips: resolved (when params or the
+/// order change) and analysed again.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bound {
     /// Shared with the session when only flips changed.
     pub graph: Arc<Graph>,
     pub resolved: Arc<ResolvedGraph>,
     pub liveness: Liveness,
+    /// How the steps were reordered, when the scenario's order is not the given one.
+    pub reordering: Option<Arc<Reordering>>,
+}
+
+/// A schedule reordered: the order, what the checker found of it, and the given order's plan
+/// beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reordering {
+    pub order: Order,
+    /// The given graph's step indices, in the order they now run.
+    pub steps: Vec<usize>,
+    /// Per step of the reordered graph: whether it moved (it is outside a longest run of steps
+    /// that kept their given order).
+    pub moved: Vec<bool>,
+    /// The dependencies of the given schedule the order breaks (`check::check_order`): none
+    /// for any order memplan makes.
+    pub violations: Vec<Violation>,
+    /// The footprint of the given order, per device, under the same options.
+    pub given_footprint_bytes: Vec<u64>,
+    /// The given order's usage curve per device (live bytes at each position), for the views
+    /// to draw beside the reordered one.
+    pub given_usage: Vec<Vec<u64>>,
+    /// For `best`: each order it planned (its start, whether improved, its footprint).
+    pub tried: Vec<(Order, bool, u64)>,
+    /// For `best`: it ran out of work or was stopped before it tried every start.
+    pub partial: bool,
 }
 
 /// The most buffer relayouts an exhaustive optimum may take (2^candidates x buffers).
@@ -251,6 +293,10 @@ pub struct Sweep {
     pub points: Vec<SweepPoint>,
     #[serde(skip)]
     pub exhaustive: Option<Exhaustive>,
+    /// Under another order than the given one: the same sweep under the given order, to show
+    /// how far reordering moves the front.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_order: Option<Vec<SweepPoint>>,
 }
 
 /// A sweep in steps ([`Session::sweep_step`]): what it has laid out and fitted so far.
@@ -259,42 +305,69 @@ pub struct SweepJob {
     scenario: Scenario,
     points: usize,
     exhaustive_most: usize,
+    /// The dump in the scenario's order, once the first step has ordered it.
+    base: Option<Option<Bound>>,
     scores: Scores,
-    /// `None` until the first step decides (and computes) the exhaustive optimum.
+    /// `None` until a step decides (and computes) the exhaustive optimum.
     exhaustive: Option<Option<Exhaustive>>,
     run: Option<SweepRun>,
     candidates: usize,
+    /// Under another order than the given one: the same sweep under the given order, run once
+    /// this one is `done`.
+    given: Option<Box<SweepJob>>,
+    done: Option<Sweep>,
 }
 
 impl SweepJob {
     pub fn new(scenario: Scenario, points: usize, exhaustive_most: usize) -> Self {
+        let given = (!scenario.order.is_given()).then(|| {
+            let given = Scenario {
+                order: Order::Given,
+                ..scenario.clone()
+            };
+            Box::new(SweepJob::new(given, points, exhaustive_most))
+        });
         SweepJob {
             scenario,
             points,
             exhaustive_most,
+            base: None,
             scores: Scores::default(),
             exhaustive: None,
             run: None,
             candidates: 0,
+            given,
+            done: None,
         }
     }
 
-    /// Steps done and steps in all (two before the targets: the exhaustive optimum and the
-    /// minimize fit).
+    /// Steps done and steps in all (three before the targets: the order, the exhaustive
+    /// optimum and the minimize fit; and the given order's sweep after, when there is one).
     pub fn progress(&self) -> (usize, usize) {
-        let total = self.points.max(2) + 2;
-        match &self.run {
-            Some(run) => (run.progress().0 + 2, total),
-            None => (usize::from(self.exhaustive.is_some()), total),
-        }
+        let own_total = self.points.max(2) + 3;
+        let (given_done, given_total) = self.given.as_ref().map_or((0, 0), |g| g.progress());
+        let own_done = if self.done.is_some() {
+            own_total
+        } else {
+            match &self.run {
+                Some(run) => run.progress().0 + 3,
+                None => usize::from(self.base.is_some()) + usize::from(self.exhaustive.is_some()),
+            }
+        };
+        (own_done + given_done, own_total + given_total)
     }
 
     /// The sweep so far, for a job stopped early: the targets fitted, the frontier among them.
     pub fn partial(self) -> Sweep {
+        if let Some(mut done) = self.done {
+            done.given_order = self.given.map(|g| g.partial().points);
+            return done;
+        }
         Sweep {
             candidates: self.candidates,
             points: self.run.map(SweepRun::finish).unwrap_or_default(),
             exhaustive: self.exhaustive.flatten(),
+            given_order: None,
         }
     }
 }
@@ -473,12 +546,15 @@ impl Session {
         control: &mut Control<'_>,
     ) -> Result<Outcome, EngineError> {
         let budget = self.budget(scenario)?;
-        let bound = self.derive(scenario)?;
+        let bound = self.derive_with(scenario, control)?;
         let problem = bound
             .as_ref()
             .map_or(self.problem(), |b| &b.liveness.problem);
-        let plan =
+        let mut plan =
             plan_with(problem, &self.options(scenario), control).map_err(|e| self.plan_error(e))?;
+        if let Some(r) = bound.as_ref().and_then(|b| b.reordering.as_ref()) {
+            plan.violations.extend(r.violations.iter().cloned());
+        }
         Ok(Outcome {
             scenario: scenario.clone(),
             plan,
@@ -602,13 +678,91 @@ impl Session {
             graph: Arc::new(graph),
             resolved: Arc::new(resolved),
             liveness,
+            reordering: None,
         }))
     }
 
-    /// The dump as `scenario` plans it: its params bound and its flips inlined (`None` when
-    /// neither changes anything).
-    pub fn derive(&self, scenario: &Scenario) -> Result<Option<Bound>, EngineError> {
+    /// The dump under `scenario`'s params, its steps in the scenario's order (`None` when
+    /// neither changes anything). `control` may stop `order: best` early and hears its progress.
+    pub fn ordered(
+        &self,
+        scenario: &Scenario,
+        control: &mut Control<'_>,
+    ) -> Result<Option<Bound>, EngineError> {
         let bound = self.bind(&scenario.params)?;
+        if scenario.order.is_given() {
+            return Ok(bound);
+        }
+        let (graph, resolved, liveness) = match &bound {
+            Some(b) => (&b.graph, &b.resolved, &b.liveness),
+            None => (&self.graph, &self.resolved, &self.liveness),
+        };
+        let options = self.options(scenario);
+        let plan_error = |e| self.plan_error(e);
+        let (units, given_plan, tried, partial) = match scenario.order {
+            Order::Best => {
+                let work = scenario.order_work.unwrap_or(order::DEFAULT_ORDER_WORK);
+                let mut search = order::best(graph, resolved, &[], &options, work, control)
+                    .map_err(plan_error)?;
+                let tried = (search.tried.iter())
+                    .map(|p| (p.order, p.improved, p.plan.footprint_bytes()))
+                    .collect();
+                let units = std::mem::take(&mut search.tried[search.best].units);
+                let given = search.tried.swap_remove(0).plan;
+                (units, given, tried, search.partial)
+            }
+            heuristic => {
+                let deps = order::dependencies(graph, resolved);
+                let takes = order::Takes::of(resolved, &[]);
+                let units = order::heuristic(heuristic, &deps, &takes);
+                let given = plan_with(&liveness.problem, &options, &mut Control::default())
+                    .map_err(plan_error)?;
+                (units, given, Vec::new(), false)
+            }
+        };
+        let steps = order::steps_in(resolved, &units);
+        let violations = check_order(graph, resolved, &steps);
+        let (graph, resolved) = (graph.reordered(&steps), resolved.reordered(&steps));
+        let liveness = analyze(&graph, &resolved);
+        let moved = order::moved(&steps);
+        Ok(Some(Bound {
+            graph: Arc::new(graph),
+            resolved: Arc::new(resolved),
+            liveness,
+            reordering: Some(Arc::new(Reordering {
+                order: scenario.order,
+                steps,
+                moved,
+                violations,
+                given_footprint_bytes: given_plan
+                    .devices
+                    .iter()
+                    .map(|d| d.footprint_bytes)
+                    .collect(),
+                given_usage: given_plan
+                    .devices
+                    .into_iter()
+                    .map(|d| d.usage.curve)
+                    .collect(),
+                tried,
+                partial,
+            })),
+        }))
+    }
+
+    /// The dump as `scenario` plans it: its params bound, its steps in the scenario's order and
+    /// its flips inlined (`None` when none changes anything).
+    pub fn derive(&self, scenario: &Scenario) -> Result<Option<Bound>, EngineError> {
+        self.derive_with(scenario, &mut Control::default())
+    }
+
+    /// [`Session::derive`] under `control` (see [`Session::ordered`]).
+    pub fn derive_with(
+        &self,
+        scenario: &Scenario,
+        control: &mut Control<'_>,
+    ) -> Result<Option<Bound>, EngineError> {
+        let bound = self.ordered(scenario, control)?;
         if scenario.flips.is_empty() {
             return Ok(bound);
         }
@@ -634,10 +788,12 @@ impl Session {
         }
         let liveness = analyze_flipped_with(graph, resolved, &flags, Arc::clone(&liveness.uses));
         let (graph, resolved) = (Arc::clone(graph), Arc::clone(resolved));
+        let reordering = bound.as_ref().and_then(|b| b.reordering.clone());
         Ok(Some(Bound {
             graph,
             resolved,
             liveness,
+            reordering,
         }))
     }
 
@@ -658,7 +814,7 @@ impl Session {
 
     /// The remat candidates of the dump (under the scenario's params), with their costs.
     pub fn candidates(&self, scenario: &Scenario) -> Result<Vec<Candidate>, EngineError> {
-        Ok(match self.bind(&scenario.params)? {
+        Ok(match self.ordered(scenario, &mut Control::default())? {
             Some(b) => candidates(&b.graph, &b.resolved, &b.liveness.uses),
             None => candidates(&self.graph, &self.resolved, &self.liveness.uses),
         })
@@ -700,8 +856,20 @@ impl Session {
         scores: &mut Scores,
         f: impl FnOnce(&Rematerializer<'_>) -> Result<T, memplan_core::PlanError>,
     ) -> Result<T, EngineError> {
-        let bound = self.bind(&scenario.params)?;
-        let (graph, resolved, liveness) = match &bound {
+        let base = self.ordered(scenario, &mut Control::default())?;
+        self.with_remat_on(scenario, base.as_ref(), scores, f)
+    }
+
+    /// [`Session::with_remat_scores`] on `base`, the dump as [`Session::ordered`] gave it for
+    /// the scenario (`None`: the session's own), so a caller that fits many times orders once.
+    fn with_remat_on<T>(
+        &self,
+        scenario: &Scenario,
+        base: Option<&Bound>,
+        scores: &mut Scores,
+        f: impl FnOnce(&Rematerializer<'_>) -> Result<T, memplan_core::PlanError>,
+    ) -> Result<T, EngineError> {
+        let (graph, resolved, liveness) = match base {
             Some(b) => (&b.graph, &b.resolved, &b.liveness),
             None => (&self.graph, &self.resolved, &self.liveness),
         };
@@ -745,8 +913,10 @@ impl Session {
         }
     }
 
-    /// One step of a sweep job: the exhaustive optimum (when affordable), then the minimize
-    /// fit, then one budget per step. `Some` with the sweep once the last budget is fitted.
+    /// One step of a sweep job: the scenario's order (when it is not the given one), the
+    /// exhaustive optimum (when affordable), then the minimize fit, then one budget per step;
+    /// under another order than the given one, then the same sweep under the given order.
+    /// `Some` with the sweep once the last budget is fitted.
     pub fn sweep_step(&self, job: &mut SweepJob) -> Result<Option<Sweep>, EngineError> {
         if job.points > MAX_SWEEP_POINTS {
             return Err(EngineError::TooManyPoints {
@@ -754,6 +924,20 @@ impl Session {
                 most: MAX_SWEEP_POINTS,
             });
         }
+        if let Some(done) = &mut job.done {
+            let Some(given) = job.given.as_mut() else {
+                return Ok(job.done.take());
+            };
+            if let Some(g) = self.sweep_step(given)? {
+                done.given_order = Some(g.points);
+                return Ok(job.done.take());
+            }
+            return Ok(None);
+        }
+        let Some(base) = &job.base else {
+            job.base = Some(self.ordered(&job.scenario, &mut Control::default())?);
+            return Ok(None);
+        };
         let buffers = self.problem().buffers.len().max(1) as u64;
         let SweepJob {
             scenario,
@@ -763,8 +947,9 @@ impl Session {
             exhaustive,
             run,
             candidates,
+            ..
         } = job;
-        self.with_remat_scores(scenario, scores, |r| {
+        let finished = self.with_remat_on(scenario, base.as_ref(), scores, |r| {
             *candidates = r.candidates.len();
             let Some(known) = exhaustive else {
                 let n = r.candidates.len();
@@ -787,8 +972,16 @@ impl Session {
                 candidates: r.candidates.len(),
                 points: run.take().map(SweepRun::finish).unwrap_or_default(),
                 exhaustive: exhaustive.take().flatten(),
+                given_order: None,
             }))
-        })
+        })?;
+        match finished {
+            Some(sweep) if job.given.is_some() => {
+                job.done = Some(sweep);
+                Ok(None)
+            }
+            finished => Ok(finished),
+        }
     }
 
     /// The graph, resolved graph and liveness an outcome was planned from.
@@ -851,6 +1044,22 @@ impl Session {
                 .filter_map(|t| costs.iter().find(|c| c.tensor == *t))
                 .map(|c| c.recompute_cost)
                 .sum();
+        }
+        if let Some(r) = outcome.bound.as_ref().and_then(|b| b.reordering.as_ref()) {
+            summary.order = Some(OrderReport {
+                order: r.order.name().to_string(),
+                steps: graph.steps.iter().map(|s| s.id.clone()).collect(),
+                moved_steps: r.moved.iter().filter(|&&m| m).count(),
+                given_footprint_bytes: r.given_footprint_bytes.iter().sum(),
+                tried: (r.tried.iter())
+                    .map(|&(order, improved, footprint_bytes)| OrderTried {
+                        order: order.name().to_string(),
+                        improved,
+                        footprint_bytes,
+                    })
+                    .collect(),
+                partial: r.partial,
+            });
         }
         summary
     }
@@ -995,8 +1204,32 @@ impl Session {
         report: &PlanReport,
         scenario: &Scenario,
     ) -> Result<Checked, FormatError> {
-        let (pools, placements) = report.layout_for(self.problem())?;
-        Ok(self.check_layout(pools, placements, scenario))
+        let Some(order) = &report.summary.order else {
+            let (pools, placements) = report.layout_for(self.problem())?;
+            return Ok(self.check_layout(self.problem(), pools, placements, scenario));
+        };
+        // A reordered plan: its order must keep every dependency of the dump's, and its
+        // placements must hold for the liveness of that order.
+        let index: HashMap<&str, usize> = (self.graph.steps.iter().enumerate())
+            .map(|(i, s)| (s.id.as_str(), i))
+            .collect();
+        let steps: Vec<usize> = order
+            .steps
+            .iter()
+            .map(|id| index.get(id.as_str()).copied().unwrap_or(usize::MAX))
+            .collect();
+        let violations = check_order(&self.graph, &self.resolved, &steps);
+        if !violations.is_empty() {
+            return Ok(Checked {
+                buffers: report.placements.len(),
+                footprint_bytes: report.summary.footprint_bytes,
+                violations,
+            });
+        }
+        let graph = self.graph.reordered(&steps);
+        let problem = analyze(&graph, &self.resolved.reordered(&steps)).problem;
+        let (pools, placements) = report.layout_for(&problem)?;
+        Ok(self.check_layout(&problem, pools, placements, scenario))
     }
 
     /// Checks the offsets the file gives itself (a minimalloc `offset` column): one arena pool per
@@ -1029,18 +1262,19 @@ impl Session {
             let pool = &mut pools[b.device][0];
             pool.bytes = pool.bytes.max(p.offset.saturating_add(b.occupied_size()));
         }
-        Ok(self.check_layout(pools, placements, scenario))
+        Ok(self.check_layout(self.problem(), pools, placements, scenario))
     }
 
     fn check_layout(
         &self,
+        problem: &Problem,
         pools: Vec<Vec<Pool>>,
         placements: Vec<Placement>,
         scenario: &Scenario,
     ) -> Checked {
         let pool_refs: Vec<&[Pool]> = pools.iter().map(Vec::as_slice).collect();
         let violations = check(
-            self.problem(),
+            problem,
             Layout {
                 pools: &pool_refs,
                 placements: &placements,

@@ -73,12 +73,15 @@ pub struct CheckQuery {
     pub plan: Option<(String, Box<PlanReport>)>,
 }
 
-/// The dump written as another format: memplan JSON, or minimalloc CSV with the plan's offsets
+/// The dump written as another format: memplan JSON (under `ordered`'s params and order, when
+/// given: `--order best` writes the reordered dump), or minimalloc CSV with the plan's offsets
 /// under `with_plan`'s scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConvertQuery {
     pub to: Written,
     pub with_plan: Option<Scenario>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordered: Option<Scenario>,
 }
 
 /// The dump's plan under `before` against its plan under `after`, tensor by tensor (two dumps
@@ -176,9 +179,15 @@ impl Ask for CheckQuery {
 
 impl Ask for ConvertQuery {
     type Answer = String;
-    fn ask(&self, session: &Session, _: &mut Control) -> Result<String, EngineError> {
+    fn ask(&self, session: &Session, control: &mut Control) -> Result<String, EngineError> {
         Ok(match self.to {
-            Written::Json => memplan_formats::json::write(&session.graph),
+            Written::Json => match &self.ordered {
+                Some(scenario) => match session.ordered(scenario, control)? {
+                    Some(bound) => memplan_formats::json::write(&bound.graph),
+                    None => memplan_formats::json::write(&session.graph),
+                },
+                None => memplan_formats::json::write(&session.graph),
+            },
             Written::Minimalloc => {
                 let outcome = (self.with_plan.as_ref().map(|s| session.plan(s))).transpose()?;
                 session.minimalloc_csv(outcome.as_ref())?
@@ -265,6 +274,7 @@ mod tests {
                 plan: Some(("plan.json".into(), Box::new(s.report(&outcome)))),
             }),
             Query::Convert(ConvertQuery {
+                ordered: None,
                 to: Written::Minimalloc,
                 with_plan: Some(Scenario::default()),
             }),

@@ -505,12 +505,31 @@ fn a_sweep_in_steps_is_the_sweep_at_once_and_says_how_far_it_is() {
     assert_eq!(stepped.points, whole.points);
     assert_eq!(stepped.candidates, whole.candidates);
     assert!(stepped.exhaustive.is_some() && whole.exhaustive.is_some());
-    // Progress counts every step: the exhaustive optimum, the minimize fit, six budgets.
-    assert_eq!(seen.first(), Some(&(0, 8)));
+    // Progress counts every step: the order, the exhaustive optimum, the minimize fit, six
+    // budgets.
+    assert_eq!(seen.first(), Some(&(0, 9)));
+    assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
+    // Reordered: the same steps, then the given order's sweep.
+    let reordered = Scenario {
+        order: Order::Lpmf,
+        ..scenario.clone()
+    };
+    let whole_reordered = s.sweep(&reordered, 6, 20).unwrap();
+    let mut job = SweepJob::new(reordered, 6, 20);
+    let mut seen = Vec::new();
+    let stepped = loop {
+        seen.push(job.progress());
+        if let Some(sweep) = s.sweep_step(&mut job).unwrap() {
+            break sweep;
+        }
+    };
+    assert_eq!(stepped, whole_reordered);
+    assert_eq!(stepped.given_order.as_ref(), Some(&whole.points));
+    assert_eq!(seen.first(), Some(&(0, 18)));
     assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
     // Stopped after three budgets: those three, with their own frontier.
     let mut job = SweepJob::new(scenario, 6, 20);
-    while job.progress().0 < 5 {
+    while job.progress().0 < 6 {
         assert!(s.sweep_step(&mut job).unwrap().is_none());
     }
     let partial = job.partial();
@@ -833,4 +852,109 @@ fn binding_a_symbolic_dim_answers_its_warning() {
     assert!(warnings.iter().any(|w| w.contains("could not be sized")));
     // A memplan JSON dump's params are its own values, not guesses.
     assert!(session(MLP).warnings_for(&Scenario::default()).is_empty());
+}
+
+mod reorder {
+    use super::*;
+    use memplan_core::order::{dependencies, steps_in};
+
+    const TRAINING: &str = include_str!("../../../static/examples/transformer-training.json");
+    const EXAMPLES: [&str; 5] = [MLP, DECODE, SERVING, CONVNET, TRAINING];
+
+    /// The dump with its steps in a random valid order (a seeded random pick among the ready
+    /// units at each step): a schedule as poor as an unguided compiler might emit.
+    pub(super) fn shuffled(text: &str, seed: u64) -> String {
+        let graph = memplan_formats::json::parse(text).unwrap();
+        let resolved = graph.resolve().unwrap();
+        let deps = dependencies(&graph, &resolved);
+        let takes = memplan_core::order::Takes::of(&resolved, &[]);
+        let weight: Vec<u64> = (takes.per_unit.iter())
+            .map(|t| t.iter().map(|&s| takes.bytes[s as usize]).sum())
+            .collect();
+        let mut indegree: Vec<usize> = deps.preds.iter().map(Vec::len).collect();
+        let mut ready: Vec<u32> = (0..indegree.len() as u32)
+            .filter(|&u| indegree[u as usize] == 0)
+            .collect();
+        let mut state = seed | 1;
+        let mut units = Vec::new();
+        while !ready.is_empty() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            // Half the time the unit that allocates most, else any: a poor order, and a valid one.
+            let pick = if state.is_multiple_of(2) {
+                (0..ready.len())
+                    .max_by_key(|&i| (weight[ready[i] as usize], ready[i]))
+                    .unwrap()
+            } else {
+                ((state >> 1) % ready.len() as u64) as usize
+            };
+            let u = ready.swap_remove(pick);
+            units.push(u);
+            for &v in &deps.succs[u as usize] {
+                indegree[v as usize] -= 1;
+                if indegree[v as usize] == 0 {
+                    ready.push(v);
+                }
+            }
+        }
+        let steps = steps_in(&resolved, &units);
+        memplan_formats::json::write(&graph.reordered(&steps))
+    }
+
+    fn planned(s: &Session, order: Order) -> Outcome {
+        let outcome = s
+            .plan(&Scenario {
+                order,
+                ..Scenario::default()
+            })
+            .unwrap();
+        assert!(
+            outcome.plan.is_valid(),
+            "{order}: {:?}",
+            outcome.plan.violations
+        );
+        outcome
+    }
+
+    #[test]
+    fn every_order_is_valid_and_best_is_never_above_any() {
+        for text in EXAMPLES {
+            let s = session(text);
+            let given = s.plan(&Scenario::default()).unwrap().plan;
+            let best = planned(&s, Order::Best);
+            let report = s.report(&best).summary;
+            let order = report.order.as_ref().unwrap();
+            assert_eq!(order.given_footprint_bytes, given.footprint_bytes());
+            assert!(best.plan.footprint_bytes() <= given.footprint_bytes());
+            for heuristic in [Order::Lpmf, Order::Bfs, Order::Dfs] {
+                let h = planned(&s, heuristic);
+                let no_worse = (h.plan.devices.iter().zip(&given.devices))
+                    .all(|(a, b)| a.footprint_bytes <= b.footprint_bytes);
+                if no_worse {
+                    assert!(
+                        best.plan.footprint_bytes() <= h.plan.footprint_bytes(),
+                        "{heuristic}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn best_recovers_a_shuffled_training_schedule() {
+        for (text, seed) in [(MLP, 7), (TRAINING, 11), (CONVNET, 3)] {
+            let natural = session(text).plan(&Scenario::default()).unwrap();
+            let s = session(&shuffled(text, seed));
+            let poor = s.plan(&Scenario::default()).unwrap();
+            let best = planned(&s, Order::Best);
+            eprintln!(
+                "natural {} shuffled {} best {}",
+                natural.plan.footprint_bytes(),
+                poor.plan.footprint_bytes(),
+                best.plan.footprint_bytes()
+            );
+            assert!(best.plan.footprint_bytes() <= natural.plan.footprint_bytes());
+        }
+    }
 }

@@ -75,6 +75,41 @@ pub struct PlanSummary {
     pub flips: Vec<String>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub recompute_cost: u64,
+    /// When the steps ran in another order than the dump's: which, and the given order's
+    /// footprint beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<OrderReport>,
+}
+
+/// A plan of a reordered schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrderReport {
+    /// `lpmf`, `bfs`, `dfs` or `best`.
+    pub order: String,
+    /// The steps' ids, in the order they run.
+    pub steps: Vec<String>,
+    /// How many steps moved (outside a longest run that kept its given order).
+    pub moved_steps: usize,
+    /// The given order's footprint (summed over devices), under the same options.
+    pub given_footprint_bytes: u64,
+    /// For `best`: each order it planned, the given one first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tried: Vec<OrderTried>,
+    /// For `best`: it stopped (out of work, or asked to) before it tried every start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+}
+
+/// One order `best` planned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrderTried {
+    /// The order it started from.
+    pub order: String,
+    /// Whether moving steps lowered its live peak.
+    pub improved: bool,
+    pub footprint_bytes: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -308,6 +343,7 @@ impl PlanSummary {
             reserved_bytes: None,
             flips: Vec::new(),
             recompute_cost: 0,
+            order: None,
         }
     }
 

@@ -10,12 +10,16 @@ use std::fmt::Write;
 use memplan_core::remat::Target;
 use memplan_core::spaces::SpaceCounts;
 use memplan_core::{Plan, Problem, StrategyChoice};
-use memplan_engine::answers::{FitAnswer, FitsAnswer, SourceAnswer, SpacesAnswer, SweepAnswer};
+use memplan_engine::answers::{
+    FitAnswer, FitsAnswer, SourceAnswer, SpacesAnswer, SweepAnswer, SweepPointAnswer,
+};
 
 pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio, si, signed_bytes, work};
 use memplan_engine::advise::{AdviceAnswer, Lever, LeverCost};
 use memplan_engine::diff::{Change, PlanDiff, Side, TensorDiff};
-use memplan_formats::report::{CapFallbackReport, PlacementReport, PlanSummary, SiteReport};
+use memplan_formats::report::{
+    CapFallbackReport, OrderReport, PlacementReport, PlanSummary, SiteReport,
+};
 
 /// The longest id a message shows whole; a longer one keeps its head and tail around "…".
 const LONGEST_SHOWN_ID: usize = 80;
@@ -206,6 +210,9 @@ pub fn plan_table(report: &PlanSummary) -> String {
             );
         }
     }
+    if let Some(order) = &report.order {
+        let _ = writeln!(out, "{}", order_sentence(report.footprint_bytes, order));
+    }
     if let Some(elapsed) = report.elapsed_ms {
         let found = (report.found_ms).map_or(String::new(), |ms| format!(", found after {ms} ms"));
         let _ = writeln!(out, "search time {elapsed} ms{found}");
@@ -260,6 +267,37 @@ pub fn plan_table(report: &PlanSummary) -> String {
         }
     }
     out
+}
+
+/// What a reordered plan says beside its figures: the order, how many steps moved, and the
+/// given order's footprint against this one.
+pub fn order_sentence(footprint: u64, order: &OrderReport) -> String {
+    let given = order.given_footprint_bytes;
+    let change = match footprint.cmp(&given) {
+        std::cmp::Ordering::Less => format!(
+            "{} less than the given order's {}",
+            bytes_against(given - footprint, 0),
+            bytes(given)
+        ),
+        std::cmp::Ordering::Equal => format!("the same as the given order's {}", bytes(given)),
+        std::cmp::Ordering::Greater => format!(
+            "{} MORE than the given order's {}",
+            bytes(footprint - given),
+            bytes(given)
+        ),
+    };
+    let partial = if order.partial {
+        " (stopped before it tried every order)"
+    } else {
+        ""
+    };
+    format!(
+        "order {}: {} of {} steps moved; footprint {}{partial}",
+        order.order,
+        order.moved_steps,
+        order.steps.len(),
+        change
+    )
 }
 
 /// The most allocation sites the CLI's table lists; `plan --json` has them all.
@@ -671,7 +709,27 @@ pub fn sweep_table(sweep: &SweepAnswer, millis: f64) -> String {
             ""
         }
     );
+    if let Some(given) = &sweep.given_order {
+        let _ = writeln!(out, "{}", front_sentence(points, given));
+    }
     out
+}
+
+/// How a reordered sweep's front compares with the given order's: where each starts (no flips)
+/// and the least footprint each reaches.
+pub fn front_sentence(points: &[SweepPointAnswer], given: &[SweepPointAnswer]) -> String {
+    let least = |ps: &[SweepPointAnswer]| ps.iter().map(|p| p.footprint_bytes).min();
+    let without = |ps: &[SweepPointAnswer]| ps.iter().map(|p| p.footprint_bytes).max();
+    match (least(points), least(given), without(points), without(given)) {
+        (Some(lo), Some(given_lo), Some(hi), Some(given_hi)) => format!(
+            "fronts: this order from {} without flips down to {}; the given order from {} down to {}",
+            bytes(hi),
+            bytes(lo),
+            bytes(given_hi),
+            bytes(given_lo)
+        ),
+        _ => "the given order's front: no points".to_string(),
+    }
 }
 
 /// One measured plan of `memplan bench`.

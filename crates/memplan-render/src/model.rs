@@ -140,7 +140,9 @@ impl Unplanned {
     pub fn name(self) -> &'static str {
         match self {
             Unplanned::Elided => "elided (fused away)",
-            Unplanned::SizeUnknown => "could not be sized: the plan leaves it out and is incomplete",
+            Unplanned::SizeUnknown => {
+                "could not be sized: the plan leaves it out and is incomplete"
+            }
             Unplanned::Unused => "never used",
             Unplanned::Flipped => "recomputed at its uses (a flip)",
         }

@@ -632,7 +632,11 @@ pub fn sweep_svg(
         let blue = RGBColor(0x2f, 0x6f, 0xde);
         let orange = RGBColor(0xe0, 0x7b, 0x1a);
         let gray = RGBColor(0x6b, 0x72, 0x80);
-        sweep_legend(&band, width, points.iter().any(|p| p.exhaustive_cost.is_some()))?;
+        sweep_legend(
+            &band,
+            width,
+            points.iter().any(|p| p.exhaustive_cost.is_some()),
+        )?;
         let xy = |p: &memplan_core::remat::SweepPoint, y: u64| (p.target_bytes as f64, y as f64);
         chart
             .draw_series(LineSeries::new(
@@ -707,7 +711,8 @@ fn sweep_legend(
         )
     };
     let (a, b) = (columns[0], columns[1]);
-    band.draw(&line(a, rows[0], blue.stroke_width(2))).map_err(err)?;
+    band.draw(&line(a, rows[0], blue.stroke_width(2)))
+        .map_err(err)?;
     band.draw(&text_at(a, rows[0], "footprint")).map_err(err)?;
     band.draw(&Circle::new((b + 9, rows[0]), 4, blue.filled()))
         .map_err(err)?;
@@ -763,10 +768,21 @@ mod sweep_tests {
             assert!(svg.contains(label), "{label}");
         }
         // The legend is drawn in the band above the plot, never over a curve.
-        for label in ["Pareto point (filled)", "recompute cost (exhaustive optimum)"] {
+        for label in [
+            "Pareto point (filled)",
+            "recompute cost (exhaustive optimum)",
+        ] {
             let at = svg.find(label).unwrap();
             let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
-            let y: f64 = tag.split("y=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+            let y: f64 = tag
+                .split("y=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
             assert!(y < f64::from(SWEEP_LEGEND), "{label} at y={y}");
         }
         // Two circles per point (fill, outline) and one in the legend.

@@ -385,8 +385,10 @@ impl PageState {
             }
             Response::Advised { scenario, answer } => {
                 self.done();
-                let source = (self.analysis.with_untracked(|a| a.as_ref().map(|a| a.source.clone())))
-                    .unwrap_or_default();
+                let source = (self
+                    .analysis
+                    .with_untracked(|a| a.as_ref().map(|a| a.source.clone())))
+                .unwrap_or_default();
                 self.advice.set(Some(AdviceView {
                     source,
                     scenario: *scenario,

@@ -16,10 +16,15 @@ pub fn AdvisePanel(state: PageState) -> impl IntoView {
     // A first look at a dump asks by itself; a stale answer about the same dump waits for
     // "advise again".
     Effect::new(move |_| {
-        let Some(source) = state.analysis.with(|a| a.as_ref().map(|a| a.source.clone())) else {
+        let Some(source) = state
+            .analysis
+            .with(|a| a.as_ref().map(|a| a.source.clone()))
+        else {
             return;
         };
-        let asked = state.advice.with(|a| a.as_ref().is_some_and(|a| a.source == source));
+        let asked = state
+            .advice
+            .with(|a| a.as_ref().is_some_and(|a| a.source == source));
         if !asked && state.busy.with(Option::is_none) {
             state.applied.set(None);
             state.advice.set(None);
@@ -27,10 +32,14 @@ pub fn AdvisePanel(state: PageState) -> impl IntoView {
         }
     });
     let stale = move || {
-        let asked = state.advice.with(|a| a.as_ref().map(|a| a.scenario.clone()));
+        let asked = state
+            .advice
+            .with(|a| a.as_ref().map(|a| a.scenario.clone()));
         // The page's scenario as planned: the analysis's, which the worker reduced to what the
         // dump knows.
-        let shown = state.analysis.with(|a| a.as_ref().map(|a| a.scenario.clone()));
+        let shown = state
+            .analysis
+            .with(|a| a.as_ref().map(|a| a.scenario.clone()));
         asked.is_some() && asked != shown
     };
     let header = move || {
@@ -99,7 +108,9 @@ pub fn AdvisePanel(state: PageState) -> impl IntoView {
     };
     let applied = move || {
         let x = state.applied.get()?;
-        let planned = state.analysis.with(|a| a.as_ref().map(|a| a.summary.footprint_bytes));
+        let planned = state
+            .analysis
+            .with(|a| a.as_ref().map(|a| a.summary.footprint_bytes));
         let verdict = match planned {
             Some(p) if p == x.footprint_bytes => format!("planned {}, as claimed", bytes(p)),
             Some(p) => format!(

@@ -184,7 +184,9 @@ pub fn DiffTable(state: PageState) -> impl IntoView {
     let order = RwSignal::new(Order::Change);
     let unchanged = RwSignal::new(false);
     let select = move |id: &str| {
-        let b = state.analysis.with_untracked(|a| a.as_ref().and_then(|a| a.model.buffer_of(id)));
+        let b = state
+            .analysis
+            .with_untracked(|a| a.as_ref().and_then(|a| a.model.buffer_of(id)));
         if let Some(b) = b {
             crate::views::panels::select(state, b);
         }

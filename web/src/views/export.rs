@@ -111,13 +111,14 @@ pub fn view_png(
         .ok()
         .and_then(|e| e.dyn_into().ok())
         .ok_or(WebError::Browser(BrowserStep::MakeCanvas))?;
-    let context = |c: &web_sys::HtmlCanvasElement| -> Result<web_sys::CanvasRenderingContext2d, WebError> {
-        c.get_context("2d")
-            .ok()
-            .flatten()
-            .and_then(|c| c.dyn_into().ok())
-            .ok_or(WebError::Browser(BrowserStep::Draw))
-    };
+    let context =
+        |c: &web_sys::HtmlCanvasElement| -> Result<web_sys::CanvasRenderingContext2d, WebError> {
+            c.get_context("2d")
+                .ok()
+                .flatten()
+                .and_then(|c| c.dyn_into().ok())
+                .ok_or(WebError::Browser(BrowserStep::Draw))
+        };
     let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
     let (w, h) = (f64::from(view.width()), f64::from(view.height()));
     let width = w / dpr;
@@ -144,7 +145,10 @@ pub fn view_png(
     let measure = |font: &str| {
         ctx.set_font(font);
         let ctx = ctx.clone();
-        move |t: &str| ctx.measure_text(t).map_or(t.len() as f64 * 8.0, |m| m.width())
+        move |t: &str| {
+            ctx.measure_text(t)
+                .map_or(t.len() as f64 * 8.0, |m| m.width())
+        }
     };
     let title_lines = wrap_words(title, width - 2.0 * MARGIN, measure(TITLE_FONT));
     let figure_lines = wrap_words(&figures, width - 2.0 * MARGIN, measure(FONT));

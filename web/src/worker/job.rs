@@ -988,7 +988,7 @@ mod tests {
         assert_eq!(**view, SweepView::of(&session, &cli, false));
         assert!(view.svg().unwrap().starts_with("<svg"));
 
-        let out = run_until(&mut worker, sweep(), None, Some(4));
+        let out = run_until(&mut worker, sweep(), None, Some(5));
         let Some(Response::Swept(view)) = out.last() else {
             panic!("{out:?}")
         };
@@ -996,7 +996,7 @@ mod tests {
         assert_eq!(
             view.answer.points.len(),
             2,
-            "four steps: the optimum, the minimize fit, two targets"
+            "five steps: the order, the optimum, the minimize fit, two targets"
         );
         // The session stays loaded.
         let out = run(&mut worker, Request::Plan(scenario(Strategy::Bump)), None);

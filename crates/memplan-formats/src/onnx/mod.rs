@@ -564,7 +564,10 @@ mod tests {
         let model = proto::ModelProto {
             graph: Some(proto::GraphProto {
                 input: vec![x.clone()],
-                node: vec![node("Constant", &[], "two"), node("Mul", &["x", "two"], "y")],
+                node: vec![
+                    node("Constant", &[], "two"),
+                    node("Mul", &["x", "two"], "y"),
+                ],
                 output: vec![proto::ValueInfoProto {
                     name: "y".into(),
                     ..x
