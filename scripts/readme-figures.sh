@@ -7,8 +7,8 @@
 # the command that produced it. Run it after `./scripts/test.sh` on the machine the figures are for.
 # Usage: ./scripts/readme-figures.sh [BLOCK...]
 set -euo pipefail
-# With names (bench capacity minimize omnimalloc wasm scale remat greedy onnx fits bundle browser
-# screenshot), only those.
+# With names (bench capacity minimize omnimalloc wasm scale remat greedy onnx orders fits bundle
+# browser screenshot), only those.
 only=" $* "
 want() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -153,6 +153,20 @@ if want onnx; then
   cargo run -q --locked --profile fast -p memplan-cli -- bench --onnx-mb 20
 } > "$tmp/onnx"
 replace onnx "$tmp/onnx"
+fi
+
+if want orders; then
+{
+  # Training examples in a valid but poor order, made apart from memplan (scripts/poor-order.py).
+  for e in mlp-training transformer-training; do
+    python3 scripts/poor-order.py "static/examples/$e.json" --seed 1 -o "$tmp/$e-poor-order.json"
+  done
+  files=(static/examples/*.json tests/data/onnx/light_*.onnx "$tmp"/*-poor-order.json)
+  echo "\`memplan bench --orders FILE...\` on the bundled examples, the ONNX models of tests/data/onnx and two training examples whose steps \`scripts/poor-order.py --seed 1\` put in a valid but poor order (\`*-poor-order.json\`) ($today, $cores cores; each cell the footprint under the default strategy and the median of five plans, loading excluded):"
+  echo
+  cargo run -q --locked --profile fast -p memplan-cli -- bench $(printf -- '--orders %s ' "${files[@]}") 2>/dev/null
+} > "$tmp/orders"
+replace orders "$tmp/orders"
 fi
 
 fits_cmd="memplan fits static/examples/decoder-serving.json --device-class l4-24gb --util 0.9 --param B --set S=4096"

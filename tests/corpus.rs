@@ -740,3 +740,32 @@ fn search_given_more_work_reaches_what_the_corpus_says() {
         );
     }
 }
+
+/// Every order of the real ONNX models is a valid reorder with a valid plan, and `best` is
+/// never above the given order or a heuristic (docs/format.md, "Reordering").
+#[test]
+fn every_order_of_the_onnx_models_is_valid_and_best_is_the_smallest() {
+    use memplan_core::order::Order;
+    for entry in &corpus().onnx.file {
+        let s = load(&entry.path);
+        let footprint = |order: Order| {
+            let outcome = s
+                .plan(&Scenario {
+                    order,
+                    ..Scenario::default()
+                })
+                .unwrap();
+            assert!(
+                outcome.plan.is_valid(),
+                "{} under {order}: {:?}",
+                entry.path,
+                outcome.plan.violations
+            );
+            outcome.plan.footprint_bytes()
+        };
+        let best = footprint(Order::Best);
+        for order in [Order::Given, Order::Lpmf, Order::Bfs, Order::Dfs] {
+            assert!(best <= footprint(order), "{} under {order}", entry.path);
+        }
+    }
+}

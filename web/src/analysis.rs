@@ -28,15 +28,34 @@ pub struct Local {
 }
 
 /// What re-planning one session can reuse: the plan without flips, by the scenario it was made
-/// under (toggling flips leaves it as it is, so each toggle plans once, not twice); and by the
-/// params, the memory spaces and the view model's [`Labels`] (flips and strategies change
-/// lifetimes and places, not where a slot lives nor what a tensor is called). Keep one per
-/// session.
+/// under (toggling flips leaves it as it is, so each toggle plans once, not twice); by the
+/// params, the memory spaces; and by the [`Schedule`], the view model's [`Labels`] (flips and
+/// strategies change lifetimes and places, not where a slot lives nor what a tensor is
+/// called). Keep one per session.
 #[derive(Debug, Clone, Default)]
 pub struct AnalysisCache {
     baseline: Keyed<Scenario, Option<Baseline>>,
     spaces: Keyed<BTreeMap<String, u64>, Option<Arc<SpacesView>>>,
-    labels: Keyed<BTreeMap<String, u64>, Arc<Labels>>,
+    labels: Keyed<Schedule, Arc<Labels>>,
+}
+
+/// What the schedule's labels depend on: the params, and the order the steps run in (the given
+/// step indices, reordered; `None`: the given order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    pub params: BTreeMap<String, u64>,
+    pub steps: Option<Vec<usize>>,
+}
+
+impl Schedule {
+    pub fn of(outcome: &Outcome) -> Schedule {
+        Schedule {
+            params: outcome.scenario.params.clone(),
+            steps: (outcome.bound.as_ref())
+                .and_then(|b| b.reordering.as_ref())
+                .map(|r| r.steps.clone()),
+        }
+    }
 }
 
 /// A value kept with the key it was computed for.
@@ -70,7 +89,7 @@ impl AnalysisCache {
 
     /// The plan of `outcome` as the views show it, with the labels of its params.
     fn view_model(&mut self, session: &Session, outcome: &Outcome) -> ViewModel {
-        let labels = keyed(&mut self.labels, &outcome.scenario.params, || {
+        let labels = keyed(&mut self.labels, &Schedule::of(outcome), || {
             Arc::new(session.labels(outcome))
         });
         session.view_model_labelled(outcome, &labels)
@@ -115,6 +134,10 @@ pub struct Analysis {
     /// The plan without the scenario's flips, when it has some (not for `search`, whose
     /// second run would double the wait).
     pub baseline: Option<Baseline>,
+    /// When the steps run in another order than the dump's: the given order's usage and the
+    /// positions whose step moved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reordered: Option<Reordered>,
     /// Where each slot lives (`memplan spaces`); `None` when the scenario's params do not bind.
     pub spaces: Option<Arc<SpacesView>>,
     /// The dump's params with the values planned: its defaults, overridden by the scenario's.
@@ -135,6 +158,30 @@ pub struct SpacesView {
     pub rows: Vec<SpaceRow>,
     pub counts: SpaceCounts,
     pub diagnostics: Vec<String>,
+}
+
+/// What the views show of a reordered schedule besides its plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reordered {
+    /// The given order's usage curve per device (without flips), to draw as a ghost.
+    pub given_curves: Vec<Vec<u64>>,
+    /// The positions of the reordered schedule that hold a step that moved.
+    pub moved_positions: Vec<u32>,
+}
+
+impl Reordered {
+    fn of(outcome: &Outcome) -> Option<Reordered> {
+        let bound = outcome.bound.as_ref()?;
+        let r = bound.reordering.as_ref()?;
+        let moved_positions = (bound.resolved.positions.iter().enumerate())
+            .filter(|(_, p)| r.moved[p.first_step..=p.last_step].iter().any(|&m| m))
+            .map(|(at, _)| at as u32)
+            .collect();
+        Some(Reordered {
+            given_curves: r.given_usage.clone(),
+            moved_positions,
+        })
+    }
 }
 
 /// The plan without flips, to measure flips against: its footprint and each device's usage
@@ -182,6 +229,7 @@ impl Analysis {
                 Vec::new()
             },
             baseline: cache.baseline(session, &outcome.scenario),
+            reordered: Reordered::of(outcome),
             params: session
                 .graph
                 .params
@@ -517,6 +565,7 @@ impl SweepView {
     pub fn svg(&self) -> Result<String, memplan_render::svg::RenderError> {
         memplan_render::svg::sweep_svg(
             &self.chart_points(),
+            &self.given_points(),
             self.answer.cost_unit.as_deref(),
             SWEEP_CHART.0,
             SWEEP_CHART.1,
@@ -526,24 +575,40 @@ impl SweepView {
     /// The point a click `x` pixels from the chart's left edge (in the chart's own pixels)
     /// picks: the nearest by target.
     pub fn point_at(&self, x: f64) -> Option<usize> {
-        memplan_render::svg::sweep_point_at(&self.chart_points(), SWEEP_CHART.0, x)
+        memplan_render::svg::sweep_point_at(
+            &self.chart_points(),
+            &self.given_points(),
+            SWEEP_CHART.0,
+            x,
+        )
     }
 
     fn chart_points(&self) -> Vec<memplan_core::remat::SweepPoint> {
-        self.answer
-            .points
-            .iter()
-            .map(|p| memplan_core::remat::SweepPoint {
-                target_bytes: p.target_bytes,
-                footprint_bytes: p.footprint_bytes,
-                recompute_cost: p.recompute_cost,
-                flips: Vec::new(),
-                within_target: p.within_target,
-                pareto: p.pareto,
-                exhaustive_cost: p.exhaustive_cost,
-            })
-            .collect()
+        core_points(&self.answer.points)
     }
+
+    /// The given order's front, under a reordered schedule (else none).
+    fn given_points(&self) -> Vec<memplan_core::remat::SweepPoint> {
+        core_points(self.answer.given_order.as_deref().unwrap_or_default())
+    }
+}
+
+/// Sweep points as the chart draws them.
+fn core_points(
+    points: &[memplan_engine::answers::SweepPointAnswer],
+) -> Vec<memplan_core::remat::SweepPoint> {
+    points
+        .iter()
+        .map(|p| memplan_core::remat::SweepPoint {
+            target_bytes: p.target_bytes,
+            footprint_bytes: p.footprint_bytes,
+            recompute_cost: p.recompute_cost,
+            flips: Vec::new(),
+            within_target: p.within_target,
+            pareto: p.pareto,
+            exhaustive_cost: p.exhaustive_cost,
+        })
+        .collect()
 }
 
 /// Two plans compared tensor by tensor, as `memplan diff` compares them, with what each side is.
@@ -556,14 +621,19 @@ pub struct CompareView {
     pub after_plan: Arc<Analysis>,
 }
 
-/// What a plan is, in a few words: its dump and its scenario's strategy and flips.
+/// What a plan is, in a few words: its dump and its scenario's strategy, order and flips.
 fn label(session: &Session, scenario: &Scenario) -> String {
     let flips = match scenario.flips.len() {
         0 => String::new(),
         1 => ", 1 flip".into(),
         n => format!(", {n} flips"),
     };
-    format!("{} · {}{flips}", session.source, scenario.strategy)
+    let order = if scenario.order.is_given() {
+        String::new()
+    } else {
+        format!(", order {}", scenario.order)
+    };
+    format!("{} · {}{order}{flips}", session.source, scenario.strategy)
 }
 
 /// The plan shown (`before`) against `after`: the same session under another scenario, or

@@ -40,16 +40,20 @@ pub struct BenchArgs {
     /// Dumps to time rematerialization on (one toggle, a fit, a 32-point sweep), with first-fit.
     #[arg(long = "remat")]
     remat: Vec<PathBuf>,
+    /// Dumps to plan under each order (given, lpmf, bfs, dfs, best): footprint and median time
+    /// of each, side by side.
+    #[arg(long = "orders")]
+    orders: Vec<PathBuf>,
     /// Strategies to run, comma-separated (default: all).
     #[arg(long, value_delimiter = ',', value_parser = one_of(&StrategyChoice::ALL, StrategyChoice::name))]
     strategies: Vec<StrategyChoice>,
     /// Plan each instance this many times in a row: the table shows the median time, and every
     /// run must plan the same layout.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with_all = ["remat", "onnx_mb"])]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with_all = ["remat", "onnx_mb", "orders"])]
     repeat: u32,
     /// Print the rows as JSON, each with every run's time in order (the first run of a process
     /// is the one a cold start pays for).
-    #[arg(long, conflicts_with_all = ["remat", "onnx_mb"])]
+    #[arg(long, conflicts_with_all = ["remat", "onnx_mb", "orders"])]
     json: bool,
 }
 
@@ -235,7 +239,59 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
     Ok(out)
 }
 
+/// The table of `--orders`: per dump, each order's footprint (the default strategy) and the
+/// median time of five plans under it, loading excluded; `best`'s gain over the given order.
+fn order_rows(files: &[PathBuf]) -> Result<String, CliError> {
+    use memplan_core::order::Order;
+    let mut out = String::from(
+        "| dump | steps | given | lpmf | bfs | dfs | best | best / given |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for file in files {
+        let session = crate::open(file)?;
+        let name = file
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let mut cells = Vec::new();
+        let mut footprints = Vec::new();
+        for order in Order::ALL {
+            let scenario = Scenario {
+                order,
+                ..Scenario::default()
+            };
+            let (footprint, millis) = timed(&name, 5, || {
+                let outcome = session.plan(&scenario)?;
+                if let Some(v) = outcome.plan.violations.first() {
+                    return Err(CliError::CheckerRefused {
+                        what: format!("{name} under order {order}"),
+                        violation: v.to_string(),
+                    });
+                }
+                Ok(outcome.plan.footprint_bytes())
+            })?;
+            footprints.push(footprint);
+            cells.push(format!(
+                "{} ({:.1} ms)",
+                memplan_human::bytes(footprint),
+                median(&millis)
+            ));
+        }
+        out.push_str(&format!(
+            "| {name} | {} | {} | {} |\n",
+            session.graph.steps.len(),
+            cells.join(" | "),
+            memplan_human::ratio(footprints[4], footprints[0])
+        ));
+    }
+    Ok(out)
+}
+
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+    if !args.orders.is_empty() {
+        print!("{}", order_rows(&args.orders)?);
+        return Ok(());
+    }
     if let Some(mb) = args.onnx_mb {
         let bytes = memplan_formats::onnx::synthetic_model(mb);
         if let Some(path) = &args.write_onnx {

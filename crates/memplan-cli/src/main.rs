@@ -474,6 +474,8 @@ enum CliError {
         "{what}: two runs planned different layouts (a plan must not depend on the runs before it)"
     )]
     Nondeterministic { what: String },
+    #[error("{what}: the checker refused a plan memplan made (a bug): {violation}")]
+    CheckerRefused { what: String, violation: String },
 }
 
 /// Why each device whose footprint passes `capacity` does: proven by the live bytes at one

@@ -16,9 +16,9 @@
 //! uses: a storage is live from the first unit that takes it to the last. [`best`] searches for
 //! the order whose *plan* is smallest: it improves each of the four starting orders (the given
 //! one and the three heuristics) by moving units within their dependency window to lower the
-//! live peak, lays each result out, and keeps the smallest footprint; it never returns an order
-//! whose plan is larger, on any device, than the given order's. Its work is counted, not timed,
-//! so a work limit gives the same order on every machine.
+//! live peak, lays each result out, and keeps the smallest footprint (summed over devices): it
+//! never returns an order whose plan is larger than the given order's or any heuristic's. Its
+//! work is counted, not timed, so a work limit gives the same order on every machine.
 //!
 //! The checker verifies a reordered plan with its own code ([`crate::check::check_order`]).
 
@@ -676,14 +676,10 @@ pub fn best(
         }
     }
     debug_assert!(n == 0 || tried[0].order == Order::Given);
-    let given = &tried[0].plan;
-    let no_worse = |p: &Planned| {
-        p.plan.is_valid()
-            && (p.plan.devices.iter().zip(&given.devices))
-                .all(|(a, b)| a.footprint_bytes <= b.footprint_bytes)
-    };
+    // The smallest footprint (summed over devices) of a valid plan; ties to the earlier, so to
+    // the given order first.
     let best = (0..tried.len())
-        .filter(|&i| no_worse(&tried[i]))
+        .filter(|&i| tried[i].plan.is_valid())
         .min_by_key(|&i| (tried[i].plan.footprint_bytes(), i))
         .unwrap_or(0);
     Ok(Search {

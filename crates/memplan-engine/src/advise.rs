@@ -1,8 +1,8 @@
 //! The advisor: what to change to lower the footprint. Every lever the dump allows is applied to
 //! the scenario and the result planned again (measured, never estimated): each remat flip on
 //! top of the scenario's, the fit's set of flips, each param at its next smaller power of two,
-//! precision classes switched, every other strategy, and the pool cap lifted where it cost
-//! something. The rows are the levers that lower the footprint, largest saving first; each holds
+//! precision classes switched, every other strategy, the steps in the best order memplan finds,
+//! and the pool cap lifted where it cost something. The rows are the levers that lower the footprint, largest saving first; each holds
 //! the whole scenario it was planned under, so applying a row plans exactly the footprint it
 //! claims.
 //!
@@ -12,6 +12,7 @@
 //! answer says what it left out, so a partial table never reads as a whole one.
 
 use memplan_core::StrategyChoice;
+use memplan_core::order::Order;
 use memplan_core::remat::Target;
 use serde::{Deserialize, Serialize};
 
@@ -93,6 +94,8 @@ pub enum Lever {
     Strategy { strategy: StrategyChoice },
     /// No pool cap (64-bit offsets) where the cap forced an arena into bump-packed pools.
     PoolCap { cap: u64 },
+    /// The steps in another valid order (`memplan_core::order`).
+    Order { order: Order },
 }
 
 /// What a lever costs besides memory.
@@ -109,6 +112,9 @@ pub enum LeverCost {
     PlanningWork,
     /// Offsets past the cap: the computation's offsets must be 64-bit.
     WideOffsets,
+    /// The steps run in another order: the same work, `moved_steps` of them moved (what runs
+    /// beside what may change).
+    Reordered { moved_steps: usize },
 }
 
 /// The value below `v` a user reaches for: the next smaller power of two (`64` gives `32`,
@@ -188,6 +194,23 @@ impl Session {
                 planned,
                 footprint,
                 LeverCost::PlanningWork,
+                s,
+            ));
+        }
+        if scenario.order != Order::Best {
+            let s = Scenario {
+                order: Order::Best,
+                ..scenario.clone()
+            };
+            let o = self.plan(&s)?;
+            let moved_steps = (o.bound.as_ref())
+                .and_then(|b| b.reordering.as_ref())
+                .map_or(0, |r| r.moved.iter().filter(|&&m| m).count());
+            tried.push(AdviceRow::of(
+                Lever::Order { order: Order::Best },
+                o.plan.footprint_bytes(),
+                footprint,
+                LeverCost::Reordered { moved_steps },
                 s,
             ));
         }

@@ -590,6 +590,7 @@ pub fn lever_text(lever: &Lever) -> String {
         Lever::PrecisionClasses { on: false } => "precision classes off".into(),
         Lever::Strategy { strategy } => format!("strategy {}", strategy.name()),
         Lever::PoolCap { cap } => format!("no pool cap (from {})", bytes(*cap)),
+        Lever::Order { order } => format!("steps in the {order} order"),
     }
 }
 
@@ -603,6 +604,9 @@ pub fn lever_cost_text(cost: &LeverCost, unit: Option<&str>) -> String {
         LeverCost::MixedDtypes => "tensors of different dtypes share bytes".into(),
         LeverCost::PlanningWork => "none at run time".into(),
         LeverCost::WideOffsets => "64-bit offsets".into(),
+        LeverCost::Reordered { moved_steps } => {
+            format!("the same work, {moved_steps} steps moved")
+        }
     }
 }
 

@@ -545,15 +545,23 @@ const SWEEP_MARGIN: u32 = 12;
 const SWEEP_AXIS: u32 = 80;
 /// The right axis's ticks carry a unit (`500.00 MFLOPs`): a little wider.
 const SWEEP_RIGHT_AXIS: u32 = 96;
-/// The band above the plot that holds the legend (two rows), so it never covers a curve.
+/// The band above the plot that holds the legend (two rows, three with the given order's
+/// front), so it never covers a curve.
 const SWEEP_LEGEND: u32 = 40;
+const SWEEP_LEGEND_ROW: u32 = 18;
 
-/// The targets a sweep chart spans: the least and the greatest of its points (widened when
-/// they are one).
-fn sweep_span(points: &[memplan_core::remat::SweepPoint]) -> (f64, f64) {
-    let (lo, hi) = points.iter().fold((u64::MAX, 0), |(lo, hi), p| {
-        (lo.min(p.target_bytes), hi.max(p.target_bytes))
-    });
+/// The targets a sweep chart spans: the least and the greatest of its points and of the given
+/// order's (widened when they are one).
+fn sweep_span(
+    points: &[memplan_core::remat::SweepPoint],
+    given: &[memplan_core::remat::SweepPoint],
+) -> (f64, f64) {
+    let (lo, hi) = points
+        .iter()
+        .chain(given)
+        .fold((u64::MAX, 0), |(lo, hi), p| {
+            (lo.min(p.target_bytes), hi.max(p.target_bytes))
+        });
     if lo >= hi {
         (lo as f64 * 0.95, (hi as f64 * 1.05).max(1.0))
     } else {
@@ -565,10 +573,11 @@ fn sweep_span(points: &[memplan_core::remat::SweepPoint]) -> (f64, f64) {
 /// edge, by budget: what a click on the chart picks.
 pub fn sweep_point_at(
     points: &[memplan_core::remat::SweepPoint],
+    given: &[memplan_core::remat::SweepPoint],
     width: u32,
     x: f64,
 ) -> Option<usize> {
-    let (x0, x1) = sweep_span(points);
+    let (x0, x1) = sweep_span(points, given);
     let left = f64::from(SWEEP_MARGIN + SWEEP_AXIS);
     let right = f64::from(width.saturating_sub(SWEEP_MARGIN + SWEEP_RIGHT_AXIS)).max(left + 1.0);
     let budget = x0 + (x - left) / (right - left) * (x1 - x0);
@@ -580,10 +589,13 @@ pub fn sweep_point_at(
 
 /// A budget sweep as a chart: per budget, the footprint fitted (left axis) and its recompute
 /// cost (right axis), Pareto points filled, and the exhaustive optimum's cost dashed where it
-/// was computed. What `memplan sweep` tabulates, drawn. The legend sits in a band above the
-/// plot; costs read in the dump's `cost_unit` where it names one.
+/// was computed. What `memplan sweep` tabulates, drawn. Under a reordered schedule, `given` is
+/// the same sweep under the given order, whose footprint is drawn dashed beside this one's. The
+/// legend sits in a band above the plot; costs read in the dump's `cost_unit` where it names
+/// one.
 pub fn sweep_svg(
     points: &[memplan_core::remat::SweepPoint],
+    given: &[memplan_core::remat::SweepPoint],
     cost_unit: Option<&str>,
     width: u32,
     height: u32,
@@ -592,9 +604,19 @@ pub fn sweep_svg(
     {
         let whole = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         whole.fill(&WHITE).map_err(err)?;
-        let (band, root) = whole.split_vertically(SWEEP_LEGEND);
-        let (x0, x1) = sweep_span(points);
-        let top = points.iter().map(|p| p.footprint_bytes).max().unwrap_or(1) as f64 * 1.08;
+        let legend = SWEEP_LEGEND
+            + if given.is_empty() {
+                0
+            } else {
+                SWEEP_LEGEND_ROW
+            };
+        let (band, root) = whole.split_vertically(legend);
+        let (x0, x1) = sweep_span(points, given);
+        let top = (points.iter().chain(given))
+            .map(|p| p.footprint_bytes)
+            .max()
+            .unwrap_or(1) as f64
+            * 1.08;
         let cost_top = points
             .iter()
             .flat_map(|p| [Some(p.recompute_cost), p.exhaustive_cost])
@@ -636,8 +658,19 @@ pub fn sweep_svg(
             &band,
             width,
             points.iter().any(|p| p.exhaustive_cost.is_some()),
+            !given.is_empty(),
         )?;
         let xy = |p: &memplan_core::remat::SweepPoint, y: u64| (p.target_bytes as f64, y as f64);
+        if !given.is_empty() {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    given.iter().map(|p| xy(p, p.footprint_bytes)),
+                    5,
+                    3,
+                    gray.stroke_width(1),
+                ))
+                .map_err(err)?;
+        }
         chart
             .draw_series(LineSeries::new(
                 points.iter().map(|p| xy(p, p.footprint_bytes)),
@@ -692,6 +725,7 @@ fn sweep_legend(
     band: &DrawingArea<SVGBackend<'_>, Shift>,
     width: u32,
     exhaustive: bool,
+    given: bool,
 ) -> Result<(), RenderError> {
     let blue = RGBColor(0x2f, 0x6f, 0xde);
     let orange = RGBColor(0xe0, 0x7b, 0x1a);
@@ -701,7 +735,7 @@ fn sweep_legend(
         (SWEEP_MARGIN + SWEEP_AXIS) as i32,
         (width / 2 + SWEEP_MARGIN) as i32,
     ];
-    let rows = [12, 30];
+    let rows = [12, 30, 48];
     let line = |x: i32, y: i32, style: ShapeStyle| PathElement::new([(x, y), (x + 18, y)], style);
     let text_at = |x: i32, y: i32, t: &str| {
         Text::new(
@@ -734,6 +768,18 @@ fn sweep_legend(
         band.draw(&text_at(b, rows[1], "recompute cost (exhaustive optimum)"))
             .map_err(err)?;
     }
+    if given {
+        for k in 0..3 {
+            let x = a + k * 7;
+            band.draw(&PathElement::new(
+                [(x, rows[2]), (x + 4, rows[2])],
+                gray.stroke_width(1),
+            ))
+            .map_err(err)?;
+        }
+        band.draw(&text_at(a, rows[2], "footprint under the given order"))
+            .map_err(err)?;
+    }
     Ok(())
 }
 
@@ -762,7 +808,7 @@ mod sweep_tests {
             point(300, 300, 0, true),
             point(400, 300, 5, false),
         ];
-        let svg = sweep_svg(&points, None, 600, 300).unwrap();
+        let svg = sweep_svg(&points, &[], None, 600, 300).unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
         for label in ["footprint", "recompute cost (greedy)", "exhaustive optimum"] {
             assert!(svg.contains(label), "{label}");
@@ -788,13 +834,24 @@ mod sweep_tests {
         // Two circles per point (fill, outline) and one in the legend.
         assert_eq!(svg.matches("<circle").count(), 2 * points.len() + 1);
         // A click picks the nearest budget: the ends of the plot pick the ends.
-        assert_eq!(sweep_point_at(&points, 600, 92.0), Some(0));
-        assert_eq!(sweep_point_at(&points, 600, 492.0), Some(3));
-        assert_eq!(sweep_point_at(&points, 600, 92.0 + 400.0 / 3.0), Some(1));
-        assert_eq!(sweep_point_at(&[], 600, 100.0), None);
+        assert_eq!(sweep_point_at(&points, &[], 600, 92.0), Some(0));
+        assert_eq!(sweep_point_at(&points, &[], 600, 492.0), Some(3));
+        assert_eq!(
+            sweep_point_at(&points, &[], 600, 92.0 + 400.0 / 3.0),
+            Some(1)
+        );
+        assert_eq!(sweep_point_at(&[], &[], 600, 100.0), None);
         // A lone point: its fill, its outline and the legend's; costs in the dump's unit.
-        let lone = sweep_svg(&points[..1], Some("FLOPs"), 600, 300).unwrap();
+        let lone = sweep_svg(&points[..1], &[], Some("FLOPs"), 600, 300).unwrap();
         assert_eq!(lone.matches("<circle").count(), 3);
         assert!(lone.contains("FLOPs"), "{lone}");
+        // Under a reordered schedule, the given order's footprint too, named in a third legend
+        // row; no points of its own.
+        let given = [point(100, 120, 50, true), point(300, 260, 0, true)];
+        let both = sweep_svg(&points, &given, None, 600, 300).unwrap();
+        assert!(both.contains("footprint under the given order"));
+        assert!(!svg.contains("footprint under the given order"));
+        assert_eq!(both.matches("<circle").count(), 2 * points.len() + 1);
+        assert!(both.matches("<polyline").count() > svg.matches("<polyline").count());
     }
 }

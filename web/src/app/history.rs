@@ -125,6 +125,7 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
         || state.work_limit.get_untracked() != url.work_limit
         || state.precision_classes.get_untracked() != url.precision_classes
         || state.pool_cap.get_untracked() != url.pool_cap
+        || state.order.get_untracked() != url.order
         || state.flips.get_untracked() != url.flips
         || state.params.get_untracked() != url.params
         || state.util.get_untracked() != url.util
@@ -137,6 +138,7 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
         state.work_limit.set(url.work_limit);
         state.precision_classes.set(url.precision_classes);
         state.pool_cap.set(url.pool_cap);
+        state.order.set(url.order);
         state.set_strategy(url.strategy);
     }
     if let Some(a) = state.analysis.get_untracked() {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use memplan_core::StrategyChoice;
+use memplan_core::order::Order;
 use memplan_human::{bytes, ratio};
 
 use crate::analysis::Analysis;
@@ -115,6 +116,11 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
     } else {
         analysis.model.title.clone()
     };
+    let source = format!(
+        "{} · {} · {} tensors, {} steps, {} positions",
+        analysis.source, analysis.format, analysis.tensor_count, analysis.step_count, r.positions
+    );
+    let (title_text, source_title) = (title.clone(), source.clone());
     let verdict = if r.valid && !r.complete {
         "valid for the sized tensors".to_string()
     } else if r.valid {
@@ -160,8 +166,8 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
         <section class="summary" data-testid="summary">
             <div class="summary-head">
                 <div class="what">
-                    <h2>{title}</h2>
-                    <span class="source">{format!("{} · {} · {} tensors, {} steps, {} positions", analysis.source, analysis.format, analysis.tensor_count, analysis.step_count, r.positions)}</span>
+                    <h2 title=title_text>{title}</h2>
+                    <span class="source" title=source_title>{source}</span>
                 </div>
                 <label class="control" title="leave the always-live pools (weights, optimizer state, caches) out of the views">
                     <input type="checkbox" data-testid="arena-only"
@@ -191,6 +197,23 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
                             .collect_view()}
                     </select>
                 </label>
+                <label class="control" title="the order the steps run in: the dump's own, one of PyTorch Inductor's heuristics (lpmf, bfs, dfs), or the smallest plan memplan finds (best), never larger than the given order's">
+                    "order "
+                    <select
+                        data-testid="order-select"
+                        on:change=move |ev| {
+                            if let Ok(order) = event_target_value(&ev).parse::<Order>() {
+                                state.order.set(order);
+                                state.set_strategy(state.strategy.get_untracked());
+                            }
+                        }
+                    >
+                        {Order::ALL
+                            .iter()
+                            .map(|o| view! { <option value=o.name() selected=*o == analysis.scenario.order>{o.name()}</option> })
+                            .collect_view()}
+                    </select>
+                </label>
                 <label class="control" title="only tensors of equal dtype share bytes; off, any may (the runtime must allow reinterpreting memory)">
                     <input type="checkbox" data-testid="precision-classes" prop:checked=analysis.scenario.precision_classes
                         on:change=move |ev| {
@@ -217,6 +240,13 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
                 <div data-testid="footprint-ratio"><dt>"footprint / LB"</dt><dd data-testid="peak-ratio">{ratio(r.footprint_bytes, r.lower_bound_bytes)}</dd></div>
                 <div><dt>"arena"</dt><dd data-testid="arena-bytes" data-bytes=arena.to_string()>{bytes(arena)}</dd></div>
                 <div><dt>"always-live pools"</dt><dd data-testid="static-bytes" data-bytes=always_live.to_string()>{bytes(always_live)}</dd></div>
+                {r.order.as_ref().map(|o| view! {
+                    <div data-testid="order-summary" data-bytes=o.given_footprint_bytes.to_string() data-moved=o.moved_steps.to_string()>
+                        <dt>"order"</dt><dd title=memplan_human::order_sentence(r.footprint_bytes, o)>
+                            {format!("{} · {} of {} steps moved · given {}", o.order, o.moved_steps, o.steps.len(), bytes(o.given_footprint_bytes))}
+                        </dd>
+                    </div>
+                })}
                 <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid || !r.complete>{verdict}</dd></div>
                 {match (r.optimal, r.proven_lower_bound_bytes) {
                     (Some(true), _) => Some(view! {

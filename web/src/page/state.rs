@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 use memplan_core::StrategyChoice;
+use memplan_core::order::Order;
 use std::collections::BTreeMap;
 
 use memplan_core::budget::DriverTerms;
@@ -103,6 +104,8 @@ pub struct PageState {
     pub precision_classes: RwSignal<bool>,
     /// The largest pool; `None`: the dump's own cap, `Some(u64::MAX)`: none.
     pub pool_cap: RwSignal<Option<u64>>,
+    /// The order the steps run in.
+    pub order: RwSignal<Order>,
     /// The advisor's last answer, with the scenario it was asked about.
     pub advice: RwSignal<Option<AdviceView>>,
     /// The advice row last applied, and the diff of the plan before it against the plan after.
@@ -198,6 +201,7 @@ impl PageState {
             work_limit: RwSignal::new(url.work_limit),
             precision_classes: RwSignal::new(url.precision_classes),
             pool_cap: RwSignal::new(url.pool_cap),
+            order: RwSignal::new(url.order),
             advice: RwSignal::new(None),
             applied: RwSignal::new(None),
             longer: RwSignal::new(None),
@@ -253,6 +257,7 @@ impl PageState {
             work_limit: self.work_limit.get_untracked(),
             precision_classes: self.precision_classes.get_untracked(),
             pool_cap: self.pool_cap.get_untracked(),
+            order: self.order.get_untracked(),
             flips: self.flips.get_untracked(),
             params: self.params.get_untracked(),
             device_class: self
@@ -509,6 +514,7 @@ impl PageState {
     pub fn compare_against(self, against: Against) {
         let mut scenario = self.scenario();
         scenario.strategy = against.strategy;
+        scenario.order = against.order;
         if !against.flips || against.src.is_some() {
             scenario.flips.clear();
         }
@@ -573,16 +579,18 @@ impl PageState {
             return;
         }
         let points = self.sweep_points.get_untracked();
-        self.busy
-            .set(Some(Busy::stage(0, points as u32 + 2, "sweeping targets")));
-        self.planning.set(true);
         let scenario = unflipped(&self.scenario());
+        let (_, steps) = memplan_engine::SweepJob::new(scenario.clone(), points, 0).progress();
+        self.busy
+            .set(Some(Busy::stage(0, steps as u32, "sweeping targets")));
+        self.planning.set(true);
         self.send(Request::Sweep { scenario, points }, None);
     }
 
     /// Sets the page's plan choices to `s`'s (strategy, work limit, precision classes, pool cap,
-    /// params, flips); the device class stays.
+    /// order, params, flips); the device class stays.
     pub fn set_choices(self, s: &Scenario) {
+        self.order.set(s.order);
         self.strategy.set(s.strategy);
         self.work_limit.set(s.work_limit);
         self.precision_classes.set(s.precision_classes);
@@ -757,6 +765,7 @@ impl PageState {
             work_limit: self.work_limit.get(),
             precision_classes: self.precision_classes.get(),
             pool_cap: self.pool_cap.get(),
+            order: self.order.get(),
             selected,
             zoom,
             device,

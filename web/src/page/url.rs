@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use memplan_core::StrategyChoice;
+use memplan_core::order::Order;
 use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 use memplan_render::scene::Viewport;
@@ -15,12 +16,13 @@ use memplan_render::scene::Viewport;
 use memplan_engine::DEFAULT_UTIL;
 
 /// The views with a tab.
-/// The other side of a comparison, as a link carries it: the strategy (and whether the flips
-/// shown apply), and the dump when it is another one at a URL. A dump from the user's disk cannot
+/// The other side of a comparison, as a link carries it: the strategy and order (and whether
+/// the flips shown apply), and the dump when it is another one at a URL. A dump from the user's disk cannot
 /// travel; a comparison against one is left out of the link.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Against {
     pub strategy: memplan_core::StrategyChoice,
+    pub order: Order,
     pub flips: bool,
     pub src: Option<String>,
 }
@@ -29,6 +31,7 @@ impl Default for Against {
     fn default() -> Self {
         Against {
             strategy: memplan_core::StrategyChoice::default(),
+            order: Order::Given,
             flips: true,
             src: None,
         }
@@ -124,6 +127,8 @@ pub struct UrlState {
     /// The largest pool (the CLI's `--pool-cap`); `Some(u64::MAX)`, `pool-cap=none`: no cap
     /// even where the dump gives one.
     pub pool_cap: Option<u64>,
+    /// The order the steps run in (the CLI's `--order`).
+    pub order: Order,
     /// The selected tensor id.
     pub selected: Option<String>,
     /// The window of the current view.
@@ -167,6 +172,7 @@ impl Default for UrlState {
             work_limit: None,
             precision_classes: true,
             pool_cap: None,
+            order: Order::Given,
             selected: None,
             zoom: None,
             device: None,
@@ -259,6 +265,10 @@ impl UrlState {
                         "first-fit, best-fit, tlsf, search, bump or best",
                     ),
                 },
+                "against-order" => match value.parse::<Order>() {
+                    Ok(order) => state.against.get_or_insert_with(Against::default).order = order,
+                    Err(_) => unknown("against-order", &value, "given, lpmf, bfs, dfs or best"),
+                },
                 "against-flips" => {
                     state.against.get_or_insert_with(Against::default).flips = value != "0";
                 }
@@ -292,6 +302,10 @@ impl UrlState {
                         Some(b) if b > 0 => state.pool_cap = Some(b),
                         _ => unknown("pool-cap", &value, "a size (4GiB, bytes) or none"),
                     },
+                },
+                "order" => match value.parse::<Order>() {
+                    Ok(order) => state.order = order,
+                    Err(_) => unknown("order", &value, "given, lpmf, bfs, dfs or best"),
                 },
                 "sel" if !value.is_empty() => state.selected = Some(value),
                 "zoom" => match Viewport::parse(&value) {
@@ -353,6 +367,7 @@ impl UrlState {
             pool_cap: self.pool_cap,
             params: self.params.clone(),
             flips: self.flips.clone(),
+            order: self.order,
             ..memplan_engine::Scenario::default()
         }
     }
@@ -397,6 +412,9 @@ impl UrlState {
             }
             None => {}
         }
+        if !self.order.is_given() {
+            q.append_pair("order", self.order.name());
+        }
         if let Some(class) = &self.device_class {
             q.append_pair("class", class);
         }
@@ -438,6 +456,9 @@ impl UrlState {
         }
         if let Some(a) = &self.against {
             q.append_pair("against", a.strategy.name());
+            if !a.order.is_given() {
+                q.append_pair("against-order", a.order.name());
+            }
             if !a.flips {
                 q.append_pair("against-flips", "0");
             }
@@ -498,6 +519,7 @@ mod tests {
             work_limit: Some(200_000_000),
             precision_classes: false,
             pool_cap: Some(u64::MAX),
+            order: Order::Best,
             selected: Some("h 1&<x>".into()),
             zoom: Some(Viewport {
                 x0: 1.5,
@@ -515,6 +537,7 @@ mod tests {
             posted: Some("host &.json".into()),
             against: Some(Against {
                 strategy: memplan_core::Strategy::Tlsf.into(),
+                order: Order::Lpmf,
                 flips: false,
                 src: Some("https://x.org/after.json?v=2&k".into()),
             }),
@@ -536,6 +559,8 @@ mod tests {
         assert_eq!(UrlState::parse("pool-cap=4GiB").pool_cap, Some(4 << 30));
         assert_eq!(UrlState::parse("pool-cap=lots").warnings.len(), 1);
         assert_eq!(UrlState::parse("precision-classes=maybe").warnings.len(), 1);
+        assert_eq!(UrlState::parse("order=dfs").order, Order::Dfs);
+        assert_eq!(UrlState::parse("order=fastest").warnings.len(), 1);
     }
 
     #[test]

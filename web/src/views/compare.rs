@@ -84,12 +84,19 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
             .with_untracked(|a| a.as_ref().map(|a| a.strategy))
             .unwrap_or_else(|| state.strategy.get_untracked()),
     );
+    let order = RwSignal::new(
+        state
+            .against
+            .with_untracked(|a| a.as_ref().map(|a| a.order))
+            .unwrap_or_else(|| state.order.get_untracked()),
+    );
     let keep_flips = RwSignal::new(true);
     // The other dump, when it is a file from the disk: no link can carry it.
     let compared_file = RwSignal::new(None::<String>);
     let scenario = move || {
         let mut s = state.scenario();
         s.strategy = strategy.get_untracked();
+        s.order = order.get_untracked();
         if !keep_flips.get_untracked() {
             s.flips.clear();
         }
@@ -150,12 +157,25 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                         }).collect_view()}
                     </select>
                 </label>
+                <label>
+                    "order "
+                    <select data-testid="compare-order" on:change=move |ev| {
+                        if let Ok(o) = event_target_value(&ev).parse() {
+                            order.set(o);
+                        }
+                    }>
+                        {memplan_core::order::Order::ALL.iter().map(|o| view! {
+                            <option value=o.name() selected=move || order.get() == *o>{o.name()}</option>
+                        }).collect_view()}
+                    </select>
+                </label>
                 <label><input type="checkbox" data-testid="compare-keep-flips" prop:checked=move || keep_flips.get()
                     on:change=move |ev| keep_flips.set(event_target_checked(&ev)) />" with the flips shown"</label>
                 <button data-testid="compare-button" on:click=move |_| {
                     compared_file.set(None);
                     state.compare_against(Against {
                         strategy: strategy.get_untracked(),
+                        order: order.get_untracked(),
                         flips: keep_flips.get_untracked(),
                         src: None,
                     });

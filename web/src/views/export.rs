@@ -57,8 +57,8 @@ pub fn wrap_words(text: &str, width: f64, measure: impl Fn(&str) -> f64) -> Vec<
     lines
 }
 
-/// What the PNG's footer says: the scenario the plan was made under (strategy, flips, params),
-/// so a picture in a review says how to make it again.
+/// What the PNG's footer says: the scenario the plan was made under (strategy, order, flips,
+/// params), so a picture in a review says how to make it again.
 fn footer_text(a: &Analysis) -> String {
     let s = &a.scenario;
     let flips = match s.flips.len() {
@@ -76,8 +76,13 @@ fn footer_text(a: &Analysis) -> String {
     } else {
         " · precision classes off"
     };
+    let order = if s.order.is_given() {
+        String::new()
+    } else {
+        format!(" · order {}", s.order)
+    };
     format!(
-        "strategy {} · {flips}{params}{classes} · {} · memplan",
+        "strategy {}{order} · {flips}{params}{classes} · {} · memplan",
         s.strategy, a.source
     )
 }

@@ -84,8 +84,11 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
                 }
             })
             .collect_view();
+        let fronts = (s.answer.given_order.as_deref())
+            .map(|given| memplan_human::front_sentence(&s.answer.points, given));
         Some(view! {
             <p class="small" data-testid="sweep-summary">{summary}</p>
+            {fronts.map(|f| view! { <p class="small" data-testid="sweep-given-order">{f}</p> })}
             <div class="sweep-body">
             <div class="sweep-chart" data-testid="sweep-chart" title="click a target to plan with its flips"
                 on:click=move |ev| pick(state, &ev)

@@ -6,8 +6,6 @@
 //! arrives and ends the job with the best plan so far. `src/bin/memplan-worker.rs` wires it to
 //! a Web Worker's scope; `client` runs it on the page's thread where no Web Worker can start.
 
-use std::collections::BTreeMap;
-
 use memplan_core::{Control, Decodes, FoundAt, Progress};
 use memplan_engine::job::{Job, JobStep, PlanJob};
 use memplan_engine::query::{Ask, DiffQuery, FitsQuery};
@@ -16,8 +14,8 @@ use memplan_render::BufferView;
 
 use super::protocol::{Request, Response, STAGES, failed};
 use crate::analysis::{
-    Analysis, AnalysisCache, Baseline, BuffersSent, LeftOut, Local, SweepView, compare, export,
-    fit, unflipped,
+    Analysis, AnalysisCache, Baseline, BuffersSent, LeftOut, Local, Schedule, SweepView, compare,
+    export, fit, unflipped,
 };
 use crate::error::{Operation, WebError};
 
@@ -46,9 +44,9 @@ pub struct Worker {
     running: Option<Running>,
     /// What re-planning the loaded session reuses (its plan without flips, its spaces).
     cache: AnalysisCache,
-    /// The params of the last analysis sent: a plan under the same params leaves out what
+    /// The params and order of the last analysis sent: a plan under the same leaves out what
     /// depends on them alone ([`LeftOut::params_parts`]), two fifths of a 2,000-tensor analysis.
-    params_sent: Option<BTreeMap<String, u64>>,
+    schedule_sent: Option<Schedule>,
     /// The baseline of the last analysis sent: a toggle's answer leaves it out when it is the
     /// same ([`LeftOut::baseline`]), a usage curve per device.
     baseline_sent: Option<Baseline>,
@@ -245,7 +243,7 @@ impl Worker {
     ) {
         post(progress(1, format!("parsing and checking {source}")));
         self.cache = AnalysisCache::default();
-        self.params_sent = None;
+        self.schedule_sent = None;
         self.baseline_sent = None;
         self.buffers_sent = None;
         self.decodes = Decodes::default();
@@ -446,13 +444,13 @@ impl Worker {
             session: run.session,
             outcome,
         };
-        let params = &local.outcome.scenario.params;
+        let schedule = Schedule::of(&local.outcome);
         let mut left_out = LeftOut {
-            params_parts: self.params_sent.as_ref() == Some(params),
+            params_parts: self.schedule_sent.as_ref() == Some(&schedule),
             baseline: false,
         };
         if !left_out.params_parts {
-            self.params_sent = Some(params.clone());
+            self.schedule_sent = Some(schedule);
         }
         let mut analysis = Analysis::of_cached_with(
             &local.session,

@@ -164,7 +164,11 @@ pub(super) fn draw(
     }
     ctx.restore();
 
-    time_axis(&ctx, model, a, v, state.axis_steps.get_untracked());
+    let moved = analysis
+        .reordered
+        .as_ref()
+        .map_or(&[][..], |r| r.moved_positions.as_slice());
+    time_axis(&ctx, model, a, v, state.axis_steps.get_untracked(), moved);
     ctx.set_fill_style_str("#5b6470");
     ctx.set_font(FONT);
     ctx.set_text_align("right");
@@ -205,11 +209,18 @@ pub(super) fn draw(
         }
     }
     if let (Some(band), Some(d)) = (band, model.devices.get(device)) {
-        let ghost = analysis
-            .baseline
-            .as_ref()
-            .and_then(|b| b.curves.get(device))
-            .map(Vec::as_slice);
+        // With flips, the plan without them; else, reordered, the given order's.
+        let ghost = match (&analysis.baseline, &analysis.reordered) {
+            (Some(b), _) => b
+                .curves
+                .get(device)
+                .map(|c| (c.as_slice(), "dashed: without flips")),
+            (None, Some(r)) => r
+                .given_curves
+                .get(device)
+                .map(|c| (c.as_slice(), "dashed: the given order")),
+            (None, None) => None,
+        };
         let allocator = model.allocator.get(device).and_then(Option::as_ref);
         usable_at.1 = usage_band(
             &ctx,
@@ -246,6 +257,7 @@ pub(super) fn draw(
     }
     // What was drawn and how long it took: hooks for tests and for the curious.
     let _ = canvas.set_attribute("data-items", &scene.rects.len().to_string());
+    let _ = canvas.set_attribute("data-moved", &moved.len().to_string());
     let _ = canvas.set_attribute(
         "data-window",
         &format!("{},{},{},{}", v.x0, v.x1, v.y0, v.y1),
@@ -260,16 +272,35 @@ pub(super) fn draw(
     }
 }
 
-/// The time axis under `a`: unique position numbers (or step names), and each loop's extent
-/// with its trip count.
+/// The color of the marks of moved steps on the time axis.
+const MOVED_COLOR: &str = "#c2185b";
+
+/// The time axis under `a`: unique position numbers (or step names), each loop's extent with
+/// its trip count, and a mark under each position whose step a reorder moved.
 pub(super) fn time_axis(
     ctx: &CanvasRenderingContext2d,
     model: &ViewModel,
     a: Area,
     v: Viewport,
     steps: bool,
+    moved: &[u32],
 ) {
     let px = |x: f64| a.x + (x - v.x0) / (v.x1 - v.x0) * a.w;
+    // The positions whose step a reorder moved: a mark on the axis line.
+    ctx.set_fill_style_str(MOVED_COLOR);
+    for &m in moved {
+        let (x0, x1) = (px(f64::from(m)), px(f64::from(m) + 1.0));
+        if x1 < a.x || x0 > a.x + a.w {
+            continue;
+        }
+        let x = (x0 + x1) / 2.0;
+        ctx.begin_path();
+        ctx.move_to(x, a.y + a.h + 1.0);
+        ctx.line_to(x - 3.5, a.y + a.h + 6.0);
+        ctx.line_to(x + 3.5, a.y + a.h + 6.0);
+        ctx.close_path();
+        ctx.fill();
+    }
     let spacing = if steps { 110.0 } else { 70.0 };
     let most = (a.w / spacing).floor().max(1.0) as usize;
     ctx.set_fill_style_str("#5b6470");
@@ -394,15 +425,15 @@ pub(super) fn budget_line(
 }
 
 /// The memory-usage curve above the timeline: the footprint line, the lower bound at the peak,
-/// and the gap between them (fragmentation), shaded and labelled; with flips, the curve
-/// without them as a dashed ghost; with the source allocator's record, what it reserved (and
+/// and the gap between them (fragmentation), shaded and labelled; a dashed ghost, labelled
+/// (with flips, the curve without them; reordered, the given order's); with the source allocator's record, what it reserved (and
 /// its own allocated count), labelled, and its out-of-memory events marked.
 pub(super) fn usage_band(
     ctx: &CanvasRenderingContext2d,
     b: Area,
     v: Viewport,
     (d, allocator): (&DeviceView, Option<&AllocatorDeviceView>),
-    ghost: Option<&[u64]>,
+    ghost: Option<(&[u64], &str)>,
     usable: Option<(Option<u64>, u64)>,
     arena_only: bool,
 ) -> Option<Place> {
@@ -410,7 +441,7 @@ pub(super) fn usage_band(
     let footprint = d.shown_footprint(arena_only);
     let lower_bound = d.lower_bound.saturating_sub(floor);
     let ghost_top = ghost
-        .and_then(|g| g.iter().max())
+        .and_then(|(g, _)| g.iter().max())
         .map_or(0, |&m| m.saturating_sub(floor));
     let reserved_top = allocator.map_or(0, |r| {
         let allocated = r.allocated.iter().copied().max().unwrap_or(0);
@@ -451,7 +482,7 @@ pub(super) fn usage_band(
     ctx.set_stroke_style_str("#2f6fde");
     ctx.set_line_width(1.5);
     ctx.stroke();
-    if let Some(ghost) = ghost {
+    if let Some((ghost, _)) = ghost {
         ctx.begin_path();
         for (p, &live) in ghost.iter().enumerate() {
             let live = live.saturating_sub(floor) as f64;
@@ -570,9 +601,9 @@ pub(super) fn usage_band(
         "left",
         "#111111",
     );
-    if ghost.is_some() {
+    if let Some((_, label)) = ghost {
         let at = (b.x + b.w / 2.0, b.y + 10.0);
-        tagged_text(ctx, "dashed: without flips", at, "center", "#5b6470");
+        tagged_text(ctx, label, at, "center", "#5b6470");
     }
     if let Some(r) = allocator {
         let peak = r.reserved_peak();
