@@ -193,6 +193,8 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
 /// their conflicts: one step per distinct start time, in time order, writing the buffers that
 /// start then and reading those whose last start-time position it is (see the module docs).
 /// Steps are named `<prefix>t=<time>` and run on `device` (the first device when `None`).
+/// They are pinned: they stand for given lifetimes (a problem's, or a recorded run's events),
+/// not for operators whose dataflow would let them move, so no reorder moves them.
 pub(crate) fn steps_of_lifetimes(
     lifetimes: &[(String, u64, u64)],
     prefix: &str,
@@ -223,6 +225,7 @@ pub(crate) fn steps_of_lifetimes(
             writes: writes.remove(&p).unwrap_or_default(),
             reads: reads.remove(&p).unwrap_or_default(),
             device: device.map(str::to_string),
+            pinned: true,
             ..Step::default()
         })
         .collect()
