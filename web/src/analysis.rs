@@ -707,15 +707,25 @@ fn report_json(session: &Session, outcome: &Outcome) -> String {
     text
 }
 
-/// The plan report of a bundled example with the default scenario: the bytes native and wasm
-/// builds must both produce.
-pub fn example_report_json(example: &crate::page::examples::Example) -> String {
+/// The plan report of a bundled example under `scenario`: the bytes native and wasm builds
+/// must both produce.
+pub fn example_report_json(
+    example: &crate::page::examples::Example,
+    scenario: &Scenario,
+) -> String {
     let session =
         Session::load(example.text.as_bytes(), example.name).expect("bundled examples load");
-    let outcome = session
-        .plan(&Scenario::default())
-        .expect("bundled examples plan");
+    let outcome = session.plan(scenario).expect("bundled examples plan");
     report_json(&session, &outcome)
+}
+
+/// The scenario of the golden report `tests/golden/mlp-training.order-best.plan.json`: an
+/// order search is planning too, and must give the same bytes natively and in wasm.
+pub fn best_order() -> Scenario {
+    Scenario {
+        order: memplan_core::order::Order::Best,
+        ..Scenario::default()
+    }
 }
 
 /// A file name from the source: `model.json` -> `model.<suffix>`.
@@ -815,12 +825,18 @@ mod tests {
             );
             let golden = std::fs::read_to_string(path).unwrap();
             assert_eq!(
-                example_report_json(e),
+                example_report_json(e, &Scenario::default()),
                 golden,
                 "{}: regenerate with `memplan plan --json`",
                 e.name
             );
         }
+        let mlp = EXAMPLES.iter().find(|e| e.name == "mlp-training").unwrap();
+        assert_eq!(
+            example_report_json(mlp, &best_order()),
+            include_str!("../../tests/golden/mlp-training.order-best.plan.json"),
+            "regenerate with `memplan plan --order best --json`"
+        );
     }
 
     #[test]

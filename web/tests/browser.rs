@@ -5,7 +5,8 @@
 
 #![cfg(target_arch = "wasm32")]
 
-use memplan_web::analysis::example_report_json;
+use memplan_engine::Scenario;
+use memplan_web::analysis::{best_order, example_report_json};
 use memplan_web::page::examples::EXAMPLES;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
@@ -22,8 +23,19 @@ fn wasm_plans_the_examples_to_the_native_bytes() {
     ];
     assert_eq!(EXAMPLES.len(), goldens.len(), "a golden report per example");
     for (example, golden) in EXAMPLES.iter().zip(goldens) {
-        assert_eq!(example_report_json(example), golden, "{}", example.name);
+        assert_eq!(
+            example_report_json(example, &Scenario::default()),
+            golden,
+            "{}",
+            example.name
+        );
     }
+    // An order search too: the same order and plan in wasm as natively.
+    let mlp = EXAMPLES.iter().find(|e| e.name == "mlp-training").unwrap();
+    assert_eq!(
+        example_report_json(mlp, &best_order()),
+        include_str!("../../tests/golden/mlp-training.order-best.plan.json")
+    );
 }
 
 fn document() -> web_sys::Document {

@@ -697,7 +697,15 @@ impl Session {
             Some(b) => (&b.graph, &b.resolved, &b.liveness),
             None => (&self.graph, &self.resolved, &self.liveness),
         };
-        let options = self.options(scenario);
+        // Orders are ranked by the plans of the scenario's strategy; under `search`, by `best`'s
+        // (an exact search per order would multiply the wait): the chosen order, and the given
+        // one it is measured against, are then searched.
+        let own = self.options(scenario);
+        let mut options = own.clone();
+        if options.strategy == StrategyChoice::One(memplan_core::Strategy::Search) {
+            options.strategy = StrategyChoice::Best;
+            options.search_capacity = None;
+        }
         let plan_error = |e| self.plan_error(e);
         let (units, given_plan, tried, partial) = match scenario.order {
             Order::Best => {
@@ -719,6 +727,11 @@ impl Session {
                     .map_err(plan_error)?;
                 (units, given, Vec::new(), false)
             }
+        };
+        let given_plan = if options == own {
+            given_plan
+        } else {
+            plan_with(&liveness.problem, &own, &mut Control::default()).map_err(plan_error)?
         };
         let steps = order::steps_in(resolved, &units);
         let violations = check_order(graph, resolved, &steps);

@@ -937,6 +937,61 @@ mod reorder {
         }
     }
 
+    /// Under `search`, orders are ranked by `best`'s plans, but the figures shown are searched:
+    /// the chosen order's plan and the given order's beside it.
+    #[test]
+    fn under_search_the_given_figure_is_the_given_order_searched() {
+        let s = session(MLP);
+        let search = Scenario {
+            strategy: Strategy::Search.into(),
+            ..Scenario::default()
+        };
+        let given = s.plan(&search).unwrap().plan.footprint_bytes();
+        let best = s
+            .plan(&Scenario {
+                order: Order::Best,
+                ..search.clone()
+            })
+            .unwrap();
+        let summary = s.summary(&best);
+        assert_eq!(summary.strategy, "search");
+        assert_eq!(summary.order.unwrap().given_footprint_bytes, given);
+        assert!(best.plan.footprint_bytes() < given);
+    }
+
+    /// A reordered report whose order is tampered with is refused by the order's checker, not
+    /// by a panic: unknown ids, a step twice, a step missing, a dependency broken; a report
+    /// whose order is sound but whose placements belong to another order is refused too.
+    #[test]
+    fn check_refuses_a_tampered_order() {
+        let s = session(MLP);
+        let best = s.report(&planned(&s, Order::Best));
+        assert_eq!(
+            s.check_report(&best, &Scenario::default())
+                .unwrap()
+                .violations,
+            vec![]
+        );
+        let edits: [fn(&mut Vec<String>); 4] = [
+            |o| o[0] = "nope".into(),
+            |o| o[1] = o[0].clone(),
+            |o| {
+                o.pop();
+            },
+            |o| o.swap(0, 22),
+        ];
+        for edit in edits {
+            let mut r = best.clone();
+            edit(&mut r.summary.order.as_mut().unwrap().steps);
+            let checked = s.check_report(&r, &Scenario::default()).unwrap();
+            assert!(!checked.violations.is_empty());
+        }
+        // The given order's placements under the best order's steps: lifetimes differ.
+        let mut r = s.report(&s.plan(&Scenario::default()).unwrap());
+        r.summary.order = best.summary.order.clone();
+        assert!(s.check_report(&r, &Scenario::default()).is_err());
+    }
+
     /// A minimalloc CSV gives lifetimes, not dataflow: its steps are pinned, so every order is
     /// the given one and no figure claims a saving that reorders a fixed problem.
     #[test]
