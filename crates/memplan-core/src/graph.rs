@@ -1033,6 +1033,31 @@ fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphEr
     Ok(positions)
 }
 
+/// Builders of small graphs for the core's tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Step, Tensor};
+
+    /// A tensor of `bytes` bytes.
+    pub(crate) fn tensor(id: &str, bytes: u64) -> Tensor {
+        Tensor {
+            id: id.into(),
+            bytes: Some(bytes),
+            ..Tensor::default()
+        }
+    }
+
+    /// A step that reads and writes the tensors named.
+    pub(crate) fn step(id: &str, reads: &[&str], writes: &[&str]) -> Step {
+        Step {
+            id: id.into(),
+            reads: reads.iter().map(|s| s.to_string()).collect(),
+            writes: writes.iter().map(|s| s.to_string()).collect(),
+            ..Step::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod site_tests {
     use super::*;

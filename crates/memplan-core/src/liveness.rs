@@ -285,24 +285,8 @@ fn storage_flipped(graph: &Graph, resolved: &ResolvedGraph, flipped: &[bool]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::testing::{step, tensor};
     use crate::graph::{Loop, Step, Tensor, TensorKind};
-
-    fn tensor(id: &str, bytes: u64) -> Tensor {
-        Tensor {
-            id: id.into(),
-            bytes: Some(bytes),
-            ..Tensor::default()
-        }
-    }
-
-    fn step(id: &str, reads: &[&str], writes: &[&str]) -> Step {
-        Step {
-            id: id.into(),
-            reads: reads.iter().map(|s| s.to_string()).collect(),
-            writes: writes.iter().map(|s| s.to_string()).collect(),
-            ..Step::default()
-        }
-    }
 
     fn lifetimes(g: &Graph) -> Vec<(String, Lifetime)> {
         let l = crate::liveness_of(g).unwrap();

@@ -293,7 +293,8 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{Step, Tensor};
+    use crate::graph::Tensor;
+    use crate::graph::testing::step;
 
     fn tensor(id: &str, kind: TensorKind) -> Tensor {
         Tensor {
@@ -302,15 +303,6 @@ mod tests {
             dtype: Some("f32".into()),
             kind,
             ..Tensor::default()
-        }
-    }
-
-    fn step(id: &str, reads: &[&str], writes: &[&str]) -> Step {
-        Step {
-            id: id.into(),
-            reads: reads.iter().map(|s| s.to_string()).collect(),
-            writes: writes.iter().map(|s| s.to_string()).collect(),
-            ..Step::default()
         }
     }
 

@@ -3,29 +3,13 @@
 
 use super::*;
 use crate::check::{Violation, check_order};
+use crate::graph::testing::{step, tensor};
 use crate::graph::{Loop, Step, Tensor, TensorKind};
 use crate::layout::Strategy;
 use crate::liveness::analyze;
 use crate::problem::Lifetime;
 use proptest::prelude::*;
 use proptest::strategy::Strategy as _;
-
-fn tensor(id: &str, bytes: u64) -> Tensor {
-    Tensor {
-        id: id.into(),
-        bytes: Some(bytes),
-        ..Tensor::default()
-    }
-}
-
-fn step(id: &str, reads: &[&str], writes: &[&str]) -> Step {
-    Step {
-        id: id.into(),
-        reads: reads.iter().map(|s| s.to_string()).collect(),
-        writes: writes.iter().map(|s| s.to_string()).collect(),
-        ..Step::default()
-    }
-}
 
 fn graph(tensors: Vec<Tensor>, steps: Vec<Step>) -> Graph {
     Graph {

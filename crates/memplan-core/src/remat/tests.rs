@@ -1,6 +1,7 @@
 //! The remat planner against the seed's cases, the exact ratio order, and random graphs.
 
 use super::*;
+use crate::graph::testing::{self, tensor};
 use crate::graph::{Step, Tensor};
 use crate::layout::Strategy;
 use crate::liveness::analyze_flipped;
@@ -36,14 +37,6 @@ fn the_ratio_order_is_exact_on_every_small_case_signs_included() {
     assert_eq!(compare_relief_ratio(-m, 1, -m + 1, 1), Ordering::Less);
 }
 
-fn tensor(id: &str, bytes: u64) -> Tensor {
-    Tensor {
-        id: id.into(),
-        bytes: Some(bytes),
-        ..Tensor::default()
-    }
-}
-
 fn input(id: &str, bytes: u64) -> Tensor {
     Tensor {
         kind: TensorKind::Input,
@@ -53,11 +46,8 @@ fn input(id: &str, bytes: u64) -> Tensor {
 
 fn step(id: &str, reads: &[&str], writes: &[&str], cost: u64) -> Step {
     Step {
-        id: id.into(),
-        reads: reads.iter().map(|s| s.to_string()).collect(),
-        writes: writes.iter().map(|s| s.to_string()).collect(),
         cost,
-        ..Step::default()
+        ..testing::step(id, reads, writes)
     }
 }
 
