@@ -286,11 +286,16 @@ pub(super) fn time_axis(
     moved: &[u32],
 ) {
     let px = |x: f64| a.x + (x - v.x0) / (v.x1 - v.x0) * a.w;
-    // The positions whose step a reorder moved: a mark on the axis line.
+    // The positions whose step a reorder moved: a mark on the axis line, or where positions
+    // are too narrow for one, a strip as wide as the position.
     ctx.set_fill_style_str(MOVED_COLOR);
     for &m in moved {
         let (x0, x1) = (px(f64::from(m)), px(f64::from(m) + 1.0));
         if x1 < a.x || x0 > a.x + a.w {
+            continue;
+        }
+        if x1 - x0 < 8.0 {
+            ctx.fill_rect(x0, a.y + a.h + 1.0, (x1 - x0).max(1.0), 4.0);
             continue;
         }
         let x = (x0 + x1) / 2.0;
