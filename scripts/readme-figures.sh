@@ -7,8 +7,8 @@
 # the command that produced it. Run it after `./scripts/test.sh` on the machine the figures are for.
 # Usage: ./scripts/readme-figures.sh [BLOCK...]
 set -euo pipefail
-# With names (bench capacity minimize omnimalloc wasm scale remat greedy onnx orders fits bundle
-# browser screenshot), only those.
+# With names (bench capacity minimize omnimalloc wasm scale remat greedy onnx chain orders fits
+# bundle browser screenshot), only those.
 only=" $* "
 want() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -153,6 +153,15 @@ if want onnx; then
   cargo run -q --locked --profile fast -p memplan-cli -- bench --onnx-mb 20
 } > "$tmp/onnx"
 replace onnx "$tmp/onnx"
+fi
+
+if want chain; then
+{
+  echo "\`memplan bench --onnx-chain 20000,100000,1000000\` ($today, $cores cores, one run each; load is decoding, shape inference, resolving and liveness):"
+  echo
+  cargo run -q --locked --profile fast -p memplan-cli -- bench --onnx-chain 20000,100000,1000000
+} > "$tmp/chain"
+replace chain "$tmp/chain"
 fi
 
 if want orders; then

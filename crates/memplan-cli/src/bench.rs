@@ -34,6 +34,10 @@ pub struct BenchArgs {
     /// Time importing and planning a synthetic ONNX model of this many MB (stored weights).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_ONNX_MB))]
     onnx_mb: Option<u64>,
+    /// Time importing and planning synthetic ONNX Relu chains of these many nodes,
+    /// comma-separated (every intermediate a remat candidate, as imported models have).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=MAX_SYNTHETIC))]
+    onnx_chain: Vec<u64>,
     /// Also write that model to this file (for the browser's measurement).
     #[arg(long, requires = "onnx_mb")]
     write_onnx: Option<PathBuf>,
@@ -287,7 +291,35 @@ fn order_rows(files: &[PathBuf]) -> Result<String, CliError> {
     Ok(out)
 }
 
+/// The table of `--onnx-chain`: per chain, the model's bytes, the load (decode, shape
+/// inference, resolve, liveness) and a plan, each timed once.
+fn chain_rows(lengths: &[u64]) -> Result<String, CliError> {
+    let mut out = String::from(
+        "| ONNX Relu chain | bytes | load (ms) | plan, best (ms) | footprint | valid |\n|---:|---:|---:|---:|---:|---|\n",
+    );
+    for &n in lengths {
+        let bytes = memplan_formats::onnx::relu_chain(n as usize);
+        let start = Instant::now();
+        let session = memplan_engine::Session::load(&bytes, "chain.onnx")?;
+        let load_ms = start.elapsed().as_secs_f64() * 1e3;
+        let start = Instant::now();
+        let outcome = session.plan(&Scenario::default())?;
+        let plan_ms = start.elapsed().as_secs_f64() * 1e3;
+        out.push_str(&format!(
+            "| {n} nodes | {} | {load_ms:.0} | {plan_ms:.0} | {} | {} |\n",
+            bytes.len(),
+            outcome.plan.footprint_bytes(),
+            if outcome.plan.is_valid() { "yes" } else { "NO" }
+        ));
+    }
+    Ok(out)
+}
+
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+    if !args.onnx_chain.is_empty() {
+        print!("{}", chain_rows(&args.onnx_chain)?);
+        return Ok(());
+    }
     if !args.orders.is_empty() {
         print!("{}", order_rows(&args.orders)?);
         return Ok(());

@@ -34,7 +34,7 @@ mod proto;
 mod synthetic;
 
 use infer::*;
-pub use synthetic::synthetic_model;
+pub use synthetic::{relu_chain, synthetic_model};
 
 /// How to import: fixed shapes for inputs (by name), replacing their symbolic dims.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -1,18 +1,14 @@
-//! A synthetic ONNX model of a given size, for the bench and the browser's measurements.
+//! Synthetic ONNX models for the bench and the browser's measurements: one of a given size
+//! (weights stored), one of a given number of nodes (a chain).
 
 use prost::Message;
 
 use super::proto;
 
-/// A model of about `megabytes` MB for benchmarks: conv-relu blocks of 256 channels at 56x56,
-/// each with its weights stored in the file (2.4 MB a block), written with the same messages the
-/// reader decodes.
-pub fn synthetic_model(megabytes: u64) -> Vec<u8> {
+/// A float tensor's value info of shape `dims`.
+fn value(name: &str, dims: &[i64]) -> proto::ValueInfoProto {
     use proto::*;
-    let c = 256i64;
-    let weights = (c * c * 9 * 4) as u64;
-    let blocks = (megabytes * 1_000_000).div_ceil(weights).max(1) as usize;
-    let value = |name: &str, dims: &[i64]| ValueInfoProto {
+    ValueInfoProto {
         name: name.to_string(),
         r#type: Some(TypeProto {
             tensor_type: Some(TensorTypeProto {
@@ -28,7 +24,55 @@ pub fn synthetic_model(megabytes: u64) -> Vec<u8> {
                 }),
             }),
         }),
+    }
+}
+
+/// The model around `graph`, as the reader takes it (opset 17).
+fn model(graph: proto::GraphProto) -> Vec<u8> {
+    proto::ModelProto {
+        ir_version: 8,
+        producer_name: "memplan bench".into(),
+        graph: Some(graph),
+        opset_import: vec![proto::OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+    }
+    .encode_to_vec()
+}
+
+/// A chain of `nodes` Relu nodes over a `[1, 256]` float input: every intermediate a remat
+/// candidate, as in an imported model, so loading must not be quadratic in the nodes.
+pub fn relu_chain(nodes: usize) -> Vec<u8> {
+    let mut graph = proto::GraphProto {
+        name: format!("Relu chain of {nodes}"),
+        input: vec![value("x", &[1, 256])],
+        ..proto::GraphProto::default()
     };
+    let mut x = "x".to_string();
+    for i in 0..nodes {
+        let y = format!("r{i}");
+        graph.node.push(proto::NodeProto {
+            input: vec![x],
+            output: vec![y.clone()],
+            name: y.clone(),
+            op_type: "Relu".into(),
+            ..proto::NodeProto::default()
+        });
+        x = y;
+    }
+    graph.output.push(value(&x, &[1, 256]));
+    model(graph)
+}
+
+/// A model of about `megabytes` MB for benchmarks: conv-relu blocks of 256 channels at 56x56,
+/// each with its weights stored in the file (2.4 MB a block), written with the same messages the
+/// reader decodes.
+pub fn synthetic_model(megabytes: u64) -> Vec<u8> {
+    use proto::*;
+    let c = 256i64;
+    let weights = (c * c * 9 * 4) as u64;
+    let blocks = (megabytes * 1_000_000).div_ceil(weights).max(1) as usize;
     let ints = |name: &str, v: Vec<i64>| AttributeProto {
         name: name.into(),
         ints: v,
@@ -82,14 +126,5 @@ pub fn synthetic_model(megabytes: u64) -> Vec<u8> {
         x = relu;
     }
     graph.output.push(value(&x, &[1, c, 56, 56]));
-    ModelProto {
-        ir_version: 8,
-        producer_name: "memplan bench".into(),
-        graph: Some(graph),
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 17,
-        }],
-    }
-    .encode_to_vec()
+    model(graph)
 }
