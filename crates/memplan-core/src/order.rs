@@ -476,9 +476,15 @@ pub const DEFAULT_ORDER_WORK: u64 = 200_000_000;
 const MOVE_WINDOW: usize = 48;
 
 /// Lowers the live peak of `order` by moving one unit at a time, within its dependency window,
-/// across the peak; stops when no such move lowers (peak, area), or after `work` storage visits.
-/// Returns the order and the work it took.
-pub fn improve(order: &[u32], deps: &Dependencies, takes: &Takes, work: u64) -> (Vec<u32>, u64) {
+/// across the peak; stops when no such move lowers (peak, area), after `work` storage visits,
+/// or when `stop` (asked between rounds) says so. Returns the order and the work it took.
+pub fn improve(
+    order: &[u32],
+    deps: &Dependencies,
+    takes: &Takes,
+    work: u64,
+    stop: &mut dyn FnMut() -> bool,
+) -> (Vec<u32>, u64) {
     let n = order.len();
     let mut order = order.to_vec();
     if n < 2 {
@@ -488,6 +494,9 @@ pub fn improve(order: &[u32], deps: &Dependencies, takes: &Takes, work: u64) -> 
     let mut spent = 0u64;
     let mut current = score(takes, &order);
     'rounds: loop {
+        if stop() {
+            break;
+        }
         let at = position_of(&order);
         let peak_at = peak_position(takes, &order);
         let from = peak_at.saturating_sub(MOVE_WINDOW);
@@ -611,8 +620,9 @@ pub fn reordered(graph: &Graph, resolved: &ResolvedGraph, units: &[u32]) -> (Gra
 
 /// Searches for the order of `resolved`'s units whose plan, with `flipped` tensors recomputed
 /// and under `options`, has the smallest footprint (see the module docs). `work` bounds the
-/// improvement, shared by its starts; `control` may stop it between plans, and hears each
-/// order planned (`evaluations`: orders planned; `best_bytes`: the smallest footprint so far;
+/// improvement, shared by its starts; `control` may stop it (between plans and between the
+/// improvement's rounds: what it has is then planned, and the search is `partial`), and hears
+/// each order planned (`evaluations`: orders planned; `best_bytes`: the smallest footprint so far;
 /// `bound_bytes`: the bytes some unit takes at once, which no order goes below).
 pub fn best(
     graph: &Graph,
@@ -646,7 +656,12 @@ pub fn best(
             partial = true;
             break;
         }
-        let (improved, _) = improve(&units, &deps, &takes, share);
+        let mut stopped = false;
+        let (improved, _) = improve(&units, &deps, &takes, share, &mut || {
+            stopped |= control.stop();
+            stopped
+        });
+        partial |= stopped;
         let mut candidates = vec![(false, units)];
         if improved != candidates[0].1 {
             candidates.push((true, improved));

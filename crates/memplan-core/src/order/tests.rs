@@ -274,7 +274,7 @@ proptest! {
             let units = heuristic(order, &deps, &takes);
             prop_assert!(topological(&deps, &units), "{order}: {units:?}");
             prop_assert_eq!(check_order(&g, &r, &steps_in(&r, &units)), vec![], "{}", order);
-            let (better, _) = improve(&units, &deps, &takes, 1_000_000);
+            let (better, _) = improve(&units, &deps, &takes, 1_000_000, &mut || false);
             prop_assert!(topological(&deps, &better));
             prop_assert!(score(&takes, &better) <= score(&takes, &units));
             prop_assert_eq!(takes.peaks(&units).0, reference_peaks(&g, &r, &units));
@@ -318,4 +318,50 @@ proptest! {
         let again = best(&g, &r, &[], &options, 1_000_000, &mut Control::default()).unwrap();
         prop_assert_eq!(again, search);
     }
+}
+
+#[test]
+fn a_stopped_search_keeps_the_given_order_and_says_it_is_partial() {
+    let g = graph(
+        vec![
+            tensor("x", 100),
+            tensor("y", 8),
+            tensor("p", 100),
+            tensor("q", 8),
+        ],
+        vec![
+            step("x", &[], &["x"]),
+            step("p", &[], &["p"]),
+            step("y", &["x"], &["y"]),
+            step("q", &["p"], &["q"]),
+        ],
+    );
+    let r = g.resolve().unwrap();
+    let options = PlanOptions::default();
+    let mut asked = 0;
+    let mut stop = || {
+        asked += 1;
+        true
+    };
+    let mut control = Control {
+        should_stop: Some(&mut stop),
+        ..Control::default()
+    };
+    let search = best(&g, &r, &[], &options, DEFAULT_ORDER_WORK, &mut control).unwrap();
+    assert!(search.partial);
+    assert_eq!(search.tried.len(), 1);
+    assert_eq!(search.chosen().order, Order::Given);
+    assert!(asked > 0);
+    // Unstopped, it finds the order that runs one branch after the other.
+    let whole = best(
+        &g,
+        &r,
+        &[],
+        &options,
+        DEFAULT_ORDER_WORK,
+        &mut Control::default(),
+    )
+    .unwrap();
+    assert!(!whole.partial);
+    assert!(whole.chosen().plan.footprint_bytes() < search.chosen().plan.footprint_bytes());
 }
