@@ -381,16 +381,19 @@ pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> 
     }
     // Each storage's accesses, in given order: (step, 2 x writes seen before, +1 for a write).
     // In the new order the ranks may not decrease.
-    let mut accesses: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
-    let mut writes_seen: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut accesses: Vec<Vec<(usize, usize)>> = vec![Vec::new(); resolved.tensors.len()];
+    let mut writes_seen = vec![0usize; resolved.tensors.len()];
     let storage = |t: usize| resolved.root(t).unwrap_or(t);
-    let last_of_loop: BTreeMap<usize, usize> = (0..n)
-        .filter_map(|s| resolved.steps[s].loop_index.map(|l| (l, s)))
-        .collect();
+    let mut last_of_loop = vec![None; resolved.back_edge_reads.len()];
+    for (s, step) in resolved.steps.iter().enumerate() {
+        if let Some(l) = step.loop_index {
+            last_of_loop[l] = Some(s);
+        }
+    }
     for s in 0..n {
         let step = &resolved.steps[s];
         let back_edge: &[usize] = match step.loop_index {
-            Some(l) if last_of_loop.get(&l) == Some(&s) => &resolved.back_edge_reads[l],
+            Some(l) if last_of_loop[l] == Some(s) => &resolved.back_edge_reads[l],
             _ => &[],
         };
         let mut reads: Vec<usize> = step
@@ -405,16 +408,14 @@ pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> 
         writes.sort_unstable();
         writes.dedup();
         for r in reads {
-            let seen = writes_seen.get(&r).copied().unwrap_or(0);
-            accesses.entry(r).or_default().push((s, 2 * seen));
+            accesses[r].push((s, 2 * writes_seen[r]));
         }
         for w in writes {
-            let seen = writes_seen.entry(w).or_insert(0);
-            accesses.entry(w).or_default().push((s, 2 * *seen + 1));
-            *seen += 1;
+            accesses[w].push((s, 2 * writes_seen[w] + 1));
+            writes_seen[w] += 1;
         }
     }
-    for (key, mut list) in accesses {
+    for (key, mut list) in accesses.into_iter().enumerate() {
         list.sort_by_key(|&(s, rank)| (at[s], rank));
         if let Some(w) = list.windows(2).find(|w| w[1].1 < w[0].1) {
             violations.push(Violation::Dependency {

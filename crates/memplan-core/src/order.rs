@@ -23,7 +23,7 @@
 //! The checker verifies a reordered plan with its own code ([`crate::check::check_order`]).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
@@ -305,21 +305,22 @@ fn lpmf(deps: &Dependencies, takes: &Takes) -> Vec<u32> {
         }
     }
     let mut indegree: Vec<usize> = deps.preds.iter().map(Vec::len).collect();
-    let mut ready: BTreeSet<u32> = (0..n as u32)
+    let mut ready: Vec<u32> = (0..n as u32)
         .filter(|&u| indegree[u as usize] == 0)
         .collect();
     let mut scheduled = vec![false; n];
     let (mut live, mut peak) = (0u128, 0u128);
     let mut order = Vec::with_capacity(n);
-    while let Some(&u) = ready.iter().min_by_key(|&&u| {
-        let u = u as usize;
+    // The ready units in no order: the key ends with the unit, so the choice is the same.
+    while let Some(k) = (0..ready.len()).min_by_key(|&k| {
+        let u = ready[k] as usize;
         (
             peak.max(live + alloc[u]),
             (live + alloc[u]).saturating_sub(free[u]),
             u,
         )
     }) {
-        ready.remove(&u);
+        let u = ready.swap_remove(k);
         order.push(u);
         let ui = u as usize;
         scheduled[ui] = true;
@@ -347,7 +348,7 @@ fn lpmf(deps: &Dependencies, takes: &Takes) -> Vec<u32> {
         for &v in &deps.succs[ui] {
             indegree[v as usize] -= 1;
             if indegree[v as usize] == 0 {
-                ready.insert(v);
+                ready.push(v);
             }
         }
     }
