@@ -128,11 +128,10 @@ fn the_checker_catches_a_read_moved_past_a_write() {
     }
 }
 
-#[test]
-fn lpmf_runs_the_branch_that_frees_first() {
-    // Two independent branches: a big one (x -> y) and a small one. Given order interleaves
-    // them so both are live together; lpmf finishes one before it starts the other.
-    let g = graph(
+/// Two independent branches, a big one (x -> y) and a small one (p -> q), interleaved so that
+/// both are live together.
+fn two_branches() -> Graph {
+    graph(
         vec![
             tensor("x", 100),
             tensor("y", 8),
@@ -145,7 +144,13 @@ fn lpmf_runs_the_branch_that_frees_first() {
             step("y", &["x"], &["y"]),
             step("q", &["p"], &["q"]),
         ],
-    );
+    )
+}
+
+#[test]
+fn lpmf_runs_the_branch_that_frees_first() {
+    // lpmf finishes one branch before it starts the other.
+    let g = two_branches();
     let r = g.resolve().unwrap();
     let deps = dependencies(&g, &r);
     let takes = Takes::of(&r, &[]);
@@ -322,20 +327,7 @@ proptest! {
 
 #[test]
 fn a_stopped_search_keeps_the_given_order_and_says_it_is_partial() {
-    let g = graph(
-        vec![
-            tensor("x", 100),
-            tensor("y", 8),
-            tensor("p", 100),
-            tensor("q", 8),
-        ],
-        vec![
-            step("x", &[], &["x"]),
-            step("p", &[], &["p"]),
-            step("y", &["x"], &["y"]),
-            step("q", &["p"], &["q"]),
-        ],
-    );
+    let g = two_branches();
     let r = g.resolve().unwrap();
     let options = PlanOptions::default();
     let mut asked = 0;
