@@ -26,7 +26,7 @@ use memplan_core::budget::{
 };
 use memplan_core::check::check_order;
 use memplan_core::graph::{GraphError, ResolvedGraph, group_by_site};
-use memplan_core::liveness::analyze_flipped_with;
+use memplan_core::liveness::{analyze_flipped_with, problem_flipped};
 use memplan_core::order::{self, Order};
 use memplan_core::problem::ProblemError;
 use memplan_core::recorded::Recorded;
@@ -258,10 +258,10 @@ pub struct Reordering {
     /// The dependencies of the given schedule the order breaks (`check::check_order`): none
     /// for any order memplan makes.
     pub violations: Vec<Violation>,
-    /// The footprint of the given order, per device, under the same options.
+    /// The footprint of the given order, per device, under the same options and flips.
     pub given_footprint_bytes: Vec<u64>,
-    /// The given order's usage curve per device (live bytes at each position), for the views
-    /// to draw beside the reordered one.
+    /// The given order's usage curve per device (live bytes at each position; the same flips),
+    /// for the views to draw beside the reordered one.
     pub given_usage: Vec<Vec<u64>>,
     /// For `best`: each order it planned (its start, whether improved, its footprint).
     pub tried: Vec<(Order, bool, u64)>,
@@ -554,6 +554,27 @@ impl Session {
             plan_with(problem, &self.options(scenario), control).map_err(|e| self.plan_error(e))?;
         if let Some(r) = bound.as_ref().and_then(|b| b.reordering.as_ref()) {
             plan.violations.extend(r.violations.iter().cloned());
+            // `best` is chosen for the dump without flips; with them it can lose to the given
+            // order, and then it is the given order (no step moved), never a larger plan.
+            let given: u64 = r.given_footprint_bytes.iter().sum();
+            if r.order == Order::Best && plan.footprint_bytes() > given {
+                let kept = Scenario {
+                    order: Order::Given,
+                    ..scenario.clone()
+                };
+                let mut outcome = self.plan_with(&kept, control)?;
+                let unmoved = Reordering {
+                    steps: (0..self.graph.steps.len()).collect(),
+                    moved: vec![false; self.graph.steps.len()],
+                    violations: Vec::new(),
+                    ..Reordering::clone(r)
+                };
+                if let Some(b) = outcome.bound.as_mut() {
+                    b.reordering = Some(Arc::new(unmoved));
+                }
+                outcome.scenario = scenario.clone();
+                return Ok(outcome);
+            }
         }
         Ok(Outcome {
             scenario: scenario.clone(),
@@ -801,7 +822,28 @@ impl Session {
         }
         let liveness = analyze_flipped_with(graph, resolved, &flags, Arc::clone(&liveness.uses));
         let (graph, resolved) = (Arc::clone(graph), Arc::clone(resolved));
-        let reordering = bound.as_ref().and_then(|b| b.reordering.clone());
+        // Reordered, the given order is measured with the same flips: the figure beside the
+        // plan is what the order alone changes.
+        let reordering = match bound.as_ref().and_then(|b| b.reordering.as_ref()) {
+            None => None,
+            Some(r) => {
+                let base = self.bind(&scenario.params)?;
+                let (g, rg) = match &base {
+                    Some(b) => (&*b.graph, &*b.resolved),
+                    None => (&*self.graph, &*self.resolved),
+                };
+                let problem = problem_flipped(g, rg, &flags);
+                let given = plan_with(&problem, &self.options(scenario), &mut Control::default())
+                    .map_err(|e| self.plan_error(e))?;
+                Some(Arc::new(Reordering {
+                    given_footprint_bytes: (given.devices.iter())
+                        .map(|d| d.footprint_bytes)
+                        .collect(),
+                    given_usage: given.devices.into_iter().map(|d| d.usage.curve).collect(),
+                    ..Reordering::clone(r)
+                }))
+            }
+        };
         Ok(Some(Bound {
             graph,
             resolved,

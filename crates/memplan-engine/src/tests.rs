@@ -959,6 +959,36 @@ mod reorder {
         assert!(best.plan.footprint_bytes() < given);
     }
 
+    /// With flips too, `best` is never above the given order with the same flips (where the
+    /// order chosen without them loses, it keeps the given one, no step moved).
+    #[test]
+    fn the_given_figure_has_the_scenario_flips() {
+        let mut kept = 0;
+        for text in [MLP, CONVNET, TRAINING] {
+            let s = session(text);
+            let rows = s.candidate_rows(&s.plan(&Scenario::default()).unwrap());
+            for k in [1, 2, 4, 8, 16, 64] {
+                let flipped = Scenario {
+                    flips: rows.iter().take(k).map(|c| c.tensor.clone()).collect(),
+                    ..Scenario::default()
+                };
+                let given = s.plan(&flipped).unwrap().plan.footprint_bytes();
+                let best = s
+                    .plan(&Scenario {
+                        order: Order::Best,
+                        ..flipped.clone()
+                    })
+                    .unwrap();
+                assert!(best.plan.is_valid());
+                let order = s.summary(&best).order.unwrap();
+                assert_eq!(order.given_footprint_bytes, given);
+                assert!(best.plan.footprint_bytes() <= given);
+                kept += usize::from(order.moved_steps == 0);
+            }
+        }
+        eprintln!("{kept} kept the given order");
+    }
+
     /// A reordered report whose order is tampered with is refused by the order's checker, not
     /// by a panic: unknown ids, a step twice, a step missing, a dependency broken; a report
     /// whose order is sound but whose placements belong to another order is refused too.
