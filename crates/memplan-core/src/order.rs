@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graph, ResolvedGraph, align_up};
 use crate::layout::{Control, Plan, PlanError, PlanOptions, Progress, plan_with};
-use crate::liveness::{analyze_flipped, taken_per_position};
+use crate::liveness::{analyze, taken_per_position};
 
 /// Which order of the schedule a plan uses.
 #[derive(
@@ -166,22 +166,31 @@ pub fn dependencies(graph: &Graph, resolved: &ResolvedGraph) -> Dependencies {
 }
 
 /// What the orders weigh: for each unit, the storages it takes, and each storage's device and
-/// bytes (always-live storages are left out: no order changes them).
+/// bytes (always-live storages are left out: no order changes them; their bytes per device are
+/// kept apart).
 #[derive(Debug, Clone)]
 pub struct Takes {
     pub per_unit: Vec<Vec<u32>>,
     pub bytes: Vec<u64>,
     pub device: Vec<u32>,
     pub devices: usize,
+    pub always_live: Vec<u64>,
 }
 
 impl Takes {
-    /// The storages each unit of `resolved` takes, with `flipped` tensors recomputed at their
-    /// uses (one flag per tensor, or empty).
-    pub fn of(resolved: &ResolvedGraph, flipped: &[bool]) -> Takes {
+    /// The storages each unit of `resolved` takes.
+    pub fn of(resolved: &ResolvedGraph) -> Takes {
+        let occupied =
+            |t: &crate::graph::ResolvedTensor| align_up(t.bytes, t.alignment).unwrap_or(u64::MAX);
+        let mut always_live = vec![0u64; resolved.device_ids.len()];
+        for t in &resolved.tensors {
+            if t.always_live && t.storage == crate::graph::Storage::Owned {
+                always_live[t.device] = always_live[t.device].saturating_add(occupied(t));
+            }
+        }
         let mut index: Vec<Option<u32>> = vec![None; resolved.tensors.len()];
         let (mut bytes, mut device) = (Vec::new(), Vec::new());
-        let per_unit = taken_per_position(resolved, flipped)
+        let per_unit = taken_per_position(resolved, &[])
             .into_iter()
             .map(|roots| {
                 roots
@@ -190,7 +199,7 @@ impl Takes {
                     .map(|r| {
                         *index[r].get_or_insert_with(|| {
                             let t = &resolved.tensors[r];
-                            bytes.push(align_up(t.bytes, t.alignment).unwrap_or(u64::MAX));
+                            bytes.push(occupied(t));
                             device.push(t.device as u32);
                             (bytes.len() - 1) as u32
                         })
@@ -203,13 +212,13 @@ impl Takes {
             bytes,
             device,
             devices: resolved.device_ids.len(),
+            always_live,
         }
     }
 
-    /// The most bytes live at once on each device when the units run in `order` (a storage
-    /// lives from the first unit that takes it to the last, both included), and the sum over
-    /// units of the bytes live there (which separates orders of equal peak).
-    pub fn peaks(&self, order: &[u32]) -> (Vec<u64>, u128) {
+    /// The bytes live at each position of `order`, per device (`live[at * devices + d]`): a
+    /// storage lives from the first unit that takes it to the last, both included.
+    fn live(&self, order: &[u32]) -> Vec<u64> {
         let n = order.len();
         let mut first = vec![u32::MAX; self.bytes.len()];
         let mut last = vec![0u32; self.bytes.len()];
@@ -229,21 +238,47 @@ impl Takes {
             delta[first[s] as usize * self.devices + d] += i128::from(self.bytes[s]);
             delta[(last[s] as usize + 1) * self.devices + d] -= i128::from(self.bytes[s]);
         }
-        let mut live = vec![0i128; self.devices];
-        let mut peak = vec![0u64; self.devices];
-        let mut area: u128 = 0;
+        let mut now = vec![0i128; self.devices];
+        let mut live = vec![0u64; n * self.devices];
         for at in 0..n {
             for d in 0..self.devices {
-                live[d] += delta[at * self.devices + d];
-                let l = live[d].max(0) as u64;
-                peak[d] = peak[d].max(l);
-                area += u128::from(l);
+                now[d] += delta[at * self.devices + d];
+                live[at * self.devices + d] = now[d].max(0) as u64;
             }
+        }
+        live
+    }
+
+    /// The most bytes live at once on each device when the units run in `order`, and the sum
+    /// over positions of the bytes live there (which separates orders of equal peak).
+    pub fn peaks(&self, order: &[u32]) -> (Vec<u64>, u128) {
+        let mut peak = vec![0u64; self.devices];
+        let mut area: u128 = 0;
+        for (k, &l) in self.live(order).iter().enumerate() {
+            let d = k % self.devices;
+            peak[d] = peak[d].max(l);
+            area += u128::from(l);
         }
         (peak, area)
     }
 
-    /// A bound no order goes below: on each device, the bytes some unit takes at once.
+    /// The first position of `order` where the live bytes, summed over devices, are highest.
+    fn peak_position(&self, order: &[u32]) -> usize {
+        let live = self.live(order);
+        let per_position = live
+            .chunks(self.devices.max(1))
+            .map(|c| c.iter().map(|&l| u128::from(l)).sum::<u128>());
+        let (mut best, mut best_at) = (0u128, 0);
+        for (at, l) in per_position.enumerate() {
+            if l > best {
+                (best, best_at) = (l, at);
+            }
+        }
+        best_at
+    }
+
+    /// A bound no order goes below, on each device: the bytes some unit takes at once, and the
+    /// always-live bytes beside them.
     pub fn floor(&self) -> Vec<u64> {
         let mut floor = vec![0u64; self.devices];
         let mut at_unit = vec![0u64; self.devices];
@@ -256,6 +291,9 @@ impl Takes {
             for d in 0..self.devices {
                 floor[d] = floor[d].max(at_unit[d]);
             }
+        }
+        for (f, &a) in floor.iter_mut().zip(&self.always_live) {
+            *f = f.saturating_add(a);
         }
         floor
     }
@@ -499,7 +537,7 @@ pub fn improve(
             break;
         }
         let at = position_of(&order);
-        let peak_at = peak_position(takes, &order);
+        let peak_at = takes.peak_position(&order);
         let from = peak_at.saturating_sub(MOVE_WINDOW);
         let to = (peak_at + MOVE_WINDOW).min(n - 1);
         for i in from..=to {
@@ -559,34 +597,6 @@ fn position_of(order: &[u32]) -> Vec<usize> {
     at
 }
 
-/// The first position where the live bytes, summed over devices, are highest.
-fn peak_position(takes: &Takes, order: &[u32]) -> usize {
-    let n = order.len();
-    let mut first = vec![u32::MAX; takes.bytes.len()];
-    let mut last = vec![0u32; takes.bytes.len()];
-    for (at, &u) in order.iter().enumerate() {
-        for &s in &takes.per_unit[u as usize] {
-            first[s as usize] = first[s as usize].min(at as u32);
-            last[s as usize] = at as u32;
-        }
-    }
-    let mut delta = vec![0i128; n + 1];
-    for s in 0..takes.bytes.len() {
-        if first[s] != u32::MAX {
-            delta[first[s] as usize] += i128::from(takes.bytes[s]);
-            delta[last[s] as usize + 1] -= i128::from(takes.bytes[s]);
-        }
-    }
-    let (mut live, mut best, mut best_at) = (0i128, i128::MIN, 0);
-    for (at, d) in delta.iter().take(n).enumerate() {
-        live += d;
-        if live > best {
-            (best, best_at) = (live, at);
-        }
-    }
-    best_at
-}
-
 /// One order of the schedule, planned.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Planned {
@@ -619,22 +629,21 @@ pub fn reordered(graph: &Graph, resolved: &ResolvedGraph, units: &[u32]) -> (Gra
     (graph.reordered(&steps), resolved.reordered(&steps))
 }
 
-/// Searches for the order of `resolved`'s units whose plan, with `flipped` tensors recomputed
-/// and under `options`, has the smallest footprint (see the module docs). `work` bounds the
+/// Searches for the order of `resolved`'s units whose plan under `options` has the smallest
+/// footprint (see the module docs). `work` bounds the
 /// improvement, shared by its starts; `control` may stop it (between plans and between the
 /// improvement's rounds: what it has is then planned, and the search is `partial`), and hears
 /// each order planned (`evaluations`: orders planned; `best_bytes`: the smallest footprint so far;
-/// `bound_bytes`: the bytes some unit takes at once, which no order goes below).
+/// `bound_bytes`: [`Takes::floor`] summed, which no order goes below).
 pub fn best(
     graph: &Graph,
     resolved: &ResolvedGraph,
-    flipped: &[bool],
     options: &PlanOptions,
     work: u64,
     control: &mut Control<'_>,
 ) -> Result<Search, PlanError> {
     let deps = dependencies(graph, resolved);
-    let takes = Takes::of(resolved, flipped);
+    let takes = Takes::of(resolved);
     let floor: u64 = takes.floor().iter().sum();
     let n = deps.preds.len();
     let mut starts: Vec<(Order, Vec<u32>)> = Vec::new();
@@ -649,7 +658,7 @@ pub fn best(
     let share = work / starts.len() as u64;
     let plan_of = |units: &[u32], control: &mut Control<'_>| {
         let (g, r) = reordered(graph, resolved, units);
-        let problem = analyze_flipped(&g, &r, flipped).problem;
+        let problem = analyze(&g, &r).problem;
         plan_with(&problem, options, control)
     };
     for (order, units) in starts {

@@ -731,8 +731,8 @@ impl Session {
         let (units, given_plan, tried, partial) = match scenario.order {
             Order::Best => {
                 let work = scenario.order_work.unwrap_or(order::DEFAULT_ORDER_WORK);
-                let mut search = order::best(graph, resolved, &[], &options, work, control)
-                    .map_err(plan_error)?;
+                let mut search =
+                    order::best(graph, resolved, &options, work, control).map_err(plan_error)?;
                 let tried = (search.tried.iter())
                     .map(|p| (p.order, p.improved, p.plan.footprint_bytes()))
                     .collect();
@@ -742,7 +742,7 @@ impl Session {
             }
             heuristic => {
                 let deps = order::dependencies(graph, resolved);
-                let takes = order::Takes::of(resolved, &[]);
+                let takes = order::Takes::of(resolved);
                 let units = order::heuristic(heuristic, &deps, &takes);
                 let given = plan_with(&liveness.problem, &options, &mut Control::default())
                     .map_err(plan_error)?;
@@ -869,7 +869,8 @@ impl Session {
 
     /// The remat candidates of the dump (under the scenario's params), with their costs.
     pub fn candidates(&self, scenario: &Scenario) -> Result<Vec<Candidate>, EngineError> {
-        Ok(match self.ordered(scenario, &mut Control::default())? {
+        // The params alone: an order moves steps, not what each tensor costs to recompute.
+        Ok(match self.bind(&scenario.params)? {
             Some(b) => candidates(&b.graph, &b.resolved, &b.liveness.uses),
             None => candidates(&self.graph, &self.resolved, &self.liveness.uses),
         })

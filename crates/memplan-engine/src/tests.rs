@@ -867,7 +867,7 @@ mod reorder {
         let graph = memplan_formats::json::parse(text).unwrap();
         let resolved = graph.resolve().unwrap();
         let deps = dependencies(&graph, &resolved);
-        let takes = memplan_core::order::Takes::of(&resolved, &[]);
+        let takes = memplan_core::order::Takes::of(&resolved);
         let weight: Vec<u64> = (takes.per_unit.iter())
             .map(|t| t.iter().map(|&s| takes.bytes[s as usize]).sum())
             .collect();
@@ -963,7 +963,6 @@ mod reorder {
     /// order chosen without them loses, it keeps the given one, no step moved).
     #[test]
     fn the_given_figure_has_the_scenario_flips() {
-        let mut kept = 0;
         for text in [MLP, CONVNET, TRAINING] {
             let s = session(text);
             let rows = s.candidate_rows(&s.plan(&Scenario::default()).unwrap());
@@ -983,10 +982,8 @@ mod reorder {
                 let order = s.summary(&best).order.unwrap();
                 assert_eq!(order.given_footprint_bytes, given);
                 assert!(best.plan.footprint_bytes() <= given);
-                kept += usize::from(order.moved_steps == 0);
             }
         }
-        eprintln!("{kept} kept the given order");
     }
 
     /// A reordered report whose order is tampered with is refused by the order's checker, not

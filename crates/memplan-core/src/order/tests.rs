@@ -153,7 +153,7 @@ fn lpmf_runs_the_branch_that_frees_first() {
     let g = two_branches();
     let r = g.resolve().unwrap();
     let deps = dependencies(&g, &r);
-    let takes = Takes::of(&r, &[]);
+    let takes = Takes::of(&r);
     assert_eq!(takes.peaks(&given(4)).0, vec![208]);
     let order = heuristic(Order::Lpmf, &deps, &takes);
     assert_eq!(order, vec![0, 2, 1, 3]);
@@ -274,7 +274,7 @@ proptest! {
     ) {
         let r = g.resolve().unwrap();
         let deps = dependencies(&g, &r);
-        let takes = Takes::of(&r, &[]);
+        let takes = Takes::of(&r);
         for order in [Order::Given, Order::Lpmf, Order::Bfs, Order::Dfs] {
             let units = heuristic(order, &deps, &takes);
             prop_assert!(topological(&deps, &units), "{order}: {units:?}");
@@ -308,7 +308,7 @@ proptest! {
             strategy: Strategy::FirstFit.into(),
             ..PlanOptions::default()
         };
-        let search = best(&g, &r, &[], &options, 1_000_000, &mut Control::default()).unwrap();
+        let search = best(&g, &r, &options, 1_000_000, &mut Control::default()).unwrap();
         let chosen = search.chosen();
         prop_assert_eq!(search.tried[0].order, Order::Given);
         prop_assert!(!search.tried[0].improved);
@@ -316,11 +316,14 @@ proptest! {
             prop_assert!(p.plan.is_valid());
             prop_assert!(topological(&dependencies(&g, &r), &p.units));
         }
+        // The bound the search reports holds every plan, always-live bytes included.
+        let floor: u64 = Takes::of(&r).floor().iter().sum();
         for p in &search.tried {
             prop_assert!(chosen.plan.footprint_bytes() <= p.plan.footprint_bytes());
+            prop_assert!(p.plan.footprint_bytes() >= floor);
         }
         // Deterministic.
-        let again = best(&g, &r, &[], &options, 1_000_000, &mut Control::default()).unwrap();
+        let again = best(&g, &r, &options, 1_000_000, &mut Control::default()).unwrap();
         prop_assert_eq!(again, search);
     }
 }
@@ -339,7 +342,7 @@ fn a_stopped_search_keeps_the_given_order_and_says_it_is_partial() {
         should_stop: Some(&mut stop),
         ..Control::default()
     };
-    let search = best(&g, &r, &[], &options, DEFAULT_ORDER_WORK, &mut control).unwrap();
+    let search = best(&g, &r, &options, DEFAULT_ORDER_WORK, &mut control).unwrap();
     assert!(search.partial);
     assert_eq!(search.tried.len(), 1);
     assert_eq!(search.chosen().order, Order::Given);
@@ -348,7 +351,6 @@ fn a_stopped_search_keeps_the_given_order_and_says_it_is_partial() {
     let whole = best(
         &g,
         &r,
-        &[],
         &options,
         DEFAULT_ORDER_WORK,
         &mut Control::default(),
