@@ -8,7 +8,7 @@
 # Usage: ./scripts/readme-figures.sh [BLOCK...]
 set -euo pipefail
 # With names (bench capacity minimize omnimalloc wasm scale remat greedy onnx chain orders fits
-# bundle browser screenshot), only those.
+# compilers bundle browser screenshot), only those.
 only=" $* "
 want() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -176,6 +176,32 @@ if want orders; then
   cargo run -q --locked --profile fast -p memplan-cli -- bench $(printf -- '--orders %s ' "${files[@]}") 2>/dev/null
 } > "$tmp/orders"
 replace orders "$tmp/orders"
+fi
+
+if want compilers; then
+{
+  cargo build -q --locked --profile fast -p memplan-cli
+  echo "\`memplan plan FILE --json\` on each compiler dump of tests/data ($today): the plan the compiler wrote into it (checked by memplan's checker) beside memplan's default plan of the same values:"
+  echo
+  echo '| dump | values | compiler | its plan | its arena | checker | memplan | memplan arena | lower bound |'
+  echo '|---|---:|---|---:|---:|---|---:|---:|---:|'
+  cat > "$tmp/compiler-row.py" <<'PY'
+import json, sys
+p = json.load(sys.stdin)
+g = p["given_plan"]
+mib = lambda b: f"{b / 2**20:,.2f} MiB"
+arena = sum(d["arena_bytes"] for d in p["devices"])
+print(f'| {sys.argv[1]} | {sys.argv[2]} | {g["planner"]} | {mib(g["footprint_bytes"])} | {mib(g["arena_bytes"])} | '
+      f'{"valid" if g["valid"] else str(g["violations"]) + " violations"} | {mib(p["footprint_bytes"])} | {mib(arena)} | '
+      f'{mib(p["lower_bound_bytes"])} |')
+PY
+  for f in tests/data/xla/*/*-buffer-assignment.txt; do
+    name="xla/$(basename "$(dirname "$f")")"
+    values=$(grep -c '^ value:' "$f")
+    target/fast/memplan plan "$f" --json 2>/dev/null | python3 "$tmp/compiler-row.py" "$name" "$values"
+  done
+} > "$tmp/compilers"
+replace compilers "$tmp/compilers"
 fi
 
 fits_cmd="memplan fits static/examples/decoder-serving.json --device-class l4-24gb --util 0.9 --param B --set S=4096"

@@ -18,6 +18,25 @@ struct Corpus {
     torch_trace: TorchTrace,
     torch_generated: TorchGenerated,
     found: Vec<Found>,
+    xla: Xla,
+}
+
+/// XLA dumps, with figures from `tests/data/xla_figures.py`.
+#[derive(Deserialize)]
+struct Xla {
+    file: Vec<XlaEntry>,
+}
+
+#[derive(Deserialize)]
+struct XlaEntry {
+    /// The buffer assignment; its live range is beside it.
+    path: String,
+    values: usize,
+    values_bytes: u64,
+    temp_values: usize,
+    temp_bytes: u64,
+    temp_lower_bound: u64,
+    allocations_bytes: u64,
 }
 
 /// A layout `search` found (minimalloc CSV with an `offset` column) for the buffers of `input`.
@@ -199,6 +218,7 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
             + c.torch_trace.file.len()
             + c.torch_generated.file.len()
             + c.found.len()
+            + 2 * c.xla.file.len()
     );
 }
 
@@ -413,7 +433,7 @@ fn minimalloc_offsets_round_trip_through_the_checker() {
     let csv = s.minimalloc_csv(Some(&outcome)).unwrap();
     let again = Session::load(csv.as_bytes(), "again.csv").unwrap();
     assert_eq!(
-        again.given_offsets.as_deref(),
+        again.given_plan.as_ref().map(|g| g.offsets.as_slice()),
         Some(outcome.plan.device_offsets(s.problem()).as_slice())
     );
     let checked = again.check_given(&Scenario::default()).unwrap();
@@ -430,7 +450,7 @@ fn minimalloc_offsets_round_trip_through_the_checker() {
         .find(|&b| span(b).overlaps(span(0)))
         .expect("a conflict with the first buffer");
     let mut moved = again.clone();
-    let offsets = moved.given_offsets.as_mut().unwrap();
+    let offsets = &mut moved.given_plan.as_mut().unwrap().offsets;
     offsets[moved.liveness.buffer_tensor[other]] = offsets[moved.liveness.buffer_tensor[0]];
     assert!(
         !moved
@@ -656,6 +676,58 @@ fn a_profiler_trace_has_the_figures_of_an_independent_script() {
             .filter(|t| !t.stack.is_empty())
             .count();
         assert_eq!(named, s.graph.tensors.len());
+    }
+}
+
+#[test]
+fn xla_dumps_have_the_figures_of_an_independent_script_and_xla_plans_pass_the_checker() {
+    for entry in &corpus().xla.file {
+        let path = data_dir().join(&entry.path);
+        let companion = memplan_formats::xla::companion(&entry.path).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.push(b'\n');
+        bytes.extend(std::fs::read(data_dir().join(companion)).unwrap());
+        let s = Session::load(&bytes, &entry.path).unwrap();
+        // Every value is a tensor with XLA's size (the other tensors are XLA's allocations).
+        let values: Vec<usize> = (0..s.graph.tensors.len())
+            .filter(|&t| !s.graph.tensors[t].id.starts_with("allocation "))
+            .collect();
+        assert_eq!(values.len(), entry.values, "{}", entry.path);
+        let bytes: u64 = values.iter().map(|&t| s.resolved.tensors[t].bytes).sum();
+        assert_eq!(bytes, entry.values_bytes, "{}", entry.path);
+        let temp = (s.graph.tensors.iter())
+            .filter(|t| t.kind == memplan_core::graph::TensorKind::Intermediate)
+            .count();
+        assert_eq!(temp, entry.temp_values, "{}", entry.path);
+        // The lower bound on the temp values is the script's.
+        let outcome = s.plan(&Scenario::default()).unwrap();
+        let report = s.report(&outcome);
+        assert!(report.summary.valid);
+        let [d] = &report.summary.devices[..] else {
+            panic!("one memory space")
+        };
+        assert_eq!(
+            d.lower_bound_bytes - d.always_live_bytes,
+            entry.temp_lower_bound,
+            "{}",
+            entry.path
+        );
+        // XLA's plan passes the checker; memplan's arena is no larger than XLA's temp arena.
+        let given = report.summary.given_plan.as_ref().expect("XLA's plan");
+        assert!(
+            given.valid,
+            "{}: {} violations",
+            entry.path, given.violations
+        );
+        assert_eq!(
+            s.check_given(&Scenario::default()).unwrap().violations,
+            vec![]
+        );
+        assert_eq!(given.arena_bytes, entry.temp_bytes, "{}", entry.path);
+        assert!(d.arena_bytes <= entry.temp_bytes, "{}", entry.path);
+        // XLA's allocations, one after another (with alignment padding between them).
+        assert!(given.footprint_bytes >= entry.allocations_bytes);
+        assert!(given.footprint_bytes - entry.allocations_bytes < 64 * 64);
     }
 }
 

@@ -369,6 +369,7 @@ impl PlacedSpan {
             views,
             stack,
             allocation,
+            given_offset,
         } = b;
         (tensor, name, kind, dtype, size, occupied)
             == (
@@ -387,7 +388,8 @@ impl PlacedSpan {
                     &earlier.consumers,
                     &earlier.views,
                 )
-            && (stack, allocation) == (&earlier.stack, &earlier.allocation)
+            && (stack, allocation, given_offset)
+                == (&earlier.stack, &earlier.allocation, &earlier.given_offset)
     }
 
     fn put(self, b: &mut BufferView) {
@@ -930,6 +932,7 @@ mod tests {
             views: Arc::from([]),
             stack: None,
             allocation: None,
+            given_offset: None,
         };
         buffers.iter().map(b).collect()
     }

@@ -38,7 +38,8 @@ use memplan_render::svg::{RenderError, SvgOptions, arena_svg, timeline_svg};
 #[command(
     name = "memplan",
     version,
-    about = "Plan and check where every buffer of an ML schedule lives"
+    about = "Plan and check where every buffer of an ML schedule lives",
+    after_help = "A dump (FILE) is memplan JSON, a minimalloc CSV, an ONNX model, a PyTorch memory snapshot or profiler trace (.json or .json.gz), or an XLA buffer assignment (either file of the *-buffer-assignment.txt and *-live-range.txt pair; the other is read from beside it). The format is told by content."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -298,7 +299,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Check a plan (a `plan --json` report, or the offsets of a minimalloc CSV) against a dump.
+    /// Check a plan (a `plan --json` report, or the plan the dump gives: a minimalloc CSV's
+    /// offsets, XLA's buffer assignment) against a dump.
     Check {
         file: PathBuf,
         /// The plan report to check; without it, the offsets the file itself gives.
@@ -542,6 +544,20 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
     })
 }
 
+/// A dump's bytes: with an XLA dump, both files of the pair (the buffer assignment and the live
+/// range beside it, found by name), joined.
+fn read_dump(path: &Path) -> Result<Vec<u8>, CliError> {
+    let mut bytes = read_bytes(path)?;
+    let companion = (path.file_name().and_then(|n| n.to_str()))
+        .and_then(memplan_formats::xla::companion)
+        .map(|name| path.with_file_name(name));
+    if let Some(other) = companion.filter(|p| p.is_file()) {
+        bytes.push(b'\n');
+        bytes.extend(read_bytes(&other)?);
+    }
+    Ok(bytes)
+}
+
 /// Loads a dump; what the import could not carry over exactly goes to stderr as warnings.
 pub(crate) fn open(path: &Path) -> Result<Session, CliError> {
     open_with(path, &memplan_formats::onnx::Options::default())
@@ -549,7 +565,7 @@ pub(crate) fn open(path: &Path) -> Result<Session, CliError> {
 
 /// [`open`] with import options.
 fn open_with(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Session, CliError> {
-    let session = Session::load_with(&read_bytes(path)?, &display(path), options)?;
+    let session = Session::load_with(&read_dump(path)?, &display(path), options)?;
     // Before the scenario is read: every guessed dim is named (a `--set` binds it anyway).
     for w in &session.warnings_for(&Scenario::default()) {
         eprintln!("memplan: warning: {}: {}", path.display(), one_line(w));

@@ -949,3 +949,48 @@ fn a_reordered_plan_reports_its_order_checks_and_converts() {
     let again: serde_json::Value = serde_json::from_str(&stdout(&again)).unwrap();
     assert_eq!(again["footprint_bytes"].as_u64(), Some(footprint));
 }
+
+#[test]
+fn an_xla_dump_is_read_as_its_pair_and_xlas_plan_is_checked_and_compared() {
+    let dir = root().join("tests/data/xla/mlp");
+    let assignment = dir
+        .join("module_0030.jit_step.cpu_after_optimizations-buffer-assignment.txt")
+        .display()
+        .to_string();
+    let o = memplan(&["plan", &assignment]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("XLA's plan: 27.62 MiB (arena 7.01 MiB), checker valid, 0 B over the lower bound; memplan's: 27.62 MiB (arena 7.01 MiB)"),
+        "{out}"
+    );
+    assert!(
+        stderr(&o).contains("21 thread-local values (84 B)"),
+        "{}",
+        stderr(&o)
+    );
+    // Either file of the pair names the dump; `check` checks XLA's offsets.
+    let live_range = assignment.replace("-buffer-assignment.txt", "-live-range.txt");
+    let o = memplan(&["check", &live_range]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("valid plan, 32 buffers"),
+        "{}",
+        stdout(&o)
+    );
+    let o = memplan(&["plan", &assignment, "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["given_plan"]["planner"], "XLA");
+    assert_eq!(report["given_plan"]["arena_bytes"], 7350272);
+    assert_eq!(report["given_plan"]["valid"], true);
+    // Alone, the buffer assignment is refused, naming the file it needs.
+    let text = std::fs::read_to_string(&assignment).unwrap();
+    let alone = temp("alone-buffer-assignment.txt", &text);
+    let o = memplan(&["plan", alone.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("the live range (`*-live-range.txt`, beside the buffer assignment in the dump) is missing"),
+        "{}",
+        stderr(&o)
+    );
+}

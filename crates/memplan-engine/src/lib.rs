@@ -40,9 +40,9 @@ use memplan_core::{
     Problem, StrategyChoice, Violation, analyze, check, plan_with,
 };
 use memplan_formats::report::{
-    BudgetReport, OrderReport, OrderTried, PlanReport, PlanSummary, SiteReport,
+    BudgetReport, GivenPlanReport, OrderReport, OrderTried, PlanReport, PlanSummary, SiteReport,
 };
-use memplan_formats::{Format, FormatError, load_with, minimalloc, onnx};
+use memplan_formats::{Format, FormatError, GivenPlan, load_with, minimalloc, onnx};
 use memplan_render::{Labels, ViewModel};
 use serde::{Deserialize, Serialize};
 
@@ -415,8 +415,8 @@ pub struct Session {
     pub graph: Arc<Graph>,
     pub resolved: Arc<ResolvedGraph>,
     pub liveness: Liveness,
-    /// Offsets the file gives itself (a minimalloc `offset` column), one per tensor.
-    pub given_offsets: Option<Vec<u64>>,
+    /// The plan the file gives itself (a minimalloc `offset` column, XLA's buffer assignment).
+    pub given_plan: Option<GivenPlan>,
     /// What the source's own allocator did (a PyTorch snapshot or profiler trace): shared, the
     /// views of every plan show it.
     pub recorded: Option<Arc<Recorded>>,
@@ -460,7 +460,7 @@ impl Session {
             graph: Arc::new(loaded.graph),
             resolved: Arc::new(loaded.resolved),
             liveness,
-            given_offsets: loaded.offsets,
+            given_plan: loaded.given_plan,
             recorded: loaded.recorded.map(Arc::new),
             warnings: loaded.warnings,
         };
@@ -1060,6 +1060,7 @@ impl Session {
         let mut summary = PlanSummary::new(&liveness.problem, &outcome.plan);
         summary.size_unknown_tensors = graph.tensors.iter().filter(|t| t.size_unknown).count();
         summary.complete = summary.size_unknown_tensors == 0;
+        summary.given_plan = self.given_plan_report(outcome.scenario.precision_classes);
         summary.reserved_bytes = self
             .recorded
             .as_ref()
@@ -1130,11 +1131,16 @@ impl Session {
     /// same for every outcome under those params, whatever its flips and strategy.
     pub fn labels(&self, outcome: &Outcome) -> Labels {
         let (graph, resolved, liveness) = self.parts(outcome);
-        let labels = Labels::new(graph, resolved, &liveness.uses);
-        match &self.recorded {
-            Some(recorded) => labels.with_recorded(graph, resolved, recorded),
-            None => labels,
+        let mut labels = Labels::new(graph, resolved, &liveness.uses);
+        if let Some(recorded) = &self.recorded {
+            labels = labels.with_recorded(graph, resolved, recorded);
         }
+        // The dumps that come with a plan have pinned steps and nothing to flip: the plan holds
+        // for every outcome.
+        if let Some(given) = &self.given_plan {
+            labels = labels.with_given_plan(&given.planner, &given.offsets);
+        }
+        labels
     }
 
     /// [`Session::view_model`], with `labels`: [`Session::labels`] of an outcome under the same
@@ -1288,15 +1294,46 @@ impl Session {
         Ok(self.check_layout(&problem, pools, placements, scenario))
     }
 
-    /// Checks the offsets the file gives itself (a minimalloc `offset` column): one arena pool per
-    /// device, as tall as the highest buffer end.
+    /// The plan the file gives itself beside memplan's: its bytes, its arena's, and the checker's
+    /// verdict, on the dump's own problem.
+    pub fn given_plan_report(&self, precision_classes: bool) -> Option<GivenPlanReport> {
+        let given = self.given_plan.as_ref()?;
+        let scenario = Scenario {
+            precision_classes,
+            ..Scenario::default()
+        };
+        let checked = self.check_given(&scenario).ok()?;
+        let problem = self.problem();
+        let mut arena = vec![0u64; problem.device_ids.len()];
+        for (b, &t) in problem.buffers.iter().zip(&self.liveness.buffer_tensor) {
+            if !b.is_always_live() {
+                let end = given.offsets[t].saturating_add(b.occupied_size());
+                arena[b.device] = arena[b.device].max(end);
+            }
+        }
+        let lower_bound_bytes = memplan_core::lower_bound::device_usage(problem)
+            .iter()
+            .fold(0u64, |sum, d| sum.saturating_add(d.lower_bound));
+        Some(GivenPlanReport {
+            planner: given.planner.clone(),
+            footprint_bytes: checked.footprint_bytes,
+            arena_bytes: arena.iter().fold(0u64, |sum, &a| sum.saturating_add(a)),
+            lower_bound_bytes,
+            valid: checked.violations.is_empty(),
+            violations: checked.violations.len(),
+        })
+    }
+
+    /// Checks the plan the file gives itself (a minimalloc `offset` column, XLA's offsets): one
+    /// arena pool per device, as tall as the highest buffer end.
     pub fn check_given(&self, scenario: &Scenario) -> Result<Checked, EngineError> {
-        let offsets = self
-            .given_offsets
+        let offsets = &self
+            .given_plan
             .as_ref()
             .ok_or_else(|| EngineError::NoGivenPlan {
                 input: self.source.clone(),
-            })?;
+            })?
+            .offsets;
         let problem = self.problem();
         let placements: Vec<Placement> = self
             .liveness

@@ -4,6 +4,7 @@
 //! - [`json`]: the native memplan JSON dump, version 1 (a graph).
 //! - [`minimalloc`]: minimalloc CSV (buffers with half-open lifetimes, optionally offsets).
 //! - [`torch`]: PyTorch CUDA memory snapshots, through the safe unpickler [`pickle`].
+//! - [`xla`]: XLA buffer assignments with their live ranges, and XLA's own plan.
 //! - [`report`]: the plan report that `memplan plan --json` prints and `memplan check` reads.
 //! - [`hardware`]: device classes' memory terms (strict TOML).
 //! - [`load`]: detects the format of some bytes and imports them.
@@ -21,6 +22,7 @@ pub mod pickle;
 pub mod report;
 pub mod torch;
 pub mod torch_trace;
+pub mod xla;
 
 use memplan_core::{Graph, GraphError, ResolvedGraph};
 
@@ -49,7 +51,7 @@ pub enum FormatError {
     #[error(transparent)]
     Graph(#[from] GraphError),
     #[error(
-        "cannot tell the format of {0}: expected a memplan JSON dump, a minimalloc CSV, an ONNX model, a PyTorch memory snapshot or a PyTorch profiler trace"
+        "cannot tell the format of {0}: expected a memplan JSON dump, a minimalloc CSV, an ONNX model, a PyTorch memory snapshot, a PyTorch profiler trace or an XLA buffer assignment"
     )]
     Unrecognized(String),
     #[error("{0} is not UTF-8 text")]
@@ -64,6 +66,8 @@ pub enum FormatError {
     Gzip { name: String, message: String },
     #[error("ONNX: {0}")]
     Onnx(String),
+    #[error("XLA dump line {line}: {message}")]
+    Xla { line: usize, message: String },
 }
 
 impl FormatError {
@@ -95,6 +99,7 @@ pub enum Format {
     TorchSnapshot,
     TorchTrace,
     Onnx,
+    Xla,
 }
 
 impl Format {
@@ -105,8 +110,20 @@ impl Format {
             Format::TorchSnapshot => "PyTorch memory snapshot",
             Format::TorchTrace => "PyTorch profiler trace",
             Format::Onnx => "ONNX model",
+            Format::Xla => "XLA buffer assignment",
         }
     }
+}
+
+/// A plan that came with the dump, made by someone else: what memplan checks and compares its
+/// own plan with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GivenPlan {
+    /// Who made it, as the views name it: "XLA", "the CSV".
+    pub planner: String,
+    /// One per tensor, in tensor order: an offset in its device's address space (views and
+    /// tensors that own no bytes carry one too, which nothing reads).
+    pub offsets: Vec<u64>,
 }
 
 /// A dump read from bytes.
@@ -116,8 +133,8 @@ pub struct Loaded {
     /// A valid graph: [`Graph::resolve`] succeeded on it, giving `resolved`.
     pub graph: Graph,
     pub resolved: ResolvedGraph,
-    /// Offsets the file gives (a minimalloc `offset` column), one per tensor.
-    pub offsets: Option<Vec<u64>>,
+    /// The plan the file gives itself (a minimalloc `offset` column, XLA's buffer assignment).
+    pub given_plan: Option<GivenPlan>,
     /// What the source's own allocator did (a PyTorch snapshot or profiler trace), to compare.
     pub recorded: Option<memplan_core::recorded::Recorded>,
     /// What the import could not carry over exactly, for the reader.
@@ -152,7 +169,7 @@ pub fn load_with(
             format: Format::Onnx,
             graph: imported.graph,
             resolved,
-            offsets: None,
+            given_plan: None,
             recorded: None,
             warnings: imported.warnings,
         });
@@ -165,7 +182,7 @@ pub fn load_with(
             format: Format::TorchSnapshot,
             graph: imported.graph,
             resolved,
-            offsets: None,
+            given_plan: None,
             recorded: Some(imported.recorded),
             warnings: imported.warnings,
         });
@@ -176,6 +193,18 @@ pub fn load_with(
     match format {
         // Text is never a pickle or a protobuf: `detect` names only the text formats.
         Format::TorchSnapshot | Format::Onnx => Err(FormatError::Unrecognized(name.to_string())),
+        Format::Xla => {
+            let imported = xla::parse(text)?;
+            let resolved = imported.graph.resolve()?;
+            Ok(Loaded {
+                format,
+                graph: imported.graph,
+                resolved,
+                given_plan: Some(imported.given_plan),
+                recorded: None,
+                warnings: imported.warnings,
+            })
+        }
         Format::TorchTrace => {
             let imported = torch_trace::parse(text)?;
             let resolved = imported.graph.resolve()?;
@@ -183,7 +212,7 @@ pub fn load_with(
                 format,
                 graph: imported.graph,
                 resolved,
-                offsets: None,
+                given_plan: None,
                 recorded: Some(imported.recorded),
                 warnings: imported.warnings,
             })
@@ -194,7 +223,7 @@ pub fn load_with(
                 format,
                 graph,
                 resolved,
-                offsets: None,
+                given_plan: None,
                 recorded: None,
                 warnings: Vec::new(),
             })
@@ -206,7 +235,10 @@ pub fn load_with(
                 format,
                 graph: imported.graph,
                 resolved,
-                offsets: imported.offsets,
+                given_plan: imported.offsets.map(|offsets| GivenPlan {
+                    planner: "the CSV".into(),
+                    offsets,
+                }),
                 recorded: None,
                 warnings: Vec::new(),
             })
@@ -242,6 +274,9 @@ fn gunzip(bytes: &[u8], name: &str) -> Result<Vec<u8>, FormatError> {
 }
 
 fn detect(text: &str, name: &str) -> Option<Format> {
+    if xla::detect(text) {
+        return Some(Format::Xla);
+    }
     let start = text.trim_start();
     if start.starts_with('[') || (start.starts_with('{') && text.contains("\"traceEvents\"")) {
         return Some(Format::TorchTrace);
@@ -297,13 +332,21 @@ mod fuzz {
     use super::*;
     use proptest::prelude::*;
 
-    const SEEDS: [&str; 4] = [
+    const SEEDS: [&str; 5] = [
         include_str!("../../../static/examples/mlp-training.json"),
         include_str!("../../../static/examples/transformer-decode.json"),
         "id,lower,upper,size,offset\n0,0,10,4,0\n1,10,20,4,0\n2,5,15,8,4\n",
         // A profiler trace: two operators, memory events on two devices, a free before.
         r#"{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::linear","pid":1,"tid":1,"ts":0,"dur":90},{"ph":"X","cat":"python_function","name":"model.py(54): forward","pid":1,"tid":1,"ts":1,"dur":80},{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":5,"args":{"Device Type":1,"Device Id":0,"Addr":4096,"Bytes":512,"Total Allocated":512,"Total Reserved":2097152,"Ev Idx":1}},{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":6,"args":{"Device Type":0,"Device Id":-1,"Addr":64,"Bytes":-8,"Total Allocated":0,"Total Reserved":0,"Ev Idx":2}},{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":9,"args":{"Device Type":1,"Device Id":0,"Addr":4096,"Bytes":-512,"Total Allocated":0,"Total Reserved":2097152,"Ev Idx":3}}]}"#,
+        // An XLA dump: a buffer assignment with its live range (in-place reuse, a thread-local, a
+        // live-out allocation shared by two values).
+        include_str!("testdata/xla-pair.txt"),
     ];
+
+    #[test]
+    fn an_xla_pair_seeds_the_fuzzer() {
+        assert!(load(SEEDS[4].as_bytes(), "fuzz").is_ok());
+    }
 
     const BINARY_SEEDS: [(&str, &[u8]); 2] = [
         (

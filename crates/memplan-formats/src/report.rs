@@ -79,6 +79,27 @@ pub struct PlanSummary {
     /// footprint beside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<OrderReport>,
+    /// The plan the dump came with (XLA's buffer assignment, a minimalloc `offset` column),
+    /// checked against the dump's own problem (the given order, no flips).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_plan: Option<GivenPlanReport>,
+}
+
+/// The plan a dump came with, beside memplan's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GivenPlanReport {
+    /// Who made it: `XLA`, `the CSV`.
+    pub planner: String,
+    /// Its bytes, summed over devices: per device, up to the highest end of any buffer.
+    pub footprint_bytes: u64,
+    /// Per device, up to the highest end of a buffer that is not always-live, summed.
+    pub arena_bytes: u64,
+    /// The lower bound of the problem it plans (the given order, without flips).
+    pub lower_bound_bytes: u64,
+    /// The independent checker's verdict on it, and how many violations it found.
+    pub valid: bool,
+    pub violations: usize,
 }
 
 /// A plan of a reordered schedule.
@@ -341,6 +362,7 @@ impl PlanSummary {
             found_ms: None,
             budget: None,
             reserved_bytes: None,
+            given_plan: None,
             flips: Vec::new(),
             recompute_cost: 0,
             order: None,

@@ -217,6 +217,9 @@ pub fn plan_table(report: &PlanSummary) -> String {
         let found = (report.found_ms).map_or(String::new(), |ms| format!(", found after {ms} ms"));
         let _ = writeln!(out, "search time {elapsed} ms{found}");
     }
+    if let Some(given) = given_plan_sentence(report) {
+        let _ = writeln!(out, "{given}");
+    }
     if let Some(reserved) = report.reserved_bytes {
         let _ = writeln!(
             out,
@@ -350,6 +353,46 @@ pub fn reserved_sentence(footprint: u64, reserved: u64, live_peak: u64) -> Strin
         bytes(reserved),
         bytes(live_peak)
     )
+}
+
+/// The plan a dump came with beside memplan's: both footprints, arenas and fragmentations (the
+/// bytes over each plan's lower bound), the checker's verdict on the given one, and the
+/// difference. `None` when the dump came with no plan.
+pub fn given_plan_sentence(report: &PlanSummary) -> Option<String> {
+    let g = report.given_plan.as_ref()?;
+    let arena: u64 = report.devices.iter().map(|d| d.arena_bytes).sum();
+    let verdict = if g.valid {
+        "checker valid".to_string()
+    } else {
+        format!("the checker finds {} violations", g.violations)
+    };
+    let change = match report.footprint_bytes.cmp(&g.footprint_bytes) {
+        std::cmp::Ordering::Equal => format!("the same as {}'s", g.planner),
+        std::cmp::Ordering::Less => format!(
+            "{} less than {}'s",
+            bytes(g.footprint_bytes - report.footprint_bytes),
+            g.planner
+        ),
+        std::cmp::Ordering::Greater => format!(
+            "{} more than {}'s",
+            bytes(report.footprint_bytes - g.footprint_bytes),
+            g.planner
+        ),
+    };
+    Some(format!(
+        "{}'s plan: {} (arena {}), {verdict}, {} over the lower bound; memplan's: {} (arena {}), {} over the lower bound: {change}",
+        g.planner,
+        bytes(g.footprint_bytes),
+        bytes(g.arena_bytes),
+        bytes(g.footprint_bytes.saturating_sub(g.lower_bound_bytes)),
+        bytes(report.footprint_bytes),
+        bytes(arena),
+        bytes(
+            report
+                .footprint_bytes
+                .saturating_sub(report.lower_bound_bytes)
+        ),
+    ))
 }
 
 /// One slot of `memplan spaces`' table (and of the explorer's).

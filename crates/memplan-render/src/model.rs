@@ -54,6 +54,42 @@ pub struct BufferView {
     pub stack: Option<u32>,
     /// How the source's allocator made it (a PyTorch snapshot or trace).
     pub allocation: Option<Allocation>,
+    /// Its offset in the plan the dump came with (XLA's, a minimalloc `offset` column).
+    pub given_offset: Option<u64>,
+}
+
+/// Whose layout the arena map can show besides memplan's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayoutSource {
+    /// The source's allocator (a PyTorch snapshot or trace): real addresses.
+    Allocator,
+    /// The plan the dump came with, by its planner (`XLA`).
+    Given(Arc<str>),
+}
+
+impl LayoutSource {
+    /// As the layout selector names it.
+    pub fn name(&self) -> String {
+        match self {
+            LayoutSource::Allocator => "the allocator's".into(),
+            LayoutSource::Given(planner) => format!("{planner}'s plan"),
+        }
+    }
+
+    /// As the canvas's `data-layout` and the selector's value say it.
+    pub fn key(&self) -> &'static str {
+        match self {
+            LayoutSource::Allocator => "allocator",
+            LayoutSource::Given(_) => "given",
+        }
+    }
+}
+
+impl BufferView {
+    /// Where the source put it: the allocator's address, or the given plan's offset.
+    pub fn source_address(&self) -> Option<u64> {
+        self.allocation.map(|a| a.address).or(self.given_offset)
+    }
 }
 
 /// A stack that allocated tensors, with its allocation site.
@@ -250,6 +286,8 @@ pub struct ViewModel {
     /// The source allocator's record per device (empty when the dump has none; `None` for a
     /// device its trace does not cover).
     pub allocator: Arc<[Option<AllocatorDeviceView>]>,
+    /// Who made the plan the dump came with (`XLA`), when it came with one.
+    pub given_planner: Option<Arc<str>>,
 }
 
 /// What the views show of a dump that no plan of it changes: per tensor its id, name and kind,
@@ -271,6 +309,8 @@ pub struct Labels {
     allocator: Arc<[Option<AllocatorDeviceView>]>,
     /// One per tensor when the dump has an allocator's record.
     allocations: Option<Arc<[Allocation]>>,
+    /// The plan the dump came with: who made it, and an offset per tensor.
+    given: Option<(Arc<str>, Arc<[u64]>)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -372,7 +412,14 @@ impl Labels {
             stacks: stacks.into(),
             allocator: Arc::new([]),
             allocations: None,
+            given: None,
         }
+    }
+
+    /// These labels with the plan the dump came with: `offsets`, one per tensor, by `planner`.
+    pub fn with_given_plan(mut self, planner: &str, offsets: &[u64]) -> Labels {
+        self.given = Some((planner.into(), offsets.into()));
+        self
     }
 
     /// These labels with what the source's allocator did (`recorded`, of the same graph), its
@@ -498,6 +545,7 @@ impl ViewModel {
                     views: label.views.clone(),
                     stack: label.stack,
                     allocation: (labels.allocations.as_ref()).map(|a| a[liveness.buffer_tensor[b]]),
+                    given_offset: (labels.given.as_ref()).map(|g| g.1[liveness.buffer_tensor[b]]),
                 }
             })
             .collect();
@@ -533,6 +581,16 @@ impl ViewModel {
             buffers,
             stacks: labels.stacks.clone(),
             allocator: labels.allocator.clone(),
+            given_planner: labels.given.as_ref().map(|g| g.0.clone()),
+        }
+    }
+
+    /// What the arena map can show besides memplan's plan; `None`: nothing.
+    pub fn layout_source(&self) -> Option<LayoutSource> {
+        if self.buffers.iter().any(|b| b.allocation.is_some()) {
+            Some(LayoutSource::Allocator)
+        } else {
+            (self.given_planner.clone()).map(LayoutSource::Given)
         }
     }
 

@@ -51,7 +51,7 @@ pub fn arena_rects(model: &ViewModel, device: usize, arena_only: bool) -> Vec<Re
 /// The source allocator's own layout of a device: each allocation at its real address over its
 /// live interval.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AllocatorLayout {
+pub struct SourceLayout {
     pub rects: Vec<Rect>,
     /// The bytes drawn: the spans end to end.
     pub height: u64,
@@ -59,14 +59,15 @@ pub struct AllocatorLayout {
     pub spans: Vec<(u64, u64)>,
 }
 
-/// The source allocator's layout of `device`, when its allocations have addresses. The address
-/// space is compressed to the spans in use (the segments the dump lists and the ranges its
+/// The source's own layout of `device`: where its allocator put each allocation (a PyTorch
+/// snapshot or trace), or the plan the dump came with (XLA's offsets). The address space is
+/// compressed to the spans in use (the segments the dump lists and the ranges its
 /// allocations cover, merged) laid end to end in address order, so the gaps between segments
 /// take no room and an allocation keeps its offset in its span.
-pub fn allocator_layout(model: &ViewModel, device: usize) -> Option<AllocatorLayout> {
+pub fn source_layout(model: &ViewModel, device: usize) -> Option<SourceLayout> {
     let placed: Vec<(usize, u64, u64)> = (model.buffers.iter().enumerate())
         .filter(|(_, b)| b.device == device && b.size > 0)
-        .filter_map(|(i, b)| Some((i, b.allocation?.address, b.size)))
+        .filter_map(|(i, b)| Some((i, b.source_address()?, b.size)))
         .collect();
     if placed.is_empty() {
         return None;
@@ -102,7 +103,7 @@ pub fn allocator_layout(model: &ViewModel, device: usize) -> Option<AllocatorLay
             Rect::spanning(model, i, y as f64, y.saturating_add(size) as f64)
         })
         .collect();
-    Some(AllocatorLayout {
+    Some(SourceLayout {
         rects,
         height: at,
         spans: based,

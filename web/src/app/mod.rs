@@ -14,7 +14,6 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use memplan_human::bytes;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 
 use crate::error::WebError;
 use crate::page::examples::{DEFAULT_EXAMPLE, EXAMPLES};
@@ -46,13 +45,16 @@ fn location_search() -> String {
         .unwrap_or_default()
 }
 
-/// Reads a browser file, then loads it in the worker.
-fn load_file(state: PageState, file: web_sys::File) {
-    let name = file.name();
-    if file.size() > MAX_INPUT_BYTES {
+/// Reads browser files (one dump, or an XLA pair), then loads them in the worker.
+fn load_files(state: PageState, files: Vec<web_sys::File>) {
+    let Some(name) = files.first().map(web_sys::File::name) else {
+        return;
+    };
+    let size: f64 = files.iter().map(|f| f.size()).sum();
+    if size > MAX_INPUT_BYTES {
         state.error.set(Some(WebError::TooLarge {
             name,
-            size: file.size() as u64,
+            size: size as u64,
             most: MAX_INPUT_BYTES as u64,
         }));
         return;
@@ -61,21 +63,21 @@ fn load_file(state: PageState, file: web_sys::File) {
         .busy
         .set(Some(Busy::stage(0, STAGES, format!("reading {name}"))));
     spawn_local(async move {
-        match JsFuture::from(file.array_buffer()).await {
-            Ok(buffer) => {
-                let origin = Origin {
-                    file: Some(name.clone()),
-                    ..Origin::default()
-                };
-                state.missing_file.set(None);
-                state.forget_flips();
-                state.load(buffer.unchecked_into(), &name, origin)
-            }
-            Err(_) => {
+        let bytes = match crate::page::fetch::read_files(&files).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
                 state.busy.set(None);
-                state.error.set(Some(WebError::FileUnreadable { name }));
+                state.error.set(Some(e));
+                return;
             }
-        }
+        };
+        let origin = Origin {
+            file: Some(name.clone()),
+            ..Origin::default()
+        };
+        state.missing_file.set(None);
+        state.forget_flips();
+        state.load(bytes, &name, origin)
     });
 }
 
@@ -114,7 +116,7 @@ pub fn App() -> impl IntoView {
                 .busy
                 .set(Some(Busy::stage(0, STAGES, format!("fetching {src}"))));
             spawn_local(async move {
-                match crate::page::fetch::fetch_bytes(&src).await {
+                match crate::page::fetch::fetch_dump(&src).await {
                     Ok(bytes) => state.load(bytes, &src, origin),
                     Err(e) => {
                         state.busy.set(None);
@@ -250,18 +252,14 @@ pub fn App() -> impl IntoView {
     let on_drop = move |ev: web_sys::DragEvent| {
         ev.prevent_default();
         dragging.set(false);
-        if let Some(file) = ev
-            .data_transfer()
-            .and_then(|d| d.files())
-            .and_then(|f| f.get(0))
-        {
-            load_file(state, file);
+        if let Some(list) = ev.data_transfer().and_then(|d| d.files()) {
+            load_files(state, crate::page::fetch::dump_files(&list));
         }
     };
     let on_pick = move |ev: web_sys::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
-        if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            load_file(state, file);
+        if let Some(list) = input.files() {
+            load_files(state, crate::page::fetch::dump_files(&list));
         }
         input.set_value("");
     };
@@ -307,9 +305,9 @@ pub fn App() -> impl IntoView {
                                 }
                             })
                             .collect_view()}
-                        <label class="open-file" title="memplan JSON, minimalloc CSV, ONNX or a PyTorch memory snapshot; or drop a file anywhere">
+                        <label class="open-file" title="memplan JSON, minimalloc CSV, ONNX, a PyTorch memory snapshot or profiler trace, or an XLA buffer assignment with its live range (choose both); or drop files anywhere">
                             "open a file…"
-                            <input node_ref=file_input type="file" data-testid="file-input" accept=".json,.gz,.csv,.onnx,.pickle,.pkl,application/json,application/gzip,text/csv" on:change=on_pick />
+                            <input node_ref=file_input type="file" data-testid="file-input" multiple accept=".json,.gz,.csv,.onnx,.pickle,.pkl,.txt,application/json,application/gzip,text/csv,text/plain" on:change=on_pick />
                         </label>
                         <button class="help-button" on:click=move |_| state.help.update(|h| *h = !*h)>"? keys"</button>
                     </nav>
@@ -335,7 +333,7 @@ pub fn App() -> impl IntoView {
                 }}
                 <Show when=move || !loaded() && state.busy.with(Option::is_none) && state.missing_file.with(Option::is_none)>
                     <div class="drop-zone" on:click=choose_file>
-                        "Drop a dump anywhere (memplan JSON, minimalloc CSV, ONNX, PyTorch memory snapshot), or "
+                        "Drop a dump anywhere (memplan JSON, minimalloc CSV, ONNX, PyTorch memory snapshot or profiler trace, XLA buffer assignment with its live range), or "
                         <span class="pick">"choose a file"</span>
                     </div>
                 </Show>

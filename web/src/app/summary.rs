@@ -272,6 +272,10 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
             </dl>
             {let a = analysis.clone(); move || footprint_bar(state, &a)}
             {fallbacks.into_iter().map(|f| view! { <p class="warning small" data-testid="cap-fallback">{f}</p> }).collect_view()}
+            {memplan_human::given_plan_sentence(r).zip(r.given_plan.as_ref()).map(|(text, g)| view! {
+                <p class="small" data-testid="given-plan" data-bytes=g.footprint_bytes.to_string()
+                    data-arena-bytes=g.arena_bytes.to_string() data-valid=g.valid.to_string()>{text}</p>
+            })}
             {r.reserved_bytes.map(|reserved| view! {
                 <p class="small" data-testid="reserved">{memplan_human::reserved_sentence(r.footprint_bytes, reserved, r.lower_bound_bytes)}</p>
             })}

@@ -88,11 +88,13 @@ pub(super) fn Views(state: PageState, search_input: NodeRef<Input>) -> impl Into
             .analysis
             .with(|a| a.as_ref().is_some_and(|a| !a.model.stacks.is_empty()))
     });
-    let has_addresses = Memo::new(move |_| {
-        state.analysis.with(|a| {
-            a.as_ref()
-                .is_some_and(|a| a.model.buffers.iter().any(|b| b.allocation.is_some()))
-        })
+    // What the arena map can show besides memplan's plan: the allocator's layout, or the plan
+    // the dump came with.
+    let source_layout = Memo::new(move |_| {
+        state
+            .analysis
+            .with(|a| a.as_ref().and_then(|a| a.model.layout_source()))
+            .map(|source| (source.name(), source.key()))
     });
     let panel_button = move |panel: Panel, label: &'static str, title: &'static str| {
         view! {
@@ -184,15 +186,15 @@ pub(super) fn Views(state: PageState, search_input: NodeRef<Input>) -> impl Into
                             </select>
                         </label>
                     })}
-                    {move || (state.tab.get() == Tab::Arena && has_addresses.get()).then(|| view! {
-                        <label class="control" title="memplan's plan, or where the source's allocator really put each allocation">
+                    {move || source_layout.get().filter(|_| state.tab.get() == Tab::Arena).map(|(name, value)| view! {
+                        <label class="control" title="memplan's plan, or where the source put each buffer: its allocator's real addresses, or the plan the dump came with">
                             "layout "
                             <select data-testid="layout-select" on:change=move |ev| {
-                                state.allocator_layout.set(event_target_value(&ev) == "allocator");
+                                state.source_layout.set(event_target_value(&ev) != "plan");
                                 state.arena_window.set(None);
                             }>
-                                <option value="plan" selected=move || !state.allocator_layout.get()>"memplan's plan"</option>
-                                <option value="allocator" selected=move || state.allocator_layout.get()>"the allocator's"</option>
+                                <option value="plan" selected=move || !state.source_layout.get()>"memplan's plan"</option>
+                                <option value=value selected=move || state.source_layout.get()>{name}</option>
                             </select>
                         </label>
                     })}

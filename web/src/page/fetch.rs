@@ -1,9 +1,73 @@
-//! Fetching a dump by URL: what `?src=` and `?against-src=` name.
+//! A dump's bytes: fetched by URL (what `?src=` and `?against-src=` name), or read from the
+//! files a reader chose or dropped. An XLA dump is a pair of files, joined here.
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::error::{FetchFailure, WebError};
+
+/// Fetches the dump at `url`: its bytes, with an XLA buffer assignment's live range (the file
+/// beside it, by name) after them, as `memplan_formats::xla` reads the pair.
+pub async fn fetch_dump(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
+    let bytes = fetch_bytes(url).await?;
+    let (path, query) = url
+        .split_once('?')
+        .map_or((url, None), |(p, q)| (p, Some(q)));
+    let Some(companion) = memplan_formats::xla::companion(path) else {
+        return Ok(bytes);
+    };
+    let companion = match query {
+        Some(q) => format!("{companion}?{q}"),
+        None => companion,
+    };
+    let other = fetch_bytes(&companion).await?;
+    Ok(join(&[bytes, other]))
+}
+
+/// The files to read of those chosen or dropped together: an XLA buffer assignment with its live
+/// range (the pair `memplan_formats::xla` reads), else the first.
+pub fn dump_files(list: &web_sys::FileList) -> Vec<web_sys::File> {
+    let files: Vec<web_sys::File> = (0..list.length()).filter_map(|i| list.get(i)).collect();
+    for a in &files {
+        let companion = memplan_formats::xla::companion(&a.name());
+        if let Some(b) = files.iter().find(|b| Some(b.name()) == companion) {
+            // The buffer assignment first: its name is the dump's.
+            let mut pair = vec![a.clone(), b.clone()];
+            pair.sort_by_key(|f| !f.name().ends_with(memplan_formats::xla::ASSIGNMENT_SUFFIX));
+            return pair;
+        }
+    }
+    files.into_iter().take(1).collect()
+}
+
+/// The bytes of `files` (one dump, or an XLA pair), joined.
+pub async fn read_files(files: &[web_sys::File]) -> Result<js_sys::ArrayBuffer, WebError> {
+    let mut parts = Vec::with_capacity(files.len());
+    for file in files {
+        let buffer = JsFuture::from(file.array_buffer())
+            .await
+            .map_err(|_| WebError::FileUnreadable { name: file.name() })?;
+        parts.push(buffer.unchecked_into::<js_sys::ArrayBuffer>());
+    }
+    Ok(match &parts[..] {
+        [one] => one.clone(),
+        _ => join(&parts),
+    })
+}
+
+/// Buffers one after another, a newline between them.
+pub fn join(parts: &[js_sys::ArrayBuffer]) -> js_sys::ArrayBuffer {
+    let total: u32 = parts.iter().map(|p| p.byte_length() + 1).sum();
+    let out = js_sys::Uint8Array::new_with_length(total);
+    let mut at = 0;
+    for p in parts {
+        out.set(&js_sys::Uint8Array::new(p), at);
+        at += p.byte_length();
+        out.set_index(at, b'\n');
+        at += 1;
+    }
+    out.buffer()
+}
 
 /// Fetches `url` (no credentials): its bytes, whatever the format.
 pub async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {

@@ -128,7 +128,7 @@ pub struct PageState {
     /// The time axis labels step names rather than position numbers.
     pub axis_steps: RwSignal<bool>,
     /// The arena map shows the source allocator's layout (real addresses) instead of the plan's.
-    pub allocator_layout: RwSignal<bool>,
+    pub source_layout: RwSignal<bool>,
     /// The comparison shown, as a link carries it (`None` also for one against a local file).
     pub against: RwSignal<Option<Against>>,
     /// Messages about the link (values it could not use, a file it cannot hold).
@@ -217,7 +217,7 @@ impl PageState {
             help: RwSignal::new(false),
             arena_only: RwSignal::new(url.arena_only),
             axis_steps: RwSignal::new(url.axis_steps),
-            allocator_layout: RwSignal::new(false),
+            source_layout: RwSignal::new(false),
             against: RwSignal::new(None),
             notices: RwSignal::new(url.warnings.clone()),
             missing_file: RwSignal::new(None),
@@ -522,7 +522,7 @@ impl PageState {
         match against.src {
             None => self.compare(scenario, None),
             Some(src) => leptos::task::spawn_local(async move {
-                match crate::page::fetch::fetch_bytes(&src).await {
+                match crate::page::fetch::fetch_dump(&src).await {
                     Ok(bytes) => self.compare(scenario, Some((src, bytes))),
                     Err(e) => self.error.set(Some(e)),
                 }

@@ -7,8 +7,6 @@ use leptos::prelude::*;
 use memplan_core::StrategyChoice;
 use memplan_engine::diff::{Change, TensorDiff};
 use memplan_human::{bytes, change_text, diff_counts, footprint_change, placement_text};
-use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 
 use crate::page::state::PageState;
 use crate::page::url::Against;
@@ -104,12 +102,15 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
     };
     let with_file = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
-        let Some(file) = input.files().and_then(|f| f.get(0)) else {
+        let files = input
+            .files()
+            .map(|l| crate::page::fetch::dump_files(&l))
+            .unwrap_or_default();
+        let Some(name) = files.first().map(web_sys::File::name) else {
             return;
         };
-        let name = file.name();
         leptos::task::spawn_local(async move {
-            match JsFuture::from(file.array_buffer()).await {
+            match crate::page::fetch::read_files(&files).await {
                 Ok(buffer) => {
                     // Another dump's tensors differ: its plan starts from no flips.
                     let mut s = scenario();
@@ -117,11 +118,9 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                     // A file from the disk cannot travel in a link: the panel says so.
                     state.against.set(None);
                     compared_file.set(Some(name.clone()));
-                    state.compare(s, Some((name, buffer.unchecked_into())));
+                    state.compare(s, Some((name, buffer)));
                 }
-                Err(_) => state
-                    .error
-                    .set(Some(crate::error::WebError::FileUnreadable { name })),
+                Err(e) => state.error.set(Some(e)),
             }
         });
     };
@@ -182,7 +181,7 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                 }>"compare"</button>
                 <label class="file-label">
                     "or another dump "
-                    <input type="file" data-testid="compare-file" accept=".json,.csv,.onnx,.pickle,.pkl" on:change=with_file />
+                    <input type="file" data-testid="compare-file" multiple accept=".json,.gz,.csv,.onnx,.pickle,.pkl,.txt" on:change=with_file />
                 </label>
             </div>
             {sides}

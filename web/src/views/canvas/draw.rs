@@ -114,9 +114,12 @@ pub(super) fn draw(
     }
     ctx.set_font(FONT);
     // Pool boundaries, each labelled on a white tag (`(text, x, y, width)`) so it reads over
-    // any color; a buffer's name that the tag would cover is left out (its card has it).
+    // any color; a buffer's name that the tag would cover is left out (its card has it). The
+    // source's own layout has no pools of memplan's.
     let mut tags: Vec<(String, f64, f64, f64)> = Vec::new();
+    let source_shown = state.source_layout.get_untracked() && model.layout_source().is_some();
     if tab == Tab::Arena
+        && !source_shown
         && let Some(d) = model.devices.get(device)
         && d.pools.len() > 1
     {
@@ -233,9 +236,11 @@ pub(super) fn draw(
         );
     }
     if tab == Tab::Arena {
-        let allocator = state.allocator_layout.get_untracked()
-            && model.buffers.iter().any(|b| b.allocation.is_some());
-        let _ = canvas.set_attribute("data-layout", if allocator { "allocator" } else { "plan" });
+        let layout = match model.layout_source() {
+            Some(source) if state.source_layout.get_untracked() => source.key(),
+            _ => "plan",
+        };
+        let _ = canvas.set_attribute("data-layout", layout);
     }
     // What the band drew of the source allocator's record, for the tests.
     let reserved = band

@@ -193,8 +193,8 @@ pub fn world(state: PageState, tab: Tab) -> Option<Viewport> {
     let model = &analysis.model;
     let device = model.clamp_device(state.device.get_untracked());
     let arena_only = state.arena_only_untracked();
-    let allocator = (tab == Tab::Arena && state.allocator_layout.get_untracked())
-        .then(|| memplan_render::scene::allocator_layout(model, device))
+    let allocator = (tab == Tab::Arena && state.source_layout.get_untracked())
+        .then(|| memplan_render::scene::source_layout(model, device))
         .flatten();
     let height = match tab {
         Tab::Arena if allocator.is_some() => allocator.map_or(0, |l| l.height) as f64,
@@ -235,9 +235,9 @@ pub fn scene(state: PageState, side: Side, tab: Tab) -> Option<Scene> {
         Tab::Arena => {
             let matches: HashSet<usize> = model.search(&state.search.get()).into_iter().collect();
             let allocator = state
-                .allocator_layout
+                .source_layout
                 .get()
-                .then(|| memplan_render::scene::allocator_layout(model, device))
+                .then(|| memplan_render::scene::source_layout(model, device))
                 .flatten();
             let (rects, height) = match allocator {
                 Some(layout) => (layout.rects, layout.height),

@@ -1,0 +1,83 @@
+// XLA dumps in the page: the pair of files chosen together or named by `?src=`, XLA's plan
+// beside memplan's (figures agreeing with the CLI's to the byte), drawn on the arena map, and a
+// buffer assignment alone refused with what it needs. Screenshots go to
+// tests/e2e/output/xla-*.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { cli, hooks, launch, output, root, serve } from './harness.mjs';
+
+const dir = join(root, 'tests/data/xla/attn');
+const stem = 'module_0024.jit_loss.cpu_after_optimizations';
+const assignment = join(dir, `${stem}-buffer-assignment.txt`);
+const liveRange = join(dir, `${stem}-live-range.txt`);
+
+let server, browser, page;
+before(async () => {
+  await mkdir(output, { recursive: true });
+  server = await serve({
+    [`/fixtures/xla/${stem}-buffer-assignment.txt`]: await readFile(assignment),
+    [`/fixtures/xla/${stem}-live-range.txt`]: await readFile(liveRange),
+  });
+  ({ browser, page } = await launch());
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const { testid, bytesOf } = hooks(() => page);
+const shot = (name) => page.screenshot({ path: join(output, `xla-${name}.png`) });
+function healthy(what) {
+  assert.deepEqual(page.problems, [], `${what}: ${page.problems.join(' | ')}`);
+}
+
+test("the pair chosen together shows XLA's plan beside memplan's, as the CLI does, and draws it", async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  await testid('file-input').setInputFiles([liveRange, assignment]);
+  await testid('given-plan').waitFor({ timeout: 60000 });
+  const report = JSON.parse(cli('plan', assignment, '--json'));
+  const given = testid('given-plan');
+  assert.equal(await bytesOf('given-plan'), report.given_plan.footprint_bytes);
+  assert.equal(Number(await given.getAttribute('data-arena-bytes')), report.given_plan.arena_bytes);
+  assert.equal(await given.getAttribute('data-valid'), 'true');
+  assert.equal(await bytesOf('footprint-bytes'), report.footprint_bytes);
+  assert.equal(await bytesOf('lower-bound'), report.lower_bound_bytes);
+  assert.match(await given.innerText(), /^XLA's plan: 151\.00 MiB \(arena 126\.00 MiB\), checker valid/);
+  await shot('summary');
+
+  // The arena map draws XLA's offsets, every buffer of the plan placed.
+  await testid('tab-arena').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=arena-canvas]')?.hasAttribute('data-draw-ms'));
+  const planned = Number(await testid('arena-canvas').getAttribute('data-items'));
+  assert.ok(planned > 100, `${planned} buffers drawn`);
+  await testid('layout-select').selectOption('given');
+  assert.match(await testid('layout-select').innerText(), /XLA's plan/);
+  await page.waitForFunction((planned) => {
+    const c = document.querySelector('[data-testid=arena-canvas]');
+    return c && Number(c.dataset.items) === planned && c.dataset.layout === 'given';
+  }, planned);
+  await shot('given-layout');
+  await testid('layout-select').selectOption('plan');
+  await page.waitForFunction(() => document.querySelector('[data-testid=arena-canvas]')?.dataset.layout === 'plan');
+  healthy('the pair');
+});
+
+test('?src= naming the buffer assignment fetches its live range beside it', async () => {
+  await page.setViewportSize({ width: 1366, height: 768 });
+  await page.goto(`${server.url}?src=${server.url}fixtures/xla/${stem}-buffer-assignment.txt`);
+  await testid('given-plan').waitFor({ timeout: 60000 });
+  assert.equal(await testid('given-plan').getAttribute('data-valid'), 'true');
+  healthy('?src=');
+});
+
+test('a buffer assignment alone is refused, naming the file it needs', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  await testid('file-input').setInputFiles(assignment);
+  await testid('error').filter({ hasText: 'live range (`*-live-range.txt`' }).waitFor({ timeout: 60000 });
+});
