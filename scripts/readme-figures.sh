@@ -181,24 +181,29 @@ fi
 if want compilers; then
 {
   cargo build -q --locked --profile fast -p memplan-cli
-  echo "\`memplan plan FILE --json\` on each compiler dump of tests/data ($today): the plan the compiler wrote into it (checked by memplan's checker) beside memplan's default plan of the same values:"
+  echo "\`memplan plan FILE --json\` on each compiler dump of tests/data ($today): the plan the compiler wrote into it, when it wrote one (checked by memplan's checker), beside memplan's default plan of the same values (values: XLA's values, a TFLite model's tensors):"
   echo
   echo '| dump | values | compiler | its plan | its arena | checker | memplan | memplan arena | lower bound |'
   echo '|---|---:|---|---:|---:|---|---:|---:|---:|'
   cat > "$tmp/compiler-row.py" <<'PY'
 import json, sys
 p = json.load(sys.stdin)
-g = p["given_plan"]
-mib = lambda b: f"{b / 2**20:,.2f} MiB"
+g = p.get("given_plan")
+mib = lambda b: f"{b / 2**20:,.2f} MiB" if b >= 2**20 else f"{b / 2**10:,.2f} KiB"
 arena = sum(d["arena_bytes"] for d in p["devices"])
-print(f'| {sys.argv[1]} | {sys.argv[2]} | {g["planner"]} | {mib(g["footprint_bytes"])} | {mib(g["arena_bytes"])} | '
-      f'{"valid" if g["valid"] else str(g["violations"]) + " violations"} | {mib(p["footprint_bytes"])} | {mib(arena)} | '
+given = (f'{g["planner"]} | {mib(g["footprint_bytes"])} | {mib(g["arena_bytes"])} | '
+         f'{"valid" if g["valid"] else str(g["violations"]) + " violations"}') if g else 'none (planned at run time) | | |'
+print(f'| {sys.argv[1]} | {sys.argv[2]} | {given} | {mib(p["footprint_bytes"])} | {mib(arena)} | '
       f'{mib(p["lower_bound_bytes"])} |')
 PY
   for f in tests/data/xla/*/*-buffer-assignment.txt; do
     name="xla/$(basename "$(dirname "$f")")"
     values=$(grep -c '^ value:' "$f")
     target/fast/memplan plan "$f" --json 2>/dev/null | python3 "$tmp/compiler-row.py" "$name" "$values"
+  done
+  for f in tests/data/tflite/*.tflite; do
+    values=$(target/fast/memplan validate "$f" 2>/dev/null | sed -E 's/.*: ([0-9]+) tensors.*/\1/')
+    target/fast/memplan plan "$f" --json 2>/dev/null | python3 "$tmp/compiler-row.py" "tflite/$(basename "$f" .tflite)" "$values"
   done
 } > "$tmp/compilers"
 replace compilers "$tmp/compilers"

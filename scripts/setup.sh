@@ -53,3 +53,19 @@ if [ "${MEMPLAN_SETUP_BROWSER:-1}" = 1 ]; then
       cp package-lock.json node_modules/.package-lock.json.installed)
   fi
 fi
+
+# The LiteRT interpreter, for the test that runs TFLite models written back with memplan's plan.
+if [ "${MEMPLAN_SETUP_LITERT:-1}" = 1 ]; then
+  venv="$root/target/litert-venv"
+  stamp="$venv/.requirements.installed"
+  if ! cmp -s "$root/tests/litert-requirements.txt" "$stamp"; then
+    log "installing the LiteRT interpreter (tests/litert-requirements.txt) into target/litert-venv"
+    if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
+      apt_install python3-venv
+    fi
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$root/tests/litert-requirements.txt"
+    cp "$root/tests/litert-requirements.txt" "$stamp"
+  fi
+fi

@@ -10,6 +10,10 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH" TRUNK_SKIP_VERSION_CHECK=tru
 echo "== native tests (unit, property, corpus, CLI)"
 cargo test --workspace --locked
 
+echo "== TFLite models written back with memplan's plan, run in the LiteRT interpreter"
+cargo build --locked -p memplan-cli
+target/litert-venv/bin/python tests/tflite_roundtrip.py target/debug/memplan
+
 echo "== wasm tests in headless Chromium"
 # A runner that finds no browser, or a test file gone, passes with nothing run: count them.
 wasm_log=$(mktemp)

@@ -19,8 +19,27 @@ struct Corpus {
     torch_generated: TorchGenerated,
     found: Vec<Found>,
     xla: Xla,
+    tflite: Tflite,
 }
 
+/// TFLite models, with figures from `tests/data/tflite_figures.py`.
+#[derive(Deserialize)]
+struct Tflite {
+    file: Vec<TfliteEntry>,
+}
+
+#[derive(Deserialize)]
+struct TfliteEntry {
+    path: String,
+    tensors: usize,
+    constants: usize,
+    operators: usize,
+    arena_lower_bound: u64,
+    always_live_bytes: u64,
+    /// Tensors an `OfflineMemoryAllocation` plan places.
+    #[serde(default)]
+    offline_offsets: Option<usize>,
+}
 /// XLA dumps, with figures from `tests/data/xla_figures.py`.
 #[derive(Deserialize)]
 struct Xla {
@@ -219,6 +238,8 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
             + c.torch_generated.file.len()
             + c.found.len()
             + 2 * c.xla.file.len()
+            + c.tflite.file.len()
+            + 3 // tflite/schema.fbs, while_loop.tflite, if_branches.tflite
     );
 }
 
@@ -433,8 +454,12 @@ fn minimalloc_offsets_round_trip_through_the_checker() {
     let csv = s.minimalloc_csv(Some(&outcome)).unwrap();
     let again = Session::load(csv.as_bytes(), "again.csv").unwrap();
     assert_eq!(
-        again.given_plan.as_ref().map(|g| g.offsets.as_slice()),
-        Some(outcome.plan.device_offsets(s.problem()).as_slice())
+        again.given_plan.as_ref().map(|g| g.offsets.clone()),
+        Some(
+            (outcome.plan.device_offsets(s.problem()).into_iter())
+                .map(Some)
+                .collect()
+        )
     );
     let checked = again.check_given(&Scenario::default()).unwrap();
     assert_eq!(checked.violations, vec![]);
@@ -728,6 +753,61 @@ fn xla_dumps_have_the_figures_of_an_independent_script_and_xla_plans_pass_the_ch
         // XLA's allocations, one after another (with alignment padding between them).
         assert!(given.footprint_bytes >= entry.allocations_bytes);
         assert!(given.footprint_bytes - entry.allocations_bytes < 64 * 64);
+    }
+}
+
+#[test]
+fn tflite_models_have_the_figures_of_an_independent_script_and_velas_plan_passes_the_checker() {
+    use memplan_core::graph::TensorKind;
+    for entry in &corpus().tflite.file {
+        let s = load(&entry.path);
+        let g = &s.graph;
+        assert_eq!(g.tensors.len(), entry.tensors, "{}", entry.path);
+        let constants = g.tensors.iter().filter(|t| t.kind == TensorKind::Constant);
+        assert_eq!(constants.count(), entry.constants, "{}", entry.path);
+        // Every operator is a step, after the step that writes the inputs.
+        assert_eq!(g.steps.len(), entry.operators + 1, "{}", entry.path);
+        let outcome = s.plan(&Scenario::default()).unwrap();
+        let report = s.report(&outcome);
+        assert!(report.summary.valid);
+        let [d] = &report.summary.devices[..] else {
+            panic!("one device")
+        };
+        assert_eq!(
+            d.always_live_bytes, entry.always_live_bytes,
+            "{}",
+            entry.path
+        );
+        match entry.offline_offsets {
+            None => {
+                assert_eq!(
+                    d.lower_bound_bytes - d.always_live_bytes,
+                    entry.arena_lower_bound,
+                    "{}",
+                    entry.path
+                );
+                assert!(report.summary.given_plan.is_none());
+            }
+            Some(placed) => {
+                // Vela's plan passes the checker (the operands it places inside the NPU's
+                // scratch are views of it), and memplan's arena is no larger.
+                let given = report.summary.given_plan.as_ref().expect("Vela's plan");
+                assert_eq!(given.planner, "Vela");
+                assert!(
+                    given.valid,
+                    "{}: {} violations",
+                    entry.path, given.violations
+                );
+                let views = g.tensors.iter().filter(|t| t.view_of.is_some()).count();
+                assert_eq!(
+                    views,
+                    placed - 1,
+                    "all but the scratch tensor are views of it"
+                );
+                assert!(d.arena_bytes <= given.arena_bytes);
+                assert!(d.lower_bound_bytes - d.always_live_bytes <= entry.arena_lower_bound);
+            }
+        }
     }
 }
 

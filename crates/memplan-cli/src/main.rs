@@ -39,7 +39,7 @@ use memplan_render::svg::{RenderError, SvgOptions, arena_svg, timeline_svg};
     name = "memplan",
     version,
     about = "Plan and check where every buffer of an ML schedule lives",
-    after_help = "A dump (FILE) is memplan JSON, a minimalloc CSV, an ONNX model, a PyTorch memory snapshot or profiler trace (.json or .json.gz), or an XLA buffer assignment (either file of the *-buffer-assignment.txt and *-live-range.txt pair; the other is read from beside it). The format is told by content."
+    after_help = "A dump (FILE) is memplan JSON, a minimalloc CSV, an ONNX model, a TFLite model, a PyTorch memory snapshot or profiler trace (.json or .json.gz), or an XLA buffer assignment (either file of the *-buffer-assignment.txt and *-live-range.txt pair; the other is read from beside it). The format is told by content."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -50,6 +50,8 @@ struct Cli {
 enum ConvertTo {
     Json,
     Minimalloc,
+    /// The same TFLite model with memplan's plan as its offline plan (needs `-o`).
+    Tflite,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -300,7 +302,7 @@ enum Command {
         json: bool,
     },
     /// Check a plan (a `plan --json` report, or the plan the dump gives: a minimalloc CSV's
-    /// offsets, XLA's buffer assignment) against a dump.
+    /// offsets, XLA's buffer assignment, a TFLite model's offline plan) against a dump.
     Check {
         file: PathBuf,
         /// The plan report to check; without it, the offsets the file itself gives.
@@ -309,7 +311,8 @@ enum Command {
         #[command(flatten)]
         scenario: ScenarioArgs,
     },
-    /// Convert a dump to memplan JSON or minimalloc CSV.
+    /// Convert a dump to memplan JSON or minimalloc CSV, or write a TFLite model back with
+    /// memplan's plan as its offline plan.
     Convert {
         file: PathBuf,
         /// An ONNX input's fixed shape, e.g. `images=1x3x640x640`; repeat for more.
@@ -478,6 +481,8 @@ enum CliError {
     Nondeterministic { what: String },
     #[error("{what}: the checker refused a plan memplan made (a bug): {violation}")]
     CheckerRefused { what: String, violation: String },
+    #[error("{path}: a TFLite model is binary: give the file to write with -o")]
+    BinaryToTerminal { path: String },
 }
 
 /// Why each device whose footprint passes `capacity` does: proven by the live bytes at one
@@ -704,11 +709,24 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             output,
         } => {
             let session = open_with(&file, &onnx_options(&input_shape))?;
+            let to = match to {
+                ConvertTo::Json => Written::Json,
+                ConvertTo::Minimalloc => Written::Minimalloc,
+                ConvertTo::Tflite => {
+                    let out = output.ok_or_else(|| CliError::BinaryToTerminal {
+                        path: display(&file),
+                    })?;
+                    let outcome = session.plan(&scenario.scenario()?)?;
+                    let written = session.tflite_with_plan(&read_bytes(&file)?, &outcome)?;
+                    std::fs::write(&out, written).map_err(|error| CliError::Io {
+                        path: display(&out),
+                        error,
+                    })?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+            };
             let query = ConvertQuery {
-                to: match to {
-                    ConvertTo::Json => Written::Json,
-                    ConvertTo::Minimalloc => Written::Minimalloc,
-                },
+                to,
                 with_plan: with_plan.then(|| scenario.scenario()).transpose()?,
                 ordered: Some(scenario.scenario()?),
             };

@@ -994,3 +994,48 @@ fn an_xla_dump_is_read_as_its_pair_and_xlas_plan_is_checked_and_compared() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_tflite_model_written_back_carries_memplans_plan_which_check_passes() {
+    let model = root()
+        .join("tests/data/tflite/keyword_scrambled.tflite")
+        .display()
+        .to_string();
+    let out = temp("planned.tflite", "");
+    let out = out.to_str().unwrap();
+    let o = memplan(&["convert", &model, "--to", "tflite", "-o", out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plan = |file: &str| -> serde_json::Value {
+        serde_json::from_slice(&memplan(&["plan", file, "--json"]).stdout).unwrap()
+    };
+    let (before, after) = (plan(&model), plan(out));
+    assert!(before["given_plan"].is_null());
+    // The plan written is memplan's: the same arena, checked valid.
+    let given = &after["given_plan"];
+    assert_eq!(given["valid"], true);
+    assert_eq!(given["arena_bytes"], before["devices"][0]["arena_bytes"]);
+    let o = memplan(&["check", out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A binary file is not written to the terminal; a dump of another format is refused.
+    let o = memplan(&["convert", &model, "--to", "tflite"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("give the file to write with -o"),
+        "{}",
+        stderr(&o)
+    );
+    let o = memplan(&[
+        "convert",
+        &example("mlp-training.json"),
+        "--to",
+        "tflite",
+        "-o",
+        out,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("only a TFLite model can be written back"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -63,6 +63,8 @@ pub enum EngineError {
     MultiDevice { input: String, devices: usize },
     #[error("{input}: the file gives no offsets to check; pass a plan report")]
     NoGivenPlan { input: String },
+    #[error("{input}: cannot write it back: {reason}")]
+    NotWritable { input: String, reason: String },
     #[error("{input}: with {binding}: {error}")]
     Binding {
         input: String,
@@ -1258,6 +1260,59 @@ impl Session {
         Ok(minimalloc::write(problem, offsets.as_deref()))
     }
 
+    /// The TFLite model `bytes` (the file this session read) with `outcome`'s plan as its offline
+    /// plan: each tensor of the arena at its offset (a view at its root's plus its own), the
+    /// always-live ones (constants, held state) left to the runtime. The plan must be of the
+    /// model's own schedule (the given order; a TFLite model has nothing to flip) and keep its
+    /// arena in one pool.
+    pub fn tflite_with_plan(
+        &self,
+        bytes: &[u8],
+        outcome: &Outcome,
+    ) -> Result<Vec<u8>, EngineError> {
+        let refuse = |reason: &str| EngineError::NotWritable {
+            input: self.source.clone(),
+            reason: reason.to_string(),
+        };
+        if self.format != Format::Tflite {
+            return Err(refuse("only a TFLite model can be written back as one"));
+        }
+        if outcome.bound.is_some() {
+            return Err(refuse(
+                "an offline plan holds for the model's own operator order: plan it in the given order",
+            ));
+        }
+        let problem = self.problem();
+        if outcome
+            .plan
+            .devices
+            .iter()
+            .any(|d| d.pools.iter().filter(|p| p.role == PoolRole::Arena).count() > 1)
+        {
+            return Err(refuse(
+                "the arena spilled into several pools under the pool cap",
+            ));
+        }
+        let addresses = outcome.plan.device_offsets(problem);
+        let mut offsets: Vec<Option<u64>> = vec![None; self.graph.tensors.len()];
+        for (b, buffer) in problem.buffers.iter().enumerate() {
+            if !buffer.is_always_live() {
+                offsets[self.liveness.buffer_tensor[b]] = Some(addresses[b]);
+            }
+        }
+        for (t, r) in self.resolved.tensors.iter().enumerate() {
+            if let memplan_core::graph::Storage::View { root, offset } = r.storage {
+                offsets[t] = offsets[root].map(|o| o + offset);
+            }
+        }
+        memplan_formats::tflite::with_offline_plan(bytes, &offsets).map_err(|error| {
+            EngineError::Format {
+                input: self.source.clone(),
+                error,
+            }
+        })
+    }
+
     /// Checks a plan report against this dump: it must place exactly this dump's buffers (see
     /// [`PlanReport::layout_for`]), and the independent checker must find nothing wrong under
     /// `scenario`'s precision classes and pool cap.
@@ -1305,10 +1360,15 @@ impl Session {
         let checked = self.check_given(&scenario).ok()?;
         let problem = self.problem();
         let mut arena = vec![0u64; problem.device_ids.len()];
+        let mut unplaced = 0;
         for (b, &t) in problem.buffers.iter().zip(&self.liveness.buffer_tensor) {
-            if !b.is_always_live() {
-                let end = given.offsets[t].saturating_add(b.occupied_size());
-                arena[b.device] = arena[b.device].max(end);
+            match given.offsets[t] {
+                Some(offset) if !b.is_always_live() => {
+                    let end = offset.saturating_add(b.occupied_size());
+                    arena[b.device] = arena[b.device].max(end);
+                }
+                Some(_) => {}
+                None => unplaced += 1,
             }
         }
         let lower_bound_bytes = memplan_core::lower_bound::device_usage(problem)
@@ -1321,11 +1381,14 @@ impl Session {
             lower_bound_bytes,
             valid: checked.violations.is_empty(),
             violations: checked.violations.len(),
+            unplaced_buffers: unplaced,
         })
     }
 
-    /// Checks the plan the file gives itself (a minimalloc `offset` column, XLA's offsets): one
-    /// arena pool per device, as tall as the highest buffer end.
+    /// Checks the plan the file gives itself (a minimalloc `offset` column, XLA's offsets, a
+    /// TFLite model's offline plan): one arena pool per device, as tall as the highest buffer
+    /// end. The buffers it leaves to the runtime (no offset) are set apart after the highest end
+    /// of the others, one after another.
     pub fn check_given(&self, scenario: &Scenario) -> Result<Checked, EngineError> {
         let offsets = &self
             .given_plan
@@ -1335,15 +1398,6 @@ impl Session {
             })?
             .offsets;
         let problem = self.problem();
-        let placements: Vec<Placement> = self
-            .liveness
-            .buffer_tensor
-            .iter()
-            .map(|&t| Placement {
-                pool: 0,
-                offset: offsets[t],
-            })
-            .collect();
         let mut pools = vec![
             vec![Pool {
                 role: PoolRole::Arena,
@@ -1351,10 +1405,27 @@ impl Session {
             }];
             problem.device_ids.len()
         ];
-        for (b, p) in problem.buffers.iter().zip(&placements) {
-            let pool = &mut pools[b.device][0];
-            pool.bytes = pool.bytes.max(p.offset.saturating_add(b.occupied_size()));
+        let given = |b: usize| offsets[self.liveness.buffer_tensor[b]];
+        for (b, buffer) in problem.buffers.iter().enumerate() {
+            if let Some(offset) = given(b) {
+                let pool = &mut pools[buffer.device][0];
+                pool.bytes = pool
+                    .bytes
+                    .max(offset.saturating_add(buffer.occupied_size()));
+            }
         }
+        let placements: Vec<Placement> = (problem.buffers.iter().enumerate())
+            .map(|(b, buffer)| {
+                let offset = given(b).unwrap_or_else(|| {
+                    let pool = &mut pools[buffer.device][0];
+                    let at = memplan_core::graph::align_up(pool.bytes, buffer.alignment)
+                        .unwrap_or(u64::MAX);
+                    pool.bytes = at.saturating_add(buffer.occupied_size());
+                    at
+                });
+                Placement { pool: 0, offset }
+            })
+            .collect();
         Ok(self.check_layout(self.problem(), pools, placements, scenario))
     }
 

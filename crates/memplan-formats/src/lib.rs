@@ -5,6 +5,7 @@
 //! - [`minimalloc`]: minimalloc CSV (buffers with half-open lifetimes, optionally offsets).
 //! - [`torch`]: PyTorch CUDA memory snapshots, through the safe unpickler [`pickle`].
 //! - [`xla`]: XLA buffer assignments with their live ranges, and XLA's own plan.
+//! - [`tflite`]: TFLite models, and an offline plan they carry.
 //! - [`report`]: the plan report that `memplan plan --json` prints and `memplan check` reads.
 //! - [`hardware`]: device classes' memory terms (strict TOML).
 //! - [`load`]: detects the format of some bytes and imports them.
@@ -20,6 +21,7 @@ pub mod onnx;
 pub mod pickle;
 
 pub mod report;
+pub mod tflite;
 pub mod torch;
 pub mod torch_trace;
 pub mod xla;
@@ -51,7 +53,7 @@ pub enum FormatError {
     #[error(transparent)]
     Graph(#[from] GraphError),
     #[error(
-        "cannot tell the format of {0}: expected a memplan JSON dump, a minimalloc CSV, an ONNX model, a PyTorch memory snapshot, a PyTorch profiler trace or an XLA buffer assignment"
+        "cannot tell the format of {0}: expected a memplan JSON dump, a minimalloc CSV, an ONNX model, a PyTorch memory snapshot, a PyTorch profiler trace, an XLA buffer assignment or a TFLite model"
     )]
     Unrecognized(String),
     #[error("{0} is not UTF-8 text")]
@@ -66,6 +68,8 @@ pub enum FormatError {
     Gzip { name: String, message: String },
     #[error("ONNX: {0}")]
     Onnx(String),
+    #[error("TFLite model: {0}")]
+    Tflite(String),
     #[error("XLA dump line {line}: {message}")]
     Xla { line: usize, message: String },
 }
@@ -100,6 +104,7 @@ pub enum Format {
     TorchTrace,
     Onnx,
     Xla,
+    Tflite,
 }
 
 impl Format {
@@ -111,6 +116,7 @@ impl Format {
             Format::TorchTrace => "PyTorch profiler trace",
             Format::Onnx => "ONNX model",
             Format::Xla => "XLA buffer assignment",
+            Format::Tflite => "TFLite model",
         }
     }
 }
@@ -121,9 +127,10 @@ impl Format {
 pub struct GivenPlan {
     /// Who made it, as the views name it: "XLA", "the CSV".
     pub planner: String,
-    /// One per tensor, in tensor order: an offset in its device's address space (views and
-    /// tensors that own no bytes carry one too, which nothing reads).
-    pub offsets: Vec<u64>,
+    /// One per tensor, in tensor order: an offset in its device's address space, `None` where
+    /// the plan leaves the tensor to the runtime (views and tensors that own no bytes carry one
+    /// too, which nothing reads).
+    pub offsets: Vec<Option<u64>>,
 }
 
 /// A dump read from bytes.
@@ -159,6 +166,18 @@ pub fn load_with(
         return load_with(&unpacked, inner, onnx_options);
     }
     let lower = name.to_ascii_lowercase();
+    if tflite::detect(bytes) || lower.ends_with(".tflite") {
+        let imported = tflite::parse(bytes)?;
+        let resolved = imported.graph.resolve()?;
+        return Ok(Loaded {
+            format: Format::Tflite,
+            graph: imported.graph,
+            resolved,
+            given_plan: imported.given_plan,
+            recorded: None,
+            warnings: imported.warnings,
+        });
+    }
     // A protobuf is binary: an ONNX model by its name, or (not text, first field the IR version)
     // by its content.
     let looks_onnx = std::str::from_utf8(bytes).is_err() && bytes.first() == Some(&0x08);
@@ -192,7 +211,9 @@ pub fn load_with(
     let format = detect(text, name).ok_or_else(|| FormatError::Unrecognized(name.to_string()))?;
     match format {
         // Text is never a pickle or a protobuf: `detect` names only the text formats.
-        Format::TorchSnapshot | Format::Onnx => Err(FormatError::Unrecognized(name.to_string())),
+        Format::TorchSnapshot | Format::Onnx | Format::Tflite => {
+            Err(FormatError::Unrecognized(name.to_string()))
+        }
         Format::Xla => {
             let imported = xla::parse(text)?;
             let resolved = imported.graph.resolve()?;
@@ -237,7 +258,7 @@ pub fn load_with(
                 resolved,
                 given_plan: imported.offsets.map(|offsets| GivenPlan {
                     planner: "the CSV".into(),
-                    offsets,
+                    offsets: offsets.into_iter().map(Some).collect(),
                 }),
                 recorded: None,
                 warnings: Vec::new(),
@@ -348,7 +369,7 @@ mod fuzz {
         assert!(load(SEEDS[4].as_bytes(), "fuzz").is_ok());
     }
 
-    const BINARY_SEEDS: [(&str, &[u8]); 2] = [
+    const BINARY_SEEDS: [(&str, &[u8]); 4] = [
         (
             "fuzz.onnx",
             include_bytes!("../../../tests/data/onnx/light_squeezenet.onnx"),
@@ -356,6 +377,14 @@ mod fuzz {
         (
             "fuzz.pickle",
             include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle"),
+        ),
+        (
+            "fuzz.tflite",
+            include_bytes!("../../../tests/data/tflite/trained_lstm.tflite"),
+        ),
+        (
+            "fuzz.tflite",
+            include_bytes!("../../../tests/data/tflite/person_detect_vela.tflite"),
         ),
     ];
 
@@ -378,13 +407,19 @@ mod fuzz {
 
         #[test]
         fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
-            for name in ["fuzz", "fuzz.onnx", "fuzz.pickle"] {
+            for name in ["fuzz", "fuzz.onnx", "fuzz.pickle", "fuzz.tflite"] {
                 let _ = load(&bytes, name);
             }
             // As a gzip file (a `.json.gz` trace).
             let mut gzipped = vec![0x1f, 0x8b];
             gzipped.extend(&bytes);
             let _ = load(&gzipped, "fuzz.json.gz");
+            // As a FlatBuffer with TFLite's identifier.
+            let mut flat = bytes.clone();
+            if flat.len() >= 8 {
+                flat[4..8].copy_from_slice(b"TFL3");
+                let _ = load(&flat, "fuzz");
+            }
             // As a pickle of every protocol this reader takes.
             for version in 2u8..=5 {
                 let mut pickled = vec![0x80, version];

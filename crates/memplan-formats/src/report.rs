@@ -100,6 +100,10 @@ pub struct GivenPlanReport {
     /// The independent checker's verdict on it, and how many violations it found.
     pub valid: bool,
     pub violations: usize,
+    /// Buffers it leaves to the runtime (a TFLite offline plan's `-1`): checked set apart, after
+    /// the highest end of the others.
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub unplaced_buffers: usize,
 }
 
 /// A plan of a reordered schedule.

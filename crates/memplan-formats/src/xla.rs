@@ -642,7 +642,7 @@ fn build(
         },
         given_plan: GivenPlan {
             planner: "XLA".into(),
-            offsets,
+            offsets: offsets.into_iter().map(Some).collect(),
         },
         warnings,
     })
@@ -866,7 +866,7 @@ mod tests {
         assert_eq!(i.graph.tensors[t("a.2")].view_of, None);
         assert_eq!(i.graph.tensors[t("d.5")].view_of.as_deref(), Some("c.4"));
         assert!(i.warnings.iter().any(|w| w.starts_with("1 temp values")));
-        let offsets = &i.given_plan.offsets;
+        let offsets: Vec<u64> = i.given_plan.offsets.iter().map(|o| o.unwrap()).collect();
         assert_eq!(offsets[t("c.4")], 64);
         // Past the temp arena (128 B), in allocation order, 64-aligned: p.1, tuple.2, allocation 2.
         assert_eq!(offsets[t("p.1")], 128);

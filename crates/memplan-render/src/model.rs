@@ -309,9 +309,12 @@ pub struct Labels {
     allocator: Arc<[Option<AllocatorDeviceView>]>,
     /// One per tensor when the dump has an allocator's record.
     allocations: Option<Arc<[Allocation]>>,
-    /// The plan the dump came with: who made it, and an offset per tensor.
-    given: Option<(Arc<str>, Arc<[u64]>)>,
+    /// The plan the dump came with.
+    given: Option<GivenLabels>,
 }
+
+/// The plan a dump came with: who made it, and an offset per tensor it places.
+type GivenLabels = (Arc<str>, Arc<[Option<u64>]>);
 
 #[derive(Debug, Clone, PartialEq)]
 struct TensorLabel {
@@ -416,8 +419,9 @@ impl Labels {
         }
     }
 
-    /// These labels with the plan the dump came with: `offsets`, one per tensor, by `planner`.
-    pub fn with_given_plan(mut self, planner: &str, offsets: &[u64]) -> Labels {
+    /// These labels with the plan the dump came with: `offsets`, one per tensor (`None`: left
+    /// to the runtime), by `planner`.
+    pub fn with_given_plan(mut self, planner: &str, offsets: &[Option<u64>]) -> Labels {
         self.given = Some((planner.into(), offsets.into()));
         self
     }
@@ -545,7 +549,8 @@ impl ViewModel {
                     views: label.views.clone(),
                     stack: label.stack,
                     allocation: (labels.allocations.as_ref()).map(|a| a[liveness.buffer_tensor[b]]),
-                    given_offset: (labels.given.as_ref()).map(|g| g.1[liveness.buffer_tensor[b]]),
+                    given_offset: (labels.given.as_ref())
+                        .and_then(|g| g.1[liveness.buffer_tensor[b]]),
                 }
             })
             .collect();

@@ -305,9 +305,9 @@ pub fn App() -> impl IntoView {
                                 }
                             })
                             .collect_view()}
-                        <label class="open-file" title="memplan JSON, minimalloc CSV, ONNX, a PyTorch memory snapshot or profiler trace, or an XLA buffer assignment with its live range (choose both); or drop files anywhere">
+                        <label class="open-file" title="memplan JSON, minimalloc CSV, ONNX, TFLite, a PyTorch memory snapshot or profiler trace, or an XLA buffer assignment with its live range (choose both); or drop files anywhere">
                             "open a file…"
-                            <input node_ref=file_input type="file" data-testid="file-input" multiple accept=".json,.gz,.csv,.onnx,.pickle,.pkl,.txt,application/json,application/gzip,text/csv,text/plain" on:change=on_pick />
+                            <input node_ref=file_input type="file" data-testid="file-input" multiple accept=".json,.gz,.csv,.onnx,.tflite,.pickle,.pkl,.txt,application/json,application/gzip,text/csv,text/plain" on:change=on_pick />
                         </label>
                         <button class="help-button" on:click=move |_| state.help.update(|h| *h = !*h)>"? keys"</button>
                     </nav>
@@ -333,7 +333,7 @@ pub fn App() -> impl IntoView {
                 }}
                 <Show when=move || !loaded() && state.busy.with(Option::is_none) && state.missing_file.with(Option::is_none)>
                     <div class="drop-zone" on:click=choose_file>
-                        "Drop a dump anywhere (memplan JSON, minimalloc CSV, ONNX, PyTorch memory snapshot or profiler trace, XLA buffer assignment with its live range), or "
+                        "Drop a dump anywhere (memplan JSON, minimalloc CSV, ONNX, TFLite, PyTorch memory snapshot or profiler trace, XLA buffer assignment with its live range), or "
                         <span class="pick">"choose a file"</span>
                     </div>
                 </Show>

@@ -181,7 +181,7 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                 }>"compare"</button>
                 <label class="file-label">
                     "or another dump "
-                    <input type="file" data-testid="compare-file" multiple accept=".json,.gz,.csv,.onnx,.pickle,.pkl,.txt" on:change=with_file />
+                    <input type="file" data-testid="compare-file" multiple accept=".json,.gz,.csv,.onnx,.tflite,.pickle,.pkl,.txt" on:change=with_file />
                 </label>
             </div>
             {sides}

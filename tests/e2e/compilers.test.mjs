@@ -1,7 +1,8 @@
-// XLA dumps in the page: the pair of files chosen together or named by `?src=`, XLA's plan
-// beside memplan's (figures agreeing with the CLI's to the byte), drawn on the arena map, and a
-// buffer assignment alone refused with what it needs. Screenshots go to
-// tests/e2e/output/xla-*.png.
+// Compilers' dumps in the page. XLA: the pair of files chosen together or named by `?src=`,
+// XLA's plan beside memplan's (figures agreeing with the CLI's to the byte), drawn on the arena
+// map, and a buffer assignment alone refused with what it needs. TFLite: a model read, and
+// Vela's offline plan beside memplan's. Screenshots go to tests/e2e/output/xla-*.png and
+// tflite-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readFile } from 'node:fs/promises';
@@ -80,4 +81,34 @@ test('a buffer assignment alone is refused, naming the file it needs', async () 
   await testid('summary').waitFor();
   await testid('file-input').setInputFiles(assignment);
   await testid('error').filter({ hasText: 'live range (`*-live-range.txt`' }).waitFor({ timeout: 60000 });
+});
+
+test("a TFLite model plans as the CLI plans it, and Vela's offline plan shows beside memplan's", async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  // The four models of tflite-micro load, each planned as the CLI plans it.
+  for (const name of ['keyword_scrambled', 'person_detect', 'trained_lstm']) {
+    const model = join(root, `tests/data/tflite/${name}.tflite`);
+    await testid('file-input').setInputFiles(model);
+    await page.waitForFunction((name) => document.querySelector('[data-testid=summary]')?.innerText.includes(`${name}.tflite`), name);
+    const report = JSON.parse(cli('plan', model, '--json'));
+    assert.equal(await bytesOf('footprint-bytes'), report.footprint_bytes, name);
+    assert.equal(await bytesOf('lower-bound'), report.lower_bound_bytes, name);
+    assert.equal(await testid('given-plan').count(), 0, name);
+  }
+
+  const vela = join(root, 'tests/data/tflite/person_detect_vela.tflite');
+  await testid('file-input').setInputFiles(vela);
+  await testid('given-plan').waitFor({ timeout: 60000 });
+  const velaReport = JSON.parse(cli('plan', vela, '--json'));
+  assert.equal(await bytesOf('given-plan'), velaReport.given_plan.footprint_bytes);
+  assert.equal(await testid('given-plan').getAttribute('data-valid'), 'true');
+  assert.match(await testid('given-plan').innerText(), /^Vela's plan: /);
+  await testid('tab-arena').click();
+  await testid('layout-select').selectOption('given');
+  assert.match(await testid('layout-select').innerText(), /Vela's plan/);
+  await page.waitForFunction(() => document.querySelector('[data-testid=arena-canvas]')?.dataset.layout === 'given');
+  await page.screenshot({ path: join(output, 'tflite-vela.png') });
+  healthy('tflite');
 });
