@@ -1,10 +1,11 @@
-// Compilers' dumps in the page. XLA: the pair of files chosen together or named by `?src=`,
+// Compilers' dumps in the page. XLA: the pair of files chosen together, zipped, or named by `?src=`,
 // XLA's plan beside memplan's (figures agreeing with the CLI's to the byte), drawn on the arena
 // map, and a buffer assignment alone refused with what it needs. TFLite: a model read, and
 // Vela's offline plan beside memplan's. Screenshots go to tests/e2e/output/xla-*.png and
 // tflite-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cli, hooks, launch, output, root, serve } from './harness.mjs';
@@ -64,6 +65,16 @@ test("the pair chosen together shows XLA's plan beside memplan's, as the CLI doe
   await shot('given-layout');
   await testid('layout-select').selectOption('plan');
   await page.waitForFunction(() => document.querySelector('[data-testid=arena-canvas]')?.dataset.layout === 'plan');
+
+  // The compare panel puts XLA's plan against memplan's, and shows it on the arena map.
+  await testid('tab-compare').click();
+  await testid('compare-given').waitFor();
+  assert.equal(await bytesOf('compare-given-bytes'), report.given_plan.footprint_bytes);
+  assert.equal(await bytesOf('compare-given-memplan'), report.footprint_bytes);
+  assert.match(await testid('compare-given-bytes').innerText(), /arena 126\.00 MiB, 0 B over the lower bound; checker valid/);
+  await shot('compare');
+  await testid('compare-given-show').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=arena-canvas]')?.dataset.layout === 'given');
   healthy('the pair');
 });
 
@@ -73,6 +84,23 @@ test('?src= naming the buffer assignment fetches its live range beside it', asyn
   await testid('given-plan').waitFor({ timeout: 60000 });
   assert.equal(await testid('given-plan').getAttribute('data-valid'), 'true');
   healthy('?src=');
+});
+
+test('a zip of an XLA dump loads as the pair', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  // Zipped with Python's zipfile, deflated: what a user sends of a dump folder.
+  const zip = join(output, 'xla-dump.zip');
+  execFileSync('python3', ['-c', `import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:
+    for f in sys.argv[2:]: z.write(f, 'dump/' + f.rsplit('/', 1)[1])`, zip, assignment, liveRange]);
+  await testid('file-input').setInputFiles(zip);
+  await testid('given-plan').waitFor({ timeout: 60000 });
+  const report = JSON.parse(cli('plan', assignment, '--json'));
+  assert.equal(await bytesOf('given-plan'), report.given_plan.footprint_bytes);
+  assert.equal(await bytesOf('footprint-bytes'), report.footprint_bytes);
+  healthy('zip');
 });
 
 test('a buffer assignment alone is refused, naming the file it needs', async () => {

@@ -66,6 +66,9 @@ pub enum FormatError {
     Trace(String),
     #[error("{name}: not a gzip file memplan can unpack: {message}")]
     Gzip { name: String, message: String },
+    /// `name` is the archive's (the message's prefix names it already).
+    #[error("zip archive: {message}")]
+    Zip { name: String, message: String },
     #[error("ONNX: {0}")]
     Onnx(String),
     #[error("TFLite model: {0}")]
@@ -164,6 +167,12 @@ pub fn load_with(
         let unpacked = gunzip(bytes, name)?;
         let inner = name.strip_suffix(".gz").unwrap_or(name);
         return load_with(&unpacked, inner, onnx_options);
+    }
+    if bytes.starts_with(&ZIP_MAGIC) {
+        let (inner, unpacked, note) = unzip(bytes, name)?;
+        let mut loaded = load_with(&unpacked, &inner, onnx_options)?;
+        loaded.warnings.extend(note);
+        return Ok(loaded);
     }
     let lower = name.to_ascii_lowercase();
     if tflite::detect(bytes) || lower.ends_with(".tflite") {
@@ -270,6 +279,74 @@ pub fn load_with(
 /// The first bytes of a gzip file.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+/// The first bytes of a zip archive.
+const ZIP_MAGIC: [u8; 4] = *b"PK\x03\x04";
+
+/// The dump in a zip archive: its one file, or an XLA buffer assignment with its live range
+/// (joined, as [`xla`] reads them; of several modules, the one with the largest buffer
+/// assignment, which the note says). Returns the dump's name, its bytes and the note.
+fn unzip(bytes: &[u8], name: &str) -> Result<(String, Vec<u8>, Option<String>), FormatError> {
+    use std::io::Read;
+    let fail = |message: String| FormatError::Zip {
+        name: name.to_string(),
+        message,
+    };
+    let mut archive =
+        zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| fail(e.to_string()))?;
+    let mut files: Vec<(String, u64)> = Vec::new();
+    for i in 0..archive.len() {
+        if let Ok(f) = archive.by_index_raw(i)
+            && f.is_file()
+        {
+            files.push((f.name().to_string(), f.size()));
+        }
+    }
+    let mut read = |entry: &str| -> Result<Vec<u8>, FormatError> {
+        let file = archive
+            .by_name(entry)
+            .map_err(|e| fail(format!("{entry}: {e}")))?;
+        let mut out = Vec::new();
+        file.take(MAX_UNPACKED_BYTES + 1)
+            .read_to_end(&mut out)
+            .map_err(|e| fail(format!("{entry}: {e}")))?;
+        if out.len() as u64 > MAX_UNPACKED_BYTES {
+            return Err(fail(format!(
+                "{entry} unpacks to more than {MAX_UNPACKED_BYTES} bytes"
+            )));
+        }
+        Ok(out)
+    };
+    let pairs: Vec<(&String, u64, String)> = (files.iter())
+        .filter(|(f, _)| f.ends_with(xla::ASSIGNMENT_SUFFIX))
+        .filter_map(|(f, size)| {
+            let other = xla::companion(f)?;
+            files
+                .iter()
+                .any(|(g, _)| *g == other)
+                .then_some((f, *size, other))
+        })
+        .collect();
+    if let Some((assignment, _, live_range)) = pairs.iter().max_by_key(|p| (p.1, p.0)) {
+        let mut joined = read(assignment)?;
+        joined.push(b'\n');
+        joined.extend(read(live_range)?);
+        let note = (pairs.len() > 1).then(|| {
+            format!(
+                "the zip holds {} XLA modules; memplan read the one with the largest buffer assignment, {assignment}",
+                pairs.len()
+            )
+        });
+        return Ok((assignment.to_string(), joined, note));
+    }
+    match &files[..] {
+        [(only, _)] => Ok((only.clone(), read(only)?, None)),
+        _ => Err(fail(format!(
+            "it holds {} files; memplan reads a zip of one dump, or of an XLA dump (a `*-buffer-assignment.txt` with its `*-live-range.txt`)",
+            files.len()
+        ))),
+    }
+}
+
 /// The most bytes a gzip file may unpack to: what any importer reads at most.
 pub const MAX_UNPACKED_BYTES: u64 = 4 << 30;
 
@@ -323,6 +400,46 @@ fn detect(text: &str, name: &str) -> Option<Format> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A zip archive of `files` (stored, not compressed).
+    fn zipped(files: &[(&str, &str)]) -> Vec<u8> {
+        use std::io::Write;
+        let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for (name, text) in files {
+            out.start_file(*name, options).unwrap();
+            out.write_all(text.as_bytes()).unwrap();
+        }
+        out.finish().unwrap().into_inner()
+    }
+
+    #[test]
+    fn a_zip_holds_one_dump_or_an_xla_pair() {
+        let pair = include_str!("testdata/xla-pair.txt");
+        let at = pair.find(xla::LIVE_RANGE).unwrap();
+        let (assignment, live_range) = (&pair[..at], &pair[at..]);
+        let archive = zipped(&[
+            ("dump/m.jit_f-live-range.txt", live_range),
+            ("dump/m.jit_f-buffer-assignment.txt", assignment),
+            ("dump/m.jit_f.txt", "HloModule m"),
+        ]);
+        let loaded = load(&archive, "dump.zip").unwrap();
+        assert_eq!(loaded.format, Format::Xla);
+        assert_eq!(loaded.graph, xla::parse(pair).unwrap().graph);
+        let csv = zipped(&[("a.csv", "id,lower,upper,size\n0,0,10,4\n")]);
+        assert_eq!(load(&csv, "a.zip").unwrap().format, Format::MinimallocCsv);
+        let two = zipped(&[
+            ("a.csv", "id,lower,upper,size\n"),
+            ("b.csv", "id,lower,upper,size\n"),
+        ]);
+        let e = load(&two, "two.zip").unwrap_err().to_string();
+        assert!(e.starts_with("zip archive: it holds 2 files"), "{e}");
+        let e = load(b"PK\x03\x04 cut short", "x.zip")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("zip archive: "), "{e}");
+    }
 
     #[test]
     fn format_is_detected_by_content_before_extension() {
@@ -414,6 +531,10 @@ mod fuzz {
             let mut gzipped = vec![0x1f, 0x8b];
             gzipped.extend(&bytes);
             let _ = load(&gzipped, "fuzz.json.gz");
+            // As a zip archive.
+            let mut zipped = b"PK\x03\x04".to_vec();
+            zipped.extend(&bytes);
+            let _ = load(&zipped, "fuzz.zip");
             // As a FlatBuffer with TFLite's identifier.
             let mut flat = bytes.clone();
             if flat.len() >= 8 {

@@ -305,9 +305,9 @@ pub fn App() -> impl IntoView {
                                 }
                             })
                             .collect_view()}
-                        <label class="open-file" title="memplan JSON, minimalloc CSV, ONNX, TFLite, a PyTorch memory snapshot or profiler trace, or an XLA buffer assignment with its live range (choose both); or drop files anywhere">
+                        <label class="open-file" title="memplan JSON, minimalloc CSV, ONNX, TFLite, a PyTorch memory snapshot or profiler trace, or an XLA buffer assignment with its live range (choose both, or a zip of them); or drop files anywhere">
                             "open a file…"
-                            <input node_ref=file_input type="file" data-testid="file-input" multiple accept=".json,.gz,.csv,.onnx,.tflite,.pickle,.pkl,.txt,application/json,application/gzip,text/csv,text/plain" on:change=on_pick />
+                            <input node_ref=file_input type="file" data-testid="file-input" multiple accept=".json,.gz,.zip,.csv,.onnx,.tflite,.pickle,.pkl,.txt,application/json,application/gzip,application/zip,text/csv,text/plain" on:change=on_pick />
                         </label>
                         <button class="help-button" on:click=move |_| state.help.update(|h| *h = !*h)>"? keys"</button>
                     </nav>

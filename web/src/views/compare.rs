@@ -141,8 +141,42 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
             </dl>
         })
     };
+    // The plan the dump came with (XLA's, Vela's), against the plan shown: both footprints,
+    // arenas and fragmentations, and its drawing on the arena map.
+    let given = move || {
+        state.analysis.with(|a| {
+            let r = &a.as_ref()?.summary;
+            let g = r.given_plan.clone()?;
+            let text = memplan_human::given_plan_sentence(r)?;
+            let arena: u64 = r.devices.iter().map(|d| d.arena_bytes).sum();
+            Some(view! {
+                <div class="compare-given" data-testid="compare-given">
+                    <dl class="budget compare-sides">
+                        <div><dt>{format!("{}'s plan", g.planner)}</dt>
+                            <dd data-testid="compare-given-bytes" data-bytes=g.footprint_bytes.to_string()>
+                                {format!("{} (arena {}, {} over the lower bound; checker {})", bytes(g.footprint_bytes), bytes(g.arena_bytes),
+                                    bytes(g.footprint_bytes.saturating_sub(g.lower_bound_bytes)), if g.valid { "valid".to_string() } else { format!("{} violations", g.violations) })}
+                            </dd></div>
+                        <div><dt>"memplan's plan"</dt>
+                            <dd data-testid="compare-given-memplan" data-bytes=r.footprint_bytes.to_string()>
+                                {format!("{} (arena {}, {} over the lower bound)", bytes(r.footprint_bytes), bytes(arena),
+                                    bytes(r.footprint_bytes.saturating_sub(r.lower_bound_bytes)))}
+                            </dd></div>
+                    </dl>
+                    <p class="small" title=text>
+                        <button data-testid="compare-given-show" on:click=move |_| {
+                            state.tab.set(crate::page::url::Tab::Arena);
+                            state.source_layout.set(true);
+                            state.arena_window.set(None);
+                        }>{format!("show {}'s plan on the arena map", g.planner)}</button>
+                    </p>
+                </div>
+            })
+        })
+    };
     view! {
         <div class="panel-table compare-panel" data-testid="compare-panel">
+            {given}
             <div class="fit-form">
                 <label>
                     "against "
@@ -181,7 +215,7 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                 }>"compare"</button>
                 <label class="file-label">
                     "or another dump "
-                    <input type="file" data-testid="compare-file" multiple accept=".json,.gz,.csv,.onnx,.tflite,.pickle,.pkl,.txt" on:change=with_file />
+                    <input type="file" data-testid="compare-file" multiple accept=".json,.gz,.zip,.csv,.onnx,.tflite,.pickle,.pkl,.txt" on:change=with_file />
                 </label>
             </div>
             {sides}
