@@ -151,6 +151,27 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+impl Loaded {
+    /// An imported `graph`, resolved: the one resolve of a load.
+    fn resolved(
+        format: Format,
+        graph: Graph,
+        given_plan: Option<GivenPlan>,
+        recorded: Option<memplan_core::recorded::Recorded>,
+        warnings: Vec<String>,
+    ) -> Result<Loaded, FormatError> {
+        let resolved = graph.resolve()?;
+        Ok(Loaded {
+            format,
+            graph,
+            resolved,
+            given_plan,
+            recorded,
+            warnings,
+        })
+    }
+}
+
 /// Detects the format by content (the file name's extension only breaks ties) and imports it.
 /// `name` is used in messages.
 pub fn load(bytes: &[u8], name: &str) -> Result<Loaded, FormatError> {
@@ -176,44 +197,21 @@ pub fn load_with(
     }
     let lower = name.to_ascii_lowercase();
     if tflite::detect(bytes) || lower.ends_with(".tflite") {
-        let imported = tflite::parse(bytes)?;
-        let resolved = imported.graph.resolve()?;
-        return Ok(Loaded {
-            format: Format::Tflite,
-            graph: imported.graph,
-            resolved,
-            given_plan: imported.given_plan,
-            recorded: None,
-            warnings: imported.warnings,
-        });
+        let i = tflite::parse(bytes)?;
+        return Loaded::resolved(Format::Tflite, i.graph, i.given_plan, None, i.warnings);
     }
     // A protobuf is binary: an ONNX model by its name, or (not text, first field the IR version)
     // by its content.
     let looks_onnx = std::str::from_utf8(bytes).is_err() && bytes.first() == Some(&0x08);
     if lower.ends_with(".onnx") || looks_onnx {
-        let imported = onnx::parse(bytes, onnx_options)?;
-        let resolved = imported.graph.resolve()?;
-        return Ok(Loaded {
-            format: Format::Onnx,
-            graph: imported.graph,
-            resolved,
-            given_plan: None,
-            recorded: None,
-            warnings: imported.warnings,
-        });
+        let i = onnx::parse(bytes, onnx_options)?;
+        return Loaded::resolved(Format::Onnx, i.graph, None, None, i.warnings);
     }
     let pickled = matches!(bytes, [0x80, 2..=5, ..]);
     if pickled || lower.ends_with(".pickle") || lower.ends_with(".pkl") {
-        let imported = torch::parse(bytes)?;
-        let resolved = imported.graph.resolve()?;
-        return Ok(Loaded {
-            format: Format::TorchSnapshot,
-            graph: imported.graph,
-            resolved,
-            given_plan: None,
-            recorded: Some(imported.recorded),
-            warnings: imported.warnings,
-        });
+        let i = torch::parse(bytes)?;
+        let recorded = Some(i.recorded);
+        return Loaded::resolved(Format::TorchSnapshot, i.graph, None, recorded, i.warnings);
     }
     let text = std::str::from_utf8(bytes).map_err(|_| FormatError::NotText(name.to_string()))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -224,28 +222,12 @@ pub fn load_with(
             Err(FormatError::Unrecognized(name.to_string()))
         }
         Format::Xla => {
-            let imported = xla::parse(text)?;
-            let resolved = imported.graph.resolve()?;
-            Ok(Loaded {
-                format,
-                graph: imported.graph,
-                resolved,
-                given_plan: Some(imported.given_plan),
-                recorded: None,
-                warnings: imported.warnings,
-            })
+            let i = xla::parse(text)?;
+            Loaded::resolved(format, i.graph, Some(i.given_plan), None, i.warnings)
         }
         Format::TorchTrace => {
-            let imported = torch_trace::parse(text)?;
-            let resolved = imported.graph.resolve()?;
-            Ok(Loaded {
-                format,
-                graph: imported.graph,
-                resolved,
-                given_plan: None,
-                recorded: Some(imported.recorded),
-                warnings: imported.warnings,
-            })
+            let i = torch_trace::parse(text)?;
+            Loaded::resolved(format, i.graph, None, Some(i.recorded), i.warnings)
         }
         Format::MemplanJson => {
             let (graph, resolved) = json::parse_resolved(text)?;
@@ -259,19 +241,12 @@ pub fn load_with(
             })
         }
         Format::MinimallocCsv => {
-            let imported = minimalloc::parse(text)?;
-            let resolved = imported.graph.resolve()?;
-            Ok(Loaded {
-                format,
-                graph: imported.graph,
-                resolved,
-                given_plan: imported.offsets.map(|offsets| GivenPlan {
-                    planner: "the CSV".into(),
-                    offsets: offsets.into_iter().map(Some).collect(),
-                }),
-                recorded: None,
-                warnings: Vec::new(),
-            })
+            let i = minimalloc::parse(text)?;
+            let given_plan = i.offsets.map(|offsets| GivenPlan {
+                planner: "the CSV".into(),
+                offsets: offsets.into_iter().map(Some).collect(),
+            });
+            Loaded::resolved(format, i.graph, given_plan, None, Vec::new())
         }
     }
 }

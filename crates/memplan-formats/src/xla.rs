@@ -899,6 +899,29 @@ mod tests {
     }
 
     #[test]
+    fn a_color_other_than_0_is_a_device_of_its_own() {
+        let (assignment, live_range) = halves();
+        let colored = assignment.replace(
+            "allocation 4: size 128, preallocated-temp:",
+            "allocation 4: size 128, color 1, preallocated-temp:",
+        );
+        let i = parse(&format!("{colored}{live_range}")).unwrap();
+        let ids: Vec<&str> = i.graph.devices.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids, ["color 0", "color 1"]);
+        let device = |id: &str| {
+            let t = i.graph.tensors.iter().find(|t| t.id == id).unwrap();
+            t.device.clone().unwrap()
+        };
+        assert_eq!(device("c.4"), "color 1");
+        assert_eq!(device("p.1"), "color 0");
+        // Each color's address space starts at 0: the parameter is the first of color 0.
+        let t = |id: &str| i.graph.tensors.iter().position(|t| t.id == id).unwrap();
+        assert_eq!(i.given_plan.offsets[t("p.1")], Some(0));
+        assert_eq!(i.given_plan.offsets[t("c.4")], Some(64));
+        i.graph.resolve().unwrap();
+    }
+
+    #[test]
     fn errors_name_the_line() {
         let (assignment, live_range) = halves();
         let broken = assignment.replace("(size=64,offset=64)", "(size=64,offset=x)");
