@@ -454,7 +454,7 @@ fn minimalloc_offsets_round_trip_through_the_checker() {
     let csv = s.minimalloc_csv(Some(&outcome)).unwrap();
     let again = Session::load(csv.as_bytes(), "again.csv").unwrap();
     assert_eq!(
-        again.given_plan.as_ref().map(|g| g.offsets.clone()),
+        again.given_plan().map(|g| g.offsets.clone()),
         Some(
             (outcome.plan.device_offsets(s.problem()).into_iter())
                 .map(Some)
@@ -474,9 +474,12 @@ fn minimalloc_offsets_round_trip_through_the_checker() {
     let other = (1..p.buffers.len())
         .find(|&b| span(b).overlaps(span(0)))
         .expect("a conflict with the first buffer");
-    let mut moved = again.clone();
-    let offsets = &mut moved.given_plan.as_mut().unwrap().offsets;
-    offsets[moved.liveness.buffer_tensor[other]] = offsets[moved.liveness.buffer_tensor[0]];
+    assert!(again.given_plan_report(true).unwrap().valid);
+    let mut plan = again.given_plan().unwrap().clone();
+    let t = |b: usize| again.liveness.buffer_tensor[b];
+    plan.offsets[t(other)] = plan.offsets[t(0)];
+    // A clone made after the report was cached: its new plan gets a report of its own.
+    let moved = again.clone().with_given_plan(Some(plan));
     assert!(
         !moved
             .check_given(&Scenario::default())
@@ -484,6 +487,7 @@ fn minimalloc_offsets_round_trip_through_the_checker() {
             .violations
             .is_empty()
     );
+    assert!(!moved.given_plan_report(true).unwrap().valid);
 }
 
 fn load(path: &str) -> Session {

@@ -552,15 +552,14 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
 /// A dump's bytes: with an XLA dump, both files of the pair (the buffer assignment and the live
 /// range beside it, found by name), joined.
 fn read_dump(path: &Path) -> Result<Vec<u8>, CliError> {
-    let mut bytes = read_bytes(path)?;
+    let bytes = read_bytes(path)?;
     let companion = (path.file_name().and_then(|n| n.to_str()))
         .and_then(memplan_formats::xla::companion)
         .map(|name| path.with_file_name(name));
-    if let Some(other) = companion.filter(|p| p.is_file()) {
-        bytes.push(b'\n');
-        bytes.extend(read_bytes(&other)?);
+    match companion.filter(|p| p.is_file()) {
+        Some(other) => Ok(memplan_formats::xla::join(&bytes, &read_bytes(&other)?)),
+        None => Ok(bytes),
     }
-    Ok(bytes)
 }
 
 /// Loads a dump; what the import could not carry over exactly goes to stderr as warnings.

@@ -417,8 +417,12 @@ pub struct Session {
     pub graph: Arc<Graph>,
     pub resolved: Arc<ResolvedGraph>,
     pub liveness: Liveness,
-    /// The plan the file gives itself (a minimalloc `offset` column, XLA's buffer assignment).
-    pub given_plan: Option<GivenPlan>,
+    /// The plan the file gives itself (a minimalloc `offset` column, XLA's buffer assignment):
+    /// private, so that its report, cached per precision-class setting, always describes it.
+    given_plan: Option<GivenPlan>,
+    /// [`Session::given_plan_report`] without and with precision classes, made once: every
+    /// plan's summary carries it, and it does not depend on the plan.
+    given_reports: [std::sync::OnceLock<Option<GivenPlanReport>>; 2],
     /// What the source's own allocator did (a PyTorch snapshot or profiler trace): shared, the
     /// views of every plan show it.
     pub recorded: Option<Arc<Recorded>>,
@@ -463,6 +467,7 @@ impl Session {
             resolved: Arc::new(loaded.resolved),
             liveness,
             given_plan: loaded.given_plan,
+            given_reports: Default::default(),
             recorded: loaded.recorded.map(Arc::new),
             warnings: loaded.warnings,
         };
@@ -1349,9 +1354,27 @@ impl Session {
         Ok(self.check_layout(&problem, pools, placements, scenario))
     }
 
+    /// The plan the file gives itself, if it gives one.
+    pub fn given_plan(&self) -> Option<&GivenPlan> {
+        self.given_plan.as_ref()
+    }
+
+    /// This session with `plan` as the plan the file gives (what a test moves a buffer in).
+    pub fn with_given_plan(mut self, plan: Option<GivenPlan>) -> Session {
+        self.given_plan = plan;
+        self.given_reports = Default::default();
+        self
+    }
+
     /// The plan the file gives itself beside memplan's: its bytes, its arena's, and the checker's
     /// verdict, on the dump's own problem.
     pub fn given_plan_report(&self, precision_classes: bool) -> Option<GivenPlanReport> {
+        self.given_reports[usize::from(precision_classes)]
+            .get_or_init(|| self.make_given_plan_report(precision_classes))
+            .clone()
+    }
+
+    fn make_given_plan_report(&self, precision_classes: bool) -> Option<GivenPlanReport> {
         let given = self.given_plan.as_ref()?;
         let scenario = Scenario {
             precision_classes,

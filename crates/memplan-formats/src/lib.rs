@@ -291,20 +291,11 @@ fn unzip(bytes: &[u8], name: &str) -> Result<(String, Vec<u8>, Option<String>), 
         }
         Ok(out)
     };
-    let pairs: Vec<(&String, u64, String)> = (files.iter())
-        .filter(|(f, _)| f.ends_with(xla::ASSIGNMENT_SUFFIX))
-        .filter_map(|(f, size)| {
-            let other = xla::companion(f)?;
-            files
-                .iter()
-                .any(|(g, _)| *g == other)
-                .then_some((f, *size, other))
-        })
-        .collect();
-    if let Some((assignment, _, live_range)) = pairs.iter().max_by_key(|p| (p.1, p.0)) {
-        let mut joined = read(assignment)?;
-        joined.push(b'\n');
-        joined.extend(read(live_range)?);
+    let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+    let pairs = xla::pairs(&names);
+    if let Some(&(a, l)) = pairs.iter().max_by_key(|&&(a, _)| (files[a].1, names[a])) {
+        let (assignment, live_range) = (names[a], names[l]);
+        let joined = xla::join(&read(assignment)?, &read(live_range)?);
         let note = (pairs.len() > 1).then(|| {
             format!(
                 "the zip holds {} XLA modules; memplan read the one with the largest buffer assignment, {assignment}",

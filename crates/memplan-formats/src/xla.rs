@@ -66,6 +66,28 @@ pub fn companion(name: &str) -> Option<String> {
         .find_map(|(this, other)| name.strip_suffix(this).map(|stem| format!("{stem}{other}")))
 }
 
+/// The pairs among file `names`: `(buffer assignment, live range)` indices into `names`, in
+/// the order of the buffer assignments.
+pub fn pairs<S: AsRef<str>>(names: &[S]) -> Vec<(usize, usize)> {
+    (names.iter().enumerate())
+        .filter(|(_, n)| n.as_ref().ends_with(ASSIGNMENT_SUFFIX))
+        .filter_map(|(a, n)| {
+            let other = companion(n.as_ref())?;
+            let l = names.iter().position(|m| m.as_ref() == other)?;
+            Some((a, l))
+        })
+        .collect()
+}
+
+/// The text [`parse`] reads of a pair: the buffer assignment, a newline, the live range.
+pub fn join(assignment: &[u8], live_range: &[u8]) -> Vec<u8> {
+    let mut joined = Vec::with_capacity(assignment.len() + 1 + live_range.len());
+    joined.extend_from_slice(assignment);
+    joined.push(b'\n');
+    joined.extend_from_slice(live_range);
+    joined
+}
+
 /// Whether `text` is (or starts with) one half of an XLA dump.
 pub fn detect(text: &str) -> bool {
     let start = text.trim_start();
@@ -893,6 +915,18 @@ mod tests {
         assert_eq!(
             companion("m-live-range.txt").as_deref(),
             Some("m-buffer-assignment.txt")
+        );
+        let names = [
+            "b-live-range.txt",
+            "a-buffer-assignment.txt",
+            "b-buffer-assignment.txt",
+            "x.txt",
+        ];
+        assert_eq!(pairs(&names), [(2, 0)]);
+        let joined = join(assignment.as_bytes(), live_range.as_bytes());
+        assert_eq!(
+            parse(std::str::from_utf8(&joined).unwrap()).unwrap(),
+            imported()
         );
     }
 

@@ -744,6 +744,18 @@ fn sweep_legend(
             font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
         )
     };
+    // A dashed sample: three short strokes.
+    let dashed = |x: i32, y: i32, stroke: u32| -> Result<(), RenderError> {
+        for k in 0..3 {
+            let x = x + k * 7;
+            band.draw(&PathElement::new(
+                [(x, y), (x + 4, y)],
+                gray.stroke_width(stroke),
+            ))
+            .map_err(err)?;
+        }
+        Ok(())
+    };
     let (a, b) = (columns[0], columns[1]);
     band.draw(&line(a, rows[0], blue.stroke_width(2)))
         .map_err(err)?;
@@ -757,26 +769,12 @@ fn sweep_legend(
     band.draw(&text_at(a, rows[1], "recompute cost (greedy)"))
         .map_err(err)?;
     if exhaustive {
-        for k in 0..3 {
-            let x = b + k * 7;
-            band.draw(&PathElement::new(
-                [(x, rows[1]), (x + 4, rows[1])],
-                gray.stroke_width(2),
-            ))
-            .map_err(err)?;
-        }
+        dashed(b, rows[1], 2)?;
         band.draw(&text_at(b, rows[1], "recompute cost (exhaustive optimum)"))
             .map_err(err)?;
     }
     if given {
-        for k in 0..3 {
-            let x = a + k * 7;
-            band.draw(&PathElement::new(
-                [(x, rows[2]), (x + 4, rows[2])],
-                gray.stroke_width(1),
-            ))
-            .map_err(err)?;
-        }
+        dashed(a, rows[2], 1)?;
         band.draw(&text_at(a, rows[2], "footprint under the given order"))
             .map_err(err)?;
     }

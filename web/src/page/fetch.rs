@@ -21,23 +21,18 @@ pub async fn fetch_dump(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
         None => companion,
     };
     let other = fetch_bytes(&companion).await?;
-    Ok(join(&[bytes, other]))
+    Ok(joined(&bytes, &other))
 }
 
 /// The files to read of those chosen or dropped together: an XLA buffer assignment with its live
 /// range (the pair `memplan_formats::xla` reads), else the first.
 pub fn dump_files(list: &web_sys::FileList) -> Vec<web_sys::File> {
     let files: Vec<web_sys::File> = (0..list.length()).filter_map(|i| list.get(i)).collect();
-    for a in &files {
-        let companion = memplan_formats::xla::companion(&a.name());
-        if let Some(b) = files.iter().find(|b| Some(b.name()) == companion) {
-            // The buffer assignment first: its name is the dump's.
-            let mut pair = vec![a.clone(), b.clone()];
-            pair.sort_by_key(|f| !f.name().ends_with(memplan_formats::xla::ASSIGNMENT_SUFFIX));
-            return pair;
-        }
+    let names: Vec<String> = files.iter().map(web_sys::File::name).collect();
+    match memplan_formats::xla::pairs(&names).first() {
+        Some(&(a, l)) => vec![files[a].clone(), files[l].clone()],
+        None => files.into_iter().take(1).collect(),
     }
-    files.into_iter().take(1).collect()
 }
 
 /// The bytes of `files` (one dump, or an XLA pair), joined.
@@ -50,23 +45,20 @@ pub async fn read_files(files: &[web_sys::File]) -> Result<js_sys::ArrayBuffer, 
         parts.push(buffer.unchecked_into::<js_sys::ArrayBuffer>());
     }
     Ok(match &parts[..] {
-        [one] => one.clone(),
-        _ => join(&parts),
+        [assignment, live_range] => joined(assignment, live_range),
+        [one, ..] => one.clone(),
+        [] => js_sys::ArrayBuffer::new(0),
     })
 }
 
-/// Buffers one after another, a newline between them.
-pub fn join(parts: &[js_sys::ArrayBuffer]) -> js_sys::ArrayBuffer {
-    let total: u32 = parts.iter().map(|p| p.byte_length() + 1).sum();
-    let out = js_sys::Uint8Array::new_with_length(total);
-    let mut at = 0;
-    for p in parts {
-        out.set(&js_sys::Uint8Array::new(p), at);
-        at += p.byte_length();
-        out.set_index(at, b'\n');
-        at += 1;
-    }
-    out.buffer()
+/// An XLA pair as `memplan_formats::xla` reads it (the buffer assignment first).
+fn joined(
+    assignment: &js_sys::ArrayBuffer,
+    live_range: &js_sys::ArrayBuffer,
+) -> js_sys::ArrayBuffer {
+    let bytes = |b: &js_sys::ArrayBuffer| js_sys::Uint8Array::new(b).to_vec();
+    let text = memplan_formats::xla::join(&bytes(assignment), &bytes(live_range));
+    js_sys::Uint8Array::from(&text[..]).buffer()
 }
 
 /// Fetches `url` (no credentials): its bytes, whatever the format.
