@@ -20,10 +20,13 @@ most bytes live at once over half-open [alloc, free_completed) event intervals),
 bytes at the dump and at most.
 
     python3 scripts/gen-snapshot.py --events 20000 --protocol 4 -o snapshot.pickle
+    python3 scripts/gen-snapshot.py --events 3000000 --stacks all --stream -o 1gib.pickle
 """
 import argparse
+import functools
 import pickle
 import random
+import struct
 import sys
 
 MIB = 1 << 20
@@ -54,8 +57,28 @@ MAIN = frame("<module>", "/home/me/project/train.py", 42)
 STEP = frame("train_step", "/home/me/project/train.py", 27)
 
 
-def stacks(layers):
-    """Per layer, the stacks of its forward allocations and of its gradient; shared dicts."""
+INTERPRETER = [
+    frame("_PyEval_EvalFrameDefault", "??", 0),
+    frame("_PyFunction_Vectorcall", "??", 0),
+    frame("PyObject_Call", "??", 0),
+]
+
+
+def with_interpreter(stack):
+    """A stack as `stacks="all"` records it: the interpreter's C frames under each Python one."""
+    out = []
+    for f in stack:
+        out.append(f)
+        if f["filename"].endswith(".py"):
+            out.extend(INTERPRETER)
+    return out
+
+
+@functools.cache
+def stacks(layers, interpreter, device):
+    """Per layer, the stacks of its forward allocations and of its gradient; shared dicts. Each
+    device has its own (as each device's trace is symbolized apart), the same objects on every
+    call, so two runs of a simulation share them."""
     forward, backward = [], []
     for k in range(layers):
         layer = user(100 + 10 * (k % 4))
@@ -65,14 +88,19 @@ def stacks(layers):
             NATIVE + [frame("gelu", TORCH + "nn/functional.py", 1840), user(70 + k % 5)] + CALL + [layer] + CALL + [block, STEP, MAIN],
         ])
         backward.append(NATIVE + [frame("backward", TORCH + "autograd/__init__.py", 347), frame("backward", TORCH + "_tensor.py", 626), user(30, "train_step"), MAIN])
+    if interpreter:
+        forward = [[with_interpreter(s) for s in layer] for layer in forward]
+        backward = [with_interpreter(s) for s in backward]
     return forward, backward
 
 
 class Allocator:
     """A caching allocator's bookkeeping: segments reserved, freed addresses cached by size."""
 
-    def __init__(self, device, capacity, trace):
-        self.device, self.capacity, self.trace = device, capacity, trace
+    def __init__(self, device, capacity, sink, copy_frames):
+        self.device, self.capacity, self.sink, self.copy_frames = device, capacity, sink, copy_frames
+        self.count = 0
+        self.segment_changes = []  # (event, +size or -size)
         self.segments = []  # [address, size, stream]
         self.reserved = 0
         self.cached = {}  # size -> [addresses]
@@ -80,9 +108,16 @@ class Allocator:
         self.cached_bytes = 0
 
     def event(self, action, addr, size, stream, frames, t, **extra):
+        if self.copy_frames:
+            frames = list(frames)  # each event's own list of shared frames, as PyTorch writes
         e = {"action": action, "addr": addr, "size": size, "stream": stream, "time_us": t, "frames": frames}
         e.update(extra)
-        self.trace.append(e)
+        if action == "segment_alloc":
+            self.segment_changes.append(size)
+        elif action == "segment_free":
+            self.segment_changes.append(-size)
+        self.sink(e)
+        self.count += 1
 
     def alloc(self, size, stream, frames, t):
         free = self.cached.get(size)
@@ -123,15 +158,16 @@ class Allocator:
         self.segments = kept
 
 
-def generate(events, seed, devices, oom):
+def generate(events, seed, devices, oom, sinks=None, interpreter=False, copy_frames=False):
+    """Simulates the devices; each device's events go to `sinks[device]` (a list by default)."""
     rng = random.Random(seed)
     traces, all_segments, figures = [], [], []
     per_device = max(1, events // devices)
     for device in range(devices):
         trace = []
-        allocator = Allocator(device, capacity=80 << 30, trace=trace)
+        allocator = Allocator(device, 80 << 30, sinks[device] if sinks else trace.append, copy_frames)
         layers = 12
-        forward, backward = stacks(layers)
+        forward, backward = stacks(layers, interpreter, device)
         t = 1_700_000_000_000_000 + device
         live = {}  # address -> (size, alloc event index)
         intervals = []
@@ -142,12 +178,12 @@ def generate(events, seed, devices, oom):
             t += rng.randint(1, 9)
             allocator.event("free_requested", address, size, 0, [], t)
             allocator.event("free_completed", address, size, 0, [], t)
-            intervals.append((start, len(trace) - 1, size))
+            intervals.append((start, allocator.count - 1, size))
             allocator.free(address, size)
             return t
 
         step = 0
-        while len(trace) < per_device:
+        while allocator.count < per_device:
             step += 1
             batch = rng.choice([4, 8, 8, 16])
             activations = []
@@ -159,7 +195,7 @@ def generate(events, seed, devices, oom):
                     t += rng.randint(5, 50)
                     address = allocator.alloc(size, stream, frames, t)
                     allocator.event("alloc", address, size, stream, frames, t)
-                    live[address] = (size, len(trace) - 1)
+                    live[address] = (size, allocator.count - 1)
                     activations.append(address)
             grads = []
             for k in reversed(range(layers)):
@@ -167,7 +203,7 @@ def generate(events, seed, devices, oom):
                 t += rng.randint(5, 50)
                 address = allocator.alloc(size, 0, backward[k], t)
                 allocator.event("alloc", address, size, 0, backward[k], t)
-                live[address] = (size, len(trace) - 1)
+                live[address] = (size, allocator.count - 1)
                 grads.append(address)
                 for _ in range(2):
                     t = release(activations.pop(), t)
@@ -184,7 +220,7 @@ def generate(events, seed, devices, oom):
         size = 3 * MIB
         address = allocator.alloc(size, 0, forward[0][0], t)
         allocator.event("alloc", address, size, 0, forward[0][0], t)
-        intervals.append((len(trace) - 1, len(trace), size))
+        intervals.append((allocator.count - 1, allocator.count, size))
         end_blocks = {address: size}
         traces.append(trace)
         for start, size_s, stream in allocator.segments:
@@ -196,7 +232,7 @@ def generate(events, seed, devices, oom):
                 "stream": stream, "segment_type": "large" if size_s > 2 * MIB else "small",
                 "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": blocks,
             })
-        figures.append((device, len(intervals), live_peak(intervals), allocator.reserved, reserved_peak(trace, allocator.reserved)))
+        figures.append((device, len(intervals), live_peak(intervals), allocator.reserved, reserved_peak(allocator.segment_changes, allocator.reserved)))
     snapshot = {"segments": all_segments, "device_traces": traces, "allocator_settings": {}, "external_annotations": []}
     return snapshot, figures
 
@@ -214,17 +250,163 @@ def live_peak(intervals):
     return peak
 
 
-def reserved_peak(trace, at_dump):
+def reserved_peak(segment_changes, at_dump):
     """The most bytes reserved, walking the segment events back from the dump's total."""
-    delta = sum(e["size"] if e["action"] == "segment_alloc" else -e["size"] for e in trace if e["action"] in ("segment_alloc", "segment_free"))
-    reserved = peak = at_dump - delta
-    for e in trace:
-        if e["action"] == "segment_alloc":
-            reserved += e["size"]
-        elif e["action"] == "segment_free":
-            reserved -= e["size"]
+    reserved = peak = at_dump - sum(segment_changes)
+    for change in segment_changes:
+        reserved += change
         peak = max(peak, reserved)
     return peak
+
+
+class StreamWriter:
+    """Writes a pickle as Python's protocol 4 pickler does (no frames), a trace event at a time.
+
+    What `pickle.dump` needs the whole snapshot in memory for, this writes as the simulation
+    runs: each event is written and forgotten (its memo entries too, so Python's memo indices
+    are kept but not its objects), with the lists batched in 1000s as Python batches them.
+    Shared objects (frame dicts, strings) are memoized once and fetched after.
+    """
+
+    def __init__(self, out):
+        self.out, self.memo, self.keep, self.next = out, {}, [], 0
+
+    def put(self, obj, forget=False):
+        """MEMOIZE: `obj` gets the next index; kept alive (so its id stays its own) unless it
+        is to be forgotten once written."""
+        self.memo[id(obj)] = self.next
+        self.next += 1
+        if not forget:
+            self.keep.append(obj)
+        self.out.write(b"\x94")
+
+    def get(self, obj):
+        i = self.memo[id(obj)]
+        self.out.write(b"h" + bytes([i]) if i < 256 else b"j" + struct.pack("<I", i))
+
+    def save(self, obj, forget=False):
+        w = self.out.write
+        if obj is None:
+            w(b"N")
+        elif obj is True or obj is False:
+            w(b"\x88" if obj else b"\x89")
+        elif isinstance(obj, int):
+            if 0 <= obj < 256:
+                w(b"K" + bytes([obj]))
+            elif 0 <= obj < 65536:
+                w(b"M" + struct.pack("<H", obj))
+            elif -(1 << 31) <= obj < (1 << 31):
+                w(b"J" + struct.pack("<i", obj))
+            else:
+                raw = obj.to_bytes((obj.bit_length() + 8) // 8, "little", signed=True)
+                w(b"\x8a" + bytes([len(raw)]) + raw)
+        elif id(obj) in self.memo:
+            self.get(obj)
+        elif isinstance(obj, str):
+            raw = obj.encode()
+            w((b"\x8c" + bytes([len(raw)]) if len(raw) < 256 else b"X" + struct.pack("<I", len(raw))) + raw)
+            self.put(obj)
+        elif isinstance(obj, tuple):
+            for x in obj:
+                self.save(x)
+            w(b"\x86" if len(obj) == 2 else b"")
+            assert len(obj) == 2, "only pairs"
+            self.put(obj)
+        elif isinstance(obj, dict):
+            w(b"}")
+            self.put(obj, forget)
+            # An event's own list (its frames) is forgotten with it; what it shares is not.
+            self.batches(list(obj.items()), b"s", b"u",
+                         lambda kv: (self.save(kv[0]), self.save(kv[1], forget and isinstance(kv[1], list))))
+        elif isinstance(obj, list):
+            w(b"]")
+            self.put(obj, forget)
+            self.batches(obj, b"a", b"e", self.save)
+        else:
+            raise TypeError(type(obj))
+        if forget and isinstance(obj, (dict, list)):
+            del self.memo[id(obj)]
+
+    def batches(self, items, one, many, save):
+        for k in range(0, len(items), 1000):
+            batch = items[k:k + 1000]
+            if len(batch) > 1:
+                self.out.write(b"(")
+            for x in batch:
+                save(x)
+            self.out.write(one if len(batch) == 1 else many)
+
+
+class StreamedList:
+    """A list written as its items come (`add`), batched as Python batches a list's items."""
+
+    def __init__(self, writer):
+        self.writer, self.batch, self.n = writer, [], 0
+        writer.out.write(b"]")
+        writer.put(self, forget=True)
+
+    def add(self, event):
+        self.batch.append(event)
+        if len(self.batch) == 1000:
+            self.flush()
+
+    def flush(self):
+        w = self.writer
+        if len(self.batch) > 1:
+            w.out.write(b"(")
+        for e in self.batch:
+            w.save(e, forget=True)
+        if self.batch:
+            w.out.write(b"a" if len(self.batch) == 1 else b"e")
+        self.n += len(self.batch)
+        self.batch = []
+
+
+class DeviceLists:
+    """The `device_traces` lists, each written whole before the next starts, as Python does."""
+
+    def __init__(self, writer):
+        self.writer, self.device, self.list = writer, None, None
+
+    def add(self, device, event):
+        if device != self.device:
+            self.close()
+            self.device, self.list = device, StreamedList(self.writer)
+        self.list.add(event)
+
+    def close(self):
+        if self.list:
+            self.list.flush()
+
+
+def write_streamed(path, a):
+    """The snapshot of `a`, written as the simulation runs. The simulation runs twice: the
+    segments at the dump come first in the file and need the whole run."""
+    interpreter = a.stacks == "all"
+    ignore = [lambda e: None] * a.devices
+    snapshot, figures = generate(a.events, a.seed, a.devices, not a.no_oom, ignore, interpreter, True)
+    with open(path, "wb", buffering=1 << 20) as f:
+        w = StreamWriter(f)
+        f.write(b"\x80\x04}")
+        w.put(snapshot)
+        f.write(b"(")
+        w.save("segments")
+        w.save(snapshot["segments"])
+        w.save("device_traces")
+        f.write(b"]")
+        w.put(snapshot["device_traces"])
+        if a.devices > 1:
+            f.write(b"(")
+        lists = DeviceLists(w)
+        sinks = [lambda e, d=d: lists.add(d, e) for d in range(a.devices)]
+        generate(a.events, a.seed, a.devices, not a.no_oom, sinks, interpreter, True)
+        lists.close()
+        f.write(b"a" if a.devices == 1 else b"e")
+        for key in ("allocator_settings", "external_annotations"):
+            w.save(key)
+            w.save(snapshot[key])
+        f.write(b"u.")
+    return figures
 
 
 def main():
@@ -234,11 +416,18 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--devices", type=int, default=1)
     p.add_argument("--no-oom", action="store_true")
+    p.add_argument("--stacks", choices=["python", "all"], default="python",
+                   help="all: with the interpreter's C frames, as `_record_memory_history(stacks=\"all\")` records")
+    p.add_argument("--stream", action="store_true",
+                   help="write protocol 4 as the simulation runs, each event with its own frames list (for files of gigabytes)")
     p.add_argument("-o", "--output", required=True)
     a = p.parse_args()
-    snapshot, figures = generate(a.events, a.seed, a.devices, not a.no_oom)
-    with open(a.output, "wb") as f:
-        pickle.dump(snapshot, f, protocol=a.protocol)
+    if a.stream:
+        figures = write_streamed(a.output, a)
+    else:
+        snapshot, figures = generate(a.events, a.seed, a.devices, not a.no_oom, interpreter=a.stacks == "all")
+        with open(a.output, "wb") as f:
+            pickle.dump(snapshot, f, protocol=a.protocol)
     for device, allocations, peak, reserved, reserved_most in figures:
         print(f"cuda:{device} allocations={allocations} live_peak={peak} reserved={reserved} reserved_peak={reserved_most}")
 

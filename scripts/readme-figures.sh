@@ -8,7 +8,7 @@
 # Usage: ./scripts/readme-figures.sh [BLOCK...]
 set -euo pipefail
 # With names (bench capacity minimize omnimalloc wasm scale remat greedy onnx chain orders fits
-# compilers bundle browser screenshot), only those.
+# compilers bundle browser snapshots screenshot), only those.
 only=" $* "
 want() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -250,6 +250,16 @@ if want browser && [ -f dist/index.html ]; then
     cat "$tmp/browser-bench/solver-browser.txt"
   } > "$tmp/browser"
   replace browser "$tmp/browser"
+fi
+
+if want snapshots && [ -f dist/index.html ]; then
+  cargo build -q --locked --profile fast -p memplan-cli
+  {
+    echo "\`node scripts/snapshot-bench.mjs 64 128 192 1024\` on the release bundle in headless Chromium and with \`target/fast/memplan\` ($today, $cores cores, one run each):"
+    echo
+    node scripts/snapshot-bench.mjs 64 128 192 1024
+  } > "$tmp/snapshots"
+  replace snapshots "$tmp/snapshots"
 fi
 
 if want screenshot && [ -f dist/index.html ]; then

@@ -3,7 +3,9 @@
 // trace (gzipped) per device. Screenshots go to tests/e2e/output/torch-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hooks, launch, output, root, serve } from './harness.mjs';
 
@@ -125,4 +127,51 @@ test('a gzipped profiler trace loads per device with the figures of the independ
   assert.ok(names.some((n) => /^aten::/.test(n)), names.slice(0, 5).join(' | '));
   await shot('trace');
   healthy('trace');
+});
+
+test('a snapshot past the 64 MiB the page reads whole streams in the worker: progress rises, cancel ends it, and it loads', async () => {
+  // About 70 MiB: a training loop's events with the interpreter's frames, written as
+  // `_dump_snapshot()` writes them (scripts/gen-snapshot.py prints its allocations).
+  const file = join(output, 'streamed.pickle');
+  const printed = execFileSync('python3', [join(root, 'scripts/gen-snapshot.py'), '--events', '970000', '--stacks', 'all', '--stream', '--no-oom', '-o', file], { encoding: 'utf8' });
+  const allocations = Number(/allocations=(\d+)/.exec(printed)[1]);
+  assert.ok(statSync(file).size > 64 * 1048576, `${statSync(file).size} bytes`);
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  const before = await testid('tensor-count').innerText();
+  const reading = () => testid('progress').getAttribute('data-read-done').then((v) => Number(v ?? 0));
+  const [loading] = page.workers();
+  const ended = new Promise((resolve) => loading.on('close', resolve));
+  await testid('file-input').setInputFiles(file);
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid=progress]')?.dataset.readDone ?? 0) > 0, null, { timeout: 60000 });
+  const first = await reading();
+  await page.waitForFunction((at) => Number(document.querySelector('[data-testid=progress]')?.dataset.readDone ?? 0) > at, first, { timeout: 60000 });
+  assert.equal(Number(await testid('progress').getAttribute('data-read-of')), 2 * statSync(file).size, 'read twice: the memo, then the values');
+  assert.match(await testid('progress').innerText(), /reading streamed\.pickle: \d+%/);
+  await testid('cancel').click();
+  assert.equal(await testid('progress').count(), 0);
+  await ended;
+  assert.equal(await testid('tensor-count').innerText(), before, 'a cancelled load changes nothing');
+  await testid('file-input').setInputFiles(file);
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid=error]') || (document.querySelector('[data-testid=summary]')?.innerText.includes('PyTorch memory snapshot') && !document.querySelector('[data-testid=progress]')),
+    null,
+    { timeout: 240000, polling: 500 },
+  );
+  assert.equal(await testid('error').count(), 0, 'the snapshot loads');
+  assert.equal(await testid('tensor-count').innerText(), String(allocations));
+  healthy('streamed snapshot');
+});
+
+test('a file the page reads whole is refused past 64 MiB, naming the limit and what streams', async () => {
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  const file = join(output, 'huge.json');
+  await writeFile(file, Buffer.alloc(65 * 1048576, 0x20));
+  await testid('file-input').setInputFiles(file);
+  await testid('error').waitFor();
+  assert.match(
+    await testid('error').innerText(),
+    /huge\.json: 65\.00 MiB is more than the 64\.00 MiB this page reads of a file it reads whole \(PyTorch snapshots are read as streams, up to [\d.]+ MiB\)/,
+  );
 });

@@ -48,12 +48,18 @@ pub enum WebError {
     Hardware(#[from] HardwareError),
     #[error(transparent)]
     InputShape(#[from] BadInputShape),
+    /// `what` the limit is for: "a PyTorch snapshot", "a file read whole (...)".
     #[error(
-        "{name}: {} is more than the {} this page reads",
+        "{name}: {} is more than the {} this page reads of {what}; the CLI reads it (`memplan plan {name}`)",
         memplan_human::bytes(*size),
         memplan_human::bytes(*most)
     )]
-    TooLarge { name: String, size: u64, most: u64 },
+    TooLarge {
+        name: String,
+        size: u64,
+        most: u64,
+        what: String,
+    },
     #[error(transparent)]
     Engine(#[from] EngineError),
 }

@@ -549,17 +549,32 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
     })
 }
 
-/// A dump's bytes: with an XLA dump, both files of the pair (the buffer assignment and the live
-/// range beside it, found by name), joined.
-fn read_dump(path: &Path) -> Result<Vec<u8>, CliError> {
-    let bytes = read_bytes(path)?;
+/// Reads the dump at `path`: with an XLA dump, both files of the pair (the buffer assignment
+/// and the live range beside it, found by name), joined; else the file itself, which a
+/// PyTorch snapshot reads as a stream.
+fn load_dump(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Session, CliError> {
+    let source = display(path);
     let companion = (path.file_name().and_then(|n| n.to_str()))
         .and_then(memplan_formats::xla::companion)
         .map(|name| path.with_file_name(name));
-    match companion.filter(|p| p.is_file()) {
-        Some(other) => Ok(memplan_formats::xla::join(&bytes, &read_bytes(&other)?)),
-        None => Ok(bytes),
+    if let Some(other) = companion.filter(|p| p.is_file()) {
+        let joined = memplan_formats::xla::join(&read_bytes(path)?, &read_bytes(&other)?);
+        return Ok(Session::load_with(&joined, &source, options)?);
     }
+    let io = |error| CliError::Io {
+        path: source.clone(),
+        error,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let input = std::io::BufReader::with_capacity(1 << 20, file);
+    Ok(Session::load_from(
+        input,
+        len,
+        &source,
+        options,
+        &mut |_, _| {},
+    )?)
 }
 
 /// Loads a dump; what the import could not carry over exactly goes to stderr as warnings.
@@ -569,7 +584,7 @@ pub(crate) fn open(path: &Path) -> Result<Session, CliError> {
 
 /// [`open`] with import options.
 fn open_with(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Session, CliError> {
-    let session = Session::load_with(&read_dump(path)?, &display(path), options)?;
+    let session = load_dump(path, options)?;
     // Before the scenario is read: every guessed dim is named (a `--set` binds it anyway).
     for w in &session.warnings_for(&Scenario::default()) {
         eprintln!("memplan: warning: {}: {}", path.display(), one_line(w));

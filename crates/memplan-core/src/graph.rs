@@ -567,7 +567,7 @@ pub struct ResolvedGraph {
     /// For each loop, the tensors its back edge reads.
     pub back_edge_reads: Vec<Vec<usize>>,
     /// The tensor index of each id.
-    pub tensor_index: HashMap<String, usize>,
+    pub tensor_index: IdIndex,
 }
 
 impl ResolvedGraph {
@@ -652,11 +652,12 @@ impl Tensor {
     }
 }
 
-fn index_ids<'a>(
-    what: Element,
-    ids: impl Iterator<Item = &'a str>,
-) -> Result<HashMap<String, usize>, GraphError> {
-    let mut map = HashMap::new();
+/// Indices by id: hashed with FxHash, as a million-tensor dump resolves a million ids and
+/// more lookups (ids are the dump's, so a hostile dump can at worst slow its own load).
+pub type IdIndex = rustc_hash::FxHashMap<String, usize>;
+
+fn index_ids<'a>(what: Element, ids: impl Iterator<Item = &'a str>) -> Result<IdIndex, GraphError> {
+    let mut map = IdIndex::default();
     for (index, id) in ids.enumerate() {
         if id.is_empty() {
             return Err(GraphError::EmptyId { what, index });
@@ -680,7 +681,7 @@ fn index_ids<'a>(
 }
 
 fn lookup(
-    map: &HashMap<String, usize>,
+    map: &IdIndex,
     owner: impl FnOnce() -> String,
     what: Element,
     id: &str,
@@ -887,7 +888,7 @@ fn tensor_bytes(g: &Graph, t: &Tensor, dtype: Option<DType>) -> Result<u64, Grap
 /// Points every view at its owning root, checking cycles, bounds and devices.
 fn resolve_views(
     g: &Graph,
-    tensor_index: &HashMap<String, usize>,
+    tensor_index: &IdIndex,
     tensors: &mut [ResolvedTensor],
 ) -> Result<(), GraphError> {
     let base: Vec<Option<usize>> = g

@@ -455,7 +455,27 @@ impl Session {
         source: &str,
         options: &onnx::Options,
     ) -> Result<Session, EngineError> {
-        let loaded = load_with(bytes, source, options).map_err(|error| EngineError::Format {
+        Self::loaded(load_with(bytes, source, options), source)
+    }
+
+    /// [`Session::load_with`] from `input` of `len` bytes, a PyTorch snapshot read as a stream
+    /// ([`memplan_formats::load_from`]); `progress(done, of)` hears how far.
+    pub fn load_from<R: std::io::Read + std::io::Seek>(
+        input: R,
+        len: u64,
+        source: &str,
+        options: &onnx::Options,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Session, EngineError> {
+        let loaded = memplan_formats::load_from(input, len, source, options, progress);
+        Self::loaded(loaded, source)
+    }
+
+    fn loaded(
+        loaded: Result<memplan_formats::Loaded, FormatError>,
+        source: &str,
+    ) -> Result<Session, EngineError> {
+        let loaded = loaded.map_err(|error| EngineError::Format {
             input: source.to_string(),
             error,
         })?;

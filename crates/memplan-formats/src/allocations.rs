@@ -9,6 +9,8 @@
 //! own record ([`Recorded`]) keeps each allocation's address, stream and free.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use memplan_core::graph::{Device, Frame, Graph, Step, Tensor, site};
@@ -28,37 +30,54 @@ pub struct Imported {
 /// a few stacks millions of times.
 #[derive(Default)]
 pub(crate) struct Stacks {
-    frames: HashMap<Frame, u32>,
-    stacks: HashMap<Vec<u32>, Arc<[Frame]>>,
+    frames: FxHashMap<Frame, u32>,
+    stacks: FxHashMap<Vec<u32>, Arc<[Frame]>>,
     all: Vec<Frame>,
+    /// Each interned stack's site, as shown, by the stack's address (interned stacks live as
+    /// long as this table, so their addresses are theirs).
+    sites: FxHashMap<usize, Option<Arc<str>>>,
 }
 
 impl Stacks {
     pub(crate) fn intern(&mut self, frames: impl Iterator<Item = Frame>) -> Arc<[Frame]> {
-        let ids: Vec<u32> = frames
-            .map(|f| match self.frames.get(&f) {
-                Some(&id) => id,
-                None => {
-                    let id = self.all.len() as u32;
-                    self.frames.insert(f.clone(), id);
-                    self.all.push(f);
-                    id
-                }
-            })
-            .collect();
-        if let Some(stack) = self.stacks.get(&ids) {
+        let ids: Vec<u32> = frames.map(|f| self.frame_id(f)).collect();
+        self.stack(&ids)
+    }
+
+    /// The id of frame `f`.
+    pub(crate) fn frame_id(&mut self, f: Frame) -> u32 {
+        if let Some(&id) = self.frames.get(&f) {
+            return id;
+        }
+        let id = self.all.len() as u32;
+        self.frames.insert(f.clone(), id);
+        self.all.push(f);
+        id
+    }
+
+    /// The site of `stack`, one of this table's, as shown ([`site`]).
+    fn site(&mut self, stack: &Arc<[Frame]>) -> Option<Arc<str>> {
+        let key = stack.as_ptr() as usize;
+        (self.sites.entry(key))
+            .or_insert_with(|| site(stack).map(|f| Arc::from(f.to_string())))
+            .clone()
+    }
+
+    /// The stack of the frames `ids` names.
+    pub(crate) fn stack(&mut self, ids: &[u32]) -> Arc<[Frame]> {
+        if let Some(stack) = self.stacks.get(ids) {
             return stack.clone();
         }
         let stack: Arc<[Frame]> = ids.iter().map(|&i| self.all[i as usize].clone()).collect();
-        self.stacks.insert(ids, stack.clone());
+        self.stacks.insert(ids.to_vec(), stack.clone());
         stack
     }
 }
 
 /// The name of an allocation: its site, its stream when not the default.
-fn allocation_name(stack: &[Frame], size: u64, address: u64, stream: i64) -> String {
-    let mut name = match site(stack) {
-        Some(f) => f.to_string(),
+fn allocation_name(site: Option<&str>, size: u64, address: u64, stream: i64) -> String {
+    let mut name = match site {
+        Some(site) => site.to_string(),
         None => format!("{size} B at 0x{address:x}"),
     };
     if stream != 0 {
@@ -78,17 +97,19 @@ pub(crate) struct Allocations {
     warnings: Vec<String>,
 }
 
-/// One device's events, being read.
-pub(crate) struct DeviceEvents<'a> {
-    all: &'a mut Allocations,
+/// One device's events, being read: each method takes the graph being built.
+pub(crate) struct DeviceEvents {
     device: String,
-    events: u64,
     first: usize,
     /// Open allocations by address, oldest first: tensor indices.
     open: HashMap<u64, Vec<usize>>,
+    /// Each allocation's id and live events; [`NEVER_FREED`] until its free.
     lifetimes: Vec<(String, u64, u64)>,
     orphan_frees: usize,
 }
+
+/// The end of a lifetime whose free the trace never records.
+const NEVER_FREED: u64 = u64::MAX;
 
 /// What a device's allocator held besides its allocations.
 pub(crate) struct DeviceRecord {
@@ -104,14 +125,11 @@ impl Allocations {
         self.warnings.push(warning);
     }
 
-    /// Starts device `device`, whose trace has `events` events.
-    pub(crate) fn device(&mut self, device: String, events: u64) -> DeviceEvents<'_> {
-        let first = self.tensors.len();
+    /// Starts device `device`, whose events follow.
+    pub(crate) fn device(&self, device: String) -> DeviceEvents {
         DeviceEvents {
-            all: self,
             device,
-            events,
-            first,
+            first: self.tensors.len(),
             open: HashMap::new(),
             lifetimes: Vec::new(),
             orphan_frees: 0,
@@ -139,32 +157,24 @@ impl Allocations {
     }
 }
 
-impl DeviceEvents<'_> {
-    /// `frames` as a stack shared with every allocation made from the same frames.
-    pub(crate) fn intern(&mut self, frames: impl Iterator<Item = Frame>) -> Arc<[Frame]> {
-        self.all.stacks.intern(frames)
-    }
-
-    pub(crate) fn warn(&mut self, warning: String) {
-        self.all.warnings.push(warning);
-    }
-
+impl DeviceEvents {
     /// Event `at` allocates `size` bytes at `address` on `stream`, from `stack`.
     pub(crate) fn alloc(
         &mut self,
+        all: &mut Allocations,
         at: u64,
         address: u64,
         size: u64,
         stream: i64,
         stack: Arc<[Frame]>,
     ) {
-        let all = &mut *self.all;
         let t = all.tensors.len();
         let id = format!("alloc{t}");
         self.open.entry(address).or_default().push(t);
+        let site = all.stacks.site(&stack);
         all.tensors.push(Tensor {
             id: id.clone(),
-            name: Some(allocation_name(&stack, size, address, stream)),
+            name: Some(allocation_name(site.as_deref(), size, address, stream)),
             bytes: Some(size),
             device: Some(self.device.clone()),
             stack,
@@ -176,32 +186,29 @@ impl DeviceEvents<'_> {
             allocated_at: at,
             freed_at: None,
         });
-        self.lifetimes.push((id, at, self.events));
+        self.lifetimes.push((id, at, NEVER_FREED));
     }
 
-    /// Event `at` frees `address`: the tensor it ends, if one was open there.
-    pub(crate) fn free(&mut self, at: u64, address: u64) -> Option<&Tensor> {
+    /// Event `at` frees `address`: the size of the tensor it ends, if one was open there.
+    pub(crate) fn free(&mut self, all: &mut Allocations, at: u64, address: u64) -> Option<u64> {
         let Some(list) = self.open.get_mut(&address).filter(|l| !l.is_empty()) else {
             self.orphan_frees += 1;
             return None;
         };
         let t = list.remove(0);
-        let all = &mut *self.all;
         let start = all.recorded.allocations[t].allocated_at;
         all.recorded.allocations[t].freed_at = Some(at);
         // An allocation freed at its own event lives one event.
         self.lifetimes[t - self.first].2 = at.max(start + 1);
-        Some(&all.tensors[t])
+        all.tensors[t].bytes
     }
 
-    /// Ends the device: its schedule, the warnings about what the trace cannot say, and the
-    /// allocator's record. A device that allocated nothing is left out.
-    pub(crate) fn finish(self, record: DeviceRecord) {
+    /// Ends the device after `events` events: its schedule, the warnings about what the trace
+    /// cannot say, and the allocator's record. A device that allocated nothing is left out.
+    pub(crate) fn finish(self, all: &mut Allocations, events: u64, record: DeviceRecord) {
         let DeviceEvents {
-            all,
             device,
-            events,
-            lifetimes,
+            mut lifetimes,
             orphan_frees,
             ..
         } = self;
@@ -210,7 +217,11 @@ impl DeviceEvents<'_> {
                 "{device}: {orphan_frees} frees of memory allocated before the trace began are not planned"
             ));
         }
-        let never = lifetimes.iter().filter(|l| l.2 == events).count();
+        let mut never = 0;
+        for l in lifetimes.iter_mut().filter(|l| l.2 == NEVER_FREED) {
+            l.2 = events;
+            never += 1;
+        }
         if never > 0 {
             all.warnings.push(format!(
                 "{device}: {never} allocations are never freed in the trace: they live to its end"

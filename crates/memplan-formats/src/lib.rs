@@ -75,6 +75,8 @@ pub enum FormatError {
     Tflite(String),
     #[error("XLA dump line {line}: {message}")]
     Xla { line: usize, message: String },
+    #[error("{name} could not be read: {message}")]
+    Unreadable { name: String, message: String },
 }
 
 impl FormatError {
@@ -207,8 +209,7 @@ pub fn load_with(
         let i = onnx::parse(bytes, onnx_options)?;
         return Loaded::resolved(Format::Onnx, i.graph, None, None, i.warnings);
     }
-    let pickled = matches!(bytes, [0x80, 2..=5, ..]);
-    if pickled || lower.ends_with(".pickle") || lower.ends_with(".pkl") {
+    if is_pickle(bytes) || lower.ends_with(".pickle") || lower.ends_with(".pkl") {
         let i = torch::parse(bytes)?;
         let recorded = Some(i.recorded);
         return Loaded::resolved(Format::TorchSnapshot, i.graph, None, recorded, i.warnings);
@@ -249,6 +250,42 @@ pub fn load_with(
             Loaded::resolved(format, i.graph, given_plan, None, Vec::new())
         }
     }
+}
+
+/// [`load_with`] from `input`, `len` bytes read in order from its start: a PyTorch snapshot as
+/// a stream ([`torch::parse_stream`]: the reader holds the graph, never the file or its
+/// events, so snapshots of gigabytes load), any other format whole. `progress(done, of)`
+/// hears how far a stream has read.
+pub fn load_from<R: std::io::Read + std::io::Seek>(
+    mut input: R,
+    len: u64,
+    name: &str,
+    onnx_options: &onnx::Options,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Loaded, FormatError> {
+    let unreadable = |e: std::io::Error| FormatError::Unreadable {
+        name: name.to_string(),
+        message: e.to_string(),
+    };
+    let mut head = [0u8; 2];
+    let got = input.read(&mut head).map_err(unreadable)?;
+    input
+        .seek(std::io::SeekFrom::Start(0))
+        .map_err(unreadable)?;
+    if got == 2 && is_pickle(&head) {
+        let of = len.saturating_mul(2);
+        let i = torch::parse_stream(input, len, &mut |done| progress(done, of))?;
+        let recorded = Some(i.recorded);
+        return Loaded::resolved(Format::TorchSnapshot, i.graph, None, recorded, i.warnings);
+    }
+    let mut bytes = Vec::new();
+    input.read_to_end(&mut bytes).map_err(unreadable)?;
+    load_with(&bytes, name, onnx_options)
+}
+
+/// Whether `bytes` start as a pickle of protocol 2 to 5.
+pub fn is_pickle(bytes: &[u8]) -> bool {
+    matches!(bytes, [0x80, 2..=5, ..])
 }
 
 /// The first bytes of a gzip file.
@@ -534,6 +571,11 @@ mod fuzz {
             // Cut short anywhere.
             let cut = bytes.len() / 2;
             load_and_plan(&bytes[..cut], name);
+            // A stream said to be longer or shorter than it is.
+            for said in [bytes.len() as u64 + 1 + cut as u64, cut as u64] {
+                let cursor = std::io::Cursor::new(&bytes);
+                let _ = load_from(cursor, said, name, &Default::default(), &mut |_, _| ());
+            }
         }
 
         #[test]

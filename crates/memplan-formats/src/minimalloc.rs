@@ -18,7 +18,7 @@
 //! as times (`upper = last + 1`); the
 //! alignments when any is not 1, and the offsets of a plan when one is given.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use memplan_core::graph::{Graph, Step, Tensor};
 use memplan_core::{Lifetime, Problem};
@@ -207,23 +207,21 @@ pub(crate) fn steps_of_lifetimes(
         t
     };
     let position = |time: u64| times.partition_point(|&t| t <= time) - 1;
-    let mut writes: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    let mut reads: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let mut writes: Vec<Vec<String>> = vec![Vec::new(); times.len()];
+    let mut reads: Vec<Vec<String>> = vec![Vec::new(); times.len()];
     for (id, lower, upper) in lifetimes {
         let (first, last) = (position(*lower), position(upper - 1));
-        writes.entry(first).or_default().push(id.clone());
+        writes[first].push(id.clone());
         if last != first {
-            reads.entry(last).or_default().push(id.clone());
+            reads[last].push(id.clone());
         }
     }
-    times
-        .iter()
-        .enumerate()
-        .map(|(p, t)| Step {
+    (times.iter().zip(writes).zip(reads))
+        .map(|((t, writes), reads)| Step {
             id: format!("{prefix}t={t}"),
             time: Some(*t),
-            writes: writes.remove(&p).unwrap_or_default(),
-            reads: reads.remove(&p).unwrap_or_default(),
+            writes,
+            reads,
             device: device.map(str::to_string),
             pinned: true,
             ..Step::default()

@@ -76,35 +76,169 @@ impl Value {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("pickle byte {offset}: {message}")]
 pub struct PickleError {
-    pub offset: usize,
+    pub offset: u64,
     pub message: String,
-}
-
-enum Item {
-    Mark,
-    Value(Value, usize),
 }
 
 /// Reads one pickled value from `bytes`.
 pub fn read(bytes: &[u8]) -> Result<Value, PickleError> {
+    let len = bytes.len() as u64;
+    read_streaming(std::io::Cursor::new(bytes), len, None, &mut |_| {})
+}
+
+/// Items that a list of lists under one key of the pickle's root dict streams out instead of
+/// holding: `on_item(k, item)` takes each item appended to the `k`-th inner list of
+/// `root[key]` (a snapshot's `device_traces`), in order; the lists stay empty.
+pub struct Stream<'a> {
+    pub key: &'a str,
+    pub on_item: &'a mut dyn FnMut(usize, Value) -> Result<(), String>,
+}
+
+/// Reads one pickled value of `len` bytes from `input`, in two passes, with bounded memory
+/// beside what it keeps: the first finds which memo entries the pickle ever fetches, the
+/// second builds values and remembers only those (a snapshot memoizes every event, and
+/// fetches only the frames and strings events share). `stream`'s items are handed over as
+/// they complete. `progress` hears the bytes read so far, of `2 * len`.
+pub fn read_streaming<R: std::io::Read + std::io::Seek>(
+    mut input: R,
+    len: u64,
+    stream: Option<Stream<'_>>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Value, PickleError> {
+    let fetched = {
+        let mut scan = Decoder::new(&mut input, len, 0, progress);
+        fetched_memo(&mut scan)
+    };
+    input
+        .seek(std::io::SeekFrom::Start(0))
+        .map_err(|e| PickleError {
+            offset: 0,
+            message: format!("the file could not be read again: {e}"),
+        })?;
+    let slots = fetched.count();
     Unpickler {
-        bytes,
-        at: 0,
+        input: Decoder::new(&mut input, len, len, progress),
         stack: Vec::new(),
-        memo: Vec::new(),
+        memo: vec![None; slots],
+        fetched,
+        memo_next: 0,
+        stream,
+        streamed: 0,
     }
     .run()
 }
 
-struct Unpickler<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    /// Values with their nesting depth, and marks.
-    stack: Vec<Item>,
-    memo: Vec<Option<(Value, usize)>>,
+/// The memo indices a pickle fetches (`BINGET`, `LONG_BINGET`): a bit set with a count per
+/// word before it, so an index's slot among the fetched is found in constant time.
+struct Fetched {
+    bits: Vec<u64>,
+    before: Vec<u32>,
 }
 
-impl Unpickler<'_> {
+impl Fetched {
+    fn count(&self) -> usize {
+        self.before.last().map_or(0, |&b| b as usize)
+            + self.bits.last().map_or(0, |w| w.count_ones() as usize)
+    }
+
+    /// The slot of memo index `i`, when the pickle fetches it.
+    fn slot(&self, i: usize) -> Option<usize> {
+        let (w, b) = (i / 64, i % 64);
+        let word = *self.bits.get(w)?;
+        (word >> b & 1 == 1)
+            .then(|| self.before[w] as usize + (word & ((1u64 << b) - 1)).count_ones() as usize)
+    }
+}
+
+/// The first pass: the memo indices fetched. It stops at the first opcode it cannot read; the
+/// second pass then stops there too, with the error in full.
+fn fetched_memo<R: std::io::Read>(input: &mut Decoder<'_, R>) -> Fetched {
+    let mut bits: Vec<u64> = Vec::new();
+    let len = input.len;
+    while let Ok(op) = input.op() {
+        match op {
+            Op::Stop => break,
+            // An index past the file's length is refused by the second pass.
+            Op::Get(i) if i as u64 <= len => {
+                if bits.len() <= i / 64 {
+                    bits.resize(i / 64 + 1, 0);
+                }
+                bits[i / 64] |= 1 << (i % 64);
+            }
+            _ => {}
+        }
+    }
+    let mut before = Vec::with_capacity(bits.len());
+    let mut total = 0u32;
+    for w in &bits {
+        before.push(total);
+        total += w.count_ones();
+    }
+    Fetched { bits, before }
+}
+
+/// One opcode with its argument; strings and bytes borrow the reader's buffer.
+enum Op<'b> {
+    Proto(u8),
+    Stop,
+    Mark,
+    Pop,
+    PopMark,
+    Dup,
+    Value(Value),
+    Text(&'b [u8], u64),
+    Bytes(&'b [u8]),
+    EmptyDict,
+    EmptyList,
+    EmptyTuple,
+    EmptySet,
+    Tuple,
+    TupleN(usize),
+    List,
+    Dict,
+    FrozenSet,
+    Append,
+    Appends,
+    SetItem,
+    SetItems,
+    Memoize,
+    Put(usize),
+    Get(usize),
+    StackGlobal,
+}
+
+/// Reads opcodes from `input` through a buffer, checking each length against the bytes left
+/// before reading it.
+struct Decoder<'p, R> {
+    input: R,
+    len: u64,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// The file offset of `buf[start]`.
+    at: u64,
+    /// What `progress` adds to the offset (the second pass starts at `len`).
+    progress_base: u64,
+    progress: &'p mut dyn FnMut(u64),
+}
+
+/// The buffer's usual size; a longer string grows it.
+const BUFFER: usize = 1 << 20;
+
+impl<'p, R: std::io::Read> Decoder<'p, R> {
+    fn new(input: R, len: u64, progress_base: u64, progress: &'p mut dyn FnMut(u64)) -> Self {
+        Decoder {
+            input,
+            len,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            at: 0,
+            progress_base,
+            progress,
+        }
+    }
+
     fn err(&self, message: impl Into<String>) -> PickleError {
         PickleError {
             offset: self.at,
@@ -112,16 +246,44 @@ impl Unpickler<'_> {
         }
     }
 
-    fn take(&mut self, n: usize) -> Result<&[u8], PickleError> {
-        if self.bytes.len() - self.at < n {
+    /// Makes `n` bytes available in the buffer.
+    fn fill(&mut self, n: usize) -> Result<(), PickleError> {
+        let left = self.len.saturating_sub(self.at);
+        if (n as u64) > left {
             return Err(self.err(format!(
-                "wants {n} bytes, {} are left: the file is cut short",
-                self.bytes.len() - self.at
+                "wants {n} bytes, {left} are left: the file is cut short"
             )));
         }
-        let s = &self.bytes[self.at..self.at + n];
-        self.at += n;
-        Ok(s)
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        let want = n
+            .max(BUFFER)
+            .min(usize::try_from(left).unwrap_or(usize::MAX));
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
+        while self.end < n {
+            let read = self.input.read(&mut self.buf[self.end..want]);
+            match read {
+                Ok(0) => return Err(self.err("the file ends before its length")),
+                Ok(k) => self.end += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.err(format!("the file could not be read: {e}"))),
+            }
+        }
+        (self.progress)(self.progress_base + self.at + self.end as u64);
+        Ok(())
+    }
+
+    fn take(&mut self, n: usize) -> Result<&[u8], PickleError> {
+        if self.end - self.start < n {
+            self.fill(n)?;
+        }
+        let s = self.start;
+        self.start += n;
+        self.at += n as u64;
+        Ok(&self.buf[s..s + n])
     }
 
     fn u8(&mut self) -> Result<u8, PickleError> {
@@ -136,6 +298,157 @@ impl Unpickler<'_> {
     fn len(&mut self, n: usize) -> Result<usize, PickleError> {
         let v = self.uint(n)?;
         usize::try_from(v).map_err(|_| self.err("a length past this machine's reach"))
+    }
+
+    /// The next opcode. Those that import or call are refused here, by name where the file
+    /// gives one.
+    fn op(&mut self) -> Result<Op<'_>, PickleError> {
+        let at = self.at;
+        let op = self.u8()?;
+        let refused = |message: String| PickleError {
+            offset: at,
+            message,
+        };
+        Ok(match op {
+            0x80 => Op::Proto(self.u8()?),
+            0x95 => {
+                self.take(8)?;
+                return self.op();
+            }
+            b'.' => Op::Stop,
+            b'(' => Op::Mark,
+            b'0' => Op::Pop,
+            b'1' => Op::PopMark,
+            b'2' => Op::Dup,
+            b'N' => Op::Value(Value::None),
+            0x88 => Op::Value(Value::Bool(true)),
+            0x89 => Op::Value(Value::Bool(false)),
+            b'J' => Op::Value(Value::Int(i128::from(self.uint(4)? as u32 as i32))),
+            b'K' => Op::Value(Value::Int(i128::from(self.uint(1)?))),
+            b'M' => Op::Value(Value::Int(i128::from(self.uint(2)?))),
+            0x8a | 0x8b => {
+                let n = if op == 0x8a {
+                    self.len(1)?
+                } else {
+                    self.len(4)?
+                };
+                if n > 16 {
+                    return Err(self.err(format!("an integer of {n} bytes, past 128 bits")));
+                }
+                let raw = self.take(n)?;
+                let mut v: i128 = 0;
+                for (k, &b) in raw.iter().enumerate() {
+                    v |= i128::from(b) << (8 * k);
+                }
+                if n > 0 && n < 16 && raw[n - 1] & 0x80 != 0 {
+                    v -= 1i128 << (8 * n);
+                }
+                Op::Value(Value::Int(v))
+            }
+            b'G' => {
+                let raw = self.take(8)?;
+                Op::Value(Value::Float(f64::from_be_bytes(
+                    raw.try_into().expect("8 bytes"),
+                )))
+            }
+            // Text; `U` and `T` are protocol 1 strings (bytes in Python 2), read as text when
+            // UTF-8.
+            0x8c | b'X' | 0x8d | b'U' | b'T' => {
+                let n = match op {
+                    0x8c | b'U' => self.len(1)?,
+                    b'X' | b'T' => self.len(4)?,
+                    _ => self.len(8)?,
+                };
+                let text_at = self.at;
+                Op::Text(self.take(n)?, text_at)
+            }
+            b'C' | 0x42 | 0x8e | 0x96 => {
+                let n = match op {
+                    b'C' => self.len(1)?,
+                    0x42 => self.len(4)?,
+                    _ => self.len(8)?,
+                };
+                Op::Bytes(self.take(n)?)
+            }
+            b'}' => Op::EmptyDict,
+            b']' => Op::EmptyList,
+            b')' => Op::EmptyTuple,
+            0x8f => Op::EmptySet,
+            b't' => Op::Tuple,
+            0x85..=0x87 => Op::TupleN(usize::from(op - 0x84)),
+            b'l' => Op::List,
+            b'd' => Op::Dict,
+            0x91 => Op::FrozenSet,
+            b'a' => Op::Append,
+            b'e' | 0x90 => Op::Appends,
+            b's' => Op::SetItem,
+            b'u' => Op::SetItems,
+            0x94 => Op::Memoize,
+            b'q' => Op::Put(self.len(1)?),
+            b'r' => Op::Put(self.len(4)?),
+            b'h' => Op::Get(self.len(1)?),
+            b'j' => Op::Get(self.len(4)?),
+            b'c' => {
+                // GLOBAL: "module\nname\n". Refused, naming it.
+                let mut name = Vec::new();
+                let mut lines = 0;
+                while lines < 2 && name.len() < 512 {
+                    match self.u8() {
+                        Ok(b'\n') => {
+                            lines += 1;
+                            name.push(b'.');
+                        }
+                        Ok(b) => name.push(b),
+                        Err(_) => break,
+                    }
+                }
+                let name = if lines == 2 {
+                    String::from_utf8_lossy(&name[..name.len() - 1]).into_owned()
+                } else {
+                    "an unreadable name".to_string()
+                };
+                return Err(refused(format!(
+                    "it refers to `{name}`: this reader builds plain values and never imports or calls anything"
+                )));
+            }
+            0x93 => Op::StackGlobal,
+            b'R' | b'b' | 0x81 | 0x92 | b'i' | b'o' | b'P' | b'Q' | 0x82..=0x84 | 0x97 | 0x98 => {
+                return Err(refused(format!(
+                    "opcode 0x{op:02x} builds or calls objects: this reader builds plain values only"
+                )));
+            }
+            other => {
+                return Err(refused(format!(
+                    "opcode 0x{other:02x} is not one of pickle protocols 2 to 5"
+                )));
+            }
+        })
+    }
+}
+
+enum Item {
+    Mark,
+    Value(Value, usize),
+}
+
+struct Unpickler<'s, 'p, R> {
+    input: Decoder<'p, R>,
+    /// Values with their nesting depth, and marks.
+    stack: Vec<Item>,
+    /// The fetched memo entries, by their slot in `fetched`.
+    memo: Vec<Option<(Value, usize)>>,
+    fetched: Fetched,
+    /// The index `MEMOIZE` stores at next: one past the largest stored (Python's pickler
+    /// numbers its entries in order, so this is Python's `len(memo)`).
+    memo_next: usize,
+    stream: Option<Stream<'s>>,
+    /// Items handed to the stream.
+    streamed: u64,
+}
+
+impl<R: std::io::Read> Unpickler<'_, '_, R> {
+    fn err(&self, message: impl Into<String>) -> PickleError {
+        self.input.err(message)
     }
 
     /// Pushes a scalar or an empty container.
@@ -163,13 +476,10 @@ impl Unpickler<'_> {
         }
     }
 
-    fn top(&mut self) -> Result<&Value, PickleError> {
+    fn top(&self) -> Result<&Value, PickleError> {
         match self.stack.last() {
             Some(Item::Value(v, _)) => Ok(v),
-            _ => Err(PickleError {
-                offset: self.at,
-                message: "no value on the stack".into(),
-            }),
+            _ => Err(self.err("no value on the stack")),
         }
     }
 
@@ -205,46 +515,80 @@ impl Unpickler<'_> {
         Ok(())
     }
 
-    fn text(&mut self, n: usize) -> Result<Value, PickleError> {
-        let at = self.at;
-        let raw = self.take(n)?;
-        let s = std::str::from_utf8(raw).map_err(|_| PickleError {
-            offset: at,
-            message: "a string that is not UTF-8".into(),
-        })?;
-        Ok(Value::Str(Rc::from(s)))
-    }
-
     fn memo_put(&mut self, index: usize) -> Result<(), PickleError> {
         let (v, depth) = match self.stack.last() {
-            Some(Item::Value(v, d)) => (v.clone(), *d),
+            Some(Item::Value(v, d)) => (v, *d),
             _ => return Err(self.err("no value on the stack to remember")),
         };
-        if index > self.bytes.len() {
+        if index as u64 > self.input.len {
             return Err(self.err(format!("memo index {index} is implausibly large")));
         }
-        if self.memo.len() <= index {
-            self.memo.resize(index + 1, None);
+        if let Some(slot) = self.fetched.slot(index) {
+            self.memo[slot] = Some((v.clone(), depth));
         }
-        self.memo[index] = Some((v, depth));
         Ok(())
     }
 
     fn memo_get(&mut self, index: usize) -> Result<(), PickleError> {
         let (v, depth) = self
-            .memo
-            .get(index)
-            .cloned()
-            .flatten()
+            .fetched
+            .slot(index)
+            .and_then(|slot| self.memo[slot].clone())
             .ok_or_else(|| self.err(format!("memo entry {index} was never stored")))?;
         self.push_at(v, depth)
     }
 
+    /// Which inner list of the stream the list on top is (`root[key][k]`), if any. The root
+    /// dict is at the stack's bottom; its pairs, then the outer list's items, are each either
+    /// after a mark (a batch) or alone (a batch of one).
+    fn streamed_list(&self) -> Option<usize> {
+        let key = self.stream.as_ref()?.key;
+        let s = &self.stack;
+        let value = |i: usize| match s.get(i) {
+            Some(Item::Value(v, _)) => Some(v),
+            _ => None,
+        };
+        let i = s.len().checked_sub(1)?;
+        if !matches!(value(i)?, Value::List(_)) {
+            return None;
+        }
+        // The outer list: right below (a batch of one), or below the batch's mark.
+        let (outer, before) = match value(i.checked_sub(1)?) {
+            Some(Value::List(l)) if is_root_key(s, i.checked_sub(2)?, key) => (l, 0),
+            _ => {
+                let mark = s[..i].iter().rposition(|x| matches!(x, Item::Mark))?;
+                let Some(Value::List(l)) = value(mark.checked_sub(1)?) else {
+                    return None;
+                };
+                if !is_root_key(s, mark.checked_sub(2)?, key) {
+                    return None;
+                }
+                (l, i - mark - 1)
+            }
+        };
+        Some(outer.borrow().len() + before)
+    }
+
     fn append(&mut self, items: Vec<Value>, depth: usize) -> Result<(), PickleError> {
+        if let Some(k) = self.streamed_list() {
+            let stream = self.stream.as_mut().expect("a stream");
+            for item in items {
+                (stream.on_item)(k, item).map_err(|message| PickleError {
+                    offset: self.input.at,
+                    message,
+                })?;
+                self.streamed += 1;
+            }
+            return Ok(());
+        }
         self.deepen_top(depth)?;
+        let extend = |into: &mut Vec<Value>| match into.is_empty() {
+            true => *into = items,
+            false => into.extend(items),
+        };
         match self.top()? {
-            Value::List(l) => l.borrow_mut().extend(items),
-            Value::Set(s) => s.borrow_mut().extend(items),
+            Value::List(l) => extend(&mut l.borrow_mut()),
+            Value::Set(s) => extend(&mut s.borrow_mut()),
             _ => return Err(self.err("appending to a value that is not a list")),
         }
         Ok(())
@@ -259,6 +603,7 @@ impl Unpickler<'_> {
             return Err(self.err("setting an item of a value that is not a dict"));
         };
         let mut d = d.borrow_mut();
+        d.reserve(items.len() / 2);
         let mut it = items.into_iter();
         while let (Some(k), Some(v)) = (it.next(), it.next()) {
             // A later key replaces an earlier equal one, as in Python.
@@ -272,119 +617,56 @@ impl Unpickler<'_> {
 
     fn run(mut self) -> Result<Value, PickleError> {
         loop {
-            let at = self.at;
-            let op = self.u8()?;
-            match op {
-                0x80 => {
-                    let version = self.u8()?;
+            let at = self.input.at;
+            let v = match self.input.op()? {
+                Op::Proto(version) => {
                     if !(2..=5).contains(&version) {
                         return Err(self.err(format!(
                             "pickle protocol {version} (this reader reads 2 to 5)"
                         )));
                     }
+                    continue;
                 }
-                0x95 => {
-                    self.take(8)?;
+                Op::Stop => return self.pop(),
+                Op::Mark => {
+                    self.stack.push(Item::Mark);
+                    continue;
                 }
-                b'.' => {
-                    let v = self.pop()?;
-                    return Ok(v);
-                }
-                b'(' => self.stack.push(Item::Mark),
-                b'0' => {
+                Op::Pop => {
                     self.stack.pop();
+                    continue;
                 }
-                b'1' => {
+                Op::PopMark => {
                     self.pop_mark()?;
+                    continue;
                 }
-                b'2' => {
+                Op::Dup => {
                     let (v, d) = self.pop_with_depth()?;
                     self.push_at(v.clone(), d)?;
                     self.push_at(v, d)?;
+                    continue;
                 }
-                b'N' => self.push(Value::None)?,
-                0x88 => self.push(Value::Bool(true))?,
-                0x89 => self.push(Value::Bool(false))?,
-                b'J' => {
-                    let v = self.uint(4)? as u32 as i32;
-                    self.push(Value::Int(i128::from(v)))?
-                }
-                b'K' => {
-                    let v = self.uint(1)?;
-                    self.push(Value::Int(i128::from(v)))?
-                }
-                b'M' => {
-                    let v = self.uint(2)?;
-                    self.push(Value::Int(i128::from(v)))?
-                }
-                0x8a | 0x8b => {
-                    let n = if op == 0x8a {
-                        self.len(1)?
-                    } else {
-                        self.len(4)?
-                    };
-                    if n > 16 {
-                        return Err(self.err(format!("an integer of {n} bytes, past 128 bits")));
+                Op::Value(v) => v,
+                Op::Text(raw, text_at) => match std::str::from_utf8(raw) {
+                    Ok(s) => Value::Str(Rc::from(s)),
+                    Err(_) => {
+                        return Err(PickleError {
+                            offset: text_at,
+                            message: "a string that is not UTF-8".into(),
+                        });
                     }
-                    let raw = self.take(n)?;
-                    let mut v: i128 = 0;
-                    for (k, &b) in raw.iter().enumerate() {
-                        v |= i128::from(b) << (8 * k);
-                    }
-                    if n > 0 && n < 16 && raw[n - 1] & 0x80 != 0 {
-                        v -= 1i128 << (8 * n);
-                    }
-                    self.push(Value::Int(v))?
-                }
-                b'G' => {
-                    let raw = self.take(8)?;
-                    let v = f64::from_be_bytes(raw.try_into().expect("8 bytes"));
-                    self.push(Value::Float(v))?
-                }
-                0x8c => {
-                    let n = self.len(1)?;
-                    let v = self.text(n)?;
-                    self.push(v)?
-                }
-                b'X' => {
-                    let n = self.len(4)?;
-                    let v = self.text(n)?;
-                    self.push(v)?
-                }
-                0x8d => {
-                    let n = self.len(8)?;
-                    let v = self.text(n)?;
-                    self.push(v)?
-                }
-                b'U' | b'T' => {
-                    // Protocol 1 strings (bytes in Python 2): read as text when UTF-8.
-                    let n = if op == b'U' {
-                        self.len(1)?
-                    } else {
-                        self.len(4)?
-                    };
-                    let v = self.text(n)?;
-                    self.push(v)?
-                }
-                b'C' | 0x42 | 0x8e | 0x96 => {
-                    let n = match op {
-                        b'C' => self.len(1)?,
-                        0x42 => self.len(4)?,
-                        _ => self.len(8)?,
-                    };
-                    let raw = self.take(n)?.to_vec();
-                    self.push(Value::Bytes(Rc::from(raw)))?
-                }
-                b'}' => self.push(Value::Dict(Rc::new(RefCell::new(Vec::new()))))?,
-                b']' => self.push(Value::List(Rc::new(RefCell::new(Vec::new()))))?,
-                b')' => self.push(Value::Tuple(Rc::from(Vec::new())))?,
-                0x8f => self.push(Value::Set(Rc::new(RefCell::new(Vec::new()))))?,
-                b't' => {
+                },
+                Op::Bytes(raw) => Value::Bytes(Rc::from(raw)),
+                Op::EmptyDict => Value::Dict(Rc::default()),
+                Op::EmptyList => Value::List(Rc::default()),
+                Op::EmptyTuple => Value::Tuple(Rc::from(Vec::new())),
+                Op::EmptySet => Value::Set(Rc::default()),
+                Op::Tuple => {
                     let (items, d) = self.pop_mark()?;
-                    self.push_at(Value::Tuple(Rc::from(items)), d + 1)?
+                    self.push_at(Value::Tuple(Rc::from(items)), d + 1)?;
+                    continue;
                 }
-                0x85..=0x87 => {
-                    let n = usize::from(op - 0x84);
+                Op::TupleN(n) => {
                     let mut items = Vec::with_capacity(n);
                     let mut depth = 0;
                     for _ in 0..n {
@@ -393,82 +675,62 @@ impl Unpickler<'_> {
                         items.push(v);
                     }
                     items.reverse();
-                    self.push_at(Value::Tuple(Rc::from(items)), depth + 1)?
+                    self.push_at(Value::Tuple(Rc::from(items)), depth + 1)?;
+                    continue;
                 }
-                b'l' => {
+                Op::List => {
                     let (items, d) = self.pop_mark()?;
-                    self.push_at(Value::List(Rc::new(RefCell::new(items))), d + 1)?
+                    self.push_at(Value::List(Rc::new(RefCell::new(items))), d + 1)?;
+                    continue;
                 }
-                b'd' => {
+                Op::Dict => {
                     let (items, d) = self.pop_mark()?;
-                    self.push(Value::Dict(Rc::new(RefCell::new(Vec::new()))))?;
-                    self.set_items(items, d)?
+                    self.push(Value::Dict(Rc::default()))?;
+                    self.set_items(items, d)?;
+                    continue;
                 }
-                0x91 => {
+                Op::FrozenSet => {
                     let (items, d) = self.pop_mark()?;
-                    self.push_at(Value::Set(Rc::new(RefCell::new(items))), d + 1)?
+                    self.push_at(Value::Set(Rc::new(RefCell::new(items))), d + 1)?;
+                    continue;
                 }
-                b'a' => {
+                Op::Append => {
                     let (v, d) = self.pop_with_depth()?;
-                    self.append(vec![v], d)?
+                    self.append(vec![v], d)?;
+                    continue;
                 }
-                b'e' | 0x90 => {
+                Op::Appends => {
                     let (items, d) = self.pop_mark()?;
-                    self.append(items, d)?
+                    self.append(items, d)?;
+                    continue;
                 }
-                b's' => {
+                Op::SetItem => {
                     let (v, dv) = self.pop_with_depth()?;
                     let (k, dk) = self.pop_with_depth()?;
-                    self.set_items(vec![k, v], dv.max(dk))?
+                    self.set_items(vec![k, v], dv.max(dk))?;
+                    continue;
                 }
-                b'u' => {
+                Op::SetItems => {
                     let (items, d) = self.pop_mark()?;
-                    self.set_items(items, d)?
+                    self.set_items(items, d)?;
+                    continue;
                 }
-                0x94 => {
-                    let index = self.memo.len();
-                    self.memo_put(index)?
+                Op::Memoize => {
+                    let index = self.memo_next;
+                    self.memo_put(index)?;
+                    self.memo_next += 1;
+                    continue;
                 }
-                b'q' => {
-                    let i = self.len(1)?;
-                    self.memo_put(i)?
+                Op::Put(i) => {
+                    self.memo_put(i)?;
+                    self.memo_next = self.memo_next.max(i + 1);
+                    continue;
                 }
-                b'r' => {
-                    let i = self.len(4)?;
-                    self.memo_put(i)?
+                Op::Get(i) => {
+                    self.memo_get(i)?;
+                    continue;
                 }
-                b'h' => {
-                    let i = self.len(1)?;
-                    self.memo_get(i)?
-                }
-                b'j' => {
-                    let i = self.len(4)?;
-                    self.memo_get(i)?
-                }
-                b'c' => {
-                    // GLOBAL: "module\nname\n". Refused, naming it.
-                    let end = self.bytes[self.at..]
-                        .iter()
-                        .take(512)
-                        .enumerate()
-                        .filter(|&(_, &b)| b == b'\n')
-                        .nth(1)
-                        .map(|(k, _)| k);
-                    let name = end.map_or_else(
-                        || "an unreadable name".to_string(),
-                        |k| {
-                            String::from_utf8_lossy(&self.bytes[self.at..self.at + k])
-                                .replace('\n', ".")
-                        },
-                    );
-                    return Err(PickleError {
-                        offset: at,
-                        message: format!(
-                            "it refers to `{name}`: this reader builds plain values and never imports or calls anything"
-                        ),
-                    });
-                }
-                0x93 => {
+                Op::StackGlobal => {
                     let name = self.pop().ok();
                     let module = self.pop().ok();
                     let name = match (module, name) {
@@ -482,35 +744,24 @@ impl Unpickler<'_> {
                         ),
                     });
                 }
-                b'R'
-                | b'b'
-                | 0x81
-                | 0x92
-                | b'i'
-                | b'o'
-                | b'P'
-                | b'Q'
-                | 0x82..=0x84
-                | 0x97
-                | 0x98 => {
-                    return Err(PickleError {
-                        offset: at,
-                        message: format!(
-                            "opcode 0x{op:02x} builds or calls objects: this reader builds plain values only"
-                        ),
-                    });
-                }
-                other => {
-                    return Err(PickleError {
-                        offset: at,
-                        message: format!(
-                            "opcode 0x{other:02x} is not one of pickle protocols 2 to 5"
-                        ),
-                    });
-                }
-            }
+            };
+            self.push(v)?;
         }
     }
+}
+
+/// Whether stack item `i` is a key of the root dict (the stack's bottom): alone on it (a batch
+/// of one pair), or at a key's place in its batch after the mark right above it.
+fn is_root_key(s: &[Item], i: usize, key: &str) -> bool {
+    let is_key = matches!(s.get(i), Some(Item::Value(Value::Str(k), _)) if &**k == key);
+    let root = matches!(s.first(), Some(Item::Value(Value::Dict(_), _)));
+    is_key
+        && root
+        && (i == 1
+            || (matches!(s.get(1), Some(Item::Mark))
+                && i >= 2
+                && (i - 2).is_multiple_of(2)
+                && !s[2..i].iter().any(|x| matches!(x, Item::Mark))))
 }
 
 fn same_key(a: &Value, b: &Value) -> bool {
@@ -596,5 +847,105 @@ mod tests {
         // A list memoized empty and filled afterwards is seen filled through the memo.
         let v = read(b"\x80\x04]\x94K\x07a(h\x00h\x00l.").unwrap();
         assert_eq!(v.items().unwrap()[0].items().unwrap()[0].as_int(), Some(7));
+    }
+
+    /// Reads `bytes` streaming `device_traces`' items: what was streamed, and the root.
+    fn streamed(bytes: &[u8]) -> (Vec<(usize, i128)>, Value) {
+        let mut got = Vec::new();
+        let mut on_item = |k: usize, v: Value| {
+            got.push((k, v.get("a").and_then(|a| a.as_int()).unwrap_or(-1)));
+            Ok(())
+        };
+        let stream = Stream {
+            key: "device_traces",
+            on_item: &mut on_item,
+        };
+        let len = bytes.len() as u64;
+        let root =
+            read_streaming(std::io::Cursor::new(bytes), len, Some(stream), &mut |_| {}).unwrap();
+        (got, root)
+    }
+
+    #[test]
+    fn a_streamed_list_hands_its_items_over_in_order_and_stays_empty() {
+        // pickle.dumps({'device_traces': [[{'a': 1}, {'a': 2}, {'a': 3}], [{'a': 4}]], 'x': 1}, P)
+        let p2: &[u8] = b"\x80\x02}q\x00(X\r\x00\x00\x00device_tracesq\x01]q\x02(]q\x03(}q\x04X\x01\x00\x00\x00aq\x05K\x01s}q\x06h\x05K\x02s}q\x07h\x05K\x03se]q\x08}q\th\x05K\x04saeX\x01\x00\x00\x00xq\nK\x01u.";
+        let p4: &[u8] = b"\x80\x04\x95D\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\rdevice_traces\x94]\x94(]\x94(}\x94\x8c\x01a\x94K\x01s}\x94h\x05K\x02s}\x94h\x05K\x03se]\x94}\x94h\x05K\x04sae\x8c\x01x\x94K\x01u.";
+        for bytes in [p2, p4] {
+            let (got, root) = streamed(bytes);
+            assert_eq!(got, vec![(0, 1), (0, 2), (0, 3), (1, 4)]);
+            let lists = root.get("device_traces").unwrap().items().unwrap();
+            assert_eq!(lists.len(), 2);
+            assert!(lists.iter().all(|l| l.items().unwrap().is_empty()));
+            assert_eq!(root.get("x").unwrap().as_int(), Some(1));
+            // Read whole, the same pickle holds the items.
+            let whole = read(bytes).unwrap();
+            let first = whole.get("device_traces").unwrap().items().unwrap()[0].clone();
+            assert_eq!(first.items().unwrap().len(), 3);
+        }
+        // A dict of one key and lists of one item: no marks, each a batch of one.
+        // pickle.dumps({'device_traces': [[{'a': 5}]]}, 4)
+        let one: &[u8] = b"\x80\x04\x95#\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\rdevice_traces\x94]\x94]\x94}\x94\x8c\x01a\x94K\x05saas.";
+        assert_eq!(streamed(one).0, vec![(0, 5)]);
+    }
+
+    /// Hands out at most one byte per read: every opcode and string crosses a buffer's end.
+    struct OneByte<'a>(&'a [u8], u64);
+
+    impl std::io::Read for OneByte<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let at = self.1 as usize;
+            if at >= self.0.len() || buf.is_empty() {
+                return Ok(0);
+            }
+            buf[0] = self.0[at];
+            self.1 += 1;
+            Ok(1)
+        }
+    }
+
+    impl std::io::Seek for OneByte<'_> {
+        fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+            let std::io::SeekFrom::Start(at) = to else {
+                unreachable!("only rewinds")
+            };
+            self.1 = at;
+            Ok(at)
+        }
+    }
+
+    #[test]
+    fn reads_split_anywhere_give_the_same_values() {
+        let bytes = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
+        let len = bytes.len() as u64;
+        let mut heard = Vec::new();
+        let split = read_streaming(OneByte(bytes, 0), len, None, &mut |at| heard.push(at)).unwrap();
+        let whole = read(bytes).unwrap();
+        let count = |v: &Value| {
+            v.get("device_traces").unwrap().items().unwrap()[0]
+                .items()
+                .unwrap()
+                .len()
+        };
+        assert_eq!(count(&split), count(&whole));
+        assert_eq!(count(&whole), 5163);
+        // Progress rises to both passes' end.
+        assert!(heard.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(heard.last(), Some(&(2 * len)));
+    }
+
+    #[test]
+    fn only_the_memo_entries_the_pickle_fetches_are_kept() {
+        // pickle.dumps([l, l], 4) with l = []: two lists memoized, the inner one fetched.
+        let bytes: &[u8] = b"\x80\x04\x95\t\x00\x00\x00\x00\x00\x00\x00]\x94(]\x94h\x01e.";
+        let mut progress = |_| {};
+        let mut scan = Decoder::new(bytes, bytes.len() as u64, 0, &mut progress);
+        let fetched = fetched_memo(&mut scan);
+        assert_eq!(fetched.count(), 1);
+        assert_eq!(fetched.slot(1), Some(0));
+        assert_eq!(fetched.slot(0), None);
+        // A cut-short or hostile pickle ends the first pass early, not in error.
+        let mut scan = Decoder::new(&b"\x80\x04j\xff\xff\xff\xff"[..], 7, 0, &mut progress);
+        assert_eq!(fetched_memo(&mut scan).count(), 0);
     }
 }

@@ -17,8 +17,9 @@ use memplan_core::recorded::{Oom, Segment};
 
 use crate::FormatError;
 pub use crate::allocations::Imported;
-use crate::allocations::{Allocations, DeviceRecord};
+use crate::allocations::{Allocations, DeviceEvents, DeviceRecord};
 use crate::pickle::{self, Value};
+use std::rc::Rc;
 
 /// How a snapshot that has no trace can get one.
 pub const NO_TRACE_HELP: &str = "the snapshot holds no allocation trace (`device_traces` is missing or empty): record one with `torch.cuda.memory._record_memory_history(max_entries=100000)` before running, then `torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")`";
@@ -81,7 +82,51 @@ fn segments_of(list: &[Value], d: usize) -> Result<Vec<Segment>, FormatError> {
 
 /// Reads a snapshot pickle.
 pub fn parse(bytes: &[u8]) -> Result<Imported, FormatError> {
-    let root = pickle::read(bytes)?;
+    parse_stream(std::io::Cursor::new(bytes), bytes.len() as u64, &mut |_| {})
+}
+
+/// Reads a snapshot pickle of `len` bytes from `input`, as a stream: each trace event becomes
+/// part of the graph as the unpickler completes it, and is then dropped, so what the reader
+/// holds is the graph and the values the pickle shares (frames, strings), never the events.
+/// `progress` hears the bytes read so far, of `2 * len` ([`pickle::read_streaming`]).
+pub fn parse_stream<R: std::io::Read + std::io::Seek>(
+    input: R,
+    len: u64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Imported, FormatError> {
+    parse_from(input, len, true, progress)
+}
+
+/// [`parse_stream`], or with `stream` false, the events read whole first and then walked (the
+/// plain reading that the stream is tested against).
+fn parse_from<R: std::io::Read + std::io::Seek>(
+    input: R,
+    len: u64,
+    stream: bool,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Imported, FormatError> {
+    let mut reader = Reader::default();
+    let mut failed: Option<FormatError> = None;
+    let mut on_item = |d: usize, e: Value| {
+        reader.event(d, &e).map_err(|error| {
+            let message = error.to_string();
+            failed = Some(error);
+            message
+        })
+    };
+    let root = pickle::read_streaming(
+        input,
+        len,
+        stream.then_some(pickle::Stream {
+            key: "device_traces",
+            on_item: &mut on_item,
+        }),
+        progress,
+    );
+    if let Some(error) = failed {
+        return Err(error);
+    }
+    let root = root?;
     if !matches!(root, Value::Dict(_)) {
         return Err(bad(
             "the pickle is not a dict (a snapshot is one with `device_traces`)",
@@ -90,88 +135,211 @@ pub fn parse(bytes: &[u8]) -> Result<Imported, FormatError> {
     let traces = root
         .get("device_traces")
         .and_then(|t| t.items())
-        .filter(|t| t.iter().any(|d| d.items().is_some_and(|e| !e.is_empty())))
         .ok_or_else(|| bad(NO_TRACE_HELP))?;
-    let segment_list = root
-        .get("segments")
-        .and_then(|s| s.items())
-        .unwrap_or_default();
-    let mut all = Allocations::default();
+    // Events the stream did not take (a pickle laid out otherwise), in order.
     for (d, trace) in traces.iter().enumerate() {
         let Some(events) = trace.items() else {
             return Err(bad(format!("device_traces[{d}] is not a list of events")));
         };
-        if events.is_empty() {
-            continue;
+        for e in &events {
+            reader.event(d, e)?;
         }
-        let device = format!("cuda:{d}");
-        let mut on = all.device(device.clone(), events.len() as u64);
-        // Segment bytes the trace adds (+) and returns (-), in order, to walk back from the
-        // segments at the dump.
-        let mut segment_changes: Vec<(u64, i128)> = Vec::new();
-        let mut ooms = Vec::new();
-        for (k, e) in events.iter().enumerate() {
-            let at = || format!("device_traces[{d}][{k}]");
-            let action = e
-                .get("action")
-                .and_then(|a| a.as_str().map(str::to_string))
-                .ok_or_else(|| bad(format!("{} has no `action`", at())))?;
-            let k = k as u64;
-            match action.as_str() {
-                "alloc" => {
-                    let address = field(e, "addr", &at)?;
-                    let size = field(e, "size", &at)?;
-                    let stream = e
-                        .get("stream")
-                        .and_then(|s| s.as_int())
-                        .map_or(0, |s| s as i64);
-                    let frames = e.get("frames").and_then(|f| f.items()).unwrap_or_default();
-                    let stack = on.intern(frames.iter().filter_map(frame));
-                    on.alloc(k, address, size, stream, stack);
-                }
-                "free_completed" => {
-                    on.free(k, field(e, "addr", &at)?);
-                }
-                "segment_alloc" | "segment_map" => {
-                    segment_changes.push((k, i128::from(field(e, "size", &at)?)));
-                }
-                "segment_free" | "segment_unmap" => {
-                    segment_changes.push((k, -i128::from(field(e, "size", &at)?)));
-                }
-                "oom" => ooms.push(Oom {
-                    at: k,
-                    requested: field(e, "size", &at)?,
-                    device_free: e
-                        .get("device_free")
-                        .and_then(|v| v.as_int())
-                        .and_then(|v| u64::try_from(v).ok()),
-                }),
-                _ => {}
-            }
-        }
-        let segments = segments_of(&segment_list, d)?;
-        let at_dump: i128 = segments.iter().map(|s| i128::from(s.bytes)).sum();
-        let traced: i128 = segment_changes.iter().map(|c| c.1).sum();
-        let mut reserved_now = at_dump - traced;
-        if reserved_now < 0 {
-            on.warn(format!(
-                "{device}: the trace's segment events add up to more than the segments at the dump; the reserved curve starts at 0"
-            ));
-            reserved_now = 0;
-        }
-        let mut reserved = vec![(0, reserved_now as u64)];
-        for (k, change) in &segment_changes {
-            reserved_now = (reserved_now + change).max(0);
-            reserved.push((*k, u64::try_from(reserved_now).unwrap_or(u64::MAX)));
-        }
-        on.finish(DeviceRecord {
-            reserved,
-            reserved_traced: !segment_changes.is_empty(),
-            allocated: Vec::new(),
-            segments,
-            ooms,
-        });
     }
-    all.finish("PyTorch CUDA memory snapshot")
-        .ok_or_else(|| bad(format!("the trace records no allocation; {NO_TRACE_HELP}")))
+    let segment_list = root
+        .get("segments")
+        .and_then(|s| s.items())
+        .unwrap_or_default();
+    reader.finish(&segment_list)
+}
+
+/// The graph being read from a snapshot's events, device by device.
+#[derive(Default)]
+struct Reader {
+    all: Allocations,
+    /// The device whose events are being read, with how many it has had.
+    on: Option<(usize, DeviceEvents, Trace)>,
+    /// Devices done, with what their trace says of segments and out-of-memory events.
+    done: Vec<(usize, DeviceEvents, Trace)>,
+    /// Frame ids by the frame dict's address: a snapshot shares its frame dicts, so most
+    /// frames are found without reading their strings. Each dict is kept alive while its
+    /// address is a key (so the address cannot be reused); the table is emptied when full.
+    by_dict: rustc_hash::FxHashMap<usize, Option<u32>>,
+    alive: Vec<Value>,
+    ids: Vec<u32>,
+}
+
+/// A device's trace besides its allocations.
+#[derive(Default)]
+struct Trace {
+    events: u64,
+    /// Segment bytes the trace adds (+) and returns (-), in order, to walk back from the
+    /// segments at the dump.
+    segment_changes: Vec<(u64, i128)>,
+    ooms: Vec<Oom>,
+}
+
+/// The most frame dicts [`Reader::by_dict`] keeps.
+const FRAME_DICTS: usize = 1 << 18;
+
+impl Reader {
+    /// Event `e`, the next of device `d`.
+    fn event(&mut self, d: usize, e: &Value) -> Result<(), FormatError> {
+        if self.on.as_ref().is_none_or(|on| on.0 != d) {
+            if let Some(on) = self.on.take() {
+                self.done.push(on);
+            }
+            if self.done.iter().any(|on| on.0 == d) {
+                return Err(bad(format!(
+                    "device_traces[{d}]'s events come in two parts; a snapshot lists each device's events together"
+                )));
+            }
+            let events = self.all.device(format!("cuda:{d}"));
+            self.on = Some((d, events, Trace::default()));
+        }
+        let (_, on, trace) = self.on.as_mut().expect("a device");
+        let k = trace.events;
+        trace.events += 1;
+        let at = || format!("device_traces[{d}][{k}]");
+        let Some(Value::Str(action)) = e.get("action") else {
+            return Err(bad(format!("{} has no `action`", at())));
+        };
+        match &*action {
+            "alloc" => {
+                let address = field(e, "addr", &at)?;
+                let size = field(e, "size", &at)?;
+                let stream = e
+                    .get("stream")
+                    .and_then(|s| s.as_int())
+                    .map_or(0, |s| s as i64);
+                self.ids.clear();
+                if let Some(Value::List(frames)) = e.get("frames") {
+                    for f in frames.borrow().iter() {
+                        let id = match f {
+                            Value::Dict(dict) => {
+                                let key = Rc::as_ptr(dict) as usize;
+                                match self.by_dict.get(&key) {
+                                    Some(&id) => id,
+                                    None => {
+                                        let id = frame(f).map(|f| self.all.stacks.frame_id(f));
+                                        if self.by_dict.len() >= FRAME_DICTS {
+                                            self.by_dict.clear();
+                                            self.alive.clear();
+                                        }
+                                        self.by_dict.insert(key, id);
+                                        self.alive.push(f.clone());
+                                        id
+                                    }
+                                }
+                            }
+                            _ => None,
+                        };
+                        self.ids.extend(id);
+                    }
+                }
+                let stack = self.all.stacks.stack(&self.ids);
+                let (_, on, _) = self.on.as_mut().expect("a device");
+                on.alloc(&mut self.all, k, address, size, stream, stack);
+            }
+            "free_completed" => {
+                on.free(&mut self.all, k, field(e, "addr", &at)?);
+            }
+            "segment_alloc" | "segment_map" => {
+                trace
+                    .segment_changes
+                    .push((k, i128::from(field(e, "size", &at)?)));
+            }
+            "segment_free" | "segment_unmap" => {
+                trace
+                    .segment_changes
+                    .push((k, -i128::from(field(e, "size", &at)?)));
+            }
+            "oom" => trace.ooms.push(Oom {
+                at: k,
+                requested: field(e, "size", &at)?,
+                device_free: e
+                    .get("device_free")
+                    .and_then(|v| v.as_int())
+                    .and_then(|v| u64::try_from(v).ok()),
+            }),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The graph, once every event is read: each device's reserved bytes walked back from
+    /// the segments at the dump (`segment_list`).
+    fn finish(mut self, segment_list: &[Value]) -> Result<Imported, FormatError> {
+        self.done.extend(self.on.take());
+        if self.done.iter().all(|(_, _, t)| t.events == 0) {
+            return Err(bad(NO_TRACE_HELP));
+        }
+        let mut all = self.all;
+        for (d, on, trace) in self.done {
+            let device = format!("cuda:{d}");
+            let segments = segments_of(segment_list, d)?;
+            let at_dump: i128 = segments.iter().map(|s| i128::from(s.bytes)).sum();
+            let traced: i128 = trace.segment_changes.iter().map(|c| c.1).sum();
+            let mut reserved_now = at_dump - traced;
+            if reserved_now < 0 {
+                all.warn(format!(
+                    "{device}: the trace's segment events add up to more than the segments at the dump; the reserved curve starts at 0"
+                ));
+                reserved_now = 0;
+            }
+            let mut reserved = vec![(0, reserved_now as u64)];
+            for (k, change) in &trace.segment_changes {
+                reserved_now = (reserved_now + change).max(0);
+                reserved.push((*k, u64::try_from(reserved_now).unwrap_or(u64::MAX)));
+            }
+            on.finish(
+                &mut all,
+                trace.events,
+                DeviceRecord {
+                    reserved,
+                    reserved_traced: !trace.segment_changes.is_empty(),
+                    allocated: Vec::new(),
+                    segments,
+                    ooms: trace.ooms,
+                },
+            );
+        }
+        all.finish("PyTorch CUDA memory snapshot")
+            .ok_or_else(|| bad(format!("the trace records no allocation; {NO_TRACE_HELP}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SNAPSHOTS: [&[u8]; 5] = [
+        include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle"),
+        include_bytes!("../../../tests/data/torch/generated-p2.pickle"),
+        include_bytes!("../../../tests/data/torch/generated-p3.pickle"),
+        include_bytes!("../../../tests/data/torch/generated-p4.pickle"),
+        include_bytes!("../../../tests/data/torch/generated-p5.pickle"),
+    ];
+
+    #[test]
+    fn streaming_the_events_reads_what_reading_them_whole_does() {
+        for bytes in SNAPSHOTS {
+            let len = bytes.len() as u64;
+            let cursor = || std::io::Cursor::new(bytes);
+            let streamed = parse_from(cursor(), len, true, &mut |_| {}).unwrap();
+            let whole = parse_from(cursor(), len, false, &mut |_| {}).unwrap();
+            assert!(!streamed.graph.tensors.is_empty());
+            assert_eq!(streamed, whole);
+        }
+    }
+
+    #[test]
+    fn a_bad_event_is_named_by_device_and_index() {
+        // pickle.dumps({'device_traces': [[{'action': 'alloc', 'addr': 1, 'size': 8}, {'action': 'alloc'}]]}, 4)
+        let bytes: &[u8] = b"\x80\x04\x95I\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\rdevice_traces\x94]\x94]\x94(}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x04addr\x94K\x01\x8c\x04size\x94K\x08u}\x94h\x05h\x06seas.";
+        let e = parse(bytes).unwrap_err();
+        assert!(
+            e.to_string().contains("device_traces[0][1] has no `addr`"),
+            "{e}"
+        );
+    }
 }

@@ -209,7 +209,7 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
     for (device, mut memory) in by_device {
         memory.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.order.cmp(&b.order)));
         let enclosing = enclosing_stacks(&memory, &spans, &mut all.stacks);
-        let mut on = all.device(device.clone(), memory.len() as u64);
+        let mut on = all.device(device.clone());
         let (mut empty, mut mismatched) = (0usize, 0usize);
         let mut reserved = Vec::new();
         let mut allocated = Vec::new();
@@ -224,12 +224,19 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
             match m.bytes {
                 0 => empty += 1,
                 bytes if bytes > 0 => {
-                    on.alloc(at, m.address, bytes as u64, 0, enclosing[k].clone());
+                    on.alloc(
+                        &mut all,
+                        at,
+                        m.address,
+                        bytes as u64,
+                        0,
+                        enclosing[k].clone(),
+                    );
                 }
                 bytes => {
                     if on
-                        .free(at, m.address)
-                        .is_some_and(|t| t.bytes != Some(bytes.unsigned_abs()))
+                        .free(&mut all, at, m.address)
+                        .is_some_and(|b| b != bytes.unsigned_abs())
                     {
                         mismatched += 1;
                     }
@@ -237,20 +244,24 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
             }
         }
         if mismatched > 0 {
-            on.warn(format!(
+            all.warn(format!(
                 "{device}: {mismatched} frees name a size other than their allocation's; the allocation's is planned"
             ));
         }
         if empty > 0 {
-            on.warn(format!("{device}: {empty} events of 0 bytes are skipped"));
+            all.warn(format!("{device}: {empty} events of 0 bytes are skipped"));
         }
-        on.finish(DeviceRecord {
-            reserved_traced: !reserved.is_empty(),
-            reserved: starting_at_zero(reserved),
-            allocated: starting_at_zero(allocated),
-            segments: Vec::new(),
-            ooms: Vec::new(),
-        });
+        on.finish(
+            &mut all,
+            memory.len() as u64,
+            DeviceRecord {
+                reserved_traced: !reserved.is_empty(),
+                reserved: starting_at_zero(reserved),
+                allocated: starting_at_zero(allocated),
+                segments: Vec::new(),
+                ooms: Vec::new(),
+            },
+        );
     }
     all.finish("PyTorch profiler trace").ok_or_else(|| {
         bad(format!(

@@ -403,8 +403,10 @@ pub struct SpaceRow {
     pub access: String,
     pub transfer: String,
     pub bytes: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dynamic: bool,
     /// What the outputs on this slot come from.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
 }
 

@@ -36,8 +36,47 @@ const PROGRESS_DELAY: std::time::Duration = std::time::Duration::from_millis(150
 /// How long a plan in the worker holds the link back (see the link's effect in [`App`]).
 const LINK_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// The largest input the page reads, bytes: past it the page says so instead of freezing.
-pub const MAX_INPUT_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
+/// The largest input the page reads whole, bytes: past it the page says so instead of
+/// freezing.
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// The largest PyTorch snapshot the page reads (as a stream, in the worker): what the worker's
+/// memory (4 GiB at most) holds of one's plan and views, with room to spare, as
+/// `scripts/snapshot-bench.mjs` measures it (docs/benchmarks.md).
+pub const MAX_STREAMED_BYTES: u64 = 192 << 20;
+
+/// Refuses `blob` (named `name`) past what the page reads of its kind: a pickle streams, any
+/// other file is read whole.
+async fn check_size(blob: &web_sys::Blob, name: &str) -> Result<(), WebError> {
+    let size = blob.size() as u64;
+    if size <= MAX_INPUT_BYTES {
+        return Ok(());
+    }
+    let head = match blob.slice_with_f64_and_f64(0.0, 2.0) {
+        Ok(head) => crate::page::fetch::bytes_of(&head).await?,
+        Err(_) => Vec::new(),
+    };
+    let (most, what) = if memplan_formats::is_pickle(&head) {
+        (MAX_STREAMED_BYTES, "a PyTorch snapshot".to_string())
+    } else {
+        (
+            MAX_INPUT_BYTES,
+            format!(
+                "a file it reads whole (PyTorch snapshots are read as streams, up to {})",
+                memplan_human::bytes(MAX_STREAMED_BYTES)
+            ),
+        )
+    };
+    if size <= most {
+        return Ok(());
+    }
+    Err(WebError::TooLarge {
+        name: name.to_string(),
+        size,
+        most,
+        what,
+    })
+}
 
 fn location_search() -> String {
     web_sys::window()
@@ -50,20 +89,16 @@ fn load_files(state: PageState, files: Vec<web_sys::File>) {
     let Some(name) = files.first().map(web_sys::File::name) else {
         return;
     };
-    let size: f64 = files.iter().map(|f| f.size()).sum();
-    if size > MAX_INPUT_BYTES {
-        state.error.set(Some(WebError::TooLarge {
-            name,
-            size: size as u64,
-            most: MAX_INPUT_BYTES as u64,
-        }));
-        return;
-    }
     state
         .busy
         .set(Some(Busy::stage(0, STAGES, format!("reading {name}"))));
     spawn_local(async move {
-        let bytes = match crate::page::fetch::read_files(&files).await {
+        let read = crate::page::fetch::read_files(&files).await;
+        let checked = match read {
+            Ok(bytes) => check_size(&bytes, &name).await.map(|()| bytes),
+            Err(e) => Err(e),
+        };
+        let bytes = match checked {
             Ok(bytes) => bytes,
             Err(e) => {
                 state.busy.set(None);
@@ -116,7 +151,12 @@ pub fn App() -> impl IntoView {
                 .busy
                 .set(Some(Busy::stage(0, STAGES, format!("fetching {src}"))));
             spawn_local(async move {
-                match crate::page::fetch::fetch_dump(&src).await {
+                let fetched = crate::page::fetch::fetch_dump(&src).await;
+                let checked = match fetched {
+                    Ok(bytes) => check_size(&bytes, &src).await.map(|()| bytes),
+                    Err(e) => Err(e),
+                };
+                match checked {
                     Ok(bytes) => state.load(bytes, &src, origin),
                     Err(e) => {
                         state.busy.set(None);
@@ -339,8 +379,10 @@ pub fn App() -> impl IntoView {
                 </Show>
             </Show>
             {move || state.busy.get().filter(|_| progress_due.get()).map(|busy| view! {
-                <div class="progress" data-testid="progress" role="status">
-                    <progress max=busy.of value=busy.stage></progress>
+                <div class="progress" data-testid="progress" role="status"
+                    data-read-done=busy.read.map(|r| r.done.to_string())
+                    data-read-of=busy.read.map(|r| r.of.to_string())>
+                    <progress max=busy.of value=busy.value()></progress>
                     <span class="spinner"></span>
                     <span>{busy.what}</span>
                     {busy.solver.map(|s| view! {

@@ -11,7 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use memplan_web::error::{Message, WebError};
-use memplan_web::worker::job::Worker;
+use memplan_web::worker::job::{Input, Worker};
 use memplan_web::worker::protocol::{Request, Response};
 use memplan_web::worker::warm_up::{WarmUp, warm_up};
 use wasm_bindgen::JsCast;
@@ -19,8 +19,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-/// Reads `{request, bytes}`: the request as JSON text, the bytes (for a load) as an ArrayBuffer.
-fn request(data: &JsValue) -> Result<(Request, Option<Vec<u8>>), WebError> {
+/// Reads `{request, bytes}`: the request as JSON text, the dump (for a load) as a `Blob`.
+fn request(data: &JsValue) -> Result<(Request, Option<Input>), WebError> {
     let get = |key: &str| js_sys::Reflect::get(data, &JsValue::from_str(key)).unwrap_or_default();
     let text = get("request")
         .as_string()
@@ -32,11 +32,67 @@ fn request(data: &JsValue) -> Result<(Request, Option<Vec<u8>>), WebError> {
         what: Message::Request,
         detail: e.to_string(),
     })?;
-    let bytes = get("bytes")
-        .dyn_into::<js_sys::ArrayBuffer>()
-        .ok()
-        .map(|buffer| js_sys::Uint8Array::new(&buffer).to_vec());
+    let bytes = match get("bytes").dyn_into::<web_sys::Blob>() {
+        Ok(blob) => Some(Box::new(BlobReader::new(blob)?) as Input),
+        Err(_) => None,
+    };
     Ok((request, bytes))
+}
+
+/// A `Blob` read in order, a slice at a time, with `FileReaderSync` (a worker may block): a
+/// gigabyte file is never in memory whole.
+struct BlobReader {
+    blob: web_sys::Blob,
+    reader: web_sys::FileReaderSync,
+    at: u64,
+}
+
+impl BlobReader {
+    fn new(blob: web_sys::Blob) -> Result<BlobReader, WebError> {
+        let reader = web_sys::FileReaderSync::new().map_err(|e| WebError::Unreadable {
+            what: Message::Request,
+            detail: format!("no FileReaderSync here: {e:?}"),
+        })?;
+        Ok(BlobReader {
+            blob,
+            reader,
+            at: 0,
+        })
+    }
+
+    fn len(&self) -> u64 {
+        self.blob.size() as u64
+    }
+}
+
+impl std::io::Read for BlobReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let end = (self.at + buf.len() as u64).min(self.len());
+        if end <= self.at {
+            return Ok(0);
+        }
+        let failed = |e: JsValue| std::io::Error::other(format!("{e:?}"));
+        let slice = (self.blob)
+            .slice_with_f64_and_f64(self.at as f64, end as f64)
+            .map_err(failed)?;
+        let buffer = self.reader.read_as_array_buffer(&slice).map_err(failed)?;
+        let n = (end - self.at) as usize;
+        js_sys::Uint8Array::new(&buffer).copy_to(&mut buf[..n]);
+        self.at = end;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for BlobReader {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let at = match to {
+            std::io::SeekFrom::Start(at) => Some(at),
+            std::io::SeekFrom::End(d) => self.len().checked_add_signed(d),
+            std::io::SeekFrom::Current(d) => self.at.checked_add_signed(d),
+        };
+        self.at = at.ok_or_else(|| std::io::Error::other("a seek before the start"))?;
+        Ok(self.at)
+    }
 }
 
 /// Resolves on a later task, after the messages that arrived meanwhile.
@@ -126,17 +182,86 @@ fn main() {
     wasm_bindgen_futures::spawn_local(warm_up_while_idle(idle.0, idle.1));
 }
 
+/// The worker's linear memory, bytes (wasm memory only grows: this is its peak so far). The
+/// snapshot bench reads it (`scripts/snapshot-bench.mjs`) from the worker's `wasm_bindgen`.
+#[wasm_bindgen]
+pub fn memory_bytes() -> f64 {
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    memory
+        .buffer()
+        .unchecked_into::<js_sys::ArrayBuffer>()
+        .byte_length() as f64
+}
+
 /// Posts `r` as UTF-8 JSON in an `ArrayBuffer` the page takes over (transferred, not copied
-/// again): a plan's answer is about a megabyte, and a JS string would be decoded here and
-/// encoded again on the page.
+/// again): a plan's answer is about a megabyte, a large snapshot's hundreds, and a JS string
+/// would be decoded here and encoded again on the page. The JSON leaves the worker's memory in
+/// chunks as it is written ([`ChunksOut`]), so the answer never sits in it whole beside the
+/// analysis it is made of (wasm memory, once grown, stays grown).
 fn send(scope: &DedicatedWorkerGlobalScope, r: &Response) {
-    let bytes = serde_json::to_vec(r).unwrap_or_else(|e| {
-        let e = WebError::Unreadable {
-            what: Message::Answer,
-            detail: e.to_string(),
-        };
-        serde_json::to_vec(&Response::Error(Box::new(e))).unwrap_or_default()
-    });
-    let array = js_sys::Uint8Array::from(bytes.as_slice());
+    let mut out = ChunksOut::default();
+    let written = serde_json::to_writer(&mut out, r);
+    let array = match written {
+        Ok(()) => out.finish(),
+        Err(e) => {
+            let e = WebError::Unreadable {
+                what: Message::Answer,
+                detail: e.to_string(),
+            };
+            let bytes = serde_json::to_vec(&Response::Error(Box::new(e))).unwrap_or_default();
+            js_sys::Uint8Array::from(bytes.as_slice())
+        }
+    };
     let _ = scope.post_message_with_transfer(&array, &js_sys::Array::of1(&array.buffer()));
+}
+
+/// Bytes written to JS memory a chunk at a time.
+#[derive(Default)]
+struct ChunksOut {
+    buffer: Vec<u8>,
+    chunks: Vec<js_sys::Uint8Array>,
+    len: u32,
+}
+
+/// The bytes [`ChunksOut`] gathers before it copies them out.
+const CHUNK: usize = 1 << 20;
+
+impl ChunksOut {
+    fn flush_chunk(&mut self) {
+        if !self.buffer.is_empty() {
+            self.len += self.buffer.len() as u32;
+            self.chunks
+                .push(js_sys::Uint8Array::from(self.buffer.as_slice()));
+            self.buffer.clear();
+        }
+    }
+
+    /// The bytes, in one array.
+    fn finish(mut self) -> js_sys::Uint8Array {
+        self.flush_chunk();
+        if let [one] = &self.chunks[..] {
+            return one.clone();
+        }
+        let whole = js_sys::Uint8Array::new_with_length(self.len);
+        let mut at = 0;
+        for chunk in &self.chunks {
+            whole.set(chunk, at);
+            at += chunk.length();
+        }
+        whole
+    }
+}
+
+impl std::io::Write for ChunksOut {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        if self.buffer.len() >= CHUNK {
+            self.flush_chunk();
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -2,8 +2,9 @@
 //! by `postMessage` (as Perfetto's UI takes traces).
 //!
 //! Once it listens, the explorer posts `{memplan: 1, type: "ready"}` to its parent. The parent
-//! then posts `{memplan: 1, type: "load", name: "model.onnx", bytes: ArrayBuffer}` (or `text:
-//! "..."` instead of `bytes`); the dump loads in the worker like a dropped file. Messages without
+//! then posts `{memplan: 1, type: "load", name: "model.onnx", bytes: ArrayBuffer}` (a `Blob` or
+//! `File` as `bytes`, or `text: "..."`, do too); the dump loads in the worker like a dropped
+//! file. Messages without
 //! `memplan: 1` are not ours and are ignored; a malformed one of ours is named in the banner.
 //! Any origin may post: a dump is data, shown as text, never run.
 //!
@@ -23,16 +24,15 @@ use crate::page::state::{Origin, PageState};
 enum Message {
     Load {
         name: String,
-        bytes: js_sys::ArrayBuffer,
+        blob: web_sys::Blob,
     },
     /// A page this embed opened is listening.
     Ready,
 }
 
 thread_local! {
-    /// The dump the host posted last (a copy: the worker takes the original), to hand to the
-    /// whole explorer this embed opens.
-    static POSTED: std::cell::RefCell<Option<(String, js_sys::ArrayBuffer)>> =
+    /// The dump the host posted last, to hand to the whole explorer this embed opens.
+    static POSTED: std::cell::RefCell<Option<(String, web_sys::Blob)>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -70,17 +70,18 @@ fn read(data: &wasm_bindgen::JsValue) -> Option<Result<Message, WebError>> {
                 .unwrap_or_else(|| "posted.json".into());
             let bytes = field(data, "bytes");
             let text = field(data, "text");
-            if let Ok(buffer) = bytes.clone().dyn_into::<js_sys::ArrayBuffer>() {
-                Ok(Message::Load {
-                    name,
-                    bytes: buffer,
-                })
-            } else if let Some(text) = text.as_string() {
-                let array = js_sys::Uint8Array::from(text.as_bytes());
-                Ok(Message::Load {
-                    name,
-                    bytes: array.buffer(),
-                })
+            let blob = if let Ok(buffer) = bytes.clone().dyn_into::<js_sys::ArrayBuffer>() {
+                Some(crate::page::fetch::blob_of(
+                    &js_sys::Uint8Array::new(&buffer).to_vec(),
+                ))
+            } else if let Ok(blob) = bytes.dyn_into::<web_sys::Blob>() {
+                Some(blob)
+            } else {
+                text.as_string()
+                    .map(|text| crate::page::fetch::blob_of(text.as_bytes()))
+            };
+            if let Some(blob) = blob {
+                Ok(Message::Load { name, blob })
             } else {
                 Err(WebError::PostedNoBytes { name })
             }
@@ -100,7 +101,7 @@ pub fn listen(state: PageState) {
             leptos::ev::message,
             move |e: web_sys::MessageEvent| match read(&e.data()) {
                 None => {}
-                Some(Ok(Message::Load { name, bytes })) => {
+                Some(Ok(Message::Load { name, blob })) => {
                     state.forget_flips();
                     state.missing_file.set(None);
                     let origin = Origin {
@@ -108,10 +109,9 @@ pub fn listen(state: PageState) {
                         ..Origin::default()
                     };
                     if state.embed {
-                        let copy = bytes.slice(0);
-                        POSTED.with(|p| *p.borrow_mut() = Some((name.clone(), copy)));
+                        POSTED.with(|p| *p.borrow_mut() = Some((name.clone(), blob.clone())));
                     }
-                    state.load(bytes, &name, origin);
+                    state.load(blob, &name, origin);
                 }
                 Some(Ok(Message::Ready)) => {
                     // Another page's window is of another realm: not `instanceof` this one's
@@ -119,11 +119,9 @@ pub fn listen(state: PageState) {
                     let Some(source) = e.source() else { return };
                     let target = source.unchecked_into::<web_sys::Window>();
                     POSTED.with(|p| {
-                        if let Some((name, bytes)) = &*p.borrow() {
-                            let load = message(
-                                "load",
-                                &[("name", name.into()), ("bytes", bytes.slice(0).into())],
-                            );
+                        if let Some((name, blob)) = &*p.borrow() {
+                            let load =
+                                message("load", &[("name", name.into()), ("bytes", blob.into())]);
                             let _ = target.post_message(&load, "*");
                         }
                     });

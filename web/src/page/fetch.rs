@@ -1,5 +1,6 @@
-//! A dump's bytes: fetched by URL (what `?src=` and `?against-src=` name), or read from the
-//! files a reader chose or dropped. An XLA dump is a pair of files, joined here.
+//! A dump's bytes, as a `Blob` the worker reads in chunks: fetched by URL (what `?src=` and
+//! `?against-src=` name), or the files a reader chose or dropped (a file is a `Blob`: nothing
+//! is read on the page). An XLA dump is a pair of files, joined here.
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -8,8 +9,8 @@ use crate::error::{FetchFailure, WebError};
 
 /// Fetches the dump at `url`: its bytes, with an XLA buffer assignment's live range (the file
 /// beside it, by name) after them, as `memplan_formats::xla` reads the pair.
-pub async fn fetch_dump(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
-    let bytes = fetch_bytes(url).await?;
+pub async fn fetch_dump(url: &str) -> Result<web_sys::Blob, WebError> {
+    let bytes = fetch_blob(url).await?;
     let (path, query) = url
         .split_once('?')
         .map_or((url, None), |(p, q)| (p, Some(q)));
@@ -20,8 +21,8 @@ pub async fn fetch_dump(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
         Some(q) => format!("{companion}?{q}"),
         None => companion,
     };
-    let other = fetch_bytes(&companion).await?;
-    Ok(joined(&bytes, &other))
+    let other = fetch_blob(&companion).await?;
+    joined(&[bytes, other]).await
 }
 
 /// The files to read of those chosen or dropped together: an XLA buffer assignment with its live
@@ -35,34 +36,46 @@ pub fn dump_files(list: &web_sys::FileList) -> Vec<web_sys::File> {
     }
 }
 
-/// The bytes of `files` (one dump, or an XLA pair), joined.
-pub async fn read_files(files: &[web_sys::File]) -> Result<js_sys::ArrayBuffer, WebError> {
-    let mut parts = Vec::with_capacity(files.len());
-    for file in files {
-        let buffer = JsFuture::from(file.array_buffer())
-            .await
-            .map_err(|_| WebError::FileUnreadable { name: file.name() })?;
-        parts.push(buffer.unchecked_into::<js_sys::ArrayBuffer>());
+/// The dump `files` hold (one dump, or an XLA pair, joined).
+pub async fn read_files(files: &[web_sys::File]) -> Result<web_sys::Blob, WebError> {
+    let blobs: Vec<web_sys::Blob> = files.iter().map(|f| f.clone().into()).collect();
+    match &blobs[..] {
+        [_, _] => joined(&blobs).await,
+        [one, ..] => Ok(one.clone()),
+        [] => Ok(blob_of(&[])),
     }
-    Ok(match &parts[..] {
-        [assignment, live_range] => joined(assignment, live_range),
-        [one, ..] => one.clone(),
-        [] => js_sys::ArrayBuffer::new(0),
-    })
 }
 
-/// An XLA pair as `memplan_formats::xla` reads it (the buffer assignment first).
-fn joined(
-    assignment: &js_sys::ArrayBuffer,
-    live_range: &js_sys::ArrayBuffer,
-) -> js_sys::ArrayBuffer {
-    let bytes = |b: &js_sys::ArrayBuffer| js_sys::Uint8Array::new(b).to_vec();
-    let text = memplan_formats::xla::join(&bytes(assignment), &bytes(live_range));
-    js_sys::Uint8Array::from(&text[..]).buffer()
+/// `bytes` as a `Blob`.
+pub fn blob_of(bytes: &[u8]) -> web_sys::Blob {
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
+    web_sys::Blob::new_with_u8_array_sequence(&parts).expect("a Blob of bytes")
 }
 
-/// Fetches `url` (no credentials): its bytes, whatever the format.
-pub async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
+/// The bytes of `blob`, read whole.
+pub async fn bytes_of(blob: &web_sys::Blob) -> Result<Vec<u8>, WebError> {
+    let name = blob
+        .dyn_ref::<web_sys::File>()
+        .map_or_else(|| "the dump".to_string(), web_sys::File::name);
+    let buffer = JsFuture::from(blob.array_buffer())
+        .await
+        .map_err(|_| WebError::FileUnreadable { name })?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+}
+
+/// An XLA pair (the buffer assignment first) as `memplan_formats::xla` reads it.
+async fn joined(pair: &[web_sys::Blob]) -> Result<web_sys::Blob, WebError> {
+    let assignment = bytes_of(&pair[0]).await?;
+    let live_range = bytes_of(&pair[1]).await?;
+    Ok(blob_of(&memplan_formats::xla::join(
+        &assignment,
+        &live_range,
+    )))
+}
+
+/// Fetches `url` (no credentials): its bytes, whatever the format (a browser may keep a large
+/// one on disk).
+pub async fn fetch_blob(url: &str) -> Result<web_sys::Blob, WebError> {
     let fail = |reason| WebError::Fetch {
         url: url.to_string(),
         reason,
@@ -80,9 +93,7 @@ pub async fn fetch_bytes(url: &str) -> Result<js_sys::ArrayBuffer, WebError> {
     if !response.ok() {
         return Err(fail(FetchFailure::Status(response.status())));
     }
-    let body = response
-        .array_buffer()
-        .map_err(|_| fail(FetchFailure::Body))?;
+    let body = response.blob().map_err(|_| fail(FetchFailure::Body))?;
     JsFuture::from(body)
         .await
         .ok()

@@ -39,6 +39,8 @@ pub struct Busy {
     /// While a search runs: the lowest footprint so far, what no layout goes below, and the
     /// exact search's nodes.
     pub solver: Option<SolverProgress>,
+    /// While a dump is read as a stream: how far, within the stage.
+    pub read: Option<crate::worker::protocol::ReadProgress>,
 }
 
 impl Busy {
@@ -49,7 +51,16 @@ impl Busy {
             of,
             what: what.into(),
             solver: None,
+            read: None,
         }
+    }
+
+    /// How far the work is, in stages (a stream's reading counts as part of its stage).
+    pub fn value(&self) -> f64 {
+        let within = self
+            .read
+            .map_or(0.0, |r| r.done as f64 / r.of.max(1) as f64);
+        f64::from(self.stage) + within.min(1.0)
     }
 }
 
@@ -275,7 +286,7 @@ impl PageState {
     /// Loads a dump of any size in the worker; the page stays responsive, shows progress and
     /// can cancel. `origin` is where it came from, for the link. On failure the dump shown
     /// stays and the banner says why.
-    pub fn load(self, bytes: js_sys::ArrayBuffer, source: &str, origin: Origin) {
+    pub fn load(self, bytes: web_sys::Blob, source: &str, origin: Origin) {
         let what = format!("sending {source}");
         self.busy.set(Some(Busy::stage(0, STAGES, what)));
         self.restore
@@ -302,7 +313,7 @@ impl PageState {
         self.link.with_value(|l| l.as_ref().map(Link::start_early));
     }
 
-    fn send(self, request: Request, bytes: Option<js_sys::ArrayBuffer>) {
+    fn send(self, request: Request, bytes: Option<web_sys::Blob>) {
         let link = self.link.with_value(Clone::clone);
         if let Some(link) = link {
             link.send(request, bytes);
@@ -337,6 +348,7 @@ impl PageState {
                 best_bytes,
                 bound_bytes,
                 nodes,
+                read,
             } => {
                 let solver = match (best_bytes, bound_bytes) {
                     (Some(best_bytes), Some(bound_bytes)) => Some(SolverProgress {
@@ -351,6 +363,7 @@ impl PageState {
                     of,
                     what,
                     solver,
+                    read,
                 }))
             }
             Response::Exported(file) => {
@@ -462,7 +475,7 @@ impl PageState {
 
     /// Loads a bundled example, as any other dump: in the worker.
     pub fn load_example(self, example: &Example, origin: Origin) {
-        let bytes = js_sys::Uint8Array::from(example.text.as_bytes()).buffer();
+        let bytes = crate::page::fetch::blob_of(example.text.as_bytes());
         self.load(bytes, example.name, origin);
     }
 
@@ -565,7 +578,7 @@ impl PageState {
 
     /// Compares the plan shown with the dump under `scenario`, or with `other` (a file's name
     /// and bytes) under it.
-    pub fn compare(self, scenario: Scenario, other: Option<(String, js_sys::ArrayBuffer)>) {
+    pub fn compare(self, scenario: Scenario, other: Option<(String, web_sys::Blob)>) {
         if self.analysis.get_untracked().is_some() {
             let (source, bytes) = other.unzip();
             self.send(Request::Compare { scenario, source }, bytes);

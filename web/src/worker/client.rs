@@ -6,7 +6,8 @@
 //!
 //! The worker normally runs in a Web Worker, started after the page's first frame (so that it
 //! has compiled and warmed up its code by the time a file is dropped): the link waits for its
-//! `ready`, sends typed requests (a load's bytes transferred, not copied), and cancels: a plan
+//! `ready`, sends typed requests (a load's dump as a `Blob`, which the worker reads in chunks),
+//! and cancels: a plan
 //! by asking the worker (at once through the shared stop flag on an isolated page, else between
 //! its steps), a load still parsing by terminating it (the next request starts a fresh one, in
 //! about 50 ms). Where no Web Worker can start (it cannot be created, or its script fails to
@@ -45,13 +46,12 @@ type Handlers = (
     Closure<dyn FnMut(ErrorEvent)>,
 );
 
-/// A request with what it transfers: the message for a Web Worker, and the request itself
-/// with its bytes for the worker on the page's thread.
+/// A request sent before the Web Worker was ready: the message for it, and the request itself
+/// with its dump for the worker on the page's thread.
 struct Pending {
     message: js_sys::Object,
-    transfer: js_sys::Array,
     request: Request,
-    bytes: Option<js_sys::ArrayBuffer>,
+    bytes: Option<web_sys::Blob>,
 }
 
 /// The Web Worker.
@@ -64,11 +64,17 @@ struct Thread {
     _handlers: Handlers,
 }
 
-/// The worker on the page's thread, its job stepped one step per task.
+/// A request waiting for the worker on the page's thread, with its dump.
+type Queued = (Request, Option<web_sys::Blob>);
+
+/// The worker on the page's thread, its job stepped one step per task. Requests wait in
+/// `queue` while a dump before them is read (the page reads a `Blob` asynchronously).
 #[derive(Clone)]
 struct Here {
     worker: Rc<RefCell<Worker>>,
     driving: Rc<Cell<bool>>,
+    queue: Rc<RefCell<std::collections::VecDeque<Queued>>>,
+    reading: Rc<Cell<bool>>,
 }
 
 #[derive(Default)]
@@ -119,8 +125,8 @@ impl Link {
         }
     }
 
-    /// Sends `request`, with `bytes` transferred beside it (a load's dump, a compare's other).
-    pub fn send(&self, request: Request, bytes: Option<js_sys::ArrayBuffer>) {
+    /// Sends `request`, with `bytes` beside it (a load's dump, a compare's other).
+    pub fn send(&self, request: Request, bytes: Option<web_sys::Blob>) {
         let mut s = self.state.borrow_mut();
         s.asked = true;
         if s.here.is_none() && s.thread.is_none() {
@@ -128,15 +134,13 @@ impl Link {
         }
         if let Some(here) = s.here.clone() {
             drop(s);
-            return self.run_here(here, request, bytes);
+            return self.queue_here(here, request, bytes);
         }
         let message = js_sys::Object::new();
         let text = serde_json::to_string(&request).expect("requests serialize");
         let _ = js_sys::Reflect::set(&message, &"request".into(), &text.into());
-        let transfer = js_sys::Array::new();
         if let Some(bytes) = &bytes {
             let _ = js_sys::Reflect::set(&message, &"bytes".into(), bytes);
-            transfer.push(bytes);
         }
         if let Some(flag) = &s.stop {
             let _ = js_sys::Reflect::set(&message, &"stop".into(), &flag.buffer());
@@ -147,13 +151,10 @@ impl Link {
             return;
         };
         if thread.ready {
-            let _ = thread
-                .worker
-                .post_message_with_transfer(&message, &transfer);
+            let _ = thread.worker.post_message(&message);
         } else {
             thread.pending = Some(Pending {
                 message,
-                transfer,
                 request,
                 bytes,
             });
@@ -213,6 +214,8 @@ impl Link {
         s.here = Some(Here {
             worker: Rc::new(RefCell::new(Worker::default())),
             driving: Rc::new(Cell::new(false)),
+            queue: Rc::default(),
+            reading: Rc::new(Cell::new(false)),
         });
         (self.on_event)(LinkEvent::PlanningHere(why));
     }
@@ -228,9 +231,7 @@ impl Link {
                     if let Some(thread) = s.thread.as_mut() {
                         thread.ready = true;
                         if let Some(p) = thread.pending.take() {
-                            let _ = thread
-                                .worker
-                                .post_message_with_transfer(&p.message, &p.transfer);
+                            let _ = thread.worker.post_message(&p.message);
                         }
                     }
                 }
@@ -270,7 +271,7 @@ impl Link {
             let here = s.here.clone();
             drop(s);
             if let (Some(here), Some(p)) = (here, pending) {
-                link.run_here(here, p.request, p.bytes);
+                link.queue_here(here, p.request, p.bytes);
             }
         });
         worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
@@ -278,13 +279,47 @@ impl Link {
         (onmessage, onerror)
     }
 
+    /// Hands `request` to the worker on the page's thread in order: at once, unless a dump is
+    /// being read for an earlier one.
+    fn queue_here(&self, here: Here, request: Request, bytes: Option<web_sys::Blob>) {
+        if !here.reading.get() && bytes.is_none() {
+            return self.run_here(here, request, None);
+        }
+        here.queue.borrow_mut().push_back((request, bytes));
+        if here.reading.get() {
+            return;
+        }
+        let link = self.clone();
+        here.reading.set(true);
+        wasm_bindgen_futures::spawn_local(async move {
+            loop {
+                let Some((request, blob)) = here.queue.borrow_mut().pop_front() else {
+                    break;
+                };
+                let input = match blob {
+                    Some(blob) => match crate::page::fetch::bytes_of(&blob).await {
+                        Ok(bytes) => Some(super::job::input_of(bytes)),
+                        Err(e) => {
+                            (link.on_event)(LinkEvent::Answer(super::protocol::failed(e)));
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
+                link.run_here(here.clone(), request, input);
+            }
+            here.reading.set(false);
+        });
+    }
+
     /// Hands `request` to the worker on the page's thread, then steps its job one step per
     /// task, telling each answer once the worker is no longer borrowed.
-    fn run_here(&self, here: Here, request: Request, bytes: Option<js_sys::ArrayBuffer>) {
-        let Here { worker, driving } = here;
+    fn run_here(&self, here: Here, request: Request, input: Option<super::job::Input>) {
+        let Here {
+            worker, driving, ..
+        } = here;
         let mut answers = Vec::new();
-        let bytes = bytes.map(|b| js_sys::Uint8Array::new(&b).to_vec());
-        (worker.borrow_mut()).handle(request, bytes, &mut |r| answers.push(r));
+        (worker.borrow_mut()).handle(request, input, &mut |r| answers.push(r));
         let tell = |answers: Vec<Response>| {
             (answers.into_iter()).for_each(|r| (self.on_event)(LinkEvent::Answer(r)))
         };

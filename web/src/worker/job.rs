@@ -12,12 +12,79 @@ use memplan_engine::query::{Ask, DiffQuery, FitsQuery};
 use memplan_engine::{Outcome, Scenario, Session, SweepJob};
 use memplan_render::BufferView;
 
-use super::protocol::{Request, Response, STAGES, failed};
+use super::protocol::{ReadProgress, Request, Response, STAGES, failed};
 use crate::analysis::{
     Analysis, AnalysisCache, Baseline, BuffersSent, LeftOut, Local, Schedule, SweepView, compare,
     export, fit, unflipped,
 };
 use crate::error::{Operation, WebError};
+
+/// A dump as the worker reads it: in order from its start, and again from the start (an ONNX
+/// model imported again with other shapes). In the Web Worker, a `Blob` read in chunks; on the
+/// page's thread and in tests, bytes.
+pub trait Dump: std::io::Read + std::io::Seek {}
+
+impl<T: std::io::Read + std::io::Seek> Dump for T {}
+
+pub type Input = Box<dyn Dump>;
+
+/// `bytes` as an [`Input`].
+pub fn input_of(bytes: Vec<u8>) -> Input {
+    Box::new(std::io::Cursor::new(bytes))
+}
+
+/// A load's progress messages: one per percent read, at most.
+struct Reading<'p> {
+    source: String,
+    percent: u64,
+    post: &'p mut dyn FnMut(Response),
+}
+
+impl Reading<'_> {
+    fn hear(&mut self, done: u64, of: u64) {
+        let percent = done.saturating_mul(100) / of.max(1);
+        if percent > self.percent {
+            self.percent = percent;
+            (self.post)(Response::Progress {
+                stage: 1,
+                of: STAGES,
+                what: format!("reading {}: {percent}%", self.source),
+                best_bytes: None,
+                bound_bytes: None,
+                nodes: None,
+                read: Some(ReadProgress { done, of }),
+            });
+        }
+    }
+}
+
+/// Reads `input` (of any length: a snapshot is read as a stream), naming it `source`.
+fn load(
+    input: &mut Input,
+    source: &str,
+    import: &memplan_formats::onnx::Options,
+    post: &mut dyn FnMut(Response),
+) -> Result<Session, WebError> {
+    let unreadable = |e: std::io::Error| WebError::FileUnreadable {
+        name: format!("{source} ({e})"),
+    };
+    let len = input.seek(std::io::SeekFrom::End(0)).map_err(unreadable)?;
+    input
+        .seek(std::io::SeekFrom::Start(0))
+        .map_err(unreadable)?;
+    let mut reading = Reading {
+        source: source.to_string(),
+        percent: 0,
+        post,
+    };
+    Ok(Session::load_from(
+        &mut *input,
+        len,
+        source,
+        import,
+        &mut |done, of| reading.hear(done, of),
+    )?)
+}
 
 /// The least time between two progress messages of a search, milliseconds.
 const PROGRESS_EVERY_MS: f64 = 100.0;
@@ -54,7 +121,7 @@ pub struct Worker {
     buffers_sent: Option<Vec<BufferView>>,
     /// The last plans' greedy decodes: a toggle's re-plan resumes from them.
     decodes: Decodes,
-    bytes: Option<(String, Vec<u8>)>,
+    bytes: Option<(String, Input)>,
     /// Whether the caller's `stop` in [`Worker::step`] turns true on a cancel while a step runs
     /// (the page shares a flag with the worker when it can), so a search stops at once.
     live_cancel: bool,
@@ -68,6 +135,7 @@ fn progress(stage: u32, what: String) -> Response {
         best_bytes: None,
         bound_bytes: None,
         nodes: None,
+        read: None,
     }
 }
 
@@ -78,7 +146,7 @@ impl Worker {
     pub fn handle(
         &mut self,
         request: Request,
-        bytes: Option<Vec<u8>>,
+        bytes: Option<Input>,
         post: &mut dyn FnMut(Response),
     ) {
         match request {
@@ -200,10 +268,12 @@ impl Worker {
                     return post(failed(WebError::NothingLoaded(Operation::Compare)));
                 };
                 let other = match (source, bytes) {
-                    (Some(source), Some(bytes)) => match Session::load(&bytes, &source) {
-                        Ok(session) => Some(session),
-                        Err(e) => return post(failed(e)),
-                    },
+                    (Some(source), Some(mut input)) => {
+                        match load(&mut input, &source, &Default::default(), &mut |_| {}) {
+                            Ok(session) => Some(session),
+                            Err(e) => return post(failed(e)),
+                        }
+                    }
                     _ => None,
                 };
                 let after = other.as_ref().unwrap_or(&local.session);
@@ -236,7 +306,7 @@ impl Worker {
     fn import(
         &mut self,
         source: String,
-        bytes: Vec<u8>,
+        mut bytes: Input,
         import: &memplan_formats::onnx::Options,
         scenario: Scenario,
         post: &mut dyn FnMut(Response),
@@ -247,7 +317,7 @@ impl Worker {
         self.baseline_sent = None;
         self.buffers_sent = None;
         self.decodes = Decodes::default();
-        let loaded = Session::load_with(&bytes, &source, import);
+        let loaded = load(&mut bytes, &source, import, post);
         self.bytes = Some((source, bytes));
         match loaded {
             Ok(session) => self.start(session, scenario, None, post),
@@ -340,6 +410,7 @@ impl Worker {
                     best_bytes: Some(p.best_bytes),
                     bound_bytes: Some(p.bound_bytes),
                     nodes: p.exact.then_some(p.evaluations),
+                    read: None,
                 });
             }
         };
@@ -366,6 +437,7 @@ impl Worker {
                     best_bytes: None,
                     bound_bytes: None,
                     nodes: None,
+                    read: None,
                 });
                 true
             }
@@ -395,6 +467,7 @@ impl Worker {
                         best_bytes: best.map(|b| b.plan.footprint_bytes()),
                         bound_bytes: Some(best.map_or(0, |b| b.plan.lower_bound_bytes())),
                         nodes: None,
+                        read: None,
                     });
                     return true;
                 }
@@ -506,7 +579,9 @@ mod tests {
             clock.set(clock.get() + 50.0);
             clock.get()
         };
-        worker.handle(request, bytes.map(<[u8]>::to_vec), &mut |r| out.push(r));
+        worker.handle(request, bytes.map(|b| input_of(b.to_vec())), &mut |r| {
+            out.push(r)
+        });
         let mut steps = 0;
         while worker.busy() {
             if cancel_after == Some(steps) {
@@ -1035,7 +1110,7 @@ mod tests {
                 scenario: scenario(Strategy::FirstFit),
                 source: Some("B.csv".into()),
             },
-            Some(other.to_vec()),
+            Some(input_of(other.to_vec())),
             &mut |r| post.push(r),
         );
         let Some(Response::Compared(view)) = post.last() else {

@@ -1,8 +1,8 @@
 //! What the page and the worker say to each other: typed serde messages.
 //!
-//! The page posts `{request, bytes}`: the [`Request`] as JSON text, and for a load the dump's
-//! bytes as an `ArrayBuffer` that is transferred, not copied (so a binary ONNX model or a pickle
-//! arrives intact, and a 50 MB dump is not duplicated). The worker answers with [`Response`]s as
+//! The page posts `{request, bytes}`: the [`Request`] as JSON text, and for a load the dump as a
+//! `Blob` (a dropped file is one), which the worker reads in chunks: a binary ONNX model or a
+//! pickle arrives intact, and a gigabyte snapshot is never copied whole. The worker answers with [`Response`]s as
 //! UTF-8 JSON in a transferred `ArrayBuffer` (no string decoded and encoded again): `ready` once
 //! it listens (a message sent before that would be lost), `progress` at each stage and, while a
 //! search runs, its best so far and its bound, then `planned` (what the page draws: an
@@ -77,6 +77,9 @@ pub enum Response {
         /// The exact search's nodes so far.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         nodes: Option<u64>,
+        /// While a dump is read as a stream: how far.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        read: Option<ReadProgress>,
     },
     /// The plan to draw; `cancelled` when a cancel ended its search early (this is its best
     /// plan so far, complete and checked).
@@ -113,6 +116,14 @@ pub enum Response {
     /// What the scenario of a load holds that the dump does not know: left out of its plan.
     Unknown(Vec<memplan_engine::Unknown>),
     Error(Box<WebError>),
+}
+
+/// How far a dump read as a stream is: `done` of `of` (a snapshot is read twice, so `of` is
+/// twice its length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadProgress {
+    pub done: u64,
+    pub of: u64,
 }
 
 pub(crate) fn failed(e: impl Into<WebError>) -> Response {

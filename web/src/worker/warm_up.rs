@@ -89,7 +89,8 @@ impl WarmUp {
                     import: Default::default(),
                 };
                 let bytes = puzzle(200, 80, 30, 37).into_bytes();
-                self.worker.handle(load, Some(bytes), &mut sink);
+                self.worker
+                    .handle(load, Some(super::job::input_of(bytes)), &mut sink);
                 self.phase = Phase::Loading;
             }
             Phase::Loading => {
