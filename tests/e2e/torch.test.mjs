@@ -5,7 +5,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { statSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { hooks, launch, output, root, serve } from './harness.mjs';
 
@@ -163,6 +164,39 @@ test('a snapshot past the 64 MiB the page reads whole streams in the worker: pro
   healthy('streamed snapshot');
 });
 
+test('a profiler trace past the 64 MiB the page reads whole streams in the worker and loads as the gzipped one does', async () => {
+  // The sample trace with its kernels repeated past 64 MiB: the same memory events, more to skip.
+  const json = JSON.parse(gunzipSync(await readFile(trace)).toString('utf8'));
+  const others = json.traceEvents.filter((e) => e.name !== '[memory]' && e.ph !== 'X');
+  let size = Buffer.byteLength(JSON.stringify(json));
+  for (let k = 0; size < 66 * 1048576; k = (k + 1) % others.length) {
+    json.traceEvents.push(others[k]);
+    size += Buffer.byteLength(JSON.stringify(others[k])) + 1;
+  }
+  const file = join(output, 'streamed-trace.json');
+  await writeFile(file, JSON.stringify(json));
+  assert.ok(statSync(file).size > 64 * 1048576, `${statSync(file).size} bytes`);
+
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  const traced = () => page.waitForFunction(
+    () => document.querySelector('[data-testid=error]') || (/PyTorch profiler trace/.test(document.querySelector('[data-testid=summary]')?.innerText ?? '') && !document.querySelector('[data-testid=progress]')),
+    null,
+    { timeout: 120000, polling: 250 },
+  );
+  await testid('file-input').setInputFiles(trace);
+  await traced();
+  const [count, bound] = [await testid('tensor-count').innerText(), await bytesOf('lower-bound')];
+  await testid('file-input').setInputFiles(file);
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid=progress]')?.dataset.readDone ?? 0) > 0, null, { timeout: 60000 });
+  assert.equal(Number(await testid('progress').getAttribute('data-read-of')), statSync(file).size, 'read once');
+  await traced();
+  assert.equal(await testid('error').count(), 0, 'the trace loads');
+  assert.equal(await testid('tensor-count').innerText(), count);
+  assert.equal(await bytesOf('lower-bound'), bound);
+  healthy('streamed trace');
+});
+
 test('a file the page reads whole is refused past 64 MiB, naming the limit and what streams', async () => {
   await page.goto(server.url);
   await testid('summary').waitFor();
@@ -172,6 +206,6 @@ test('a file the page reads whole is refused past 64 MiB, naming the limit and w
   await testid('error').waitFor();
   assert.match(
     await testid('error').innerText(),
-    /huge\.json: 65\.00 MiB is more than the 64\.00 MiB this page reads of a file it reads whole \(PyTorch snapshots are read as streams, up to [\d.]+ MiB\)/,
+    /huge\.json: 65\.00 MiB is more than the 64\.00 MiB this page reads of a file it reads whole \(PyTorch snapshots and profiler traces are read as streams, up to [\d.]+ MiB\)/,
   );
 });

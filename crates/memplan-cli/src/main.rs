@@ -501,9 +501,11 @@ fn capacity_misses(summary: &PlanSummary, capacity: u64) -> Vec<String> {
                     exact(d.lower_bound_bytes)
                 ),
                 (_, Some(proven)) if proven > capacity => format!(
-                    "{head}: the exact search proved every layout needs at least {}{}",
+                    "{head}: the exact search proved every layout needs at least {}{}; the best \
+                     found is {}",
                     exact(proven),
-                    d.nodes.map(|n| format!(" ({n} nodes)")).unwrap_or_default()
+                    d.nodes.map(|n| format!(" ({n} nodes)")).unwrap_or_default(),
+                    exact(d.footprint_bytes)
                 ),
                 (_, proven) => format!(
                     "{}: no layout within {} found before the limit; the best is {}{}",

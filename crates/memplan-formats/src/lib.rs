@@ -252,10 +252,10 @@ pub fn load_with(
     }
 }
 
-/// [`load_with`] from `input`, `len` bytes read in order from its start: a PyTorch snapshot as
-/// a stream ([`torch::parse_stream`]: the reader holds the graph, never the file or its
-/// events, so snapshots of gigabytes load), any other format whole. `progress(done, of)`
-/// hears how far a stream has read.
+/// [`load_with`] from `input`, `len` bytes read in order from its start: a PyTorch snapshot
+/// ([`torch::parse_stream`]) or profiler trace ([`torch_trace::parse_from`], gzipped too) as a
+/// stream (the reader holds the graph, never the file or its events, so files of gigabytes
+/// load), any other format whole. `progress(done, of)` hears how far a stream has read.
 pub fn load_from<R: std::io::Read + std::io::Seek>(
     mut input: R,
     len: u64,
@@ -263,28 +263,162 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
     onnx_options: &onnx::Options,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Loaded, FormatError> {
+    use std::io::{Read, SeekFrom};
     let unreadable = |e: std::io::Error| FormatError::Unreadable {
         name: name.to_string(),
         message: e.to_string(),
     };
-    let mut head = [0u8; 2];
-    let got = input.read(&mut head).map_err(unreadable)?;
-    input
-        .seek(std::io::SeekFrom::Start(0))
+    let mut head = Vec::new();
+    (&mut input)
+        .take(STREAM_HEAD_BYTES)
+        .read_to_end(&mut head)
         .map_err(unreadable)?;
-    if got == 2 && is_pickle(&head) {
+    input.seek(SeekFrom::Start(0)).map_err(unreadable)?;
+    if streamed_format(&head) == Some(Format::TorchSnapshot) {
         let of = len.saturating_mul(2);
         let i = torch::parse_stream(input, len, &mut |done| progress(done, of))?;
         let recorded = Some(i.recorded);
         return Loaded::resolved(Format::TorchSnapshot, i.graph, None, recorded, i.warnings);
     }
+    let failure = std::cell::RefCell::new(None);
+    let counted = Counted {
+        inner: input,
+        done: 0,
+        progress: &mut |done| progress(done, len),
+    };
+    if head.starts_with(&GZIP_MAGIC) {
+        let inner = name.strip_suffix(".gz").unwrap_or(name);
+        let gzip_error = |message| FormatError::Gzip {
+            name: name.to_string(),
+            message,
+        };
+        let mut unpacked = Watched {
+            inner: flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(
+                1 << 20,
+                counted,
+            )),
+            left: MAX_UNPACKED_BYTES,
+            failure: &failure,
+        };
+        let mut head = Vec::new();
+        (&mut unpacked)
+            .take(STREAM_HEAD_BYTES)
+            .read_to_end(&mut head)
+            .map_err(|e| gzip_error(e.to_string()))?;
+        if streamed_format(&head) == Some(Format::TorchTrace) {
+            let text = std::io::Cursor::new(head).chain(unpacked);
+            return streamed_trace(torch_trace::parse_from(text), &failure, gzip_error);
+        }
+        unpacked
+            .read_to_end(&mut head)
+            .map_err(|e| gzip_error(e.to_string()))?;
+        return load_with(&head, inner, onnx_options);
+    }
+    if streamed_format(&head) == Some(Format::TorchTrace) {
+        let text = Watched {
+            inner: std::io::BufReader::with_capacity(1 << 20, counted),
+            left: u64::MAX,
+            failure: &failure,
+        };
+        return streamed_trace(torch_trace::parse_from(text), &failure, |message| {
+            FormatError::Unreadable {
+                name: name.to_string(),
+                message,
+            }
+        });
+    }
     let mut bytes = Vec::new();
+    let mut input = counted.inner;
     input.read_to_end(&mut bytes).map_err(unreadable)?;
     load_with(&bytes, name, onnx_options)
 }
 
+/// How much of a file [`load_from`] reads first to tell how to read the rest
+/// ([`streamed_format`]): a profiler trace names `traceEvents` within it.
+pub const STREAM_HEAD_BYTES: u64 = 1 << 16;
+
+/// The format [`load_from`] reads as a stream a file starting with `head` (its first
+/// [`STREAM_HEAD_BYTES`], unpacked), if any: a PyTorch snapshot or profiler trace.
+pub fn streamed_format(head: &[u8]) -> Option<Format> {
+    if is_pickle(head) {
+        return Some(Format::TorchSnapshot);
+    }
+    is_trace_head(head).then_some(Format::TorchTrace)
+}
+
+/// Whether a file's first bytes (unpacked) start a profiler trace: an array, or an object that
+/// names `traceEvents` (what [`detect`] tells from the whole text). A byte-order mark is not
+/// JSON: such a file is read whole.
+fn is_trace_head(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let start = text.trim_start();
+    start.starts_with('[') || (start.starts_with('{') && start.contains("\"traceEvents\""))
+}
+
+/// A streamed trace's outcome, where a failure to read the stream (recorded by [`Watched`])
+/// says so, not as the JSON error it ends in.
+fn streamed_trace(
+    imported: Result<torch_trace::Imported, FormatError>,
+    failure: &std::cell::RefCell<Option<String>>,
+    read_error: impl FnOnce(String) -> FormatError,
+) -> Result<Loaded, FormatError> {
+    let i = match (imported, failure.borrow_mut().take()) {
+        (Err(_), Some(message)) => return Err(read_error(message)),
+        (imported, _) => imported?,
+    };
+    Loaded::resolved(
+        Format::TorchTrace,
+        i.graph,
+        None,
+        Some(i.recorded),
+        i.warnings,
+    )
+}
+
+/// A reader that tells `progress` how many bytes it has read.
+struct Counted<'a, R> {
+    inner: R,
+    done: u64,
+    progress: &'a mut dyn FnMut(u64),
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.done += n as u64;
+        (self.progress)(self.done);
+        Ok(n)
+    }
+}
+
+/// A reader that fails past `left` more bytes and records its first failure.
+struct Watched<'a, R> {
+    inner: R,
+    left: u64,
+    failure: &'a std::cell::RefCell<Option<String>>,
+}
+
+impl<R: std::io::Read> std::io::Read for Watched<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buf).and_then(|n| {
+            self.left = (self.left.checked_sub(n as u64)).ok_or_else(|| {
+                std::io::Error::other(format!(
+                    "it unpacks to more than {MAX_UNPACKED_BYTES} bytes"
+                ))
+            })?;
+            Ok(n)
+        });
+        if let Err(e) = &read {
+            self.failure
+                .borrow_mut()
+                .get_or_insert_with(|| e.to_string());
+        }
+        read
+    }
+}
+
 /// Whether `bytes` start as a pickle of protocol 2 to 5.
-pub fn is_pickle(bytes: &[u8]) -> bool {
+fn is_pickle(bytes: &[u8]) -> bool {
     matches!(bytes, [0x80, 2..=5, ..])
 }
 
@@ -603,6 +737,66 @@ mod fuzz {
                     ..memplan_core::PlanOptions::default()
                 });
             }
+            // Read as a stream (a trace is), it loads as it does whole, or fails as whole.
+            let streamed = load_from(std::io::Cursor::new(text.as_bytes()), text.len() as u64, "fuzz", &Default::default(), &mut |_, _| ());
+            let whole = load(text.as_bytes(), "fuzz");
+            prop_assert_eq!(streamed.as_ref().ok().map(|l| &l.graph), whole.as_ref().ok().map(|l| &l.graph));
         }
+    }
+
+    fn gunzipped(bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut out).unwrap();
+        out
+    }
+
+    /// Loads `bytes` with [`load_from`], returning what loaded and the progress heard.
+    fn streamed(bytes: &[u8], name: &str) -> (Result<Loaded, FormatError>, Vec<(u64, u64)>) {
+        let mut heard = Vec::new();
+        let loaded = load_from(
+            std::io::Cursor::new(bytes),
+            bytes.len() as u64,
+            name,
+            &Default::default(),
+            &mut |done, of| heard.push((done, of)),
+        );
+        (loaded, heard)
+    }
+
+    #[test]
+    fn a_profiler_trace_streams_as_it_loads_whole() {
+        let gz = include_bytes!("../../../tests/data/torch-trace/df_index_resolver.json.gz");
+        let whole = load(gz, "trace.json.gz").unwrap();
+        assert_eq!(whole.format, Format::TorchTrace);
+        let json = gunzipped(gz);
+        for (bytes, name) in [(&gz[..], "trace.json.gz"), (&json[..], "trace.json")] {
+            let (loaded, heard) = streamed(bytes, name);
+            let loaded = loaded.unwrap();
+            assert_eq!(loaded.format, Format::TorchTrace);
+            assert_eq!(loaded.graph, whole.graph, "{name}");
+            assert_eq!(loaded.recorded, whole.recorded, "{name}");
+            assert_eq!(loaded.warnings, whole.warnings, "{name}");
+            // Heard as it reads, up to the whole file.
+            assert!(heard.len() > 2, "{name}: {heard:?}");
+            assert_eq!(
+                heard.last(),
+                Some(&(bytes.len() as u64, bytes.len() as u64))
+            );
+            assert!(heard.windows(2).all(|w| w[0].0 <= w[1].0));
+        }
+        // A gzip cut short says the gzip failed, not where the JSON ended.
+        let (cut, _) = streamed(&gz[..gz.len() / 2], "trace.json.gz");
+        let e = cut.unwrap_err();
+        assert!(matches!(e, FormatError::Gzip { .. }), "{e}");
+        // A JSON error names its line and column, streamed as whole.
+        let cut = json[..json.len() / 3]
+            .iter()
+            .rposition(|&b| b == b'}')
+            .unwrap();
+        let broken = &json[..cut];
+        let (streamed_error, _) = streamed(broken, "trace.json");
+        let whole_error = load(broken, "trace.json").unwrap_err().to_string();
+        assert_eq!(streamed_error.unwrap_err().to_string(), whole_error);
+        assert!(whole_error.contains("line "), "{whole_error}");
     }
 }

@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use memplan_core::graph::Frame;
 use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::FormatError;
 pub use crate::allocations::Imported;
@@ -29,17 +30,6 @@ pub const NO_MEMORY_HELP: &str = "the trace has no `[memory]` events: record the
 
 fn bad(message: impl Into<String>) -> FormatError {
     FormatError::Trace(message.into())
-}
-
-/// A trace: an object with `traceEvents`, or the bare array of events.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum TraceFile {
-    Object {
-        #[serde(rename = "traceEvents")]
-        trace_events: Vec<Event>,
-    },
-    Array(Vec<Event>),
 }
 
 /// A process or thread id: Chrome traces write numbers, and strings for named tracks.
@@ -89,7 +79,7 @@ struct Args {
 struct Memory {
     ts: f64,
     order: i64,
-    thread: (Option<TrackId>, Option<TrackId>),
+    thread: Thread,
     address: u64,
     bytes: i64,
     allocated: Option<u64>,
@@ -100,7 +90,116 @@ struct Memory {
 struct Span {
     start: f64,
     end: f64,
-    frame: Frame,
+    /// Its frame in [`Collected::frames`].
+    frame: u32,
+}
+
+type Thread = (Option<TrackId>, Option<TrackId>);
+
+/// What the reader keeps of a trace's events as they stream by: the memory events by device
+/// (in device-name order), the spans of each thread, their frames once each.
+#[derive(Default)]
+struct Collected {
+    by_device: BTreeMap<String, Vec<Memory>>,
+    spans: HashMap<Thread, Vec<Span>>,
+    frames: Vec<Frame>,
+    /// Frame ids by name: of other spans, then of Python functions.
+    frame_ids: [HashMap<String, u32>; 2],
+    malformed: usize,
+    /// Events seen, all kinds.
+    events: usize,
+}
+
+impl Collected {
+    fn push(&mut self, e: Event) {
+        let index = self.events;
+        self.events += 1;
+        if e.name == "[memory]" {
+            let Some(args) = e.args else {
+                self.malformed += 1;
+                return;
+            };
+            let (Some(ts), Some(device_type), Some(address), Some(bytes)) =
+                (e.ts, args.device_type, args.addr, args.bytes)
+            else {
+                self.malformed += 1;
+                return;
+            };
+            self.by_device
+                .entry(device_name(device_type, args.device_id.unwrap_or(0)))
+                .or_default()
+                .push(Memory {
+                    ts,
+                    order: args.ev_idx.unwrap_or(index as i64),
+                    thread: (e.pid, e.tid),
+                    address,
+                    bytes,
+                    allocated: nonnegative(args.total_allocated),
+                    reserved: nonnegative(args.total_reserved),
+                });
+        } else if e.ph == "X"
+            && matches!(
+                e.cat.as_str(),
+                "cpu_op" | "user_annotation" | "python_function"
+            )
+            && let (Some(ts), Some(dur)) = (e.ts, e.dur)
+        {
+            let ids = &mut self.frame_ids[usize::from(e.cat == "python_function")];
+            let frame = match ids.get(e.name.as_str()) {
+                Some(&id) => id,
+                None => {
+                    let id = self.frames.len() as u32;
+                    self.frames.push(span_frame(&e.cat, &e.name));
+                    ids.insert(e.name, id);
+                    id
+                }
+            };
+            self.spans.entry((e.pid, e.tid)).or_default().push(Span {
+                start: ts,
+                end: ts + dur.max(0.0),
+                frame,
+            });
+        }
+    }
+}
+
+/// The trace's JSON: an object whose `traceEvents` array is read an event at a time (the
+/// other keys skipped unread), or the bare array of events.
+struct Trace<'a>(&'a mut Collected);
+
+impl<'de> DeserializeSeed<'de> for Trace<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Trace<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object with `traceEvents` or an array of events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(event) = seq.next_element::<Event>()? {
+            self.0.push(event);
+        }
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut found = false;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "traceEvents" && !found {
+                map.next_value_seed(Trace(&mut *self.0))?;
+                found = true;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        match found {
+            true => Ok(()),
+            false => Err(serde::de::Error::missing_field("traceEvents")),
+        }
+    }
 }
 
 /// The frame of a span: a Python function (`file.py(54): forward`) with its file and line,
@@ -138,61 +237,40 @@ fn nonnegative(v: Option<i64>) -> Option<u64> {
 
 /// Reads a profiler trace's JSON text.
 pub fn parse(text: &str) -> Result<Imported, FormatError> {
-    let file: TraceFile = serde_json::from_str(text).map_err(|e| {
+    read(&mut serde_json::Deserializer::from_str(text))
+}
+
+/// Reads a profiler trace's JSON from `input` as a stream: the reader keeps the memory events
+/// and the operators' spans, never the text or the other events, so traces of gigabytes load.
+pub fn parse_from(input: impl std::io::Read) -> Result<Imported, FormatError> {
+    // The JSON reader asks for a byte at a time.
+    let input = std::io::BufReader::with_capacity(1 << 16, input);
+    read(&mut serde_json::Deserializer::from_reader(input))
+}
+
+fn read<'de, R: serde_json::de::Read<'de>>(
+    de: &mut serde_json::Deserializer<R>,
+) -> Result<Imported, FormatError> {
+    let json_error = |e: serde_json::Error| {
         bad(format!(
             "line {}, column {}: {}",
             e.line(),
             e.column(),
             crate::json::plain_message(&e.to_string())
         ))
-    })?;
-    let events = match file {
-        TraceFile::Object { trace_events } => trace_events,
-        TraceFile::Array(events) => events,
     };
-    // Memory events by device (in device-name order), and the spans of each thread.
-    let mut by_device: BTreeMap<String, Vec<Memory>> = BTreeMap::new();
-    let mut spans: HashMap<(Option<TrackId>, Option<TrackId>), Vec<Span>> = HashMap::new();
-    let mut malformed = 0usize;
-    for (index, e) in events.into_iter().enumerate() {
-        if e.name == "[memory]" {
-            let Some(args) = e.args else {
-                malformed += 1;
-                continue;
-            };
-            let (Some(ts), Some(device_type), Some(address), Some(bytes)) =
-                (e.ts, args.device_type, args.addr, args.bytes)
-            else {
-                malformed += 1;
-                continue;
-            };
-            by_device
-                .entry(device_name(device_type, args.device_id.unwrap_or(0)))
-                .or_default()
-                .push(Memory {
-                    ts,
-                    order: args.ev_idx.unwrap_or(index as i64),
-                    thread: (e.pid, e.tid),
-                    address,
-                    bytes,
-                    allocated: nonnegative(args.total_allocated),
-                    reserved: nonnegative(args.total_reserved),
-                });
-        } else if e.ph == "X"
-            && matches!(
-                e.cat.as_str(),
-                "cpu_op" | "user_annotation" | "python_function"
-            )
-            && let (Some(ts), Some(dur)) = (e.ts, e.dur)
-        {
-            let frame = span_frame(&e.cat, &e.name);
-            spans.entry((e.pid, e.tid)).or_default().push(Span {
-                start: ts,
-                end: ts + dur.max(0.0),
-                frame,
-            });
-        }
-    }
+    let mut collected = Collected::default();
+    Trace(&mut collected)
+        .deserialize(&mut *de)
+        .and_then(|()| de.end())
+        .map_err(json_error)?;
+    let Collected {
+        by_device,
+        mut spans,
+        frames,
+        malformed,
+        ..
+    } = collected;
     if by_device.is_empty() {
         return Err(bad(NO_MEMORY_HELP));
     }
@@ -208,7 +286,7 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
     }
     for (device, mut memory) in by_device {
         memory.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.order.cmp(&b.order)));
-        let enclosing = enclosing_stacks(&memory, &spans, &mut all.stacks);
+        let enclosing = enclosing_stacks(&memory, (&spans, &frames), &mut all.stacks);
         let mut on = all.device(device.clone());
         let (mut empty, mut mismatched) = (0usize, 0usize);
         let mut reserved = Vec::new();
@@ -282,11 +360,11 @@ fn starting_at_zero(mut series: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 /// first: one sweep per thread over its spans in start order, keeping those still open.
 fn enclosing_stacks(
     memory: &[Memory],
-    spans: &HashMap<(Option<TrackId>, Option<TrackId>), Vec<Span>>,
+    (spans, frames): (&HashMap<Thread, Vec<Span>>, &[Frame]),
     stacks: &mut Stacks,
 ) -> Vec<std::sync::Arc<[Frame]>> {
     let mut out = vec![std::sync::Arc::from(Vec::new()); memory.len()];
-    let mut by_thread: HashMap<&(Option<TrackId>, Option<TrackId>), Vec<usize>> = HashMap::new();
+    let mut by_thread: HashMap<&Thread, Vec<usize>> = HashMap::new();
     for (k, m) in memory.iter().enumerate() {
         if m.bytes > 0 {
             by_thread.entry(&m.thread).or_default().push(k);
@@ -307,7 +385,7 @@ fn enclosing_stacks(
                 next += 1;
             }
             open.retain(|o| o.end >= t);
-            out[k] = stacks.intern(open.iter().rev().map(|s| s.frame.clone()));
+            out[k] = stacks.intern(open.iter().rev().map(|s| frames[s.frame as usize].clone()));
         }
     }
     out

@@ -40,32 +40,35 @@ const LINK_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 /// freezing.
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
-/// The largest PyTorch snapshot the page reads (as a stream, in the worker): what the worker's
-/// memory (4 GiB at most) holds of one's plan and views, with room to spare, as
-/// `scripts/snapshot-bench.mjs` measures it (docs/benchmarks.md).
+/// The largest PyTorch snapshot or profiler trace the page reads (as a stream, in the worker):
+/// what the worker's memory (4 GiB at most) holds of one's plan and views, with room to spare,
+/// as `scripts/snapshot-bench.mjs` measures it (docs/benchmarks.md). A gzipped trace streams
+/// too, within [`MAX_INPUT_BYTES`] (it unpacks to about twenty times its size).
 pub const MAX_STREAMED_BYTES: u64 = 192 << 20;
 
-/// Refuses `blob` (named `name`) past what the page reads of its kind: a pickle streams, any
-/// other file is read whole.
+/// Refuses `blob` (named `name`) past what the page reads of its kind: a snapshot or a trace
+/// streams, any other file is read whole.
 async fn check_size(blob: &web_sys::Blob, name: &str) -> Result<(), WebError> {
     let size = blob.size() as u64;
     if size <= MAX_INPUT_BYTES {
         return Ok(());
     }
-    let head = match blob.slice_with_f64_and_f64(0.0, 2.0) {
+    let head = match blob.slice_with_f64_and_f64(0.0, memplan_formats::STREAM_HEAD_BYTES as f64) {
         Ok(head) => crate::page::fetch::bytes_of(&head).await?,
         Err(_) => Vec::new(),
     };
-    let (most, what) = if memplan_formats::is_pickle(&head) {
-        (MAX_STREAMED_BYTES, "a PyTorch snapshot".to_string())
-    } else {
-        (
+    let (most, what) = match memplan_formats::streamed_format(&head) {
+        Some(memplan_formats::Format::TorchSnapshot) => {
+            (MAX_STREAMED_BYTES, "a PyTorch snapshot".to_string())
+        }
+        Some(_) => (MAX_STREAMED_BYTES, "a PyTorch profiler trace".to_string()),
+        None => (
             MAX_INPUT_BYTES,
             format!(
-                "a file it reads whole (PyTorch snapshots are read as streams, up to {})",
+                "a file it reads whole (PyTorch snapshots and profiler traces are read as streams, up to {})",
                 memplan_human::bytes(MAX_STREAMED_BYTES)
             ),
-        )
+        ),
     };
     if size <= most {
         return Ok(());

@@ -158,10 +158,12 @@ pub(crate) fn first_round(n: usize) -> u64 {
 /// benchmark I at 1,250,304 B: 374 nodes by area first, none in 200,000 of the restarts).
 /// Each probe resumes while its capacity stays. A probe that fits lowers the best (at the bound: optimal); one proven infeasible
 /// raises the bound. `warm` (a local search, say, and whether the caller stopped it) runs once,
-/// after the first round (with a goal: when the nodes run out), and only when the search has
+/// after the first round (or when the nodes run out first), and only when the search has
 /// not settled the question nor found anything below `fallback`: where the exact search moves,
 /// the warm start is time spent for nothing, and where it does not (large regions, costly
-/// nodes) it is the best answer so far.
+/// nodes, a goal out of reach) it is the best answer so far. With a goal too: a search that
+/// gives up on the goal (a time limit, say) still answers with the lowest layout it found, never
+/// the portfolio's alone.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn minimize(
     (items, durations): (&[Item], &[u64]),
@@ -206,6 +208,31 @@ pub(crate) fn minimize(
         best_bytes: best.extent,
         bound_bytes: proven,
     };
+    // The warm start, once, where the search has found nothing below the fallback and has
+    // neither proven its best optimal nor met the goal; whether the caller stopped it. Heard as
+    // this search's progress: its nodes so far, and the best and bound it has already, where
+    // the warm start's own are behind them.
+    let mut warm_start =
+        |best: &mut RegionLayout, proven: u64, nodes: u64, control: &mut Control<'_>| {
+            let settled = proven >= best.extent || goal.is_some_and(|goal| best.extent <= goal);
+            if settled || best.extent < fallback_extent || control.stop() {
+                return control.stop();
+            }
+            let (best_bytes, bound_bytes) = (best.extent, proven);
+            let relayed = |p: Progress| Progress {
+                evaluations: nodes,
+                exact: true,
+                best_bytes: p.best_bytes.min(best_bytes),
+                bound_bytes: p.bound_bytes.max(bound_bytes),
+                ..p
+            };
+            let (layout, halted) = control.relaying(relayed, &mut *warm);
+            if layout.extent < best.extent {
+                *best = layout;
+                control.report(progress(best, proven, nodes));
+            }
+            halted
+        };
     // Heard at the start (the portfolio's best), at each better layout and after each turn: a
     // caller with a clock can tell when the layout it gets was found.
     control.report(progress(&best, proven, nodes));
@@ -280,33 +307,21 @@ pub(crate) fn minimize(
                 }
             }
         }
-        // After the first round without a goal, or when the nodes run out.
-        let due = (turn == 2 && goal.is_none()) || nodes >= limit;
-        if due && !warmed && best.extent >= fallback_extent && !stopped && open(best.extent, proven)
-        {
-            // Heard as this search's progress: its nodes so far, and the best and bound it
-            // has already, where the warm start's own are behind them.
-            let (best_bytes, bound_bytes) = (best.extent, proven);
-            let relayed = |p: Progress| Progress {
-                evaluations: nodes,
-                exact: true,
-                best_bytes: p.best_bytes.min(best_bytes),
-                bound_bytes: p.bound_bytes.max(bound_bytes),
-                ..p
-            };
-            let (layout, halted) = control.relaying(relayed, &mut *warm);
-            stopped = halted;
-            if layout.extent < best.extent {
-                best = layout;
-                control.report(progress(&best, proven, nodes));
-            }
+        // After the first round, or when the nodes run out.
+        let due = turn == 2 || nodes >= limit;
+        if due && !warmed {
+            warmed = true;
+            stopped = warm_start(&mut best, proven, nodes, control);
         }
-        warmed |= due;
         turn += 1;
         if turn.is_multiple_of(3) {
             slice = slice.saturating_mul(2);
         }
         control.report(progress(&best, proven, nodes));
+    }
+    // A goal settled out of reach before the first round ended: the warm start still runs.
+    if !warmed {
+        stopped = warm_start(&mut best, proven, nodes, control);
     }
     Minimized {
         layout: best,
@@ -444,9 +459,12 @@ mod tests {
             let bump = RegionLayout { offsets: m.layout.offsets.clone(), extent: u64::MAX };
             let at = minimize((&items, &[]), &nb, bump.clone(), &mut |_| (bump.clone(), false), 0, Some(optimum), u64::MAX, 0, &mut Control::default());
             prop_assert!(at.layout.extent <= optimum);
+            // A goal out of reach still answers with the lowest layout found: here the warm
+            // start's, the optimum.
             if optimum > 0 {
-                let below = minimize((&items, &[]), &nb, bump.clone(), &mut |_| (bump.clone(), false), 0, Some(optimum - 1), u64::MAX, 0, &mut Control::default());
+                let below = minimize((&items, &[]), &nb, bump.clone(), &mut |_| (m.layout.clone(), false), 0, Some(optimum - 1), u64::MAX, 0, &mut Control::default());
                 prop_assert!(below.proven_lower_bound > optimum - 1);
+                prop_assert_eq!(below.layout.extent, optimum);
             }
         }
     }
