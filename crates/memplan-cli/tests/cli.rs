@@ -751,6 +751,37 @@ fn search_proves_optimal_and_a_capacity_below_the_live_peak_exits_1_saying_why()
 }
 
 #[test]
+fn a_capacity_search_that_gives_up_reports_a_layout_no_worse_than_best() {
+    // D's live peak: no layout reaches it, and this work limit proves nothing.
+    let d = root().join("tests/data/minimalloc/D.1048576.csv");
+    let d = d.to_str().unwrap();
+    let footprint = |o: &Output| -> u64 {
+        let text = stdout(o);
+        let report: serde_json::Value = serde_json::from_str(&text).expect(&text);
+        report["footprint_bytes"].as_u64().unwrap()
+    };
+    let best = memplan(&["plan", d, "--json"]);
+    assert!(best.status.success(), "{}", stderr(&best));
+    let lower_bound = {
+        let report: serde_json::Value = serde_json::from_str(&stdout(&best)).unwrap();
+        report["lower_bound_bytes"].as_u64().unwrap()
+    };
+    let capacity = lower_bound.to_string();
+    let args = ["plan", d, "--strategy", "search", "--capacity", &capacity];
+    let gave_up = memplan(&[&args[..], &["--work-limit", "2500000", "--json"]].concat());
+    assert_eq!(gave_up.status.code(), Some(1));
+    assert!(
+        stderr(&gave_up).contains("found before the limit; the best is"),
+        "{}",
+        stderr(&gave_up)
+    );
+    assert!(footprint(&gave_up) <= footprint(&best));
+    // More work, a lower layout.
+    let longer = memplan(&[&args[..], &["--work-limit", "20000000", "--json"]].concat());
+    assert!(footprint(&longer) < footprint(&best));
+}
+
+#[test]
 fn diff_names_each_change_and_fails_ci_past_the_threshold() {
     // Before: two intermediates; after: one grows, one goes, one is new.
     let dump = |extra: &str, h_bytes: u64| {

@@ -1014,13 +1014,22 @@ fn layout_region(
                     exact: Some(nothing_searched),
                 });
             }
+            // With a goal the warm start is only what the search answers if it gives up: it
+            // gets `best`'s budget, so a capacity the exact search meets is not kept waiting.
+            let warm_evaluations = match goal {
+                Some(_) => evaluations.min(
+                    (options.work_limit.min(BEST_SEARCH_WORK) / visits.max(1))
+                        .min(u64::from(options.search_evaluations)) as u32,
+                ),
+                None => evaluations,
+            };
             let mut warm = |control: &mut Control<'_>| {
                 search::improve(
                     items,
                     &mut redecoder,
                     (order.clone(), start.clone()),
                     floor,
-                    evaluations,
+                    warm_evaluations,
                     device,
                     control,
                 )

@@ -149,9 +149,10 @@ pub(crate) fn first_round(n: usize) -> u64 {
 ///
 /// Two probes share the nodes in slices that double every round: one at the proven bound (or
 /// the goal), where most real problems end, two slices a round for [`BOUND_HEAVY_ROUNDS`]
-/// rounds, then one; and, without a goal, the other slices between the bound and the best
-/// layout: halfway up from the bound after each find, halfway
-/// up from the last capacity tried when a slice runs out. Both take turns of the fixed orders
+/// rounds (with a goal, always), then one; and the other slices between the bound (or the
+/// goal) and the best layout: halfway up from the bound after each find, halfway up from the
+/// last capacity tried when a slice runs out. With a goal those are the layout a search that
+/// gives up answers with. Both take turns of the fixed orders
 /// and the restarts, the probe between giving two thirds of its nodes to the restarts: a
 /// capacity with room to spare is usually found by a lucky dive in a few hundred nodes or not
 /// for a long while, mostly by a restart, but which order dives luckily differs (upstream's
@@ -161,9 +162,7 @@ pub(crate) fn first_round(n: usize) -> u64 {
 /// after the first round (or when the nodes run out first), and only when the search has
 /// not settled the question nor found anything below `fallback`: where the exact search moves,
 /// the warm start is time spent for nothing, and where it does not (large regions, costly
-/// nodes, a goal out of reach) it is the best answer so far. With a goal too: a search that
-/// gives up on the goal (a time limit, say) still answers with the lowest layout it found, never
-/// the portfolio's alone.
+/// nodes, a goal out of reach) it is the best answer so far.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn minimize(
     (items, durations): (&[Item], &[u64]),
@@ -241,11 +240,11 @@ pub(crate) fn minimize(
         let left = slice.min(limit - nodes);
         // Two turns at the bound, one between (after the first rounds, one at the bound, two
         // between), then the slice doubles.
-        let at_bound = match turn < 3 * BOUND_HEAVY_ROUNDS {
+        let at_bound = match turn < 3 * BOUND_HEAVY_ROUNDS || goal.is_some() {
             true => turn % 3 != 2,
             false => turn.is_multiple_of(3),
         };
-        if goal.is_some() || at_bound {
+        if at_bound {
             let target = goal.map_or(proven, |goal| goal.max(proven)) / g * g;
             let heard = progress(&best, proven, nodes);
             let (answer, used) = probe(
@@ -271,12 +270,14 @@ pub(crate) fn minimize(
             // probe when a slice runs out.
             let mut left = left;
             while left > 0 && open(best.extent, proven) && !stopped {
+                // With a goal, between it and the best: a layout to fall back on.
+                let low = goal.map_or(proven, |goal| goal.max(proven));
                 let target = between
-                    .filter(|&t| t > proven && t < best.extent)
-                    .unwrap_or(proven + (best.extent - proven) / 2)
+                    .filter(|&t| t > low && t < best.extent)
+                    .unwrap_or(low + (best.extent - low) / 2)
                     / g
                     * g;
-                if target <= proven {
+                if target <= low {
                     break;
                 }
                 let heard = progress(&best, proven, nodes);
@@ -307,8 +308,9 @@ pub(crate) fn minimize(
                 }
             }
         }
-        // After the first round, or when the nodes run out.
-        let due = turn == 2 || nodes >= limit;
+        // After the first round without a goal (with one, the probes between are the
+        // fallback), or when the nodes run out.
+        let due = (turn == 2 && goal.is_none()) || nodes >= limit;
         if due && !warmed {
             warmed = true;
             stopped = warm_start(&mut best, proven, nodes, control);
