@@ -16,7 +16,9 @@
 //! - the steps of a loop are contiguous in the schedule;
 //! - every step writes at least one tensor.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -354,7 +356,7 @@ pub fn group_by_site<'a>(
     entries: impl IntoIterator<Item = (&'a [Frame], u64, usize)>,
 ) -> Vec<SiteGroup> {
     let mut groups: Vec<SiteGroup> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut index: HashMap<String, usize> = HashMap::default();
     for (stack, bytes, id) in entries {
         let name = site(stack).map_or_else(|| NO_STACK.to_string(), ToString::to_string);
         let k = *index.entry(name.clone()).or_insert_with(|| {

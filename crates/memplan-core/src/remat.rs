@@ -35,9 +35,9 @@
 //! The reliefs of the accepted flips sum to exactly `baseline - final`. Not meeting the budget
 //! is an outcome (`within_target: false`), not an error.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 

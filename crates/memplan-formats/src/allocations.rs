@@ -8,7 +8,7 @@
 //! schedule is one step per distinct allocation event ([`steps_of_lifetimes`]); the allocator's
 //! own record ([`Recorded`]) keeps each allocation's address, stream and free.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -130,7 +130,7 @@ impl Allocations {
         DeviceEvents {
             device,
             first: self.tensors.len(),
-            open: HashMap::new(),
+            open: HashMap::default(),
             lifetimes: Vec::new(),
             orphan_frees: 0,
         }

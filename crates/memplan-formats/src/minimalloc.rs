@@ -18,7 +18,7 @@
 //! as times (`upper = last + 1`); the
 //! alignments when any is not 1, and the offsets of a plan when one is given.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use memplan_core::graph::{Graph, Step, Tensor};
 use memplan_core::{Lifetime, Problem};
@@ -125,7 +125,7 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
     let offset = column(&["offset"], "offset")?;
 
     let mut rows = Vec::new();
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     for (k, record) in reader.records().enumerate() {
         let line = k as u64 + 2;
         let record = record.map_err(|e| err(line, e.to_string()))?;

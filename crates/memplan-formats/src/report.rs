@@ -8,7 +8,7 @@
 //! nothing new: every number comes from `memplan-core`, so the CLI and the web app agree to the
 //! byte.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use memplan_core::budget::Budget;
 use memplan_core::{CapFallback, Lifetime, Placement, Plan, Pool, PoolRole, Problem};

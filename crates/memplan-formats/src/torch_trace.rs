@@ -15,7 +15,9 @@
 //! own totals become the allocator's record (`memplan_core::recorded`): reserved and allocated
 //! over time. The pairing itself is [`crate::allocations`]'.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use memplan_core::graph::Frame;
 use serde::Deserialize;
@@ -364,7 +366,7 @@ fn enclosing_stacks(
     stacks: &mut Stacks,
 ) -> Vec<std::sync::Arc<[Frame]>> {
     let mut out = vec![std::sync::Arc::from(Vec::new()); memory.len()];
-    let mut by_thread: HashMap<&Thread, Vec<usize>> = HashMap::new();
+    let mut by_thread: HashMap<&Thread, Vec<usize>> = HashMap::default();
     for (k, m) in memory.iter().enumerate() {
         if m.bytes > 0 {
             by_thread.entry(&m.thread).or_default().push(k);

@@ -31,7 +31,7 @@
 //! - The alignment is the largest power of two, up to 64, that divides every offset of the temp
 //!   arenas: what XLA's plan shows of its own alignment, so that its plan passes the checker.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use memplan_core::graph::{Device, Dim, Graph, Step, Tensor, TensorKind};
 
@@ -367,7 +367,7 @@ struct Ranges {
 fn parse_live_range(lines: Lines<'_>) -> Result<Ranges, FormatError> {
     let mut max = None;
     let mut sequence: Vec<String> = Vec::new();
-    let mut intervals = HashMap::new();
+    let mut intervals = HashMap::default();
     let mut section = "";
     for (n, line) in lines {
         let trimmed = line.trim();
@@ -513,7 +513,7 @@ fn build(
     };
     let device_of = |color: u64| (colors.len() > 1).then(|| format!("color {color}"));
     // Tensor ids: the live-range key, made unique with the value's line where XLA repeats one.
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut seen: HashMap<String, usize> = HashMap::default();
     let ids: Vec<String> = values
         .iter()
         .map(|v| {
@@ -559,7 +559,7 @@ fn build(
     // Given offsets per tensor (values first, allocation tensors appended after).
     let mut offsets: Vec<u64> = vec![0; values.len()];
     // Per color: where the next allocation outside the temp arena goes.
-    let mut next: HashMap<u64, u64> = HashMap::new();
+    let mut next: HashMap<u64, u64> = HashMap::default();
     for a in allocations.iter().filter(|a| a.role == Role::Temp) {
         let end = next.entry(a.color).or_insert(0);
         *end = (*end).max(a.size);
@@ -777,7 +777,7 @@ fn alias_in_place(
         }
         root
     }
-    let mut ending: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut ending: HashMap<u64, Vec<usize>> = HashMap::default();
     for &v in &a.values {
         ending.entry(interval(v).1).or_default().push(v);
     }

@@ -24,7 +24,9 @@ mod rng;
 mod search;
 mod tlsf;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::str::FromStr;
 

@@ -22,7 +22,9 @@
 //! Remat candidates: each single-output elementwise op's intermediate output, at a cost of its
 //! element count times a per-op weight.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use memplan_core::graph::{Dim, Graph, RematCandidate, Step, Tensor, TensorKind};
 use prost::Message;
@@ -109,7 +111,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         )));
     }
     let mut warnings = Vec::new();
-    let mut vals: HashMap<String, Val> = HashMap::new();
+    let mut vals: HashMap<String, Val> = HashMap::default();
     let mut params: BTreeMap<String, u64> = BTreeMap::new();
     let initializers: HashSet<&str> = g.initializer.iter().map(|t| t.name.as_str()).collect();
     // The tensors whose size could not be known, with why.
@@ -184,7 +186,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         }
     }
     // Params no input uses any more (every input they appeared in was fixed) are dropped.
-    let mut value_info: HashMap<&str, (Option<Shape>, Option<&'static str>)> = HashMap::new();
+    let mut value_info: HashMap<&str, (Option<Shape>, Option<&'static str>)> = HashMap::default();
     let mut scratch_params = BTreeMap::new();
     for vi in g.value_info.iter().chain(&g.output) {
         value_info.insert(vi.name.as_str(), info_shape(vi, &mut scratch_params));
@@ -260,7 +262,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         .flat_map(|n| n.output.iter().map(String::as_str))
         .collect();
     let mut tensors: Vec<Tensor> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::default();
     let add =
         |name: &str, kind: TensorKind, tensors: &mut Vec<Tensor>, seen: &mut HashSet<String>| {
             if name.is_empty() || !seen.insert(name.to_string()) {
@@ -311,7 +313,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         add(&t.name, TensorKind::Constant, &mut tensors, &mut seen);
     }
     let mut steps = Vec::with_capacity(g.node.len());
-    let mut step_ids: HashSet<String> = HashSet::new();
+    let mut step_ids: HashSet<String> = HashSet::default();
     let mut candidates = Vec::new();
     for (i, node) in g.node.iter().enumerate() {
         for input in &node.input {
