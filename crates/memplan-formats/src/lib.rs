@@ -263,6 +263,22 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
     onnx_options: &onnx::Options,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Loaded, FormatError> {
+    load_from_any(&mut input, len, name, onnx_options, progress)
+}
+
+/// A reader that seeks: what streamed importers take as `&mut dyn ReadSeek`, so each is
+/// compiled once whatever the caller reads from (the wasm bundle's size).
+pub(crate) trait ReadSeek: std::io::Read + std::io::Seek {}
+
+impl<T: std::io::Read + std::io::Seek> ReadSeek for T {}
+
+fn load_from_any(
+    mut input: &mut dyn ReadSeek,
+    len: u64,
+    name: &str,
+    onnx_options: &onnx::Options,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Loaded, FormatError> {
     use std::io::{Read, SeekFrom};
     let unreadable = |e: std::io::Error| FormatError::Unreadable {
         name: name.to_string(),
@@ -292,11 +308,9 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
             name: name.to_string(),
             message,
         };
+        let mut packed = std::io::BufReader::with_capacity(1 << 20, counted);
         let mut unpacked = Watched {
-            inner: flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(
-                1 << 20,
-                counted,
-            )),
+            inner: unpacker(&mut packed),
             left: MAX_UNPACKED_BYTES,
             failure: &failure,
         };
@@ -328,7 +342,7 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
         });
     }
     let mut bytes = Vec::new();
-    let mut input = counted.inner;
+    let input = counted.inner;
     input.read_to_end(&mut bytes).map_err(unreadable)?;
     load_with(&bytes, name, onnx_options)
 }
@@ -487,11 +501,18 @@ fn unzip(bytes: &[u8], name: &str) -> Result<(String, Vec<u8>, Option<String>), 
 /// The most bytes a gzip file may unpack to: what any importer reads at most.
 pub const MAX_UNPACKED_BYTES: u64 = 4 << 30;
 
+/// A gzip file's unpacker, of one type whatever it reads (compiled once: the bundle).
+fn unpacker(
+    packed: &mut dyn std::io::Read,
+) -> flate2::read::MultiGzDecoder<&mut dyn std::io::Read> {
+    flate2::read::MultiGzDecoder::new(packed)
+}
+
 /// The bytes of a gzip file (a `.json.gz` profiler trace), refused past [`MAX_UNPACKED_BYTES`].
 fn gunzip(bytes: &[u8], name: &str) -> Result<Vec<u8>, FormatError> {
     use std::io::Read;
     let mut out = Vec::new();
-    let read = flate2::read::MultiGzDecoder::new(bytes)
+    let read = unpacker(&mut { bytes })
         .take(MAX_UNPACKED_BYTES + 1)
         .read_to_end(&mut out);
     let fail = |message: String| FormatError::Gzip {

@@ -105,6 +105,16 @@ pub fn read_streaming<R: std::io::Read + std::io::Seek>(
     stream: Option<Stream<'_>>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Value, PickleError> {
+    read_from(&mut input, len, stream, progress)
+}
+
+/// [`read_streaming`] over one reader type, so the unpickler is compiled once (the bundle).
+fn read_from(
+    mut input: &mut dyn crate::ReadSeek,
+    len: u64,
+    stream: Option<Stream<'_>>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Value, PickleError> {
     let fetched = {
         let mut scan = Decoder::new(&mut input, len, 0, progress);
         fetched_memo(&mut scan)

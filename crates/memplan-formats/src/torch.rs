@@ -82,7 +82,12 @@ fn segments_of(list: &[Value], d: usize) -> Result<Vec<Segment>, FormatError> {
 
 /// Reads a snapshot pickle.
 pub fn parse(bytes: &[u8]) -> Result<Imported, FormatError> {
-    parse_stream(std::io::Cursor::new(bytes), bytes.len() as u64, &mut |_| {})
+    parse_from(
+        &mut std::io::Cursor::new(bytes),
+        bytes.len() as u64,
+        true,
+        &mut |_| {},
+    )
 }
 
 /// Reads a snapshot pickle of `len` bytes from `input`, as a stream: each trace event becomes
@@ -90,17 +95,17 @@ pub fn parse(bytes: &[u8]) -> Result<Imported, FormatError> {
 /// holds is the graph and the values the pickle shares (frames, strings), never the events.
 /// `progress` hears the bytes read so far, of `2 * len` ([`pickle::read_streaming`]).
 pub fn parse_stream<R: std::io::Read + std::io::Seek>(
-    input: R,
+    mut input: R,
     len: u64,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Imported, FormatError> {
-    parse_from(input, len, true, progress)
+    parse_from(&mut input, len, true, progress)
 }
 
 /// [`parse_stream`], or with `stream` false, the events read whole first and then walked (the
 /// plain reading that the stream is tested against).
-fn parse_from<R: std::io::Read + std::io::Seek>(
-    input: R,
+fn parse_from(
+    input: &mut dyn crate::ReadSeek,
     len: u64,
     stream: bool,
     progress: &mut dyn FnMut(u64),
@@ -325,8 +330,8 @@ mod tests {
         for bytes in SNAPSHOTS {
             let len = bytes.len() as u64;
             let cursor = || std::io::Cursor::new(bytes);
-            let streamed = parse_from(cursor(), len, true, &mut |_| {}).unwrap();
-            let whole = parse_from(cursor(), len, false, &mut |_| {}).unwrap();
+            let streamed = parse_from(&mut cursor(), len, true, &mut |_| {}).unwrap();
+            let whole = parse_from(&mut cursor(), len, false, &mut |_| {}).unwrap();
             assert!(!streamed.graph.tensors.is_empty());
             assert_eq!(streamed, whole);
         }

@@ -239,20 +239,20 @@ fn nonnegative(v: Option<i64>) -> Option<u64> {
 
 /// Reads a profiler trace's JSON text.
 pub fn parse(text: &str) -> Result<Imported, FormatError> {
-    read(&mut serde_json::Deserializer::from_str(text))
+    parse_from(text.as_bytes())
 }
 
 /// Reads a profiler trace's JSON from `input` as a stream: the reader keeps the memory events
 /// and the operators' spans, never the text or the other events, so traces of gigabytes load.
-pub fn parse_from(input: impl std::io::Read) -> Result<Imported, FormatError> {
-    // The JSON reader asks for a byte at a time.
-    let input = std::io::BufReader::with_capacity(1 << 16, input);
-    read(&mut serde_json::Deserializer::from_reader(input))
+pub fn parse_from(mut input: impl std::io::Read) -> Result<Imported, FormatError> {
+    read(&mut input)
 }
 
-fn read<'de, R: serde_json::de::Read<'de>>(
-    de: &mut serde_json::Deserializer<R>,
-) -> Result<Imported, FormatError> {
+/// [`parse_from`] over one reader type, so the reader is compiled once (the bundle).
+fn read(input: &mut dyn std::io::Read) -> Result<Imported, FormatError> {
+    // The JSON reader asks for a byte at a time.
+    let input = std::io::BufReader::with_capacity(1 << 16, input);
+    let de = &mut serde_json::Deserializer::from_reader(input);
     let json_error = |e: serde_json::Error| {
         bad(format!(
             "line {}, column {}: {}",
