@@ -240,6 +240,26 @@ test('a host page hands a dump to the embedded explorer by postMessage', async (
   assert.equal(await testid('tensor-count').textContent(), '3');
 });
 
+test("a plan arriving while a param is being typed keeps the box and what is typed in it", async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?example=decoder-serving&panel=devices`);
+  await testid('devices-panel').waitFor();
+  const peak = () => testid('peak-bytes').getAttribute('data-bytes');
+  const before = await peak();
+  // B is being typed (no Enter yet) when S's change re-plans.
+  await page.$eval('[data-testid=param-value-B]', (el) => { el.dataset.typedIn = 'yes'; });
+  await testid('param-value-B').fill('3');
+  await page.$eval('[data-testid=param-value-S]', (el) => {
+    el.value = '1024';
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+  await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]')?.dataset.bytes !== b, before);
+  assert.equal(await testid('param-value-B').inputValue(), '3', 'the typing stays');
+  assert.equal(await testid('param-value-B').getAttribute('data-typed-in'), 'yes', 'the same box');
+  await testid('param-value-B').press('Enter');
+  await page.waitForFunction(() => /B%3D3/.test(location.search) && /S%3D1024/.test(location.search));
+});
+
 test('the devices panel: the usable budget, the headroom, the largest batch that fits', async () => {
   await page.setViewportSize({ width: 1400, height: 900 });
   const serving = join(root, 'static/examples/decoder-serving.json');

@@ -78,21 +78,38 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
             <ul class="headrooms">{rows}</ul>
         })
     };
+    // The param boxes are rebuilt only when the params themselves change, and each shows its
+    // value through a memo: a plan arriving while one is being typed in (after another box
+    // changed) neither replaces the box nor writes its unchanged value over the typing.
+    let param_names = Memo::new(move |_| {
+        state.analysis.with(|a| {
+            a.as_ref()
+                .map(|a| a.params.keys().cloned().collect::<Vec<_>>())
+                .unwrap_or_default()
+        })
+    });
     let params = move || {
-        let a = state.analysis.get()?;
-        if a.params.is_empty() {
+        let names = param_names.get();
+        if names.is_empty() {
             return None;
         }
-        let has_device = state.device_class.get().is_some();
-        Some(a.params.iter().map(|(name, &value)| {
+        Some(names.into_iter().map(|name| {
+            let value = Memo::new({
+                let name = name.clone();
+                move |_| {
+                    state.analysis.with(|a| {
+                        a.as_ref().and_then(|a| a.params.get(&name).copied()).unwrap_or(1)
+                    })
+                }
+            });
+            let has_device = move || state.device_class.get().is_some();
             let (slider_name, set_name, fits_name) = (name.clone(), name.clone(), name.clone());
-            let top = slider_top(value);
             view! {
                 <div class="param">
                     <label>
                         {format!("{name} ")}
-                        <input type="range" min="1" max=top.to_string() step="1" data-testid=format!("param-{name}")
-                            prop:value=value.to_string()
+                        <input type="range" min="1" max=move || slider_top(value.get()).to_string() step="1" data-testid=format!("param-{name}")
+                            prop:value=move || value.get().to_string()
                             on:change=move |ev| {
                                 if let Ok(v) = event_target_value(&ev).parse::<u64>() {
                                     let name = slider_name.clone();
@@ -100,7 +117,7 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
                                 }
                             } />
                         <input type="number" min="1" class="param-value" data-testid=format!("param-value-{name}")
-                            prop:value=value.to_string()
+                            prop:value=move || value.get().to_string()
                             on:change=move |ev| {
                                 if let Ok(v) = event_target_value(&ev).parse::<u64>() {
                                     let name = set_name.clone();
@@ -108,8 +125,8 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
                                 }
                             } />
                     </label>
-                    <button data-testid=format!("fits-button-{name}") disabled=!has_device
-                        title=if has_device { "the largest value whose plan fits the device, over the param's whole range (not the slider's)" } else { "choose a device class first" }
+                    <button data-testid=format!("fits-button-{name}") disabled=move || !has_device()
+                        title=move || if has_device() { "the largest value whose plan fits the device, over the param's whole range (not the slider's)" } else { "choose a device class first" }
                         on:click=move |_| state.find_largest(fits_name.clone(), 1, None)>
                         {format!("largest {name} that fits")}
                     </button>
