@@ -1,5 +1,6 @@
 // Shared set-up of the end-to-end tests: a static server for the release bundle (dist/) on
 // 127.0.0.1, and Debian's Chromium driven by playwright-core, failing on any console error.
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -35,7 +36,23 @@ export const fastCli = (...args) => execFileSync(fastBin, args, { encoding: 'utf
 export function hooks(current) {
   const testid = (id) => current().getByTestId(id);
   const bytesOf = async (id) => Number(await testid(id).getAttribute('data-bytes'));
-  return { testid, bytesOf };
+  /**
+   * Called before a load starts: a `cancel()` that clicks cancel on it and checks the load
+   * left the page as it was (the worker that was loading gone, the tensor count unchanged).
+   */
+  const cancellable = async () => {
+    const before = await testid('tensor-count').innerText();
+    const [loading] = current().workers();
+    const ended = new Promise((resolve) => loading.on('close', resolve));
+    return async () => {
+      await testid('cancel').click();
+      assert.equal(await testid('progress').count(), 0);
+      // Nothing of that load can arrive any more.
+      await ended;
+      assert.equal(await testid('tensor-count').innerText(), before, 'a cancelled load changes nothing');
+    };
+  };
+  return { testid, bytesOf, cancellable };
 }
 
 /** A minimalloc CSV of `n` buffers (fixed seed), for load and drawing tests and measurements. */

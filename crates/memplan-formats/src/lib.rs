@@ -267,8 +267,9 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
 }
 
 /// A reader that seeks: what streamed importers take as `&mut dyn ReadSeek`, so each is
-/// compiled once whatever the caller reads from (the wasm bundle's size).
-pub(crate) trait ReadSeek: std::io::Read + std::io::Seek {}
+/// compiled once whatever the caller reads from (the wasm bundle's size), and what a caller
+/// holds a dump as when it reads one from several sources (the web worker: a `Blob` or bytes).
+pub trait ReadSeek: std::io::Read + std::io::Seek {}
 
 impl<T: std::io::Read + std::io::Seek> ReadSeek for T {}
 
@@ -364,7 +365,12 @@ pub fn streamed_format(head: &[u8]) -> Option<Format> {
 /// names `traceEvents` (what [`detect`] tells from the whole text). A byte-order mark is not
 /// JSON: such a file is read whole.
 fn is_trace_head(head: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(head);
+    is_trace_text(&String::from_utf8_lossy(head))
+}
+
+/// Whether JSON text (whole, or its start) is a profiler trace: an array of events, or an
+/// object that names `traceEvents`.
+fn is_trace_text(text: &str) -> bool {
     let start = text.trim_start();
     start.starts_with('[') || (start.starts_with('{') && start.contains("\"traceEvents\""))
 }
@@ -533,10 +539,10 @@ fn detect(text: &str, name: &str) -> Option<Format> {
     if xla::detect(text) {
         return Some(Format::Xla);
     }
-    let start = text.trim_start();
-    if start.starts_with('[') || (start.starts_with('{') && text.contains("\"traceEvents\"")) {
+    if is_trace_text(text) {
         return Some(Format::TorchTrace);
     }
+    let start = text.trim_start();
     if start.starts_with('{') {
         return Some(Format::MemplanJson);
     }

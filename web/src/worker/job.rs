@@ -22,11 +22,7 @@ use crate::error::{Operation, WebError};
 /// A dump as the worker reads it: in order from its start, and again from the start (an ONNX
 /// model imported again with other shapes). In the Web Worker, a `Blob` read in chunks; on the
 /// page's thread and in tests, bytes.
-pub trait Dump: std::io::Read + std::io::Seek {}
-
-impl<T: std::io::Read + std::io::Seek> Dump for T {}
-
-pub type Input = Box<dyn Dump>;
+pub type Input = Box<dyn memplan_formats::ReadSeek>;
 
 /// `bytes` as an [`Input`].
 pub fn input_of(bytes: Vec<u8>) -> Input {

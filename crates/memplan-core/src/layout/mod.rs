@@ -959,8 +959,10 @@ fn layout_region(
                 (false, true) => options.work_limit.min(BEST_SEARCH_WORK),
                 (false, false) => options.work_limit,
             };
-            let evaluations =
-                (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32;
+            let evaluations_of = |work: u64| {
+                (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32
+            };
+            let evaluations = evaluations_of(work);
             let fallback = first_fit(control);
             let floor = known.floor(items);
             // What is proven before any node: the live peak.
@@ -1019,10 +1021,9 @@ fn layout_region(
             // With a goal the warm start is only what the search answers if it gives up: it
             // gets `best`'s budget, so a capacity the exact search meets is not kept waiting.
             let warm_evaluations = match goal {
-                Some(_) => evaluations.min(
-                    (options.work_limit.min(BEST_SEARCH_WORK) / visits.max(1))
-                        .min(u64::from(options.search_evaluations)) as u32,
-                ),
+                Some(_) => {
+                    evaluations.min(evaluations_of(options.work_limit.min(BEST_SEARCH_WORK)))
+                }
                 None => evaluations,
             };
             let mut warm = |control: &mut Control<'_>| {

@@ -214,8 +214,9 @@ pub(crate) fn minimize(
     let mut warm_start =
         |best: &mut RegionLayout, proven: u64, nodes: u64, control: &mut Control<'_>| {
             let settled = proven >= best.extent || goal.is_some_and(|goal| best.extent <= goal);
-            if settled || best.extent < fallback_extent || control.stop() {
-                return control.stop();
+            let stop = control.stop();
+            if stop || settled || best.extent < fallback_extent {
+                return stop;
             }
             let (best_bytes, bound_bytes) = (best.extent, proven);
             let relayed = |p: Progress| Progress {
