@@ -423,9 +423,192 @@ def convnet_training():
     })
 
 
+def decoder_routine(prefix, L, d, H, KV, hd, ff, V, T, b, seq, holds):
+    """A decoder routine over T new tokens per sequence (T = 1: a decode step; T = the prompt:
+    prefill), as a program routine: `holds` (weights and KV cache, held) are what it reads where
+    its parent context placed them, unless it is the routine that allocates them."""
+    tensors, steps = [], []
+
+    def t(id, shape, kind="intermediate", dtype="bf16", **extra):
+        entry = dict(id=prefix + id, shape=shape, dtype=dtype)
+        if kind != "intermediate":
+            entry["kind"] = kind
+        entry.update(extra)
+        tensors.append(entry)
+
+    def s(id, op, reads, writes, cost, loop=None):
+        step = dict(id=id, op=op, reads=[prefix + r for r in reads],
+                    writes=[prefix + w for w in writes], cost=cost)
+        if loop:
+            step["loop"] = loop
+        steps.append(step)
+
+    def weights():
+        t("embed", [V, d], "param", name="token embedding (tied with the LM head)")
+        for w, shape in (("w_qkv", [L, d, (H + 2 * KV) * hd]), ("w_o", [L, H * hd, d]),
+                         ("w_gate_up", [L, d, 2 * ff]), ("w_down", [L, ff, d]),
+                         ("ln", [L, 2, d])):
+            t(w, shape, "param")
+        t("rope", [seq, hd], "constant", dtype="f32", name="rotary table (a per-device constant)")
+        t("k_cache", [L, b, seq, KV, hd], "input", held=True, name="K cache (all layers)")
+        t("v_cache", [L, b, seq, KV, hd], "input", held=True, name="V cache (all layers)")
+
+    weights()
+    if holds:
+        # The routine that allocates what the context holds: load the weights (read from the
+        # host), clear the cache.
+        s("upload", "h2d_copy", [], ["embed", "w_qkv", "w_o", "w_gate_up", "w_down", "ln"], 0)
+        s("rope_init", "rope_table", [], ["rope"], seq * hd)
+        s("clear_cache", "memset", [], ["k_cache", "v_cache"], 0)
+        return tensors, steps, []
+    t("tokens", [b, T], "input", dtype="i32")
+    t("hidden", [b, T, d], name="residual stream")
+    s("embed_lookup", "gather", ["tokens", "embed"], ["hidden"], b * T * d)
+    t("h_norm", [b, T, d])
+    t("qkv", [b, T, (H + 2 * KV) * hd])
+    t("scores", [b, H, T, seq], "scratch", dtype="f32")
+    t("attn", [b, T, H * hd])
+    t("attn_proj", [b, T, d])
+    t("gate_up", [b, T, 2 * ff])
+    t("act", [b, T, ff])
+    t("down", [b, T, d])
+    loop = "layers"
+    s("ln_attn", "rms_norm", ["hidden", "ln"], ["h_norm"], 4 * b * T * d, loop)
+    s("qkv_proj", "matmul", ["h_norm", "w_qkv"], ["qkv"], 2 * b * T * d * (H + 2 * KV) * hd, loop)
+    s("kv_write", "rope_kv_write", ["qkv", "rope"], ["k_cache", "v_cache"], 4 * b * T * KV * hd, loop)
+    s("attention", "flash_attention", ["qkv", "k_cache", "v_cache", "rope"], ["attn", "scores"],
+      4 * b * H * T * seq * hd, loop)
+    s("o_proj", "matmul", ["attn", "w_o"], ["attn_proj"], 2 * b * T * H * hd * d, loop)
+    s("residual_attn", "add", ["hidden", "attn_proj"], ["hidden"], b * T * d, loop)
+    s("ln_mlp", "rms_norm", ["hidden", "ln"], ["h_norm"], 4 * b * T * d, loop)
+    s("mlp_gate_up", "matmul", ["h_norm", "w_gate_up"], ["gate_up"], 4 * b * T * d * ff, loop)
+    s("swiglu", "swiglu", ["gate_up"], ["act"], 8 * b * T * ff, loop)
+    s("mlp_down", "matmul", ["act", "w_down"], ["down"], 2 * b * T * ff * d, loop)
+    s("residual_mlp", "add", ["hidden", "down"], ["hidden"], b * T * d, loop)
+    t("logits", [b, V], dtype="f32")
+    t("next_tokens", [b], "output", dtype="i32")
+    s("lm_head", "matmul_last", ["hidden", "embed"], ["logits"], 2 * b * d * V)
+    s("sample", "argmax", ["logits"], ["next_tokens"], b * V)
+    return tensors, steps, [{"id": loop, "trip_count": L, "back_edge_reads": [prefix + "hidden"]}]
+
+
+def routine(id, parts):
+    tensors, steps, loops = parts
+    r = {"id": id, "tensors": tensors, "steps": steps}
+    if loops:
+        r["loops"] = loops
+    return r
+
+
+def serving_program():
+    """A serving program: a 16-layer, d=2048 decoder's weights and KV cache loaded once in a
+    parent context; prefill and decode compiled in child contexts that read them where the
+    parent placed them; a small draft model loaded, run and released on the side."""
+    big = dict(L=16, d=2048, H=16, KV=8, hd=128, ff=5632, V=32000, b=8, seq=2048)
+    draft = dict(L=4, d=1024, H=8, KV=4, hd=128, ff=2816, V=32000, b=8, seq=2048)
+    write("serving-program", {
+        "memplan": 1,
+        "name": "Serving program (a 1B decoder: weights and KV cache in a parent context; prefill and decode in children; a draft model loaded and released)",
+        "alignment": 256,
+        "devices": [{"id": "gpu0", "hardware_class": "l4-24gb"}],
+        "program": {
+            "contexts": [
+                {"id": "model", "routines": [routine("load", decoder_routine("", T=0, holds=True, **big))]},
+                {"id": "prefill", "parent": "model",
+                 "routines": [routine("prefill_512", decoder_routine("", T=512, holds=False, **big))]},
+                {"id": "decode", "parent": "model",
+                 "routines": [routine("decode_step", decoder_routine("", T=1, holds=False, **big))]},
+                {"id": "draft", "routines": [
+                    routine("draft_load", decoder_routine("draft_", T=0, holds=True, **draft)),
+                    routine("draft_decode", decoder_routine("draft_", T=1, holds=False, **draft))]},
+            ],
+            "events": [
+                {"event": "create", "context": "model"},
+                {"event": "run", "routine": "load"},
+                {"event": "create", "context": "prefill"},
+                {"event": "run", "routine": "prefill_512"},
+                {"event": "create", "context": "decode"},
+                {"event": "run", "routine": "decode_step"},
+                {"event": "release", "context": "prefill"},
+                {"event": "create", "context": "draft"},
+                {"event": "run", "routine": "draft_load"},
+                {"event": "run", "routine": "draft_decode"},
+                {"event": "run", "routine": "decode_step"},
+                {"event": "release", "context": "draft"},
+                {"event": "run", "routine": "decode_step"},
+                {"event": "release", "context": "decode"},
+                {"event": "release", "context": "model"},
+            ],
+        },
+    })
+
+
+def schedule_search_program():
+    """A compile-time schedule search: the parameters live in a parent context; each candidate
+    schedule of an MLP training step (a different chunk of the batch at a time) is compiled in
+    a context of its own, run, and released. Candidate 2's release is missing and candidate 4's
+    fails after its first pool and is retried: the used memory shows what each costs."""
+    B, D, F = 256, 4096, 16384
+    chunks = [256, 128, 64, 32, 16, 8]
+
+    def weights(holds):
+        tensors = [dict(id=w, shape=shape, dtype="f32", kind="param")
+                   for w, shape in (("w_up", [D, F]), ("w_down", [F, D]))]
+        tensors += [dict(id="m_" + w, shape=shape, dtype="f32", kind="optimizer_state")
+                    for w, shape in (("w_up", [D, F]), ("w_down", [F, D]))]
+        return tensors
+
+    init = {"id": "init", "tensors": weights(True) + [dict(id="seed", bytes=8, kind="input")],
+            "steps": [dict(id="init_params", op="normal_init", reads=["seed"],
+                           writes=["w_up", "w_down", "m_w_up", "m_w_down"], cost=0)]}
+    contexts = [{"id": "params", "routines": [init]}]
+    events = [{"event": "create", "context": "params"}, {"event": "run", "routine": "init"}]
+    for i, c in enumerate(chunks):
+        tensors = weights(False) + [
+            dict(id="x", shape=[B, D], dtype="f32", kind="input"),
+            dict(id="dy", shape=[B, D], dtype="f32", kind="input"),
+            dict(id="g_up", shape=[D, F], dtype="f32"),
+            dict(id="g_down", shape=[F, D], dtype="f32"),
+            dict(id="h", shape=[c, F], dtype="f32", name=f"hidden, {c} rows at a time"),
+            dict(id="dh", shape=[c, F], dtype="f32"),
+            dict(id="loss", shape=[1], dtype="f32", kind="output"),
+        ]
+        flops = 2 * c * D * F
+        steps = []
+        for k in range(B // c if c >= 64 else 4):
+            steps += [
+                dict(id=f"up{k}", op="matmul", reads=["x", "w_up"], writes=["h"], cost=flops),
+                dict(id=f"down_grad{k}", op="matmul_bwd", reads=["h", "dy", "w_down"], writes=["dh", "g_down"], cost=2 * flops),
+                dict(id=f"up_grad{k}", op="matmul_bwd", reads=["dh", "x"], writes=["g_up"], cost=flops),
+            ]
+        steps.append(dict(id="adam", op="adam", reads=["g_up", "g_down"],
+                          writes=["w_up", "w_down", "m_w_up", "m_w_down", "loss"], cost=8 * D * F))
+        ctx = f"candidate{i}"
+        routine_id = f"step_chunk{c}"
+        contexts.append({"id": ctx, "parent": "params",
+                         "routines": [{"id": routine_id, "tensors": tensors, "steps": steps}]})
+        events += [{"event": "create", "context": ctx}, {"event": "run", "routine": routine_id}]
+        if i == 2:
+            continue
+        if i == 4:
+            events.append({"event": "release", "context": ctx, "fails_after": 1})
+        events.append({"event": "release", "context": ctx})
+    events.append({"event": "release", "context": "candidate2"})
+    events.append({"event": "release", "context": "params"})
+    write("schedule-search-program", {
+        "memplan": 1,
+        "name": "Schedule search program (a context per candidate schedule of an MLP training step; one release late, one retried)",
+        "alignment": 256,
+        "devices": [{"id": "gpu0", "hardware_class": "a100-40gb"}],
+        "program": {"contexts": contexts, "events": events},
+    })
+
+
 if __name__ == "__main__":
     mlp_training()
     transformer_decode()
     decoder_serving()
     transformer_training()
     convnet_training()
+    serving_program()
+    schedule_search_program()

@@ -19,6 +19,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use memplan_core::order::Order;
 use memplan_core::remat::Target;
 use memplan_core::{Control, FoundAt, Progress, StrategyChoice};
+use memplan_engine::program::ProgramSession;
 use memplan_engine::query::{
     AdviseQuery, Ask, CheckQuery, ConvertQuery, FitQuery, FitsQuery, PlanQuery, SpacesQuery,
     SweepQuery, Written,
@@ -607,10 +608,47 @@ fn write_out(output: Option<&Path>, text: &str) -> Result<(), CliError> {
     }
 }
 
+/// `memplan plan` of a program: every routine under the same scenario.
+fn plan_program(file: &Path, scenario: Scenario, json: bool) -> Result<ExitCode, CliError> {
+    let session = ProgramSession::load(&read_bytes(file)?, &display(file))?;
+    for w in &session.warnings {
+        eprintln!("memplan: warning: {}: {}", file.display(), one_line(w));
+    }
+    let outcome = session.plan(&|_| scenario.clone())?;
+    let report = session.report(&outcome);
+    if json {
+        print_json(&report);
+    } else {
+        print!("{}", human::program_table(&report));
+    }
+    if !report.valid {
+        eprintln!("memplan: BUG: a routine's plan failed the checker");
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Validate { file } => {
-            let session = open(&file)?;
+            let session = match open(&file) {
+                Err(CliError::Engine(EngineError::Format {
+                    error: FormatError::IsProgram,
+                    ..
+                })) => {
+                    let program = ProgramSession::load(&read_bytes(&file)?, &display(&file))?;
+                    println!(
+                        "{}: valid memplan JSON program: {} contexts, {} routines, {} events, {} devices",
+                        file.display(),
+                        program.program.contexts.len(),
+                        program.routines.len(),
+                        program.program.events.len(),
+                        program.devices.len()
+                    );
+                    return Ok(ExitCode::SUCCESS);
+                }
+                other => other?,
+            };
             let c = session.counts();
             println!(
                 "{}: valid {} dump: {} tensors, {} steps, {} loops, {} devices, {} buffers over {} positions",
@@ -631,7 +669,13 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             time_limit,
             json,
         } => {
-            let session = open_with(&file, &onnx_options(&input_shape))?;
+            let session = match open_with(&file, &onnx_options(&input_shape)) {
+                Err(CliError::Engine(EngineError::Format {
+                    error: FormatError::IsProgram,
+                    ..
+                })) => return plan_program(&file, scenario.scenario()?, json),
+                other => other?,
+            };
             let started = Instant::now();
             let deadline = time_limit.map(|ms| started + Duration::from_millis(ms));
             let mut past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);

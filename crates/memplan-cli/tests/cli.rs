@@ -1070,3 +1070,55 @@ fn a_tflite_model_written_back_carries_memplans_plan_which_check_passes() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_program_plans_whole_to_its_golden_report_and_prints_its_used_memory() {
+    for name in ["serving-program", "schedule-search-program"] {
+        let o = memplan(&["plan", "--json", &example(&format!("{name}.json"))]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let golden =
+            std::fs::read_to_string(root().join(format!("tests/golden/{name}.plan.json"))).unwrap();
+        assert_eq!(
+            stdout(&o),
+            golden,
+            "{name}: regenerate with `memplan plan --json`"
+        );
+    }
+    let o = memplan(&["plan", &example("schedule-search-program.json")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("release `candidate4` fails after 1 pool freed: a retry frees the rest"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "+1.00 GiB: the pools of the other routines of `candidate0` and its ancestors"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("contexts not yet released (`candidate2`)"),
+        "{text}"
+    );
+    let o = memplan(&["validate", &example("serving-program.json")]);
+    assert!(
+        stdout(&o)
+            .contains("valid memplan JSON program: 4 contexts, 5 routines, 15 events, 1 devices"),
+        "{}",
+        stdout(&o)
+    );
+    // Commands of one computation say what a program is.
+    let o = memplan(&[
+        "render",
+        "--view",
+        "arena",
+        &example("serving-program.json"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a program of several routines"),
+        "{}",
+        stderr(&o)
+    );
+}

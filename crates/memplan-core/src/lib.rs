@@ -23,6 +23,7 @@ pub mod lower_bound;
 pub mod order;
 pub mod placement;
 pub mod problem;
+pub mod program;
 pub mod recorded;
 pub mod remat;
 pub mod spaces;

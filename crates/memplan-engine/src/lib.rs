@@ -16,6 +16,7 @@ pub mod advise;
 pub mod answers;
 pub mod diff;
 pub mod job;
+pub mod program;
 pub mod query;
 
 use std::collections::{BTreeMap, HashMap};
@@ -61,6 +62,8 @@ pub enum EngineError {
         "{input}: minimalloc CSV holds one address space, and this dump has {devices} devices; export memplan JSON, or one device at a time"
     )]
     MultiDevice { input: String, devices: usize },
+    #[error("{input}: the program's used memory on device `{device}` passes 2^64 bytes")]
+    ProgramOverflow { input: String, device: String },
     #[error("{input}: the file gives no offsets to check; pass a plan report")]
     NoGivenPlan { input: String },
     #[error("{input}: cannot write it back: {reason}")]

@@ -14,6 +14,9 @@ pub struct HardwareClass {
     pub class: String,
     /// A display name.
     pub name: String,
+    /// The granularity of the device's allocator: a program's pools each start on a page.
+    /// Optional in the file: [`memplan_core::program::DEFAULT_PAGE_BYTES`] when absent.
+    pub page_bytes: u64,
     pub memory: DriverTerms,
 }
 
@@ -21,6 +24,8 @@ pub struct HardwareClass {
 #[serde(deny_unknown_fields)]
 struct File {
     name: String,
+    #[serde(default)]
+    page_bytes: Option<u64>,
     memory: DriverTerms,
 }
 
@@ -76,9 +81,18 @@ pub fn parse(class: &str, text: &str) -> Result<HardwareClass, HardwareError> {
     file.memory
         .validate()
         .map_err(|e| err(format!("[memory]: {e}")))?;
+    let page_bytes = file
+        .page_bytes
+        .unwrap_or(memplan_core::program::DEFAULT_PAGE_BYTES);
+    if !page_bytes.is_power_of_two() {
+        return Err(err(format!(
+            "page_bytes {page_bytes} is not a power of two"
+        )));
+    }
     Ok(HardwareClass {
         class: class.to_string(),
         name: file.name,
+        page_bytes,
         memory: file.memory,
     })
 }

@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+use memplan_core::graph::Device;
+use memplan_core::program::{Context, Event, Program, ProgramError, ResolvedProgram, Routine};
 use memplan_core::{Graph, ResolvedGraph};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -111,7 +113,35 @@ pub fn parse(text: &str) -> Result<Graph, FormatError> {
 }
 
 /// Parses and validates a memplan JSON dump, keeping the resolved graph it was checked with.
+/// A program of several routines is refused here, with a message that says so: it plans
+/// through [`parse_dump`].
 pub fn parse_resolved(text: &str) -> Result<(Graph, ResolvedGraph), FormatError> {
+    match parse_dump(text)? {
+        Parsed::Graph(graph, resolved) => Ok((graph, resolved)),
+        Parsed::Program(_) => Err(FormatError::IsProgram),
+    }
+}
+
+/// A memplan JSON dump: one computation, or a program of several routines in contexts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    Graph(Graph, ResolvedGraph),
+    Program(ParsedProgram),
+}
+
+/// A program read and checked: its routines' graphs resolved, its events and sharing valid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedProgram {
+    pub name: String,
+    pub devices: Vec<Device>,
+    pub program: Program,
+    pub resolved: ResolvedProgram,
+    /// One per routine, contexts in order.
+    pub graphs: Vec<ResolvedGraph>,
+}
+
+/// Parses and validates a memplan JSON dump of either kind.
+pub fn parse_dump(text: &str) -> Result<Parsed, FormatError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let mut value = StrictValue::deserialize(&mut de)
         .and_then(|v| de.end().map(|()| v.0))
@@ -141,10 +171,134 @@ pub fn parse_resolved(text: &str) -> Result<(Graph, ResolvedGraph), FormatError>
             });
         }
     }
-    let graph: Graph = serde_path_to_error::deserialize(value)
-        .map_err(|e| FormatError::structure(&e.path().to_string(), &e.inner().to_string()))?;
+    if object.contains_key("program") {
+        return parse_program(std::mem::take(object)).map(Parsed::Program);
+    }
+    let graph: Graph = from_value(value, "")?;
     let resolved = graph.resolve()?;
-    Ok((graph, resolved))
+    Ok(Parsed::Graph(graph, resolved))
+}
+
+/// Deserializes `value`, an error's path prefixed with `at` (the path of `value` in the dump).
+fn from_value<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T, FormatError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.path().to_string();
+        let path = match (at.is_empty(), inner.as_str()) {
+            (true, _) => inner.clone(),
+            (false, "." | "") => at.to_string(),
+            (false, _) => format!("{at}.{inner}"),
+        };
+        FormatError::structure(&path, &e.inner().to_string())
+    })
+}
+
+/// The fields a program's top level may have beside `program`: the ones its routines inherit.
+const INHERITED: [&str; 4] = ["alignment", "pool_cap", "cost_unit", "devices"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgramFields {
+    contexts: Vec<Value>,
+    events: Vec<Event>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextFields {
+    id: String,
+    #[serde(default)]
+    parent: Option<String>,
+    #[serde(default)]
+    routines: Vec<Value>,
+}
+
+fn parse_program(mut top: Map<String, Value>) -> Result<ParsedProgram, FormatError> {
+    let fields: ProgramFields =
+        from_value(top.remove("program").unwrap_or(Value::Null), "program")?;
+    let name = match top.remove("name") {
+        None => String::new(),
+        Some(v) => from_value(v, "name")?,
+    };
+    if let Some(key) = top.keys().find(|k| !INHERITED.contains(&k.as_str())) {
+        return Err(FormatError::structure(
+            key,
+            &format!(
+                "a program's top level has `program`, `name` and what its routines inherit ({}); `{key}` belongs in a routine",
+                INHERITED.map(|k| format!("`{k}`")).join(", ")
+            ),
+        ));
+    }
+    let devices: Vec<Device> = match top.get("devices") {
+        None => Vec::new(),
+        Some(v) => from_value(v.clone(), "devices")?,
+    };
+    let mut contexts = Vec::with_capacity(fields.contexts.len());
+    let mut graphs = Vec::new();
+    for (c, context) in fields.contexts.into_iter().enumerate() {
+        let at = format!("program.contexts[{c}]");
+        let ContextFields {
+            id,
+            parent,
+            routines: routine_values,
+        } = from_value(context, &at)?;
+        let mut routines = Vec::with_capacity(routine_values.len());
+        for (r, routine) in routine_values.into_iter().enumerate() {
+            let at = format!("{at}.routines[{r}]");
+            let Value::Object(mut fields) = routine else {
+                return Err(FormatError::structure(&at, "a routine is an object"));
+            };
+            let routine_id: String = match fields.remove("id") {
+                Some(v) => from_value(v, &format!("{at}.id"))?,
+                None => return Err(FormatError::structure(&at, "missing field `id`")),
+            };
+            if fields.contains_key("devices") {
+                return Err(FormatError::structure(
+                    &format!("{at}.devices"),
+                    "a routine runs on the program's devices: declare them at the top level",
+                ));
+            }
+            for key in INHERITED {
+                if let Some(v) = top.get(key) {
+                    fields.entry(key).or_insert_with(|| v.clone());
+                }
+            }
+            fields
+                .entry("name")
+                .or_insert_with(|| Value::String(routine_id.clone()));
+            let graph: Graph = from_value(Value::Object(fields), &at)?;
+            let resolved = graph.resolve().map_err(|e| {
+                FormatError::from(ProgramError::Routine {
+                    context: id.clone(),
+                    routine: routine_id.clone(),
+                    detail: e.to_string(),
+                })
+            })?;
+            graphs.push(resolved);
+            routines.push(Routine {
+                id: routine_id,
+                graph,
+            });
+        }
+        contexts.push(Context {
+            id,
+            parent,
+            routines,
+        });
+    }
+    let program = Program {
+        contexts,
+        events: fields.events,
+    };
+    let resolved = program.resolve()?;
+    let refs: Vec<&ResolvedGraph> = graphs.iter().collect();
+    memplan_core::program::sharing(&program, &resolved, &refs)?;
+    Ok(ParsedProgram {
+        name,
+        devices,
+        program,
+        resolved,
+        graphs,
+    })
 }
 
 #[derive(Serialize)]

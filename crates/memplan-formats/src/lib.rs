@@ -77,6 +77,19 @@ pub enum FormatError {
     Xla { line: usize, message: String },
     #[error("{name} could not be read: {message}")]
     Unreadable { name: String, message: String },
+    #[error(transparent)]
+    Program(Box<memplan_core::program::ProgramError>),
+    /// A program of several routines where one computation was expected.
+    #[error(
+        "this dump is a program of several routines (a `program` field): `memplan plan` plans it whole; other commands take one computation"
+    )]
+    IsProgram,
+}
+
+impl From<memplan_core::program::ProgramError> for FormatError {
+    fn from(error: memplan_core::program::ProgramError) -> Self {
+        FormatError::Program(Box::new(error))
+    }
 }
 
 impl FormatError {

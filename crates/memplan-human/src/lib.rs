@@ -892,6 +892,237 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
     out
 }
 
+/// Why a run's model of the peak and the program's used memory differ, one clause per term
+/// that is not zero, largest first: what the page and the CLI say under a run.
+pub fn run_differences(run: &memplan_core::program::RunComparison) -> Vec<String> {
+    let mut terms: Vec<(u64, String)> = Vec::new();
+    if run.skipped_bytes > 0 {
+        terms.push((
+            run.skipped_bytes,
+            format!(
+                "-{}: tensors it reads where an ancestor or an earlier routine of its context holds them (the model counts them; the program allocates them once, in their holder)",
+                bytes(run.skipped_bytes)
+            ),
+        ));
+    }
+    if run.lineage_other_bytes > 0 {
+        terms.push((
+            run.lineage_other_bytes,
+            format!(
+                "+{}: the pools of the other routines of `{}` and its ancestors",
+                bytes(run.lineage_other_bytes),
+                run.context
+            ),
+        ));
+    }
+    let other_constants = run
+        .constants_bytes
+        .saturating_sub(run.constants_in_model_bytes);
+    if other_constants > 0 {
+        terms.push((
+            other_constants,
+            format!(
+                "+{}: the device's constants other routines brought",
+                bytes(other_constants)
+            ),
+        ));
+    }
+    if run.other_contexts_bytes > 0 {
+        terms.push((
+            run.other_contexts_bytes,
+            format!(
+                "+{}: contexts not yet released ({})",
+                bytes(run.other_contexts_bytes),
+                run.other_contexts
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    if run.page_rounding_bytes > 0 {
+        terms.push((
+            run.page_rounding_bytes,
+            format!(
+                "+{}: each pool's base rounded up to the page",
+                bytes(run.page_rounding_bytes)
+            ),
+        ));
+    }
+    if run.layout_difference_bytes != 0 {
+        terms.push((
+            u64::try_from(run.layout_difference_bytes.unsigned_abs()).unwrap_or(u64::MAX),
+            format!(
+                "{}{}: its own pools' alignment padding without the skipped tensors",
+                if run.layout_difference_bytes > 0 {
+                    "+"
+                } else {
+                    ""
+                },
+                signed_bytes(run.layout_difference_bytes)
+            ),
+        ));
+    }
+    terms.sort_by_key(|t| std::cmp::Reverse(t.0));
+    terms.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The used peak against a device class's usable bytes, in a sentence.
+pub fn program_headroom(
+    class: &memplan_engine::program::ProgramDeviceClass,
+    used_peak_bytes: u64,
+) -> String {
+    let room = match class.usable_bytes.checked_sub(used_peak_bytes) {
+        Some(headroom) => format!("headroom {}", bytes(headroom)),
+        None => format!("OVER by {}", bytes(used_peak_bytes - class.usable_bytes)),
+    };
+    format!(
+        "{} at util {}: usable {}, {room}",
+        class.class,
+        class.util,
+        bytes(class.usable_bytes)
+    )
+}
+
+/// What an event of a program did, in a few words.
+pub fn event_label(event: &memplan_core::program::EventOutcome) -> String {
+    use memplan_core::program::{EventOutcome, ReleaseResult};
+    match event {
+        EventOutcome::Create { context, .. } => format!("create `{context}`"),
+        EventOutcome::Run { routine, context } => format!("run `{routine}` (in `{context}`)"),
+        EventOutcome::Release {
+            context,
+            freed,
+            result,
+        } => match result {
+            ReleaseResult::Released => format!(
+                "release `{context}`: {} pool{} freed",
+                freed.len(),
+                if freed.len() == 1 { "" } else { "s" }
+            ),
+            ReleaseResult::Failed => format!(
+                "release `{context}` fails after {} pool{} freed: a retry frees the rest",
+                freed.len(),
+                if freed.len() == 1 { "" } else { "s" }
+            ),
+            ReleaseResult::AlreadyReleased => {
+                format!("release `{context}`: already released, nothing freed")
+            }
+        },
+    }
+}
+
+/// A program's plan as `memplan plan` prints it: each device's used peak beside the model of
+/// the peak, the contexts' pools, the used memory after each event, and each run's model
+/// beside the used memory with why they differ.
+pub fn program_table(report: &memplan_engine::program::ProgramReport) -> String {
+    let mut out = String::new();
+    let plan = &report.plan;
+    let verdict = match (report.valid, report.complete) {
+        (true, true) => "valid",
+        (true, false) => "valid for the sized tensors",
+        (false, _) => "INVALID",
+    };
+    let _ = writeln!(
+        out,
+        "program {}: {} contexts, {} routines, {} events  checker: {verdict}",
+        if report.name.is_empty() {
+            "(unnamed)"
+        } else {
+            &report.name
+        },
+        plan.contexts.len(),
+        report.routines.len(),
+        plan.events.len()
+    );
+    for d in &plan.devices {
+        let _ = writeln!(
+            out,
+            "device {} (page {}): used peak {} after event {}  model of the peak {}  at the end {}",
+            d.device,
+            bytes(d.page_bytes),
+            bytes(d.used_peak_bytes),
+            d.used_peak_event,
+            bytes(d.model_peak_bytes),
+            bytes(d.used_at_end_bytes)
+        );
+        if let Some(c) = report.device_classes.iter().find(|c| c.device == d.device) {
+            let _ = writeln!(out, "  {}", program_headroom(c, d.used_peak_bytes));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<20} {:<20} {:>6} {:>12}",
+        "context", "parent", "pools", "page-rounded"
+    );
+    for c in &plan.contexts {
+        let _ = writeln!(
+            out,
+            "{:<20} {:<20} {:>6} {:>12}",
+            one_line(&c.context),
+            one_line(c.parent.as_deref().unwrap_or("-")),
+            c.pools.len(),
+            bytes(c.page_rounded_bytes)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<20} {:<20} {:>12} {:>12} {:>9} {:>9}",
+        "routine", "context", "model", "own pools", "skipped", "constants"
+    );
+    for r in &report.routines {
+        let _ = writeln!(
+            out,
+            "{:<20} {:<20} {:>12} {:>12} {:>9} {:>9}",
+            one_line(&r.routine),
+            one_line(&r.context),
+            bytes(r.model.footprint_bytes),
+            bytes(r.own.footprint_bytes),
+            r.skipped_tensors.len(),
+            r.constant_tensors.len()
+        );
+    }
+    let _ = write!(out, "\n{:>5}  {:<72}", "event", "what");
+    for d in &plan.devices {
+        let _ = write!(out, " {:>12}", format!("used {}", d.device));
+    }
+    let _ = writeln!(out);
+    for (e, event) in plan.events.iter().enumerate() {
+        let _ = write!(out, "{e:>5}  {:<72}", one_line(&event_label(event)));
+        for used in &plan.used_bytes[e] {
+            let _ = write!(out, " {:>12}", bytes(*used));
+        }
+        let _ = writeln!(out);
+    }
+    if !plan.runs.is_empty() {
+        let _ = writeln!(out, "\nruns: the model of the peak beside the memory used");
+    }
+    for run in &plan.runs {
+        let _ = writeln!(
+            out,
+            "event {} `{}` on {}: model {}, used {}",
+            run.event,
+            one_line(&run.routine),
+            run.device,
+            bytes(run.model_bytes),
+            bytes(run.used_bytes)
+        );
+        for why in run_differences(run) {
+            let _ = writeln!(out, "  - {}", one_line(&why));
+        }
+    }
+    for u in &plan.unreleased {
+        let _ = writeln!(
+            out,
+            "not released at the end: `{}` holds {}",
+            one_line(&u.context),
+            bytes(u.page_rounded_bytes)
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,754 @@
+//! Programs of several routines (`memplan_core::program`): each routine is a [`Session`] of its
+//! own, planned under its own [`Scenario`]; the program plan runs the events over the routines'
+//! figures. A routine's *own* plan is its plan with what its context's lineage holds and its
+//! constants given no storage (elided), made by the same pipeline: the program adds no planning
+//! logic.
+
+use memplan_core::graph::Storage;
+use memplan_core::order::Order;
+use memplan_core::program::{
+    self, DEFAULT_PAGE_BYTES, Program, ProgramPlan, ResolvedProgram, RoutineFigures, RoutinePool,
+    Sharing,
+};
+use memplan_core::{Graph, ResolvedGraph};
+use memplan_formats::json::{Parsed, ParsedProgram};
+use memplan_formats::report::PlanSummary;
+use memplan_formats::{Format, FormatError, hardware};
+use serde::{Deserialize, Serialize};
+
+use crate::{EngineError, Outcome, Scenario, Session};
+
+/// A program read and checked, each routine a session ready to plan.
+#[derive(Debug, Clone)]
+pub struct ProgramSession {
+    pub source: String,
+    pub name: String,
+    /// The program's devices (every routine runs on them) and their pages.
+    pub devices: Vec<String>,
+    pub page_bytes: Vec<u64>,
+    /// Per device: its hardware class, when it names a bundled one.
+    pub classes: Vec<Option<hardware::HardwareClass>>,
+    pub program: Program,
+    pub resolved: ResolvedProgram,
+    /// One per routine, contexts in order: the routine's whole node set.
+    pub routines: Vec<Session>,
+    /// What the reader should know (a device class memplan does not ship).
+    pub warnings: Vec<String>,
+}
+
+/// A program planned: the program plan and each routine's plan over its whole node set (its
+/// model of the peak) and its own plan (the pools its context allocates for it).
+#[derive(Debug, Clone)]
+pub struct ProgramOutcome {
+    pub plan: ProgramPlan,
+    pub routines: Vec<Outcome>,
+    pub own: Vec<OwnPlan>,
+}
+
+/// A routine's own plan: the session of its graph with the skipped tensors and constants
+/// elided, and its plan.
+#[derive(Debug, Clone)]
+pub struct OwnPlan {
+    pub session: Session,
+    pub outcome: Outcome,
+}
+
+/// What `memplan plan --json` prints for a program, and what the page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramReport {
+    pub name: String,
+    /// Every plan of every routine passed the checker.
+    pub valid: bool,
+    /// Every tensor of every routine was sized.
+    pub complete: bool,
+    pub routines: Vec<RoutineReport>,
+    /// Per device that names a bundled hardware class: what it leaves a program at
+    /// [`crate::DEFAULT_UTIL`], the line the used memory must stay under.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_classes: Vec<ProgramDeviceClass>,
+    #[serde(flatten)]
+    pub plan: ProgramPlan,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramDeviceClass {
+    pub device: String,
+    pub class: String,
+    pub util: f64,
+    pub usable_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoutineReport {
+    pub routine: String,
+    pub context: String,
+    /// Tensors read where another routine holds them (ids).
+    pub skipped_tensors: Vec<String>,
+    pub constant_tensors: Vec<String>,
+    /// The plan over its whole node set: the model of the peak.
+    pub model: PlanSummary,
+    /// The plan of what its context allocates for it.
+    pub own: PlanSummary,
+}
+
+impl ProgramSession {
+    /// Reads a memplan JSON program. A dump of one computation is refused (`Session::load`
+    /// plans it).
+    pub fn load(bytes: &[u8], source: &str) -> Result<ProgramSession, EngineError> {
+        let format_error = |error: FormatError| EngineError::Format {
+            input: source.to_string(),
+            error,
+        };
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| format_error(FormatError::NotText(source.to_string())))?;
+        let parsed = match memplan_formats::json::parse_dump(text).map_err(format_error)? {
+            Parsed::Program(p) => p,
+            Parsed::Graph(..) => {
+                return Err(format_error(FormatError::NotADump(
+                    "it has no `program` field: it is one computation, planned as one".into(),
+                )));
+            }
+        };
+        Self::from_parsed(parsed, source)
+    }
+
+    fn from_parsed(parsed: ParsedProgram, source: &str) -> Result<ProgramSession, EngineError> {
+        let ParsedProgram {
+            name,
+            devices,
+            program,
+            resolved,
+            graphs,
+        } = parsed;
+        let mut routines = Vec::with_capacity(graphs.len());
+        for ((context, routine), resolved) in program.routines().zip(graphs) {
+            let source = format!(
+                "{source} (context `{}`, routine `{}`)",
+                context.id, routine.id
+            );
+            routines.push(Session::from_graph(
+                routine.graph.clone(),
+                resolved,
+                Format::MemplanJson,
+                &source,
+            )?);
+        }
+        let device_ids = routines
+            .first()
+            .map(|s| s.resolved.device_ids.clone())
+            .unwrap_or_else(|| vec![memplan_core::graph::DEFAULT_DEVICE.to_string()]);
+        let mut warnings = Vec::new();
+        let classes: Vec<Option<hardware::HardwareClass>> = device_ids
+            .iter()
+            .map(|id| {
+                let class = devices
+                    .iter()
+                    .find(|d| &d.id == id)
+                    .and_then(|d| d.hardware_class.as_deref())?;
+                let found = hardware::bundled(class);
+                if found.is_none() {
+                    warnings.push(format!(
+                        "device `{id}`: memplan ships no hardware class `{class}`; its pools are rounded to the default page of {DEFAULT_PAGE_BYTES} bytes"
+                    ));
+                }
+                found
+            })
+            .collect();
+        let page_bytes = classes
+            .iter()
+            .map(|c| c.as_ref().map_or(DEFAULT_PAGE_BYTES, |c| c.page_bytes))
+            .collect();
+        Ok(ProgramSession {
+            source: source.to_string(),
+            name,
+            devices: device_ids,
+            page_bytes,
+            classes,
+            program,
+            resolved,
+            routines,
+            warnings,
+        })
+    }
+
+    /// The routine ids, contexts in order, with their context's.
+    pub fn routine_ids(&self) -> Vec<(String, String)> {
+        self.program
+            .routines()
+            .map(|(c, r)| (c.id.clone(), r.id.clone()))
+            .collect()
+    }
+
+    /// Plans every routine under `scenario_of(routine index)` and runs the program's events.
+    pub fn plan(
+        &self,
+        scenario_of: &dyn Fn(usize) -> Scenario,
+    ) -> Result<ProgramOutcome, EngineError> {
+        let mut outcomes = Vec::with_capacity(self.routines.len());
+        for (r, session) in self.routines.iter().enumerate() {
+            let (known, _) = session.known_part(&scenario_of(r));
+            outcomes.push(session.plan(&known)?);
+        }
+        let graphs: Vec<(&Graph, &ResolvedGraph)> = self
+            .routines
+            .iter()
+            .zip(&outcomes)
+            .map(|(s, o)| {
+                let (graph, resolved, _) = s.parts(o);
+                (graph, resolved)
+            })
+            .collect();
+        let resolved: Vec<&ResolvedGraph> = graphs.iter().map(|(_, r)| *r).collect();
+        let sharing = program::sharing(&self.program, &self.resolved, &resolved).map_err(|e| {
+            EngineError::Format {
+                input: self.source.clone(),
+                error: FormatError::from(e),
+            }
+        })?;
+        let mut own = Vec::with_capacity(self.routines.len());
+        let mut figures = Vec::with_capacity(self.routines.len());
+        for (r, session) in self.routines.iter().enumerate() {
+            let (graph, resolved) = graphs[r];
+            let mut elided = graph.clone();
+            let n = self.devices.len();
+            let mut f = RoutineFigures {
+                model_bytes: vec![0; n],
+                skipped_bytes: vec![0; n],
+                constant_bytes: vec![0; n],
+                ..RoutineFigures::default()
+            };
+            for (t, share) in sharing[r].iter().enumerate() {
+                let rt = &resolved.tensors[t];
+                if rt.storage != Storage::Owned || *share == Sharing::Own {
+                    continue;
+                }
+                elided.tensors[t].elided = true;
+                // `Graph::resolve` checked that every occupied size fits.
+                let occupied =
+                    memplan_core::graph::align_up(rt.bytes, rt.alignment).unwrap_or(u64::MAX);
+                match share {
+                    Sharing::HeldBy(_) => f.skipped_bytes[rt.device] += occupied,
+                    _ => {
+                        f.constant_bytes[rt.device] += occupied;
+                        f.constants
+                            .push((rt.device, elided.tensors[t].id.clone(), occupied));
+                    }
+                }
+            }
+            for d in &outcomes[r].plan.devices {
+                f.model_bytes[d.device] = d.footprint_bytes;
+            }
+            let resolved_own = elided.resolve().map_err(|error| EngineError::Format {
+                input: session.source.clone(),
+                error: FormatError::Graph(error),
+            })?;
+            let own_session =
+                Session::from_graph(elided, resolved_own, Format::MemplanJson, &session.source)?;
+            // `elided` is already under the scenario's params and order; flips of skipped
+            // tensors do not apply.
+            let scenario = Scenario {
+                params: Default::default(),
+                order: Order::Given,
+                order_work: None,
+                ..outcomes[r].scenario.clone()
+            };
+            let (known, _) = own_session.known_part(&scenario);
+            let own_outcome = own_session.plan(&known)?;
+            for d in &own_outcome.plan.devices {
+                for pool in d.pools.iter().filter(|p| p.bytes > 0) {
+                    f.pools.push(RoutinePool {
+                        device: d.device,
+                        role: pool.role,
+                        bytes: pool.bytes,
+                    });
+                }
+            }
+            own.push(OwnPlan {
+                session: own_session,
+                outcome: own_outcome,
+            });
+            figures.push(f);
+        }
+        let plan = program::simulate(
+            &self.program,
+            &self.resolved,
+            &self.devices,
+            &self.page_bytes,
+            &figures,
+        )
+        .map_err(|e| EngineError::ProgramOverflow {
+            input: self.source.clone(),
+            device: e.device,
+        })?;
+        Ok(ProgramOutcome {
+            plan,
+            routines: outcomes,
+            own,
+        })
+    }
+
+    /// The report of a planned program.
+    pub fn report(&self, outcome: &ProgramOutcome) -> ProgramReport {
+        let mut routines = Vec::with_capacity(self.routines.len());
+        for (r, ((context, routine), session)) in
+            self.program.routines().zip(&self.routines).enumerate()
+        {
+            let model = session.summary(&outcome.routines[r]);
+            let own_plan = &outcome.own[r];
+            let own = own_plan.session.summary(&own_plan.outcome);
+            let (graph, resolved, _) = session.parts(&outcome.routines[r]);
+            let mut skipped_tensors = Vec::new();
+            let mut constant_tensors = Vec::new();
+            for (t, tensor) in graph.tensors.iter().enumerate() {
+                if resolved.tensors[t].storage != Storage::Owned {
+                    continue;
+                }
+                if own_plan.session.graph.tensors[t].elided && !tensor.elided {
+                    if tensor.kind == memplan_core::graph::TensorKind::Constant {
+                        constant_tensors.push(tensor.id.clone());
+                    } else {
+                        skipped_tensors.push(tensor.id.clone());
+                    }
+                }
+            }
+            routines.push(RoutineReport {
+                routine: routine.id.clone(),
+                context: context.id.clone(),
+                skipped_tensors,
+                constant_tensors,
+                model,
+                own,
+            });
+        }
+        let device_classes = self
+            .devices
+            .iter()
+            .zip(&self.classes)
+            .filter_map(|(device, class)| {
+                let class = class.as_ref()?;
+                let budget = class.memory.budget(crate::DEFAULT_UTIL).ok()?;
+                Some(ProgramDeviceClass {
+                    device: device.clone(),
+                    class: class.class.clone(),
+                    util: crate::DEFAULT_UTIL,
+                    usable_bytes: budget.usable_bytes,
+                })
+            })
+            .collect();
+        ProgramReport {
+            name: self.name.clone(),
+            device_classes,
+            valid: routines.iter().all(|r| r.model.valid && r.own.valid),
+            complete: routines.iter().all(|r| r.model.complete && r.own.complete),
+            routines,
+            plan: outcome.plan.clone(),
+        }
+    }
+}
+
+impl Session {
+    /// A session of a graph already read and resolved (a program's routine).
+    pub fn from_graph(
+        graph: Graph,
+        resolved: ResolvedGraph,
+        format: Format,
+        source: &str,
+    ) -> Result<Session, EngineError> {
+        Session::loaded(
+            Ok(memplan_formats::Loaded {
+                format,
+                graph,
+                resolved,
+                given_plan: None,
+                recorded: None,
+                warnings: Vec::new(),
+            }),
+            source,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memplan_core::program::{EventOutcome, ReleaseResult, RunComparison};
+
+    const SERVING: &str = include_str!("../../../static/examples/serving-program.json");
+    const SEARCH: &str = include_str!("../../../static/examples/schedule-search-program.json");
+
+    /// A parent holding `w` (and a constant `c`), a child reading both, with an arena of two
+    /// intermediates and an output, and `events` run on them.
+    fn tiny(class: &str, child_w_bytes: u64, events: &str) -> String {
+        format!(
+            r#"{{"memplan": 1, "name": "tiny", "devices": [{{"id": "d0"{class}}}],
+            "program": {{
+              "contexts": [
+                {{"id": "base", "routines": [{{"id": "load",
+                  "tensors": [{{"id": "w", "bytes": 1000, "kind": "param"}},
+                              {{"id": "c", "bytes": 300, "kind": "constant"}}],
+                  "steps": [{{"id": "init", "writes": ["w", "c"]}}]}}]}},
+                {{"id": "child", "parent": "base", "routines": [{{"id": "step",
+                  "tensors": [{{"id": "w", "bytes": {child_w_bytes}, "kind": "param"}},
+                              {{"id": "c", "bytes": 300, "kind": "constant"}},
+                              {{"id": "x", "bytes": 64, "kind": "input"}},
+                              {{"id": "a", "bytes": 5000}}, {{"id": "b", "bytes": 7000}},
+                              {{"id": "y", "bytes": 16, "kind": "output"}}],
+                  "steps": [{{"id": "s0", "reads": ["x", "w"], "writes": ["a"]}},
+                            {{"id": "s1", "reads": ["a", "c"], "writes": ["b"]}},
+                            {{"id": "s2", "reads": ["b"], "writes": ["y"]}}]}}]}}
+              ],
+              "events": [{events}]
+            }}}}"#
+        )
+    }
+
+    const LIFE: &str = r#"{"event": "create", "context": "base"}, {"event": "run", "routine": "load"},
+        {"event": "create", "context": "child"}, {"event": "run", "routine": "step"},
+        {"event": "release", "context": "child", "fails_after": 1},
+        {"event": "release", "context": "child"}, {"event": "release", "context": "child"},
+        {"event": "release", "context": "base"}"#;
+
+    fn planned(text: &str) -> (ProgramSession, ProgramReport) {
+        let session = ProgramSession::load(text.as_bytes(), "test").unwrap();
+        let outcome = session.plan(&|_| Scenario::default()).unwrap();
+        let report = session.report(&outcome);
+        (session, report)
+    }
+
+    fn error(text: &str) -> String {
+        ProgramSession::load(text.as_bytes(), "test")
+            .unwrap_err()
+            .to_string()
+    }
+
+    /// `model - skipped - constants in the model + layout difference = own`, and the used
+    /// memory is own plus the rest: the terms a run's explanation lists add up.
+    fn assert_terms_add_up(run: &RunComparison) {
+        let own = i128::from(run.model_bytes)
+            - i128::from(run.skipped_bytes)
+            - i128::from(run.constants_in_model_bytes)
+            + run.layout_difference_bytes;
+        assert_eq!(own, i128::from(run.own_bytes), "{run:?}");
+        assert_eq!(
+            run.own_bytes
+                + run.lineage_other_bytes
+                + run.constants_bytes
+                + run.other_contexts_bytes
+                + run.page_rounding_bytes,
+            run.used_bytes,
+            "{run:?}"
+        );
+    }
+
+    /// After each event, the used memory is the pools allocated then, page-rounded: each
+    /// pool's own record of when it was allocated and freed agrees with the running sum.
+    fn assert_used_is_the_pools_allocated(plan: &ProgramPlan) {
+        for (e, used) in plan.used_bytes.iter().enumerate() {
+            for (d, device) in plan.devices.iter().enumerate() {
+                let pools = plan.contexts.iter().flat_map(|c| &c.pools);
+                let sum: u64 = pools
+                    .chain(&plan.constants)
+                    .filter(|p| p.device == device.device && p.allocated_after(e))
+                    .map(|p| p.page_rounded_bytes)
+                    .sum();
+                assert_eq!(sum, used[d], "after event {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_parents_tensor_is_not_allocated_in_the_child() {
+        let (_, report) = planned(&tiny("", 1000, LIFE));
+        let step = &report.routines[1];
+        assert_eq!(step.skipped_tensors, ["w"]);
+        assert_eq!(step.constant_tensors, ["c"]);
+        // The model counts w and c; the child's own pools do not.
+        assert_eq!(
+            step.model.footprint_bytes - step.own.footprint_bytes,
+            1000 + 300
+        );
+        let child = &report.plan.contexts[1];
+        let own_static: u64 = child
+            .pools
+            .iter()
+            .filter(|p| p.role == program::ProgramPoolRole::Static)
+            .map(|p| p.bytes)
+            .sum();
+        assert_eq!(own_static, 64 + 16, "x and y only: {child:?}");
+        // The parent's routine allocates w; its constant goes to the device's pool.
+        assert_eq!(report.routines[0].skipped_tensors, Vec::<String>::new());
+        assert_eq!(report.plan.contexts[0].pools[0].bytes, 1000);
+        assert_eq!(report.plan.constants.len(), 1);
+        assert_eq!(report.plan.constants[0].bytes, 300);
+    }
+
+    #[test]
+    fn release_frees_the_contexts_own_pools_idempotently_and_a_retry_frees_only_the_rest() {
+        let (_, report) = planned(&tiny("", 1000, LIFE));
+        let plan = &report.plan;
+        assert_used_is_the_pools_allocated(plan);
+        let page = |b: u64| b.div_ceil(DEFAULT_PAGE_BYTES) * DEFAULT_PAGE_BYTES;
+        let child = &plan.contexts[1];
+        assert_eq!(
+            child.pools.len(),
+            2,
+            "an arena and a static pool: {child:?}"
+        );
+        let used: Vec<u64> = plan.used_bytes.iter().map(|u| u[0]).collect();
+        let base = page(1000);
+        let constants = page(300);
+        assert_eq!(used[0], base + constants);
+        assert_eq!(used[2], base + constants + child.page_rounded_bytes);
+        // Fails after the first pool: only it is freed, and the context is not released.
+        assert_eq!(
+            plan.events[4],
+            EventOutcome::Release {
+                context: "child".into(),
+                freed: vec![0],
+                result: ReleaseResult::Failed
+            }
+        );
+        assert_eq!(used[4], used[3] - child.pools[0].page_rounded_bytes);
+        // The retry frees the rest, and only it.
+        assert_eq!(
+            plan.events[5],
+            EventOutcome::Release {
+                context: "child".into(),
+                freed: vec![1],
+                result: ReleaseResult::Released
+            }
+        );
+        assert_eq!(
+            used[5],
+            base + constants,
+            "the parent's pools and the constants stay"
+        );
+        // Idempotent: a second release frees nothing.
+        assert_eq!(
+            plan.events[6],
+            EventOutcome::Release {
+                context: "child".into(),
+                freed: vec![],
+                result: ReleaseResult::AlreadyReleased
+            }
+        );
+        assert_eq!(used[6], used[5]);
+        // Releasing the parent frees its pool and never the device's constants.
+        assert_eq!(used[7], constants);
+        assert_eq!(plan.devices[0].used_at_end_bytes, constants);
+        assert!(plan.unreleased.is_empty());
+    }
+
+    #[test]
+    fn pool_bases_are_rounded_to_the_devices_page() {
+        let (session, report) = planned(&tiny(r#", "hardware_class": "l4-24gb""#, 1000, LIFE));
+        let page = 2 << 20;
+        assert_eq!(session.page_bytes, [page]);
+        let pools = report.plan.contexts.iter().flat_map(|c| &c.pools);
+        for p in pools.chain(&report.plan.constants) {
+            assert_eq!(p.page_rounded_bytes, p.bytes.div_ceil(page) * page, "{p:?}");
+        }
+        // Three pools and the constants' after the child's create, each a page.
+        assert_eq!(report.plan.used_bytes[2][0], 4 * page);
+        let run = &report.plan.runs[1];
+        assert_eq!(run.used_bytes, 4 * page);
+        assert_eq!(
+            run.page_rounding_bytes,
+            4 * page
+                - (1000
+                    + 300
+                    + report.plan.contexts[1]
+                        .pools
+                        .iter()
+                        .map(|p| p.bytes)
+                        .sum::<u64>())
+        );
+        assert_terms_add_up(run);
+        // A class memplan does not ship: the default page, and a warning that says so.
+        let unknown = ProgramSession::load(
+            tiny(r#", "hardware_class": "tpu-v9""#, 1000, LIFE).as_bytes(),
+            "test",
+        )
+        .unwrap();
+        assert_eq!(unknown.page_bytes, [DEFAULT_PAGE_BYTES]);
+        assert!(
+            unknown.warnings[0].contains("tpu-v9"),
+            "{:?}",
+            unknown.warnings
+        );
+    }
+
+    #[test]
+    fn a_release_left_out_keeps_the_context_to_the_end() {
+        let events = r#"{"event": "create", "context": "base"}, {"event": "create", "context": "child"},
+            {"event": "run", "routine": "step"}"#;
+        let (_, report) = planned(&tiny("", 1000, events));
+        let held: Vec<&str> = report
+            .plan
+            .unreleased
+            .iter()
+            .map(|u| u.context.as_str())
+            .collect();
+        assert_eq!(held, ["base", "child"]);
+        let end: u64 = report
+            .plan
+            .unreleased
+            .iter()
+            .map(|u| u.page_rounded_bytes)
+            .sum();
+        let constants = report.plan.constants[0].page_rounded_bytes;
+        assert_eq!(report.plan.devices[0].used_at_end_bytes, end + constants);
+    }
+
+    #[test]
+    fn the_bundled_programs_terms_add_up_and_their_shared_tensors_are_skipped() {
+        for text in [SERVING, SEARCH] {
+            let (session, report) = planned(text);
+            assert!(report.valid && report.complete);
+            assert!(!report.plan.runs.is_empty());
+            for run in &report.plan.runs {
+                assert_terms_add_up(run);
+            }
+            assert_used_is_the_pools_allocated(&report.plan);
+            // Every child routine reads its parent's weights without allocating them.
+            for (r, routine) in report.routines.iter().enumerate() {
+                let context = session.resolved.routines[r].context;
+                if session.resolved.parents[context].is_some() {
+                    assert!(!routine.skipped_tensors.is_empty(), "{}", routine.routine);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_schedule_search_shows_what_a_missing_release_costs() {
+        let (_, report) = planned(SEARCH);
+        let plan = &report.plan;
+        let late = plan
+            .contexts
+            .iter()
+            .find(|c| c.context == "candidate2")
+            .unwrap();
+        // While candidate2 is unreleased, every later candidate's run has it beside.
+        let later: Vec<&RunComparison> = plan
+            .runs
+            .iter()
+            .filter(|r| r.other_contexts.contains(&"candidate2".to_string()))
+            .collect();
+        assert_eq!(later.len(), 3, "candidates 3, 4 and 5");
+        for run in later {
+            assert_eq!(
+                run.other_contexts_bytes,
+                late.pools.iter().map(|p| p.bytes).sum::<u64>()
+            );
+        }
+        assert!(plan.devices[0].used_peak_bytes > plan.devices[0].model_peak_bytes);
+        assert_eq!(plan.devices[0].used_at_end_bytes, 0);
+    }
+
+    #[test]
+    fn programs_are_validated_with_errors_that_name_the_context_and_routine() {
+        let e = error(&tiny("", 999, LIFE));
+        assert_eq!(
+            e,
+            "test: context `child`, routine `step`: tensor `w` is 999 bytes on `d0`, but routine `load` (context `base`) holds it as 1000 bytes on `d0`"
+        );
+        let e = error(&tiny("", 1000, r#"{"event": "run", "routine": "load"}"#));
+        assert_eq!(
+            e,
+            "test: event 0: routine `load` runs while its context `base` is not yet created"
+        );
+        let e = error(&tiny(
+            "",
+            1000,
+            r#"{"event": "create", "context": "base"}, {"event": "create", "context": "child"}, {"event": "release", "context": "base"}"#,
+        ));
+        assert_eq!(
+            e,
+            "test: event 2: context `base` is released while its child `child` is live"
+        );
+        let e = error(&tiny(
+            "",
+            1000,
+            r#"{"event": "create", "context": "child"}"#,
+        ));
+        assert!(e.contains("while its parent `base` is not live"), "{e}");
+        let e = error(&tiny(
+            "",
+            1000,
+            r#"{"event": "create", "context": "base"}, {"event": "create", "context": "base"}"#,
+        ));
+        assert!(e.ends_with("context `base` is created twice"), "{e}");
+        let e = error(&tiny("", 1000, r#"{"event": "run", "routine": "nope"}"#));
+        assert!(e.ends_with("there is no routine `nope`"), "{e}");
+        let e = error(&tiny("", 1000, r#"{"event": "jump", "routine": "step"}"#));
+        assert_eq!(
+            e,
+            "test: at `program.events[0].event`: unknown variant `jump`, expected one of `create`, `run`, `release`"
+        );
+        // A routine's graph error names the context and the routine.
+        let e = error(&tiny("", 1000, LIFE).replace(r#""reads": ["b"]"#, r#""reads": ["q"]"#));
+        assert_eq!(
+            e,
+            "test: context `child`, routine `step`: step `s2` refers to tensor `q`, which does not exist"
+        );
+        // Structure errors give the path into the program.
+        let e = error(&tiny("", 1000, LIFE).replace(r#""bytes": 5000"#, r#""bytes": -1"#));
+        assert!(
+            e.starts_with("test: at `program.contexts[1].routines[0].tensors[3].bytes`"),
+            "{e}"
+        );
+        let e = error(&tiny("", 1000, LIFE).replace(r#""name": "tiny","#, r#""tensors": [],"#));
+        assert!(e.contains("`tensors` belongs in a routine"), "{e}");
+        let e = error(&tiny("", 1000, LIFE).replace(r#""parent": "base""#, r#""parent": "nope""#));
+        assert!(
+            e.ends_with("context `child`: its parent `nope` is not a context declared before it"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_dump_of_one_computation_is_not_a_program_and_a_program_is_not_one_computation() {
+        let one = include_str!("../../../static/examples/mlp-training.json");
+        assert!(error(one).contains("it has no `program` field"));
+        let e = Session::load(SERVING.as_bytes(), "test").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                EngineError::Format {
+                    error: FormatError::IsProgram,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn scenarios_apply_per_routine() {
+        let session = ProgramSession::load(SERVING.as_bytes(), "test").unwrap();
+        let decode = session
+            .routine_ids()
+            .iter()
+            .position(|(_, r)| r == "decode_step")
+            .unwrap();
+        let bump = |r: usize| Scenario {
+            strategy: if r == decode {
+                memplan_core::StrategyChoice::One(memplan_core::Strategy::Bump)
+            } else {
+                memplan_core::StrategyChoice::Best
+            },
+            ..Scenario::default()
+        };
+        let default = session.plan(&|_| Scenario::default()).unwrap();
+        let bumped = session.plan(&bump).unwrap();
+        for r in 0..session.routines.len() {
+            let same = default.routines[r].plan.devices == bumped.routines[r].plan.devices;
+            assert_eq!(same, r != decode, "routine {r}");
+        }
+        assert!(
+            bumped.own[decode].outcome.plan.footprint_bytes()
+                > default.own[decode].outcome.plan.footprint_bytes()
+        );
+    }
+}
