@@ -670,6 +670,8 @@ pub enum ExportKind {
     PlanJson,
     /// The plan as minimalloc CSV, as `memplan convert --to minimalloc --with-plan` writes it.
     MinimallocCsv,
+    /// The loaded program's report, as `memplan plan --json` prints it for a program.
+    ProgramJson,
 }
 
 /// A file to download.
@@ -698,7 +700,34 @@ pub fn export(
             mime: "text/csv".into(),
             text: session.minimalloc_csv(Some(outcome))?,
         },
+        ExportKind::ProgramJson => {
+            return Err(EngineError::NoProgram {
+                input: session.source.clone(),
+            });
+        }
     })
+}
+
+/// A program's report as pretty JSON, exactly as `memplan plan --json` prints it.
+pub fn program_report_json(report: &memplan_engine::program::ProgramReport) -> String {
+    let mut text = serde_json::to_string_pretty(report).expect("reports serialize");
+    text.push('\n');
+    text
+}
+
+/// The report of a bundled program with every routine under `scenario`: the bytes native and
+/// wasm builds must both produce.
+pub fn program_example_report_json(
+    example: &crate::page::examples::Example,
+    scenario: &Scenario,
+) -> String {
+    let session =
+        memplan_engine::program::ProgramSession::load(example.text.as_bytes(), example.name)
+            .expect("bundled programs load");
+    let outcome = session
+        .plan(&|_| scenario.clone())
+        .expect("bundled programs plan");
+    program_report_json(&session.report(&outcome))
 }
 
 /// The plan report as pretty JSON, exactly as `memplan plan --json` prints it.
@@ -831,6 +860,19 @@ mod tests {
                 golden,
                 "{}: regenerate with `memplan plan --json`",
                 e.name
+            );
+        }
+        for p in crate::page::examples::PROGRAMS {
+            let path = format!(
+                "{}/../tests/golden/{}.plan.json",
+                env!("CARGO_MANIFEST_DIR"),
+                p.name
+            );
+            assert_eq!(
+                program_example_report_json(p, &Scenario::default()),
+                std::fs::read_to_string(path).unwrap(),
+                "{}: regenerate with `memplan plan --json`",
+                p.name
             );
         }
         let mlp = EXAMPLES.iter().find(|e| e.name == "mlp-training").unwrap();

@@ -6,8 +6,8 @@
 #![cfg(target_arch = "wasm32")]
 
 use memplan_engine::Scenario;
-use memplan_web::analysis::{best_order, example_report_json};
-use memplan_web::page::examples::EXAMPLES;
+use memplan_web::analysis::{best_order, example_report_json, program_example_report_json};
+use memplan_web::page::examples::{EXAMPLES, PROGRAMS};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 
@@ -36,6 +36,23 @@ fn wasm_plans_the_examples_to_the_native_bytes() {
         example_report_json(mlp, &best_order()),
         include_str!("../../tests/golden/mlp-training.order-best.plan.json")
     );
+}
+
+#[wasm_bindgen_test]
+fn wasm_plans_the_programs_to_the_native_bytes() {
+    let goldens = [
+        include_str!("../../tests/golden/serving-program.plan.json"),
+        include_str!("../../tests/golden/schedule-search-program.plan.json"),
+    ];
+    assert_eq!(PROGRAMS.len(), goldens.len(), "a golden report per program");
+    for (program, golden) in PROGRAMS.iter().zip(goldens) {
+        assert_eq!(
+            program_example_report_json(program, &Scenario::default()),
+            golden,
+            "{}",
+            program.name
+        );
+    }
 }
 
 fn document() -> web_sys::Document {

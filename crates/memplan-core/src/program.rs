@@ -412,6 +412,16 @@ pub enum ProgramPoolRole {
     Constants,
 }
 
+impl ProgramPoolRole {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProgramPoolRole::Arena => "arena",
+            ProgramPoolRole::Static => "static",
+            ProgramPoolRole::Constants => "constants",
+        }
+    }
+}
+
 /// A pool the program allocates.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgramPool {
@@ -447,7 +457,7 @@ pub enum EventOutcome {
         context: String,
         /// Indices into the context's pools, and into the program's constants pools.
         allocated: Vec<usize>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         constants_allocated: Vec<usize>,
     },
     Run {

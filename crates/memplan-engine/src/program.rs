@@ -66,7 +66,7 @@ pub struct ProgramReport {
     /// [`crate::DEFAULT_UTIL`], the line the used memory must stay under.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_classes: Vec<ProgramDeviceClass>,
-    #[serde(flatten)]
+    /// The program plan: used memory per event, pools, what each event did, each run.
     pub plan: ProgramPlan,
 }
 

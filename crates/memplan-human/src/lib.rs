@@ -900,7 +900,7 @@ pub fn run_differences(run: &memplan_core::program::RunComparison) -> Vec<String
         terms.push((
             run.skipped_bytes,
             format!(
-                "-{}: tensors it reads where an ancestor or an earlier routine of its context holds them (the model counts them; the program allocates them once, in their holder)",
+                "-{}: tensors it reads that an ancestor or an earlier routine of its context holds: in the model, allocated once by their holder",
                 bytes(run.skipped_bytes)
             ),
         ));

@@ -11,6 +11,7 @@
 
 pub mod color;
 pub mod model;
+pub mod program;
 pub mod scene;
 pub mod svg;
 

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use memplan_render::color::ColorBy;
 use memplan_render::model::RowOrder;
 
-use crate::page::examples::{DEFAULT_EXAMPLE, EXAMPLES};
+use crate::page::examples::DEFAULT_EXAMPLE;
 use crate::page::state::{Origin, PageState, Restore};
 use crate::page::url::UrlState;
 
@@ -89,7 +89,7 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
         if let Some(e) = url
             .example
             .as_deref()
-            .and_then(|name| EXAMPLES.iter().find(|e| e.name == name))
+            .and_then(crate::page::examples::named)
             .or(
                 (url.src.is_none() && url.file.is_none() && url.posted.is_none())
                     .then_some(DEFAULT_EXAMPLE),

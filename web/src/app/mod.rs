@@ -16,7 +16,7 @@ use memplan_human::bytes;
 use wasm_bindgen::JsCast;
 
 use crate::error::WebError;
-use crate::page::examples::{DEFAULT_EXAMPLE, EXAMPLES};
+use crate::page::examples::{DEFAULT_EXAMPLE, EXAMPLES, PROGRAMS};
 use crate::page::state::{Busy, MissingFile, Origin, PageState, Restore};
 use crate::page::url::UrlState;
 use crate::views::panels::{Details, PeakTable, Unplanned};
@@ -183,7 +183,7 @@ pub fn App() -> impl IntoView {
         (None, example, _) => {
             let example = example
                 .as_deref()
-                .and_then(|name| EXAMPLES.iter().find(|e| e.name == name))
+                .and_then(crate::page::examples::named)
                 .unwrap_or(DEFAULT_EXAMPLE);
             state.load_example(example, origin);
         }
@@ -332,6 +332,7 @@ pub fn App() -> impl IntoView {
                     <nav class="examples" aria-label="Examples">
                         {EXAMPLES
                             .iter()
+                            .chain(PROGRAMS)
                             .map(|e| {
                                 view! {
                                     <button
@@ -440,6 +441,9 @@ pub fn App() -> impl IntoView {
                 </div>
             </Show>
             <Show when=loaded>
+                <Show when=move || !state.embed>
+                    <crate::views::program::ProgramView state=state />
+                </Show>
                 {move || (!state.embed).then(|| state.analysis.get().map(|a| view! { <Summary state=state analysis=a /> }))}
                 <div class="workspace" class:embed=state.embed>
                     <Views state=state search_input=search_input />

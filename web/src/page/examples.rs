@@ -32,5 +32,25 @@ pub const EXAMPLES: &[Example] = &[
     },
 ];
 
+/// The bundled programs: several routines in contexts, shown with the program view above the
+/// views of the routine opened.
+pub const PROGRAMS: &[Example] = &[
+    Example {
+        name: "serving-program",
+        title: "Serving program",
+        text: include_str!("../../../static/examples/serving-program.json"),
+    },
+    Example {
+        name: "schedule-search-program",
+        title: "Schedule search program",
+        text: include_str!("../../../static/examples/schedule-search-program.json"),
+    },
+];
+
+/// The bundled example or program named `name`.
+pub fn named(name: &str) -> Option<&'static Example> {
+    EXAMPLES.iter().chain(PROGRAMS).find(|e| e.name == name)
+}
+
 /// The example shown when the page opens.
 pub const DEFAULT_EXAMPLE: &Example = &EXAMPLES[0];

@@ -180,6 +180,10 @@ pub struct PageState {
     pub sweep_points: RwSignal<usize>,
     /// The plan shown against another: its diff.
     pub comparison: RwSignal<Option<CompareView>>,
+    /// The loaded program's report, when the dump is a program of several routines.
+    pub program: RwSignal<Option<Arc<memplan_engine::program::ProgramReport>>>,
+    /// The routine of the program shown (index into its routines).
+    pub routine: RwSignal<usize>,
 }
 
 /// The advisor's answer and the scenario it answers for: a plan shown under another scenario
@@ -254,6 +258,8 @@ impl PageState {
             sweep: RwSignal::new(None),
             sweep_points: RwSignal::new(memplan_engine::DEFAULT_SWEEP_POINTS),
             comparison: RwSignal::new(None),
+            program: RwSignal::new(None),
+            routine: RwSignal::new(0),
         };
         state
             .link
@@ -424,6 +430,11 @@ impl PageState {
                 self.fit_log.set(Some(*log));
             }
             Response::Cancelled => self.done(),
+            Response::Program(report) => self.program.set(report.map(|r| Arc::new(*r))),
+            Response::Routine { index, scenario } => {
+                self.routine.set(index);
+                self.set_choices(&scenario);
+            }
             Response::Unknown(unknown) => {
                 for u in &unknown {
                     match u {
@@ -471,6 +482,29 @@ impl PageState {
         self.link.with_value(|l| l.as_ref().map(Link::stop));
         self.done();
         self.restore.set_value(None);
+    }
+
+    /// Opens routine `index` of the loaded program in the views, under its own scenario; the
+    /// selection and zoom start afresh (it is another computation).
+    pub fn open_routine(self, index: usize) {
+        if self.routine.get_untracked() == index && self.analysis.with_untracked(Option::is_some) {
+            return;
+        }
+        let origin = self.origin.get_untracked();
+        self.restore.set_value(Some(Restore {
+            origin,
+            ..Restore::default()
+        }));
+        self.fit_log.set(None);
+        self.advice.set(None);
+        self.applied.set(None);
+        self.comparison.set(None);
+        self.sweep.set(None);
+        self.fits.set(None);
+        self.busy
+            .set(Some(Busy::stage(2, STAGES, "opening the routine")));
+        self.planning.set(true);
+        self.send(Request::Routine(index), None);
     }
 
     /// Loads a bundled example, as any other dump: in the worker.

@@ -323,14 +323,11 @@ impl UrlState {
                 },
                 "q" => state.search = value,
                 "example" if !value.is_empty() => {
-                    if crate::page::examples::EXAMPLES
-                        .iter()
-                        .any(|e| e.name == value)
-                    {
+                    if crate::page::examples::named(&value).is_some() {
                         state.example = Some(value);
                     } else {
-                        let names: Vec<&str> = crate::page::examples::EXAMPLES
-                            .iter()
+                        let names: Vec<&str> = (crate::page::examples::EXAMPLES.iter())
+                            .chain(crate::page::examples::PROGRAMS)
                             .map(|e| e.name)
                             .collect();
                         unknown("example", &value, &names.join(" or "));
@@ -577,7 +574,7 @@ mod tests {
                 r#"the link's zoom="1,2,3" is not known (expected x0,x1,y0,y1 with x0 < x1 and y0 < y1); showing the default"#,
                 r#"the link's sort="up" is not known (expected start, size or lifetime); showing the default"#,
                 r#"the link's color="red" is not known (expected kind or dtype); showing the default"#,
-                r#"the link's example="gpt9" is not known (expected mlp-training or transformer-decode or convnet-training or decoder-serving); showing the default"#,
+                r#"the link's example="gpt9" is not known (expected mlp-training or transformer-decode or convnet-training or decoder-serving or serving-program or schedule-search-program); showing the default"#,
             ]
         );
         assert_eq!(

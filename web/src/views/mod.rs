@@ -9,6 +9,7 @@ pub mod devices;
 pub mod export;
 pub mod flips;
 pub mod panels;
+pub mod program;
 pub mod sites;
 pub mod spaces;
 pub mod sweep;

@@ -8,8 +8,9 @@
 
 use memplan_core::{Control, Decodes, FoundAt, Progress};
 use memplan_engine::job::{Job, JobStep, PlanJob};
+use memplan_engine::program::{ProgramReport, ProgramSession};
 use memplan_engine::query::{Ask, DiffQuery, FitsQuery};
-use memplan_engine::{Outcome, Scenario, Session, SweepJob};
+use memplan_engine::{EngineError, Outcome, Scenario, Session, SweepJob};
 use memplan_render::BufferView;
 
 use super::protocol::{ReadProgress, Request, Response, STAGES, failed};
@@ -82,6 +83,32 @@ fn load(
     )?)
 }
 
+/// Reads a program from `input` (all of it: a program is text, within the page's limit for
+/// files read whole) and opens the first routine its events run.
+fn load_program(input: &mut Input, source: &str) -> Result<(Session, Option<Program>), WebError> {
+    let unreadable = |e: std::io::Error| WebError::FileUnreadable {
+        name: format!("{source} ({e})"),
+    };
+    let mut bytes = Vec::new();
+    input
+        .seek(std::io::SeekFrom::Start(0))
+        .map_err(unreadable)?;
+    input.read_to_end(&mut bytes).map_err(unreadable)?;
+    let session = ProgramSession::load(&bytes, source)?;
+    let routine = Program::first_run(&session);
+    let shown = session.routines[routine].clone();
+    let scenarios = vec![Scenario::default(); session.routines.len()];
+    Ok((
+        shown,
+        Some(Program {
+            session,
+            scenarios,
+            routine,
+            report: None,
+        }),
+    ))
+}
+
 /// The least time between two progress messages of a search, milliseconds.
 const PROGRESS_EVERY_MS: f64 = 100.0;
 
@@ -121,6 +148,45 @@ pub struct Worker {
     /// Whether the caller's `stop` in [`Worker::step`] turns true on a cancel while a step runs
     /// (the page shares a flag with the worker when it can), so a search stops at once.
     live_cancel: bool,
+    /// The loaded program, when the dump is one: the routine shown is one of its sessions.
+    program: Option<Program>,
+}
+
+/// A program loaded: its routines' scenarios (each routine keeps its own flips, strategy and
+/// params), the routine shown, and its last report.
+struct Program {
+    session: ProgramSession,
+    scenarios: Vec<Scenario>,
+    routine: usize,
+    report: Option<ProgramReport>,
+}
+
+impl Program {
+    /// The routine a program opens on: the first one its events run.
+    fn first_run(session: &ProgramSession) -> usize {
+        session
+            .resolved
+            .events
+            .iter()
+            .find_map(|e| match e {
+                memplan_core::program::ResolvedEvent::Run { routine } => Some(*routine),
+                _ => None,
+            })
+            .unwrap_or(0)
+    }
+
+    /// Plans the program under its routines' scenarios and posts its report.
+    fn replan(&mut self, post: &mut dyn FnMut(Response)) {
+        let scenarios = &self.scenarios;
+        match self.session.plan(&|r| scenarios[r].clone()) {
+            Ok(outcome) => {
+                let report = self.session.report(&outcome);
+                self.report = Some(report.clone());
+                post(Response::Program(Some(Box::new(report))));
+            }
+            Err(e) => post(failed(e)),
+        }
+    }
 }
 
 fn progress(stage: u32, what: String) -> Response {
@@ -280,6 +346,38 @@ impl Worker {
                     },
                 );
             }
+            Request::Routine(index) => {
+                self.abandon();
+                let Some(program) = self.program.as_mut() else {
+                    return post(failed(WebError::NothingLoaded(Operation::Plan)));
+                };
+                let Some(session) = program.session.routines.get(index).cloned() else {
+                    return post(failed(WebError::NothingLoaded(Operation::Plan)));
+                };
+                program.routine = index;
+                let scenario = program.scenarios[index].clone();
+                self.forget_sent();
+                post(Response::Routine {
+                    index,
+                    scenario: Box::new(scenario.clone()),
+                });
+                self.local = None;
+                self.start(session, scenario, None, post);
+            }
+            Request::Export(crate::analysis::ExportKind::ProgramJson) => {
+                let report = self.program.as_ref().and_then(|p| p.report.as_ref());
+                post(match report {
+                    Some(report) => Response::Exported(crate::analysis::Export {
+                        file_name: crate::analysis::file_name(
+                            self.bytes.as_ref().map_or("program", |(s, _)| s.as_str()),
+                            "plan.json",
+                        ),
+                        mime: "application/json".into(),
+                        text: crate::analysis::program_report_json(report),
+                    }),
+                    None => failed(WebError::NothingLoaded(Operation::Export)),
+                });
+            }
             Request::Export(kind) => {
                 // The plan shown: the loaded one, or while a job runs, the one before it.
                 let shown = (self.local.as_ref().map(|l| (&l.session, &l.outcome))).or_else(|| {
@@ -308,17 +406,38 @@ impl Worker {
         post: &mut dyn FnMut(Response),
     ) {
         post(progress(1, format!("parsing and checking {source}")));
+        self.forget_sent();
+        let loaded = match load(&mut bytes, &source, import, post) {
+            Err(WebError::Engine(EngineError::Format {
+                error: memplan_formats::FormatError::IsProgram,
+                ..
+            })) => load_program(&mut bytes, &source),
+            other => other.map(|session| (session, None)),
+        };
+        self.bytes = Some((source, bytes));
+        match loaded {
+            Ok((session, program)) => {
+                self.program = program;
+                match &self.program {
+                    None => post(Response::Program(None)),
+                    Some(p) => post(Response::Routine {
+                        index: p.routine,
+                        scenario: Box::new(scenario.clone()),
+                    }),
+                }
+                self.start(session, scenario, None, post)
+            }
+            Err(e) => post(failed(e)),
+        }
+    }
+
+    /// Forgets what was sent of the last session: the next plan is of another.
+    fn forget_sent(&mut self) {
         self.cache = AnalysisCache::default();
         self.schedule_sent = None;
         self.baseline_sent = None;
         self.buffers_sent = None;
         self.decodes = Decodes::default();
-        let loaded = load(&mut bytes, &source, import, post);
-        self.bytes = Some((source, bytes));
-        match loaded {
-            Ok(session) => self.start(session, scenario, None, post),
-            Err(e) => post(failed(e)),
-        }
     }
 
     fn start(
@@ -333,6 +452,14 @@ impl Worker {
         let (scenario, unknown) = session.known_part(&scenario);
         if !unknown.is_empty() {
             post(Response::Unknown(unknown));
+        }
+        // A program's routine keeps its scenario, and the program is planned again with it.
+        if let Some(program) = self.program.as_mut() {
+            let routine = program.routine;
+            if program.report.is_none() || program.scenarios[routine] != scenario {
+                program.scenarios[routine] = scenario.clone();
+                program.replan(post);
+            }
         }
         post(progress(2, format!("planning with {}", scenario.strategy)));
         self.running = Some(Running {
@@ -639,7 +766,9 @@ mod tests {
             },
             Some(b"id,lower,upper,size\na,0,2,100\nb,1,3,50\n"),
         );
-        assert_eq!(out.len(), 4);
+        // Progress, no program (one computation), progress twice, the plan.
+        assert_eq!(out.len(), 5);
+        assert!(matches!(&out[1], Response::Program(None)), "{out:?}");
         assert!(matches!(
             &out[0],
             Response::Progress {
@@ -1180,5 +1309,104 @@ mod tests {
         // The worker still holds its plan: a plan after the questions plans.
         let out = run(&mut worker, Request::Plan(row.scenario.clone()), None);
         assert_eq!(planned(&out).0.summary.footprint_bytes, row.footprint_bytes);
+    }
+
+    /// What the page receives: each response through JSON, as the Web Worker sends it.
+    fn through_json(out: Vec<Response>) -> Vec<Response> {
+        out.into_iter()
+            .map(|r| serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap())
+            .collect()
+    }
+
+    fn program_report(out: &[Response]) -> &memplan_engine::program::ProgramReport {
+        out.iter()
+            .rev()
+            .find_map(|r| match r {
+                Response::Program(Some(report)) => Some(&**report),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no program in {out:?}"))
+    }
+
+    #[test]
+    fn a_program_loads_with_its_report_opens_its_first_run_and_keeps_each_routines_scenario() {
+        let example = crate::page::examples::named("serving-program").unwrap();
+        let mut worker = Worker::default();
+        let out = through_json(run(
+            &mut worker,
+            Request::Load {
+                source: example.name.into(),
+                scenario: Scenario::default(),
+                import: Default::default(),
+            },
+            Some(example.text.as_bytes()),
+        ));
+        // The report the page shows is the CLI's, byte for byte.
+        let report = program_report(&out);
+        assert_eq!(
+            crate::analysis::program_report_json(report),
+            include_str!("../../../tests/golden/serving-program.plan.json")
+        );
+        assert!(
+            out.iter()
+                .any(|r| matches!(r, Response::Routine { index: 0, .. })),
+            "{out:?}"
+        );
+        assert_eq!(
+            planned(&out).0.summary.footprint_bytes,
+            report.routines[0].model.footprint_bytes
+        );
+        // Another routine under another strategy: its plan, and the program planned with it.
+        let decode = report
+            .routines
+            .iter()
+            .position(|r| r.routine == "decode_step")
+            .unwrap();
+        let out = through_json(run(&mut worker, Request::Routine(decode), None));
+        let (a, _) = planned(&out);
+        assert_eq!(
+            a.summary.footprint_bytes,
+            report.routines[decode].model.footprint_bytes
+        );
+        let bump = scenario(Strategy::Bump);
+        let out = through_json(run(&mut worker, Request::Plan(bump.clone()), None));
+        let bumped = program_report(&out);
+        assert!(
+            bumped.routines[decode].own.footprint_bytes
+                > report.routines[decode].own.footprint_bytes
+        );
+        assert_eq!(
+            bumped.routines[0], report.routines[0],
+            "the other routines keep theirs"
+        );
+        // Back to the first: it opens under its own scenario, not the one set on decode.
+        let out = through_json(run(&mut worker, Request::Routine(0), None));
+        let Some(Response::Routine { scenario, .. }) =
+            out.iter().find(|r| matches!(r, Response::Routine { .. }))
+        else {
+            panic!("{out:?}")
+        };
+        assert_eq!(**scenario, Scenario::default());
+        // The export is the program's report.
+        let out = run(&mut worker, Request::Export(ExportKind::ProgramJson), None);
+        let Response::Exported(file) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(file.file_name, "serving-program.plan.json");
+        assert!(file.text.contains("\"used_peak_bytes\""));
+        // A dump of one computation after it: no program.
+        let out = run(
+            &mut worker,
+            Request::Load {
+                source: "x.csv".into(),
+                scenario: Scenario::default(),
+                import: Default::default(),
+            },
+            Some(b"id,lower,upper,size\na,0,2,100\n"),
+        );
+        assert!(
+            out.iter().any(|r| matches!(r, Response::Program(None))),
+            "{out:?}"
+        );
     }
 }

@@ -55,6 +55,8 @@ pub enum Request {
         scenario: Scenario,
         source: Option<String>,
     },
+    /// Open routine `index` of the loaded program: plan it under its own scenario.
+    Routine(usize),
     /// Make a file of the current plan.
     Export(ExportKind),
     /// End the running plan with its best so far.
@@ -98,6 +100,14 @@ pub enum Response {
     },
     /// A cancel came before any plan of the new scenario: the page keeps what it shows.
     Cancelled,
+    /// The loaded dump's program planned under each routine's scenario (after every load:
+    /// `None` for a dump of one computation).
+    Program(Option<Box<memplan_engine::program::ProgramReport>>),
+    /// The routine of the program opened, and its scenario: the plan that follows is of it.
+    Routine {
+        index: usize,
+        scenario: Box<Scenario>,
+    },
     Exported(Export),
     /// A fit's answer; the plan with its flips follows.
     Fitted(Box<FitAnswer>),
