@@ -60,6 +60,20 @@ test('a bundled program shows the CLI’s used memory, opens its routines and re
   assert.equal(runs, report.plan.runs.filter((r) => r.routine === 'decode_step').length);
   assert.match(await testid(`program-run-${decodeRun.event}`).innerText(), /that an ancestor or an earlier routine of its context holds/);
 
+  // The link names the routine shown, and opens it.
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('routine') === 'decode_step');
+  const link = page.url();
+  await page.goto(link);
+  await showing('decode_step');
+  await testid('program').waitFor();
+  assert.equal(await testid('routine-decode_step').getAttribute('aria-pressed'), 'true');
+  // Back from another routine returns to it.
+  await testid('routine-prefill_512').click();
+  await showing('prefill_512');
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('routine') === 'prefill_512');
+  await page.goBack();
+  await showing('decode_step');
+
   // A strategy chosen here applies to decode_step alone, and the program is planned with it.
   await page.selectOption('[data-testid="strategy-select"]', 'bump');
   const bumped = JSON.parse(cli('plan', '--json', example('serving-program'), '--strategy', 'bump'));
@@ -93,8 +107,9 @@ test('the schedule search says which contexts were not released and what a retri
   const run = report.plan.runs.find((r) => r.routine === 'step_chunk16');
   assert.match(await testid(`program-run-${run.event}`).innerText(), /contexts not yet released \(`candidate2`\)/);
   await page.screenshot({ path: join(output, 'program-search-1366x768.png') });
-  // One computation after a program: the program view goes.
+  // One computation after a program: the program view goes, and the link names no routine.
   await testid('example-mlp-training').click();
+  await page.waitForFunction(() => !new URLSearchParams(location.search).has('routine'));
   await page.waitForFunction(() => !document.querySelector('[data-testid="program"]'));
   assert.equal(page.problems.length, 0, page.problems.join('; '));
 });

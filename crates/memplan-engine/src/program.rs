@@ -226,10 +226,15 @@ impl ProgramSession {
                 // `Graph::resolve` checked that every occupied size fits.
                 let occupied =
                     memplan_core::graph::align_up(rt.bytes, rt.alignment).unwrap_or(u64::MAX);
+                // Sums of a routine's buffers: `Session::load` checked they fit 64 bits.
                 match share {
-                    Sharing::HeldBy(_) => f.skipped_bytes[rt.device] += occupied,
+                    Sharing::HeldBy(_) => {
+                        f.skipped_bytes[rt.device] =
+                            f.skipped_bytes[rt.device].saturating_add(occupied)
+                    }
                     _ => {
-                        f.constant_bytes[rt.device] += occupied;
+                        f.constant_bytes[rt.device] =
+                            f.constant_bytes[rt.device].saturating_add(occupied);
                         f.constants
                             .push((rt.device, elided.tensors[t].id.clone(), occupied));
                     }
@@ -750,5 +755,192 @@ mod tests {
             bumped.own[decode].outcome.plan.footprint_bytes()
                 > default.own[decode].outcome.plan.footprint_bytes()
         );
+    }
+
+    /// A random program as JSON: contexts in a random tree, routines over a few shared ids
+    /// (params `w*`, constants `c*`, sized by their id so that sharing is consistent, unless
+    /// `odd` resizes one), and events picked from the ones valid at each point (`choices` drive
+    /// every pick).
+    fn random_program(contexts: usize, choices: &[u32], odd: bool) -> String {
+        let mut pick = choices.iter().copied().cycle();
+        let mut next = |n: usize| pick.next().unwrap_or(0) as usize % n.max(1);
+        let mut parents = Vec::new();
+        let mut routines: Vec<(usize, String)> = Vec::new();
+        let mut context_json = Vec::new();
+        for c in 0..contexts {
+            let parent = (c > 0 && next(3) > 0).then(|| next(c));
+            parents.push(parent);
+            let mut rs = Vec::new();
+            for r in 0..next(3) {
+                let id = format!("r{c}_{r}");
+                let mut tensors = vec![r#"{"id": "x", "bytes": 64, "kind": "input"}"#.to_string()];
+                let mut reads = vec!["\"x\"".to_string()];
+                for w in 0..next(4) {
+                    let bytes = if odd && c == contexts - 1 && w == 0 {
+                        1
+                    } else {
+                        1000 * (w + 1)
+                    };
+                    tensors.push(format!(
+                        r#"{{"id": "w{w}", "bytes": {bytes}, "kind": "param"}}"#
+                    ));
+                    reads.push(format!("\"w{w}\""));
+                }
+                for k in 0..next(2) {
+                    tensors.push(format!(
+                        r#"{{"id": "c{k}", "bytes": {}, "kind": "constant"}}"#,
+                        300 + 7 * k
+                    ));
+                    reads.push(format!("\"c{k}\""));
+                }
+                let mut steps = Vec::new();
+                let mut last = "x".to_string();
+                for a in 0..1 + next(4) {
+                    let bytes = 256 * (1 + next(64));
+                    tensors.push(format!(r#"{{"id": "a{a}", "bytes": {bytes}}}"#));
+                    let extra = reads[next(reads.len())].clone();
+                    steps.push(format!(
+                        r#"{{"id": "s{a}", "reads": ["{last}", {extra}], "writes": ["a{a}"]}}"#
+                    ));
+                    last = format!("a{a}");
+                }
+                tensors.push(r#"{"id": "y", "bytes": 16, "kind": "output"}"#.to_string());
+                steps.push(format!(
+                    r#"{{"id": "out", "reads": ["{last}"], "writes": ["y"]}}"#
+                ));
+                rs.push(format!(
+                    r#"{{"id": "{id}", "tensors": [{}], "steps": [{}]}}"#,
+                    tensors.join(", "),
+                    steps.join(", ")
+                ));
+                routines.push((c, id));
+            }
+            context_json.push(format!(
+                r#"{{"id": "k{c}"{}, "routines": [{}]}}"#,
+                parent
+                    .map(|p| format!(r#", "parent": "k{p}""#))
+                    .unwrap_or_default(),
+                rs.join(", ")
+            ));
+        }
+        // 0 unborn, 1 live, 2 releasing, 3 released.
+        let mut state = vec![0u8; contexts];
+        let mut events = Vec::new();
+        for _ in 0..4 + next(12) {
+            let mut valid = Vec::new();
+            for c in 0..contexts {
+                let parent_live = parents[c].is_none_or(|p| state[p] == 1);
+                let child_live = (0..contexts).any(|k| parents[k] == Some(c) && state[k] == 1);
+                if state[c] == 0 && parent_live {
+                    valid.push(format!(r#"{{"event": "create", "context": "k{c}"}}"#));
+                }
+                if state[c] != 0 && !child_live {
+                    valid.push(format!(r#"{{"event": "release", "context": "k{c}"}}"#));
+                    valid.push(format!(
+                        r#"{{"event": "release", "context": "k{c}", "fails_after": {}}}"#,
+                        next(3)
+                    ));
+                }
+            }
+            for (c, id) in &routines {
+                if state[*c] == 1 {
+                    valid.push(format!(r#"{{"event": "run", "routine": "{id}"}}"#));
+                }
+            }
+            let Some(event) = valid.get(next(valid.len())).cloned() else {
+                break;
+            };
+            if let Some(c) = event
+                .split("\"k")
+                .nth(1)
+                .and_then(|t| t.split('"').next())
+                .and_then(|n| n.parse::<usize>().ok())
+            {
+                if event.contains("create") {
+                    state[c] = 1;
+                } else if event.contains("fails_after") {
+                    if state[c] != 3 {
+                        state[c] = 2;
+                    }
+                } else {
+                    state[c] = 3;
+                }
+            }
+            events.push(event);
+        }
+        format!(
+            r#"{{"memplan": 1, "devices": [{{"id": "d0"{}}}], "program": {{"contexts": [{}], "events": [{}]}}}}"#,
+            if next(2) == 0 {
+                r#", "hardware_class": "a100-40gb""#
+            } else {
+                ""
+            },
+            context_json.join(", "),
+            events.join(", ")
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// On random programs: the load refuses (a resized shared tensor) or plans, and a plan's
+        /// used memory is its pools allocated, each run's terms add up, the used memory moves
+        /// only as its event says, and what is left at the end is the unreleased contexts and
+        /// the constants.
+        #[test]
+        fn random_programs_keep_the_seeds_rules(
+            contexts in 1usize..5,
+            choices in proptest::collection::vec(proptest::prelude::any::<u32>(), 64),
+            odd in proptest::prelude::any::<bool>(),
+        ) {
+            let text = random_program(contexts, &choices, odd);
+            let Ok(session) = ProgramSession::load(text.as_bytes(), "prop") else {
+                return Ok(());
+            };
+            let outcome = session.plan(&|_| Scenario::default()).unwrap();
+            let plan = &session.report(&outcome).plan;
+            assert_used_is_the_pools_allocated(plan);
+            for run in &plan.runs {
+                assert_terms_add_up(run);
+            }
+            for (e, event) in plan.events.iter().enumerate() {
+                let before = if e == 0 { 0 } else { plan.used_bytes[e - 1][0] };
+                let after = plan.used_bytes[e][0];
+                match event {
+                    EventOutcome::Create { .. } => assert!(after >= before),
+                    EventOutcome::Run { .. } => assert_eq!(after, before),
+                    EventOutcome::Release { freed, result, .. } => {
+                        assert!(after <= before);
+                        if *result == ReleaseResult::AlreadyReleased {
+                            assert!(freed.is_empty());
+                            assert_eq!(after, before);
+                        }
+                    }
+                }
+            }
+            let constants: u64 = plan.constants.iter().map(|p| p.page_rounded_bytes).sum();
+            let held: u64 = plan.unreleased.iter().map(|u| u.page_rounded_bytes).sum();
+            assert_eq!(plan.devices[0].used_at_end_bytes, held + constants);
+        }
+
+        /// Whatever a program's text is edited into, loading and planning it never panics.
+        #[test]
+        fn mutated_programs_never_panic(
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), 0usize..3, proptest::prelude::any::<char>()), 1..8),
+        ) {
+            let mut text: Vec<char> = tiny("", 1000, LIFE).chars().collect();
+            for (at, kind, c) in edits {
+                let i = at.index(text.len().max(1)).min(text.len());
+                match kind {
+                    0 => { if i < text.len() { text.remove(i); } }
+                    1 => text.insert(i, c),
+                    _ => { if i < text.len() { text[i] = c; } }
+                }
+            }
+            let text: String = text.into_iter().collect();
+            if let Ok(session) = ProgramSession::load(text.as_bytes(), "fuzz") {
+                let _ = session.plan(&|_| Scenario::default());
+            }
+        }
     }
 }

@@ -80,6 +80,7 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
             file: url.file.clone(),
             posted: url.posted.clone(),
         },
+        routine: url.routine.clone(),
     };
     let same_dump = origin.example == url.example
         && origin.src == url.src
@@ -114,6 +115,16 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
         if let Some(w) = web_sys::window() {
             let _ = w.location().reload();
         }
+        return;
+    }
+    // Another routine of the program shown: it opens under the scenario it kept.
+    let routine = (url.routine.as_ref()).and_then(|id| {
+        state
+            .program
+            .with_untracked(|p| p.as_ref()?.routines.iter().position(|r| &r.routine == id))
+    });
+    if let Some(index) = routine.filter(|&i| i != state.routine.get_untracked()) {
+        state.open_routine(index, Some(restore));
         return;
     }
     let hardware = url

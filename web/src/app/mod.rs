@@ -119,6 +119,35 @@ fn load_files(state: PageState, files: Vec<web_sys::File>) {
     });
 }
 
+/// A bundled example's button: loads it, forgetting the flips of the dump shown.
+#[component]
+fn ExampleButton(
+    state: PageState,
+    example: &'static crate::page::examples::Example,
+) -> impl IntoView {
+    view! {
+        <button
+            data-testid=format!("example-{}", example.name)
+            on:click=move |ev: web_sys::MouseEvent| {
+                let origin = Origin { example: Some(example.name.to_string()), ..Origin::default() };
+                state.missing_file.set(None);
+                state.forget_flips();
+                state.load_example(example, origin);
+                // A menu the button sits in folds again.
+                if let Some(menu) = ev
+                    .current_target()
+                    .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                    .and_then(|b| b.closest("details").ok().flatten())
+                {
+                    let _ = menu.remove_attribute("open");
+                }
+            }
+        >
+            {example.title}
+        </button>
+    }
+}
+
 #[component]
 pub fn App() -> impl IntoView {
     let url = UrlState::parse(&location_search());
@@ -147,6 +176,7 @@ pub fn App() -> impl IntoView {
         device: url.device.clone(),
         zoom: url.zoom,
         origin: origin.clone(),
+        routine: url.routine.clone(),
     }));
     match (url.src.clone(), url.example.clone(), url.file.clone()) {
         (Some(src), _, _) => {
@@ -332,23 +362,18 @@ pub fn App() -> impl IntoView {
                     <nav class="examples" aria-label="Examples">
                         {EXAMPLES
                             .iter()
-                            .chain(PROGRAMS)
-                            .map(|e| {
-                                view! {
-                                    <button
-                                        data-testid=format!("example-{}", e.name)
-                                        on:click=move |_| {
-                                            let origin = Origin { example: Some(e.name.to_string()), ..Origin::default() };
-                                            state.missing_file.set(None);
-                                            state.forget_flips();
-                                            state.load_example(e, origin);
-                                        }
-                                    >
-                                        {e.title}
-                                    </button>
-                                }
-                            })
+                            .map(|e| view! { <ExampleButton state=state example=e /> })
                             .collect_view()}
+                        // Programs of several routines: folded, so that the header keeps to one row.
+                        <details class="programs-menu" data-testid="programs-menu">
+                            <summary>"programs"</summary>
+                            <div class="programs-list">
+                                {PROGRAMS
+                                    .iter()
+                                    .map(|e| view! { <ExampleButton state=state example=e /> })
+                                    .collect_view()}
+                            </div>
+                        </details>
                         <label class="open-file" title="memplan JSON, minimalloc CSV, ONNX, TFLite, a PyTorch memory snapshot or profiler trace, or an XLA buffer assignment with its live range (choose both, or a zip of them); or drop files anywhere">
                             "open a file…"
                             <input node_ref=file_input type="file" data-testid="file-input" multiple accept=".json,.gz,.zip,.csv,.onnx,.tflite,.pickle,.pkl,.txt,application/json,application/gzip,application/zip,text/csv,text/plain" on:change=on_pick />

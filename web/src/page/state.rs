@@ -99,6 +99,8 @@ pub struct Restore {
     pub device: Option<String>,
     pub zoom: Option<Viewport>,
     pub origin: Origin,
+    /// The routine of a program to open (its id).
+    pub routine: Option<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -297,10 +299,14 @@ impl PageState {
         self.busy.set(Some(Busy::stage(0, STAGES, what)));
         self.restore
             .update_value(|r| r.get_or_insert_with(Restore::default).origin = origin);
+        let routine = self
+            .restore
+            .with_value(|r| r.as_ref().and_then(|r| r.routine.clone()));
         let request = Request::Load {
             source: source.to_string(),
             scenario: self.scenario(),
             import: Default::default(),
+            routine,
         };
         self.send(request, Some(bytes));
     }
@@ -430,7 +436,23 @@ impl PageState {
                 self.fit_log.set(Some(*log));
             }
             Response::Cancelled => self.done(),
-            Response::Program(report) => self.program.set(report.map(|r| Arc::new(*r))),
+            Response::Program(report) => {
+                // A link's routine this program does not have is said, not dropped silently.
+                let wanted = self
+                    .restore
+                    .try_update_value(|r| r.as_mut().and_then(|r| r.routine.take()))
+                    .flatten();
+                if let (Some(id), Some(report)) = (wanted, &report)
+                    && !report.routines.iter().any(|r| r.routine == id)
+                {
+                    self.notices.update(|n| {
+                        n.push(memplan_human::one_line(&format!(
+                            "the link's routine={id} names no routine of this program; showing the first one run"
+                        )))
+                    });
+                }
+                self.program.set(report.map(|r| Arc::new(*r)));
+            }
             Response::Routine { index, scenario } => {
                 self.routine.set(index);
                 self.set_choices(&scenario);
@@ -485,16 +507,17 @@ impl PageState {
     }
 
     /// Opens routine `index` of the loaded program in the views, under its own scenario; the
-    /// selection and zoom start afresh (it is another computation).
-    pub fn open_routine(self, index: usize) {
+    /// selection and zoom start afresh (it is another computation), or as `restore` says (a
+    /// link followed).
+    pub fn open_routine(self, index: usize, restore: Option<Restore>) {
         if self.routine.get_untracked() == index && self.analysis.with_untracked(Option::is_some) {
             return;
         }
         let origin = self.origin.get_untracked();
-        self.restore.set_value(Some(Restore {
+        self.restore.set_value(Some(restore.unwrap_or(Restore {
             origin,
             ..Restore::default()
-        }));
+        })));
         self.fit_log.set(None);
         self.advice.set(None);
         self.applied.set(None);
@@ -820,6 +843,10 @@ impl PageState {
             color_by: self.color_by.get(),
             search: self.search.get(),
             example,
+            routine: self.program.with(|p| {
+                let p = p.as_ref()?;
+                Some(p.routines.get(self.routine.get())?.routine.clone())
+            }),
             src,
             file,
             posted,

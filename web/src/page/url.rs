@@ -139,6 +139,8 @@ pub struct UrlState {
     pub search: String,
     /// A bundled example to open.
     pub example: Option<String>,
+    /// The routine of a program shown (its id).
+    pub routine: Option<String>,
     /// A URL to fetch the dump from.
     pub src: Option<String>,
     /// A file from the user's disk: its name, for saying that it is not in the link.
@@ -180,6 +182,7 @@ impl Default for UrlState {
             color_by: ColorBy::default(),
             search: String::new(),
             example: None,
+            routine: None,
             src: None,
             file: None,
             posted: None,
@@ -333,6 +336,7 @@ impl UrlState {
                         unknown("example", &value, &names.join(" or "));
                     }
                 }
+                "routine" if !value.is_empty() => state.routine = Some(value),
                 "src" if !value.is_empty() => state.src = Some(value),
                 "file" if !value.is_empty() => state.file = Some(value),
                 "posted" if !value.is_empty() => state.posted = Some(value),
@@ -378,6 +382,9 @@ impl UrlState {
         }
         if let Some(example) = &self.example {
             q.append_pair("example", example);
+        }
+        if let Some(routine) = &self.routine {
+            q.append_pair("routine", routine);
         }
         if let Some(file) = &self.file {
             q.append_pair("file", file);
@@ -529,6 +536,7 @@ mod tests {
             color_by: ColorBy::DType,
             search: "norm".into(),
             example: Some("mlp-training".into()),
+            routine: Some("decode step&1".into()),
             src: None,
             file: Some("my model.json".into()),
             posted: Some("host &.json".into()),

@@ -108,7 +108,7 @@ fn Chart(
                     data-used-bytes=used.to_string()
                     x=(e as f64 * COLUMN).to_string() width=COLUMN.to_string() y="0" height=HEIGHT.to_string()
                     vector-effect="non-scaling-stroke"
-                    on:click=move |_| { if let Some(r) = routine { state.open_routine(r); } }>
+                    on:click=move |_| { if let Some(r) = routine { state.open_routine(r, None); } }>
                     <title>{one_line(&format!("event {e}: {label} · used {}", bytes(used)))}</title>
                 </rect>
             }
@@ -222,7 +222,7 @@ pub fn ProgramView(state: PageState) -> impl IntoView {
                         title=one_line(&format!(
                             "in context `{}`: its model of the peak {}, its own pools {}; {} tensors read where another routine holds them, {} constants",
                             rr.context, bytes(rr.model.footprint_bytes), bytes(rr.own.footprint_bytes), rr.skipped_tensors.len(), rr.constant_tensors.len()))
-                        on:click=move |_| state.open_routine(r)>
+                        on:click=move |_| state.open_routine(r, None)>
                         {one_line(&format!("{} · {}", rr.routine, bytes(rr.model.footprint_bytes)))}
                     </button>
                 }

@@ -84,8 +84,12 @@ fn load(
 }
 
 /// Reads a program from `input` (all of it: a program is text, within the page's limit for
-/// files read whole) and opens the first routine its events run.
-fn load_program(input: &mut Input, source: &str) -> Result<(Session, Option<Program>), WebError> {
+/// files read whole) and opens routine `routine` (an id), else the first one its events run.
+fn load_program(
+    input: &mut Input,
+    source: &str,
+    routine: Option<&str>,
+) -> Result<(Session, Option<Program>), WebError> {
     let unreadable = |e: std::io::Error| WebError::FileUnreadable {
         name: format!("{source} ({e})"),
     };
@@ -95,7 +99,9 @@ fn load_program(input: &mut Input, source: &str) -> Result<(Session, Option<Prog
         .map_err(unreadable)?;
     input.read_to_end(&mut bytes).map_err(unreadable)?;
     let session = ProgramSession::load(&bytes, source)?;
-    let routine = Program::first_run(&session);
+    let routine = routine
+        .and_then(|id| session.program.routines().position(|(_, r)| r.id == id))
+        .unwrap_or_else(|| Program::first_run(&session));
     let shown = session.routines[routine].clone();
     let scenarios = vec![Scenario::default(); session.routines.len()];
     Ok((
@@ -216,19 +222,35 @@ impl Worker {
                 source,
                 scenario,
                 import,
+                routine,
             } => {
                 let Some(bytes) = bytes else {
                     return post(failed(WebError::NoBytes { input: source }));
                 };
                 self.abandon();
-                self.import(source, bytes, &import, scenario, post);
+                self.import(source, bytes, &import, scenario, routine.as_deref(), post);
             }
             Request::Reimport { scenario, import } => {
                 let Some((source, bytes)) = self.bytes.take() else {
                     return post(failed(WebError::NothingLoaded(Operation::ImportAgain)));
                 };
                 self.abandon();
-                self.import(source, bytes, &import, scenario, post);
+                // A program opens on the routine it showed.
+                let routine = self.program.as_ref().map(|p| {
+                    p.session
+                        .program
+                        .routines()
+                        .nth(p.routine)
+                        .map(|(_, r)| r.id.clone())
+                });
+                self.import(
+                    source,
+                    bytes,
+                    &import,
+                    scenario,
+                    routine.flatten().as_deref(),
+                    post,
+                );
             }
             Request::Plan(scenario) => {
                 self.abandon();
@@ -403,6 +425,7 @@ impl Worker {
         mut bytes: Input,
         import: &memplan_formats::onnx::Options,
         scenario: Scenario,
+        routine: Option<&str>,
         post: &mut dyn FnMut(Response),
     ) {
         post(progress(1, format!("parsing and checking {source}")));
@@ -411,7 +434,7 @@ impl Worker {
             Err(WebError::Engine(EngineError::Format {
                 error: memplan_formats::FormatError::IsProgram,
                 ..
-            })) => load_program(&mut bytes, &source),
+            })) => load_program(&mut bytes, &source, routine),
             other => other.map(|session| (session, None)),
         };
         self.bytes = Some((source, bytes));
@@ -749,6 +772,7 @@ mod tests {
                 source: "A.csv".into(),
                 scenario: scenario(Strategy::FirstFit),
                 import: Default::default(),
+                routine: None,
             },
             Some(A),
         );
@@ -763,6 +787,7 @@ mod tests {
                 source: "x.csv".into(),
                 scenario: scenario(Strategy::Bump),
                 import: Default::default(),
+                routine: None,
             },
             Some(b"id,lower,upper,size\na,0,2,100\nb,1,3,50\n"),
         );
@@ -814,6 +839,7 @@ mod tests {
                 source: "model.onnx".into(),
                 scenario: Scenario::default(),
                 import: Default::default(),
+                routine: None,
             },
             Some(&[0x08, 0x07, 0x12, 0xff, 0xfe, 0x00]),
         );
@@ -831,6 +857,7 @@ mod tests {
             source: "A.csv".into(),
             scenario: scenario(Strategy::Search),
             import: Default::default(),
+            routine: None,
         };
         let out = run(&mut worker, load, Some(A));
         let best: Vec<u64> = out
@@ -951,6 +978,7 @@ mod tests {
             source: "squeezenet.onnx".into(),
             scenario: scenario(Strategy::FirstFit),
             import: Default::default(),
+            routine: None,
         };
         let out = run(&mut worker, load, Some(model));
         let one = planned(&out).0.summary.lower_bound_bytes;
@@ -980,6 +1008,7 @@ mod tests {
                 ..scenario(Strategy::FirstFit)
             },
             import: Default::default(),
+            routine: None,
         };
         let out = run(&mut worker, load, Some(example.text.as_bytes()));
         let unknown = (out.iter())
@@ -1014,6 +1043,7 @@ mod tests {
             source: "convnet.json".into(),
             scenario: scenario(Strategy::FirstFit),
             import: Default::default(),
+            routine: None,
         };
         (Worker::default(), example, load)
     }
@@ -1030,6 +1060,7 @@ mod tests {
             source: example.name.into(),
             scenario: scenario(Strategy::FirstFit),
             import: Default::default(),
+            routine: None,
         };
         // The page's analysis: each answer rebuilt against the one before, as the page does.
         let mut page: Option<Analysis> = None;
@@ -1208,6 +1239,7 @@ mod tests {
             source: "A.csv".into(),
             scenario: scenario(Strategy::FirstFit),
             import: Default::default(),
+            routine: None,
         };
         run(&mut worker, load, Some(A));
         let out = run(
@@ -1256,6 +1288,7 @@ mod tests {
                 source: "bad.json".into(),
                 scenario: Scenario::default(),
                 import: Default::default(),
+                routine: None,
             },
             Some(b"{"),
         );
@@ -1283,6 +1316,7 @@ mod tests {
                 source: "convnet.json".into(),
                 scenario: Scenario::default(),
                 import: Default::default(),
+                routine: None,
             },
             Some(convnet),
         );
@@ -1338,6 +1372,7 @@ mod tests {
                 source: example.name.into(),
                 scenario: Scenario::default(),
                 import: Default::default(),
+                routine: None,
             },
             Some(example.text.as_bytes()),
         ));
@@ -1401,6 +1436,7 @@ mod tests {
                 source: "x.csv".into(),
                 scenario: Scenario::default(),
                 import: Default::default(),
+                routine: None,
             },
             Some(b"id,lower,upper,size\na,0,2,100\n"),
         );

@@ -24,6 +24,9 @@ pub enum Request {
         scenario: Scenario,
         #[serde(default)]
         import: memplan_formats::onnx::Options,
+        /// For a program: the routine to open (an id); absent or unknown, the first one run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        routine: Option<String>,
     },
     /// Import the last loaded bytes again with other options (an ONNX model's input shapes).
     Reimport {

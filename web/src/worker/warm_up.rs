@@ -87,6 +87,7 @@ impl WarmUp {
                     source: "warm-up.csv".into(),
                     scenario: Scenario::default(),
                     import: Default::default(),
+                    routine: None,
                 };
                 let bytes = puzzle(200, 80, 30, 37).into_bytes();
                 self.worker
