@@ -360,14 +360,7 @@ impl Session {
         source: &str,
     ) -> Result<Session, EngineError> {
         Session::loaded(
-            Ok(memplan_formats::Loaded {
-                format,
-                graph,
-                resolved,
-                given_plan: None,
-                recorded: None,
-                warnings: Vec::new(),
-            }),
+            Ok(memplan_formats::Loaded::plain(format, graph, resolved)),
             source,
         )
     }

@@ -37,29 +37,18 @@ pub struct HardwareError {
     pub detail: String,
 }
 
-/// The classes that ship with memplan: (class, TOML text).
-pub const BUNDLED: [(&str, &str); 5] = [
-    (
-        "h100-sxm-80gb",
-        include_str!("../../../static/hardware/h100-sxm-80gb.toml"),
-    ),
-    (
-        "a100-40gb",
-        include_str!("../../../static/hardware/a100-40gb.toml"),
-    ),
-    (
-        "l4-24gb",
-        include_str!("../../../static/hardware/l4-24gb.toml"),
-    ),
-    (
-        "rtx-4090-24gb",
-        include_str!("../../../static/hardware/rtx-4090-24gb.toml"),
-    ),
-    (
-        "jetson-agx-orin-64gb",
-        include_str!("../../../static/hardware/jetson-agx-orin-64gb.toml"),
-    ),
+/// The classes that ship with memplan, in the order they are offered: each is
+/// `static/hardware/CLASS.toml`, compiled in as constants by build.rs (no TOML is parsed to read
+/// one).
+pub const BUNDLED: [&str; 5] = [
+    "h100-sxm-80gb",
+    "a100-40gb",
+    "l4-24gb",
+    "rtx-4090-24gb",
+    "jetson-agx-orin-64gb",
 ];
+
+include!(concat!(env!("OUT_DIR"), "/bundled_classes.rs"));
 
 /// Reads class `class` from its TOML text.
 pub fn parse(class: &str, text: &str) -> Result<HardwareClass, HardwareError> {
@@ -99,25 +88,41 @@ pub fn parse(class: &str, text: &str) -> Result<HardwareClass, HardwareError> {
 
 /// A bundled class by name; `None` when no class of that name ships.
 pub fn bundled(class: &str) -> Option<HardwareClass> {
-    BUNDLED
+    BUNDLED_CLASSES
         .iter()
-        .find(|(name, _)| *name == class)
-        .map(|(name, text)| parse(name, text).expect("bundled classes parse (tested)"))
+        .find(|(name, ..)| *name == class && BUNDLED.contains(name))
+        .map(|(class, name, page_bytes, memory)| HardwareClass {
+            class: class.to_string(),
+            name: name.to_string(),
+            page_bytes: page_bytes.unwrap_or(memplan_core::program::DEFAULT_PAGE_BYTES),
+            memory: *memory,
+        })
 }
 
 /// The names of the bundled classes.
 pub fn bundled_names() -> Vec<&'static str> {
-    BUNDLED.iter().map(|(name, _)| *name).collect()
+    BUNDLED.to_vec()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A bundled class's file, as a user's would be read.
+    fn file_of(class: &str) -> String {
+        let path = format!(
+            "{}/../../static/hardware/{class}.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(path).unwrap()
+    }
+
     #[test]
-    fn every_bundled_class_parses_and_the_examples_class_exists() {
-        for (name, text) in BUNDLED {
-            let c = parse(name, text).unwrap();
+    fn every_bundled_class_parses_to_its_compiled_constants() {
+        assert_eq!(BUNDLED_CLASSES.len(), BUNDLED.len(), "a name per file");
+        for name in BUNDLED {
+            let c = parse(name, &file_of(name)).unwrap();
+            assert_eq!(bundled(name), Some(c.clone()), "{name}");
             assert!(c.memory.device_bytes > 20_000_000_000, "{name}");
             assert!(c.memory.budget(c.memory.util_ceiling).unwrap().usable_bytes > 0);
         }

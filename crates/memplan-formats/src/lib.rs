@@ -167,6 +167,19 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// A graph read and resolved, with nothing beside it (no given plan, no record, no
+    /// warnings): a memplan JSON dump, or a program's routine.
+    pub fn plain(format: Format, graph: Graph, resolved: ResolvedGraph) -> Loaded {
+        Loaded {
+            format,
+            graph,
+            resolved,
+            given_plan: None,
+            recorded: None,
+            warnings: Vec::new(),
+        }
+    }
+
     /// An imported `graph`, resolved: the one resolve of a load.
     fn resolved(
         format: Format,
@@ -245,14 +258,7 @@ pub fn load_with(
         }
         Format::MemplanJson => {
             let (graph, resolved) = json::parse_resolved(text)?;
-            Ok(Loaded {
-                format,
-                graph,
-                resolved,
-                given_plan: None,
-                recorded: None,
-                warnings: Vec::new(),
-            })
+            Ok(Loaded::plain(format, graph, resolved))
         }
         Format::MinimallocCsv => {
             let i = minimalloc::parse(text)?;

@@ -161,11 +161,7 @@ pub fn plan_table(report: &PlanSummary) -> String {
     if let Some(line) = incomplete_sentence(report) {
         let _ = writeln!(out, "{line}");
     }
-    let verdict = match (report.valid, report.complete) {
-        (true, true) => "valid",
-        (true, false) => "valid for the sized tensors",
-        (false, _) => "INVALID",
-    };
+    let verdict = verdict(report.valid, report.complete);
     let _ = writeln!(
         out,
         "strategy {}  footprint {}  lower bound {}  footprint/LB {}  checker: {verdict}",
@@ -892,6 +888,16 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
     out
 }
 
+/// The checker's verdict in a word or three: a plan of unsized tensors is valid only for the
+/// sized ones, and says so.
+pub fn verdict(valid: bool, complete: bool) -> &'static str {
+    match (valid, complete) {
+        (true, true) => "valid",
+        (true, false) => "valid for the sized tensors",
+        (false, _) => "INVALID",
+    }
+}
+
 /// Why a run's model of the peak and the program's used memory differ, one clause per term
 /// that is not zero, largest first: what the page and the CLI say under a run.
 pub fn run_differences(run: &memplan_core::program::RunComparison) -> Vec<String> {
@@ -1019,11 +1025,7 @@ pub fn event_label(event: &memplan_core::program::EventOutcome) -> String {
 pub fn program_table(report: &memplan_engine::program::ProgramReport) -> String {
     let mut out = String::new();
     let plan = &report.plan;
-    let verdict = match (report.valid, report.complete) {
-        (true, true) => "valid",
-        (true, false) => "valid for the sized tensors",
-        (false, _) => "INVALID",
-    };
+    let verdict = verdict(report.valid, report.complete);
     let _ = writeln!(
         out,
         "program {}: {} contexts, {} routines, {} events  checker: {verdict}",

@@ -150,11 +150,7 @@ pub fn ProgramView(state: PageState) -> impl IntoView {
         let report = state.program.get()?;
         let routine = state.routine.get();
         let plan = &report.plan;
-        let verdict = match (report.valid, report.complete) {
-            (true, true) => "every routine's plan valid",
-            (true, false) => "valid for the sized tensors",
-            (false, _) => "INVALID",
-        };
+        let verdict = memplan_human::verdict(report.valid, report.complete);
         let devices = plan
             .devices
             .iter()
@@ -264,7 +260,7 @@ pub fn ProgramView(state: PageState) -> impl IntoView {
             <details class="program" data-testid="program" open>
                 <summary class="program-head">
                     <strong>{one_line(&if report.name.is_empty() { "program".to_string() } else { report.name.clone() })}</strong>
-                    <span class="small">{format!(" {} contexts, {} routines, {} events · {verdict}",
+                    <span class="small">{format!(" {} contexts, {} routines, {} events · every routine's plan: {verdict}",
                         plan.contexts.len(), report.routines.len(), plan.events.len())}</span>
                 </summary>
                 <div class="program-body">
