@@ -53,6 +53,47 @@ pub struct OwnPlan {
     pub outcome: Outcome,
 }
 
+/// What [`ProgramSession::plan_with`] keeps of each routine's last plans.
+#[derive(Debug, Clone, Default)]
+pub struct ProgramCache {
+    routines: Vec<Option<CachedRoutine>>,
+    /// How many plans it made (a routine's plan, or its own plan): what a re-plan cost.
+    pub plans: usize,
+}
+
+impl ProgramCache {
+    /// Takes `outcome`, routine `r`'s plan under `scenario` made elsewhere (the page's worker
+    /// plans the routine shown with progress and cancel): the next plan reuses it.
+    pub fn offer(&mut self, r: usize, scenario: &Scenario, outcome: &Outcome) {
+        if self.routines.len() <= r {
+            self.routines.resize_with(r + 1, || None);
+        }
+        let own = self.routines[r]
+            .take()
+            .filter(|c| &c.scenario == scenario && c.outcome == *outcome);
+        self.routines[r] = Some(match own {
+            Some(cached) => cached,
+            None => CachedRoutine {
+                scenario: scenario.clone(),
+                outcome: outcome.clone(),
+                elided: Vec::new(),
+                own: None,
+            },
+        });
+    }
+}
+
+#[derive(Debug, Clone)]
+struct CachedRoutine {
+    /// The scenario it was planned under (the part its dump knows).
+    scenario: Scenario,
+    outcome: Outcome,
+    /// The tensors its own plan gave no storage.
+    elided: Vec<bool>,
+    /// Its own plan, once made.
+    own: Option<OwnPlan>,
+}
+
 /// What `memplan plan --json` prints for a program, and what the page shows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProgramReport {
@@ -184,10 +225,33 @@ impl ProgramSession {
         &self,
         scenario_of: &dyn Fn(usize) -> Scenario,
     ) -> Result<ProgramOutcome, EngineError> {
+        self.plan_with(scenario_of, &mut ProgramCache::default())
+    }
+
+    /// [`ProgramSession::plan`] reusing, from `cache`, each routine's plans under a scenario
+    /// it was planned under before (and its own plan, when what its lineage holds is the same):
+    /// a change to one routine's scenario plans that routine again, and the rest only where
+    /// what they share changed. The same outcome as without the cache.
+    pub fn plan_with(
+        &self,
+        scenario_of: &dyn Fn(usize) -> Scenario,
+        cache: &mut ProgramCache,
+    ) -> Result<ProgramOutcome, EngineError> {
+        cache.routines.resize_with(self.routines.len(), || None);
         let mut outcomes = Vec::with_capacity(self.routines.len());
+        let mut known_scenarios = Vec::with_capacity(self.routines.len());
         for (r, session) in self.routines.iter().enumerate() {
             let (known, _) = session.known_part(&scenario_of(r));
-            outcomes.push(session.plan(&known)?);
+            let outcome = match &cache.routines[r] {
+                Some(c) if c.scenario == known => c.outcome.clone(),
+                _ => {
+                    cache.plans += 1;
+                    cache.routines[r] = None;
+                    session.plan(&known)?
+                }
+            };
+            outcomes.push(outcome);
+            known_scenarios.push(known);
         }
         let graphs: Vec<(&Graph, &ResolvedGraph)> = self
             .routines
@@ -210,6 +274,7 @@ impl ProgramSession {
         for (r, session) in self.routines.iter().enumerate() {
             let (graph, resolved) = graphs[r];
             let mut elided = graph.clone();
+            let mut flags = vec![false; graph.tensors.len()];
             let n = self.devices.len();
             let mut f = RoutineFigures {
                 model_bytes: vec![0; n],
@@ -223,6 +288,7 @@ impl ProgramSession {
                     continue;
                 }
                 elided.tensors[t].elided = true;
+                flags[t] = true;
                 // `Graph::resolve` checked that every occupied size fits.
                 let occupied =
                     memplan_core::graph::align_up(rt.bytes, rt.alignment).unwrap_or(u64::MAX);
@@ -243,22 +309,41 @@ impl ProgramSession {
             for d in &outcomes[r].plan.devices {
                 f.model_bytes[d.device] = d.footprint_bytes;
             }
-            let resolved_own = elided.resolve().map_err(|error| EngineError::Format {
-                input: session.source.clone(),
-                error: FormatError::Graph(error),
-            })?;
-            let own_session =
-                Session::from_graph(elided, resolved_own, Format::MemplanJson, &session.source)?;
-            // `elided` is already under the scenario's params and order; flips of skipped
-            // tensors do not apply.
-            let scenario = Scenario {
-                params: Default::default(),
-                order: Order::Given,
-                order_work: None,
-                ..outcomes[r].scenario.clone()
+            let reused = cache.routines[r]
+                .as_ref()
+                .filter(|c| c.elided == flags)
+                .and_then(|c| c.own.clone());
+            let own_plan = match reused {
+                Some(own_plan) => own_plan,
+                None => {
+                    cache.plans += 1;
+                    let resolved_own = elided.resolve().map_err(|error| EngineError::Format {
+                        input: session.source.clone(),
+                        error: FormatError::Graph(error),
+                    })?;
+                    let own_session = Session::from_graph(
+                        elided,
+                        resolved_own,
+                        Format::MemplanJson,
+                        &session.source,
+                    )?;
+                    // `elided` is already under the scenario's params and order; flips of
+                    // skipped tensors do not apply.
+                    let scenario = Scenario {
+                        params: Default::default(),
+                        order: Order::Given,
+                        order_work: None,
+                        ..outcomes[r].scenario.clone()
+                    };
+                    let (known, _) = own_session.known_part(&scenario);
+                    let outcome = own_session.plan(&known)?;
+                    OwnPlan {
+                        session: own_session,
+                        outcome,
+                    }
+                }
             };
-            let (known, _) = own_session.known_part(&scenario);
-            let own_outcome = own_session.plan(&known)?;
+            let own_outcome = &own_plan.outcome;
             for d in &own_outcome.plan.devices {
                 for pool in d.pools.iter().filter(|p| p.bytes > 0) {
                     f.pools.push(RoutinePool {
@@ -268,10 +353,13 @@ impl ProgramSession {
                     });
                 }
             }
-            own.push(OwnPlan {
-                session: own_session,
-                outcome: own_outcome,
+            cache.routines[r] = Some(CachedRoutine {
+                scenario: known_scenarios[r].clone(),
+                outcome: outcomes[r].clone(),
+                elided: flags,
+                own: Some(own_plan.clone()),
             });
+            own.push(own_plan);
             figures.push(f);
         }
         let plan = program::simulate(
@@ -720,6 +808,49 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_cached_replan_plans_only_the_routine_that_changed_and_plans_the_same() {
+        let session = ProgramSession::load(SERVING.as_bytes(), "test").unwrap();
+        let n = session.routines.len();
+        let decode = session
+            .routine_ids()
+            .iter()
+            .position(|(_, r)| r == "decode_step")
+            .unwrap();
+        let bump = |r: usize| Scenario {
+            strategy: if r == decode {
+                memplan_core::StrategyChoice::One(memplan_core::Strategy::Bump)
+            } else {
+                memplan_core::StrategyChoice::Best
+            },
+            ..Scenario::default()
+        };
+        let mut cache = ProgramCache::default();
+        let first = session
+            .plan_with(&|_| Scenario::default(), &mut cache)
+            .unwrap();
+        assert_eq!(cache.plans, 2 * n, "each routine and its own plan");
+        assert_eq!(
+            session.report(&first),
+            session.report(&session.plan(&|_| Scenario::default()).unwrap())
+        );
+        let bumped = session.plan_with(&bump, &mut cache).unwrap();
+        assert_eq!(
+            cache.plans,
+            2 * n + 2,
+            "decode_step and its own plan, nothing else"
+        );
+        assert_eq!(
+            session.report(&bumped),
+            session.report(&session.plan(&bump).unwrap())
+        );
+        let again = session
+            .plan_with(&|_| Scenario::default(), &mut cache)
+            .unwrap();
+        assert_eq!(cache.plans, 2 * n + 4);
+        assert_eq!(session.report(&again), session.report(&first));
     }
 
     #[test]

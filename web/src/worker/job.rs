@@ -8,7 +8,7 @@
 
 use memplan_core::{Control, Decodes, FoundAt, Progress};
 use memplan_engine::job::{Job, JobStep, PlanJob};
-use memplan_engine::program::{ProgramReport, ProgramSession};
+use memplan_engine::program::{ProgramCache, ProgramReport, ProgramSession};
 use memplan_engine::query::{Ask, DiffQuery, FitsQuery};
 use memplan_engine::{EngineError, Outcome, Scenario, Session, SweepJob};
 use memplan_render::BufferView;
@@ -111,6 +111,7 @@ fn load_program(
             scenarios,
             routine,
             report: None,
+            cache: ProgramCache::default(),
         }),
     ))
 }
@@ -165,6 +166,8 @@ struct Program {
     scenarios: Vec<Scenario>,
     routine: usize,
     report: Option<ProgramReport>,
+    /// The routines' last plans: a change to one routine's scenario plans that one again.
+    cache: ProgramCache,
 }
 
 impl Program {
@@ -184,7 +187,10 @@ impl Program {
     /// Plans the program under its routines' scenarios and posts its report.
     fn replan(&mut self, post: &mut dyn FnMut(Response)) {
         let scenarios = &self.scenarios;
-        match self.session.plan(&|r| scenarios[r].clone()) {
+        match self
+            .session
+            .plan_with(&|r| scenarios[r].clone(), &mut self.cache)
+        {
             Ok(outcome) => {
                 let report = self.session.report(&outcome);
                 self.report = Some(report.clone());
@@ -476,12 +482,13 @@ impl Worker {
         if !unknown.is_empty() {
             post(Response::Unknown(unknown));
         }
-        // A program's routine keeps its scenario, and the program is planned again with it.
+        // A program's routine keeps its scenario; the program is planned again with it once
+        // the routine's plan is made (`finish`), which it reuses.
         if let Some(program) = self.program.as_mut() {
             let routine = program.routine;
-            if program.report.is_none() || program.scenarios[routine] != scenario {
+            if program.scenarios[routine] != scenario {
                 program.scenarios[routine] = scenario.clone();
-                program.replan(post);
+                program.report = None;
             }
         }
         post(progress(2, format!("planning with {}", scenario.strategy)));
@@ -695,6 +702,16 @@ impl Worker {
             Some(_) => std::mem::take(&mut analysis.model.buffers),
             None => analysis.model.buffers.clone(),
         });
+        // The program with this routine's plan, unless a cancel cut its search short (the
+        // program's figures are of whole plans, as the CLI's are).
+        if let Some(program) = self.program.as_mut().filter(|p| p.report.is_none()) {
+            if !cancelled {
+                program
+                    .cache
+                    .offer(program.routine, &local.outcome.scenario, &local.outcome);
+            }
+            program.replan(post);
+        }
         post(Response::Planned {
             analysis: Box::new(analysis),
             cancelled,
@@ -1403,8 +1420,13 @@ mod tests {
             a.summary.footprint_bytes,
             report.routines[decode].model.footprint_bytes
         );
+        // The routine shown is planned once, by the job: the program reuses its plan.
+        let n = report.routines.len();
+        let plans = |w: &Worker| w.program.as_ref().unwrap().cache.plans;
+        assert_eq!(plans(&worker), 2 * n - 1, "the other routines, and every own plan");
         let bump = scenario(Strategy::Bump);
         let out = through_json(run(&mut worker, Request::Plan(bump.clone()), None));
+        assert_eq!(plans(&worker), 2 * n, "decode_step's own plan alone");
         let bumped = program_report(&out);
         assert!(
             bumped.routines[decode].own.footprint_bytes
