@@ -810,16 +810,15 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_cached_replan_plans_only_the_routine_that_changed_and_plans_the_same() {
+    /// The serving program, its `decode_step`'s index, and scenarios with it alone under `bump`.
+    fn serving_with_decode_bumped() -> (ProgramSession, usize, impl Fn(usize) -> Scenario) {
         let session = ProgramSession::load(SERVING.as_bytes(), "test").unwrap();
-        let n = session.routines.len();
         let decode = session
             .routine_ids()
             .iter()
             .position(|(_, r)| r == "decode_step")
             .unwrap();
-        let bump = |r: usize| Scenario {
+        let bump = move |r: usize| Scenario {
             strategy: if r == decode {
                 memplan_core::StrategyChoice::One(memplan_core::Strategy::Bump)
             } else {
@@ -827,6 +826,13 @@ mod tests {
             },
             ..Scenario::default()
         };
+        (session, decode, bump)
+    }
+
+    #[test]
+    fn a_cached_replan_plans_only_the_routine_that_changed_and_plans_the_same() {
+        let (session, decode, bump) = serving_with_decode_bumped();
+        let n = session.routines.len();
         let mut cache = ProgramCache::default();
         let first = session
             .plan_with(&|_| Scenario::default(), &mut cache)
@@ -855,20 +861,7 @@ mod tests {
 
     #[test]
     fn scenarios_apply_per_routine() {
-        let session = ProgramSession::load(SERVING.as_bytes(), "test").unwrap();
-        let decode = session
-            .routine_ids()
-            .iter()
-            .position(|(_, r)| r == "decode_step")
-            .unwrap();
-        let bump = |r: usize| Scenario {
-            strategy: if r == decode {
-                memplan_core::StrategyChoice::One(memplan_core::Strategy::Bump)
-            } else {
-                memplan_core::StrategyChoice::Best
-            },
-            ..Scenario::default()
-        };
+        let (session, decode, bump) = serving_with_decode_bumped();
         let default = session.plan(&|_| Scenario::default()).unwrap();
         let bumped = session.plan(&bump).unwrap();
         for r in 0..session.routines.len() {

@@ -1423,7 +1423,11 @@ mod tests {
         // The routine shown is planned once, by the job: the program reuses its plan.
         let n = report.routines.len();
         let plans = |w: &Worker| w.program.as_ref().unwrap().cache.plans;
-        assert_eq!(plans(&worker), 2 * n - 1, "the other routines, and every own plan");
+        assert_eq!(
+            plans(&worker),
+            2 * n - 1,
+            "the other routines, and every own plan"
+        );
         let bump = scenario(Strategy::Bump);
         let out = through_json(run(&mut worker, Request::Plan(bump.clone()), None));
         assert_eq!(plans(&worker), 2 * n, "decode_step's own plan alone");
