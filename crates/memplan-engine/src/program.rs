@@ -831,7 +831,7 @@ mod tests {
 
     #[test]
     fn a_cached_replan_plans_only_the_routine_that_changed_and_plans_the_same() {
-        let (session, decode, bump) = serving_with_decode_bumped();
+        let (session, _, bump) = serving_with_decode_bumped();
         let n = session.routines.len();
         let mut cache = ProgramCache::default();
         let first = session
