@@ -104,6 +104,137 @@ pub fn chart(plan: &ProgramPlan, device: usize, usable: Option<u64>) -> ProgramC
     }
 }
 
+/// The chart's viewBox: a column of `COLUMN` units an event, `HEIGHT` units for its top bytes
+/// (the page stretches it to its box: `preserveAspectRatio="none"`, strokes unscaled).
+const COLUMN: f64 = 100.0;
+const HEIGHT: f64 = 1000.0;
+
+/// `text` safe inside an SVG element or attribute (names come from the dump).
+fn escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The chart of `device` as SVG: the bands (each titled with its owner and pool), the used
+/// memory as a line, each run's model of the peak as a bar, the usable line when in view, and
+/// over each event a column (`data-testid="program-event-N"`, `data-event`, `data-used-bytes`,
+/// titled with `labels[N]`) that a click picks; the columns of the runs of routine `shown`
+/// are marked `shown`. Its layout depends on no font: the page draws the text around it.
+pub fn chart_svg(
+    plan: &ProgramPlan,
+    device: usize,
+    usable: Option<u64>,
+    labels: &[String],
+    shown: Option<&str>,
+) -> String {
+    use memplan_core::units::bytes;
+    let c = chart(plan, device, usable);
+    let events = c.used.len();
+    let y = |b: u64| HEIGHT - (b as f64 / c.top_bytes as f64) * HEIGHT;
+    let mut svg = format!(
+        r#"<svg class="program-chart" data-testid="program-chart" data-device="{}" viewBox="0 0 {} {HEIGHT}" preserveAspectRatio="none" role="img" aria-label="the program's used memory after each event, its pools stacked by context">"#,
+        escaped(&plan.devices[device].device),
+        events as f64 * COLUMN
+    );
+    for b in &c.bands {
+        let (owner, pool) = match b.owner {
+            Owner::Constants => (
+                "the device's constants".to_string(),
+                &plan.constants[b.pool],
+            ),
+            Owner::Context(k) => (
+                format!("context `{}`", plan.contexts[k].context),
+                &plan.contexts[k].pools[b.pool],
+            ),
+        };
+        let title = format!(
+            "after event {}: {owner}, {} pool{} ({} B, {} page-rounded)",
+            b.event,
+            pool.role.name(),
+            pool.routine
+                .as_ref()
+                .map(|r| format!(" of `{r}`"))
+                .unwrap_or_default(),
+            pool.bytes,
+            bytes(pool.page_rounded_bytes)
+        );
+        let _ = std::fmt::Write::write_fmt(
+            &mut svg,
+            format_args!(
+                r#"<rect x="{}" width="{}" y="{}" height="{}" fill="{}"><title>{}</title></rect>"#,
+                b.event as f64 * COLUMN + 8.0,
+                COLUMN - 16.0,
+                y(b.top),
+                (y(b.bottom) - y(b.top)).max(0.0),
+                owner_color(b.owner, plan.contexts.len()).css(),
+                escaped(&title)
+            ),
+        );
+    }
+    let mut points = String::new();
+    for (e, used) in c.used.iter().enumerate() {
+        let h = y(*used);
+        points.push_str(&format!(
+            "{},{h} {},{h} ",
+            e as f64 * COLUMN,
+            (e + 1) as f64 * COLUMN
+        ));
+    }
+    svg.push_str(&format!(
+        r#"<polyline class="program-used" points="{}" vector-effect="non-scaling-stroke"/>"#,
+        points.trim_end()
+    ));
+    for (e, m) in c.model.iter().enumerate() {
+        if let Some(m) = m {
+            svg.push_str(&format!(
+                r#"<line class="program-model" x1="{}" x2="{}" y1="{h}" y2="{h}" vector-effect="non-scaling-stroke"/>"#,
+                e as f64 * COLUMN,
+                (e + 1) as f64 * COLUMN,
+                h = y(*m)
+            ));
+        }
+    }
+    if let Some(u) = usable.filter(|_| c.usable_in_view) {
+        svg.push_str(&format!(
+            r#"<line class="program-usable" x1="0" x2="{}" y1="{h}" y2="{h}" vector-effect="non-scaling-stroke"/>"#,
+            events as f64 * COLUMN,
+            h = y(u)
+        ));
+    }
+    let runs: Vec<Option<&str>> = (0..events)
+        .map(|e| match &plan.events[e] {
+            memplan_core::program::EventOutcome::Run { routine, .. } => Some(routine.as_str()),
+            _ => None,
+        })
+        .collect();
+    for (e, run) in runs.iter().enumerate() {
+        let class = match *run {
+            Some(r) if Some(r) == shown => "program-column run shown",
+            Some(_) => "program-column run",
+            None => "program-column",
+        };
+        let label = labels.get(e).map_or("", String::as_str);
+        svg.push_str(&format!(
+            r#"<rect class="{class}" data-testid="program-event-{e}" data-event="{e}" data-used-bytes="{used}" x="{}" width="{COLUMN}" y="0" height="{HEIGHT}" vector-effect="non-scaling-stroke"><title>{}</title></rect>"#,
+            e as f64 * COLUMN,
+            escaped(&format!("event {e}: {label} · used {}", bytes(c.used[e]))),
+            used = c.used[e],
+        ));
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
 /// The color of a band's owner: a context's own, the constants gray.
 pub fn owner_color(owner: Owner, contexts: usize) -> Rgb {
     match owner {
@@ -131,9 +262,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn each_column_stacks_the_pools_allocated_after_its_event_up_to_the_used_memory() {
-        let plan = ProgramPlan {
+    /// Two contexts and the constants on one device, over four events.
+    fn two_contexts() -> ProgramPlan {
+        ProgramPlan {
             devices: vec![UsedPeak {
                 device: "d".into(),
                 page_bytes: 1,
@@ -172,7 +303,12 @@ mod tests {
             used_bytes: vec![vec![55], vec![70], vec![30], vec![20]],
             runs: Vec::new(),
             unreleased: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn each_column_stacks_the_pools_allocated_after_its_event_up_to_the_used_memory() {
+        let plan = two_contexts();
         let c = chart(&plan, 0, Some(100));
         assert_eq!(c.used, [55, 70, 30, 20]);
         for (e, used) in plan.used_bytes.iter().enumerate() {
@@ -189,5 +325,33 @@ mod tests {
         let far = chart(&plan, 0, Some(1000));
         assert!(!far.usable_in_view);
         assert_eq!(far.top_bytes, 70);
+    }
+
+    #[test]
+    fn the_svg_has_a_column_per_event_with_its_used_bytes_and_escapes_every_name() {
+        let mut plan = two_contexts();
+        plan.contexts[0].context = "<script>alert(1)</script>".into();
+        plan.contexts[0].pools[0].routine = Some("r\"&'".into());
+        let labels: Vec<String> = (0..4).map(|e| format!("<b>{e}</b>")).collect();
+        let svg = chart_svg(&plan, 0, Some(100), &labels, None);
+        for (e, used) in [55, 70, 30, 20].into_iter().enumerate() {
+            assert!(
+                svg.contains(&format!(
+                    r#"data-testid="program-event-{e}" data-event="{e}" data-used-bytes="{used}""#
+                )),
+                "{svg}"
+            );
+        }
+        assert!(!svg.contains("<script>") && !svg.contains("<b>"), "{svg}");
+        assert!(
+            svg.contains("&lt;script&gt;") && svg.contains("r&quot;&amp;&#39;"),
+            "{svg}"
+        );
+        assert!(svg.contains(r#"class="program-usable""#));
+        assert_eq!(svg.matches("<rect").count(), c_bands(&plan) + 4);
+    }
+
+    fn c_bands(plan: &ProgramPlan) -> usize {
+        chart(plan, 0, None).bands.len()
     }
 }

@@ -9,21 +9,31 @@
 use leptos::prelude::*;
 use memplan_engine::program::ProgramReport;
 use memplan_human::{bytes, grouped, one_line};
-use memplan_render::program::{Owner, chart, owner_color};
+use memplan_render::program::{Owner, chart, chart_svg, owner_color};
+use wasm_bindgen::JsCast;
 
 use crate::page::state::PageState;
 
-/// The chart's viewBox: a column of `COLUMN` units an event, `HEIGHT` units for the top bytes.
-const COLUMN: f64 = 100.0;
-const HEIGHT: f64 = 1000.0;
-
 /// The routine index a run event runs, if it is one.
 fn routine_of(report: &ProgramReport, event: usize) -> Option<usize> {
-    match &report.plan.events[event] {
+    match report.plan.events.get(event)? {
         memplan_core::program::EventOutcome::Run { routine, .. } => {
             report.routines.iter().position(|r| &r.routine == routine)
         }
         _ => None,
+    }
+}
+
+/// A click on the chart: the run whose column it hit opens its routine.
+fn pick(state: PageState, report: &ProgramReport, ev: &leptos::ev::MouseEvent) {
+    let event = ev
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .and_then(|t| t.closest("[data-event]").ok().flatten())
+        .and_then(|t| t.get_attribute("data-event"))
+        .and_then(|e| e.parse::<usize>().ok());
+    if let Some(r) = event.and_then(|e| routine_of(report, e)) {
+        state.open_routine(r, None);
     }
 }
 
@@ -40,80 +50,17 @@ fn Chart(
         .iter()
         .find(|c| c.device == id)
         .cloned();
-    let c = chart(&report.plan, device, class.as_ref().map(|c| c.usable_bytes));
+    let usable = class.as_ref().map(|c| c.usable_bytes);
+    let c = chart(&report.plan, device, usable);
+    let labels: Vec<String> = report
+        .plan
+        .events
+        .iter()
+        .map(memplan_human::event_label)
+        .collect();
+    let routine = report.routines.get(shown).map(|r| r.routine.as_str());
+    let svg = chart_svg(&report.plan, device, usable, &labels, routine);
     let events = c.used.len();
-    let y = |b: u64| HEIGHT - (b as f64 / c.top_bytes as f64) * HEIGHT;
-    let contexts = report.plan.contexts.len();
-    let bands = c
-        .bands
-        .iter()
-        .map(|b| {
-            let (name, pool) = match b.owner {
-                Owner::Constants => ("the device's constants".to_string(), &report.plan.constants[b.pool]),
-                Owner::Context(k) => (
-                    format!("context `{}`", report.plan.contexts[k].context),
-                    &report.plan.contexts[k].pools[b.pool],
-                ),
-            };
-            let title = format!(
-                "after event {}: {name}, {} pool{} ({} B, {} page-rounded)",
-                b.event,
-                pool.role.name(),
-                pool.routine.as_ref().map(|r| format!(" of `{r}`")).unwrap_or_default(),
-                grouped(pool.bytes),
-                bytes(pool.page_rounded_bytes)
-            );
-            view! {
-                <rect x=(b.event as f64 * COLUMN + 8.0).to_string() width=(COLUMN - 16.0).to_string()
-                    y=y(b.top).to_string() height=(y(b.bottom) - y(b.top)).max(0.0).to_string()
-                    fill=owner_color(b.owner, contexts).css()>
-                    <title>{one_line(&title)}</title>
-                </rect>
-            }
-        })
-        .collect_view();
-    let mut step = String::new();
-    for (e, used) in c.used.iter().enumerate() {
-        let (x0, x1, h) = (e as f64 * COLUMN, (e + 1) as f64 * COLUMN, y(*used));
-        step.push_str(&format!("{x0},{h} {x1},{h} "));
-    }
-    let models = c
-        .model
-        .iter()
-        .enumerate()
-        .filter_map(|(e, m)| m.map(|m| (e, m)))
-        .map(|(e, m)| {
-            view! {
-                <line class="program-model" x1=(e as f64 * COLUMN).to_string() x2=((e + 1) as f64 * COLUMN).to_string()
-                    y1=y(m).to_string() y2=y(m).to_string() vector-effect="non-scaling-stroke" />
-            }
-        })
-        .collect_view();
-    let usable = class.as_ref().filter(|_| c.usable_in_view).map(|class| {
-        let h = y(class.usable_bytes).to_string();
-        view! {
-            <line class="program-usable" x1="0" x2=(events as f64 * COLUMN).to_string()
-                y1=h.clone() y2=h vector-effect="non-scaling-stroke" />
-        }
-    });
-    // A click on a run's column opens its routine.
-    let columns = (0..events)
-        .map(|e| {
-            let routine = routine_of(&report, e);
-            let label = memplan_human::event_label(&report.plan.events[e]);
-            let used = c.used[e];
-            view! {
-                <rect class="program-column" class:run=routine.is_some() class:shown=routine == Some(shown)
-                    data-testid=format!("program-event-{e}")
-                    data-used-bytes=used.to_string()
-                    x=(e as f64 * COLUMN).to_string() width=COLUMN.to_string() y="0" height=HEIGHT.to_string()
-                    vector-effect="non-scaling-stroke"
-                    on:click=move |_| { if let Some(r) = routine { state.open_routine(r, None); } }>
-                    <title>{one_line(&format!("event {e}: {label} · used {}", bytes(used)))}</title>
-                </rect>
-            }
-        })
-        .collect_view();
     let top = bytes(c.top_bytes);
     let usable_note = class.map(|class| {
         let sentence =
@@ -124,18 +71,11 @@ fn Chart(
             format!("{sentence} (the usable line is above the chart)")
         }
     });
+    let clicked = report.clone();
     view! {
         <div class="program-chart-wrap">
             <div class="program-axis"><span>{top}</span><span>"0"</span></div>
-            <svg class="program-chart" data-testid="program-chart" data-device=id
-                viewBox=format!("0 0 {} {HEIGHT}", events as f64 * COLUMN) preserveAspectRatio="none"
-                role="img" aria-label="the program's used memory after each event, its pools stacked by context">
-                {bands}
-                <polyline class="program-used" points=step vector-effect="non-scaling-stroke" />
-                {models}
-                {usable}
-                {columns}
-            </svg>
+            <div class="program-chart-box" on:click=move |ev| pick(state, &clicked, &ev) inner_html=svg></div>
         </div>
         <p class="small program-axis-note">
             {format!("events 0 to {}: hover for what each did; click a run to open its routine (outlined: the one shown). Line: used memory; purple: the run's model of the peak.", events.saturating_sub(1))}
