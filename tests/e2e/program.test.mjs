@@ -107,6 +107,10 @@ test('the schedule search says which contexts were not released and what a retri
   const run = report.plan.runs.find((r) => r.routine === 'step_chunk16');
   assert.match(await testid(`program-run-${run.event}`).innerText(), /contexts not yet released \(`candidate2`\)/);
   await page.screenshot({ path: join(output, 'program-search-1366x768.png') });
+  // A link's routine the program does not have: said, and the first one run is shown.
+  await page.goto(`${server.url}?example=schedule-search-program&routine=nope`);
+  await showing('init');
+  assert.match(await testid('url-warning').innerText(), /routine=nope names no routine of this program; showing `init`/);
   // One computation after a program: the program view goes, and the link names no routine.
   await testid('example-mlp-training').click();
   await page.waitForFunction(() => !new URLSearchParams(location.search).has('routine'));

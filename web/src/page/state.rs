@@ -436,24 +436,24 @@ impl PageState {
                 self.fit_log.set(Some(*log));
             }
             Response::Cancelled => self.done(),
-            Response::Program(report) => {
+            Response::Program(report) => self.program.set(report.map(|r| Arc::new(*r))),
+            Response::Routine {
+                index,
+                id,
+                scenario,
+            } => {
                 // A link's routine this program does not have is said, not dropped silently.
                 let wanted = self
                     .restore
                     .try_update_value(|r| r.as_mut().and_then(|r| r.routine.take()))
                     .flatten();
-                if let (Some(id), Some(report)) = (wanted, &report)
-                    && !report.routines.iter().any(|r| r.routine == id)
-                {
+                if let Some(wanted) = wanted.filter(|w| *w != id) {
                     self.notices.update(|n| {
                         n.push(memplan_human::one_line(&format!(
-                            "the link's routine={id} names no routine of this program; showing the first one run"
+                            "the link's routine={wanted} names no routine of this program; showing `{id}`, the first one run"
                         )))
                     });
                 }
-                self.program.set(report.map(|r| Arc::new(*r)));
-            }
-            Response::Routine { index, scenario } => {
                 self.routine.set(index);
                 self.set_choices(&scenario);
             }

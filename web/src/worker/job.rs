@@ -184,6 +184,14 @@ impl Program {
             .unwrap_or(0)
     }
 
+    /// The id of the routine shown.
+    fn routine_id(&self) -> String {
+        (self.session.program.routines())
+            .nth(self.routine)
+            .map(|(_, r)| r.id.clone())
+            .unwrap_or_default()
+    }
+
     /// Plans the program under its routines' scenarios and posts its report.
     fn replan(&mut self, post: &mut dyn FnMut(Response)) {
         let scenarios = &self.scenarios;
@@ -242,21 +250,8 @@ impl Worker {
                 };
                 self.abandon();
                 // A program opens on the routine it showed.
-                let routine = self.program.as_ref().map(|p| {
-                    p.session
-                        .program
-                        .routines()
-                        .nth(p.routine)
-                        .map(|(_, r)| r.id.clone())
-                });
-                self.import(
-                    source,
-                    bytes,
-                    &import,
-                    scenario,
-                    routine.flatten().as_deref(),
-                    post,
-                );
+                let routine = self.program.as_ref().map(Program::routine_id);
+                self.import(source, bytes, &import, scenario, routine.as_deref(), post);
             }
             Request::Plan(scenario) => {
                 self.abandon();
@@ -384,11 +379,12 @@ impl Worker {
                 };
                 program.routine = index;
                 let scenario = program.scenarios[index].clone();
-                self.forget_sent();
                 post(Response::Routine {
                     index,
+                    id: program.routine_id(),
                     scenario: Box::new(scenario.clone()),
                 });
+                self.forget_sent();
                 self.local = None;
                 self.start(session, scenario, None, post);
             }
@@ -451,6 +447,7 @@ impl Worker {
                     None => post(Response::Program(None)),
                     Some(p) => post(Response::Routine {
                         index: p.routine,
+                        id: p.routine_id(),
                         scenario: Box::new(scenario.clone()),
                     }),
                 }
@@ -702,8 +699,15 @@ impl Worker {
             Some(_) => std::mem::take(&mut analysis.model.buffers),
             None => analysis.model.buffers.clone(),
         });
-        // The program with this routine's plan, unless a cancel cut its search short (the
-        // program's figures are of whole plans, as the CLI's are).
+        post(Response::Planned {
+            analysis: Box::new(analysis),
+            cancelled,
+            left_out,
+            buffers,
+        });
+        // Then the program with this routine's plan, unless a cancel cut its search short (the
+        // program's figures are of whole plans, as the CLI's are): the routine's views do not
+        // wait for the other routines.
         if let Some(program) = self.program.as_mut().filter(|p| p.report.is_none()) {
             if !cancelled {
                 program
@@ -712,12 +716,6 @@ impl Worker {
             }
             program.replan(post);
         }
-        post(Response::Planned {
-            analysis: Box::new(analysis),
-            cancelled,
-            left_out,
-            buffers,
-        });
         self.local = Some(local);
     }
 }
@@ -768,8 +766,13 @@ mod tests {
         }
     }
 
+    /// The last plan among `out` (a program's report may follow it).
     fn planned(out: &[Response]) -> (&Analysis, bool) {
-        match out.last() {
+        match out
+            .iter()
+            .rev()
+            .find(|r| matches!(r, Response::Planned { .. }))
+        {
             Some(Response::Planned {
                 analysis,
                 cancelled,

@@ -106,9 +106,11 @@ pub enum Response {
     /// The loaded dump's program planned under each routine's scenario (after every load:
     /// `None` for a dump of one computation).
     Program(Option<Box<memplan_engine::program::ProgramReport>>),
-    /// The routine of the program opened, and its scenario: the plan that follows is of it.
+    /// The routine of the program opened (its index and id), and its scenario: the plan that
+    /// follows is of it.
     Routine {
         index: usize,
+        id: String,
         scenario: Box<Scenario>,
     },
     Exported(Export),
