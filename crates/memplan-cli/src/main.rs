@@ -611,6 +611,7 @@ fn write_out(output: Option<&Path>, text: &str) -> Result<(), CliError> {
 /// `memplan plan` of a program: every routine under the same scenario.
 fn plan_program(file: &Path, scenario: Scenario, json: bool) -> Result<ExitCode, CliError> {
     let session = ProgramSession::load(&read_bytes(file)?, &display(file))?;
+    session.check_scenario(&scenario)?;
     for w in &session.warnings {
         eprintln!("memplan: warning: {}: {}", file.display(), one_line(w));
     }

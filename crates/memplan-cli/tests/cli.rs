@@ -1108,6 +1108,14 @@ fn a_program_plans_whole_to_its_golden_report_and_prints_its_used_memory() {
         "{}",
         stdout(&o)
     );
+    // A param no routine has is an error, not dropped.
+    let o = memplan(&["plan", &example("serving-program.json"), "--set", "Q=3"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no routine of the program has param `Q`"),
+        "{}",
+        stderr(&o)
+    );
     // Commands of one computation say what a program is.
     let o = memplan(&[
         "render",

@@ -64,6 +64,8 @@ pub enum EngineError {
     MultiDevice { input: String, devices: usize },
     #[error("{input}: the program's used memory on device `{device}` passes 2^64 bytes")]
     ProgramOverflow { input: String, device: String },
+    #[error("{input}: no routine of the program has {what}")]
+    NotInProgram { input: String, what: String },
     #[error("{input}: this is one computation, not a program of several routines")]
     NoProgram { input: String },
     #[error("{input}: the file gives no offsets to check; pass a plan report")]

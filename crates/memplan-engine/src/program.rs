@@ -220,6 +220,39 @@ impl ProgramSession {
             .collect()
     }
 
+    /// Refuses a scenario that names a param or a flip no routine has: each routine plans the
+    /// part of a scenario it knows, so a typo would otherwise be dropped silently.
+    pub fn check_scenario(&self, scenario: &Scenario) -> Result<(), EngineError> {
+        let unknown = |what: String| EngineError::NotInProgram {
+            input: self.source.clone(),
+            what,
+        };
+        for name in scenario.params.keys() {
+            if !self
+                .routines
+                .iter()
+                .any(|s| s.graph.params.contains_key(name))
+            {
+                return Err(unknown(format!("param `{name}`")));
+            }
+        }
+        for flip in &scenario.flips {
+            let alone = Scenario {
+                flips: vec![flip.clone()],
+                params: scenario.params.clone(),
+                ..Scenario::default()
+            };
+            if self
+                .routines
+                .iter()
+                .all(|s| !s.known_part(&alone).1.is_empty())
+            {
+                return Err(unknown(format!("remat candidate `{flip}`")));
+            }
+        }
+        Ok(())
+    }
+
     /// Plans every routine under `scenario_of(routine index)` and runs the program's events.
     pub fn plan(
         &self,
@@ -791,6 +824,33 @@ mod tests {
             e.ends_with("context `child`: its parent `nope` is not a context declared before it"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_param_or_flip_no_routine_has_is_refused() {
+        let session = ProgramSession::load(SEARCH.as_bytes(), "test").unwrap();
+        let with = |params: &[(&str, u64)], flips: &[&str]| Scenario {
+            params: params.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+            flips: flips.iter().map(|f| f.to_string()).collect(),
+            ..Scenario::default()
+        };
+        assert_eq!(
+            session
+                .check_scenario(&with(&[("Q", 3)], &[]))
+                .unwrap_err()
+                .to_string(),
+            "test: no routine of the program has param `Q`"
+        );
+        assert_eq!(
+            session
+                .check_scenario(&with(&[], &["nope"]))
+                .unwrap_err()
+                .to_string(),
+            "test: no routine of the program has remat candidate `nope`"
+        );
+        // `h` is a candidate of the candidates' steps (not of `init`): known somewhere, taken.
+        assert!(session.check_scenario(&with(&[], &["h"])).is_ok());
+        assert!(session.check_scenario(&Scenario::default()).is_ok());
     }
 
     #[test]
