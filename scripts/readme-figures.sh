@@ -7,7 +7,7 @@
 # the command that produced it. Run it after `./scripts/test.sh` on the machine the figures are for.
 # Usage: ./scripts/readme-figures.sh [BLOCK...]
 set -euo pipefail
-# With names (bench capacity minimize omnimalloc wasm scale remat greedy onnx chain orders fits
+# With names (bench capacity minimize best omnimalloc wasm scale remat greedy onnx chain orders fits
 # compilers bundle browser snapshots screenshot), only those.
 only=" $* "
 want() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
@@ -91,6 +91,15 @@ PY
   done
 } > "$tmp/minimize"
 replace minimize "$tmp/minimize"
+fi
+
+if want best; then
+{
+  echo "\`./scripts/best-compare.sh\` ($today, $cores cores, all rows side by side in one run; the \`packed-*\` rows are \`scripts/gen-packed.py\`'s instances, whose optimum is the lower bound; time is the whole command's, the median of 3 runs of each build, alternated):"
+  echo
+  ./scripts/best-compare.sh
+} > "$tmp/best"
+replace best "$tmp/best"
 fi
 
 if want omnimalloc; then

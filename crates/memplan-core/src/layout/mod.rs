@@ -206,22 +206,30 @@ pub const EXACT_MOST_VISITS: u64 = DEFAULT_SEARCH_WORK;
 /// within a decode).
 pub const PORTFOLIO_MOST_ITEMS: usize = 150_000;
 
-/// Within `best`, `search`'s share of that budget: a page load stays fast (on a
-/// thousand-buffer model, a few evaluations of the local search past the portfolio; on a few
-/// hundred buffers, a few thousand nodes of the exact search, where its budget covers a
-/// round), and the rest is what `search`, asked for by name, spends.
+/// Within `best`, `search`'s share of that budget where the local search runs: a page load
+/// stays fast (on a thousand-buffer model, a few evaluations past the portfolio), and each
+/// flip of a rematerialization fit re-plans in milliseconds.
 pub const BEST_SEARCH_WORK: u64 = 2_500_000;
 
+/// Within `best`, the work of the exact search, on the regions where it runs (those whose
+/// first round [`BEST_SEARCH_WORK`] covers: up to about 320 buffers). Its nodes are what moves
+/// a layout towards the floor, and past the first rounds they come cheap to a small region:
+/// this buys about 20,000 nodes on 300 buffers, 60-100 ms natively, where `search` by name
+/// spends twice that and a time limit as long as the caller gives. With a tenth of it, `best`
+/// stopped 15% above the proven bound on puzzles its search solves (minimalloc's E, upstream's
+/// G) and on packed instances whose optimum is the bound (scripts/gen-packed.py).
+pub const BEST_EXACT_WORK: u64 = 25_000_000;
+
 /// Whether `search`, given `work` conflict visits on a region of `n` buffers, runs its exact
-/// part: asked for by name, always; within `best`, where the nodes that work buys cover the
-/// exact search's first round (two probes at the bound, one between: up to about 320 buffers at
-/// [`BEST_SEARCH_WORK`]). Given the same work on the minimalloc puzzles (150-300 buffers) it
-/// lands lower than the local search alone on every one, and solves half of them; on larger
+/// part: asked for by name, always; within `best`, where the nodes that [`BEST_SEARCH_WORK`]
+/// (or less, when `work` is less) buys cover the exact search's first round (two probes at the
+/// bound, one between: up to about 320 buffers). On the minimalloc puzzles (150-300 buffers)
+/// it lands lower than the local search alone given the same work on every one; on larger
 /// regions its nodes would run out before it tried a capacity between the bound and the best.
 fn exact_search_runs(strategy: StrategyChoice, n: usize, work: u64) -> bool {
     match strategy {
         StrategyChoice::One(s) => s == Strategy::Search,
-        StrategyChoice::Best => node_limit(work, n) >= exact::first_round(n),
+        StrategyChoice::Best => node_limit(work.min(BEST_SEARCH_WORK), n) >= exact::first_round(n),
     }
 }
 
@@ -1058,7 +1066,11 @@ fn layout_region(
             }
             // The portfolio's layout to fall back on, the local search as a warm start only
             // when the first round does not settle it, and a node budget of the same work.
-            let limit = node_limit(work, items.len());
+            let exact_work = match in_best {
+                true => options.work_limit.min(BEST_EXACT_WORK),
+                false => work,
+            };
+            let limit = node_limit(exact_work, items.len());
             let m = exact::minimize(
                 (items, durations),
                 &neighbours,

@@ -249,6 +249,58 @@ proptest! {
     }
 }
 
+/// A perfect packing cut at random (as `scripts/gen-packed.py` makes them): pieces of a
+/// `capacity` by `positions` rectangle, each cut from one already there, in time or in bytes at
+/// a multiple of 8. They tile it, so every position holds `capacity` live bytes: the lower
+/// bound is `capacity`, and the cuts' own layout reaches it.
+fn arb_packed() -> impl proptest::strategy::Strategy<Value = (Problem, u64)> {
+    let cut = (any::<prop::sample::Index>(), any::<bool>(), 1u32..1000);
+    (1u32..12, 1u64..32, prop::collection::vec(cut, 0..24)).prop_map(|(positions, units, cuts)| {
+        let capacity = 8 * units;
+        // (first position, end position, low byte, high byte)
+        let mut pieces = vec![(0u32, positions, 0u64, capacity)];
+        for (pick, in_time, at) in cuts {
+            let i = pick.index(pieces.len());
+            let (start, end, low, high) = pieces[i];
+            if in_time && end - start >= 2 {
+                let cut = start + 1 + at % (end - start - 1);
+                pieces[i] = (start, cut, low, high);
+                pieces.push((cut, end, low, high));
+            } else if (high - low) >= 16 {
+                let cut = low + 8 * (1 + u64::from(at) % ((high - low) / 8 - 1));
+                pieces[i] = (start, end, low, cut);
+                pieces.push((start, end, cut, high));
+            }
+        }
+        let buffers = (pieces.iter().enumerate())
+            .map(|(i, &(start, end, low, high))| {
+                buffer(&format!("b{i}"), high - low, 8, live(start, end - 1))
+            })
+            .collect();
+        (problem(positions, buffers), capacity)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// On a packed instance a layout at the lower bound exists: `search` finds it and proves it
+    /// optimal, and `best` (whose exact search has its own budget on so small a region) too.
+    #[test]
+    fn search_and_best_reach_the_bound_of_a_packed_instance((p, capacity) in arb_packed()) {
+        for strategy in [StrategyChoice::One(Strategy::Search), StrategyChoice::Best] {
+            let plan = plan(&p, &PlanOptions { strategy, ..PlanOptions::default() }).unwrap();
+            prop_assert!(plan.is_valid(), "{strategy}: {:?}", plan.violations);
+            let device = &plan.devices[0];
+            prop_assert_eq!(device.usage.lower_bound, capacity);
+            prop_assert_eq!(device.footprint_bytes, capacity, "{}", strategy);
+            if strategy == StrategyChoice::One(Strategy::Search) {
+                prop_assert!(device.exact.is_some_and(|e| e.optimal));
+            }
+        }
+    }
+}
+
 #[test]
 fn the_checker_catches_misalignment_and_classes_sharing_bytes() {
     let mut p = problem(

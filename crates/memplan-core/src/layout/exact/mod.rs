@@ -128,9 +128,8 @@ fn first_slice(n: usize) -> u64 {
     n.saturating_mul(2).min((1 << 22) / n).max(16)
 }
 
-/// The rounds in which [`minimize`] gives the bound two slices of three; after them, one. A
-/// page load's budget (`best`) ends within them on the puzzles it proves; past them a bound
-/// that has held out is less often reached than a capacity between is found. Measured on
+/// The rounds in which [`minimize`] gives the bound two slices of three; after them, one: past
+/// them a bound that has held out is less often reached than a capacity between is found. Measured on
 /// upstream minimalloc's eleven challenging files at the default budget, three rounds (as
 /// against seven, four or two) keep every proof the search makes (A, whose proof came in its
 /// sixth round at the bound, takes more nodes) and land J lowest (1,055,744 B against
