@@ -42,7 +42,7 @@ use std::cmp::Ordering;
 use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
-use crate::layout::{Control, Decodes, PlanError, PlanOptions, plan_with};
+use crate::layout::{Control, Decodes, PlanError, PlanOptions, lay_out, plan_with};
 use crate::liveness::{Uses, problem_flipped};
 
 /// A tensor that may be recomputed at its uses.
@@ -352,13 +352,28 @@ impl<'a> Rematerializer<'a> {
         self.scores.borrow().footprints.len()
     }
 
-    /// The footprint with the tensors of `flipped` recomputed at their uses: a real relayout,
-    /// checked (a plan that fails the checker is a bug and an error here).
+    /// The footprint with the tensors of `flipped` recomputed at their uses: a real relayout.
+    /// A score is compared, not shown, so release builds do not check it (the checker cost what
+    /// the relayout did, hundreds of times a fit); debug builds, every test's, check each. The
+    /// footprints a fit answers with, the baseline's and the last, are checked in every build
+    /// ([`Self::checked_score`]).
     pub fn score(&self, flipped: &[usize]) -> Result<u64, PlanError> {
+        self.relayout(flipped, cfg!(debug_assertions))
+    }
+
+    /// [`Self::score`], laid out again if need be and checked: a plan that fails the checker is
+    /// a bug and an error here.
+    pub fn checked_score(&self, flipped: &[usize]) -> Result<u64, PlanError> {
+        self.relayout(flipped, true)
+    }
+
+    fn relayout(&self, flipped: &[usize], checked: bool) -> Result<u64, PlanError> {
         let mut key = flipped.to_vec();
         key.sort_unstable();
         key.dedup();
-        if let Some(&known) = self.scores.borrow().footprints.get(&key) {
+        if let Some(&known) = self.scores.borrow().footprints.get(&key)
+            && !checked
+        {
             return Ok(known);
         }
         let mut flags = vec![false; self.resolved.tensors.len()];
@@ -366,14 +381,17 @@ impl<'a> Rematerializer<'a> {
             flags[t] = true;
         }
         let problem = problem_flipped(self.graph, self.resolved, &flags);
-        let plan = plan_with(
-            &problem,
-            self.options,
-            &mut Control {
-                earlier: Some(&mut self.scores.borrow_mut().earlier),
+        let plan = {
+            let mut scores = self.scores.borrow_mut();
+            let mut control = Control {
+                earlier: Some(&mut scores.earlier),
                 ..Control::default()
-            },
-        )?;
+            };
+            match checked {
+                true => plan_with(&problem, self.options, &mut control)?,
+                false => lay_out(&problem, self.options, &mut control)?,
+            }
+        };
         if !plan.is_valid() {
             return Err(PlanError::Unchecked(
                 plan.violations
@@ -490,7 +508,7 @@ impl<'a> Rematerializer<'a> {
         target: Target,
         max_candidates: Option<usize>,
     ) -> Result<FitResult, PlanError> {
-        let baseline = self.score(&[])?;
+        let baseline = self.checked_score(&[])?;
         let met = |footprint: u64| match target {
             Target::Bytes(b) => footprint <= b,
             Target::Minimize => false,
@@ -652,7 +670,10 @@ impl<'a> Rematerializer<'a> {
         if met(current) && result.flips.len() > 1 {
             current = self.prune(&mut result, baseline, current, &met)?;
         }
-        result.final_bytes = current;
+        // The layout answered with, checked: the same as scored (a plan is deterministic).
+        let checked = self.checked_score(&result.tensors())?;
+        debug_assert_eq!(checked, current);
+        result.final_bytes = checked;
         result.within_target = match target {
             Target::Bytes(b) => current <= b,
             Target::Minimize => true,

@@ -449,6 +449,17 @@ impl Plan {
         self.violations.is_empty()
     }
 
+    /// What the independent checker finds wrong with this plan of `problem`.
+    fn check(&self, problem: &Problem) -> Vec<Violation> {
+        let pools: Vec<&[Pool]> = self.devices.iter().map(|d| d.pools.as_slice()).collect();
+        let layout = Layout {
+            pools: &pools,
+            placements: &self.placements,
+        };
+        let options = &self.options;
+        check(problem, layout, options.precision_classes, options.pool_cap)
+    }
+
     /// Where each pool of each device starts with the device's pools laid end to end, in
     /// order, each base rounded up to the largest alignment of the buffers in it, so that a
     /// buffer's address is as aligned as its offset: one address space per device, as a
@@ -570,6 +581,20 @@ pub fn plan(problem: &Problem, options: &PlanOptions) -> Result<Plan, PlanError>
 
 /// [`plan`], under the caller's [`Control`]: a stop condition and a progress callback.
 pub fn plan_with(
+    problem: &Problem,
+    options: &PlanOptions,
+    control: &mut Control<'_>,
+) -> Result<Plan, PlanError> {
+    let mut plan = lay_out(problem, options, control)?;
+    plan.violations = plan.check(problem);
+    Ok(plan)
+}
+
+/// [`plan_with`] without the checker: a footprint to compare, never a plan to show or hand on.
+/// A rematerialization fit lays out hundreds of flipped variants to score them, and checking
+/// each cost as much as laying it out; the variant it answers with is checked (see
+/// `remat::Rematerializer::score`).
+pub(crate) fn lay_out(
     problem: &Problem,
     options: &PlanOptions,
     control: &mut Control<'_>,
@@ -721,19 +746,12 @@ pub fn plan_with(
             exact,
         });
     }
-    let mut plan = Plan {
+    Ok(Plan {
         options: options.clone(),
         devices,
         placements,
         violations: Vec::new(),
-    };
-    let pools: Vec<&[Pool]> = plan.devices.iter().map(|d| d.pools.as_slice()).collect();
-    let layout = Layout {
-        pools: &pools,
-        placements: &plan.placements,
-    };
-    plan.violations = check(problem, layout, options.precision_classes, options.pool_cap);
-    Ok(plan)
+    })
 }
 
 /// One precision class of a device's arena: its buffers (as places in the arena's list) and
