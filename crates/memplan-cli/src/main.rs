@@ -581,18 +581,23 @@ fn load_dump(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Se
 }
 
 /// Loads a dump; what the import could not carry over exactly goes to stderr as warnings.
-pub(crate) fn open(path: &Path) -> Result<Session, CliError> {
+pub(crate) fn open(path: &Path) -> Result<&'static Session, CliError> {
     open_with(path, &memplan_formats::onnx::Options::default())
 }
 
-/// [`open`] with import options.
-fn open_with(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Session, CliError> {
+/// [`open`] with import options. The session lives until the process exits: it is leaked, not
+/// dropped, since the process ends when its command does, and freeing a million-buffer
+/// session's allocations one by one took a sixth of planning it.
+fn open_with(
+    path: &Path,
+    options: &memplan_formats::onnx::Options,
+) -> Result<&'static Session, CliError> {
     let session = load_dump(path, options)?;
     // Before the scenario is read: every guessed dim is named (a `--set` binds it anyway).
     for w in &session.warnings_for(&Scenario::default()) {
         eprintln!("memplan: warning: {}: {}", path.display(), one_line(w));
     }
-    Ok(session)
+    Ok(Box::leak(Box::new(session)))
 }
 
 fn write_out(output: Option<&Path>, text: &str) -> Result<(), CliError> {
@@ -688,7 +693,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 ..Control::default()
             };
             let scenario = timed(scenario.scenario()?, time_limit);
-            let mut report = PlanQuery(scenario.clone()).ask(&session, &mut control)?;
+            let mut report = PlanQuery(scenario.clone()).ask(session, &mut control)?;
             // The fields that vary run to run: only where `search` ran, whose users ask how
             // long the proof took and how soon the answer came; every other plan prints the
             // same bytes each time.
@@ -739,7 +744,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 scenario: scenario.scenario()?,
                 plan,
             };
-            let checked = query.ask(&session, &mut Control::default())?;
+            let checked = query.ask(session, &mut Control::default())?;
             if checked.violations.is_empty() {
                 println!(
                     "{}: valid plan, {} buffers, {} bytes",
@@ -791,7 +796,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 with_plan: with_plan.then(|| scenario.scenario()).transpose()?,
                 ordered: Some(scenario.scenario()?),
             };
-            let text = query.ask(&session, &mut Control::default())?;
+            let text = query.ask(session, &mut Control::default())?;
             write_out(output.as_deref(), &text)?;
         }
         Command::Render {
@@ -891,7 +896,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         } => {
             let session = open(&file)?;
             let query = SpacesQuery(scenario.scenario()?);
-            let spaces = query.ask(&session, &mut Control::default())?;
+            let spaces = query.ask(session, &mut Control::default())?;
             if json {
                 print_json(&spaces);
             } else {
@@ -919,7 +924,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 target,
                 max_candidates,
             };
-            print_answer(&open(&file)?, &query, json, human::fit_text)?;
+            print_answer(open(&file)?, &query, json, human::fit_text)?;
         }
         Command::Sweep {
             file,
@@ -933,7 +938,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 points: points.into(),
                 exhaustive_most: exhaustive_max,
             };
-            print_answer(&open(&file)?, &query, json, human::sweep_table)?;
+            print_answer(open(&file)?, &query, json, human::sweep_table)?;
         }
         Command::Advise {
             file,
@@ -941,7 +946,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let query = AdviseQuery(scenario.scenario()?);
-            print_answer(&open(&file)?, &query, json, human::advice_table)?;
+            print_answer(open(&file)?, &query, json, human::advice_table)?;
         }
         Command::Fits {
             file,
@@ -955,7 +960,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 lo: param.lo,
                 hi: param.hi,
             };
-            print_answer(&open(&file)?, &query, json, human::fits_text)?;
+            print_answer(open(&file)?, &query, json, human::fits_text)?;
         }
     }
     Ok(ExitCode::SUCCESS)
