@@ -784,6 +784,11 @@ fn a_capacity_search_that_gives_up_reports_a_layout_no_worse_than_best() {
         stderr(&gave_up)
     );
     assert!(footprint(&gave_up) <= footprint(&best));
+    // Given `best`'s exact budget, its probes between find 1,070,080 B and `best` 1,048,576:
+    // it answers with `best`'s.
+    let budget = memplan(&[&args[..], &["--work-limit", "25000000"]].concat());
+    assert_eq!(budget.status.code(), Some(1));
+    assert_eq!(footprint(&budget), footprint(&best));
     // Less work, a higher layout: what it reports is what its probes between found.
     let shorter = memplan(&[&args[..], &["--work-limit", "2500000"]].concat());
     assert_eq!(shorter.status.code(), Some(1));

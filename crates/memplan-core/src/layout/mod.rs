@@ -609,10 +609,6 @@ pub(crate) fn lay_out(
             .buffers_on(device)
             .partition(|&b| !problem.buffers[b].is_always_live());
 
-        // The portfolio: every strategy of the choice, the lowest extent wins, ties to the
-        // earlier. A strategy whose layout cannot be expressed in 64 bits drops out, and so
-        // does, in `best`, one past the work budget (`first-fit` never does), and `best-fit`
-        // once it passes the best so far.
         // With a capacity, the arena's share: what the static pools leave.
         let arena_capacity = match options.search_capacity {
             Some(capacity) => {
@@ -631,45 +627,45 @@ pub(crate) fn lay_out(
             None => None,
         };
         let regions = arena_regions(problem, &arena, options);
-        // No layout goes below what each region holds live at once. A strategy that reaches
-        // that floor cannot be beaten (ties go to the earlier), so the rest are not run: on
-        // most real models first-fit reaches it, and `best` then costs what first-fit does.
-        // Computed only when a strategy follows (one strategy alone needs no floor).
-        let mut floor = None;
-        let strategies = options.strategy.strategies();
-        let mut chosen: Option<ArenaLayout> = None;
         let mut known: Vec<Known> = regions.iter().map(|_| Known::default()).collect();
-        for (k, &strategy) in strategies.iter().enumerate() {
-            // Only a lower layout would be chosen: `best-fit`, the costliest of the greedy
-            // decodes, gives up as soon as it passes the best so far (it usually loses).
-            let must_beat = chosen.as_ref().map(|c| c.extent);
-            let Some(candidate) = layout_arena(
+        let arena_of = |options: &PlanOptions, known: &mut [Known], control: &mut Control<'_>| {
+            let capacity = arena_capacity.filter(|_| options.search_capacity.is_some());
+            choose_arena(
                 &regions,
                 arena.len(),
-                strategy,
                 options,
-                (arena_capacity, must_beat),
-                &mut known,
+                capacity,
+                known,
                 device,
                 control,
-            ) else {
-                continue;
+            )
+        };
+        let mut chosen = arena_of(options, &mut known, control);
+        // A capacity search that misses its goal answers with the lowest layout it can: its
+        // own, or `best`'s when that is lower (`best` and the search given a goal spend their
+        // nodes differently). What it proved stands either way, and its nodes are counted.
+        if let (Some(capacity), Some(missed)) = (arena_capacity, &chosen)
+            && missed.extent > capacity
+        {
+            let best_options = PlanOptions {
+                strategy: StrategyChoice::Best,
+                search_capacity: None,
+                ..options.clone()
             };
-            if chosen.as_ref().is_none_or(|c| candidate.extent < c.extent) {
-                chosen = Some(candidate);
-            }
-            let last = k + 1 == strategies.len();
-            if !last
-                && chosen.as_ref().is_some_and(|c| {
-                    c.extent
-                        <= *floor.get_or_insert_with(|| {
-                            (regions.iter().zip(&mut known))
-                                .map(|(r, k)| k.floor(&r.items))
-                                .fold(0, u64::saturating_add)
-                        })
-                })
+            if let Some(best) = arena_of(&best_options, &mut known, control)
+                && best.extent < missed.extent
             {
-                break;
+                let nodes = |a: &ArenaLayout| a.exact.map_or(0, |p| p.nodes);
+                let exact = missed.exact.map(|proof| Proof {
+                    nodes: proof.nodes + nodes(&best),
+                    lower_bound: proof.lower_bound,
+                });
+                let stopped = missed.stopped || best.stopped;
+                chosen = Some(ArenaLayout {
+                    exact,
+                    stopped,
+                    ..best
+                });
             }
         }
         let layout = chosen.ok_or_else(|| PlanError::ExtentOverflow {
@@ -831,6 +827,65 @@ impl Known {
             .floor
             .get_or_insert_with(|| search::lower_bound_hint(items))
     }
+}
+
+/// The lowest layout of a device's arena (its `regions`, `len` buffers) among the strategies of
+/// `options`, ties to the earlier; `None` when every one drops out. Each strategy lays out
+/// every region, under `capacity` where given (`search` stops at the first layout within it).
+/// A strategy whose layout cannot be expressed in 64 bits drops out, and so does, in `best`,
+/// one past the work budget (`first-fit` never does), and `best-fit` once it passes the best
+/// so far.
+///
+/// No layout goes below what each region holds live at once. A strategy that reaches that
+/// floor cannot be beaten (ties go to the earlier), so the rest are not run: on most real
+/// models first-fit reaches it, and `best` then costs what first-fit does. The floor is
+/// computed only when a strategy follows (one strategy alone needs none).
+fn choose_arena(
+    regions: &[Region],
+    len: usize,
+    options: &PlanOptions,
+    capacity: Option<u64>,
+    known: &mut [Known],
+    device: usize,
+    control: &mut Control<'_>,
+) -> Option<ArenaLayout> {
+    let mut floor = None;
+    let strategies = options.strategy.strategies();
+    let mut chosen: Option<ArenaLayout> = None;
+    for (k, &strategy) in strategies.iter().enumerate() {
+        // Only a lower layout would be chosen: `best-fit`, the costliest of the greedy
+        // decodes, gives up as soon as it passes the best so far (it usually loses).
+        let must_beat = chosen.as_ref().map(|c| c.extent);
+        let Some(candidate) = layout_arena(
+            regions,
+            len,
+            strategy,
+            options,
+            (capacity, must_beat),
+            known,
+            device,
+            control,
+        ) else {
+            continue;
+        };
+        if chosen.as_ref().is_none_or(|c| candidate.extent < c.extent) {
+            chosen = Some(candidate);
+        }
+        let last = k + 1 == strategies.len();
+        if !last
+            && chosen.as_ref().is_some_and(|c| {
+                c.extent
+                    <= *floor.get_or_insert_with(|| {
+                        (regions.iter().zip(&mut *known))
+                            .map(|(r, k)| k.floor(&r.items))
+                            .fold(0, u64::saturating_add)
+                    })
+            })
+        {
+            break;
+        }
+    }
+    chosen
 }
 
 /// Lays out a device's arena of `len` buffers, its `regions` stacked (`known`, one per region,
