@@ -71,6 +71,22 @@ impl Uses {
 /// For each position, the storage roots it takes (sorted, each once), with the tensors marked
 /// in `flipped` (one flag per tensor, or empty for none) recomputed at their uses.
 pub fn taken_per_position(resolved: &ResolvedGraph, flipped: &[bool]) -> Vec<Vec<usize>> {
+    let mut taken: Vec<Vec<usize>> = vec![Vec::new(); resolved.positions.len()];
+    for_each_taken(resolved, flipped, |position, root| {
+        taken[position].push(root)
+    });
+    for roots in &mut taken {
+        roots.sort_unstable();
+        roots.dedup();
+    }
+    taken
+}
+
+/// Calls `take(position, root)` for each storage root each position takes, positions in
+/// order (a root may come more than once at a position), with the tensors marked in `flipped`
+/// recomputed at their uses: [`taken_per_position`] without a list per position, which a
+/// rematerialization score, wanting only each root's first and last position, does not need.
+fn for_each_taken(resolved: &ResolvedGraph, flipped: &[bool], mut take: impl FnMut(usize, usize)) {
     let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
     // The steps that write each flipped root.
     let mut producers: Vec<Vec<usize>> = vec![
@@ -91,7 +107,8 @@ pub fn taken_per_position(resolved: &ResolvedGraph, flipped: &[bool]) -> Vec<Vec
         }
     }
     // What a use of flipped root `r` reads instead: its producers' reads, expanded (memoized; a
-    // producer that reads what it writes is not expanded twice).
+    // producer that reads what it writes is not expanded twice: a root met again while being
+    // expanded adds nothing there).
     let mut expansion: Vec<Option<Vec<usize>>> = vec![None; producers.len()];
     fn expand(
         r: usize,
@@ -100,21 +117,19 @@ pub fn taken_per_position(resolved: &ResolvedGraph, flipped: &[bool]) -> Vec<Vec
         is_flipped: &dyn Fn(usize) -> bool,
         expansion: &mut Vec<Option<Vec<usize>>>,
         visiting: &mut Vec<bool>,
-    ) -> Vec<usize> {
-        if let Some(done) = &expansion[r] {
-            return done.clone();
-        }
-        if visiting[r] {
-            return Vec::new();
+    ) {
+        if expansion[r].is_some() || visiting[r] {
+            return;
         }
         visiting[r] = true;
         let mut roots = Vec::new();
         for &s in &producers[r] {
             for &t in &resolved.steps[s].reads {
                 match resolved.root(t) {
-                    Some(q) if is_flipped(q) => roots.extend(expand(
-                        q, resolved, producers, is_flipped, expansion, visiting,
-                    )),
+                    Some(q) if is_flipped(q) => {
+                        expand(q, resolved, producers, is_flipped, expansion, visiting);
+                        roots.extend_from_slice(expansion[q].as_deref().unwrap_or_default());
+                    }
                     Some(q) => roots.push(q),
                     None => {}
                 }
@@ -123,68 +138,56 @@ pub fn taken_per_position(resolved: &ResolvedGraph, flipped: &[bool]) -> Vec<Vec
         roots.sort_unstable();
         roots.dedup();
         visiting[r] = false;
-        expansion[r] = Some(roots.clone());
-        roots
+        expansion[r] = Some(roots);
     }
     let mut visiting = vec![false; producers.len()];
-    resolved
-        .positions
-        .iter()
-        .map(|p| {
-            let back_edge = p
-                .loop_index
-                .map(|l| resolved.back_edge_reads[l].as_slice())
-                .unwrap_or_default();
-            let mut roots: Vec<usize> = Vec::new();
-            for step in &resolved.steps[p.first_step..=p.last_step] {
-                let writes_kept = step
-                    .writes
-                    .iter()
-                    .any(|&w| resolved.root(w).is_some_and(|r| !is_flipped(r)));
-                if !flipped.is_empty()
-                    && !writes_kept
-                    && !step.writes.is_empty()
-                    && step.writes.iter().any(|&w| resolved.root(w).is_some())
-                {
-                    // It only computes flipped values: it runs at their uses instead.
-                    continue;
-                }
-                for &t in step.reads.iter().chain(&step.writes) {
-                    match resolved.root(t) {
-                        Some(r) if is_flipped(r) => roots.extend(expand(
-                            r,
-                            resolved,
-                            &producers,
-                            &is_flipped,
-                            &mut expansion,
-                            &mut visiting,
-                        )),
-                        Some(r) => roots.push(r),
-                        None => {}
-                    }
-                }
+    let mut root_taken = |position: usize, r: usize, take: &mut dyn FnMut(usize, usize)| {
+        if is_flipped(r) {
+            expand(
+                r,
+                resolved,
+                &producers,
+                &is_flipped,
+                &mut expansion,
+                &mut visiting,
+            );
+            for &q in expansion[r].as_deref().unwrap_or_default() {
+                take(position, q);
             }
-            for &t in back_edge {
+        } else {
+            take(position, r);
+        }
+    };
+    for (position, p) in resolved.positions.iter().enumerate() {
+        let back_edge = p
+            .loop_index
+            .map(|l| resolved.back_edge_reads[l].as_slice())
+            .unwrap_or_default();
+        for step in &resolved.steps[p.first_step..=p.last_step] {
+            let writes_kept = step
+                .writes
+                .iter()
+                .any(|&w| resolved.root(w).is_some_and(|r| !is_flipped(r)));
+            if !flipped.is_empty()
+                && !writes_kept
+                && !step.writes.is_empty()
+                && step.writes.iter().any(|&w| resolved.root(w).is_some())
+            {
+                // It only computes flipped values: it runs at their uses instead.
+                continue;
+            }
+            for &t in step.reads.iter().chain(&step.writes) {
                 if let Some(r) = resolved.root(t) {
-                    if is_flipped(r) {
-                        roots.extend(expand(
-                            r,
-                            resolved,
-                            &producers,
-                            &is_flipped,
-                            &mut expansion,
-                            &mut visiting,
-                        ));
-                    } else {
-                        roots.push(r);
-                    }
+                    root_taken(position, r, &mut take);
                 }
             }
-            roots.sort_unstable();
-            roots.dedup();
-            roots
-        })
-        .collect()
+        }
+        for &t in back_edge {
+            if let Some(r) = resolved.root(t) {
+                root_taken(position, r, &mut take);
+            }
+        }
+    }
 }
 
 /// Builds the planning problem of `graph` (already resolved as `resolved`).
@@ -223,13 +226,11 @@ fn storage_flipped(graph: &Graph, resolved: &ResolvedGraph, flipped: &[bool]) ->
     let n = resolved.tensors.len();
     let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
     let mut span: Vec<Option<LiveInterval>> = vec![None; n];
-    for (position, roots) in taken_per_position(resolved, flipped).iter().enumerate() {
+    for_each_taken(resolved, flipped, |position, t| {
         let position = position as u32;
-        for &t in roots {
-            let s = span[t].get_or_insert(LiveInterval::new(position, position));
-            s.last = position;
-        }
-    }
+        let s = span[t].get_or_insert(LiveInterval::new(position, position));
+        s.last = position;
+    });
 
     let mut problem = Problem {
         device_ids: resolved.device_ids.clone(),
