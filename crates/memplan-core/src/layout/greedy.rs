@@ -138,25 +138,70 @@ pub(crate) fn gap_among(
     alignment: u64,
     choice: GapChoice,
 ) -> u64 {
-    let aligned = |v: u64| align_up(v, alignment).expect("validated: extents fit in u64");
-    let mut cursor = 0;
-    let mut smallest: Option<(u64, u64)> = None;
+    let mut scan = GapScan::new(size, alignment, choice);
     for (start, end) in ranges {
-        let candidate = aligned(cursor);
-        if candidate + size <= start {
-            match choice {
-                GapChoice::Lowest => return candidate,
+        if let Some(offset) = scan.pass(start, end) {
+            return offset;
+        }
+    }
+    scan.offset()
+}
+
+/// [`gap_among`] fed one range at a time, for a caller that walks its ranges itself (and may
+/// skip those wholly below [`GapScan::cursor`], which change nothing).
+pub(crate) struct GapScan {
+    size: u64,
+    alignment: u64,
+    choice: GapChoice,
+    cursor: u64,
+    /// The tightest gap that fits so far, and the offset in it (`Smallest`).
+    smallest: Option<(u64, u64)>,
+}
+
+impl GapScan {
+    pub(crate) fn new(size: u64, alignment: u64, choice: GapChoice) -> Self {
+        GapScan {
+            size,
+            alignment,
+            choice,
+            cursor: 0,
+            smallest: None,
+        }
+    }
+
+    fn aligned(&self, v: u64) -> u64 {
+        align_up(v, self.alignment).expect("validated: extents fit in u64")
+    }
+
+    /// The top of the ranges passed so far: a range ending at or below it changes nothing.
+    pub(crate) fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// Passes the occupied range `[start, end)`, the next in order of start; the offset, when
+    /// `Lowest` has found its gap below it.
+    pub(crate) fn pass(&mut self, start: u64, end: u64) -> Option<u64> {
+        let candidate = self.aligned(self.cursor);
+        if candidate + self.size <= start {
+            match self.choice {
+                GapChoice::Lowest => return Some(candidate),
                 GapChoice::Smallest => {
-                    let gap = start - cursor;
-                    if smallest.is_none_or(|(best, _)| gap < best) {
-                        smallest = Some((gap, candidate));
+                    let gap = start - self.cursor;
+                    if self.smallest.is_none_or(|(best, _)| gap < best) {
+                        self.smallest = Some((gap, candidate));
                     }
                 }
             }
         }
-        cursor = cursor.max(end);
+        self.cursor = self.cursor.max(end);
+        None
     }
-    smallest.map_or_else(|| aligned(cursor), |(_, offset)| offset)
+
+    /// The offset chosen once every range is passed.
+    pub(crate) fn offset(&self) -> u64 {
+        self.smallest
+            .map_or_else(|| self.aligned(self.cursor), |(_, offset)| offset)
+    }
 }
 
 #[cfg(test)]
