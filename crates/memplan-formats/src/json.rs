@@ -6,6 +6,11 @@
 //! types, with the JSON path), then every graph invariant ([`Graph::resolve`], naming the
 //! element). Writing is canonical: the same graph gives the same bytes, with `memplan` first and
 //! defaults left out.
+//!
+//! A graph's text is read twice: a first pass checks the syntax, the keys and the version and
+//! keeps nothing, and the second reads `tensors` and `steps` straight into the graph. A dump of
+//! a million tensors held as a tree of JSON values took twice the memory of its graph (a
+//! program, small, is still read as one).
 
 use std::fmt;
 
@@ -93,6 +98,225 @@ impl<'de> DeserializeSeed<'de> for StrictSeed {
     }
 }
 
+/// A JSON value read for its syntax and its keys alone: every object's keys unique, nothing
+/// kept. The first pass over a dump, so that a dump of a million tensors is never held as a
+/// tree of values beside the graph it becomes.
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CheckedVisitor).map(|()| Checked)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> Visitor<'de> for CheckedVisitor {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        // Objects have a few keys: a list searched is cheaper than a set.
+        let mut keys: Vec<String> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if keys.contains(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "the key `{key}` is given twice in one object"
+                )));
+            }
+            keys.push(key);
+            map.next_value::<Checked>()?;
+        }
+        Ok(())
+    }
+}
+
+/// A dump's top level as the first pass sees it: its version field and whether it holds a
+/// program, when it is an object.
+struct Top {
+    object: bool,
+    version: Option<Value>,
+    program: bool,
+}
+
+impl<'de> Deserialize<'de> for Top {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TopVisitor)
+    }
+}
+
+struct TopVisitor;
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = Top;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Top, E> {
+        Ok(Top::NOT_AN_OBJECT)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Top, E> {
+        Ok(Top::NOT_AN_OBJECT)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Top, E> {
+        Ok(Top::NOT_AN_OBJECT)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Top, E> {
+        Ok(Top::NOT_AN_OBJECT)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Top, E> {
+        Ok(Top::NOT_AN_OBJECT)
+    }
+    fn visit_unit<E>(self) -> Result<Top, E> {
+        Ok(Top::NOT_AN_OBJECT)
+    }
+    fn visit_none<E>(self) -> Result<Top, E> {
+        Ok(Top::NOT_AN_OBJECT)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Top, A::Error> {
+        CheckedVisitor.visit_seq(seq).map(|()| Top::NOT_AN_OBJECT)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+        let mut top = Top {
+            object: true,
+            version: None,
+            program: false,
+        };
+        let mut keys: Vec<String> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if keys.contains(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "the key `{key}` is given twice in one object"
+                )));
+            }
+            match key.as_str() {
+                "memplan" => top.version = Some(map.next_value::<StrictValue>()?.0),
+                _ => {
+                    top.program |= key == "program";
+                    map.next_value::<Checked>()?;
+                }
+            }
+            keys.push(key);
+        }
+        Ok(top)
+    }
+}
+
+impl Top {
+    const NOT_AN_OBJECT: Top = Top {
+        object: false,
+        version: None,
+        program: false,
+    };
+}
+
+/// A graph's top level, read in one pass: `tensors` and `steps`, which hold nearly all of a
+/// large dump, straight into their types; every other field kept as a value, to be read into
+/// the rest of the [`Graph`] after (they are small). `memplan` is skipped: the first pass read
+/// it.
+struct GraphTop {
+    tensors: Option<Vec<memplan_core::graph::Tensor>>,
+    steps: Option<Vec<memplan_core::graph::Step>>,
+    rest: Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for GraphTop {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(GraphTopVisitor)
+    }
+}
+
+struct GraphTopVisitor;
+
+impl<'de> Visitor<'de> for GraphTopVisitor {
+    type Value = GraphTop;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<GraphTop, A::Error> {
+        let mut top = GraphTop {
+            tensors: None,
+            steps: None,
+            rest: Map::new(),
+        };
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "memplan" => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+                "tensors" => top.tensors = Some(map.next_value()?),
+                "steps" => top.steps = Some(map.next_value()?),
+                _ => {
+                    let StrictValue(v) = map.next_value()?;
+                    top.rest.insert(key, v);
+                }
+            }
+        }
+        Ok(top)
+    }
+}
+
+/// A serde_json error's message without the position it appends (`at line 5 column 41`): a
+/// syntax error gives it apart, a structure error gives the JSON path instead.
+fn without_position(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_string(),
+        None => message,
+    }
+}
+
+/// Reads a graph's dump (checked by the first pass: valid JSON, keys unique, version 1, no
+/// program) into its [`Graph`], structure errors with their JSON path.
+fn read_graph(text: &str) -> Result<Graph, FormatError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let top: GraphTop = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| FormatError::structure(&e.path().to_string(), &without_position(e.inner())))?;
+    let mut rest = top.rest;
+    // The typed fields stand in as empty lists, so a missing one is still missing.
+    for (key, given) in [
+        ("tensors", top.tensors.is_some()),
+        ("steps", top.steps.is_some()),
+    ] {
+        if given {
+            rest.insert(key.into(), Value::Array(Vec::new()));
+        }
+    }
+    let mut graph: Graph = from_value(Value::Object(rest), "")?;
+    graph.tensors = top.tensors.unwrap_or_default();
+    graph.steps = top.steps.unwrap_or_default();
+    Ok(graph)
+}
+
 /// A serde message in the product's words: no Rust type names.
 pub(crate) fn plain_message(message: &str) -> String {
     message
@@ -142,23 +366,22 @@ pub struct ParsedProgram {
 
 /// Parses and validates a memplan JSON dump of either kind.
 pub fn parse_dump(text: &str) -> Result<Parsed, FormatError> {
+    let syntax = |e: serde_json::Error| FormatError::JsonSyntax {
+        line: e.line(),
+        column: e.column(),
+        message: without_position(&e),
+    };
+    // The first pass: the syntax, each object's keys, the version and the kind.
     let mut de = serde_json::Deserializer::from_str(text);
-    let mut value = StrictValue::deserialize(&mut de)
-        .and_then(|v| de.end().map(|()| v.0))
-        .map_err(|e| FormatError::JsonSyntax {
-            line: e.line(),
-            column: e.column(),
-            message: e
-                .to_string()
-                .split(" at line")
-                .next()
-                .unwrap_or_default()
-                .to_string(),
-        })?;
-    let object = value
-        .as_object_mut()
-        .ok_or_else(|| FormatError::NotADump("the top level is not a JSON object".into()))?;
-    match object.remove("memplan") {
+    let top = Top::deserialize(&mut de)
+        .and_then(|top| de.end().map(|()| top))
+        .map_err(syntax)?;
+    if !top.object {
+        return Err(FormatError::NotADump(
+            "the top level is not a JSON object".into(),
+        ));
+    }
+    match top.version {
         None => {
             return Err(FormatError::NotADump(
                 "no `memplan` version field (expected \"memplan\": 1)".into(),
@@ -171,10 +394,17 @@ pub fn parse_dump(text: &str) -> Result<Parsed, FormatError> {
             });
         }
     }
-    if object.contains_key("program") {
-        return parse_program(std::mem::take(object)).map(Parsed::Program);
+    if top.program {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let Value::Object(mut object) = StrictValue::deserialize(&mut de).map_err(syntax)?.0 else {
+            return Err(FormatError::NotADump(
+                "the top level is not a JSON object".into(),
+            ));
+        };
+        object.remove("memplan");
+        return parse_program(object).map(Parsed::Program);
     }
-    let graph: Graph = from_value(value, "")?;
+    let graph = read_graph(text)?;
     let resolved = graph.resolve()?;
     Ok(Parsed::Graph(graph, resolved))
 }
