@@ -7,7 +7,7 @@
 # the command that produced it. Run it after `./scripts/test.sh` on the machine the figures are for.
 # Usage: ./scripts/readme-figures.sh [BLOCK...]
 set -euo pipefail
-# With names (bench capacity minimize best omnimalloc wasm scale remat greedy onnx chain orders fits
+# With names (bench capacity minimize best targets omnimalloc wasm scale remat greedy onnx chain orders fits
 # compilers bundle browser snapshots screenshot), only those.
 only=" $* "
 want() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
@@ -95,11 +95,20 @@ fi
 
 if want best; then
 {
-  echo "\`./scripts/best-compare.sh\` ($today, $cores cores, all rows side by side in one run; the \`packed-*\` rows are \`scripts/gen-packed.py\`'s instances, whose optimum is the lower bound; time is the whole command's, the median of 3 runs of each build, alternated):"
+  echo "\`./scripts/release-compare.sh best\` ($today, $cores cores, all rows side by side in one run; the \`packed-*\` rows are \`scripts/gen-packed.py\`'s instances, whose optimum is the lower bound; time is the whole command's, the median of 3 runs of each build, alternated):"
   echo
-  ./scripts/best-compare.sh
+  ./scripts/release-compare.sh best
 } > "$tmp/best"
 replace best "$tmp/best"
+fi
+
+if want targets; then
+{
+  echo "\`./scripts/release-compare.sh targets\` ($today, $cores cores, side by side in one run; wall time and peak memory by GNU time, the median time of 3 runs of each build where it says so, alternated):"
+  echo
+  ./scripts/release-compare.sh targets
+} > "$tmp/targets"
+replace targets "$tmp/targets"
 fi
 
 if want omnimalloc; then

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# This build against an earlier commit (BASELINE_REV, default: the last commit of the session
+# before these targets were worked on), side by side in one run, both built for speed.
+#   best:    `best` (the default strategy) against `search` given a second, the greedy layouts
+#            and `best` of the earlier commit, on the minimalloc files, the large problems of
+#            tests/data, and packed instances whose optimum is known (scripts/gen-packed.py).
+#            Time is the whole command's (loading and the report included), the median of
+#            three runs of each build, alternating them.
+#   targets: the targets of docs/benchmarks.md measured end to end by the CLI: a million-row
+#            minimalloc CSV and the same problem as memplan JSON planned (time and peak memory,
+#            GNU time), `fit --target minimize` and a 32-point `sweep` on the 2,000-tensor
+#            training example (the median of three runs of each build, alternating them).
+# Usage: scripts/release-compare.sh best|targets [BASELINE_REV]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+what=${1:?usage: scripts/release-compare.sh best|targets [BASELINE_REV]}
+baseline_rev=${2:-2b701af}
+case "$what" in best | targets) ;; *) echo "usage: scripts/release-compare.sh best|targets [BASELINE_REV]" >&2; exit 2 ;; esac
+
+tmp=$(mktemp -d)
+trap 'git worktree remove --force "$tmp/baseline-src" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+
+cargo build -q --locked --profile fast -p memplan-cli
+git worktree add -q --detach "$tmp/baseline-src" "$baseline_rev"
+(cd "$tmp/baseline-src" &&
+  cargo build -q --locked --profile fast -p memplan-cli --target-dir "$root/target/baseline")
+now=target/fast/memplan
+then=target/baseline/fast/memplan
+
+if [ "$what" = best ]; then
+python3 scripts/gen-packed.py 200 8 "$tmp/packed"
+python3 scripts/gen-packed.py 300 8 "$tmp/packed"
+
+cat > "$tmp/rows.py" <<'PY'
+import json, statistics, subprocess, sys, time
+now, then, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+def plan(binary, path, *args):
+    started = time.perf_counter()
+    out = subprocess.run([binary, "plan", path, "--json", *args], check=True,
+                         capture_output=True).stdout
+    return json.loads(out), (time.perf_counter() - started) * 1e3
+for path in files:
+    runs = {"now": [], "then": []}
+    for _ in range(3):
+        runs["now"].append(plan(now, path))
+        runs["then"].append(plan(then, path))
+    for build, rows in runs.items():
+        if len({r["footprint_bytes"] for r, _ in rows}) != 1:
+            sys.exit(f"{path}: best at {build} planned different footprints run to run")
+    search, _ = plan(now, path, "--strategy", "search", "--time-limit", "1s")
+    greedy = min(plan(now, path, "--strategy", s)[0]["footprint_bytes"]
+                 for s in ("first-fit", "best-fit"))
+    first = runs["now"][0][0]
+    lb, best = first["lower_bound_bytes"], first["footprint_bytes"]
+    old, found = runs["then"][0][0]["footprint_bytes"], search["footprint_bytes"]
+    ms = lambda rows: statistics.median(t for _, t in rows)
+    cells = [path.rsplit("/", 1)[-1], len(first["placements"]), lb,
+             f"{best} ({best / lb:.3f})", f"{ms(runs['now']):.0f}",
+             f"{old} ({old / lb:.3f})", f"{ms(runs['then']):.0f}",
+             f"{found} ({found / lb:.3f})", f"{best / found:.3f}", f"{best / greedy:.3f}"]
+    print("| " + " | ".join(str(c) for c in cells) + " |")
+PY
+
+echo "| file | buffers | lower bound | best | time (ms) | best at $baseline_rev | time (ms) | search, 1 s | best / search | best / greedy |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+python3 "$tmp/rows.py" "$now" "$then" tests/data/minimalloc/*.csv tests/data/large/*.csv \
+  "$tmp"/packed/packed-200-*.csv "$tmp"/packed/packed-300-*.csv
+fi
+
+if [ "$what" = targets ]; then
+python3 - "$tmp/m1.csv" <<'PY'
+import random, sys
+# A million buffers, each live 1 to 199 time units from a uniform start, 64 B to 4 KiB.
+rng = random.Random(1)
+with open(sys.argv[1], "w") as f:
+    f.write("id,lower,upper,size\n")
+    for i in range(1_000_000):
+        start = rng.randrange(0, 2_000_000)
+        f.write(f"{i},{start},{start + rng.randrange(1, 200)},{rng.randrange(1, 64) * 64}\n")
+PY
+$now convert "$tmp/m1.csv" --to json > "$tmp/m1.json"
+cat > "$tmp/targets.py" <<'PY'
+import statistics, subprocess, sys, time
+now, then, tmp, baseline = sys.argv[1:5]
+def run(binary, args):
+    """Wall time (s) and peak memory (MB) of one run, by GNU time."""
+    out = subprocess.run(["/usr/bin/time", "-f", "%e %M", binary, *args], check=True,
+                         capture_output=True, text=True)
+    seconds, kib = out.stderr.strip().splitlines()[-1].split()
+    return float(seconds), int(kib) / 1024
+rows = [
+    ("1M-row minimalloc CSV, `plan`", ["plan", f"{tmp}/m1.csv"], 1, "4 s, 400 MB"),
+    ("the same as memplan JSON, `plan`", ["plan", f"{tmp}/m1.json"], 1, "6 s, 600 MB"),
+    ("`fit --target minimize`, transformer-training", ["fit", "static/examples/transformer-training.json", "--target", "minimize"], 3, "150 ms"),
+    ("32-point `sweep`, transformer-training", ["sweep", "static/examples/transformer-training.json", "--points", "32", "--strategy", "first-fit"], 3, "500 ms"),
+]
+print(f"| task | target | this build | at {baseline} |")
+print("|---|---|---:|---:|")
+for name, args, runs, target in rows:
+    got = {"now": [], "then": []}
+    for _ in range(runs):
+        got["now"].append(run(now, args))
+        got["then"].append(run(then, args))
+    def cell(rs):
+        secs = statistics.median(r[0] for r in rs)
+        mb = max(r[1] for r in rs)
+        return f"{secs:.2f} s, {mb:.0f} MB"
+    print(f"| {name} | {target} | {cell(got['now'])} | {cell(got['then'])} |")
+PY
+python3 "$tmp/targets.py" "$now" "$then" "$tmp" "$baseline_rev"
+fi
