@@ -100,18 +100,27 @@ impl<'de> DeserializeSeed<'de> for StrictSeed {
 
 /// A JSON value read for its syntax and its keys alone: every object's keys unique, nothing
 /// kept. The first pass over a dump, so that a dump of a million tensors is never held as a
-/// tree of values beside the graph it becomes.
-struct Checked;
+/// tree of values beside the graph it becomes. At the top level (`Checked(Some(top))`) it notes
+/// what the dump's kind and version need.
+struct Checked<'a>(Option<&'a mut Top>);
 
-impl<'de> Deserialize<'de> for Checked {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(CheckedVisitor).map(|()| Checked)
+/// A dump's top level as the first pass sees it: whether it is an object, its version field
+/// and whether it holds a program.
+#[derive(Default)]
+struct Top {
+    object: bool,
+    version: Option<Value>,
+    program: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Checked<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-struct CheckedVisitor;
-
-impl<'de> Visitor<'de> for CheckedVisitor {
+impl<'de> Visitor<'de> for Checked<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -139,10 +148,13 @@ impl<'de> Visitor<'de> for CheckedVisitor {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element::<Checked>()?.is_some() {}
+        while seq.next_element_seed(Checked(None))?.is_some() {}
         Ok(())
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        if let Some(top) = self.0.as_deref_mut() {
+            top.object = true;
+        }
         // Objects have a few keys: a list searched is cheaper than a set.
         let mut keys: Vec<String> = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
@@ -151,91 +163,21 @@ impl<'de> Visitor<'de> for CheckedVisitor {
                     "the key `{key}` is given twice in one object"
                 )));
             }
-            keys.push(key);
-            map.next_value::<Checked>()?;
-        }
-        Ok(())
-    }
-}
-
-/// A dump's top level as the first pass sees it: its version field and whether it holds a
-/// program, when it is an object.
-struct Top {
-    object: bool,
-    version: Option<Value>,
-    program: bool,
-}
-
-impl<'de> Deserialize<'de> for Top {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TopVisitor)
-    }
-}
-
-struct TopVisitor;
-
-impl<'de> Visitor<'de> for TopVisitor {
-    type Value = Top;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Top, E> {
-        Ok(Top::NOT_AN_OBJECT)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Top, E> {
-        Ok(Top::NOT_AN_OBJECT)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Top, E> {
-        Ok(Top::NOT_AN_OBJECT)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Top, E> {
-        Ok(Top::NOT_AN_OBJECT)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Top, E> {
-        Ok(Top::NOT_AN_OBJECT)
-    }
-    fn visit_unit<E>(self) -> Result<Top, E> {
-        Ok(Top::NOT_AN_OBJECT)
-    }
-    fn visit_none<E>(self) -> Result<Top, E> {
-        Ok(Top::NOT_AN_OBJECT)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Top, A::Error> {
-        CheckedVisitor.visit_seq(seq).map(|()| Top::NOT_AN_OBJECT)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
-        let mut top = Top {
-            object: true,
-            version: None,
-            program: false,
-        };
-        let mut keys: Vec<String> = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if keys.contains(&key) {
-                return Err(de::Error::custom(format_args!(
-                    "the key `{key}` is given twice in one object"
-                )));
-            }
-            match key.as_str() {
-                "memplan" => top.version = Some(map.next_value::<StrictValue>()?.0),
-                _ => {
-                    top.program |= key == "program";
-                    map.next_value::<Checked>()?;
+            match self.0.as_deref_mut() {
+                Some(top) if key == "memplan" => {
+                    top.version = Some(map.next_value::<StrictValue>()?.0)
+                }
+                top => {
+                    if let Some(top) = top {
+                        top.program |= key == "program";
+                    }
+                    map.next_value_seed(Checked(None))?;
                 }
             }
             keys.push(key);
         }
-        Ok(top)
+        Ok(())
     }
-}
-
-impl Top {
-    const NOT_AN_OBJECT: Top = Top {
-        object: false,
-        version: None,
-        program: false,
-    };
 }
 
 /// A graph's top level, read in one pass: `tensors` and `steps`, which hold nearly all of a
@@ -373,8 +315,10 @@ pub fn parse_dump(text: &str) -> Result<Parsed, FormatError> {
     };
     // The first pass: the syntax, each object's keys, the version and the kind.
     let mut de = serde_json::Deserializer::from_str(text);
-    let top = Top::deserialize(&mut de)
-        .and_then(|top| de.end().map(|()| top))
+    let mut top = Top::default();
+    Checked(Some(&mut top))
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
         .map_err(syntax)?;
     if !top.object {
         return Err(FormatError::NotADump(

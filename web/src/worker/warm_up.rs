@@ -83,9 +83,15 @@ impl WarmUp {
         let (now, never) = (|| 0.0, || false);
         match self.phase {
             Phase::Load => {
+                // `best`, as a page's load plans, but within a round's work: a user's request
+                // waits for at most one step (its exact search would otherwise take `best`'s
+                // whole budget on this puzzle, a tenth of a second or more in the browser).
                 let load = Request::Load {
                     source: "warm-up.csv".into(),
-                    scenario: Scenario::default(),
+                    scenario: Scenario {
+                        work_limit: Some(WARM_UP_ROUND_WORK),
+                        ..Scenario::default()
+                    },
                     import: Default::default(),
                     routine: None,
                 };
