@@ -214,8 +214,9 @@ pub const BEST_SEARCH_WORK: u64 = 2_500_000;
 /// Within `best`, the work of the exact search, on the regions where it runs (those whose
 /// first round [`BEST_SEARCH_WORK`] covers: up to about 320 buffers). Its nodes are what moves
 /// a layout towards the floor, and past the first rounds they come cheap to a small region:
-/// this buys about 20,000 nodes on 300 buffers, 60-100 ms natively, where `search` by name
-/// spends twice that and a time limit as long as the caller gives. With a tenth of it, `best`
+/// this buys about 20,000 nodes on 300 buffers, a tenth of a second natively or a little more
+/// on the costliest (docs/benchmarks.md measures it on each minimalloc file), where `search`
+/// by name spends twice that and a time limit as long as the caller gives. With a tenth of it, `best`
 /// stopped 15% above the proven bound on puzzles its search solves (minimalloc's E, upstream's
 /// G) and on packed instances whose optimum is the bound (scripts/gen-packed.py).
 pub const BEST_EXACT_WORK: u64 = 25_000_000;
