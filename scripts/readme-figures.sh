@@ -36,6 +36,14 @@ PY
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# A block that is one command's output under a line naming it: block NAME LINE COMMAND...
+block() {
+  local name=$1 line=$2
+  shift 2
+  { echo "$line"; echo; "$@"; } > "$tmp/$name"
+  replace "$name" "$tmp/$name"
+}
+
 bench_cmd="cargo run --profile fast -p memplan-cli -- bench --csv-dir tests/data/minimalloc --csv-dir tests/data/large"
 if want bench; then
 {
@@ -94,39 +102,23 @@ replace minimize "$tmp/minimize"
 fi
 
 if want best; then
-{
-  echo "\`./scripts/release-compare.sh best\` ($today, $cores cores, all rows side by side in one run; the \`packed-*\` rows are \`scripts/gen-packed.py\`'s instances, whose optimum is the lower bound; time is the whole command's, the median of 3 runs of each build, alternated):"
-  echo
-  ./scripts/release-compare.sh best
-} > "$tmp/best"
-replace best "$tmp/best"
+  block best "\`./scripts/release-compare.sh best\` ($today, $cores cores, all rows side by side in one run; the \`packed-*\` rows are \`scripts/gen-packed.py\`'s instances, whose optimum is the lower bound; time is the whole command's, the median of 3 runs of each build, alternated):" \
+    ./scripts/release-compare.sh best
 fi
 
 if want targets; then
-{
-  echo "\`./scripts/release-compare.sh targets\` ($today, $cores cores, side by side in one run; wall time and peak memory by GNU time, the median time of 3 runs of each build where it says so, alternated):"
-  echo
-  ./scripts/release-compare.sh targets
-} > "$tmp/targets"
-replace targets "$tmp/targets"
+  block targets "\`./scripts/release-compare.sh targets\` ($today, $cores cores, side by side in one run; wall time and peak memory by GNU time, the median time of 3 runs of each build where it says so, alternated):" \
+    ./scripts/release-compare.sh targets
 fi
 
 if want omnimalloc; then
-{
-  echo "\`./scripts/omnimalloc-compare.sh\` ($today, $cores cores, all rows side by side; \`best\` is the median of 5 runs, \`greedy_by_all\` too where \`best\` takes under 100 ms, the rest one run; the \`-xN\` rows are the ResNet-50 problem tiled N times in time, neighbours overlapping by half):"
-  echo
-  ./scripts/omnimalloc-compare.sh
-} > "$tmp/omnimalloc"
-replace omnimalloc "$tmp/omnimalloc"
+  block omnimalloc "\`./scripts/omnimalloc-compare.sh\` ($today, $cores cores, all rows side by side; \`best\` is the median of 5 runs, \`greedy_by_all\` too where \`best\` takes under 100 ms, the rest one run; the \`-xN\` rows are the ResNet-50 problem tiled N times in time, neighbours overlapping by half):" \
+    ./scripts/omnimalloc-compare.sh
 fi
 
 if want wasm; then
-{
-  echo "\`./scripts/wasm-bench.sh\` ($today, $cores cores, side by side in one run; each plan 5 times in a row, in 3 rounds that alternate the native and the wasm build, the medians of the 15 runs, and the wasm build's first run, which for the rows after the first ran after the rows above it; time is the CLI's own clock around the plan):"
-  echo
-  ./scripts/wasm-bench.sh
-} > "$tmp/wasm"
-replace wasm "$tmp/wasm"
+  block wasm "\`./scripts/wasm-bench.sh\` ($today, $cores cores, side by side in one run; each plan 5 times in a row, in 3 rounds that alternate the native and the wasm build, the medians of the 15 runs, and the wasm build's first run, which for the rows after the first ran after the rows above it; time is the CLI's own clock around the plan):" \
+    ./scripts/wasm-bench.sh
 fi
 
 scale_cmd="memplan bench --synthetic 1000000 --all-live 0 --strategies first-fit,best"
