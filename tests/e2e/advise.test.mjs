@@ -4,24 +4,17 @@
 // tests/e2e/output/advise-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cli, hooks, launch, output, root, serve } from './harness.mjs';
+import { cli, closePage, hooks, openPage, output, root } from './harness.mjs';
 
 const exampleFile = (name) => join(root, 'static/examples', `${name}.json`);
 
 let server, browser, page;
-before(async () => {
-  await mkdir(output, { recursive: true });
-  server = await serve({
+before(async () => ({ server, browser, page } = await openPage({
     '/fixtures/transformer-training.json': await readFile(exampleFile('transformer-training'), 'utf8'),
-  });
-  ({ browser, page } = await launch());
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+  })));
+after(() => closePage({ browser, server }));
 
 const { testid, bytesOf } = hooks(() => page);
 const shot = (name) => page.screenshot({ path: join(output, `advise-${name}.png`) });

@@ -6,9 +6,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cli, hooks, launch, output, root, serve } from './harness.mjs';
+import { cli, closePage, hooks, openPage, output, root } from './harness.mjs';
 
 const dir = join(root, 'tests/data/xla/attn');
 const stem = 'module_0024.jit_loss.cpu_after_optimizations';
@@ -16,18 +16,11 @@ const assignment = join(dir, `${stem}-buffer-assignment.txt`);
 const liveRange = join(dir, `${stem}-live-range.txt`);
 
 let server, browser, page;
-before(async () => {
-  await mkdir(output, { recursive: true });
-  server = await serve({
+before(async () => ({ server, browser, page } = await openPage({
     [`/fixtures/xla/${stem}-buffer-assignment.txt`]: await readFile(assignment),
     [`/fixtures/xla/${stem}-live-range.txt`]: await readFile(liveRange),
-  });
-  ({ browser, page } = await launch());
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+  })));
+after(() => closePage({ browser, server }));
 
 const { testid, bytesOf } = hooks(() => page);
 const shot = (name) => page.screenshot({ path: join(output, `xla-${name}.png`) });

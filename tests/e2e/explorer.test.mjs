@@ -1,22 +1,15 @@
 // The explorer shell end to end, on the release bundle: default example, upload, bad upload.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { launch, output, root, serve } from './harness.mjs';
+import { closePage, openPage, output, root, serve } from './harness.mjs';
 
 const example = async (name) => JSON.parse(await readFile(join(root, 'static/examples', `${name}.json`), 'utf8'));
 
 let server, browser, page;
-before(async () => {
-  await mkdir(output, { recursive: true });
-  server = await serve();
-  ({ browser, page } = await launch());
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+before(async () => ({ server, browser, page } = await openPage()));
+after(() => closePage({ browser, server }));
 
 const text = (testid) => page.getByTestId(testid).innerText();
 

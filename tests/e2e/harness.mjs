@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -159,4 +159,19 @@ export async function launch() {
   });
   page.on('pageerror', (e) => page.problems.push(`page error: ${e.message}`));
   return { browser, page };
+}
+
+/** What a test file opens before its tests: the release bundle served with `fixtures` (path to
+ *  body, as `serve` takes them) and a page in a fresh headless Chromium. */
+export async function openPage(fixtures = {}) {
+  await mkdir(output, { recursive: true });
+  const server = await serve(fixtures);
+  const { browser, page } = await launch();
+  return { server, browser, page };
+}
+
+/** Closes what `openPage` opened (either may be missing when `before` failed part way). */
+export async function closePage({ browser, server }) {
+  await browser?.close();
+  await server?.close();
 }

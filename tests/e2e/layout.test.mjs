@@ -4,24 +4,19 @@
 // each panel at both sizes go to tests/e2e/output/layout-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { hooks, launch, output, root, serve } from './harness.mjs';
+import { closePage, hooks, openPage, output, root } from './harness.mjs';
 
 let server, browser, page;
 before(async () => {
-  await mkdir(output, { recursive: true });
   // The largest bundled training step (288 flips, 2,000 tensors), by URL: the page bundles
   // the small examples only.
-  server = await serve({
+  ({ server, browser, page } = await openPage({
     '/fixtures/transformer-training.json': await readFile(join(root, 'static/examples/transformer-training.json'), 'utf8'),
-  });
-  ({ browser, page } = await launch());
+  }));
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closePage({ browser, server }));
 
 const { testid } = hooks(() => page);
 function healthy(what) {

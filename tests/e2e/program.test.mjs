@@ -4,20 +4,13 @@
 // re-plans the program; a column of the chart says what its event did.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cli, hooks, launch, output, root, serve } from './harness.mjs';
+import { cli, closePage, hooks, openPage, output, root } from './harness.mjs';
 
 let server, browser, page;
-before(async () => {
-  await mkdir(output, { recursive: true });
-  server = await serve();
-  ({ browser, page } = await launch());
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+before(async () => ({ server, browser, page } = await openPage()));
+after(() => closePage({ browser, server }));
 
 const { testid, bytesOf } = hooks(() => page);
 const example = (name) => join(root, 'static/examples', `${name}.json`);

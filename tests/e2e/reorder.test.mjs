@@ -4,22 +4,14 @@
 // Screenshots go to tests/e2e/output/reorder-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cli, hooks, launch, output, root, serve } from './harness.mjs';
+import { cli, closePage, hooks, openPage, output, root } from './harness.mjs';
 
 const mlp = join(root, 'static/examples/mlp-training.json');
 
 let server, browser, page;
-before(async () => {
-  await mkdir(output, { recursive: true });
-  server = await serve();
-  ({ browser, page } = await launch());
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+before(async () => ({ server, browser, page } = await openPage()));
+after(() => closePage({ browser, server }));
 
 const { testid, bytesOf } = hooks(() => page);
 const shot = (name) => page.screenshot({ path: join(output, `reorder-${name}.png`) });

@@ -4,26 +4,19 @@
 // views, search). Screenshots go to tests/e2e/output/review-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cli, hooks, launch, output, root, serve } from './harness.mjs';
+import { cli, closePage, hooks, openPage, output, root } from './harness.mjs';
 
 const exampleFile = (name) => join(root, 'static/examples', `${name}.json`);
 const minimallocFile = join(root, 'tests/data/minimalloc/C.1048576.csv');
 
 let server, browser, page;
-before(async () => {
-  await mkdir(output, { recursive: true });
-  server = await serve({
+before(async () => ({ server, browser, page } = await openPage({
     '/fixtures/embed-host.html':
       '<!doctype html><html><head><link rel="icon" href="data:,"></head><body style="margin:0"><iframe id="f" src="/?example=transformer-decode&view=arena&embed=1" style="width:700px;height:400px;border:0"></iframe></body></html>',
-  });
-  ({ browser, page } = await launch());
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+  })));
+after(() => closePage({ browser, server }));
 
 const { testid, bytesOf } = hooks(() => page);
 const drawn = (id) => page.waitForFunction((id) => document.querySelector(`[data-testid=${id}]`)?.hasAttribute('data-draw-ms'), id);

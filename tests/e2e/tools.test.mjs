@@ -5,9 +5,9 @@
 // diagnostics of `memplan spaces`. Embedding: a host page hands a dump over by postMessage.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cli, hooks, launch, output, root, serve, syntheticCsv } from './harness.mjs';
+import { cli, closePage, hooks, openPage, output, root, syntheticCsv } from './harness.mjs';
 
 const convnet = join(root, 'static/examples/convnet-training.json');
 const cliFootprint = (...inline) =>
@@ -27,20 +27,15 @@ const noWriter = {
 
 let server, browser, page;
 before(async () => {
-  await mkdir(output, { recursive: true });
-  server = await serve({
+  ({ server, browser, page } = await openPage({
     '/fixtures/convnet.json': await readFile(convnet, 'utf8'),
     '/fixtures/nowriter.json': JSON.stringify(noWriter),
     '/fixtures/embed-example.html': await readFile(join(root, 'docs/embed-example.html'), 'utf8'),
     '/fixtures/transformer-training.json': await readFile(join(root, 'static/examples/transformer-training.json'), 'utf8'),
-  });
+  }));
   await writeFile(join(output, 'nowriter.json'), JSON.stringify(noWriter));
-  ({ browser, page } = await launch());
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closePage({ browser, server }));
 
 const { testid, bytesOf } = hooks(() => page);
 

@@ -5,24 +5,17 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { statSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
-import { hooks, launch, output, root, serve } from './harness.mjs';
+import { closePage, hooks, openPage, output, root } from './harness.mjs';
 
 const snapshot = join(root, 'tests/data/torch/magma27_memory_snapshot.pickle');
 const trace = join(root, 'tests/data/torch-trace/df_index_resolver.json.gz');
 
 let server, browser, page;
-before(async () => {
-  await mkdir(output, { recursive: true });
-  server = await serve();
-  ({ browser, page } = await launch());
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+before(async () => ({ server, browser, page } = await openPage()));
+after(() => closePage({ browser, server }));
 
 const { testid, bytesOf, cancellable } = hooks(() => page);
 const shot = (name) => page.screenshot({ path: join(output, `torch-${name}.png`) });

@@ -3,9 +3,9 @@
 // hostile names, loading from ?src= and by drop, a 50 MB dump, and 50k rectangles drawn.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { bigDump, cli, fastCli, hooks, launch, output, root, serve, syntheticCsv } from './harness.mjs';
+import { bigDump, cli, closePage, fastCli, hooks, openPage, output, root, syntheticCsv } from './harness.mjs';
 
 const exampleFile = (name) => join(root, 'static/examples', `${name}.json`);
 const golden = async (name) => JSON.parse(await readFile(join(root, 'tests/golden', `${name}.plan.json`), 'utf8'));
@@ -24,18 +24,11 @@ const hostile = {
 };
 
 let server, browser, page;
-before(async () => {
-  await mkdir(output, { recursive: true });
-  server = await serve({
+before(async () => ({ server, browser, page } = await openPage({
     '/fixtures/hostile.json': JSON.stringify(hostile),
     '/fixtures/decode.json': await readFile(exampleFile('transformer-decode'), 'utf8'),
-  });
-  ({ browser, page } = await launch());
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+  })));
+after(() => closePage({ browser, server }));
 
 const { testid, bytesOf, cancellable } = hooks(() => page);
 const drawn = () => page.waitForFunction(() => document.querySelector('canvas.plot')?.hasAttribute('data-draw-ms'));

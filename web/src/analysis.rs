@@ -708,11 +708,16 @@ pub fn export(
     })
 }
 
-/// A program's report as pretty JSON, exactly as `memplan plan --json` prints it.
-pub fn program_report_json(report: &memplan_engine::program::ProgramReport) -> String {
+/// A report as pretty JSON with a final newline, exactly as `memplan plan --json` prints it.
+fn pretty_json(report: &impl serde::Serialize) -> String {
     let mut text = serde_json::to_string_pretty(report).expect("reports serialize");
     text.push('\n');
     text
+}
+
+/// A program's report as `memplan plan --json` prints it.
+pub fn program_report_json(report: &memplan_engine::program::ProgramReport) -> String {
+    pretty_json(report)
 }
 
 /// The report of a bundled program with every routine under `scenario`: the bytes native and
@@ -730,12 +735,9 @@ pub fn program_example_report_json(
     program_report_json(&session.report(&outcome))
 }
 
-/// The plan report as pretty JSON, exactly as `memplan plan --json` prints it.
+/// The plan report as `memplan plan --json` prints it.
 fn report_json(session: &Session, outcome: &Outcome) -> String {
-    let mut text =
-        serde_json::to_string_pretty(&session.report(outcome)).expect("reports serialize");
-    text.push('\n');
-    text
+    pretty_json(&session.report(outcome))
 }
 
 /// The plan report of a bundled example under `scenario`: the bytes native and wasm builds

@@ -7,7 +7,7 @@
 
 use memplan_engine::Scenario;
 use memplan_web::analysis::{best_order, example_report_json, program_example_report_json};
-use memplan_web::page::examples::{EXAMPLES, PROGRAMS};
+use memplan_web::page::examples::{EXAMPLES, Example, PROGRAMS};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 
@@ -21,15 +21,7 @@ fn wasm_plans_the_examples_to_the_native_bytes() {
         include_str!("../../tests/golden/convnet-training.plan.json"),
         include_str!("../../tests/golden/decoder-serving.plan.json"),
     ];
-    assert_eq!(EXAMPLES.len(), goldens.len(), "a golden report per example");
-    for (example, golden) in EXAMPLES.iter().zip(goldens) {
-        assert_eq!(
-            example_report_json(example, &Scenario::default()),
-            golden,
-            "{}",
-            example.name
-        );
-    }
+    assert_reports_are(EXAMPLES, &goldens, example_report_json);
     // An order search too: the same order and plan in wasm as natively.
     let mlp = EXAMPLES.iter().find(|e| e.name == "mlp-training").unwrap();
     assert_eq!(
@@ -44,13 +36,22 @@ fn wasm_plans_the_programs_to_the_native_bytes() {
         include_str!("../../tests/golden/serving-program.plan.json"),
         include_str!("../../tests/golden/schedule-search-program.plan.json"),
     ];
-    assert_eq!(PROGRAMS.len(), goldens.len(), "a golden report per program");
-    for (program, golden) in PROGRAMS.iter().zip(goldens) {
+    assert_reports_are(PROGRAMS, &goldens, program_example_report_json);
+}
+
+/// Each of `examples` planned under the default scenario reports its golden, to the byte.
+fn assert_reports_are(
+    examples: &[Example],
+    goldens: &[&str],
+    report: fn(&Example, &Scenario) -> String,
+) {
+    assert_eq!(examples.len(), goldens.len(), "a golden report per example");
+    for (example, golden) in examples.iter().zip(goldens) {
         assert_eq!(
-            program_example_report_json(program, &Scenario::default()),
-            golden,
+            report(example, &Scenario::default()),
+            *golden,
             "{}",
-            program.name
+            example.name
         );
     }
 }

@@ -756,9 +756,9 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 // The verdict first, on one line; then each violation on a line of its own.
                 let count = checked.violations.len();
                 eprintln!(
-                    "memplan: {}: invalid plan: {count} violation{}",
+                    "memplan: {}: invalid plan: {}",
                     file.display(),
-                    if count == 1 { "" } else { "s" }
+                    human::counted(count, "violation")
                 );
                 for v in &checked.violations {
                     eprintln!("{}: {}", file.display(), one_line(v));

@@ -24,6 +24,14 @@ use memplan_formats::report::{
 /// The longest id a message shows whole; a longer one keeps its head and tail around "…".
 const LONGEST_SHOWN_ID: usize = 80;
 
+/// `n` and `noun`, plural unless `n` is 1: `1 pool`, `3 pools`.
+pub fn counted(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 /// `text` as one line a terminal or a banner shows as written: control characters (a newline,
 /// an escape sequence), line and paragraph separators and the bidirectional controls that
 /// reorder what follows them (U+202E) are escaped, and an id between backticks longer than
@@ -1002,15 +1010,15 @@ pub fn event_label(event: &memplan_core::program::EventOutcome) -> String {
             freed,
             result,
         } => match result {
-            ReleaseResult::Released => format!(
-                "release `{context}`: {} pool{} freed",
-                freed.len(),
-                if freed.len() == 1 { "" } else { "s" }
-            ),
+            ReleaseResult::Released => {
+                format!(
+                    "release `{context}`: {} freed",
+                    counted(freed.len(), "pool")
+                )
+            }
             ReleaseResult::Failed => format!(
-                "release `{context}` fails after {} pool{} freed: a retry frees the rest",
-                freed.len(),
-                if freed.len() == 1 { "" } else { "s" }
+                "release `{context}` fails after {} freed: a retry frees the rest",
+                counted(freed.len(), "pool")
             ),
             ReleaseResult::AlreadyReleased => {
                 format!("release `{context}`: already released, nothing freed")
@@ -1128,6 +1136,13 @@ pub fn program_table(report: &memplan_engine::program::ProgramReport) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counted_nouns_are_plural_unless_one() {
+        assert_eq!(counted(0, "pool"), "0 pools");
+        assert_eq!(counted(1, "pool"), "1 pool");
+        assert_eq!(counted(2, "framework frame"), "2 framework frames");
+    }
 
     #[test]
     fn one_line_escapes_what_reorders_or_breaks_a_line_and_cuts_long_ids() {

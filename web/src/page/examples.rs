@@ -9,42 +9,29 @@ pub struct Example {
     pub text: &'static str,
 }
 
+/// The example `$name` (static/examples/`$name`.json): the name is the file's, so they agree.
+macro_rules! example {
+    ($name:literal, $title:literal) => {
+        Example {
+            name: $name,
+            title: $title,
+            text: include_str!(concat!("../../../static/examples/", $name, ".json")),
+        }
+    };
+}
+
 pub const EXAMPLES: &[Example] = &[
-    Example {
-        name: "mlp-training",
-        title: "MLP training step",
-        text: include_str!("../../../static/examples/mlp-training.json"),
-    },
-    Example {
-        name: "transformer-decode",
-        title: "Transformer decode",
-        text: include_str!("../../../static/examples/transformer-decode.json"),
-    },
-    Example {
-        name: "convnet-training",
-        title: "Convnet training step",
-        text: include_str!("../../../static/examples/convnet-training.json"),
-    },
-    Example {
-        name: "decoder-serving",
-        title: "Decoder serving (B, S)",
-        text: include_str!("../../../static/examples/decoder-serving.json"),
-    },
+    example!("mlp-training", "MLP training step"),
+    example!("transformer-decode", "Transformer decode"),
+    example!("convnet-training", "Convnet training step"),
+    example!("decoder-serving", "Decoder serving (B, S)"),
 ];
 
 /// The bundled programs: several routines in contexts, shown with the program view above the
 /// views of the routine opened.
 pub const PROGRAMS: &[Example] = &[
-    Example {
-        name: "serving-program",
-        title: "Serving program",
-        text: include_str!("../../../static/examples/serving-program.json"),
-    },
-    Example {
-        name: "schedule-search-program",
-        title: "Schedule search program",
-        text: include_str!("../../../static/examples/schedule-search-program.json"),
-    },
+    example!("serving-program", "Serving program"),
+    example!("schedule-search-program", "Schedule search program"),
 ];
 
 /// The bundled example or program named `name`.

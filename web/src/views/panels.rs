@@ -472,7 +472,7 @@ fn stack_view(frames: &[memplan_core::graph::Frame]) -> impl IntoView + use<> {
         let items = internal.into_iter().map(line).collect_view();
         view! {
             <details class="small" data-testid="stack-internal">
-                <summary class="muted">{format!("{n} framework frame{}", if n == 1 { "" } else { "s" })}</summary>
+                <summary class="muted">{memplan_human::counted(n, "framework frame")}</summary>
                 <ol class="stack">{items}</ol>
             </details>
         }

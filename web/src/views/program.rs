@@ -123,11 +123,10 @@ pub fn ProgramView(state: PageState) -> impl IntoView {
             .enumerate()
             .map(|(k, c)| {
                 let title = format!(
-                    "context `{}`{}: {} pool{}, {} page-rounded",
+                    "context `{}`{}: {}, {} page-rounded",
                     c.context,
                     c.parent.as_ref().map(|p| format!(", a child of `{p}`")).unwrap_or_default(),
-                    c.pools.len(),
-                    if c.pools.len() == 1 { "" } else { "s" },
+                    memplan_human::counted(c.pools.len(), "pool"),
                     bytes(c.page_rounded_bytes)
                 );
                 view! {

@@ -216,9 +216,9 @@ pub const BEST_SEARCH_WORK: u64 = 2_500_000;
 /// a layout towards the floor, and past the first rounds they come cheap to a small region:
 /// this buys about 20,000 nodes on 300 buffers, a tenth of a second natively or a little more
 /// on the costliest (docs/benchmarks.md measures it on each minimalloc file), where `search`
-/// by name spends twice that and a time limit as long as the caller gives. With a tenth of it, `best`
-/// stopped 15% above the proven bound on puzzles its search solves (minimalloc's E, upstream's
-/// G) and on packed instances whose optimum is the bound (scripts/gen-packed.py).
+/// by name spends twice that and a time limit as long as the caller gives. With a tenth of
+/// it, `best` stopped 15% above the proven bound on puzzles its search solves (minimalloc's E,
+/// upstream's G) and on packed instances whose optimum is the bound (scripts/gen-packed.py).
 pub const BEST_EXACT_WORK: u64 = 25_000_000;
 
 /// Whether `search`, given `work` conflict visits on a region of `n` buffers, runs its exact
@@ -629,8 +629,10 @@ pub(crate) fn lay_out(
         };
         let regions = arena_regions(problem, &arena, options);
         let mut known: Vec<Known> = regions.iter().map(|_| Known::default()).collect();
-        let arena_of = |options: &PlanOptions, known: &mut [Known], control: &mut Control<'_>| {
-            let capacity = arena_capacity.filter(|_| options.search_capacity.is_some());
+        let arena_of = |options: &PlanOptions,
+                        capacity: Option<u64>,
+                        known: &mut [Known],
+                        control: &mut Control<'_>| {
             choose_arena(
                 &regions,
                 arena.len(),
@@ -641,7 +643,7 @@ pub(crate) fn lay_out(
                 control,
             )
         };
-        let mut chosen = arena_of(options, &mut known, control);
+        let mut chosen = arena_of(options, arena_capacity, &mut known, control);
         // A capacity search that misses its goal answers with the lowest layout it can: its
         // own, or `best`'s when that is lower (`best` and the search given a goal spend their
         // nodes differently). What it proved stands either way, and its nodes are counted.
@@ -653,7 +655,7 @@ pub(crate) fn lay_out(
                 search_capacity: None,
                 ..options.clone()
             };
-            if let Some(best) = arena_of(&best_options, &mut known, control)
+            if let Some(best) = arena_of(&best_options, None, &mut known, control)
                 && best.extent < missed.extent
             {
                 let nodes = |a: &ArenaLayout| a.exact.map_or(0, |p| p.nodes);

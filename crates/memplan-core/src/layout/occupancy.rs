@@ -921,7 +921,12 @@ mod tests {
     use proptest::prelude::*;
 
     fn items() -> impl Strategy<Value = Vec<Item>> {
-        prop::collection::vec((0u32..30, 0u32..12, 1u64..64, 0u32..3, 0u64..3), 0..60).prop_map(
+        items_up_to(60)
+    }
+
+    /// Up to `most` items; past [`BLOCK`] a scan's blocks split.
+    fn items_up_to(most: usize) -> impl Strategy<Value = Vec<Item>> {
+        prop::collection::vec((0u32..30, 0u32..12, 1u64..64, 0u32..3, 0u64..3), 0..most).prop_map(
             |raw| {
                 raw.into_iter()
                     .map(|(first, length, size, align, zero)| Item {
@@ -938,7 +943,7 @@ mod tests {
         /// The same offsets as the full scan over every listed conflict, in any order.
         #[test]
         fn chooses_what_the_full_scan_chooses(
-            items in items(),
+            items in items_up_to(4 * BLOCK),
             seed in any::<u64>(),
             smallest in any::<bool>(),
             limit in prop::sample::select(vec![0, 4, u64::MAX]),
