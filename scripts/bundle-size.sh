@@ -1,10 +1,31 @@
 #!/usr/bin/env bash
-# Prints the size of the release wasm bundle in dist/, raw and gzipped (gzip -9).
+# Prints the size of the release wasm bundle in dist/, raw and gzipped (gzip -9), and fails when
+# a bundle passes its ceiling: the page's module holds the UI and the messages' types only (the
+# engine is in the worker's), and the worker's holds what it held when its ceiling was set.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+
+# Gzipped KiB. The page's is issue 38's target; the worker's is its size today plus a margin
+# (its target, 450 KiB, is not met yet): lower it as the worker shrinks.
+ceiling_kib() {
+  case "$1" in
+    memplan-web-*) echo 600 ;;
+    memplan-worker_bg.wasm) echo 615 ;;
+    *) echo 0 ;;
+  esac
+}
+
+status=0
 for wasm in "$root"/dist/*.wasm; do
+  name=$(basename "$wasm")
   raw=$(wc -c < "$wasm")
   gz=$(gzip -9 -c "$wasm" | wc -c)
   printf 'wasm bundle %s: %d bytes raw (%d KiB), %d bytes gzipped (%d KiB)\n' \
-    "$(basename "$wasm")" "$raw" $((raw / 1024)) "$gz" $((gz / 1024))
+    "$name" "$raw" $((raw / 1024)) "$gz" $((gz / 1024))
+  most=$(ceiling_kib "$name")
+  if [ "$most" -gt 0 ] && [ $((gz / 1024)) -gt "$most" ]; then
+    printf 'bundle-size: %s is %d KiB gzipped, past its ceiling of %d KiB\n' "$name" $((gz / 1024)) "$most" >&2
+    status=1
+  fi
 done
+exit $status

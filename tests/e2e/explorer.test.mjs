@@ -102,9 +102,12 @@ test('uploading a malformed dump shows the validation message and keeps the page
 });
 
 test('where no worker can start, the page plans on its own thread and says so', async () => {
-  // A loader that throws: the page falls back to stepping the same worker on its thread.
+  // A loader that throws: the page loads the worker's module on its own thread and steps it there.
   const broken = await serve({ '/memplan-worker_loader.js': 'throw new Error("no worker here");' });
   const other = await browser.newPage();
+  const problems = [];
+  other.on('pageerror', (e) => problems.push(e.message));
+  other.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
   try {
     await other.goto(broken.url);
     await other.getByTestId('summary').waitFor();
@@ -112,12 +115,38 @@ test('where no worker can start, the page plans on its own thread and says so', 
     await notice.waitFor();
     assert.match(await notice.innerText(), /the background worker could not start.*planning on this page instead/s);
     assert.equal(await other.getByTestId('error').count(), 0);
+    // The engine came with the worker's module: the page's own module has none of it.
+    assert.equal(await other.evaluate(() => document.querySelectorAll('script[src="./memplan-worker.js"]').length), 1);
     const mlp = await example('mlp-training');
     assert.equal(await other.getByTestId('tensor-count').innerText(), String(mlp.tensors.length));
     // A file loads and plans there too.
     await other.getByTestId('file-input').setInputFiles({ name: 'small.csv', mimeType: 'text/csv', buffer: Buffer.from('id,lower,upper,size\na,0,2,64\nb,1,3,64\n') });
     await other.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '2');
     assert.equal(await other.getByTestId('error').count(), 0);
+    // Against the worker's plan: the same footprint, the page only stepped it.
+    const footprint = await other.getByTestId('footprint-bytes').getAttribute('data-bytes');
+    await page.getByTestId('file-input').setInputFiles({ name: 'small.csv', mimeType: 'text/csv', buffer: Buffer.from('id,lower,upper,size\na,0,2,64\nb,1,3,64\n') });
+    await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '2');
+    assert.equal(await page.getByTestId('footprint-bytes').getAttribute('data-bytes'), footprint);
+    assert.deepEqual(problems, []);
+  } finally {
+    await other.close();
+    await broken.close();
+  }
+});
+
+test('where neither a worker nor its module can start, the page says so instead of planning', async () => {
+  const broken = await serve({
+    '/memplan-worker_loader.js': 'throw new Error("no worker here");',
+    '/memplan-worker.js': 'throw new Error("no module either");',
+  });
+  const other = await browser.newPage();
+  try {
+    await other.goto(broken.url);
+    const error = other.getByTestId('error');
+    await error.waitFor();
+    assert.match(await error.innerText(), /the background worker could not start: nor could its module load on this page/);
+    assert.equal(await other.getByTestId('summary').count(), 0);
   } finally {
     await other.close();
     await broken.close();

@@ -332,6 +332,14 @@ test('the devices panel: the usable budget, the headroom, the largest batch that
   await page.waitForFunction(() => document.querySelector('[data-testid="hardware-select"]').selectedOptions[0]?.textContent === 'my-gpu (your file)');
   await page.setViewportSize({ width: 1366, height: 768 });
   await page.screenshot({ path: join(output, 'devices-1366x768.png') });
+
+  // A file that is not a class: the worker's reader says where, and the class chosen stays.
+  const bad = join(output, 'bad-gpu.toml');
+  await writeFile(bad, 'name = "Bad"\npage_bytes = "lots"\n');
+  await testid('hardware-file').setInputFiles(bad);
+  await testid('error').waitFor();
+  assert.match(await testid('error').innerText(), /bad-gpu.*line 2/);
+  assert.equal(await page.evaluate(() => document.querySelector('[data-testid="hardware-select"]').selectedOptions[0]?.textContent), 'my-gpu (your file)');
 });
 
 test('the sweep panel: the chart, the points as memplan sweep gives them, a point applied, cancel', async () => {

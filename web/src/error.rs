@@ -1,7 +1,9 @@
-//! What can go wrong in the page and the worker, typed end to end: the worker sends a
-//! [`WebError`] as it is (serde), the page keeps it and shows it as one line
-//! ([`memplan_human::one_line`]). Text from outside (a browser's exception, a
-//! decoder's message) is kept only as the `detail` of a variant that says what failed.
+//! What can go wrong in the page and the worker, typed where it happens: a [`WebError`] crosses
+//! from the worker to the page as its message ([`WebError::Said`]), since showing it as one line
+//! ([`memplan_human::one_line`]) is all the page does with it; so the page's module carries no
+//! decoder of the engine's and importers' error types. Text from outside (a browser's
+//! exception, a decoder's message) is kept only as the `detail` of a variant that says what
+//! failed.
 
 use memplan_engine::EngineError;
 use memplan_formats::hardware::HardwareError;
@@ -9,9 +11,11 @@ use memplan_formats::onnx::BadInputShape;
 use memplan_render::svg::RenderError;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum WebError {
+    /// An error the worker sent: its message.
+    #[error("{0}")]
+    Said(String),
     /// The browser could not do a step of something the page asked of it.
     #[error("the browser could not {0}")]
     Browser(BrowserStep),
@@ -62,6 +66,18 @@ pub enum WebError {
     },
     #[error(transparent)]
     Engine(#[from] EngineError),
+}
+
+impl Serialize for WebError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for WebError {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(WebError::Said)
+    }
 }
 
 /// Each enum's words, written once: `Display` says them.
@@ -170,4 +186,27 @@ pub enum FetchFailure {
     Status(u16),
     #[error("the body cannot be read")]
     Body,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_crosses_to_the_page_as_its_message() {
+        let errors = [
+            WebError::NothingLoaded(Operation::Fit),
+            WebError::Target("lots".into()),
+            WebError::Engine(EngineError::NoProgram {
+                input: "mlp.json".into(),
+            }),
+        ];
+        for e in errors {
+            let json = serde_json::to_string(&e).unwrap();
+            assert_eq!(json, serde_json::to_string(&e.to_string()).unwrap());
+            let back: WebError = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, WebError::Said(e.to_string()));
+            assert_eq!(back.to_string(), e.to_string());
+        }
+    }
 }

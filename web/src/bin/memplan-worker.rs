@@ -5,13 +5,14 @@
 //! search reads, so a cancel stops it at once. Before it says it is ready it runs
 //! `worker::warm_up::warm_up` once, and while it is idle after that, the rounds of
 //! `worker::warm_up::WarmUp` a step at a time, so that the first load and search run at full
-//! speed.
+//! speed. Loaded on a page's thread instead (where no Web Worker can start), it does nothing
+//! until the page makes a [`HereWorker`]: this module is the only one that links the engine.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use memplan_web::error::{Message, WebError};
-use memplan_web::worker::job::{Input, Worker};
+use memplan_web::worker::job::{self, Input, Worker};
 use memplan_web::worker::protocol::{Request, Response};
 use memplan_web::worker::warm_up::{WarmUp, warm_up};
 use wasm_bindgen::JsCast;
@@ -126,7 +127,10 @@ async fn warm_up_while_idle(scope: DedicatedWorkerGlobalScope, worker: Rc<RefCel
 
 fn main() {
     console_error_panic_hook::set_once();
-    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    // On a page's thread the module waits for the page to make a [`HereWorker`].
+    let Ok(scope) = js_sys::global().dyn_into::<DedicatedWorkerGlobalScope>() else {
+        return;
+    };
     let worker = Rc::new(RefCell::new(Worker::default()));
     let driving = Rc::new(Cell::new(false));
     let idle = (scope.clone(), worker.clone());
@@ -199,9 +203,14 @@ pub fn memory_bytes() -> f64 {
 /// chunks as it is written ([`ChunksOut`]), so the answer never sits in it whole beside the
 /// analysis it is made of (wasm memory, once grown, stays grown).
 fn send(scope: &DedicatedWorkerGlobalScope, r: &Response) {
+    let array = encode(r);
+    let _ = scope.post_message_with_transfer(&array, &js_sys::Array::of1(&array.buffer()));
+}
+
+/// `r` as UTF-8 JSON, in JS memory.
+fn encode(r: &Response) -> js_sys::Uint8Array {
     let mut out = ChunksOut::default();
-    let written = serde_json::to_writer(&mut out, r);
-    let array = match written {
+    match serde_json::to_writer(&mut out, r) {
         Ok(()) => out.finish(),
         Err(e) => {
             let e = WebError::Unreadable {
@@ -211,8 +220,56 @@ fn send(scope: &DedicatedWorkerGlobalScope, r: &Response) {
             let bytes = serde_json::to_vec(&Response::Error(Box::new(e))).unwrap_or_default();
             js_sys::Uint8Array::from(bytes.as_slice())
         }
-    };
-    let _ = scope.post_message_with_transfer(&array, &js_sys::Array::of1(&array.buffer()));
+    }
+}
+
+/// The worker on a page's thread, for a page where no Web Worker can start: the page loads
+/// this module beside its own and drives it through these methods (the page's
+/// `worker::client`), so the page itself never links the engine. Answers are what a Web Worker
+/// posts: each is handed to `answer` as UTF-8 JSON in a `Uint8Array`.
+#[wasm_bindgen]
+pub struct HereWorker {
+    worker: Worker,
+}
+
+#[wasm_bindgen]
+impl HereWorker {
+    #[wasm_bindgen(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> HereWorker {
+        HereWorker {
+            worker: Worker::default(),
+        }
+    }
+
+    /// Hands it `request` (JSON text) with the dump's `bytes` for a load.
+    pub fn handle(&mut self, request: &str, bytes: Option<Vec<u8>>, answer: &js_sys::Function) {
+        let mut post = |r: Response| {
+            let _ = answer.call1(&JsValue::NULL, &encode(&r));
+        };
+        match serde_json::from_str::<Request>(request) {
+            Ok(r) => (self.worker).handle(r, bytes.map(job::input_of), &mut post),
+            Err(e) => post(Response::Error(Box::new(WebError::Unreadable {
+                what: Message::Request,
+                detail: e.to_string(),
+            }))),
+        }
+    }
+
+    /// Runs one step of its job; whether the job goes on.
+    pub fn step(&mut self, answer: &js_sys::Function) -> bool {
+        let mut post = |r: Response| {
+            let _ = answer.call1(&JsValue::NULL, &encode(&r));
+        };
+        let clock = web_sys::window().and_then(|w| w.performance());
+        let now = move || clock.as_ref().map_or(0.0, |p| p.now());
+        self.worker.step(&now, &|| false, &mut post)
+    }
+
+    /// Whether a job runs.
+    pub fn busy(&self) -> bool {
+        self.worker.busy()
+    }
 }
 
 /// Bytes written to JS memory a chunk at a time.

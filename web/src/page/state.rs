@@ -325,6 +325,12 @@ impl PageState {
         self.link.with_value(|l| l.as_ref().map(Link::start_early));
     }
 
+    /// Has the worker read a hardware class file the user chose; the class applies when it
+    /// answers.
+    pub fn read_hardware(self, class: String, text: String) {
+        self.send(Request::ReadHardware { class, text }, None);
+    }
+
     fn send(self, request: Request, bytes: Option<web_sys::Blob>) {
         let link = self.link.with_value(Clone::clone);
         if let Some(link) = link {
@@ -457,6 +463,10 @@ impl PageState {
                 self.routine.set(index);
                 self.set_choices(&scenario);
             }
+            Response::HardwareRead(Ok((class, memory))) => {
+                self.change_device(|| self.device_class.set(Some((class, memory))))
+            }
+            Response::HardwareRead(Err(e)) => self.error.set(Some(e)),
             Response::Unknown(unknown) => {
                 for u in &unknown {
                     match u {

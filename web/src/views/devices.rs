@@ -39,11 +39,8 @@ pub fn DevicesPanel(state: PageState) -> impl IntoView {
                 .await
                 .ok()
                 .and_then(|t| t.as_string());
-            match text.map(|t| hardware::parse(&class, &t)) {
-                Some(Ok(c)) => {
-                    state.change_device(|| state.device_class.set(Some((c.class, c.memory))))
-                }
-                Some(Err(e)) => state.error.set(Some(e.into())),
+            match text {
+                Some(text) => state.read_hardware(class, text),
                 None => state.error.set(Some(WebError::FileUnreadable { name })),
             }
         });

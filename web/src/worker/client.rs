@@ -11,23 +11,36 @@
 //! by asking the worker (at once through the shared stop flag on an isolated page, else between
 //! its steps), a load still parsing by terminating it (the next request starts a fresh one, in
 //! about 50 ms). Where no Web Worker can start (it cannot be created, or its script fails to
-//! load), the same worker runs on the page's thread, one request or one job step per task, and
-//! the link says so ([`LinkEvent::PlanningHere`]): the answers are the same, only the page
-//! pauses during each step.
+//! load), the worker's own module is loaded beside the page's and its `HereWorker` runs on the
+//! page's thread, one request or one job step per task, and the link says so
+//! ([`LinkEvent::PlanningHere`]): the answers are the same, only the page pauses during each
+//! step.
+//!
+//! Architecture invariant: the page's module never links the engine's planning or importing
+//! (not [`super::job::Worker`], nor anything that calls it); it sends requests and draws
+//! answers. The engine is in the worker's module alone, so the page's bundle carries the UI.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
 use web_sys::{ErrorEvent, MessageEvent};
 
-use super::job::Worker;
 use super::protocol::{Request, Response};
 use crate::error::{Message, WebError};
 
 /// The worker's loader, which trunk writes next to the page.
 const WORKER_URL: &str = "./memplan-worker_loader.js";
+/// The worker's module (`no-modules`: it defines the global `wasm_bindgen`) and its wasm, which
+/// the page loads on its own thread where no Web Worker starts.
+const WORKER_SCRIPT_URL: &str = "./memplan-worker.js";
+const WORKER_WASM_URL: &str = "./memplan-worker_bg.wasm";
+/// Where the page puts the worker module's initializer once its script has run: the script
+/// declares it with `let`, which no property of the global object reaches, so a one-line
+/// script of the page's copies it there (or leaves it undefined where the module failed).
+const WORKER_MODULE: &str = "memplanWorkerModule";
 
 /// What the link tells the page.
 pub enum LinkEvent {
@@ -67,14 +80,100 @@ struct Thread {
 /// A request waiting for the worker on the page's thread, with its dump.
 type Queued = (Request, Option<web_sys::Blob>);
 
-/// The worker on the page's thread, its job stepped one step per task. Requests wait in
-/// `queue` while a dump before them is read (the page reads a `Blob` asynchronously).
+/// The worker on the page's thread (the worker module's `HereWorker`, once loaded), its job
+/// stepped one step per task. Requests wait in `queue` while the module loads or a dump before
+/// them is read (the page reads a `Blob` asynchronously).
 #[derive(Clone)]
 struct Here {
-    worker: Rc<RefCell<Worker>>,
+    worker: Rc<RefCell<Option<Result<JsValue, WebError>>>>,
     driving: Rc<Cell<bool>>,
     queue: Rc<RefCell<std::collections::VecDeque<Queued>>>,
     reading: Rc<Cell<bool>>,
+}
+
+/// Loads the worker's module on the page's thread and makes its `HereWorker`.
+async fn load_here() -> Result<JsValue, WebError> {
+    let failed = |e: JsValue| WebError::WorkerStart {
+        detail: format!("nor could its module load on this page: {}", js_detail(&e)),
+    };
+    let document = web_sys::window()
+        .and_then(|w| w.document())
+        .ok_or_else(|| failed("no document".into()))?;
+    let script = document.create_element("script").map_err(failed)?;
+    script.set_attribute("src", WORKER_SCRIPT_URL).map_err(failed)?;
+    let loaded = js_sys::Promise::new(&mut |resolve, reject| {
+        let _ = script.add_event_listener_with_callback("load", &resolve);
+        let _ = script.add_event_listener_with_callback("error", &reject);
+    });
+    let body = document.body().ok_or_else(|| failed("no body".into()))?;
+    body.append_child(&script).map_err(failed)?;
+    JsFuture::from(loaded)
+        .await
+        .map_err(|_| failed(format!("{WORKER_SCRIPT_URL} did not load").into()))?;
+    let copy = document.create_element("script").map_err(failed)?;
+    copy.set_text_content(Some(&format!(
+        "try {{ globalThis.{WORKER_MODULE} = wasm_bindgen; }} catch (_) {{}}"
+    )));
+    body.append_child(&copy).map_err(failed)?;
+    let init: js_sys::Function = js_sys::Reflect::get(&js_sys::global(), &WORKER_MODULE.into())
+        .map_err(failed)?
+        .dyn_into()
+        .map_err(|_| failed(format!("{WORKER_SCRIPT_URL} defines no wasm_bindgen").into()))?;
+    let options = js_sys::Object::new();
+    js_sys::Reflect::set(&options, &"module_or_path".into(), &WORKER_WASM_URL.into())
+        .map_err(failed)?;
+    JsFuture::from(js_sys::Promise::from(
+        init.call1(&JsValue::NULL, &options).map_err(failed)?,
+    ))
+    .await
+    .map_err(failed)?;
+    let class: js_sys::Function = js_sys::Reflect::get(&init, &"HereWorker".into())
+        .map_err(failed)?
+        .dyn_into()
+        .map_err(|_| failed("the module has no HereWorker".into()))?;
+    js_sys::Reflect::construct(&class, &js_sys::Array::new()).map_err(failed)
+}
+
+/// A thrown JS value's message, or its debug form.
+fn js_detail(e: &JsValue) -> String {
+    e.as_string()
+        .or_else(|| e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())))
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// Calls `HereWorker.method(args..)` and gathers the answers it hands back; what it returns.
+fn call_here(
+    worker: &JsValue,
+    method: &str,
+    args: &[JsValue],
+    answers: &mut Vec<Response>,
+) -> Result<JsValue, WebError> {
+    let failed = |e: JsValue| WebError::WorkerFailed {
+        detail: js_detail(&e),
+    };
+    let function: js_sys::Function = js_sys::Reflect::get(worker, &method.into())
+        .map_err(failed)?
+        .dyn_into()
+        .map_err(failed)?;
+    let heard: Rc<RefCell<Vec<Response>>> = Rc::default();
+    let sink = heard.clone();
+    let answer = Closure::<dyn FnMut(js_sys::Uint8Array)>::new(move |bytes: js_sys::Uint8Array| {
+        sink.borrow_mut().push(read_answer(&bytes.to_vec()));
+    });
+    let args: js_sys::Array = args.iter().chain([answer.as_ref()]).collect();
+    let returned = function.apply(worker, &args).map_err(failed);
+    answers.append(&mut heard.borrow_mut());
+    returned
+}
+
+/// An answer's UTF-8 JSON as a [`Response`]; what cannot be read is an error answer.
+fn read_answer(bytes: &[u8]) -> Response {
+    serde_json::from_slice::<Response>(bytes).unwrap_or_else(|e| {
+        Response::Error(Box::new(WebError::Unreadable {
+            what: Message::Answer,
+            detail: e.to_string(),
+        }))
+    })
 }
 
 #[derive(Default)]
@@ -212,7 +311,7 @@ impl Link {
     /// From now on the worker runs on the page's thread; the page is told why.
     fn plan_here(&self, s: &mut State, why: WebError) {
         s.here = Some(Here {
-            worker: Rc::new(RefCell::new(Worker::default())),
+            worker: Rc::default(),
             driving: Rc::new(Cell::new(false)),
             queue: Rc::default(),
             reading: Rc::new(Cell::new(false)),
@@ -282,7 +381,8 @@ impl Link {
     /// Hands `request` to the worker on the page's thread in order: at once, unless a dump is
     /// being read for an earlier one.
     fn queue_here(&self, here: Here, request: Request, bytes: Option<web_sys::Blob>) {
-        if !here.reading.get() && bytes.is_none() {
+        let loaded = here.worker.borrow().is_some();
+        if loaded && !here.reading.get() && bytes.is_none() {
             return self.run_here(here, request, None);
         }
         here.queue.borrow_mut().push_back((request, bytes));
@@ -292,13 +392,17 @@ impl Link {
         let link = self.clone();
         here.reading.set(true);
         wasm_bindgen_futures::spawn_local(async move {
+            if here.worker.borrow().is_none() {
+                let loaded = load_here().await;
+                *here.worker.borrow_mut() = Some(loaded);
+            }
             loop {
                 let Some((request, blob)) = here.queue.borrow_mut().pop_front() else {
                     break;
                 };
                 let input = match blob {
                     Some(blob) => match crate::page::fetch::bytes_of(&blob).await {
-                        Ok(bytes) => Some(super::job::input_of(bytes)),
+                        Ok(bytes) => Some(bytes),
                         Err(e) => {
                             (link.on_event)(LinkEvent::Answer(super::protocol::failed(e)));
                             continue;
@@ -313,35 +417,50 @@ impl Link {
     }
 
     /// Hands `request` to the worker on the page's thread, then steps its job one step per
-    /// task, telling each answer once the worker is no longer borrowed.
-    fn run_here(&self, here: Here, request: Request, input: Option<super::job::Input>) {
+    /// task, telling each answer once the worker has returned.
+    fn run_here(&self, here: Here, request: Request, input: Option<Vec<u8>>) {
         let Here {
             worker, driving, ..
         } = here;
-        let mut answers = Vec::new();
-        (worker.borrow_mut()).handle(request, input, &mut |r| answers.push(r));
         let tell = |answers: Vec<Response>| {
             (answers.into_iter()).for_each(|r| (self.on_event)(LinkEvent::Answer(r)))
         };
+        let here = match worker.borrow().as_ref() {
+            Some(Ok(here)) => here.clone(),
+            Some(Err(e)) => return tell(vec![super::protocol::failed(e.clone())]),
+            None => return,
+        };
+        let mut answers = Vec::new();
+        let text = serde_json::to_string(&request).expect("requests serialize");
+        let bytes = input.map_or(JsValue::UNDEFINED, |b| {
+            js_sys::Uint8Array::from(b.as_slice()).into()
+        });
+        let handled = call_here(&here, "handle", &[text.into(), bytes], &mut answers);
         tell(answers);
-        if driving.get() || !worker.borrow().busy() {
+        if let Err(e) = handled {
+            return tell(vec![super::protocol::failed(e)]);
+        }
+        let busy = |answers: &mut Vec<Response>| {
+            call_here(&here, "busy", &[], answers).is_ok_and(|b| b.is_truthy())
+        };
+        if driving.get() || !busy(&mut Vec::new()) {
             return;
         }
         driving.set(true);
         let on_event = self.on_event.clone();
         wasm_bindgen_futures::spawn_local(async move {
-            let now = || {
-                web_sys::window()
-                    .and_then(|w| w.performance())
-                    .map_or(0.0, |p| p.now())
-            };
             loop {
                 next_task().await;
                 let mut answers = Vec::new();
-                let more = (worker.borrow_mut()).step(&now, &|| false, &mut |r| answers.push(r));
+                let more = call_here(&here, "step", &[], &mut answers);
                 (answers.into_iter()).for_each(|r| on_event(LinkEvent::Answer(r)));
-                if !more {
-                    break;
+                match more {
+                    Ok(more) if more.is_truthy() => {}
+                    Ok(_) => break,
+                    Err(e) => {
+                        on_event(LinkEvent::Answer(super::protocol::failed(e)));
+                        break;
+                    }
                 }
             }
             driving.set(false);

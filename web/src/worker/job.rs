@@ -416,6 +416,11 @@ impl Worker {
                     Err(e) => failed(e),
                 });
             }
+            Request::ReadHardware { class, text } => post(Response::HardwareRead(
+                memplan_formats::hardware::parse(&class, &text)
+                    .map(|c| (c.class, c.memory))
+                    .map_err(WebError::from),
+            )),
             Request::Cancel => self.cancel(post),
         }
     }

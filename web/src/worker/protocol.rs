@@ -62,6 +62,8 @@ pub enum Request {
     Routine(usize),
     /// Make a file of the current plan.
     Export(ExportKind),
+    /// Read a hardware class file (TOML) the user chose, named `class` (its stem).
+    ReadHardware { class: String, text: String },
     /// End the running plan with its best so far.
     Cancel,
 }
@@ -130,6 +132,8 @@ pub enum Response {
     Compared(Box<CompareView>),
     /// What the scenario of a load holds that the dump does not know: left out of its plan.
     Unknown(Vec<memplan_engine::Unknown>),
+    /// A hardware class file read: its class and memory terms, or why it cannot be used.
+    HardwareRead(Result<(String, memplan_core::budget::DriverTerms), WebError>),
     Error(Box<WebError>),
 }
 
