@@ -771,10 +771,11 @@ impl ViewModel {
     }
 
     /// Whether the always-live bytes of `device` dwarf its arena (twice it or more): then the
-    /// views show the arena alone by default, where the plan makes its choices.
+    /// views show the arena alone by default, where the plan makes its choices. An empty arena
+    /// is not dwarfed: the views would show nothing.
     pub fn always_live_dwarfs_arena(&self, device: usize) -> bool {
         self.devices.get(device).is_some_and(|d| {
-            d.static_bytes > 0 && d.static_bytes >= d.arena_bytes.saturating_mul(2)
+            d.arena_bytes > 0 && d.static_bytes >= d.arena_bytes.saturating_mul(2)
         })
     }
 
@@ -1052,6 +1053,21 @@ pub(crate) mod tests {
         model_of(include_str!(
             "../../../static/examples/transformer-decode.json"
         ))
+    }
+
+    #[test]
+    fn arena_only_by_default_where_always_live_bytes_dwarf_an_arena_that_holds_something() {
+        // transformer-decode: weights and the KV cache, always live, dwarf a small arena.
+        assert!(example().always_live_dwarfs_arena(0));
+        // Every tensor always live: the arena is empty, and showing it alone would show nothing.
+        let all_always_live = r#"{"memplan": 1, "tensors": [
+            {"id": "w", "bytes": 4096, "kind": "param"}, {"id": "x", "bytes": 64, "kind": "input"},
+            {"id": "y", "bytes": 64, "kind": "output"}],
+            "steps": [{"id": "s", "reads": ["w", "x"], "writes": ["y"]}]}"#;
+        let m = model_of(all_always_live);
+        assert_eq!(m.devices[0].arena_bytes, 0);
+        assert!(m.devices[0].static_bytes > 0);
+        assert!(!m.always_live_dwarfs_arena(0));
     }
 
     #[test]
