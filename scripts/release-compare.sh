@@ -10,20 +10,41 @@
 #            minimalloc CSV and the same problem as memplan JSON planned (time and peak memory,
 #            GNU time), `fit --target minimize` and a 32-point `sweep` on the 2,000-tensor
 #            training example (the median of three runs of each build, alternating them).
-# Usage: scripts/release-compare.sh best|targets [BASELINE_REV]
+#   bundle:  the release bundles (`trunk build --release`) of both builds, gzipped (gzip -9),
+#            against docs/benchmarks.md's targets.
+# Usage: scripts/release-compare.sh best|targets|bundle [BASELINE_REV]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-what=${1:?usage: scripts/release-compare.sh best|targets [BASELINE_REV]}
+usage="usage: scripts/release-compare.sh best|targets|bundle [BASELINE_REV]"
+what=${1:?$usage}
 baseline_rev=${2:-2b701af}
-case "$what" in best | targets) ;; *) echo "usage: scripts/release-compare.sh best|targets [BASELINE_REV]" >&2; exit 2 ;; esac
+case "$what" in best | targets | bundle) ;; *) echo "$usage" >&2; exit 2 ;; esac
 
 tmp=$(mktemp -d)
 trap 'git worktree remove --force "$tmp/baseline-src" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
-cargo build -q --locked --profile fast -p memplan-cli
 git worktree add -q --detach "$tmp/baseline-src" "$baseline_rev"
+
+if [ "$what" = bundle ]; then
+  export TRUNK_SKIP_VERSION_CHECK=true
+  trunk build --release --locked --dist "$tmp/dist-now" >/dev/null 2>&1
+  (cd "$tmp/baseline-src" && CARGO_TARGET_DIR="$root/target/baseline" \
+    trunk build --release --locked --dist "$tmp/dist-then" >/dev/null 2>&1)
+  gz_kib() { echo $(($(gzip -9 -c "$1" | wc -c) / 1024)); }
+  echo "| bundle | target (gzipped) | this build (KiB gzipped) | at $baseline_rev (KiB gzipped) |"
+  echo "|---|---:|---:|---:|"
+  for row in "page:memplan-web-*_bg.wasm:600" "worker:memplan-worker_bg.wasm:450"; do
+    IFS=: read -r name pattern target <<<"$row"
+    now_wasm=$(ls "$tmp"/dist-now/$pattern)
+    then_wasm=$(ls "$tmp"/dist-then/$pattern)
+    echo "| $name | $target | $(gz_kib "$now_wasm") | $(gz_kib "$then_wasm") |"
+  done
+  exit 0
+fi
+
+cargo build -q --locked --profile fast -p memplan-cli
 (cd "$tmp/baseline-src" &&
   cargo build -q --locked --profile fast -p memplan-cli --target-dir "$root/target/baseline")
 now=target/fast/memplan
