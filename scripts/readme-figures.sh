@@ -8,7 +8,7 @@
 # Usage: ./scripts/readme-figures.sh [BLOCK...]
 set -euo pipefail
 # With names (bench capacity minimize best targets omnimalloc wasm scale remat greedy onnx chain orders fits
-# compilers bundle browser snapshots screenshot), only those.
+# compilers bundle bundle-compare browser snapshots screenshot), only those.
 only=" $* "
 want() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -241,6 +241,11 @@ if want bundle && ls dist/*.wasm >/dev/null 2>&1; then
     echo '```'
   } > "$tmp/bundle"
   replace bundle "$tmp/bundle"
+fi
+
+if want bundle-compare; then
+  block bundle-compare "\`./scripts/release-compare.sh bundle\` ($today; both releases built by \`trunk build --release\` in one run, gzip -9):" \
+    ./scripts/release-compare.sh bundle
 fi
 
 if want browser && [ -f dist/index.html ]; then
