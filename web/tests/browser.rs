@@ -95,7 +95,9 @@ async fn the_app_mounts_and_says_plainly_when_no_worker_can_plan() {
     }
     let error = testid_text("error").unwrap_or_default();
     assert!(
-        error.contains("the background worker could not start: nor could its module load on this page"),
+        error.contains(
+            "the background worker could not start: nor could its module load on this page"
+        ),
         "{error}"
     );
     let notice = testid_text("url-warning").unwrap_or_default();

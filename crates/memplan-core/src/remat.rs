@@ -42,7 +42,7 @@ use std::cmp::Ordering;
 use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
-use crate::layout::{Control, Decodes, PlanError, PlanOptions, lay_out, plan_with};
+use crate::layout::{Control, Decodes, PlanError, PlanOptions, lay_out, lay_out_within, plan_with};
 use crate::liveness::{Uses, problem_flipped};
 
 /// A tensor that may be recomputed at its uses.
@@ -277,7 +277,17 @@ pub struct Rematerializer<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scores {
     footprints: HashMap<Vec<usize>, u64>,
+    /// Sets known to pass a footprint ([`Rematerializer::score_within`]): the highest passed.
+    passes: HashMap<Vec<usize>, u64>,
     earlier: Decodes,
+}
+
+/// A set of flipped tensors as the scores know it: sorted, each once.
+fn set_key(flipped: &[usize]) -> Vec<usize> {
+    let mut key = flipped.to_vec();
+    key.sort_unstable();
+    key.dedup();
+    key
 }
 
 /// A sweep in progress ([`Rematerializer::start_sweep`]): one budget per step, so a caller can
@@ -367,20 +377,62 @@ impl<'a> Rematerializer<'a> {
         self.relayout(flipped, true)
     }
 
+    /// [`Self::score`] when it is at most `most`, else `None`: what a fit asks when only
+    /// whether a set meets its target matters (pruning, a cheaper flip to close with). A set
+    /// that passes `most` is found sooner, its layout given up as soon as it passes (see
+    /// `layout::lay_out_within`); one within it is scored exactly, as `score` would.
+    /// Debug builds, every test's, check it against [`Self::checked_score`].
+    pub fn score_within(&self, flipped: &[usize], most: u64) -> Result<Option<u64>, PlanError> {
+        let key = set_key(flipped);
+        let known = self.scores.borrow().footprints.get(&key).copied();
+        let within = match known {
+            Some(footprint) => Some(footprint).filter(|&f| f <= most),
+            None if (self.scores.borrow().passes.get(&key)).is_some_and(|&p| p >= most) => None,
+            None => {
+                let problem = self.problem_of(&key);
+                let mut scores = self.scores.borrow_mut();
+                let mut control = Control {
+                    earlier: Some(&mut scores.earlier),
+                    ..Control::default()
+                };
+                match lay_out_within(&problem, self.options, &mut control, most)? {
+                    Some(plan) => {
+                        let footprint = plan.footprint_bytes();
+                        scores.footprints.insert(key, footprint);
+                        Some(footprint)
+                    }
+                    None => {
+                        let passed = scores.passes.entry(key).or_insert(most);
+                        *passed = (*passed).max(most);
+                        None
+                    }
+                }
+            }
+        };
+        if cfg!(debug_assertions) {
+            let exact = self.checked_score(flipped)?;
+            debug_assert_eq!(within, Some(exact).filter(|&f| f <= most), "{flipped:?}");
+        }
+        Ok(within)
+    }
+
+    /// The problem with the tensors of `key` flipped.
+    fn problem_of(&self, key: &[usize]) -> crate::problem::Problem {
+        let mut flags = vec![false; self.resolved.tensors.len()];
+        for &t in key {
+            flags[t] = true;
+        }
+        problem_flipped(self.graph, self.resolved, &flags)
+    }
+
     fn relayout(&self, flipped: &[usize], checked: bool) -> Result<u64, PlanError> {
-        let mut key = flipped.to_vec();
-        key.sort_unstable();
-        key.dedup();
+        let key = set_key(flipped);
         if let Some(&known) = self.scores.borrow().footprints.get(&key)
             && !checked
         {
             return Ok(known);
         }
-        let mut flags = vec![false; self.resolved.tensors.len()];
-        for &t in &key {
-            flags[t] = true;
-        }
-        let problem = problem_flipped(self.graph, self.resolved, &flags);
+        let problem = self.problem_of(&key);
         let plan = {
             let mut scores = self.scores.borrow_mut();
             let mut control = Control {
@@ -414,13 +466,13 @@ impl<'a> Rematerializer<'a> {
     }
 
     /// The cheapest candidate of `rest` (the ones round two has not reached) that costs less
-    /// than `cost` and alone on top of `accepted` meets the budget, with the footprint then.
+    /// than `cost` and alone on top of `accepted` meets the `target`, with the footprint then.
     fn cheaper_closer(
         &self,
         rest: &[(Candidate, i128)],
         cost: u64,
         accepted: &[usize],
-        met: &dyn Fn(u64) -> bool,
+        target: u64,
     ) -> Result<Option<(Candidate, u64)>, PlanError> {
         let mut cheaper: Vec<Candidate> = rest
             .iter()
@@ -430,8 +482,7 @@ impl<'a> Rematerializer<'a> {
         cheaper.sort_by_key(|c| (c.recompute_cost, c.tensor));
         for c in cheaper {
             let set: Vec<usize> = accepted.iter().copied().chain([c.tensor]).collect();
-            let footprint = self.score(&set)?;
-            if met(footprint) {
+            if let Some(footprint) = self.score_within(&set, target)? {
                 return Ok(Some((c, footprint)));
             }
         }
@@ -447,7 +498,7 @@ impl<'a> Rematerializer<'a> {
         result: &mut FitResult,
         baseline: u64,
         mut current: u64,
-        met: &dyn Fn(u64) -> bool,
+        target: u64,
     ) -> Result<u64, PlanError> {
         let mut order: Vec<usize> = (0..result.flips.len()).collect();
         order.sort_by_key(|&k| {
@@ -470,8 +521,7 @@ impl<'a> Rematerializer<'a> {
                     .filter(|&j| kept[j])
                     .map(|j| result.flips[j].tensor)
                     .collect();
-                let footprint = self.score(&rest)?;
-                if met(footprint) {
+                if let Some(footprint) = self.score_within(&rest, target)? {
                     result.log.push(Event::Pruned {
                         tensor: result.flips[k].tensor,
                         footprint_bytes: footprint,
@@ -611,9 +661,11 @@ impl<'a> Rematerializer<'a> {
                     .map(|&t| self.cost_of(t))
                     .fold(0, u64::saturating_add)
             };
-            if met(footprint) {
+            if let Target::Bytes(target) = target
+                && met(footprint)
+            {
                 let closer =
-                    self.cheaper_closer(&ranked[i + 1..], cost(&commit), &accepted, &met)?;
+                    self.cheaper_closer(&ranked[i + 1..], cost(&commit), &accepted, target)?;
                 if let Some((alt, closed)) = closer {
                     let relief_bytes = i128::from(current) - i128::from(closed);
                     accepted.push(alt.tensor);
@@ -667,8 +719,11 @@ impl<'a> Rematerializer<'a> {
         if !held.is_empty() {
             result.log.push(Event::UnpaidDiscarded { tensors: held });
         }
-        if met(current) && result.flips.len() > 1 {
-            current = self.prune(&mut result, baseline, current, &met)?;
+        if let Target::Bytes(target) = target
+            && met(current)
+            && result.flips.len() > 1
+        {
+            current = self.prune(&mut result, baseline, current, target)?;
         }
         // The layout answered with, checked: the same as scored (a plan is deterministic).
         let checked = self.checked_score(&result.tensors())?;

@@ -774,9 +774,9 @@ impl ViewModel {
     /// views show the arena alone by default, where the plan makes its choices. An empty arena
     /// is not dwarfed: the views would show nothing.
     pub fn always_live_dwarfs_arena(&self, device: usize) -> bool {
-        self.devices.get(device).is_some_and(|d| {
-            d.arena_bytes > 0 && d.static_bytes >= d.arena_bytes.saturating_mul(2)
-        })
+        self.devices
+            .get(device)
+            .is_some_and(|d| d.arena_bytes > 0 && d.static_bytes >= d.arena_bytes.saturating_mul(2))
     }
 
     /// The timeline's rows: the buffers of `device` matching `query`, in `order`; without the

@@ -100,7 +100,9 @@ async fn load_here() -> Result<JsValue, WebError> {
         .and_then(|w| w.document())
         .ok_or_else(|| failed("no document".into()))?;
     let script = document.create_element("script").map_err(failed)?;
-    script.set_attribute("src", WORKER_SCRIPT_URL).map_err(failed)?;
+    script
+        .set_attribute("src", WORKER_SCRIPT_URL)
+        .map_err(failed)?;
     let loaded = js_sys::Promise::new(&mut |resolve, reject| {
         let _ = script.add_event_listener_with_callback("load", &resolve);
         let _ = script.add_event_listener_with_callback("error", &reject);
@@ -137,7 +139,10 @@ async fn load_here() -> Result<JsValue, WebError> {
 /// A thrown JS value's message, or its debug form.
 fn js_detail(e: &JsValue) -> String {
     e.as_string()
-        .or_else(|| e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())))
+        .or_else(|| {
+            e.dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+        })
         .unwrap_or_else(|| format!("{e:?}"))
 }
 

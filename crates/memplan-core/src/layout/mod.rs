@@ -600,7 +600,49 @@ pub(crate) fn lay_out(
     options: &PlanOptions,
     control: &mut Control<'_>,
 ) -> Result<Plan, PlanError> {
+    let plan = lay_out_up_to(problem, options, control, None)?;
+    Ok(plan.expect("with no bound, a layout is a plan or an error"))
+}
+
+/// [`lay_out`] when its footprint is at most `most`, else `None`, found sooner: a greedy decode
+/// gives up as soon as the arena passes what `most` leaves it (a rematerialization fit asks
+/// hundreds of times a fit whether a set of flips meets a target, and mostly it does not).
+/// A plan it answers with is the plan [`lay_out`] makes: a decode that gives up would have
+/// lost to one that does not (see `choose_arena`). Not with a pool cap or a capacity search,
+/// whose footprints are not the arena's extent: there it is [`lay_out`], compared.
+pub(crate) fn lay_out_within(
+    problem: &Problem,
+    options: &PlanOptions,
+    control: &mut Control<'_>,
+    most: u64,
+) -> Result<Option<Plan>, PlanError> {
+    let bounded = options.pool_cap.is_none() && options.search_capacity.is_none();
+    let plan = match bounded {
+        true => lay_out_up_to(problem, options, control, Some(most))?,
+        false => Some(lay_out(problem, options, control)?),
+    };
+    Ok(plan.filter(|p| p.footprint_bytes() <= most))
+}
+
+/// [`lay_out`], giving up (`None`) once the footprint would pass `most`.
+fn lay_out_up_to(
+    problem: &Problem,
+    options: &PlanOptions,
+    control: &mut Control<'_>,
+    most: Option<u64>,
+) -> Result<Option<Plan>, PlanError> {
     problem.validate()?;
+    // Every device's footprint holds its arena and every always-live byte of every device: an
+    // arena past `most` less those bytes passes `most`.
+    let always_live: u64 = (problem.buffers.iter())
+        .filter(|b| b.is_always_live())
+        .map(|b| b.size)
+        .fold(0, u64::saturating_add);
+    let arena_most = match most.map(|m| m.checked_sub(always_live)) {
+        Some(None) => return Ok(None),
+        Some(Some(m)) => Some(m),
+        None => None,
+    };
     let usages = device_usage(problem);
     let mut placements = vec![Placement { pool: 0, offset: 0 }; problem.buffers.len()];
     let mut devices = Vec::with_capacity(problem.device_ids.len());
@@ -637,13 +679,16 @@ pub(crate) fn lay_out(
                 &regions,
                 arena.len(),
                 options,
-                capacity,
+                (capacity, arena_most),
                 known,
                 device,
                 control,
             )
         };
         let mut chosen = arena_of(options, arena_capacity, &mut known, control);
+        if arena_most.is_some() && chosen.is_none() {
+            return Ok(None);
+        }
         // A capacity search that misses its goal answers with the lowest layout it can: its
         // own, or `best`'s when that is lower (`best` and the search given a goal spend their
         // nodes differently). What it proved stands either way, and its nodes are counted.
@@ -745,12 +790,12 @@ pub(crate) fn lay_out(
             exact,
         });
     }
-    Ok(Plan {
+    Ok(Some(Plan {
         options: options.clone(),
         devices,
         placements,
         violations: Vec::new(),
-    })
+    }))
 }
 
 /// One precision class of a device's arena: its buffers (as places in the arena's list) and
@@ -847,18 +892,32 @@ fn choose_arena(
     regions: &[Region],
     len: usize,
     options: &PlanOptions,
-    capacity: Option<u64>,
+    (capacity, most): (Option<u64>, Option<u64>),
     known: &mut [Known],
     device: usize,
     control: &mut Control<'_>,
 ) -> Option<ArenaLayout> {
     let mut floor = None;
+    let mut floor_of = |known: &mut [Known]| {
+        *floor.get_or_insert_with(|| {
+            (regions.iter().zip(known))
+                .map(|(r, k)| k.floor(&r.items))
+                .fold(0, u64::saturating_add)
+        })
+    };
+    // No layout goes below the floor: past the bound, none is within it.
+    if most.is_some_and(|m| floor_of(known) > m) {
+        return None;
+    }
     let strategies = options.strategy.strategies();
     let mut chosen: Option<ArenaLayout> = None;
     for (k, &strategy) in strategies.iter().enumerate() {
         // Only a lower layout would be chosen: `best-fit`, the costliest of the greedy
-        // decodes, gives up as soon as it passes the best so far (it usually loses).
-        let must_beat = chosen.as_ref().map(|c| c.extent);
+        // decodes, gives up as soon as it passes the best so far (it usually loses), and
+        // under a bound `most` so does `first-fit`. A decode that gives up would not have been
+        // chosen, so the layout chosen is the same with a bound, where it is within it.
+        let must_beat =
+            (chosen.as_ref().map(|c| c.extent)).or_else(|| most.map(|m| m.saturating_add(1)));
         let Some(candidate) = layout_arena(
             regions,
             len,
@@ -875,16 +934,7 @@ fn choose_arena(
             chosen = Some(candidate);
         }
         let last = k + 1 == strategies.len();
-        if !last
-            && chosen.as_ref().is_some_and(|c| {
-                c.extent
-                    <= *floor.get_or_insert_with(|| {
-                        (regions.iter().zip(&mut *known))
-                            .map(|(r, k)| k.floor(&r.items))
-                            .fold(0, u64::saturating_add)
-                    })
-            })
-        {
+        if !last && chosen.as_ref().is_some_and(|c| c.extent <= floor_of(known)) {
             break;
         }
     }
@@ -910,24 +960,40 @@ fn layout_arena(
     // `search` asked for by name reports its proof on every device, one with no region too.
     let by_name = options.strategy == StrategyChoice::One(Strategy::Search);
     let mut exact: Option<Proof> = by_name.then(Proof::default);
+    // A layout to beat binds each region: stacked, one gives up once it alone leaves the
+    // others' floors no room below it (the arena is at least its extent and their floors).
+    let beat: Vec<Option<u64>> = match must_beat {
+        Some(beat) if regions.len() > 1 => {
+            let floors: Vec<u64> = (regions.iter().zip(known.iter_mut()))
+                .map(|(r, k)| k.floor(&r.items))
+                .collect();
+            let all = floors.iter().fold(0, |a: u64, &f| a.saturating_add(f));
+            (floors.iter())
+                .map(|&f| Some(beat.saturating_sub(all - f)))
+                .collect()
+        }
+        _ => vec![must_beat; regions.len()],
+    };
     for (
-        Region {
-            class,
-            members,
-            items,
-            durations,
-        },
-        known,
-    ) in regions.iter().zip(known)
+        (
+            Region {
+                class,
+                members,
+                items,
+                durations,
+            },
+            known,
+        ),
+        beat,
+    ) in regions.iter().zip(known).zip(beat)
     {
-        // A capacity binds a lone region, and so does a layout to beat; stacked regions are
-        // each minimized.
+        // A capacity binds a lone region; stacked regions are each minimized.
         let lone = |bytes: Option<u64>| bytes.filter(|_| regions.len() == 1);
         let region = layout_region(
             (items, durations),
             strategy,
             options,
-            (lone(capacity), lone(must_beat)),
+            (lone(capacity), beat),
             known,
             (device, *class),
             control,
@@ -1010,7 +1076,14 @@ fn layout_region(
     // In `best`, a strategy past the work budget drops out: `first-fit` stands in.
     let in_best = options.strategy == StrategyChoice::Best;
     match strategy {
-        Strategy::FirstFit => done(first_fit(control)),
+        Strategy::FirstFit => match must_beat {
+            Some(extent) => done(within(
+                GapChoice::Lowest,
+                extent.saturating_sub(1),
+                control,
+            )?),
+            None => done(first_fit(control)),
+        },
         Strategy::BestFit if in_best && overlaps() > options.work_limit => None,
         Strategy::BestFit => {
             let below = must_beat.map_or(u64::MAX, |extent| extent.saturating_sub(1));

@@ -113,6 +113,37 @@ proptest! {
         }
     }
 
+    /// A layout under a bound is the layout without one where that is within the bound, and
+    /// gives up only where it is not: whatever the strategy, stacked precision classes, several
+    /// devices, a bound anywhere from below the lower bound to above the plan, and decodes
+    /// resumed from earlier bounded ones.
+    #[test]
+    fn a_layout_within_a_bound_is_the_plan_or_says_it_passes(
+        p in arb_problem(),
+        classes in any::<bool>(),
+        offsets in prop::collection::vec(-3000i64..3000, 1..4),
+    ) {
+        for strategy in [Strategy::FirstFit.into(), Strategy::BestFit.into(), StrategyChoice::Best] {
+            let options = PlanOptions { strategy, precision_classes: classes, search_evaluations: 50, ..PlanOptions::default() };
+            let whole = plan(&p, &options).unwrap();
+            let footprint = whole.footprint_bytes();
+            let mut earlier = Decodes::default();
+            for &offset in [0, -1, 1].iter().chain(&offsets) {
+                let most = footprint.saturating_add_signed(offset);
+                let mut control = Control { earlier: Some(&mut earlier), ..Control::default() };
+                let within = lay_out_within(&p, &options, &mut control, most).unwrap();
+                match within {
+                    Some(plan) => {
+                        prop_assert!(footprint <= most);
+                        prop_assert_eq!(&plan.placements, &whole.placements, "{}", strategy);
+                        prop_assert_eq!(plan.footprint_bytes(), footprint);
+                    }
+                    None => prop_assert!(footprint > most, "{strategy}: {footprint} <= {most} given up"),
+                }
+            }
+        }
+    }
+
     /// `best` runs every strategy, `search` without its exact part (that is what `search` alone
     /// adds), so it is never worse than any other, and the exact search never worse than it.
     #[test]
