@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
 use crate::layout::{Control, Decodes, PlanError, PlanOptions, lay_out, lay_out_within, plan_with};
-use crate::liveness::{Uses, problem_flipped};
+use crate::liveness::{Uses, problem_flipped, problem_flipped_unnamed};
 
 /// A tensor that may be recomputed at its uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -389,7 +389,7 @@ impl<'a> Rematerializer<'a> {
             Some(footprint) => Some(footprint).filter(|&f| f <= most),
             None if (self.scores.borrow().passes.get(&key)).is_some_and(|&p| p >= most) => None,
             None => {
-                let problem = self.problem_of(&key);
+                let problem = self.problem_of(&key, false);
                 let mut scores = self.scores.borrow_mut();
                 let mut control = Control {
                     earlier: Some(&mut scores.earlier),
@@ -416,13 +416,17 @@ impl<'a> Rematerializer<'a> {
         Ok(within)
     }
 
-    /// The problem with the tensors of `key` flipped.
-    fn problem_of(&self, key: &[usize]) -> crate::problem::Problem {
+    /// The problem with the tensors of `key` flipped; its buffers named only when it is to be
+    /// checked (the checker's findings name them; a layout never reads a name).
+    fn problem_of(&self, key: &[usize], checked: bool) -> crate::problem::Problem {
         let mut flags = vec![false; self.resolved.tensors.len()];
         for &t in key {
             flags[t] = true;
         }
-        problem_flipped(self.graph, self.resolved, &flags)
+        match checked {
+            true => problem_flipped(self.graph, self.resolved, &flags),
+            false => problem_flipped_unnamed(self.graph, self.resolved, &flags),
+        }
     }
 
     fn relayout(&self, flipped: &[usize], checked: bool) -> Result<u64, PlanError> {
@@ -432,7 +436,7 @@ impl<'a> Rematerializer<'a> {
         {
             return Ok(known);
         }
-        let problem = self.problem_of(&key);
+        let problem = self.problem_of(&key, checked);
         let plan = {
             let mut scores = self.scores.borrow_mut();
             let mut control = Control {
