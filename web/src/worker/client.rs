@@ -96,9 +96,22 @@ async fn load_here() -> Result<JsValue, WebError> {
     let failed = |e: JsValue| WebError::WorkerStart {
         detail: format!("nor could its module load on this page: {}", js_detail(&e)),
     };
-    let document = web_sys::window()
-        .and_then(|w| w.document())
+    let window = web_sys::window().ok_or_else(|| failed("no window".into()))?;
+    let document = window
+        .document()
         .ok_or_else(|| failed("no document".into()))?;
+    // A script that throws as it runs still "loads": what it threw reaches the window alone.
+    let thrown: Rc<RefCell<Option<String>>> = Rc::default();
+    let heard = thrown.clone();
+    let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
+        if e.filename()
+            .ends_with(WORKER_SCRIPT_URL.trim_start_matches('.'))
+        {
+            heard.borrow_mut().get_or_insert(e.message());
+        }
+    });
+    let listen = on_error.as_ref().unchecked_ref();
+    let _ = window.add_event_listener_with_callback("error", listen);
     let script = document.create_element("script").map_err(failed)?;
     script
         .set_attribute("src", WORKER_SCRIPT_URL)
@@ -109,9 +122,14 @@ async fn load_here() -> Result<JsValue, WebError> {
     });
     let body = document.body().ok_or_else(|| failed("no body".into()))?;
     body.append_child(&script).map_err(failed)?;
-    JsFuture::from(loaded)
-        .await
-        .map_err(|_| failed(format!("{WORKER_SCRIPT_URL} did not load").into()))?;
+    let outcome = JsFuture::from(loaded).await;
+    let _ = window.remove_event_listener_with_callback("error", listen);
+    outcome.map_err(|_| failed(format!("{WORKER_SCRIPT_URL} did not load").into()))?;
+    if let Some(message) = thrown.take() {
+        return Err(failed(
+            format!("{WORKER_SCRIPT_URL} failed: {message}").into(),
+        ));
+    }
     let copy = document.create_element("script").map_err(failed)?;
     copy.set_text_content(Some(&format!(
         "try {{ globalThis.{WORKER_MODULE} = wasm_bindgen; }} catch (_) {{}}"
