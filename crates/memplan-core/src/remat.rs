@@ -357,11 +357,6 @@ impl<'a> Rematerializer<'a> {
         self.scores.into_inner()
     }
 
-    /// How many distinct sets were laid out so far.
-    pub fn relayouts(&self) -> usize {
-        self.scores.borrow().footprints.len()
-    }
-
     /// The footprint with the tensors of `flipped` recomputed at their uses: a real relayout.
     /// A score is compared, not shown, so release builds do not check it (the checker cost what
     /// the relayout did, hundreds of times a fit); debug builds, every test's, check each. The
