@@ -104,8 +104,9 @@ pub enum Lever {
 pub enum LeverCost {
     /// Recompute work per run, in the dump's unit of step costs (`cost_unit`).
     Recompute { work: u64 },
-    /// A smaller param (a smaller batch, a shorter sequence): less done per run.
-    Param { name: String, from: u64, to: u64 },
+    /// A smaller param (a smaller batch, a shorter sequence): less done per run. Which param,
+    /// and from what to what, the row's [`Lever::Param`] says.
+    Param,
     /// Tensors of different dtypes share bytes: the runtime must allow reinterpreting memory.
     MixedDtypes,
     /// Only planning work: the program is unchanged.
@@ -146,11 +147,7 @@ impl Session {
                 from,
                 to,
             };
-            let cost = LeverCost::Param {
-                name: name.clone(),
-                from,
-                to,
-            };
+            let cost = LeverCost::Param;
             // A smaller value can leave a dump unplannable (a view past its base): said, not hidden.
             match self.plan(&s) {
                 Ok(o) => tried.push(AdviceRow::of(
@@ -335,6 +332,21 @@ mod tests {
         assert_eq!(next_smaller(1), None);
         assert_eq!(next_smaller(0), None);
         assert_eq!(next_smaller(u64::MAX), Some(1 << 63));
+    }
+
+    /// A smaller param's row says which param and from what to what in its lever alone.
+    #[test]
+    fn a_smaller_params_row_says_the_param_in_its_lever_only() {
+        let text = include_str!("../../../static/examples/decoder-serving.json");
+        let s = Session::load(text.as_bytes(), "decoder-serving.json").unwrap();
+        let answer = s.advise(&Scenario::default()).unwrap();
+        let row = (answer.rows.iter())
+            .find(|r| matches!(r.lever, Lever::Param { .. }))
+            .expect("a param row");
+        assert_eq!(row.cost, LeverCost::Param);
+        let json = serde_json::to_value(row).unwrap();
+        assert_eq!(json["cost"], serde_json::json!({"kind": "param"}));
+        assert!(json["lever"]["name"].is_string() && json["lever"]["to"].is_u64());
     }
 
     const EXAMPLES: [&str; 3] = [

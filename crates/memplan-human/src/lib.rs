@@ -643,13 +643,15 @@ pub fn lever_text(lever: &Lever) -> String {
     }
 }
 
-/// What an advice row costs besides memory, in words; recompute work in the dump's `unit`.
-pub fn lever_cost_text(cost: &LeverCost, unit: Option<&str>) -> String {
+/// What an advice row (its `lever`) costs besides memory, in words; recompute work in the
+/// dump's `unit`.
+pub fn lever_cost_text(lever: &Lever, cost: &LeverCost, unit: Option<&str>) -> String {
     match cost {
         LeverCost::Recompute { work: w } => format!("recompute {}", work(*w, unit)),
-        LeverCost::Param { name, from, to } => {
-            format!("{name} {to} instead of {from} per run")
-        }
+        LeverCost::Param => match lever {
+            Lever::Param { name, from, to } => format!("{name} {to} instead of {from} per run"),
+            _ => "less done per run".into(),
+        },
         LeverCost::MixedDtypes => "tensors of different dtypes share bytes".into(),
         LeverCost::PlanningWork => "none at run time".into(),
         LeverCost::WideOffsets => "64-bit offsets".into(),
@@ -692,7 +694,7 @@ pub fn advice_table(a: &AdviceAnswer, millis: f64) -> String {
             one_line(&lever_text(&r.lever)),
             bytes(r.footprint_bytes),
             bytes(r.saving_bytes),
-            lever_cost_text(&r.cost, a.cost_unit.as_deref())
+            lever_cost_text(&r.lever, &r.cost, a.cost_unit.as_deref())
         );
     }
     for what in &a.left_out {
@@ -1136,6 +1138,19 @@ pub fn program_table(report: &memplan_engine::program::ProgramReport) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_smaller_params_cost_is_said_from_its_lever() {
+        let lever = Lever::Param {
+            name: "B".into(),
+            from: 64,
+            to: 32,
+        };
+        assert_eq!(
+            lever_cost_text(&lever, &LeverCost::Param, None),
+            "B 32 instead of 64 per run"
+        );
+    }
 
     #[test]
     fn counted_nouns_are_plural_unless_one() {

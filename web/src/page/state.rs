@@ -705,7 +705,7 @@ impl PageState {
         self.applied.set(Some(Applied {
             row: k,
             lever: memplan_human::lever_text(&row.lever),
-            cost: memplan_human::lever_cost_text(&row.cost, cost_unit.as_deref()),
+            cost: memplan_human::lever_cost_text(&row.lever, &row.cost, cost_unit.as_deref()),
             footprint_bytes: row.footprint_bytes,
             diff: None,
         }));

@@ -85,7 +85,7 @@ pub fn AdvisePanel(state: PageState) -> impl IntoView {
                         <td class="name">{lever_text(&r.lever)}</td>
                         <td class="num" title=format!("{} B", grouped(r.footprint_bytes))>{bytes(r.footprint_bytes)}</td>
                         <td class="num" title=format!("{} B", grouped(r.saving_bytes))>{bytes(r.saving_bytes)}</td>
-                        <td>{lever_cost_text(&r.cost, unit.as_deref())}</td>
+                        <td>{lever_cost_text(&r.lever, &r.cost, unit.as_deref())}</td>
                         {fits.map(|f| view! { <td>{f}</td> })}
                         <td><button data-testid="advice-apply" title="plan with this lever and show the diff against the plan before"
                             on:click=move |_| state.apply_advice(k)>"apply"</button></td>
