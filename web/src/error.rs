@@ -21,6 +21,11 @@ pub enum WebError {
     Browser(BrowserStep),
     #[error("the background worker could not start: {detail}")]
     WorkerStart { detail: String },
+    /// No Web Worker could start, and the worker's module could not load on the page either.
+    #[error(
+        "the background worker could not start: nor could its module load on this page: {detail}"
+    )]
+    ModuleLoad { detail: String },
     #[error("the background worker failed: {detail}")]
     WorkerFailed { detail: String },
     /// A message between the page and the worker that the other cannot read (a bug, or a

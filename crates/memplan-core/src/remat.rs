@@ -384,13 +384,10 @@ impl<'a> Rematerializer<'a> {
             Some(footprint) => Some(footprint).filter(|&f| f <= most),
             None if (self.scores.borrow().passes.get(&key)).is_some_and(|&p| p >= most) => None,
             None => {
-                let problem = self.problem_of(&key, false);
+                let plan =
+                    self.lay_out_set(&key, false, |p, c| lay_out_within(p, self.options, c, most))?;
                 let mut scores = self.scores.borrow_mut();
-                let mut control = Control {
-                    earlier: Some(&mut scores.earlier),
-                    ..Control::default()
-                };
-                match lay_out_within(&problem, self.options, &mut control, most)? {
+                match plan {
                     Some(plan) => {
                         let footprint = plan.footprint_bytes();
                         scores.footprints.insert(key, footprint);
@@ -411,17 +408,29 @@ impl<'a> Rematerializer<'a> {
         Ok(within)
     }
 
-    /// The problem with the tensors of `key` flipped; its buffers named only when it is to be
-    /// checked (the checker's findings name them; a layout never reads a name).
-    fn problem_of(&self, key: &[usize], checked: bool) -> crate::problem::Problem {
+    /// `lay` on the problem with the tensors of `key` flipped, lent the last relayout's
+    /// decodes. Its buffers are named only when it is to be `checked` (the checker's findings
+    /// name them; a layout never reads a name).
+    fn lay_out_set<T>(
+        &self,
+        key: &[usize],
+        checked: bool,
+        lay: impl FnOnce(&crate::problem::Problem, &mut Control<'_>) -> Result<T, PlanError>,
+    ) -> Result<T, PlanError> {
         let mut flags = vec![false; self.resolved.tensors.len()];
         for &t in key {
             flags[t] = true;
         }
-        match checked {
+        let problem = match checked {
             true => problem_flipped(self.graph, self.resolved, &flags),
             false => problem_flipped_unnamed(self.graph, self.resolved, &flags),
-        }
+        };
+        let mut scores = self.scores.borrow_mut();
+        let mut control = Control {
+            earlier: Some(&mut scores.earlier),
+            ..Control::default()
+        };
+        lay(&problem, &mut control)
     }
 
     fn relayout(&self, flipped: &[usize], checked: bool) -> Result<u64, PlanError> {
@@ -431,18 +440,10 @@ impl<'a> Rematerializer<'a> {
         {
             return Ok(known);
         }
-        let problem = self.problem_of(&key, checked);
-        let plan = {
-            let mut scores = self.scores.borrow_mut();
-            let mut control = Control {
-                earlier: Some(&mut scores.earlier),
-                ..Control::default()
-            };
-            match checked {
-                true => plan_with(&problem, self.options, &mut control)?,
-                false => lay_out(&problem, self.options, &mut control)?,
-            }
-        };
+        let plan = self.lay_out_set(&key, checked, |p, c| match checked {
+            true => plan_with(p, self.options, c),
+            false => lay_out(p, self.options, c),
+        })?;
         if !plan.is_valid() {
             return Err(PlanError::Unchecked(
                 plan.violations
@@ -558,10 +559,12 @@ impl<'a> Rematerializer<'a> {
         max_candidates: Option<usize>,
     ) -> Result<FitResult, PlanError> {
         let baseline = self.checked_score(&[])?;
-        let met = |footprint: u64| match target {
-            Target::Bytes(b) => footprint <= b,
-            Target::Minimize => false,
+        // The footprint to meet; minimizing meets none.
+        let bound = match target {
+            Target::Bytes(b) => Some(b),
+            Target::Minimize => None,
         };
+        let met = |footprint: u64| bound.is_some_and(|b| footprint <= b);
         let mut result = FitResult {
             baseline_bytes: baseline,
             final_bytes: baseline,
@@ -660,11 +663,11 @@ impl<'a> Rematerializer<'a> {
                     .map(|&t| self.cost_of(t))
                     .fold(0, u64::saturating_add)
             };
-            if let Target::Bytes(target) = target
-                && met(footprint)
+            if let Some(bound) = bound
+                && footprint <= bound
             {
                 let closer =
-                    self.cheaper_closer(&ranked[i + 1..], cost(&commit), &accepted, target)?;
+                    self.cheaper_closer(&ranked[i + 1..], cost(&commit), &accepted, bound)?;
                 if let Some((alt, closed)) = closer {
                     let relief_bytes = i128::from(current) - i128::from(closed);
                     accepted.push(alt.tensor);
@@ -718,20 +721,17 @@ impl<'a> Rematerializer<'a> {
         if !held.is_empty() {
             result.log.push(Event::UnpaidDiscarded { tensors: held });
         }
-        if let Target::Bytes(target) = target
-            && met(current)
+        if let Some(bound) = bound
+            && current <= bound
             && result.flips.len() > 1
         {
-            current = self.prune(&mut result, baseline, current, target)?;
+            current = self.prune(&mut result, baseline, current, bound)?;
         }
         // The layout answered with, checked: the same as scored (a plan is deterministic).
         let checked = self.checked_score(&result.tensors())?;
         debug_assert_eq!(checked, current);
         result.final_bytes = checked;
-        result.within_target = match target {
-            Target::Bytes(b) => current <= b,
-            Target::Minimize => true,
-        };
+        result.within_target = bound.is_none_or(|b| current <= b);
         Ok(result)
     }
 

@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use memplan_web::error::{Message, WebError};
 use memplan_web::worker::job::{self, Input, Worker};
-use memplan_web::worker::protocol::{Request, Response};
+use memplan_web::worker::protocol::{Request, Response, read_request};
 use memplan_web::worker::warm_up::{WarmUp, warm_up};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -29,10 +29,7 @@ fn request(data: &JsValue) -> Result<(Request, Option<Input>), WebError> {
             what: Message::Request,
             detail: "it carries no request text".into(),
         })?;
-    let request: Request = serde_json::from_str(&text).map_err(|e| WebError::Unreadable {
-        what: Message::Request,
-        detail: e.to_string(),
-    })?;
+    let request = read_request(&text)?;
     let bytes = match get("bytes").dyn_into::<web_sys::Blob>() {
         Ok(blob) => Some(Box::new(BlobReader::new(blob)?) as Input),
         Err(_) => None,
@@ -244,23 +241,16 @@ impl HereWorker {
 
     /// Hands it `request` (JSON text) with the dump's `bytes` for a load.
     pub fn handle(&mut self, request: &str, bytes: Option<Vec<u8>>, answer: &js_sys::Function) {
-        let mut post = |r: Response| {
-            let _ = answer.call1(&JsValue::NULL, &encode(&r));
-        };
-        match serde_json::from_str::<Request>(request) {
+        let mut post = to_page(answer);
+        match read_request(request) {
             Ok(r) => (self.worker).handle(r, bytes.map(job::input_of), &mut post),
-            Err(e) => post(Response::Error(Box::new(WebError::Unreadable {
-                what: Message::Request,
-                detail: e.to_string(),
-            }))),
+            Err(e) => post(Response::Error(Box::new(e))),
         }
     }
 
     /// Runs one step of its job; whether the job goes on.
     pub fn step(&mut self, answer: &js_sys::Function) -> bool {
-        let mut post = |r: Response| {
-            let _ = answer.call1(&JsValue::NULL, &encode(&r));
-        };
+        let mut post = to_page(answer);
         let clock = web_sys::window().and_then(|w| w.performance());
         let now = move || clock.as_ref().map_or(0.0, |p| p.now());
         self.worker.step(&now, &|| false, &mut post)
@@ -269,6 +259,13 @@ impl HereWorker {
     /// Whether a job runs.
     pub fn busy(&self) -> bool {
         self.worker.busy()
+    }
+}
+
+/// Hands each answer to the page's `answer` as a Web Worker would post it.
+fn to_page(answer: &js_sys::Function) -> impl FnMut(Response) + '_ {
+    move |r| {
+        let _ = answer.call1(&JsValue::NULL, &encode(&r));
     }
 }
 

@@ -28,8 +28,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{ErrorEvent, MessageEvent};
 
-use super::protocol::{Request, Response};
-use crate::error::{Message, WebError};
+use super::protocol::{Request, Response, read_answer};
+use crate::error::WebError;
 
 /// The worker's loader, which trunk writes next to the page.
 const WORKER_URL: &str = "./memplan-worker_loader.js";
@@ -93,8 +93,8 @@ struct Here {
 
 /// Loads the worker's module on the page's thread and makes its `HereWorker`.
 async fn load_here() -> Result<JsValue, WebError> {
-    let failed = |e: JsValue| WebError::WorkerStart {
-        detail: format!("nor could its module load on this page: {}", js_detail(&e)),
+    let failed = |e: JsValue| WebError::ModuleLoad {
+        detail: js_detail(&e),
     };
     let window = web_sys::window().ok_or_else(|| failed("no window".into()))?;
     let document = window
@@ -181,22 +181,13 @@ fn call_here(
     let heard: Rc<RefCell<Vec<Response>>> = Rc::default();
     let sink = heard.clone();
     let answer = Closure::<dyn FnMut(js_sys::Uint8Array)>::new(move |bytes: js_sys::Uint8Array| {
-        sink.borrow_mut().push(read_answer(&bytes.to_vec()));
+        let answer = read_answer(&bytes.to_vec()).unwrap_or_else(super::protocol::failed);
+        sink.borrow_mut().push(answer);
     });
     let args: js_sys::Array = args.iter().chain([answer.as_ref()]).collect();
     let returned = function.apply(worker, &args).map_err(failed);
     answers.append(&mut heard.borrow_mut());
     returned
-}
-
-/// An answer's UTF-8 JSON as a [`Response`]; what cannot be read is an error answer.
-fn read_answer(bytes: &[u8]) -> Response {
-    serde_json::from_slice::<Response>(bytes).unwrap_or_else(|e| {
-        Response::Error(Box::new(WebError::Unreadable {
-            what: Message::Answer,
-            detail: e.to_string(),
-        }))
-    })
 }
 
 #[derive(Default)]
@@ -347,7 +338,7 @@ impl Link {
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             let bytes = (event.data().dyn_into::<js_sys::Uint8Array>())
                 .map_or_else(|_| Vec::new(), |a| a.to_vec());
-            match serde_json::from_slice::<Response>(&bytes) {
+            match read_answer(&bytes) {
                 Ok(Response::Ready) => {
                     let mut s = link.state.borrow_mut();
                     if let Some(thread) = s.thread.as_mut() {
@@ -367,10 +358,7 @@ impl Link {
                         on_event(LinkEvent::Answer(response));
                     })
                 }
-                Err(e) => (link.on_event)(LinkEvent::Failed(WebError::Unreadable {
-                    what: Message::Answer,
-                    detail: e.to_string(),
-                })),
+                Err(e) => (link.on_event)(LinkEvent::Failed(e)),
             }
         });
         let link = self.clone();
@@ -463,10 +451,8 @@ impl Link {
         if let Err(e) = handled {
             return tell(vec![super::protocol::failed(e)]);
         }
-        let busy = |answers: &mut Vec<Response>| {
-            call_here(&here, "busy", &[], answers).is_ok_and(|b| b.is_truthy())
-        };
-        if driving.get() || !busy(&mut Vec::new()) {
+        let busy = call_here(&here, "busy", &[], &mut Vec::new()).is_ok_and(|b| b.is_truthy());
+        if driving.get() || !busy {
             return;
         }
         driving.set(true);

@@ -6,12 +6,13 @@
 //! UTF-8 JSON in a transferred `ArrayBuffer` (no string decoded and encoded again): `ready` once
 //! it listens (a message sent before that would be lost), `progress` at each stage and, while a
 //! search runs, its best so far and its bound, then `planned` (what the page draws: an
-//! [`Analysis`], not the whole report), `exported`, or an `error` as a typed [`WebError`].
+//! [`Analysis`], not the whole report), `exported`, or an `error`, a [`WebError`] that crosses
+//! as its message.
 
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{Analysis, BuffersSent, CompareView, Export, ExportKind, LeftOut, SweepView};
-use crate::error::WebError;
+use crate::error::{Message, WebError};
 use memplan_engine::Scenario;
 use memplan_engine::answers::FitAnswer;
 
@@ -147,6 +148,22 @@ pub struct ReadProgress {
 
 pub(crate) fn failed(e: impl Into<WebError>) -> Response {
     Response::Error(Box::new(e.into()))
+}
+
+/// A request's JSON text, as the worker reads it (in a Web Worker or on the page's thread).
+pub fn read_request(text: &str) -> Result<Request, WebError> {
+    serde_json::from_str(text).map_err(|e| WebError::Unreadable {
+        what: Message::Request,
+        detail: e.to_string(),
+    })
+}
+
+/// An answer's UTF-8 JSON, as the page reads it (from a Web Worker or from its own thread).
+pub fn read_answer(bytes: &[u8]) -> Result<Response, WebError> {
+    serde_json::from_slice(bytes).map_err(|e| WebError::Unreadable {
+        what: Message::Answer,
+        detail: e.to_string(),
+    })
 }
 
 /// The number of progress stages of a load.
