@@ -165,11 +165,11 @@ impl Fetched {
 fn fetched_memo<R: std::io::Read>(input: &mut Decoder<'_, R>) -> Fetched {
     let mut bits: Vec<u64> = Vec::new();
     let len = input.len;
-    while let Ok(op) = input.op() {
-        match op {
-            Op::Stop => break,
+    while let Ok(skipped) = input.skip() {
+        match skipped {
+            Skipped::Stop => break,
             // An index past the file's length is refused by the second pass.
-            Op::Get(i) if i as u64 <= len => {
+            Skipped::Get(i) if i as u64 <= len => {
                 if bits.len() <= i / 64 {
                     bits.resize(i / 64 + 1, 0);
                 }
@@ -185,6 +185,69 @@ fn fetched_memo<R: std::io::Read>(input: &mut Decoder<'_, R>) -> Fetched {
         total += w.count_ones();
     }
     Fetched { bits, before }
+}
+
+/// How an opcode's argument follows it in the stream.
+#[derive(Clone, Copy)]
+enum Arg {
+    None,
+    /// This many bytes.
+    Fixed(usize),
+    /// A little-endian length of this many bytes, then that many bytes.
+    Counted(usize),
+}
+
+/// The argument of each opcode that builds data (or names a global by `STACK_GLOBAL`, whose
+/// refusal needs the stack); `None` for the rest, which [`Decoder::op`] refuses. Both passes
+/// read opcodes by it: the first skips arguments, the second decodes them.
+fn arg_of(op: u8) -> Option<Arg> {
+    Some(match op {
+        // PROTO, BININT1, BINPUT, BINGET
+        0x80 | b'K' | b'q' | b'h' => Arg::Fixed(1),
+        b'M' => Arg::Fixed(2),
+        // BININT, LONG_BINPUT, LONG_BINGET
+        b'J' | b'r' | b'j' => Arg::Fixed(4),
+        // FRAME, BINFLOAT
+        0x95 | b'G' => Arg::Fixed(8),
+        // LONG1, SHORT_BINUNICODE, SHORT_BINSTRING, SHORT_BINBYTES
+        0x8a | 0x8c | b'U' | b'C' => Arg::Counted(1),
+        // LONG4, BINUNICODE, BINSTRING, BINBYTES
+        0x8b | b'X' | b'T' | 0x42 => Arg::Counted(4),
+        // BINUNICODE8, BINBYTES8, BYTEARRAY8
+        0x8d | 0x8e | 0x96 => Arg::Counted(8),
+        b'.'
+        | b'('
+        | b'0'
+        | b'1'
+        | b'2'
+        | b'N'
+        | 0x88
+        | 0x89
+        | b'}'
+        | b']'
+        | b')'
+        | 0x8f
+        | b't'
+        | 0x85..=0x87
+        | b'l'
+        | b'd'
+        | 0x91
+        | b'a'
+        | b'e'
+        | 0x90
+        | b's'
+        | b'u'
+        | 0x94
+        | 0x93 => Arg::None,
+        _ => return None,
+    })
+}
+
+/// What the first pass needs of an opcode.
+enum Skipped {
+    Stop,
+    Get(usize),
+    Other,
 }
 
 /// One opcode with its argument; strings and bytes borrow the reader's buffer.
@@ -310,21 +373,61 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
         usize::try_from(v).map_err(|_| self.err("a length past this machine's reach"))
     }
 
+    /// The next opcode, its argument skipped: the first pass's read, which decodes nothing.
+    /// An opcode [`Decoder::op`] would refuse is an error here, without its message.
+    fn skip(&mut self) -> Result<Skipped, PickleError> {
+        let op = self.u8()?;
+        if op == 0x95 {
+            // FRAME, as `op` reads it: with the opcode after it.
+            self.take(8)?;
+            return self.skip();
+        }
+        match arg_of(op).ok_or_else(|| self.err("an opcode this reader refuses"))? {
+            Arg::None if op == b'.' => Ok(Skipped::Stop),
+            Arg::None => Ok(Skipped::Other),
+            Arg::Fixed(n) if op == b'h' || op == b'j' => Ok(Skipped::Get(self.len(n)?)),
+            Arg::Fixed(n) => self.take(n).map(|_| Skipped::Other),
+            Arg::Counted(k) => {
+                let n = self.len(k)?;
+                self.take(n).map(|_| Skipped::Other)
+            }
+        }
+    }
+
     /// The next opcode. Those that import or call are refused here, by name where the file
     /// gives one.
     fn op(&mut self) -> Result<Op<'_>, PickleError> {
         let at = self.at;
         let op = self.u8()?;
-        let refused = |message: String| PickleError {
-            offset: at,
-            message,
+        let Some(arg) = arg_of(op) else {
+            return Err(self.refusal(op, at));
         };
-        Ok(match op {
-            0x80 => Op::Proto(self.u8()?),
-            0x95 => {
-                self.take(8)?;
-                return self.op();
+        if op == 0x95 {
+            // FRAME: only a hint of how much to read at once.
+            self.take(8)?;
+            return self.op();
+        }
+        // The argument, and where its bytes start in the file.
+        let (raw, raw_at) = match arg {
+            Arg::None => (&[][..], self.at),
+            Arg::Fixed(n) => {
+                let raw_at = self.at;
+                (self.take(n)?, raw_at)
             }
+            Arg::Counted(k) => {
+                let n = self.len(k)?;
+                if matches!(op, 0x8a | 0x8b) && n > 16 {
+                    return Err(self.err(format!("an integer of {n} bytes, past 128 bits")));
+                }
+                let raw_at = self.at;
+                (self.take(n)?, raw_at)
+            }
+        };
+        // A little-endian unsigned number; the lengths of `Fixed` arguments fit in a u64.
+        let le = |raw: &[u8]| raw.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x));
+        let index = |raw: &[u8]| usize::try_from(le(raw)).unwrap_or(usize::MAX);
+        Ok(match op {
+            0x80 => Op::Proto(raw[0]),
             b'.' => Op::Stop,
             b'(' => Op::Mark,
             b'0' => Op::Pop,
@@ -333,19 +436,10 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
             b'N' => Op::Value(Value::None),
             0x88 => Op::Value(Value::Bool(true)),
             0x89 => Op::Value(Value::Bool(false)),
-            b'J' => Op::Value(Value::Int(i128::from(self.uint(4)? as u32 as i32))),
-            b'K' => Op::Value(Value::Int(i128::from(self.uint(1)?))),
-            b'M' => Op::Value(Value::Int(i128::from(self.uint(2)?))),
+            b'J' => Op::Value(Value::Int(i128::from(le(raw) as u32 as i32))),
+            b'K' | b'M' => Op::Value(Value::Int(i128::from(le(raw)))),
             0x8a | 0x8b => {
-                let n = if op == 0x8a {
-                    self.len(1)?
-                } else {
-                    self.len(4)?
-                };
-                if n > 16 {
-                    return Err(self.err(format!("an integer of {n} bytes, past 128 bits")));
-                }
-                let raw = self.take(n)?;
+                let n = raw.len();
                 let mut v: i128 = 0;
                 for (k, &b) in raw.iter().enumerate() {
                     v |= i128::from(b) << (8 * k);
@@ -355,31 +449,13 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
                 }
                 Op::Value(Value::Int(v))
             }
-            b'G' => {
-                let raw = self.take(8)?;
-                Op::Value(Value::Float(f64::from_be_bytes(
-                    raw.try_into().expect("8 bytes"),
-                )))
-            }
+            b'G' => Op::Value(Value::Float(f64::from_be_bytes(
+                raw.try_into().expect("8 bytes"),
+            ))),
             // Text; `U` and `T` are protocol 1 strings (bytes in Python 2), read as text when
             // UTF-8.
-            0x8c | b'X' | 0x8d | b'U' | b'T' => {
-                let n = match op {
-                    0x8c | b'U' => self.len(1)?,
-                    b'X' | b'T' => self.len(4)?,
-                    _ => self.len(8)?,
-                };
-                let text_at = self.at;
-                Op::Text(self.take(n)?, text_at)
-            }
-            b'C' | 0x42 | 0x8e | 0x96 => {
-                let n = match op {
-                    b'C' => self.len(1)?,
-                    0x42 => self.len(4)?,
-                    _ => self.len(8)?,
-                };
-                Op::Bytes(self.take(n)?)
-            }
+            0x8c | b'X' | 0x8d | b'U' | b'T' => Op::Text(raw, raw_at),
+            b'C' | 0x42 | 0x8e | 0x96 => Op::Bytes(raw),
             b'}' => Op::EmptyDict,
             b']' => Op::EmptyList,
             b')' => Op::EmptyTuple,
@@ -394,12 +470,19 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
             b's' => Op::SetItem,
             b'u' => Op::SetItems,
             0x94 => Op::Memoize,
-            b'q' => Op::Put(self.len(1)?),
-            b'r' => Op::Put(self.len(4)?),
-            b'h' => Op::Get(self.len(1)?),
-            b'j' => Op::Get(self.len(4)?),
+            b'q' | b'r' => Op::Put(index(raw)),
+            b'h' | b'j' => Op::Get(index(raw)),
+            0x93 => Op::StackGlobal,
+            _ => unreachable!("arg_of lists exactly the opcodes above"),
+        })
+    }
+
+    /// Why opcode `op`, at byte `at`, is refused: it imports, builds or calls objects (named
+    /// where the file names the global), or it is no opcode of protocols 2 to 5.
+    fn refusal(&mut self, op: u8, at: u64) -> PickleError {
+        let message = match op {
             b'c' => {
-                // GLOBAL: "module\nname\n". Refused, naming it.
+                // GLOBAL: "module\nname\n".
                 let mut name = Vec::new();
                 let mut lines = 0;
                 while lines < 2 && name.len() < 512 {
@@ -417,22 +500,21 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
                 } else {
                     "an unreadable name".to_string()
                 };
-                return Err(refused(format!(
+                format!(
                     "it refers to `{name}`: this reader builds plain values and never imports or calls anything"
-                )));
+                )
             }
-            0x93 => Op::StackGlobal,
             b'R' | b'b' | 0x81 | 0x92 | b'i' | b'o' | b'P' | b'Q' | 0x82..=0x84 | 0x97 | 0x98 => {
-                return Err(refused(format!(
+                format!(
                     "opcode 0x{op:02x} builds or calls objects: this reader builds plain values only"
-                )));
+                )
             }
-            other => {
-                return Err(refused(format!(
-                    "opcode 0x{other:02x} is not one of pickle protocols 2 to 5"
-                )));
-            }
-        })
+            other => format!("opcode 0x{other:02x} is not one of pickle protocols 2 to 5"),
+        };
+        PickleError {
+            offset: at,
+            message,
+        }
     }
 }
 
@@ -921,6 +1003,36 @@ mod tests {
             };
             self.1 = at;
             Ok(at)
+        }
+    }
+
+    /// Both passes read each opcode's argument by one table: skipping and decoding step over
+    /// the same bytes, opcode by opcode, to the end of every pickle protocol's snapshot.
+    #[test]
+    fn skipping_an_opcode_steps_over_the_bytes_decoding_it_reads() {
+        for bytes in [
+            &include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle")[..],
+            include_bytes!("../../../tests/data/torch/generated-p2.pickle"),
+            include_bytes!("../../../tests/data/torch/generated-p3.pickle"),
+            include_bytes!("../../../tests/data/torch/generated-p5.pickle"),
+        ] {
+            let len = bytes.len() as u64;
+            let (mut heard_skip, mut heard_op) = (|_| {}, |_| {});
+            let mut skipping = Decoder::new(bytes, len, 0, &mut heard_skip);
+            let mut decoding = Decoder::new(bytes, len, 0, &mut heard_op);
+            let mut opcodes = 0;
+            loop {
+                let skipped = skipping.skip().unwrap();
+                let stop = matches!(decoding.op().unwrap(), Op::Stop);
+                assert_eq!(skipping.at, decoding.at, "after opcode {opcodes}");
+                assert_eq!(matches!(skipped, Skipped::Stop), stop);
+                opcodes += 1;
+                if stop {
+                    break;
+                }
+            }
+            assert!(opcodes > 1000);
+            assert_eq!(skipping.at, len);
         }
     }
 
