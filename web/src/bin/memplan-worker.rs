@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use memplan_web::error::{Message, WebError};
 use memplan_web::worker::job::{self, Input, Worker};
-use memplan_web::worker::protocol::{Request, Response, read_request};
+use memplan_web::worker::protocol::{self, Request, Response, read_request};
 use memplan_web::worker::warm_up::{WarmUp, warm_up};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -207,14 +207,15 @@ fn send(scope: &DedicatedWorkerGlobalScope, r: &Response) {
 /// `r` as UTF-8 JSON, in JS memory.
 fn encode(r: &Response) -> js_sys::Uint8Array {
     let mut out = ChunksOut::default();
-    match serde_json::to_writer(&mut out, r) {
+    match protocol::write_answer(r, &mut out) {
         Ok(()) => out.finish(),
         Err(e) => {
             let e = WebError::Unreadable {
                 what: Message::Answer,
                 detail: e.to_string(),
             };
-            let bytes = serde_json::to_vec(&Response::Error(Box::new(e))).unwrap_or_default();
+            let mut bytes = Vec::new();
+            let _ = protocol::write_answer(&Response::Error(Box::new(e)), &mut bytes);
             js_sys::Uint8Array::from(bytes.as_slice())
         }
     }

@@ -150,6 +150,12 @@ pub(crate) fn failed(e: impl Into<WebError>) -> Response {
     Response::Error(Box::new(e.into()))
 }
 
+/// Writes an answer's UTF-8 JSON to `out`: every answer the worker sends (or warms up with)
+/// goes through here, so its serializer is compiled once for one writer type (the bundle).
+pub fn write_answer(r: &Response, out: &mut dyn std::io::Write) -> serde_json::Result<()> {
+    serde_json::to_writer(out, r)
+}
+
 /// A request's JSON text, as the worker reads it (in a Web Worker or on the page's thread).
 pub fn read_request(text: &str) -> Result<Request, WebError> {
     serde_json::from_str(text).map_err(|e| WebError::Unreadable {

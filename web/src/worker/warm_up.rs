@@ -78,7 +78,7 @@ impl WarmUp {
             if let Response::Planned { analysis, .. } = &r {
                 *nodes += analysis.summary.nodes.unwrap_or(0);
             }
-            let _ = serde_json::to_vec(&r);
+            let _ = super::protocol::write_answer(&r, &mut std::io::sink());
         };
         let (now, never) = (|| 0.0, || false);
         match self.phase {
