@@ -7,7 +7,7 @@
 # the command that produced it. Run it after `./scripts/test.sh` on the machine the figures are for.
 # Usage: ./scripts/readme-figures.sh [BLOCK...]
 set -euo pipefail
-# With names (bench capacity minimize best targets omnimalloc wasm scale remat greedy onnx chain orders fits
+# With names (bench capacity minimize best targets wasm-compare omnimalloc wasm scale remat greedy onnx chain orders fits
 # compilers bundle bundle-compare browser snapshots screenshot), only those.
 only=" $* "
 want() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
@@ -55,26 +55,8 @@ replace bench "$tmp/bench"
 fi
 
 if want capacity; then
-{
-  echo "\`memplan plan FILE --strategy search --capacity 1048576 --json\` on each minimalloc file ($today, $cores cores, one run each; time is the JSON's \`elapsed_ms\`):"
-  echo
-  echo '| file | buffers | capacity | footprint | fits | proven lower bound | nodes | time (ms) |'
-  echo '|---|---:|---:|---:|---|---:|---:|---:|'
-  cargo build -q --locked --profile fast -p memplan-cli
-  cat > "$tmp/row.py" <<'PY'
-import json, sys
-p = json.load(sys.stdin)
-cells = [sys.argv[1], len(p["placements"]), 1048576, p["footprint_bytes"],
-         "yes" if p["footprint_bytes"] <= 1048576 else "no",
-         p["proven_lower_bound_bytes"], p["nodes"], p["elapsed_ms"]]
-print("| " + " | ".join(str(c) for c in cells) + " |")
-PY
-  for f in tests/data/minimalloc/*.csv; do
-    target/fast/memplan plan "$f" --strategy search --capacity 1048576 --json \
-      | python3 "$tmp/row.py" "$(basename "$f")"
-  done
-} > "$tmp/capacity"
-replace capacity "$tmp/capacity"
+  block capacity "\`./scripts/release-compare.sh capacity\` ($today, $cores cores, side by side in one run, one run of each build; \`memplan plan FILE --strategy search --capacity 1048576 --json\` on each minimalloc file and on \`scripts/gen-packed.py\`'s instances, whose optimum is 1 MiB; time is the JSON's \`elapsed_ms\`):" \
+    ./scripts/release-compare.sh capacity
 fi
 
 if want minimize; then
@@ -109,6 +91,11 @@ fi
 if want targets; then
   block targets "\`./scripts/release-compare.sh targets\` ($today, $cores cores, side by side in one run; wall time and peak memory by GNU time, the median time of 3 runs of each build where it says so, alternated):" \
     ./scripts/release-compare.sh targets
+fi
+
+if want wasm-compare; then
+  block wasm-compare "\`./scripts/release-compare.sh wasm\` ($today, $cores cores; \`scripts/wasm-bench.sh\`'s table for this build and then for the earlier one, in one run, each ratio from rounds that alternate that build's native and wasm CLIs):" \
+    ./scripts/release-compare.sh wasm
 fi
 
 if want omnimalloc; then

@@ -12,7 +12,8 @@ use sha2::{Digest, Sha256};
 #[derive(Deserialize)]
 struct Corpus {
     minimalloc: Minimalloc,
-    large: Large,
+    large: Files,
+    packed: Files,
     onnx: Onnx,
     torch: Torch,
     torch_trace: TorchTrace,
@@ -141,7 +142,7 @@ struct Minimalloc {
 }
 
 #[derive(Deserialize)]
-struct Large {
+struct Files {
     file: Vec<Entry>,
 }
 
@@ -230,6 +231,7 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
         checked,
         c.minimalloc.file.len()
             + c.large.file.len()
+            + c.packed.file.len()
             + c.onnx.file.len()
             + onnx_testdata().file.len()
             + onnx_node_models().len()
@@ -316,7 +318,10 @@ fn minimalloc_files_have_their_published_lower_bounds_and_every_strategy_plans_t
 #[test]
 fn search_proves_only_true_bounds_and_solves_what_it_claims() {
     let corpus = corpus();
-    for entry in corpus.minimalloc.file.iter().chain(&corpus.large.file) {
+    let files = (corpus.minimalloc.file.iter())
+        .chain(&corpus.large.file)
+        .chain(&corpus.packed.file);
+    for entry in files {
         let s = session(entry);
         let search = Scenario {
             strategy: StrategyChoice::One(Strategy::Search),

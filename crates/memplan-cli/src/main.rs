@@ -96,7 +96,8 @@ struct ScenarioArgs {
     /// else none (64-bit offsets).
     #[arg(long)]
     pool_cap: Option<u64>,
-    /// `search`'s work limit per region, in conflict visits (deterministic).
+    /// `search`'s work limit per region, in conflict visits (deterministic). Default:
+    /// 50,000,000, eight times that with `--capacity`.
     #[arg(long)]
     work_limit: Option<u64>,
     /// For `search`: find a layout whose footprint fits this (512MiB, 1048576), or prove none

@@ -206,10 +206,13 @@ pub struct DeviceClass {
 }
 
 impl Scenario {
-    /// `search`'s work limit per region under this scenario: its own, else the default.
+    /// `search`'s work limit per region under this scenario: its own, else the default (a
+    /// capacity search's where it has a capacity).
     pub fn work_limit_or_default(&self) -> u64 {
-        self.work_limit
-            .unwrap_or(memplan_core::layout::DEFAULT_SEARCH_WORK)
+        self.work_limit.unwrap_or(match self.capacity {
+            Some(_) => memplan_core::layout::CAPACITY_SEARCH_WORK,
+            None => memplan_core::layout::DEFAULT_SEARCH_WORK,
+        })
     }
 }
 
@@ -562,7 +565,7 @@ impl Session {
             strategy: scenario.strategy,
             precision_classes: scenario.precision_classes,
             pool_cap: self.pool_cap(scenario),
-            work_limit: scenario.work_limit.unwrap_or(defaults.work_limit),
+            work_limit: scenario.work_limit_or_default(),
             search_capacity: scenario.capacity,
             ..defaults
         }

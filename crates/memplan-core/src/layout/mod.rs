@@ -190,6 +190,14 @@ pub const DEFAULT_SEARCH_EVALUATIONS: u32 = 4000;
 /// The default work limit of `search` per region, in conflict visits.
 pub const DEFAULT_SEARCH_WORK: u64 = 50_000_000;
 
+/// The default work limit of a capacity search (`--capacity`): eight times
+/// [`DEFAULT_SEARCH_WORK`]. A capacity is a yes-or-no question, and a "no" the search only gave
+/// up on is its worst answer, so it searches longer before giving one: the search stops at the
+/// first layout within the capacity, so where one is found early this costs nothing, and where
+/// none is found it still answers within a second on minimalloc-sized regions
+/// (docs/benchmarks.md, "`search` at the capacity").
+pub const CAPACITY_SEARCH_WORK: u64 = 8 * DEFAULT_SEARCH_WORK;
+
 /// The most conflict visits a region's exact search may start with, whatever its budget (a
 /// time limit alone lifts the budget): it lists every buffer's overlapping neighbours (four
 /// bytes a visit), so past this (100k buffers all live at once make 10^10) only the greedy
