@@ -1,28 +1,38 @@
-// Large PyTorch snapshots, end to end: for each size, a snapshot written by
-// scripts/gen-snapshot.py (`--stacks all --stream`: a training loop's events with the
-// interpreter's frames, as `_record_memory_history(stacks="all")` records them), planned by the
-// CLI built for speed and loaded in the page (headless Chromium, release bundle), side by side
-// in one run. Prints a table: the file, its allocations, the CLI's time and peak memory, the
+// Large inputs, end to end: for each size, a snapshot written by scripts/gen-snapshot.py
+// (`--stacks all --stream`: a training loop's events with the interpreter's frames, as
+// `_record_memory_history(stacks="all")` records them) or, for `csv:ROWS`, a minimalloc CSV of
+// that many buffers written by scripts/gen-csv.py, planned by the CLI built for speed and loaded
+// in the page (headless Chromium, release bundle), side by side in one run. Prints a table: the
+// file, its buffers (a snapshot's allocations), the CLI's time and peak memory, the
 // page's time to the drawn plan, its worker's memory (its wasm memory, which only grows: its
 // peak) and the peak memory of its renderer process (the page and its worker, which runs in the
 // same process), or the page's error. The test suite asserts what a
 // load does; this script only measures.
 //
-// Usage: node scripts/snapshot-bench.mjs [MiB ...]   (default: 64 256 1024)
-// Snapshots are cached in target/snapshots/ (a 1 GiB one takes minutes to write).
+// Usage: node scripts/snapshot-bench.mjs [MiB | csv:ROWS ...]   (default: 64 256 1024)
+// The files are cached in target/snapshots/ (a 1 GiB snapshot takes minutes to write).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fastBin, hooks, launch, root, serve } from '../tests/e2e/harness.mjs';
 
-const sizes = process.argv.slice(2).map(Number);
-const mib = sizes.length ? sizes : [64, 256, 1024];
+const args = process.argv.slice(2);
+const inputs = args.length ? args : ['64', '256', '1024'];
 const dir = join(root, 'target/snapshots');
 await mkdir(dir, { recursive: true });
 
 /** The generator's bytes per event with `--stacks all`, about: sizes are approximate. */
 const BYTES_PER_EVENT = 76;
+
+/** A minimalloc CSV of `rows` buffers, written once. */
+function csv(rows) {
+  const file = join(dir, `scale-${rows}.csv`);
+  if (!existsSync(file)) {
+    execFileSync('python3', [join(root, 'scripts/gen-csv.py'), String(rows), file], { stdio: 'inherit' });
+  }
+  return file;
+}
 
 /** A snapshot of about `size` MiB, written once. */
 function snapshot(size) {
@@ -43,8 +53,8 @@ function cliFigures(file) {
   const timed = execFileSync('sh', ['-c', `/usr/bin/time -f '%e %M' '${fastBin}' plan '${file}' 2>&1 > /dev/null | tail -1`], { encoding: 'utf8' });
   const [seconds, kb] = timed.trim().split(' ').map(Number);
   const counts = execFileSync(fastBin, ['validate', file], { encoding: 'utf8' });
-  const allocations = Number(/: (\d+) tensors/.exec(counts)[1]);
-  return { seconds, mb: Math.round(kb / 1024), allocations };
+  const buffers = Number(/: (\d+) tensors/.exec(counts)[1]);
+  return { seconds, mb: Math.round(kb / 1024), buffers };
 }
 
 /** The peak resident memory (MB) of the renderer processes under `pid` (this script: Playwright starts Chromium as its child). */
@@ -74,9 +84,12 @@ function rendererPeakMb(pid) {
   return Math.round(peak);
 }
 
-const rows = [];
-for (const size of mib) {
-  const file = snapshot(size);
+const results = [];
+for (const input of inputs) {
+  const rows = input.startsWith('csv:') ? Number(input.slice(4)) : null;
+  const file = rows ? csv(rows) : snapshot(Number(input));
+  // What the summary names the format once the file is loaded.
+  const format = rows ? 'minimalloc CSV' : 'PyTorch memory snapshot';
   const bytes = statSync(file).size;
   const native = cliFigures(file);
   // A fresh browser per file: its renderer's peak is this load's.
@@ -90,8 +103,8 @@ for (const size of mib) {
   let outcome;
   try {
     await page.waitForFunction(
-      () => document.querySelector('[data-testid=error]') || (document.querySelector('[data-testid=summary]')?.innerText.includes('PyTorch memory snapshot') && !document.querySelector('[data-testid=progress]')),
-      null,
+      (format) => document.querySelector('[data-testid=error]') || (document.querySelector('[data-testid=summary]')?.innerText.includes(format) && !document.querySelector('[data-testid=progress]')),
+      format,
       { timeout: 600000, polling: 250 },
     );
     outcome = (await testid('error').count()) ? (await testid('error').innerText()).slice(0, 120) : 'loaded';
@@ -106,11 +119,12 @@ for (const size of mib) {
     : '?';
   await browser.close();
   await server.close();
-  rows.push({ mib: (bytes / 1048576).toFixed(0), ...native, pageSeconds: pageSeconds.toFixed(1), workerMb, peak, outcome });
+  const name = `${rows ? `${rows}-row CSV, ` : ''}${(bytes / 1048576).toFixed(0)} MiB`;
+  results.push({ name, ...native, pageSeconds: pageSeconds.toFixed(1), workerMb, peak, outcome });
 }
 
-console.log('| snapshot | allocations | CLI `plan` | CLI peak memory | page, file to plan | worker memory | renderer peak memory | page |');
+console.log('| file | buffers | CLI `plan` | CLI peak memory | page, file to plan | worker memory | renderer peak memory | page |');
 console.log('|---|---|---|---|---|---|---|---|');
-for (const r of rows) {
-  console.log(`| ${r.mib} MiB | ${r.allocations} | ${r.seconds} s | ${r.mb} MB | ${r.pageSeconds} s | ${r.workerMb} MB | ${r.peak} MB | ${r.outcome} |`);
+for (const r of results) {
+  console.log(`| ${r.name} | ${r.buffers} | ${r.seconds} s | ${r.mb} MB | ${r.pageSeconds} s | ${r.workerMb} MB | ${r.peak} MB | ${r.outcome} |`);
 }
