@@ -29,7 +29,7 @@ const BYTES_PER_EVENT = 76;
 function csv(rows) {
   const file = join(dir, `scale-${rows}.csv`);
   if (!existsSync(file)) {
-    execFileSync('python3', [join(root, 'scripts/gen-csv.py'), String(rows), file], { stdio: 'inherit' });
+    execFileSync('python3', [join(root, 'scripts/gen-csv.py'), String(rows), file], { stdio: ['ignore', 'ignore', 'inherit'] });
   }
   return file;
 }
@@ -39,7 +39,7 @@ function snapshot(size) {
   const file = join(dir, `training-${size}mib.pickle`);
   if (!existsSync(file)) {
     const events = Math.round((size * 1048576) / BYTES_PER_EVENT);
-    execFileSync('python3', [join(root, 'scripts/gen-snapshot.py'), '--events', String(events), '--stacks', 'all', '--stream', '-o', file], { stdio: 'inherit' });
+    execFileSync('python3', [join(root, 'scripts/gen-snapshot.py'), '--events', String(events), '--stacks', 'all', '--stream', '-o', file], { stdio: ['ignore', 'ignore', 'inherit'] });
   }
   return file;
 }

@@ -69,6 +69,17 @@ pub enum WebError {
         most: u64,
         what: String,
     },
+    /// A dump whose buffers are more than the worker can plan and draw.
+    #[error(
+        "{name}: {} buffers are more than the {} this page plans (its worker's memory, 4 GiB at most, holds the plan and views of about that many); the CLI plans it (`memplan plan {name}`)",
+        memplan_human::grouped(*buffers as u64),
+        memplan_human::grouped(*most as u64)
+    )]
+    TooManyBuffers {
+        name: String,
+        buffers: usize,
+        most: usize,
+    },
     #[error(transparent)]
     Engine(#[from] EngineError),
 }

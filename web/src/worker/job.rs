@@ -55,7 +55,15 @@ impl Reading<'_> {
     }
 }
 
-/// Reads `input` (of any length: a snapshot is read as a stream), naming it `source`.
+/// The most buffers the page plans. A file within the page's byte limits can hold more (a
+/// minimalloc CSV of 64 MiB, about 2.4 million rows), and past about this many the worker's
+/// memory (wasm's 4 GiB at most) runs out while it plans and builds the views, which ends the
+/// worker with no message of its own: `scripts/snapshot-bench.mjs` measures it
+/// (docs/benchmarks.md, "how far the page goes").
+pub const MAX_BUFFERS: usize = 2_000_000;
+
+/// Reads `input` (of any length: a snapshot is read as a stream), naming it `source`; refuses a
+/// dump of more than [`MAX_BUFFERS`] buffers, before it is planned.
 fn load(
     input: &mut Input,
     source: &str,
@@ -74,13 +82,23 @@ fn load(
         percent: 0,
         post,
     };
-    Ok(Session::load_from(
-        &mut *input,
-        len,
-        source,
-        import,
-        &mut |done, of| reading.hear(done, of),
-    )?)
+    let session = Session::load_from(&mut *input, len, source, import, &mut |done, of| {
+        reading.hear(done, of)
+    })?;
+    within(session, source, MAX_BUFFERS)
+}
+
+/// `session`, unless it has more than `most` buffers.
+fn within(session: Session, source: &str, most: usize) -> Result<Session, WebError> {
+    let buffers = session.problem().buffers.len();
+    if buffers > most {
+        return Err(WebError::TooManyBuffers {
+            name: source.to_string(),
+            buffers,
+            most,
+        });
+    }
+    Ok(session)
 }
 
 /// Reads a program from `input` (all of it: a program is text, within the page's limit for
@@ -788,6 +806,23 @@ mod tests {
     }
 
     const A: &[u8] = include_bytes!("../../../tests/data/minimalloc/A.1048576.csv");
+
+    /// A dump of more buffers than the page plans is refused after it is read and before it
+    /// is planned, saying how many it has, the page's most and the CLI command that plans it.
+    #[test]
+    fn a_dump_past_the_buffers_the_page_plans_is_refused_with_the_cli_command() {
+        let session = Session::load(A, "A.csv").unwrap();
+        let buffers = session.problem().buffers.len();
+        assert_eq!(buffers, 154);
+        assert!(within(session.clone(), "A.csv", buffers).is_ok());
+        let e = within(session, "A.csv", buffers - 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "A.csv: 154 buffers are more than the 153 this page plans (its worker's memory, 4 GiB \
+             at most, holds the plan and views of about that many); the CLI plans it (`memplan \
+             plan A.csv`)"
+        );
+    }
 
     /// Loads minimalloc A, planned with first-fit.
     fn load_a_first_fit(worker: &mut Worker) {
