@@ -686,17 +686,35 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
         Ok(())
     }
 
-    fn set_items(&mut self, items: Vec<Value>, depth: usize) -> Result<(), PickleError> {
-        if !items.len().is_multiple_of(2) {
+    /// Sets the pairs of the values from `first` up on the stack (which it removes) in the dict
+    /// at `dict`, whose recorded depth rises to hold them.
+    fn set_items_from(&mut self, dict: usize, first: usize) -> Result<(), PickleError> {
+        if !(self.stack.len() - first).is_multiple_of(2) {
             return Err(self.err("a dict update with a key but no value"));
         }
-        self.deepen_top(depth)?;
-        let Value::Dict(d) = self.top()? else {
-            return Err(self.err("setting an item of a value that is not a dict"));
+        let depth = (self.stack[first..].iter())
+            .map(|i| match i {
+                Item::Value(_, d) => *d,
+                Item::Mark => 0,
+            })
+            .max()
+            .unwrap_or(0);
+        if depth + 1 > MAX_DEPTH {
+            return Err(self.err(format!("containers nest deeper than {MAX_DEPTH}")));
+        }
+        let d = match self.stack.get_mut(dict) {
+            Some(Item::Value(Value::Dict(d), dict_depth)) => {
+                *dict_depth = (*dict_depth).max(depth + 1);
+                Rc::clone(d)
+            }
+            _ => return Err(self.err("setting an item of a value that is not a dict")),
         };
         let mut d = d.borrow_mut();
-        d.reserve(items.len() / 2);
-        let mut it = items.into_iter();
+        d.reserve((self.stack.len() - first) / 2);
+        let mut it = self.stack.drain(first..).map(|i| match i {
+            Item::Value(v, _) => v,
+            Item::Mark => Value::None,
+        });
         while let (Some(k), Some(v)) = (it.next(), it.next()) {
             // A later key replaces an earlier equal one, as in Python.
             match d.iter_mut().find(|(old, _)| same_key(old, &k)) {
@@ -704,6 +722,16 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
                 None => d.push((k, v)),
             }
         }
+        Ok(())
+    }
+
+    /// `SETITEMS`: the pairs since the last mark (which goes) set in the dict below it.
+    fn set_items_since_mark(&mut self) -> Result<(), PickleError> {
+        let Some(mark) = self.stack.iter().rposition(|i| matches!(i, Item::Mark)) else {
+            return Err(self.err("no mark to pop to"));
+        };
+        self.set_items_from(mark.wrapping_sub(1), mark + 1)?;
+        self.stack.pop();
         Ok(())
     }
 
@@ -776,9 +804,13 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
                     continue;
                 }
                 Op::Dict => {
-                    let (items, d) = self.pop_mark()?;
-                    self.push(Value::Dict(Rc::default()))?;
-                    self.set_items(items, d)?;
+                    // The dict takes the mark's place: its pairs are the values above it.
+                    let Some(mark) = self.stack.iter().rposition(|i| matches!(i, Item::Mark))
+                    else {
+                        return Err(self.err("no mark to pop to"));
+                    };
+                    self.stack[mark] = Item::Value(Value::Dict(Rc::default()), 0);
+                    self.set_items_from(mark, mark + 1)?;
                     continue;
                 }
                 Op::FrozenSet => {
@@ -797,14 +829,17 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
                     continue;
                 }
                 Op::SetItem => {
-                    let (v, dv) = self.pop_with_depth()?;
-                    let (k, dk) = self.pop_with_depth()?;
-                    self.set_items(vec![k, v], dv.max(dk))?;
+                    let Some(first) = self.stack.len().checked_sub(2) else {
+                        return Err(self.err("the stack is empty"));
+                    };
+                    if self.stack[first..].iter().any(|i| matches!(i, Item::Mark)) {
+                        return Err(self.err("a mark where a value was expected"));
+                    }
+                    self.set_items_from(first.wrapping_sub(1), first)?;
                     continue;
                 }
                 Op::SetItems => {
-                    let (items, d) = self.pop_mark()?;
-                    self.set_items(items, d)?;
+                    self.set_items_since_mark()?;
                     continue;
                 }
                 Op::Memoize => {
