@@ -585,7 +585,7 @@ fn onnx_node_tests_have_the_tensor_sizes_of_onnx_shape_inference() {
                 .find(|t| &t.id == name)
                 .unwrap_or_else(|| panic!("{}: no tensor `{name}`", model.path));
             assert!(!tensor.elided, "{}: `{name}` unsized", model.path);
-            let index = resolved.tensor_index[name.as_str()];
+            let index = resolved.tensor_of(&s.graph, name).unwrap();
             assert_eq!(
                 resolved.tensors[index].bytes, bytes,
                 "{} {name}",

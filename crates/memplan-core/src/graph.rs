@@ -568,9 +568,24 @@ pub struct ResolvedGraph {
     pub positions: Vec<Position>,
     /// For each loop, the tensors its back edge reads.
     pub back_edge_reads: Vec<Vec<usize>>,
-    /// The tensor index of each id.
-    pub tensor_index: IdIndex,
+    /// The tensor index of each id, made at the first lookup ([`ResolvedGraph::tensor_of`]):
+    /// most dumps are never asked (a million-row CSV's ids were a copy of every id), and
+    /// reorders of one graph share it.
+    tensor_index: TensorIndex,
 }
+
+/// [`ResolvedGraph`]'s index of tensor ids, made once when first asked. What the graph
+/// determines, so two resolved graphs compare equal whether or not either has made it.
+#[derive(Debug, Clone, Default)]
+struct TensorIndex(Arc<std::sync::OnceLock<IdIndex>>);
+
+impl PartialEq for TensorIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for TensorIndex {}
 
 impl ResolvedGraph {
     /// The same graph with its steps run in the order `steps` (a permutation of the step
@@ -598,6 +613,16 @@ impl ResolvedGraph {
             back_edge_reads: self.back_edge_reads.clone(),
             tensor_index: self.tensor_index.clone(),
         }
+    }
+
+    /// The index of the tensor `id` names in `graph`, the graph this was resolved from.
+    pub fn tensor_of(&self, graph: &Graph, id: &str) -> Option<usize> {
+        let index = self.tensor_index.0.get_or_init(|| {
+            (graph.tensors.iter().enumerate())
+                .map(|(t, tensor)| (tensor.id.clone(), t))
+                .collect()
+        });
+        index.get(id).copied()
     }
 
     /// The tensor whose storage `t` uses: itself, its view's root, or none when elided.
@@ -658,13 +683,16 @@ impl Tensor {
 /// more lookups (ids are the dump's, so a hostile dump can at worst slow its own load).
 pub type IdIndex = rustc_hash::FxHashMap<String, usize>;
 
-fn index_ids<'a>(what: Element, ids: impl Iterator<Item = &'a str>) -> Result<IdIndex, GraphError> {
-    let mut map = IdIndex::default();
+/// The index of each id, borrowed from the graph while it is resolved.
+type Ids<'a> = rustc_hash::FxHashMap<&'a str, usize>;
+
+fn index_ids<'a>(what: Element, ids: impl Iterator<Item = &'a str>) -> Result<Ids<'a>, GraphError> {
+    let mut map = Ids::default();
     for (index, id) in ids.enumerate() {
         if id.is_empty() {
             return Err(GraphError::EmptyId { what, index });
         }
-        if map.insert(id.to_string(), index).is_some() {
+        if map.insert(id, index).is_some() {
             return Err(GraphError::DuplicateId {
                 what,
                 id: id.to_string(),
@@ -683,7 +711,7 @@ fn index_ids<'a>(what: Element, ids: impl Iterator<Item = &'a str>) -> Result<Id
 }
 
 fn lookup(
-    map: &IdIndex,
+    map: &Ids<'_>,
     owner: impl FnOnce() -> String,
     what: Element,
     id: &str,
@@ -846,7 +874,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         steps,
         positions,
         back_edge_reads,
-        tensor_index,
+        tensor_index: TensorIndex::default(),
     })
 }
 
@@ -890,7 +918,7 @@ fn tensor_bytes(g: &Graph, t: &Tensor, dtype: Option<DType>) -> Result<u64, Grap
 /// Points every view at its owning root, checking cycles, bounds and devices.
 fn resolve_views(
     g: &Graph,
-    tensor_index: &IdIndex,
+    tensor_index: &Ids<'_>,
     tensors: &mut [ResolvedTensor],
 ) -> Result<(), GraphError> {
     let base: Vec<Option<usize>> = g
@@ -1148,5 +1176,28 @@ mod site_tests {
             "the standard library is not the user's"
         );
         assert_eq!(site(&stack).unwrap().to_string(), "aten::mm");
+    }
+}
+
+#[cfg(test)]
+mod index_tests {
+    use super::testing::{step, tensor};
+    use super::*;
+
+    /// A tensor is found by its id once resolved, from a reorder too; the index, made at the
+    /// first lookup, leaves the resolved graph equal to one that has not made it.
+    #[test]
+    fn tensors_are_found_by_id_and_the_index_is_not_part_of_equality() {
+        let g = Graph {
+            tensors: vec![tensor("a", 8), tensor("b", 8)],
+            steps: vec![step("s0", &[], &["a"]), step("s1", &["a"], &["b"])],
+            ..Graph::default()
+        };
+        let (asked, fresh) = (g.resolve().unwrap(), g.resolve().unwrap());
+        assert_eq!(asked.tensor_of(&g, "b"), Some(1));
+        assert_eq!(asked.tensor_of(&g, "a"), Some(0));
+        assert_eq!(asked.tensor_of(&g, "c"), None);
+        assert_eq!(asked, fresh);
+        assert_eq!(fresh.reordered(&[0, 1]).tensor_of(&g, "b"), Some(1));
     }
 }

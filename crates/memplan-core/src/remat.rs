@@ -60,7 +60,7 @@ pub fn candidates(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Vec<C
             .iter()
             .filter_map(|c| {
                 Some(Candidate {
-                    tensor: *resolved.tensor_index.get(&c.tensor)?,
+                    tensor: resolved.tensor_of(graph, &c.tensor)?,
                     recompute_cost: c.recompute_cost,
                 })
             })

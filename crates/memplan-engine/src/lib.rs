@@ -133,7 +133,7 @@ fn flip_index(
     candidates: &[Candidate],
     id: &str,
 ) -> Result<usize, NotACandidate> {
-    let t = *(resolved.tensor_index.get(id)).ok_or(NotACandidate::NoSuchTensor)?;
+    let t = (resolved.tensor_of(graph, id)).ok_or(NotACandidate::NoSuchTensor)?;
     if candidates.iter().any(|c| c.tensor == t) {
         Ok(t)
     } else if graph.remat_candidates.is_some() {

@@ -180,7 +180,7 @@ fn a_candidate_with_negative_relief_is_never_paid_for() {
         &options,
         candidates(&g, &resolved, &Uses::of(&resolved)),
     );
-    let x = resolved.tensor_index["x"];
+    let x = resolved.tensor_of(&g, "x").unwrap();
     let solo = i128::from(r.score(&[]).unwrap()) - i128::from(r.score(&[x]).unwrap());
     assert!(solo < 0, "inlining x costs bytes: {solo}");
     let (result, flips) = fit(&g, Target::Minimize);

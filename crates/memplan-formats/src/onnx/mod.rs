@@ -425,7 +425,7 @@ mod tests {
         let g = imported.graph;
         assert!(g.tensors.iter().all(|t| !t.elided));
         let resolved = g.resolve().unwrap();
-        let relu = resolved.tensor_index["relu0"];
+        let relu = resolved.tensor_of(&g, "relu0").unwrap();
         assert_eq!(resolved.tensors[relu].bytes, 256 * 56 * 56 * 4);
         // Relu outputs are remat candidates; the Conv outputs (not elementwise) are not.
         let candidates = g.remat_candidates.unwrap();
@@ -495,7 +495,8 @@ mod tests {
         };
         let imported = parse(&model.encode_to_vec(), &Options::default()).unwrap();
         let resolved = imported.graph.resolve().unwrap();
-        let bytes = |name: &str| resolved.tensors[resolved.tensor_index[name]].bytes;
+        let bytes =
+            |name: &str| resolved.tensors[resolved.tensor_of(&imported.graph, name).unwrap()].bytes;
         assert_eq!(
             [
                 bytes("w_i2"),
