@@ -125,19 +125,12 @@ python3 "$tmp/capacity.py" "$now" "$then" tests/data/minimalloc/*.csv \
 fi
 
 if [ "$what" = wasm ]; then
-if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip1; then
-  rustup target add wasm32-wasip1 >&2
-fi
-cargo build -q --locked --release --target wasm32-wasip1 -p memplan-cli
+# This build's pair first: wasm-bench.sh builds it (and adds the wasm32-wasip1 target).
+./scripts/wasm-bench.sh > "$tmp/wasm-now"
 (cd "$tmp/baseline-src" &&
   cargo build -q --locked --release --target wasm32-wasip1 -p memplan-cli --target-dir "$root/target/baseline")
-bench() { # native CLI, wasm CLI
-  node --expose-gc --no-warnings scripts/wasm-bench.mjs "$1" "$2" -- \
-    bench --csv-dir "$root/tests/data/minimalloc" --csv-dir "$root/tests/data/large" \
-    --synthetic 0 --all-live 0 --strategies search,best --repeat 5 --json
-}
-bench "$now" target/wasm32-wasip1/release/memplan.wasm > "$tmp/wasm-now"
-bench "$then" target/baseline/wasm32-wasip1/release/memplan.wasm > "$tmp/wasm-then"
+NATIVE_CLI="$then" WASM_CLI=target/baseline/wasm32-wasip1/release/memplan.wasm \
+  ./scripts/wasm-bench.sh > "$tmp/wasm-then"
 python3 - "$tmp/wasm-now" "$tmp/wasm-then" "$baseline_rev" <<'PY'
 import statistics, sys
 def rows(path):

@@ -14,8 +14,13 @@ repeat=${REPEAT:-5}
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip1; then
   rustup target add wasm32-wasip1 >&2
 fi
-cargo build -q --locked --profile fast -p memplan-cli
-cargo build -q --locked --release --target wasm32-wasip1 -p memplan-cli
-node --expose-gc --no-warnings scripts/wasm-bench.mjs target/fast/memplan target/wasm32-wasip1/release/memplan.wasm -- \
+# Another build's pair (scripts/release-compare.sh wasm) is given by NATIVE_CLI and WASM_CLI.
+native=${NATIVE_CLI:-target/fast/memplan}
+wasm=${WASM_CLI:-target/wasm32-wasip1/release/memplan.wasm}
+if [ -z "${NATIVE_CLI:-}${WASM_CLI:-}" ]; then
+  cargo build -q --locked --profile fast -p memplan-cli
+  cargo build -q --locked --release --target wasm32-wasip1 -p memplan-cli
+fi
+node --expose-gc --no-warnings scripts/wasm-bench.mjs "$native" "$wasm" -- \
   bench --csv-dir "$root/tests/data/minimalloc" --csv-dir "$root/tests/data/large" \
   --synthetic 0 --all-live 0 --strategies search,best --repeat "$repeat" --json

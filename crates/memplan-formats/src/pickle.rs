@@ -207,8 +207,8 @@ fn arg_of(op: u8) -> Option<Arg> {
         b'M' => Arg::Fixed(2),
         // BININT, LONG_BINPUT, LONG_BINGET
         b'J' | b'r' | b'j' => Arg::Fixed(4),
-        // FRAME, BINFLOAT
-        0x95 | b'G' => Arg::Fixed(8),
+        // BINFLOAT (FRAME's 8 bytes are skipped by `Decoder::opcode`)
+        b'G' => Arg::Fixed(8),
         // LONG1, SHORT_BINUNICODE, SHORT_BINSTRING, SHORT_BINBYTES
         0x8a | 0x8c | b'U' | b'C' => Arg::Counted(1),
         // LONG4, BINUNICODE, BINSTRING, BINBYTES
@@ -373,15 +373,23 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
         usize::try_from(v).map_err(|_| self.err("a length past this machine's reach"))
     }
 
+    /// The next opcode but FRAME, only a hint of how much to read at once: frames are skipped
+    /// in a loop (a pickle of nothing but frames must not nest a call per frame).
+    fn opcode(&mut self) -> Result<u8, PickleError> {
+        loop {
+            match self.u8()? {
+                0x95 => {
+                    self.take(8)?;
+                }
+                op => return Ok(op),
+            }
+        }
+    }
+
     /// The next opcode, its argument skipped: the first pass's read, which decodes nothing.
     /// An opcode [`Decoder::op`] would refuse is an error here, without its message.
     fn skip(&mut self) -> Result<Skipped, PickleError> {
-        let op = self.u8()?;
-        if op == 0x95 {
-            // FRAME, as `op` reads it: with the opcode after it.
-            self.take(8)?;
-            return self.skip();
-        }
+        let op = self.opcode()?;
         match arg_of(op).ok_or_else(|| self.err("an opcode this reader refuses"))? {
             Arg::None if op == b'.' => Ok(Skipped::Stop),
             Arg::None => Ok(Skipped::Other),
@@ -397,16 +405,11 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
     /// The next opcode. Those that import or call are refused here, by name where the file
     /// gives one.
     fn op(&mut self) -> Result<Op<'_>, PickleError> {
-        let at = self.at;
-        let op = self.u8()?;
+        let op = self.opcode()?;
+        let at = self.at - 1;
         let Some(arg) = arg_of(op) else {
             return Err(self.refusal(op, at));
         };
-        if op == 0x95 {
-            // FRAME: only a hint of how much to read at once.
-            self.take(8)?;
-            return self.op();
-        }
         // The argument, and where its bytes start in the file.
         let (raw, raw_at) = match arg {
             Arg::None => (&[][..], self.at),
@@ -575,11 +578,15 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
         }
     }
 
+    /// Where the last mark is on the stack.
+    fn last_mark(&self) -> Result<usize, PickleError> {
+        (self.stack.iter().rposition(|i| matches!(i, Item::Mark)))
+            .ok_or_else(|| self.err("no mark to pop to"))
+    }
+
     /// The values since the last mark (which is removed), and the deepest of them.
     fn pop_mark(&mut self) -> Result<(Vec<Value>, usize), PickleError> {
-        let Some(mark) = self.stack.iter().rposition(|i| matches!(i, Item::Mark)) else {
-            return Err(self.err("no mark to pop to"));
-        };
+        let mark = self.last_mark()?;
         let mut depth = 0;
         let items = self
             .stack
@@ -596,12 +603,13 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
         Ok((items, depth))
     }
 
-    /// Raises the depth recorded for the container on top to hold children `child_depth` deep.
-    fn deepen_top(&mut self, child_depth: usize) -> Result<(), PickleError> {
+    /// Raises the depth recorded for the container at `at` on the stack to hold children
+    /// `child_depth` deep.
+    fn deepen(&mut self, at: usize, child_depth: usize) -> Result<(), PickleError> {
         if child_depth + 1 > MAX_DEPTH {
             return Err(self.err(format!("containers nest deeper than {MAX_DEPTH}")));
         }
-        if let Some(Item::Value(_, d)) = self.stack.last_mut() {
+        if let Some(Item::Value(_, d)) = self.stack.get_mut(at) {
             *d = (*d).max(child_depth + 1);
         }
         Ok(())
@@ -673,7 +681,7 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
             }
             return Ok(());
         }
-        self.deepen_top(depth)?;
+        self.deepen(self.stack.len().wrapping_sub(1), depth)?;
         let extend = |into: &mut Vec<Value>| match into.is_empty() {
             true => *into = items,
             false => into.extend(items),
@@ -699,14 +707,9 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
             })
             .max()
             .unwrap_or(0);
-        if depth + 1 > MAX_DEPTH {
-            return Err(self.err(format!("containers nest deeper than {MAX_DEPTH}")));
-        }
-        let d = match self.stack.get_mut(dict) {
-            Some(Item::Value(Value::Dict(d), dict_depth)) => {
-                *dict_depth = (*dict_depth).max(depth + 1);
-                Rc::clone(d)
-            }
+        self.deepen(dict, depth)?;
+        let d = match self.stack.get(dict) {
+            Some(Item::Value(Value::Dict(d), _)) => Rc::clone(d),
             _ => return Err(self.err("setting an item of a value that is not a dict")),
         };
         let mut d = d.borrow_mut();
@@ -727,9 +730,7 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
 
     /// `SETITEMS`: the pairs since the last mark (which goes) set in the dict below it.
     fn set_items_since_mark(&mut self) -> Result<(), PickleError> {
-        let Some(mark) = self.stack.iter().rposition(|i| matches!(i, Item::Mark)) else {
-            return Err(self.err("no mark to pop to"));
-        };
+        let mark = self.last_mark()?;
         self.set_items_from(mark.wrapping_sub(1), mark + 1)?;
         self.stack.pop();
         Ok(())
@@ -805,10 +806,7 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
                 }
                 Op::Dict => {
                     // The dict takes the mark's place: its pairs are the values above it.
-                    let Some(mark) = self.stack.iter().rposition(|i| matches!(i, Item::Mark))
-                    else {
-                        return Err(self.err("no mark to pop to"));
-                    };
+                    let mark = self.last_mark()?;
                     self.stack[mark] = Item::Value(Value::Dict(Rc::default()), 0);
                     self.set_items_from(mark, mark + 1)?;
                     continue;
@@ -1039,6 +1037,19 @@ mod tests {
             self.1 = at;
             Ok(at)
         }
+    }
+
+    /// FRAME opcodes, a hint each, are read in a loop: a pickle of a million of them (hostile,
+    /// or just odd) reads like the value after them, in both passes, without a stack to match.
+    #[test]
+    fn a_million_frames_read_without_recursing() {
+        let mut bytes = vec![0x80, 4];
+        for _ in 0..1_000_000 {
+            bytes.push(0x95);
+            bytes.extend_from_slice(&0u64.to_le_bytes());
+        }
+        bytes.extend_from_slice(&[b'K', 7, b'.']);
+        assert_eq!(read(&bytes).unwrap().as_int(), Some(7));
     }
 
     /// Both passes read each opcode's argument by one table: skipping and decoding step over

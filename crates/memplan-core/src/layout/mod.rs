@@ -885,6 +885,11 @@ impl Known {
     }
 }
 
+/// Each region's floor (what it holds live at once), known once per region.
+fn floors<'a>(regions: &'a [Region], known: &'a mut [Known]) -> impl Iterator<Item = u64> + 'a {
+    regions.iter().zip(known).map(|(r, k)| k.floor(&r.items))
+}
+
 /// The lowest layout of a device's arena (its `regions`, `len` buffers) among the strategies of
 /// `options`, ties to the earlier; `None` when every one drops out. Each strategy lays out
 /// every region, under `capacity` where given (`search` stops at the first layout within it).
@@ -905,14 +910,7 @@ fn choose_arena(
     device: usize,
     control: &mut Control<'_>,
 ) -> Option<ArenaLayout> {
-    let mut floor = None;
-    let mut floor_of = |known: &mut [Known]| {
-        *floor.get_or_insert_with(|| {
-            (regions.iter().zip(known))
-                .map(|(r, k)| k.floor(&r.items))
-                .fold(0, u64::saturating_add)
-        })
-    };
+    let floor_of = |known: &mut [Known]| floors(regions, known).fold(0, u64::saturating_add);
     // No layout goes below the floor: past the bound, none is within it.
     if most.is_some_and(|m| floor_of(known) > m) {
         return None;
@@ -972,9 +970,7 @@ fn layout_arena(
     // others' floors no room below it (the arena is at least its extent and their floors).
     let beat: Vec<Option<u64>> = match must_beat {
         Some(beat) if regions.len() > 1 => {
-            let floors: Vec<u64> = (regions.iter().zip(known.iter_mut()))
-                .map(|(r, k)| k.floor(&r.items))
-                .collect();
+            let floors: Vec<u64> = floors(regions, known).collect();
             let all = floors.iter().fold(0, |a: u64, &f| a.saturating_add(f));
             (floors.iter())
                 .map(|&f| Some(beat.saturating_sub(all - f)))
