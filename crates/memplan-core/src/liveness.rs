@@ -17,7 +17,8 @@
 
 use std::sync::Arc;
 
-use crate::graph::{Graph, ResolvedGraph, Storage};
+use crate::dtype::DType;
+use crate::graph::{Graph, ResolvedGraph, Storage, align_up};
 use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 
 /// The planning problem of a graph, with the map back to its tensors.
@@ -232,6 +233,68 @@ pub(crate) fn problem_flipped_unnamed(
     storage_flipped(graph, resolved, flipped, false).problem
 }
 
+/// Each storage root's live interval (from the first position that takes it to the last), with
+/// the tensors marked in `flipped` recomputed at their uses; `None` for a root never taken.
+fn spans_flipped(resolved: &ResolvedGraph, flipped: &[bool]) -> Vec<Option<LiveInterval>> {
+    let mut span: Vec<Option<LiveInterval>> = vec![None; resolved.tensors.len()];
+    for_each_taken(resolved, flipped, |position, t| {
+        let position = position as u32;
+        let s = span[t].get_or_insert(LiveInterval::new(position, position));
+        s.last = position;
+    });
+    span
+}
+
+/// What no layout of [`problem_flipped`] goes below, without building it: per device, the sum
+/// over its arena's regions (one per dtype when `by_dtype`, else one) of the most occupied bytes
+/// live there at once, which is the floor a layout checks first; and the always-live bytes of
+/// every device.
+pub(crate) fn floor_flipped(
+    resolved: &ResolvedGraph,
+    flipped: &[bool],
+    by_dtype: bool,
+) -> (Vec<u64>, u64) {
+    let span = spans_flipped(resolved, flipped);
+    let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
+    let positions = resolved.positions.len();
+    // Each region's (device, dtype) and its changes in live bytes at each position.
+    let mut regions: Vec<(usize, Option<DType>)> = Vec::new();
+    let mut changes: Vec<Vec<i128>> = Vec::new();
+    let mut always_live = 0u64;
+    for (t, rt) in resolved.tensors.iter().enumerate() {
+        if rt.storage != Storage::Owned || is_flipped(t) {
+            continue;
+        }
+        if rt.always_live {
+            always_live = always_live.saturating_add(rt.bytes);
+            continue;
+        }
+        let Some(live) = span[t] else { continue };
+        let region = (rt.device, rt.dtype.filter(|_| by_dtype));
+        let k = regions
+            .iter()
+            .position(|&r| r == region)
+            .unwrap_or_else(|| {
+                regions.push(region);
+                changes.push(vec![0; positions + 1]);
+                regions.len() - 1
+            });
+        let occupied = i128::from(align_up(rt.bytes, rt.alignment).unwrap_or(u64::MAX));
+        changes[k][live.first as usize] += occupied;
+        changes[k][live.last as usize + 1] -= occupied;
+    }
+    let mut floors = vec![0u64; resolved.device_ids.len()];
+    for ((device, _), changes) in regions.iter().zip(&changes) {
+        let (mut live, mut peak) = (0i128, 0i128);
+        for &d in changes {
+            live += d;
+            peak = peak.max(live);
+        }
+        floors[*device] = floors[*device].saturating_add(u64::try_from(peak).unwrap_or(u64::MAX));
+    }
+    (floors, always_live)
+}
+
 /// [`analyze_flipped`] but for its (empty) uses; the buffers named by their tensors' ids when
 /// `named`, else unnamed.
 fn storage_flipped(
@@ -242,12 +305,7 @@ fn storage_flipped(
 ) -> Liveness {
     let n = resolved.tensors.len();
     let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
-    let mut span: Vec<Option<LiveInterval>> = vec![None; n];
-    for_each_taken(resolved, flipped, |position, t| {
-        let position = position as u32;
-        let s = span[t].get_or_insert(LiveInterval::new(position, position));
-        s.last = position;
-    });
+    let span = spans_flipped(resolved, flipped);
 
     let mut problem = Problem {
         device_ids: resolved.device_ids.clone(),
@@ -675,6 +733,68 @@ mod tests {
                 u.name = n.name.clone();
             }
             proptest::prop_assert_eq!(unnamed, named);
+        }
+    }
+
+    /// [`floor_flipped`] by its definition, from the problem itself: per device, each region's
+    /// most occupied bytes live at once, summed; and every always-live byte.
+    fn floor_of_problem(problem: &Problem, by_dtype: bool) -> (Vec<u64>, u64) {
+        let mut floors = vec![0; problem.device_ids.len()];
+        let mut regions: Vec<(usize, Option<DType>)> = (problem.buffers.iter())
+            .map(|b| (b.device, b.dtype.filter(|_| by_dtype)))
+            .collect();
+        regions.sort();
+        regions.dedup();
+        for (device, class) in regions {
+            let peak = (0..problem.positions)
+                .map(|p| {
+                    (problem.buffers.iter())
+                        .filter(|b| b.device == device && b.dtype.filter(|_| by_dtype) == class)
+                        .filter(|b| matches!(b.lifetime, Lifetime::Live(i) if i.first <= p && p <= i.last))
+                        .map(|b| b.occupied_size())
+                        .sum::<u64>()
+                })
+                .max()
+                .unwrap_or(0);
+            floors[device] += peak;
+        }
+        let always = (problem.buffers.iter())
+            .filter(|b| b.is_always_live())
+            .map(|b| b.size)
+            .sum();
+        (floors, always)
+    }
+
+    proptest::proptest! {
+        /// The floor of a flip set without its problem is the floor of its problem, with
+        /// precision classes or without.
+        #[test]
+        fn the_floor_of_a_flip_set_is_its_problems(
+            g in arb_graph(),
+            flips in proptest::collection::vec(proptest::prelude::any::<bool>(), 0..24),
+            by_dtype in proptest::prelude::any::<bool>(),
+            two_devices in proptest::prelude::any::<bool>(),
+        ) {
+            let mut g = g;
+            if two_devices {
+                g.devices = vec![crate::graph::Device { id: "d0".into(), hardware_class: None },
+                                 crate::graph::Device { id: "d1".into(), hardware_class: None }];
+            }
+            // Sizes, alignments, dtypes and devices that differ, so regions and rounding matter.
+            for (i, t) in g.tensors.iter_mut().enumerate() {
+                t.bytes = Some(8 * (i as u64 % 5) + 3);
+                t.alignment = Some(1 << (i % 4));
+                t.dtype = [None, Some("f32".into()), Some("f16".into())][i % 3].clone();
+                if two_devices && t.view_of.is_none() {
+                    t.device = Some(["d0", "d1"][i % 2].into());
+                }
+            }
+            let Ok(resolved) = g.resolve() else { return Ok(()) };
+            let problem = problem_flipped(&g, &resolved, &flips);
+            proptest::prop_assert_eq!(
+                floor_flipped(&resolved, &flips, by_dtype),
+                floor_of_problem(&problem, by_dtype)
+            );
         }
     }
 

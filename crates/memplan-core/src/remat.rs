@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
 use crate::layout::{Control, Decodes, PlanError, PlanOptions, lay_out, lay_out_within, plan_with};
-use crate::liveness::{Uses, problem_flipped, problem_flipped_unnamed};
+use crate::liveness::{Uses, floor_flipped, problem_flipped, problem_flipped_unnamed};
 
 /// A tensor that may be recomputed at its uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -383,6 +383,12 @@ impl<'a> Rematerializer<'a> {
         let within = match known {
             Some(footprint) => Some(footprint).filter(|&f| f <= most),
             None if (self.scores.borrow().passes.get(&key)).is_some_and(|&p| p >= most) => None,
+            None if self.floor_passes(&key, most) => {
+                let mut scores = self.scores.borrow_mut();
+                let passed = scores.passes.entry(key).or_insert(most);
+                *passed = (*passed).max(most);
+                None
+            }
             None => {
                 let plan =
                     self.lay_out_set(&key, false, |p, c| lay_out_within(p, self.options, c, most))?;
@@ -406,6 +412,22 @@ impl<'a> Rematerializer<'a> {
             debug_assert_eq!(within, Some(exact).filter(|&f| f <= most), "{flipped:?}");
         }
         Ok(within)
+    }
+
+    /// Whether every layout of the tensors of `key` flipped passes `most`: the always-live bytes
+    /// and some device's arena floor already do ([`floor_flipped`]). Most sets a prune tests fail
+    /// so, and this answers without building their problems.
+    fn floor_passes(&self, key: &[usize], most: u64) -> bool {
+        let mut flags = vec![false; self.resolved.tensors.len()];
+        for &t in key {
+            flags[t] = true;
+        }
+        let (floors, always_live) =
+            floor_flipped(self.resolved, &flags, self.options.precision_classes);
+        match most.checked_sub(always_live) {
+            None => true,
+            Some(arena_most) => floors.iter().any(|&f| f > arena_most),
+        }
     }
 
     /// `lay` on the problem with the tensors of `key` flipped, lent the last relayout's
