@@ -17,6 +17,10 @@
 
 use std::sync::Arc;
 
+mod flips;
+
+pub(crate) use flips::FlipSpans;
+
 use crate::dtype::DType;
 use crate::graph::{Graph, ResolvedGraph, Storage, align_up};
 use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
@@ -222,20 +226,26 @@ pub fn problem_flipped(graph: &Graph, resolved: &ResolvedGraph, flipped: &[bool]
     storage_flipped(graph, resolved, flipped, true).problem
 }
 
-/// [`problem_flipped`] with its buffers unnamed: a layout never reads a name (only a checker's
-/// or a validation's message does), and a score, a footprint compared and never shown, makes
-/// hundreds of problems, whose names were a third of the allocations.
-pub(crate) fn problem_flipped_unnamed(
+/// [`problem_flipped`] given the live `spans` of each root under `flipped`
+/// ([`spans_flipped`], or [`FlipSpans`]), its buffers named when `named`: a layout never reads
+/// a name (only a checker's or a validation's message does), and a score, a footprint compared
+/// and never shown, makes hundreds of problems, whose names were a third of the allocations.
+pub(crate) fn problem_of_spans(
     graph: &Graph,
     resolved: &ResolvedGraph,
     flipped: &[bool],
+    spans: &[Option<LiveInterval>],
+    named: bool,
 ) -> Problem {
-    storage_flipped(graph, resolved, flipped, false).problem
+    storage_of_spans(graph, resolved, flipped, spans, named).problem
 }
 
 /// Each storage root's live interval (from the first position that takes it to the last), with
 /// the tensors marked in `flipped` recomputed at their uses; `None` for a root never taken.
-fn spans_flipped(resolved: &ResolvedGraph, flipped: &[bool]) -> Vec<Option<LiveInterval>> {
+pub(crate) fn spans_flipped(
+    resolved: &ResolvedGraph,
+    flipped: &[bool],
+) -> Vec<Option<LiveInterval>> {
     let mut span: Vec<Option<LiveInterval>> = vec![None; resolved.tensors.len()];
     for_each_taken(resolved, flipped, |position, t| {
         let position = position as u32;
@@ -245,16 +255,16 @@ fn spans_flipped(resolved: &ResolvedGraph, flipped: &[bool]) -> Vec<Option<LiveI
     span
 }
 
-/// What no layout of [`problem_flipped`] goes below, without building it: per device, the sum
-/// over its arena's regions (one per dtype when `by_dtype`, else one) of the most occupied bytes
-/// live there at once, which is the floor a layout checks first; and the always-live bytes of
-/// every device.
-pub(crate) fn floor_flipped(
+/// What no layout of [`problem_flipped`] goes below, without building it, given the live `span`
+/// of each root under `flipped`: per device, the sum over its arena's regions (one per dtype
+/// when `by_dtype`, else one) of the most occupied bytes live there at once, which is the floor
+/// a layout checks first; and the always-live bytes of every device.
+pub(crate) fn floor_of_spans(
     resolved: &ResolvedGraph,
     flipped: &[bool],
+    span: &[Option<LiveInterval>],
     by_dtype: bool,
 ) -> (Vec<u64>, u64) {
-    let span = spans_flipped(resolved, flipped);
     let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
     let positions = resolved.positions.len();
     // Each region's (device, dtype) and its changes in live bytes at each position.
@@ -303,9 +313,25 @@ fn storage_flipped(
     flipped: &[bool],
     named: bool,
 ) -> Liveness {
+    storage_of_spans(
+        graph,
+        resolved,
+        flipped,
+        &spans_flipped(resolved, flipped),
+        named,
+    )
+}
+
+/// [`storage_flipped`] given the live `span` of each root under `flipped`.
+fn storage_of_spans(
+    graph: &Graph,
+    resolved: &ResolvedGraph,
+    flipped: &[bool],
+    span: &[Option<LiveInterval>],
+    named: bool,
+) -> Liveness {
     let n = resolved.tensors.len();
     let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
-    let span = spans_flipped(resolved, flipped);
 
     let mut problem = Problem {
         device_ids: resolved.device_ids.clone(),
@@ -727,7 +753,8 @@ mod tests {
         ) {
             let resolved = g.resolve().unwrap();
             let named = problem_flipped(&g, &resolved, &flips);
-            let mut unnamed = problem_flipped_unnamed(&g, &resolved, &flips);
+            let spans = spans_flipped(&resolved, &flips);
+            let mut unnamed = problem_of_spans(&g, &resolved, &flips, &spans, false);
             proptest::prop_assert!(unnamed.buffers.iter().all(|b| b.name.is_empty()));
             for (u, n) in unnamed.buffers.iter_mut().zip(&named.buffers) {
                 u.name = n.name.clone();
@@ -791,10 +818,50 @@ mod tests {
             }
             let Ok(resolved) = g.resolve() else { return Ok(()) };
             let problem = problem_flipped(&g, &resolved, &flips);
+            let spans = spans_flipped(&resolved, &flips);
             proptest::prop_assert_eq!(
-                floor_flipped(&resolved, &flips, by_dtype),
+                floor_of_spans(&resolved, &flips, &spans, by_dtype),
                 floor_of_problem(&problem, by_dtype)
             );
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Spans moved from set to set, a few toggles at a time or derived afresh, are the
+        /// spans each set's full derivation gives; a candidate set whose expansions could
+        /// meet in a cycle is refused.
+        #[test]
+        fn spans_moved_set_to_set_are_each_sets_own(
+            g in arb_graph(),
+            candidates in proptest::collection::vec(proptest::prelude::any::<bool>(), 0..9),
+            sets in proptest::collection::vec(
+                proptest::collection::vec(proptest::prelude::any::<bool>(), 0..9), 1..8),
+            most in proptest::prelude::prop_oneof![proptest::prelude::Just(0usize), proptest::prelude::Just(usize::MAX), 1usize..4],
+        ) {
+            let Ok(resolved) = g.resolve() else { return Ok(()) };
+            let n = g.tensors.len();
+            let candidates: Vec<usize> = (0..n).filter(|&t| candidates.get(t) == Some(&true)).collect();
+            let Some(mut moving) = FlipSpans::new(&resolved, &candidates) else {
+                return Ok(());
+            };
+            proptest::prop_assert_eq!(moving.spans(), &spans_flipped(&resolved, &[])[..]);
+            for set in sets {
+                let flipped: Vec<usize> = candidates.iter().copied()
+                    .filter(|&t| set.get(t) == Some(&true)).collect();
+                proptest::prop_assert!(flips::tests::set_toggling(&mut moving, &flipped, most));
+                let mut flags = vec![false; n];
+                for &t in &flipped {
+                    flags[t] = true;
+                }
+                proptest::prop_assert_eq!(moving.flags(), &flags[..]);
+                proptest::prop_assert_eq!(moving.spans(), &spans_flipped(&resolved, &flags)[..]);
+            }
+            // A tensor that is not a candidate is not moved to.
+            if let Some(other) = (0..n).find(|t| !candidates.contains(t)) {
+                proptest::prop_assert!(!moving.set(&[other]));
+            }
         }
     }
 

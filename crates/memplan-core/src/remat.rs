@@ -36,14 +36,15 @@
 //! is an outcome (`within_target: false`), not an error.
 
 use rustc_hash::FxHashMap as HashMap;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
 use crate::layout::{Control, Decodes, PlanError, PlanOptions, lay_out, lay_out_within, plan_with};
-use crate::liveness::{Uses, floor_flipped, problem_flipped, problem_flipped_unnamed};
+use crate::liveness::{FlipSpans, Uses, floor_of_spans, problem_of_spans, spans_flipped};
+use crate::problem::{LiveInterval, Problem};
 
 /// A tensor that may be recomputed at its uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -268,6 +269,10 @@ pub struct Rematerializer<'a> {
     pub options: &'a PlanOptions,
     pub candidates: Vec<Candidate>,
     scores: RefCell<Scores>,
+    /// The live spans of the last set scored, moved from set to set ([`FlipSpans`]), made at
+    /// the first score; `None` inside where the candidates' expansions could meet in a cycle,
+    /// and each set is derived in full.
+    spans: OnceCell<Option<RefCell<FlipSpans>>>,
 }
 
 /// The footprints of the sets of flipped tensors laid out so far, and the last relayout's
@@ -349,6 +354,7 @@ impl<'a> Rematerializer<'a> {
             options,
             candidates,
             scores: RefCell::new(scores),
+            spans: OnceCell::new(),
         }
     }
 
@@ -418,16 +424,42 @@ impl<'a> Rematerializer<'a> {
     /// and some device's arena floor already do ([`floor_flipped`]). Most sets a prune tests fail
     /// so, and this answers without building their problems.
     fn floor_passes(&self, key: &[usize], most: u64) -> bool {
-        let mut flags = vec![false; self.resolved.tensors.len()];
-        for &t in key {
-            flags[t] = true;
-        }
-        let (floors, always_live) =
-            floor_flipped(self.resolved, &flags, self.options.precision_classes);
+        let (floors, always_live) = self.with_spans(key, |flags, spans| {
+            floor_of_spans(self.resolved, flags, spans, self.options.precision_classes)
+        });
         match most.checked_sub(always_live) {
             None => true,
             Some(arena_most) => floors.iter().any(|&f| f > arena_most),
         }
+    }
+
+    /// `f` of the flags and the live spans of the sorted tensors of `key` flipped: moved to from
+    /// the last set where they can be, else derived in full.
+    fn with_spans<T>(
+        &self,
+        key: &[usize],
+        f: impl FnOnce(&[bool], &[Option<LiveInterval>]) -> T,
+    ) -> T {
+        let moving = self.spans.get_or_init(|| {
+            let candidates: Vec<usize> = self.candidates.iter().map(|c| c.tensor).collect();
+            FlipSpans::new(self.resolved, &candidates).map(RefCell::new)
+        });
+        if let Some(moving) = moving {
+            let mut moving = moving.borrow_mut();
+            if moving.set(key) {
+                // Debug builds, every test's, hold the moved spans to the set's own derivation.
+                debug_assert_eq!(
+                    moving.spans(),
+                    &spans_flipped(self.resolved, moving.flags())[..]
+                );
+                return f(moving.flags(), moving.spans());
+            }
+        }
+        let mut flags = vec![false; self.resolved.tensors.len()];
+        for &t in key {
+            flags[t] = true;
+        }
+        f(&flags, &spans_flipped(self.resolved, &flags))
     }
 
     /// `lay` on the problem with the tensors of `key` flipped, lent the last relayout's
@@ -439,14 +471,9 @@ impl<'a> Rematerializer<'a> {
         checked: bool,
         lay: impl FnOnce(&crate::problem::Problem, &mut Control<'_>) -> Result<T, PlanError>,
     ) -> Result<T, PlanError> {
-        let mut flags = vec![false; self.resolved.tensors.len()];
-        for &t in key {
-            flags[t] = true;
-        }
-        let problem = match checked {
-            true => problem_flipped(self.graph, self.resolved, &flags),
-            false => problem_flipped_unnamed(self.graph, self.resolved, &flags),
-        };
+        let problem: Problem = self.with_spans(key, |flags, spans| {
+            problem_of_spans(self.graph, self.resolved, flags, spans, checked)
+        });
         let mut scores = self.scores.borrow_mut();
         let mut control = Control {
             earlier: Some(&mut scores.earlier),

@@ -1,0 +1,359 @@
+//! The live spans of one flip set after another, each derived from the one before: what a
+//! rematerialization fit asks hundreds of times, of sets a flip or two apart (a candidate tried
+//! on top of the accepted ones, an accepted one pruned).
+//!
+//! The rules are those of [`for_each_taken`](super::for_each_taken): a step that writes only
+//! flipped roots takes nothing; any other takes the roots it reads and writes, each flipped one
+//! replaced by its expansion (what its producers read, through flipped roots); a loop's back
+//! edge takes what it reads, as a step that writes nothing. Toggling one tensor changes the takes
+//! of the steps that use it, or use a flipped root whose expansion reaches it, and of no other:
+//! a toggle derives those steps' takes again, before and after, and the spans of the roots they
+//! take. Each root keeps its takes as positions with counts, so its span shrinks when the last
+//! take at one of its ends goes.
+//!
+//! Expansions met in a cycle depend on the order the full derivation meets them in, so this is
+//! only made ([`FlipSpans::new`]) where no candidate's producers read another candidate that
+//! (through candidates) reads it back; a producer reading its own output adds nothing either
+//! way. Only candidates are toggled; a set with another tensor is derived in full by the caller.
+
+use crate::graph::ResolvedGraph;
+use crate::problem::LiveInterval;
+
+/// Where takes come from: a step, or a loop's back edge.
+struct Source {
+    position: u32,
+    /// The roots it reads, then those it writes, repeats kept (each is one take).
+    uses: Vec<u32>,
+    /// The roots it writes: all flipped, it takes nothing.
+    writes: Vec<u32>,
+}
+
+/// A flip set's live spans, and what moving to the next set needs.
+pub(crate) struct FlipSpans {
+    sources: Vec<Source>,
+    /// Per root, the steps that write it (the producers its expansion reads through).
+    producers: Vec<Vec<u32>>,
+    /// Per root, the sources among whose uses it is, once each.
+    takers: Vec<Vec<u32>>,
+    /// Per candidate root, the other candidate roots whose producers read it.
+    dependents: Vec<Vec<u32>>,
+    /// Per step, the roots it reads.
+    reads: Vec<Vec<u32>>,
+    /// Per tensor, whether it may be flipped here, and whether it is a root (a flag on any
+    /// other tensor changes nothing: only roots are taken).
+    candidate: Vec<bool>,
+    is_root: Vec<bool>,
+    /// The current set, one flag per tensor.
+    flags: Vec<bool>,
+    /// Per flipped root, its expansion: sorted, each once.
+    expansion: Vec<Vec<u32>>,
+    /// Per root, the positions that take it, with how many takes, by position.
+    takes: Vec<Vec<(u32, u32)>>,
+    spans: Vec<Option<LiveInterval>>,
+}
+
+/// Past this many toggles from the current set, a set is derived afresh.
+const MOST_TOGGLES: usize = 16;
+
+impl FlipSpans {
+    /// The spans of the empty set, ready to move to sets of `candidates`; `None` when the
+    /// candidates' expansions could meet in a cycle (see the module docs).
+    pub(crate) fn new(resolved: &ResolvedGraph, candidates: &[usize]) -> Option<FlipSpans> {
+        let n = resolved.tensors.len();
+        let root = |t: usize| resolved.root(t).map(|r| r as u32);
+        let mut sources = Vec::new();
+        let mut reads: Vec<Vec<u32>> = Vec::with_capacity(resolved.steps.len());
+        for (position, p) in resolved.positions.iter().enumerate() {
+            for step in &resolved.steps[p.first_step..=p.last_step] {
+                let step_reads: Vec<u32> = step.reads.iter().filter_map(|&t| root(t)).collect();
+                let writes: Vec<u32> = step.writes.iter().filter_map(|&t| root(t)).collect();
+                sources.push(Source {
+                    position: position as u32,
+                    uses: [&step_reads[..], &writes[..]].concat(),
+                    writes,
+                });
+                reads.push(step_reads);
+            }
+            if let Some(l) = p.loop_index {
+                sources.push(Source {
+                    position: position as u32,
+                    uses: resolved.back_edge_reads[l]
+                        .iter()
+                        .filter_map(|&t| root(t))
+                        .collect(),
+                    writes: Vec::new(),
+                });
+            }
+        }
+        let mut producers: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (s, step) in resolved.steps.iter().enumerate() {
+            for r in step.writes.iter().filter_map(|&t| root(t)) {
+                producers[r as usize].push(s as u32);
+            }
+        }
+        let mut takers: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (s, source) in sources.iter().enumerate() {
+            for &r in &source.uses {
+                if takers[r as usize].last() != Some(&(s as u32)) {
+                    takers[r as usize].push(s as u32);
+                }
+            }
+        }
+        let mut candidate = vec![false; n];
+        for &c in candidates {
+            candidate[c] = true;
+        }
+        let is_root: Vec<bool> = (0..n).map(|t| root(t) == Some(t as u32)).collect();
+        let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for f in (0..n).filter(|&f| candidate[f] && is_root[f]) {
+            for &s in &producers[f] {
+                for &q in &reads[s as usize] {
+                    let q = q as usize;
+                    if q != f && candidate[q] && !dependents[q].contains(&(f as u32)) {
+                        dependents[q].push(f as u32);
+                    }
+                }
+            }
+        }
+        if has_cycle(&dependents) {
+            return None;
+        }
+        let mut spans = FlipSpans {
+            sources,
+            producers,
+            takers,
+            dependents,
+            reads,
+            candidate,
+            is_root,
+            flags: vec![false; n],
+            expansion: vec![Vec::new(); n],
+            takes: vec![Vec::new(); n],
+            spans: vec![None; n],
+        };
+        spans.derive();
+        Some(spans)
+    }
+
+    pub(crate) fn flags(&self) -> &[bool] {
+        &self.flags
+    }
+
+    pub(crate) fn spans(&self) -> &[Option<LiveInterval>] {
+        &self.spans
+    }
+
+    /// Moves to the set of `flipped` (tensor indices); `false`, and no move, when one is not a
+    /// candidate.
+    pub(crate) fn set(&mut self, flipped: &[usize]) -> bool {
+        self.set_toggling_up_to(flipped, MOST_TOGGLES)
+    }
+
+    /// [`Self::set`], derived afresh past `most` toggles.
+    fn set_toggling_up_to(&mut self, flipped: &[usize], most: usize) -> bool {
+        if flipped.iter().any(|&t| !self.candidate[t]) {
+            return false;
+        }
+        let mut wanted = vec![false; self.flags.len()];
+        for &t in flipped {
+            wanted[t] = true;
+        }
+        let toggles: Vec<usize> = (0..wanted.len())
+            .filter(|&t| wanted[t] != self.flags[t])
+            .collect();
+        if toggles.len() > most {
+            self.flags = wanted;
+            self.derive();
+        } else {
+            for t in toggles {
+                self.toggle(t);
+            }
+        }
+        true
+    }
+
+    /// Derives every expansion, take and span of the current flags afresh.
+    fn derive(&mut self) {
+        self.expansion.iter_mut().for_each(Vec::clear);
+        let flipped: Vec<usize> = (0..self.flags.len()).filter(|&t| self.flags[t]).collect();
+        let mut done = vec![false; self.flags.len()];
+        for r in flipped {
+            self.expand(r, &mut done);
+        }
+        self.takes.iter_mut().for_each(Vec::clear);
+        let mut taken = Vec::new();
+        for s in 0..self.sources.len() {
+            self.taken_by(s, &mut taken);
+            let position = self.sources[s].position;
+            for &r in &taken {
+                add_take(&mut self.takes[r as usize], position);
+            }
+        }
+        for r in 0..self.spans.len() {
+            self.spans[r] = span_of(&self.takes[r]);
+        }
+    }
+
+    /// Sets the expansion of flipped root `r` (and of the flipped roots it reads through) where
+    /// not `done`, under the current flags.
+    fn expand(&mut self, r: usize, done: &mut [bool]) {
+        if done[r] || !self.flags[r] || !self.is_root[r] {
+            return;
+        }
+        done[r] = true;
+        let mut roots = Vec::new();
+        for k in 0..self.producers[r].len() {
+            let s = self.producers[r][k] as usize;
+            for j in 0..self.reads[s].len() {
+                let q = self.reads[s][j] as usize;
+                if q == r {
+                    continue;
+                }
+                if self.flags[q] {
+                    self.expand(q, done);
+                    roots.extend_from_slice(&self.expansion[q]);
+                } else {
+                    roots.push(q as u32);
+                }
+            }
+        }
+        roots.sort_unstable();
+        roots.dedup();
+        self.expansion[r] = roots;
+    }
+
+    /// The roots source `s` takes under the current flags, into `out`, repeats kept.
+    fn taken_by(&self, s: usize, out: &mut Vec<u32>) {
+        out.clear();
+        let source = &self.sources[s];
+        if !source.writes.is_empty() && source.writes.iter().all(|&w| self.flags[w as usize]) {
+            return;
+        }
+        for &r in &source.uses {
+            match self.flags[r as usize] {
+                true => out.extend_from_slice(&self.expansion[r as usize]),
+                false => out.push(r),
+            }
+        }
+    }
+
+    /// Flips `k` if it is not, else stores it again.
+    fn toggle(&mut self, k: usize) {
+        let now = !self.flags[k];
+        // The flipped roots whose expansions can change: `k` and those reading it through
+        // flipped roots, under the flags after the toggle.
+        let mut changed = vec![k];
+        let mut at = 0;
+        while at < changed.len() {
+            let q = changed[at];
+            at += 1;
+            for &f in &self.dependents[q] {
+                let f = f as usize;
+                if self.flags[f] && f != k && !changed.contains(&f) {
+                    changed.push(f);
+                }
+            }
+        }
+        let mut sources: Vec<u32> = changed
+            .iter()
+            .flat_map(|&r| self.takers[r].iter().copied())
+            .collect();
+        sources.sort_unstable();
+        sources.dedup();
+        let mut touched: Vec<u32> = Vec::new();
+        let mut taken = Vec::new();
+        for &s in &sources {
+            self.taken_by(s as usize, &mut taken);
+            let position = self.sources[s as usize].position;
+            for &r in &taken {
+                remove_take(&mut self.takes[r as usize], position);
+                touched.push(r);
+            }
+        }
+        self.flags[k] = now;
+        // Every other expansion stands.
+        let mut done = vec![true; self.flags.len()];
+        for &r in &changed {
+            self.expansion[r].clear();
+            done[r] = false;
+        }
+        for &r in &changed {
+            self.expand(r, &mut done);
+        }
+        for &s in &sources {
+            self.taken_by(s as usize, &mut taken);
+            let position = self.sources[s as usize].position;
+            for &r in &taken {
+                add_take(&mut self.takes[r as usize], position);
+                touched.push(r);
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for r in touched {
+            self.spans[r as usize] = span_of(&self.takes[r as usize]);
+        }
+    }
+}
+
+fn add_take(takes: &mut Vec<(u32, u32)>, position: u32) {
+    match takes.binary_search_by_key(&position, |&(p, _)| p) {
+        Ok(i) => takes[i].1 += 1,
+        Err(i) => takes.insert(i, (position, 1)),
+    }
+}
+
+fn remove_take(takes: &mut Vec<(u32, u32)>, position: u32) {
+    if let Ok(i) = takes.binary_search_by_key(&position, |&(p, _)| p) {
+        takes[i].1 -= 1;
+        if takes[i].1 == 0 {
+            takes.remove(i);
+        }
+    }
+}
+
+fn span_of(takes: &[(u32, u32)]) -> Option<LiveInterval> {
+    Some(LiveInterval::new(takes.first()?.0, takes.last()?.0))
+}
+
+/// Whether the graph of `edges` (node to the nodes it points to) has a cycle.
+fn has_cycle(edges: &[Vec<u32>]) -> bool {
+    // Kahn: a graph is acyclic iff repeatedly removing nodes with no incoming edge removes all.
+    let mut incoming = vec![0usize; edges.len()];
+    for e in edges.iter().flatten() {
+        incoming[*e as usize] += 1;
+    }
+    let mut ready: Vec<usize> = (0..edges.len()).filter(|&v| incoming[v] == 0).collect();
+    let mut removed = 0;
+    while let Some(v) = ready.pop() {
+        removed += 1;
+        for &w in &edges[v] {
+            incoming[w as usize] -= 1;
+            if incoming[w as usize] == 0 {
+                ready.push(w as usize);
+            }
+        }
+    }
+    removed < edges.len()
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// Moves `spans` to the set of `flipped`, toggling at most `most` tensors.
+    pub(in crate::liveness) fn set_toggling(
+        spans: &mut FlipSpans,
+        flipped: &[usize],
+        most: usize,
+    ) -> bool {
+        spans.set_toggling_up_to(flipped, most)
+    }
+
+    #[test]
+    fn a_cycle_is_found_and_a_chain_is_not() {
+        assert!(has_cycle(&[vec![1], vec![2], vec![0]]));
+        assert!(!has_cycle(&[vec![1], vec![2], vec![]]));
+        assert!(!has_cycle(&[vec![1, 2], vec![2], vec![]]));
+    }
+}
