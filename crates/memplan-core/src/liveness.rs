@@ -839,11 +839,20 @@ mod tests {
             sets in proptest::collection::vec(
                 proptest::collection::vec(proptest::prelude::any::<bool>(), 0..9), 1..8),
             most in proptest::prelude::prop_oneof![proptest::prelude::Just(0usize), proptest::prelude::Just(usize::MAX), 1usize..4],
+            by_dtype in proptest::prelude::any::<bool>(),
         ) {
+            let mut g = g;
+            // Sizes, alignments and dtypes that differ, so the floors' regions and rounding
+            // matter.
+            for (i, t) in g.tensors.iter_mut().enumerate() {
+                t.bytes = Some(8 * (i as u64 % 5) + 3);
+                t.alignment = Some(1 << (i % 4));
+                t.dtype = [None, Some("f32".into()), Some("f16".into())][i % 3].clone();
+            }
             let Ok(resolved) = g.resolve() else { return Ok(()) };
             let n = g.tensors.len();
             let candidates: Vec<usize> = (0..n).filter(|&t| candidates.get(t) == Some(&true)).collect();
-            let Some(mut moving) = FlipSpans::new(&resolved, &candidates) else {
+            let Some(mut moving) = FlipSpans::new(&resolved, &candidates, by_dtype) else {
                 return Ok(());
             };
             proptest::prop_assert_eq!(moving.spans(), &spans_flipped(&resolved, &[])[..]);
@@ -856,7 +865,12 @@ mod tests {
                     flags[t] = true;
                 }
                 proptest::prop_assert_eq!(moving.flags(), &flags[..]);
-                proptest::prop_assert_eq!(moving.spans(), &spans_flipped(&resolved, &flags)[..]);
+                let spans = spans_flipped(&resolved, &flags);
+                proptest::prop_assert_eq!(moving.spans(), &spans[..]);
+                proptest::prop_assert_eq!(
+                    moving.floors(),
+                    floor_of_spans(&resolved, &flags, &spans, by_dtype)
+                );
             }
             // A tensor that is not a candidate is not moved to.
             if let Some(other) = (0..n).find(|t| !candidates.contains(t)) {

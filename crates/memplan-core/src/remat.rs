@@ -36,7 +36,7 @@
 //! is an outcome (`within_target: false`), not an error.
 
 use rustc_hash::FxHashMap as HashMap;
-use std::cell::{OnceCell, RefCell};
+use std::cell::{OnceCell, RefCell, RefMut};
 use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
@@ -424,42 +424,53 @@ impl<'a> Rematerializer<'a> {
     /// and some device's arena floor already do ([`floor_flipped`]). Most sets a prune tests fail
     /// so, and this answers without building their problems.
     fn floor_passes(&self, key: &[usize], most: u64) -> bool {
-        let (floors, always_live) = self.with_spans(key, |flags, spans| {
-            floor_of_spans(self.resolved, flags, spans, self.options.precision_classes)
-        });
+        let by_dtype = self.options.precision_classes;
+        let (floors, always_live) = match self.moved_to(key) {
+            Some(moving) => {
+                debug_assert_eq!(
+                    moving.floors(),
+                    floor_of_spans(self.resolved, moving.flags(), moving.spans(), by_dtype)
+                );
+                moving.floors()
+            }
+            None => {
+                let (flags, spans) = self.derived(key);
+                floor_of_spans(self.resolved, &flags, &spans, by_dtype)
+            }
+        };
         match most.checked_sub(always_live) {
             None => true,
             Some(arena_most) => floors.iter().any(|&f| f > arena_most),
         }
     }
 
-    /// `f` of the flags and the live spans of the sorted tensors of `key` flipped: moved to from
-    /// the last set where they can be, else derived in full.
-    fn with_spans<T>(
-        &self,
-        key: &[usize],
-        f: impl FnOnce(&[bool], &[Option<LiveInterval>]) -> T,
-    ) -> T {
+    /// The spans moved to the set of the sorted tensors of `key`, where they can be.
+    fn moved_to(&self, key: &[usize]) -> Option<RefMut<'_, FlipSpans>> {
         let moving = self.spans.get_or_init(|| {
             let candidates: Vec<usize> = self.candidates.iter().map(|c| c.tensor).collect();
-            FlipSpans::new(self.resolved, &candidates).map(RefCell::new)
+            FlipSpans::new(self.resolved, &candidates, self.options.precision_classes)
+                .map(RefCell::new)
         });
-        if let Some(moving) = moving {
-            let mut moving = moving.borrow_mut();
-            if moving.set(key) {
-                // Debug builds, every test's, hold the moved spans to the set's own derivation.
-                debug_assert_eq!(
-                    moving.spans(),
-                    &spans_flipped(self.resolved, moving.flags())[..]
-                );
-                return f(moving.flags(), moving.spans());
-            }
+        let mut moving = moving.as_ref()?.borrow_mut();
+        if !moving.set(key) {
+            return None;
         }
+        // Debug builds, every test's, hold the moved spans to the set's own derivation.
+        debug_assert_eq!(
+            moving.spans(),
+            &spans_flipped(self.resolved, moving.flags())[..]
+        );
+        Some(moving)
+    }
+
+    /// The flags of the sorted tensors of `key`, derived in full, and their spans.
+    fn derived(&self, key: &[usize]) -> (Vec<bool>, Vec<Option<LiveInterval>>) {
         let mut flags = vec![false; self.resolved.tensors.len()];
         for &t in key {
             flags[t] = true;
         }
-        f(&flags, &spans_flipped(self.resolved, &flags))
+        let spans = spans_flipped(self.resolved, &flags);
+        (flags, spans)
     }
 
     /// `lay` on the problem with the tensors of `key` flipped, lent the last relayout's
@@ -471,9 +482,19 @@ impl<'a> Rematerializer<'a> {
         checked: bool,
         lay: impl FnOnce(&crate::problem::Problem, &mut Control<'_>) -> Result<T, PlanError>,
     ) -> Result<T, PlanError> {
-        let problem: Problem = self.with_spans(key, |flags, spans| {
-            problem_of_spans(self.graph, self.resolved, flags, spans, checked)
-        });
+        let problem: Problem = match self.moved_to(key) {
+            Some(moving) => problem_of_spans(
+                self.graph,
+                self.resolved,
+                moving.flags(),
+                moving.spans(),
+                checked,
+            ),
+            None => {
+                let (flags, spans) = self.derived(key);
+                problem_of_spans(self.graph, self.resolved, &flags, &spans, checked)
+            }
+        };
         let mut scores = self.scores.borrow_mut();
         let mut control = Control {
             earlier: Some(&mut scores.earlier),

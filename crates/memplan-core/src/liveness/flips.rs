@@ -16,7 +16,8 @@
 //! (through candidates) reads it back; a producer reading its own output adds nothing either
 //! way. Only candidates are toggled; a set with another tensor is derived in full by the caller.
 
-use crate::graph::ResolvedGraph;
+use crate::dtype::DType;
+use crate::graph::{ResolvedGraph, Storage, align_up};
 use crate::problem::LiveInterval;
 
 /// Where takes come from: a step, or a loop's back edge.
@@ -50,15 +51,110 @@ pub(crate) struct FlipSpans {
     /// Per root, the positions that take it, with how many takes, by position.
     takes: Vec<Vec<(u32, u32)>>,
     spans: Vec<Option<LiveInterval>>,
+    floors: Floors,
+}
+
+/// What the floor of the current set is made of, kept as its spans move: per region of an arena
+/// (a device, and a dtype when regions are by dtype), the change in live occupied bytes at each
+/// position, so a span that moves changes four entries; and the always-live bytes.
+struct Floors {
+    /// Per root, the region its buffer is in, unless it is always-live or owns no storage.
+    region: Vec<Option<u32>>,
+    occupied: Vec<u64>,
+    always_live: Vec<bool>,
+    bytes: Vec<u64>,
+    devices: Vec<usize>,
+    changes: Vec<Vec<i128>>,
+    /// Of the roots not flipped.
+    always_live_bytes: u64,
+    device_count: usize,
+}
+
+impl Floors {
+    fn new(resolved: &ResolvedGraph, by_dtype: bool) -> Floors {
+        let positions = resolved.positions.len();
+        let mut keys: Vec<(usize, Option<DType>)> = Vec::new();
+        let mut region = vec![None; resolved.tensors.len()];
+        for (t, rt) in resolved.tensors.iter().enumerate() {
+            if rt.storage != Storage::Owned || rt.always_live {
+                continue;
+            }
+            let key = (rt.device, rt.dtype.filter(|_| by_dtype));
+            let k = keys.iter().position(|&r| r == key).unwrap_or_else(|| {
+                keys.push(key);
+                keys.len() - 1
+            });
+            region[t] = Some(k as u32);
+        }
+        let owned_always =
+            |rt: &crate::graph::ResolvedTensor| rt.storage == Storage::Owned && rt.always_live;
+        Floors {
+            region,
+            occupied: (resolved.tensors.iter())
+                .map(|rt| align_up(rt.bytes, rt.alignment).unwrap_or(u64::MAX))
+                .collect(),
+            always_live: resolved.tensors.iter().map(owned_always).collect(),
+            bytes: resolved.tensors.iter().map(|rt| rt.bytes).collect(),
+            devices: keys.iter().map(|&(device, _)| device).collect(),
+            changes: vec![vec![0; positions + 1]; keys.len()],
+            always_live_bytes: (resolved.tensors.iter())
+                .filter(|rt| owned_always(rt))
+                .fold(0, |sum, rt| sum.saturating_add(rt.bytes)),
+            device_count: resolved.device_ids.len(),
+        }
+    }
+
+    /// Root `r`'s span moved from `old` to `new`.
+    fn moved(&mut self, r: usize, old: Option<LiveInterval>, new: Option<LiveInterval>) {
+        let Some(k) = self.region[r] else { return };
+        let (changes, occupied) = (&mut self.changes[k as usize], i128::from(self.occupied[r]));
+        if let Some(old) = old {
+            changes[old.first as usize] -= occupied;
+            changes[old.last as usize + 1] += occupied;
+        }
+        if let Some(new) = new {
+            changes[new.first as usize] += occupied;
+            changes[new.last as usize + 1] -= occupied;
+        }
+    }
+
+    /// Root `r` was flipped (`now`) or stored again.
+    fn flipped(&mut self, r: usize, now: bool) {
+        if self.always_live[r] {
+            self.always_live_bytes = match now {
+                true => self.always_live_bytes.saturating_sub(self.bytes[r]),
+                false => self.always_live_bytes.saturating_add(self.bytes[r]),
+            };
+        }
+    }
+
+    /// Per device, the sum of its regions' peaks; and the always-live bytes.
+    fn floors(&self) -> (Vec<u64>, u64) {
+        let mut floors = vec![0u64; self.device_count];
+        for (changes, &device) in self.changes.iter().zip(&self.devices) {
+            let (mut live, mut peak) = (0i128, 0i128);
+            for &d in changes {
+                live += d;
+                peak = peak.max(live);
+            }
+            floors[device] = floors[device].saturating_add(u64::try_from(peak).unwrap_or(u64::MAX));
+        }
+        (floors, self.always_live_bytes)
+    }
 }
 
 /// Past this many toggles from the current set, a set is derived afresh.
 const MOST_TOGGLES: usize = 16;
 
 impl FlipSpans {
-    /// The spans of the empty set, ready to move to sets of `candidates`; `None` when the
-    /// candidates' expansions could meet in a cycle (see the module docs).
-    pub(crate) fn new(resolved: &ResolvedGraph, candidates: &[usize]) -> Option<FlipSpans> {
+    /// The spans of the empty set, ready to move to sets of `candidates`, with their floors
+    /// (regions by dtype when `by_dtype`); `None` when the candidates' expansions could meet in
+    /// a cycle (see the module docs).
+    pub(crate) fn new(
+        resolved: &ResolvedGraph,
+        candidates: &[usize],
+        by_dtype: bool,
+    ) -> Option<FlipSpans> {
         let n = resolved.tensors.len();
         let root = |t: usize| resolved.root(t).map(|r| r as u32);
         let mut sources = Vec::new();
@@ -130,6 +226,7 @@ impl FlipSpans {
             expansion: vec![Vec::new(); n],
             takes: vec![Vec::new(); n],
             spans: vec![None; n],
+            floors: Floors::new(resolved, by_dtype),
         };
         spans.derive();
         Some(spans)
@@ -141,6 +238,11 @@ impl FlipSpans {
 
     pub(crate) fn spans(&self) -> &[Option<LiveInterval>] {
         &self.spans
+    }
+
+    /// What [`floor_of_spans`](super::floor_of_spans) says of the current set.
+    pub(crate) fn floors(&self) -> (Vec<u64>, u64) {
+        self.floors.floors()
     }
 
     /// Moves to the set of `flipped` (tensor indices); `false`, and no move, when one is not a
@@ -162,6 +264,9 @@ impl FlipSpans {
             .filter(|&t| wanted[t] != self.flags[t])
             .collect();
         if toggles.len() > most {
+            for t in toggles {
+                self.floors.flipped(t, wanted[t]);
+            }
             self.flags = wanted;
             self.derive();
         } else {
@@ -190,7 +295,7 @@ impl FlipSpans {
             }
         }
         for r in 0..self.spans.len() {
-            self.spans[r] = span_of(&self.takes[r]);
+            self.set_span(r);
         }
     }
 
@@ -271,6 +376,7 @@ impl FlipSpans {
             }
         }
         self.flags[k] = now;
+        self.floors.flipped(k, now);
         // Every other expansion stands.
         let mut done = vec![true; self.flags.len()];
         for &r in &changed {
@@ -291,7 +397,18 @@ impl FlipSpans {
         touched.sort_unstable();
         touched.dedup();
         for r in touched {
-            self.spans[r as usize] = span_of(&self.takes[r as usize]);
+            self.set_span(r as usize);
+        }
+    }
+}
+
+impl FlipSpans {
+    /// Sets root `r`'s span from its takes, and moves it in the floors.
+    fn set_span(&mut self, r: usize) {
+        let new = span_of(&self.takes[r]);
+        if new != self.spans[r] {
+            self.floors.moved(r, self.spans[r], new);
+            self.spans[r] = new;
         }
     }
 }
