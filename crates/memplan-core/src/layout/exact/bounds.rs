@@ -36,7 +36,7 @@ impl<const K: usize> MaxTree<K> {
     pub(super) fn rebuild(&mut self, a: usize, b: usize) {
         let (mut l, mut r) = ((self.leaves + a) / 2, (self.leaves + b) / 2);
         while l >= 1 {
-            for at in l..=r {
+            for at in l..r + 1 {
                 self.tree[at] = elementwise_max(self.tree[2 * at], self.tree[2 * at + 1]);
             }
             l /= 2;
@@ -142,22 +142,25 @@ impl Sections {
         size: u64,
         floor: u64,
     ) {
-        let (need, lowest, resting) = (&mut self.need, &self.lowest, &mut self.resting);
-        for t in first..=last {
-            journal.note(t, lowest[t], resting[t]);
-            need[t] -= size;
-            resting[t] -= u32::from(lowest[t] == floor);
+        let span = first..last + 1;
+        let need = &mut self.need[span.clone()];
+        let (lowest, resting) = (&self.lowest[span.clone()], &mut self.resting[span.clone()]);
+        for (t, ((need, &lowest), resting)) in span.zip(need.iter_mut().zip(lowest).zip(resting)) {
+            journal.note(t, lowest, *resting);
+            *need -= size;
+            *resting -= u32::from(lowest == floor);
         }
     }
 
     /// A buffer's floor over `first..=last` was raised from `old`: it no longer rests where
     /// `old` is the lowest floor.
     pub(super) fn lift(&mut self, journal: &mut Journal, first: usize, last: usize, old: u64) {
-        let (lowest, resting) = (&self.lowest, &mut self.resting);
-        for t in first..=last {
-            if lowest[t] == old {
-                journal.note(t, old, resting[t]);
-                resting[t] -= 1;
+        let span = first..last + 1;
+        let (lowest, resting) = (&self.lowest[span.clone()], &mut self.resting[span.clone()]);
+        for (t, (&lowest, resting)) in span.zip(lowest.iter().zip(resting)) {
+            if lowest == old {
+                journal.note(t, old, *resting);
+                *resting -= 1;
             }
         }
     }
@@ -229,7 +232,7 @@ impl Unplaced {
 
     pub(super) fn remove(&mut self, items: &[Item], i: usize) {
         let first = items[i].live.first as usize;
-        for t in first..=items[i].live.last as usize {
+        for t in first..items[i].live.last as usize + 1 {
             let k = self.slot[self.base[i] + t - first] as usize;
             let end = self.count[t] as usize - 1;
             let d = self.lists[t][end] as usize;
@@ -242,8 +245,8 @@ impl Unplaced {
 
     /// Undoes the last [`Unplaced::remove`] still in force, of a buffer live over `live`.
     pub(super) fn restore(&mut self, live: LiveInterval) {
-        for t in live.first as usize..=live.last as usize {
-            self.count[t] += 1;
+        for count in &mut self.count[live.first as usize..live.last as usize + 1] {
+            *count += 1;
         }
     }
 }

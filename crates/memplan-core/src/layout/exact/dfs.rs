@@ -461,9 +461,9 @@ impl<'a> Search<'a> {
         self.offset[c] = at;
         self.journal.stamp += 1;
         let (first, last) = (it.live.first as usize, it.live.last as usize);
-        for p in first..last {
-            self.crossing[p] -= 1;
-            if self.crossing[p] == 0 {
+        for (p, crossing) in (first..last).zip(&mut self.crossing[first..last]) {
+            *crossing -= 1;
+            if *crossing == 0 {
                 self.cuts.push(p);
             }
         }
@@ -568,8 +568,8 @@ impl<'a> Search<'a> {
                 self.open_neighbours[j as usize] += 1;
             }
         }
-        for t in it.live.first as usize..=it.live.last as usize {
-            self.sections.need[t] += it.size;
+        for need in &mut self.sections.need[it.live.first as usize..it.live.last as usize + 1] {
+            *need += it.size;
         }
         let (mut lo, mut hi) = (usize::MAX, 0);
         for k in (mark.sections..self.journal.changed.len()).rev() {
@@ -584,8 +584,8 @@ impl<'a> Search<'a> {
         if lo <= hi {
             self.sections.rebuild(lo, hi);
         }
-        for p in it.live.first as usize..it.live.last as usize {
-            self.crossing[p] += 1;
+        for crossing in &mut self.crossing[it.live.first as usize..it.live.last as usize] {
+            *crossing += 1;
         }
         self.cuts.truncate(mark.cuts);
         self.unplaced.restore(it.live);
