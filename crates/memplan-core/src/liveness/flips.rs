@@ -44,8 +44,11 @@ pub(crate) struct FlipSpans {
     /// other tensor changes nothing: only roots are taken).
     candidate: Vec<bool>,
     is_root: Vec<bool>,
-    /// The current set, one flag per tensor.
+    /// The current set, one flag per tensor, and its tensors in order.
     flags: Vec<bool>,
+    flipped: Vec<usize>,
+    /// Per root, whether its expansion is to be derived again.
+    pending: Vec<bool>,
     /// Per flipped root, its expansion: sorted, each once.
     expansion: Vec<Vec<u32>>,
     /// Per root, the positions that take it, with how many takes, by position.
@@ -55,8 +58,9 @@ pub(crate) struct FlipSpans {
 }
 
 /// What the floor of the current set is made of, kept as its spans move: per region of an arena
-/// (a device, and a dtype when regions are by dtype), the change in live occupied bytes at each
-/// position, so a span that moves changes four entries; and the always-live bytes.
+/// (a device, and a dtype when regions are by dtype), the live occupied bytes at each position
+/// with their peak ([`PeakTree`]), so a span that moves is two range additions and the floor a
+/// read of each region's peak; and the always-live bytes.
 struct Floors {
     /// Per root, the region its buffer is in, unless it is always-live or owns no storage.
     region: Vec<Option<u32>>,
@@ -64,7 +68,7 @@ struct Floors {
     always_live: Vec<bool>,
     bytes: Vec<u64>,
     devices: Vec<usize>,
-    changes: Vec<Vec<i128>>,
+    live: Vec<PeakTree>,
     /// Of the roots not flipped.
     always_live_bytes: u64,
     device_count: usize,
@@ -96,7 +100,7 @@ impl Floors {
             always_live: resolved.tensors.iter().map(owned_always).collect(),
             bytes: resolved.tensors.iter().map(|rt| rt.bytes).collect(),
             devices: keys.iter().map(|&(device, _)| device).collect(),
-            changes: vec![vec![0; positions + 1]; keys.len()],
+            live: (0..keys.len()).map(|_| PeakTree::new(positions)).collect(),
             always_live_bytes: (resolved.tensors.iter())
                 .filter(|rt| owned_always(rt))
                 .fold(0, |sum, rt| sum.saturating_add(rt.bytes)),
@@ -107,14 +111,12 @@ impl Floors {
     /// Root `r`'s span moved from `old` to `new`.
     fn moved(&mut self, r: usize, old: Option<LiveInterval>, new: Option<LiveInterval>) {
         let Some(k) = self.region[r] else { return };
-        let (changes, occupied) = (&mut self.changes[k as usize], i128::from(self.occupied[r]));
+        let (live, occupied) = (&mut self.live[k as usize], i128::from(self.occupied[r]));
         if let Some(old) = old {
-            changes[old.first as usize] -= occupied;
-            changes[old.last as usize + 1] += occupied;
+            live.add(old.first as usize, old.last as usize + 1, -occupied);
         }
         if let Some(new) = new {
-            changes[new.first as usize] += occupied;
-            changes[new.last as usize + 1] -= occupied;
+            live.add(new.first as usize, new.last as usize + 1, occupied);
         }
     }
 
@@ -131,13 +133,9 @@ impl Floors {
     /// Per device, the sum of its regions' peaks; and the always-live bytes.
     fn floors(&self) -> (Vec<u64>, u64) {
         let mut floors = vec![0u64; self.device_count];
-        for (changes, &device) in self.changes.iter().zip(&self.devices) {
-            let (mut live, mut peak) = (0i128, 0i128);
-            for &d in changes {
-                live += d;
-                peak = peak.max(live);
-            }
-            floors[device] = floors[device].saturating_add(u64::try_from(peak).unwrap_or(u64::MAX));
+        for (live, &device) in self.live.iter().zip(&self.devices) {
+            let peak = u64::try_from(live.peak()).unwrap_or(u64::MAX);
+            floors[device] = floors[device].saturating_add(peak);
         }
         (floors, self.always_live_bytes)
     }
@@ -223,6 +221,8 @@ impl FlipSpans {
             candidate,
             is_root,
             flags: vec![false; n],
+            flipped: Vec::new(),
+            pending: vec![false; n],
             expansion: vec![Vec::new(); n],
             takes: vec![Vec::new(); n],
             spans: vec![None; n],
@@ -245,8 +245,8 @@ impl FlipSpans {
         self.floors.floors()
     }
 
-    /// Moves to the set of `flipped` (tensor indices); `false`, and no move, when one is not a
-    /// candidate.
+    /// Moves to the set of `flipped` (tensor indices, sorted, each once); `false`, and no move,
+    /// when one is not a candidate.
     pub(crate) fn set(&mut self, flipped: &[usize]) -> bool {
         self.set_toggling_up_to(flipped, MOST_TOGGLES)
     }
@@ -256,18 +256,36 @@ impl FlipSpans {
         if flipped.iter().any(|&t| !self.candidate[t]) {
             return false;
         }
-        let mut wanted = vec![false; self.flags.len()];
-        for &t in flipped {
-            wanted[t] = true;
+        debug_assert!(flipped.is_sorted_by(|a, b| a < b));
+        // The tensors in one set and not the other: a merge of the two sorted lists.
+        let (mut toggles, mut a, mut b) = (Vec::new(), 0, 0);
+        loop {
+            match (self.flipped.get(a), flipped.get(b)) {
+                (Some(x), Some(y)) if x == y => {
+                    a += 1;
+                    b += 1;
+                }
+                (Some(&x), Some(&y)) if x < y => {
+                    toggles.push(x);
+                    a += 1;
+                }
+                (Some(&x), None) => {
+                    toggles.push(x);
+                    a += 1;
+                }
+                (_, Some(&y)) => {
+                    toggles.push(y);
+                    b += 1;
+                }
+                (None, None) => break,
+            }
         }
-        let toggles: Vec<usize> = (0..wanted.len())
-            .filter(|&t| wanted[t] != self.flags[t])
-            .collect();
+        self.flipped = flipped.to_vec();
         if toggles.len() > most {
             for t in toggles {
-                self.floors.flipped(t, wanted[t]);
+                self.flags[t] = !self.flags[t];
+                self.floors.flipped(t, self.flags[t]);
             }
-            self.flags = wanted;
             self.derive();
         } else {
             for t in toggles {
@@ -280,10 +298,12 @@ impl FlipSpans {
     /// Derives every expansion, take and span of the current flags afresh.
     fn derive(&mut self) {
         self.expansion.iter_mut().for_each(Vec::clear);
-        let flipped: Vec<usize> = (0..self.flags.len()).filter(|&t| self.flags[t]).collect();
-        let mut done = vec![false; self.flags.len()];
+        let flipped = self.flipped.clone();
+        for &r in &flipped {
+            self.pending[r] = true;
+        }
         for r in flipped {
-            self.expand(r, &mut done);
+            self.expand(r);
         }
         self.takes.iter_mut().for_each(Vec::clear);
         let mut taken = Vec::new();
@@ -299,13 +319,16 @@ impl FlipSpans {
         }
     }
 
-    /// Sets the expansion of flipped root `r` (and of the flipped roots it reads through) where
-    /// not `done`, under the current flags.
-    fn expand(&mut self, r: usize, done: &mut [bool]) {
-        if done[r] || !self.flags[r] || !self.is_root[r] {
+    /// Derives the expansion of root `r` (and of the flipped roots it reads through) where it is
+    /// `pending`, under the current flags.
+    fn expand(&mut self, r: usize) {
+        if !self.pending[r] {
             return;
         }
-        done[r] = true;
+        self.pending[r] = false;
+        if !self.flags[r] || !self.is_root[r] {
+            return;
+        }
         let mut roots = Vec::new();
         for k in 0..self.producers[r].len() {
             let s = self.producers[r][k] as usize;
@@ -315,7 +338,7 @@ impl FlipSpans {
                     continue;
                 }
                 if self.flags[q] {
-                    self.expand(q, done);
+                    self.expand(q);
                     roots.extend_from_slice(&self.expansion[q]);
                 } else {
                     roots.push(q as u32);
@@ -378,13 +401,12 @@ impl FlipSpans {
         self.flags[k] = now;
         self.floors.flipped(k, now);
         // Every other expansion stands.
-        let mut done = vec![true; self.flags.len()];
         for &r in &changed {
             self.expansion[r].clear();
-            done[r] = false;
+            self.pending[r] = true;
         }
         for &r in &changed {
-            self.expand(r, &mut done);
+            self.expand(r);
         }
         for &s in &sources {
             self.taken_by(s as usize, &mut taken);
@@ -399,6 +421,56 @@ impl FlipSpans {
         for r in touched {
             self.set_span(r as usize);
         }
+    }
+}
+
+/// Values per position under additions over ranges of positions, and their peak (at least 0):
+/// a segment tree whose nodes hold the peak of their span less what their ancestors add.
+struct PeakTree {
+    leaves: usize,
+    peak: Vec<i128>,
+    added: Vec<i128>,
+}
+
+impl PeakTree {
+    fn new(positions: usize) -> PeakTree {
+        let leaves = positions.next_power_of_two();
+        PeakTree {
+            leaves,
+            peak: vec![0; 2 * leaves],
+            added: vec![0; 2 * leaves],
+        }
+    }
+
+    /// Adds `value` at positions `lo..hi`.
+    fn add(&mut self, lo: usize, hi: usize, value: i128) {
+        self.add_at(1, 0, self.leaves, (lo, hi), value);
+    }
+
+    fn add_at(
+        &mut self,
+        node: usize,
+        from: usize,
+        to: usize,
+        (lo, hi): (usize, usize),
+        value: i128,
+    ) {
+        if hi <= from || to <= lo {
+            return;
+        }
+        if lo <= from && to <= hi {
+            self.peak[node] += value;
+            self.added[node] += value;
+            return;
+        }
+        let mid = (from + to) / 2;
+        self.add_at(2 * node, from, mid, (lo, hi), value);
+        self.add_at(2 * node + 1, mid, to, (lo, hi), value);
+        self.peak[node] = self.added[node] + self.peak[2 * node].max(self.peak[2 * node + 1]);
+    }
+
+    fn peak(&self) -> i128 {
+        self.peak[1]
     }
 }
 
@@ -465,6 +537,18 @@ pub(super) mod tests {
         most: usize,
     ) -> bool {
         spans.set_toggling_up_to(flipped, most)
+    }
+
+    #[test]
+    fn a_peak_tree_keeps_the_peak_of_its_additions() {
+        let mut tree = PeakTree::new(5);
+        tree.add(0, 3, 4);
+        tree.add(2, 5, 3);
+        assert_eq!(tree.peak(), 7);
+        tree.add(2, 3, -7);
+        assert_eq!(tree.peak(), 4);
+        tree.add(0, 5, -4);
+        assert_eq!(tree.peak(), 0);
     }
 
     #[test]
