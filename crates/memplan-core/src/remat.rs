@@ -285,6 +285,33 @@ pub struct Scores {
     /// Sets known to pass a footprint ([`Rematerializer::score_within`]): the highest passed.
     passes: HashMap<Vec<usize>, u64>,
     earlier: Decodes,
+    moving: Moving,
+}
+
+/// The spans the last rematerializer moved to its last set, handed on with the scores so the
+/// next (a sweep's next target) moves on from there: a clone starts without them, and equality
+/// ignores them.
+#[derive(Default)]
+struct Moving(Option<Option<RefCell<FlipSpans>>>);
+
+impl Clone for Moving {
+    fn clone(&self) -> Self {
+        Moving(None)
+    }
+}
+
+impl PartialEq for Moving {
+    fn eq(&self, _: &Moving) -> bool {
+        true
+    }
+}
+
+impl Eq for Moving {}
+
+impl std::fmt::Debug for Moving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Moving")
+    }
 }
 
 /// A set of flipped tensors as the scores know it: sorted, each once.
@@ -346,21 +373,28 @@ impl<'a> Rematerializer<'a> {
         resolved: &'a ResolvedGraph,
         options: &'a PlanOptions,
         candidates: Vec<Candidate>,
-        scores: Scores,
+        mut scores: Scores,
     ) -> Self {
+        let spans = OnceCell::new();
+        if let Some(moving) = scores.moving.0.take() {
+            let _ = spans.set(moving);
+        }
         Rematerializer {
             graph,
             resolved,
             options,
             candidates,
             scores: RefCell::new(scores),
-            spans: OnceCell::new(),
+            spans,
         }
     }
 
     /// What it laid out, to hand to the next [`Rematerializer::with_scores`].
     pub fn into_scores(self) -> Scores {
-        self.scores.into_inner()
+        Scores {
+            moving: Moving(self.spans.into_inner()),
+            ..self.scores.into_inner()
+        }
     }
 
     /// The footprint with the tensors of `flipped` recomputed at their uses: a real relayout.
