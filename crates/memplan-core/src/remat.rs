@@ -272,7 +272,7 @@ pub struct Rematerializer<'a> {
     /// The live spans of the last set scored, moved from set to set ([`FlipSpans`]), made at
     /// the first score; `None` inside where the candidates' expansions could meet in a cycle,
     /// and each set is derived in full.
-    spans: OnceCell<Option<RefCell<FlipSpans>>>,
+    spans: OnceCell<Option<Box<RefCell<FlipSpans>>>>,
 }
 
 /// The footprints of the sets of flipped tensors laid out so far, and the last relayout's
@@ -292,7 +292,7 @@ pub struct Scores {
 /// next (a sweep's next target) moves on from there: a clone starts without them, and equality
 /// ignores them.
 #[derive(Default)]
-struct Moving(Option<Option<RefCell<FlipSpans>>>);
+struct Moving(Option<Option<Box<RefCell<FlipSpans>>>>);
 
 impl Clone for Moving {
     fn clone(&self) -> Self {
@@ -483,7 +483,7 @@ impl<'a> Rematerializer<'a> {
         let moving = self.spans.get_or_init(|| {
             let candidates: Vec<usize> = self.candidates.iter().map(|c| c.tensor).collect();
             FlipSpans::new(self.resolved, &candidates, self.options.precision_classes)
-                .map(RefCell::new)
+                .map(|spans| Box::new(RefCell::new(spans)))
         });
         let mut moving = moving.as_ref()?.borrow_mut();
         if !moving.set(key) {
