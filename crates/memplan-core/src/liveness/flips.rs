@@ -424,8 +424,9 @@ impl FlipSpans {
     }
 }
 
-/// Values per position under additions over ranges of positions, and their peak (at least 0):
-/// a segment tree whose nodes hold the peak of their span less what their ancestors add.
+/// Values per position under additions over ranges of positions, and their peak:
+/// a segment tree, bottom up, whose node holds the peak of its span less what its ancestors
+/// added to the whole of theirs (`added`, on inner nodes).
 struct PeakTree {
     leaves: usize,
     peak: Vec<i128>,
@@ -438,35 +439,44 @@ impl PeakTree {
         PeakTree {
             leaves,
             peak: vec![0; 2 * leaves],
-            added: vec![0; 2 * leaves],
+            added: vec![0; leaves],
         }
     }
 
-    /// Adds `value` at positions `lo..hi`.
+    /// Adds `value` at positions `lo..hi` (`lo < hi`): to the nodes that cover the range, then
+    /// the peaks of their ancestors again.
     fn add(&mut self, lo: usize, hi: usize, value: i128) {
-        self.add_at(1, 0, self.leaves, (lo, hi), value);
+        let (mut l, mut r) = (lo + self.leaves, hi + self.leaves);
+        let (first, last) = (l, r - 1);
+        while l < r {
+            if l % 2 == 1 {
+                self.add_at(l, value);
+                l += 1;
+            }
+            if r % 2 == 1 {
+                r -= 1;
+                self.add_at(r, value);
+            }
+            l /= 2;
+            r /= 2;
+        }
+        self.lift(first);
+        self.lift(last);
     }
 
-    fn add_at(
-        &mut self,
-        node: usize,
-        from: usize,
-        to: usize,
-        (lo, hi): (usize, usize),
-        value: i128,
-    ) {
-        if hi <= from || to <= lo {
-            return;
-        }
-        if lo <= from && to <= hi {
-            self.peak[node] += value;
+    fn add_at(&mut self, node: usize, value: i128) {
+        self.peak[node] += value;
+        if node < self.leaves {
             self.added[node] += value;
-            return;
         }
-        let mid = (from + to) / 2;
-        self.add_at(2 * node, from, mid, (lo, hi), value);
-        self.add_at(2 * node + 1, mid, to, (lo, hi), value);
-        self.peak[node] = self.added[node] + self.peak[2 * node].max(self.peak[2 * node + 1]);
+    }
+
+    /// Recomputes the peaks on the path from `node` to the root.
+    fn lift(&mut self, mut node: usize) {
+        while node > 1 {
+            node /= 2;
+            self.peak[node] = self.added[node] + self.peak[2 * node].max(self.peak[2 * node + 1]);
+        }
     }
 
     fn peak(&self) -> i128 {
@@ -549,6 +559,17 @@ pub(super) mod tests {
         assert_eq!(tree.peak(), 4);
         tree.add(0, 5, -4);
         assert_eq!(tree.peak(), 0);
+        // Against the values themselves, over every range of a tree of 7 positions.
+        let (mut tree, mut values) = (PeakTree::new(7), [0i128; 7]);
+        for (step, (lo, hi)) in (0..7)
+            .flat_map(|lo| (lo + 1..=7).map(move |hi| (lo, hi)))
+            .enumerate()
+        {
+            let value = [5, -3, 2, -1][step % 4];
+            tree.add(lo, hi, value);
+            values[lo..hi].iter_mut().for_each(|v| *v += value);
+            assert_eq!(tree.peak(), values.iter().copied().max().unwrap().max(0));
+        }
     }
 
     #[test]
