@@ -281,9 +281,9 @@ pub struct Rematerializer<'a> {
 /// and [`Rematerializer::into_scores`], so no set is laid out twice.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scores {
-    footprints: HashMap<Vec<usize>, u64>,
+    footprints: HashMap<SetKey, u64>,
     /// Sets known to pass a footprint ([`Rematerializer::score_within`]): the highest passed.
-    passes: HashMap<Vec<usize>, u64>,
+    passes: HashMap<SetKey, u64>,
     earlier: Decodes,
     moving: Moving,
 }
@@ -314,12 +314,34 @@ impl std::fmt::Debug for Moving {
     }
 }
 
-/// A set of flipped tensors as the scores know it: sorted, each once.
-fn set_key(flipped: &[usize]) -> Vec<usize> {
-    let mut key = flipped.to_vec();
-    key.sort_unstable();
-    key.dedup();
-    key
+/// A set of flipped tensors as the scores know it: a bit per tensor, so a set is its key
+/// whatever order its tensors come in and however often, without a sort (a fit asks for the
+/// same sets again and again, as its accepted flips in acceptance order with one more).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SetKey(Vec<u64>);
+
+impl SetKey {
+    /// The set of `flipped`, tensors of a graph of `n`.
+    fn of(flipped: &[usize], n: usize) -> SetKey {
+        let mut words = vec![0u64; n.div_ceil(64)];
+        for &t in flipped {
+            words[t / 64] |= 1 << (t % 64);
+        }
+        SetKey(words)
+    }
+
+    /// Its tensors, in order.
+    fn tensors(&self) -> Vec<usize> {
+        let mut tensors = Vec::new();
+        for (w, &word) in self.0.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                tensors.push(64 * w + bits.trailing_zeros() as usize);
+                bits &= bits - 1;
+            }
+        }
+        tensors
+    }
 }
 
 /// A sweep in progress ([`Rematerializer::start_sweep`]): one budget per step, so a caller can
@@ -418,20 +440,22 @@ impl<'a> Rematerializer<'a> {
     /// `layout::lay_out_within`); one within it is scored exactly, as `score` would.
     /// Debug builds, every test's, check it against [`Self::checked_score`].
     pub fn score_within(&self, flipped: &[usize], most: u64) -> Result<Option<u64>, PlanError> {
-        let key = set_key(flipped);
+        let key = SetKey::of(flipped, self.resolved.tensors.len());
         let known = self.scores.borrow().footprints.get(&key).copied();
+        let tensors = || key.tensors();
         let within = match known {
             Some(footprint) => Some(footprint).filter(|&f| f <= most),
             None if (self.scores.borrow().passes.get(&key)).is_some_and(|&p| p >= most) => None,
-            None if self.floor_passes(&key, most) => {
+            None if self.floor_passes(&tensors(), most) => {
                 let mut scores = self.scores.borrow_mut();
                 let passed = scores.passes.entry(key).or_insert(most);
                 *passed = (*passed).max(most);
                 None
             }
             None => {
-                let plan =
-                    self.lay_out_set(&key, false, |p, c| lay_out_within(p, self.options, c, most))?;
+                let plan = self.lay_out_set(&tensors(), false, |p, c| {
+                    lay_out_within(p, self.options, c, most)
+                })?;
                 let mut scores = self.scores.borrow_mut();
                 match plan {
                     Some(plan) => {
@@ -455,7 +479,8 @@ impl<'a> Rematerializer<'a> {
     }
 
     /// Whether every layout of the tensors of `key` flipped passes `most`: the always-live bytes
-    /// and some device's arena floor already do ([`floor_flipped`]). Most sets a prune tests fail
+    /// and some device's arena floor already do (kept by [`FlipSpans`], or [`floor_of_spans`]).
+    /// Most sets a prune tests fail
     /// so, and this answers without building their problems.
     fn floor_passes(&self, key: &[usize], most: u64) -> bool {
         let by_dtype = self.options.precision_classes;
@@ -538,13 +563,13 @@ impl<'a> Rematerializer<'a> {
     }
 
     fn relayout(&self, flipped: &[usize], checked: bool) -> Result<u64, PlanError> {
-        let key = set_key(flipped);
+        let key = SetKey::of(flipped, self.resolved.tensors.len());
         if let Some(&known) = self.scores.borrow().footprints.get(&key)
             && !checked
         {
             return Ok(known);
         }
-        let plan = self.lay_out_set(&key, checked, |p, c| match checked {
+        let plan = self.lay_out_set(&key.tensors(), checked, |p, c| match checked {
             true => plan_with(p, self.options, c),
             false => lay_out(p, self.options, c),
         })?;
