@@ -336,7 +336,7 @@ fn storage_of_spans(
     let mut problem = Problem {
         device_ids: resolved.device_ids.clone(),
         positions: resolved.positions.len() as u32,
-        buffers: Vec::new(),
+        buffers: Vec::with_capacity(n),
         position_times: (resolved.positions.iter())
             .map(|p| graph.steps[p.first_step].time)
             .collect::<Option<Vec<u64>>>()

@@ -480,8 +480,10 @@ struct Block {
 }
 
 impl Block {
-    /// A block of `placed` (not empty), in order of offset.
-    fn of(placed: Vec<(u64, u64, LiveInterval)>) -> Self {
+    /// A block of `placed` (not empty), in order of offset, with room for a full block (a block
+    /// grown a push at a time reallocated seven times).
+    fn of(mut placed: Vec<(u64, u64, LiveInterval)>) -> Self {
+        placed.reserve_exact((BLOCK + 1).saturating_sub(placed.len()));
         let first = placed.iter().map(|p| p.2.first).min().unwrap_or(0);
         let last = placed.iter().map(|p| p.2.last).max().unwrap_or(0);
         let top = placed.iter().map(|p| p.1).max().unwrap_or(0);
