@@ -26,6 +26,7 @@ pub mod problem;
 pub mod program;
 pub mod recorded;
 pub mod remat;
+mod reused;
 pub mod spaces;
 pub mod units;
 

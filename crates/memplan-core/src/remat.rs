@@ -45,6 +45,7 @@ use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
 use crate::layout::{Control, Decodes, PlanError, PlanOptions, lay_out, lay_out_within, plan_with};
 use crate::liveness::{FlipSpans, Uses, floor_of_spans, problem_of_spans, spans_flipped};
 use crate::problem::{LiveInterval, Problem};
+use crate::reused::Reused;
 
 /// A tensor that may be recomputed at its uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -285,33 +286,9 @@ pub struct Scores {
     /// Sets known to pass a footprint ([`Rematerializer::score_within`]): the highest passed.
     passes: HashMap<SetKey, u64>,
     earlier: Decodes,
-    moving: Moving,
-}
-
-/// The spans the last rematerializer moved to its last set, handed on with the scores so the
-/// next (a sweep's next target) moves on from there: a clone starts without them, and equality
-/// ignores them.
-#[derive(Default)]
-struct Moving(Option<Option<Box<RefCell<FlipSpans>>>>);
-
-impl Clone for Moving {
-    fn clone(&self) -> Self {
-        Moving(None)
-    }
-}
-
-impl PartialEq for Moving {
-    fn eq(&self, _: &Moving) -> bool {
-        true
-    }
-}
-
-impl Eq for Moving {}
-
-impl std::fmt::Debug for Moving {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Moving")
-    }
+    /// The spans the last rematerializer moved to its last set, handed on so the next (a
+    /// sweep's next target) moves on from there.
+    moving: Reused<Option<Box<RefCell<FlipSpans>>>>,
 }
 
 /// A set of flipped tensors as the scores know it: a bit per tensor, so a set is its key
@@ -414,7 +391,7 @@ impl<'a> Rematerializer<'a> {
     /// What it laid out, to hand to the next [`Rematerializer::with_scores`].
     pub fn into_scores(self) -> Scores {
         Scores {
-            moving: Moving(self.spans.into_inner()),
+            moving: Reused(self.spans.into_inner()),
             ..self.scores.into_inner()
         }
     }

@@ -38,6 +38,7 @@ use super::interval_index::IntervalIndex;
 use super::{Item, RegionLayout, by_position};
 use crate::graph::align_up;
 use crate::problem::LiveInterval;
+use crate::reused::Reused;
 
 /// An address as the tree's unions hold it: in units of the region's grain, as `u32` until one
 /// passes it, then as `u64` (see the module docs).
@@ -681,32 +682,7 @@ pub(crate) struct Decode {
     first: Vec<(Item, u64)>,
     latest: Vec<(Item, u64)>,
     /// The last decode's occupancy, emptied and refilled by the next.
-    scratch: Scratch,
-}
-
-/// Memory a decode reuses, not part of what a [`Decode`] is: a clone starts without it, and
-/// equality ignores it.
-#[derive(Default)]
-struct Scratch(Option<Taken>);
-
-impl Clone for Scratch {
-    fn clone(&self) -> Self {
-        Scratch(None)
-    }
-}
-
-impl PartialEq for Scratch {
-    fn eq(&self, _: &Scratch) -> bool {
-        true
-    }
-}
-
-impl Eq for Scratch {}
-
-impl std::fmt::Debug for Scratch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Scratch")
-    }
+    scratch: Reused<Taken>,
 }
 
 /// Places the items in `order`, each where `choice` puts it among the placed buffers it
