@@ -21,8 +21,7 @@ mod flips;
 
 pub(crate) use flips::FlipSpans;
 
-use crate::dtype::DType;
-use crate::graph::{Graph, ResolvedGraph, Storage, align_up};
+use crate::graph::{Graph, ResolvedGraph, Storage};
 use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 
 /// The planning problem of a graph, with the map back to its tensors.
@@ -265,44 +264,7 @@ pub(crate) fn floor_of_spans(
     span: &[Option<LiveInterval>],
     by_dtype: bool,
 ) -> (Vec<u64>, u64) {
-    let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
-    let positions = resolved.positions.len();
-    // Each region's (device, dtype) and its changes in live bytes at each position.
-    let mut regions: Vec<(usize, Option<DType>)> = Vec::new();
-    let mut changes: Vec<Vec<i128>> = Vec::new();
-    let mut always_live = 0u64;
-    for (t, rt) in resolved.tensors.iter().enumerate() {
-        if rt.storage != Storage::Owned || is_flipped(t) {
-            continue;
-        }
-        if rt.always_live {
-            always_live = always_live.saturating_add(rt.bytes);
-            continue;
-        }
-        let Some(live) = span[t] else { continue };
-        let region = (rt.device, rt.dtype.filter(|_| by_dtype));
-        let k = regions
-            .iter()
-            .position(|&r| r == region)
-            .unwrap_or_else(|| {
-                regions.push(region);
-                changes.push(vec![0; positions + 1]);
-                regions.len() - 1
-            });
-        let occupied = i128::from(align_up(rt.bytes, rt.alignment).unwrap_or(u64::MAX));
-        changes[k][live.first as usize] += occupied;
-        changes[k][live.last as usize + 1] -= occupied;
-    }
-    let mut floors = vec![0u64; resolved.device_ids.len()];
-    for ((device, _), changes) in regions.iter().zip(&changes) {
-        let (mut live, mut peak) = (0i128, 0i128);
-        for &d in changes {
-            live += d;
-            peak = peak.max(live);
-        }
-        floors[*device] = floors[*device].saturating_add(u64::try_from(peak).unwrap_or(u64::MAX));
-    }
-    (floors, always_live)
+    flips::Floors::of_spans(resolved, flipped, span, by_dtype).floors()
 }
 
 /// [`analyze_flipped`] but for its (empty) uses; the buffers named by their tensors' ids when
@@ -390,6 +352,7 @@ fn storage_of_spans(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::DType;
     use crate::graph::testing::{step, tensor};
     use crate::graph::{Loop, Step, Tensor, TensorKind};
 
@@ -763,7 +726,7 @@ mod tests {
         }
     }
 
-    /// [`floor_flipped`] by its definition, from the problem itself: per device, each region's
+    /// [`floor_of_spans`] by its definition, from the problem itself: per device, each region's
     /// most occupied bytes live at once, summed; and every always-live byte.
     fn floor_of_problem(problem: &Problem, by_dtype: bool) -> (Vec<u64>, u64) {
         let mut floors = vec![0; problem.device_ids.len()];
@@ -877,6 +840,50 @@ mod tests {
                 proptest::prop_assert!(!moving.set(&[other]));
             }
         }
+    }
+
+    /// Candidates whose producers read each other in a cycle are refused (their expansions
+    /// would depend on the order they are met in); a chain of them moves, and a toggle at its
+    /// start moves the spans of everything recomputed through it.
+    #[test]
+    fn a_cycle_of_candidates_is_refused_and_a_chain_moves() {
+        let g = Graph {
+            tensors: vec![
+                tensor("x", 8),
+                tensor("a", 8),
+                tensor("b", 8),
+                tensor("c", 8),
+            ],
+            steps: vec![
+                step("s0", &[], &["x"]),
+                step("s1", &["x"], &["a"]),
+                step("s2", &["a"], &["b"]),
+                step("s3", &["b"], &["c"]),
+                step("s4", &["a", "b", "c"], &["x"]),
+            ],
+            ..Graph::default()
+        };
+        let resolved = g.resolve().unwrap();
+        let mut chain = FlipSpans::new(&resolved, &[1, 2], false).expect("a chain moves");
+        for set in [&[2][..], &[1, 2], &[1], &[]] {
+            assert!(chain.set(set));
+            let mut flags = vec![false; 4];
+            set.iter().for_each(|&t| flags[t] = true);
+            assert_eq!(chain.spans(), &spans_flipped(&resolved, &flags)[..]);
+        }
+        // a's producer reads b and b's reads a: a cycle; either alone is not one.
+        let looped = Graph {
+            steps: vec![
+                step("s0", &["b"], &["a"]),
+                step("s1", &["a"], &["b"]),
+                step("s2", &["a", "b"], &["c"]),
+            ],
+            tensors: vec![tensor("a", 8), tensor("b", 8), tensor("c", 8)],
+            ..Graph::default()
+        };
+        let resolved = looped.resolve().unwrap();
+        assert!(FlipSpans::new(&resolved, &[0, 1], false).is_none());
+        assert!(FlipSpans::new(&resolved, &[0], false).is_some());
     }
 
     #[test]

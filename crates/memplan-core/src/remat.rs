@@ -419,20 +419,18 @@ impl<'a> Rematerializer<'a> {
     pub fn score_within(&self, flipped: &[usize], most: u64) -> Result<Option<u64>, PlanError> {
         let key = SetKey::of(flipped, self.resolved.tensors.len());
         let known = self.scores.borrow().footprints.get(&key).copied();
-        let tensors = || key.tensors();
         let within = match known {
             Some(footprint) => Some(footprint).filter(|&f| f <= most),
             None if (self.scores.borrow().passes.get(&key)).is_some_and(|&p| p >= most) => None,
-            None if self.floor_passes(&tensors(), most) => {
-                let mut scores = self.scores.borrow_mut();
-                let passed = scores.passes.entry(key).or_insert(most);
-                *passed = (*passed).max(most);
-                None
-            }
             None => {
-                let plan = self.lay_out_set(&tensors(), false, |p, c| {
-                    lay_out_within(p, self.options, c, most)
-                })?;
+                let tensors = key.tensors();
+                // Past the floor, no layout is within `most`: none is made.
+                let plan = match self.floor_passes(&tensors, most) {
+                    true => None,
+                    false => self.lay_out_set(&tensors, false, |p, c| {
+                        lay_out_within(p, self.options, c, most)
+                    })?,
+                };
                 let mut scores = self.scores.borrow_mut();
                 match plan {
                     Some(plan) => {
@@ -457,8 +455,7 @@ impl<'a> Rematerializer<'a> {
 
     /// Whether every layout of the tensors of `key` flipped passes `most`: the always-live bytes
     /// and some device's arena floor already do (kept by [`FlipSpans`], or [`floor_of_spans`]).
-    /// Most sets a prune tests fail
-    /// so, and this answers without building their problems.
+    /// Most sets a prune tests fail so, and this answers without building their problems.
     fn floor_passes(&self, key: &[usize], most: u64) -> bool {
         let by_dtype = self.options.precision_classes;
         let (floors, always_live) = match self.moved_to(key) {

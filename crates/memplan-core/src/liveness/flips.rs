@@ -16,6 +16,7 @@
 //! (through candidates) reads it back; a producer reading its own output adds nothing either
 //! way. Only candidates are toggled; a set with another tensor is derived in full by the caller.
 
+use super::Uses;
 use crate::dtype::DType;
 use crate::graph::{ResolvedGraph, Storage, align_up};
 use crate::problem::LiveInterval;
@@ -33,7 +34,7 @@ struct Source {
 pub(crate) struct FlipSpans {
     sources: Vec<Source>,
     /// Per root, the steps that write it (the producers its expansion reads through).
-    producers: Vec<Vec<u32>>,
+    producers: Vec<Vec<usize>>,
     /// Per root, the sources among whose uses it is, once each.
     takers: Vec<Vec<u32>>,
     /// Per candidate root, the other candidate roots whose producers read it.
@@ -61,7 +62,7 @@ pub(crate) struct FlipSpans {
 /// (a device, and a dtype when regions are by dtype), the live occupied bytes at each position
 /// with their peak ([`PeakTree`]), so a span that moves is two range additions and the floor a
 /// read of each region's peak; and the always-live bytes.
-struct Floors {
+pub(super) struct Floors {
     /// Per root, the region its buffer is in, unless it is always-live or owns no storage.
     region: Vec<Option<u32>>,
     occupied: Vec<u64>,
@@ -75,6 +76,26 @@ struct Floors {
 }
 
 impl Floors {
+    /// The floors of the flip set `flipped` (a flag per tensor; those past the last ignored)
+    /// whose roots live
+    /// over `spans`.
+    pub(super) fn of_spans(
+        resolved: &ResolvedGraph,
+        flipped: &[bool],
+        spans: &[Option<LiveInterval>],
+        by_dtype: bool,
+    ) -> Floors {
+        let mut floors = Floors::new(resolved, by_dtype);
+        let flipped = &flipped[..flipped.len().min(resolved.tensors.len())];
+        for (t, _) in flipped.iter().enumerate().filter(|(_, f)| **f) {
+            floors.flipped(t, true);
+        }
+        for (r, &span) in spans.iter().enumerate() {
+            floors.moved(r, None, span);
+        }
+        floors
+    }
+
     fn new(resolved: &ResolvedGraph, by_dtype: bool) -> Floors {
         let positions = resolved.positions.len();
         let mut keys: Vec<(usize, Option<DType>)> = Vec::new();
@@ -131,7 +152,7 @@ impl Floors {
     }
 
     /// Per device, the sum of its regions' peaks; and the always-live bytes.
-    fn floors(&self) -> (Vec<u64>, u64) {
+    pub(super) fn floors(&self) -> (Vec<u64>, u64) {
         let mut floors = vec![0u64; self.device_count];
         for (live, &device) in self.live.iter().zip(&self.devices) {
             let peak = u64::try_from(live.peak()).unwrap_or(u64::MAX);
@@ -179,12 +200,7 @@ impl FlipSpans {
                 });
             }
         }
-        let mut producers: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (s, step) in resolved.steps.iter().enumerate() {
-            for r in step.writes.iter().filter_map(|&t| root(t)) {
-                producers[r as usize].push(s as u32);
-            }
-        }
+        let producers = Uses::of(resolved).producers;
         let mut takers: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (s, source) in sources.iter().enumerate() {
             for &r in &source.uses {
@@ -201,7 +217,7 @@ impl FlipSpans {
         let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); n];
         for f in (0..n).filter(|&f| candidate[f] && is_root[f]) {
             for &s in &producers[f] {
-                for &q in &reads[s as usize] {
+                for &q in &reads[s] {
                     let q = q as usize;
                     if q != f && candidate[q] && !dependents[q].contains(&(f as u32)) {
                         dependents[q].push(f as u32);
@@ -331,7 +347,7 @@ impl FlipSpans {
         }
         let mut roots = Vec::new();
         for k in 0..self.producers[r].len() {
-            let s = self.producers[r][k] as usize;
+            let s = self.producers[r][k];
             for j in 0..self.reads[s].len() {
                 let q = self.reads[s][j] as usize;
                 if q == r {
@@ -368,16 +384,18 @@ impl FlipSpans {
     /// Flips `k` if it is not, else stores it again.
     fn toggle(&mut self, k: usize) {
         let now = !self.flags[k];
-        // The flipped roots whose expansions can change: `k` and those reading it through
-        // flipped roots, under the flags after the toggle.
+        // The flipped roots whose expansions can change, marked pending: `k` and those reading
+        // it through flipped roots, under the flags after the toggle.
         let mut changed = vec![k];
+        self.pending[k] = true;
         let mut at = 0;
         while at < changed.len() {
             let q = changed[at];
             at += 1;
             for &f in &self.dependents[q] {
                 let f = f as usize;
-                if self.flags[f] && f != k && !changed.contains(&f) {
+                if self.flags[f] && !self.pending[f] {
+                    self.pending[f] = true;
                     changed.push(f);
                 }
             }
@@ -403,7 +421,6 @@ impl FlipSpans {
         // Every other expansion stands.
         for &r in &changed {
             self.expansion[r].clear();
-            self.pending[r] = true;
         }
         for &r in &changed {
             self.expand(r);
