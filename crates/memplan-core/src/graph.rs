@@ -686,8 +686,12 @@ pub type IdIndex = rustc_hash::FxHashMap<String, usize>;
 /// The index of each id, borrowed from the graph while it is resolved.
 type Ids<'a> = rustc_hash::FxHashMap<&'a str, usize>;
 
-fn index_ids<'a>(what: Element, ids: impl Iterator<Item = &'a str>) -> Result<Ids<'a>, GraphError> {
-    let mut map = Ids::default();
+fn index_ids<'a>(
+    what: Element,
+    ids: impl ExactSizeIterator<Item = &'a str>,
+) -> Result<Ids<'a>, GraphError> {
+    // Made at its size: growing a million-entry map rehashed it twenty times.
+    let mut map = Ids::with_capacity_and_hasher(ids.len(), Default::default());
     for (index, id) in ids.enumerate() {
         if id.is_empty() {
             return Err(GraphError::EmptyId { what, index });

@@ -21,7 +21,7 @@ mod flips;
 
 pub(crate) use flips::FlipSpans;
 
-use crate::graph::{Graph, ResolvedGraph, Storage};
+use crate::graph::{Graph, ResolvedGraph, ResolvedStep, Storage};
 use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 
 /// The planning problem of a graph, with the map back to its tensors.
@@ -45,30 +45,81 @@ pub struct Liveness {
 /// each in schedule order and once; empty for views and elided tensors.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Uses {
-    pub producers: Vec<Vec<usize>>,
-    pub consumers: Vec<Vec<usize>>,
+    pub producers: Lists,
+    pub consumers: Lists,
 }
 
 impl Uses {
     pub fn of(resolved: &ResolvedGraph) -> Uses {
-        let n = resolved.tensors.len();
-        let (mut producers, mut consumers) = (vec![Vec::new(); n], vec![Vec::new(); n]);
-        for (s, step) in resolved.steps.iter().enumerate() {
-            for (list, tensors) in [
-                (&mut producers, &step.writes),
-                (&mut consumers, &step.reads),
-            ] {
-                for r in tensors.iter().filter_map(|&t| resolved.root(t)) {
-                    if list[r].last() != Some(&s) {
-                        list[r].push(s);
+        let lists = |of: fn(&ResolvedStep) -> &[usize]| {
+            Lists::collect(resolved.tensors.len(), |push| {
+                for (s, step) in resolved.steps.iter().enumerate() {
+                    for r in of(step).iter().filter_map(|&t| resolved.root(t)) {
+                        push(r, s);
                     }
                 }
-            }
-        }
+            })
+        };
         Uses {
-            producers,
-            consumers,
+            producers: lists(|step| &step.writes),
+            consumers: lists(|step| &step.reads),
         }
+    }
+}
+
+/// A list of indices per element, held in two vectors: a million tensors' producers are two
+/// allocations, not a million.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lists {
+    /// List `i` is `items[starts[i]..starts[i + 1]]`.
+    starts: Vec<usize>,
+    items: Vec<usize>,
+}
+
+impl Lists {
+    /// `n` lists, filled by `each`, which calls `push(list, item)` for each item in order (and
+    /// is called twice: once to count, once to fill). An item pushed onto a list that ends
+    /// with it already is not added again.
+    pub fn collect(n: usize, each: impl Fn(&mut dyn FnMut(usize, usize))) -> Lists {
+        let mut last = vec![usize::MAX; n];
+        let mut starts = vec![0; n + 1];
+        each(&mut |list, item| {
+            if last[list] != item {
+                last[list] = item;
+                starts[list + 1] += 1;
+            }
+        });
+        for i in 0..n {
+            starts[i + 1] += starts[i];
+        }
+        let mut items = vec![0; starts[n]];
+        let mut next = starts[..n].to_vec();
+        last.fill(usize::MAX);
+        each(&mut |list, item| {
+            if last[list] != item {
+                last[list] = item;
+                items[next[list]] = item;
+                next[list] += 1;
+            }
+        });
+        Lists { starts, items }
+    }
+
+    /// How many lists.
+    pub fn len(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::ops::Index<usize> for Lists {
+    type Output = [usize];
+
+    fn index(&self, list: usize) -> &[usize] {
+        &self.items[self.starts[list]..self.starts[list + 1]]
     }
 }
 
@@ -694,6 +745,31 @@ mod tests {
                     ..Graph::default()
                 }
             })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn lists_hold_what_was_pushed_without_repeats(
+            n in 1usize..8,
+            pushes in proptest::collection::vec((0usize..8, 0usize..5), 0..40),
+        ) {
+            let pushes: Vec<(usize, usize)> = pushes.into_iter().map(|(l, i)| (l % n, i)).collect();
+            let lists = Lists::collect(n, |push| {
+                for &(list, item) in &pushes {
+                    push(list, item);
+                }
+            });
+            let mut expected: Vec<Vec<usize>> = vec![Vec::new(); n];
+            for &(list, item) in &pushes {
+                if expected[list].last() != Some(&item) {
+                    expected[list].push(item);
+                }
+            }
+            proptest::prop_assert_eq!(lists.len(), n);
+            for (list, items) in expected.iter().enumerate() {
+                proptest::prop_assert_eq!(&lists[list], &items[..]);
+            }
+        }
     }
 
     proptest::proptest! {

@@ -103,8 +103,8 @@ pub(crate) struct DeviceEvents {
     first: usize,
     /// Open allocations by address, oldest first: tensor indices.
     open: HashMap<u64, Vec<usize>>,
-    /// Each allocation's id and live events; [`NEVER_FREED`] until its free.
-    lifetimes: Vec<(String, u64, u64)>,
+    /// Each allocation's live events (tensor `first + i`); [`NEVER_FREED`] until its free.
+    lifetimes: Vec<(u64, u64)>,
     orphan_frees: usize,
 }
 
@@ -169,11 +169,10 @@ impl DeviceEvents {
         stack: Arc<[Frame]>,
     ) {
         let t = all.tensors.len();
-        let id = format!("alloc{t}");
         self.open.entry(address).or_default().push(t);
         let site = all.stacks.site(&stack);
         all.tensors.push(Tensor {
-            id: id.clone(),
+            id: format!("alloc{t}"),
             name: Some(allocation_name(site.as_deref(), size, address, stream)),
             bytes: Some(size),
             device: Some(self.device.clone()),
@@ -186,7 +185,7 @@ impl DeviceEvents {
             allocated_at: at,
             freed_at: None,
         });
-        self.lifetimes.push((id, at, NEVER_FREED));
+        self.lifetimes.push((at, NEVER_FREED));
     }
 
     /// Event `at` frees `address`: the size of the tensor it ends, if one was open there.
@@ -199,7 +198,7 @@ impl DeviceEvents {
         let start = all.recorded.allocations[t].allocated_at;
         all.recorded.allocations[t].freed_at = Some(at);
         // An allocation freed at its own event lives one event.
-        self.lifetimes[t - self.first].2 = at.max(start + 1);
+        self.lifetimes[t - self.first].1 = at.max(start + 1);
         all.tensors[t].bytes
     }
 
@@ -208,6 +207,7 @@ impl DeviceEvents {
     pub(crate) fn finish(self, all: &mut Allocations, events: u64, record: DeviceRecord) {
         let DeviceEvents {
             device,
+            first,
             mut lifetimes,
             orphan_frees,
             ..
@@ -218,8 +218,8 @@ impl DeviceEvents {
             ));
         }
         let mut never = 0;
-        for l in lifetimes.iter_mut().filter(|l| l.2 == NEVER_FREED) {
-            l.2 = events;
+        for l in lifetimes.iter_mut().filter(|l| l.1 == NEVER_FREED) {
+            l.1 = events;
             never += 1;
         }
         if never > 0 {
@@ -230,11 +230,14 @@ impl DeviceEvents {
         if lifetimes.is_empty() {
             return;
         }
-        all.steps.extend(steps_of_lifetimes(
+        let tensors = &all.tensors;
+        let steps = steps_of_lifetimes(
             &lifetimes,
+            |i| &tensors[first + i].id,
             &format!("{device} "),
             Some(&device),
-        ));
+        );
+        all.steps.extend(steps);
         all.recorded.devices.push(RecordedDevice {
             device: device.clone(),
             events,

@@ -262,11 +262,13 @@ pub fn load_with(
         }
         Format::MinimallocCsv => {
             let i = minimalloc::parse(text)?;
-            let given_plan = i.offsets.map(|offsets| GivenPlan {
-                planner: "the CSV".into(),
-                offsets: offsets.into_iter().map(Some).collect(),
-            });
-            Loaded::resolved(format, i.graph, given_plan, None, Vec::new())
+            Ok(Loaded {
+                given_plan: i.offsets.map(|offsets| GivenPlan {
+                    planner: "the CSV".into(),
+                    offsets: offsets.into_iter().map(Some).collect(),
+                }),
+                ..Loaded::plain(format, i.graph, i.resolved)
+            })
         }
     }
 }

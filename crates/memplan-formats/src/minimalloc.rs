@@ -18,28 +18,19 @@
 //! as times (`upper = last + 1`); the
 //! alignments when any is not 1, and the offsets of a plan when one is given.
 
-use rustc_hash::FxHashSet as HashSet;
-
-use memplan_core::graph::{Graph, Step, Tensor};
+use memplan_core::graph::{Element, Graph, GraphError, ResolvedGraph, Step, Tensor};
 use memplan_core::{Lifetime, Problem};
 
 use crate::FormatError;
 
-/// What a minimalloc CSV holds: the buffers as a graph, and the offsets when the file gives them.
+/// What a minimalloc CSV holds: the buffers as a graph, resolved, and the offsets when the file
+/// gives them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Imported {
     pub graph: Graph,
+    pub resolved: ResolvedGraph,
     /// The `offset` column, one per tensor in graph order.
     pub offsets: Option<Vec<u64>>,
-}
-
-struct Row {
-    id: String,
-    lower: u64,
-    upper: u64,
-    size: u64,
-    alignment: Option<u64>,
-    offset: Option<u64>,
 }
 
 /// The columns read, each under the names upstream's parser accepts for it (its older files
@@ -51,7 +42,9 @@ const UPPER: [&str; 1] = ["upper"];
 const END: [&str; 1] = ["end"];
 const OTHERS: [&str; 3] = ["size", "alignment", "offset"];
 
-/// Parses a minimalloc CSV.
+/// Parses a minimalloc CSV and resolves its graph. A row is read into its tensor and its
+/// lifetime and nothing else is kept of it; ids are checked unique once, by the resolve, whose
+/// error is given the row's line.
 pub fn parse(text: &str) -> Result<Imported, FormatError> {
     let err = |line: u64, message: String| FormatError::Csv { line, message };
     // Headers and numbers are trimmed; ids are kept verbatim, so an id with surrounding spaces
@@ -124,13 +117,20 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
     let alignment = column(&["alignment"], "alignment")?;
     let offset = column(&["offset"], "offset")?;
 
-    let mut rows = Vec::new();
-    let mut seen = HashSet::default();
-    for (k, record) in reader.records().enumerate() {
-        let line = k as u64 + 2;
-        let record = record.map_err(|e| err(line, e.to_string()))?;
+    let mut tensors = Vec::new();
+    let mut lifetimes = Vec::new();
+    let mut offsets = offset.map(|_| Vec::new());
+    let mut record = csv::ByteRecord::new();
+    for line in 2u64.. {
+        match reader.read_byte_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return Err(err(line, e.to_string())),
+        }
+        // The text is UTF-8, and the reader splits it only at ASCII bytes.
+        let text_of = |c: usize| std::str::from_utf8(record.get(c).unwrap_or(b"")).unwrap_or("");
         let field = |c: usize, name: &str| -> Result<u64, FormatError> {
-            let text = record.get(c).unwrap_or("").trim();
+            let text = text_of(c).trim();
             text.parse::<u64>().map_err(|_| {
                 err(
                     line,
@@ -139,12 +139,9 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
             })
         };
         let optional = |c: Option<usize>, name: &str| c.map(|c| field(c, name)).transpose();
-        let row_id = record.get(id).unwrap_or("").to_string();
+        let row_id = text_of(id);
         if row_id.trim().is_empty() {
             return Err(err(line, "empty `id`".into()));
-        }
-        if !seen.insert(row_id.clone()) {
-            return Err(err(line, format!("duplicate id `{row_id}`")));
         }
         let lower = field(start, &headers[start])?;
         let mut upper = field(stop, &headers[stop])?;
@@ -159,50 +156,78 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
                 format!("buffer `{row_id}`: lower {lower} is not below upper {upper}"),
             ));
         }
-        let row = Row {
-            id: row_id,
-            lower,
-            upper,
-            size: field(size, "size")?,
-            alignment: optional(alignment, "alignment")?,
-            offset: optional(offset, "offset")?,
-        };
+        let bytes = field(size, "size")?;
+        let row_alignment = optional(alignment, "alignment")?;
         // A placement's end must be an address: offset plus the bytes it occupies.
-        if let Some(offset) = row.offset {
+        if let (Some(offsets), Some(offset)) = (&mut offsets, optional(offset, "offset")?) {
             // (An alignment that is not a power of two is refused when the graph resolves.)
-            let occupied = match row.alignment.filter(|a| a.is_power_of_two()) {
-                Some(alignment) => memplan_core::graph::align_up(row.size, alignment),
-                None => Some(row.size),
+            let occupied = match row_alignment.filter(|a| a.is_power_of_two()) {
+                Some(alignment) => memplan_core::graph::align_up(bytes, alignment),
+                None => Some(bytes),
             };
             if occupied.and_then(|o| offset.checked_add(o)).is_none() {
                 return Err(err(
                     line,
                     format!(
-                        "buffer `{}`: offset {offset} plus its {} bytes passes 2^64",
-                        row.id, row.size
+                        "buffer `{row_id}`: offset {offset} plus its {bytes} bytes passes 2^64"
                     ),
                 ));
             }
+            offsets.push(offset);
         }
-        rows.push(row);
+        tensors.push(Tensor {
+            id: row_id.to_string(),
+            bytes: Some(bytes),
+            alignment: row_alignment,
+            ..Tensor::default()
+        });
+        lifetimes.push((lower, upper));
     }
-    Ok(build(rows))
+    let steps = steps_of_lifetimes(&lifetimes, |t| &tensors[t].id, "", None);
+    let graph = Graph {
+        tensors,
+        steps,
+        // Buffers and lifetimes, no ops: nothing can be recomputed.
+        remat_candidates: Some(Vec::new()),
+        ..Graph::default()
+    };
+    let resolved = graph.resolve().map_err(|e| match e {
+        // The second row of the id: tensors are the rows in order, from line 2.
+        GraphError::DuplicateId {
+            what: Element::Tensor,
+            id,
+        } => {
+            let second = (graph.tensors.iter().enumerate())
+                .filter(|(_, t)| t.id == id)
+                .nth(1)
+                .map_or(0, |(t, _)| t as u64);
+            err(second + 2, format!("duplicate id `{id}`"))
+        }
+        e => FormatError::Graph(e),
+    })?;
+    Ok(Imported {
+        graph,
+        resolved,
+        offsets,
+    })
 }
 
 /// The schedule that gives buffers with half-open lifetimes `[lower, upper)` (`lower < upper`)
 /// their conflicts: one step per distinct start time, in time order, writing the buffers that
 /// start then and reading those whose last start-time position it is (see the module docs).
-/// Steps are named `<prefix>t=<time>` and run on `device` (the first device when `None`).
+/// Buffer `i` is the tensor `id(i)`. Steps are named `<prefix>t=<time>` and run on `device` (the
+/// first device when `None`).
 /// They are pinned: they stand for given lifetimes (a problem's, or a recorded run's events),
 /// not for operators whose dataflow would let them move, so no reorder moves them.
-pub(crate) fn steps_of_lifetimes(
-    lifetimes: &[(String, u64, u64)],
+pub(crate) fn steps_of_lifetimes<'a>(
+    lifetimes: &[(u64, u64)],
+    id: impl Fn(usize) -> &'a str,
     prefix: &str,
     device: Option<&str>,
 ) -> Vec<Step> {
     // Each lifetime's first and last position, from its ends in sorted order: a sweep, where a
     // binary search per end missed the cache at every step on a million rows.
-    let ends_sorted = |end: &dyn Fn(&(String, u64, u64)) -> u64| {
+    let ends_sorted = |end: &dyn Fn(&(u64, u64)) -> u64| {
         let mut sorted: Vec<(u64, usize)> = (lifetimes.iter().enumerate())
             .map(|(i, l)| (end(l), i))
             .collect();
@@ -211,7 +236,7 @@ pub(crate) fn steps_of_lifetimes(
     };
     let mut times: Vec<u64> = Vec::new();
     let mut first = vec![0; lifetimes.len()];
-    for (lower, i) in ends_sorted(&|l| l.1) {
+    for (lower, i) in ends_sorted(&|l| l.0) {
         if times.last() != Some(&lower) {
             times.push(lower);
         }
@@ -221,18 +246,26 @@ pub(crate) fn steps_of_lifetimes(
     // own lower).
     let mut last = vec![0; lifetimes.len()];
     let mut at = 0;
-    for (end, i) in ends_sorted(&|l| l.2 - 1) {
+    for (end, i) in ends_sorted(&|l| l.1 - 1) {
         while at < times.len() && times[at] <= end {
             at += 1;
         }
         last[i] = at - 1;
     }
-    let mut writes: Vec<Vec<String>> = vec![Vec::new(); times.len()];
-    let mut reads: Vec<Vec<String>> = vec![Vec::new(); times.len()];
-    for (i, (id, ..)) in lifetimes.iter().enumerate() {
-        writes[first[i]].push(id.clone());
-        if last[i] != first[i] {
-            reads[last[i]].push(id.clone());
+    // Each list made at its length: a million rows make as many lists as distinct starts.
+    let mut counts = vec![(0, 0); times.len()];
+    for (&f, &l) in first.iter().zip(&last) {
+        counts[f].0 += 1;
+        if l != f {
+            counts[l].1 += 1;
+        }
+    }
+    let mut writes: Vec<Vec<String>> = counts.iter().map(|c| Vec::with_capacity(c.0)).collect();
+    let mut reads: Vec<Vec<String>> = counts.iter().map(|c| Vec::with_capacity(c.1)).collect();
+    for (i, (&f, &l)) in first.iter().zip(&last).enumerate() {
+        writes[f].push(id(i).to_string());
+        if l != f {
+            reads[l].push(id(i).to_string());
         }
     }
     (times.iter().zip(writes).zip(reads))
@@ -246,34 +279,6 @@ pub(crate) fn steps_of_lifetimes(
             ..Step::default()
         })
         .collect()
-}
-
-fn build(rows: Vec<Row>) -> Imported {
-    let lifetimes: Vec<(String, u64, u64)> = rows
-        .iter()
-        .map(|r| (r.id.clone(), r.lower, r.upper))
-        .collect();
-    let steps = steps_of_lifetimes(&lifetimes, "", None);
-    let offsets = rows.iter().map(|r| r.offset).collect::<Option<Vec<u64>>>();
-    let tensors = rows
-        .into_iter()
-        .map(|r| Tensor {
-            id: r.id,
-            bytes: Some(r.size),
-            alignment: r.alignment,
-            ..Tensor::default()
-        })
-        .collect();
-    Imported {
-        graph: Graph {
-            tensors,
-            steps,
-            // Buffers and lifetimes, no ops: nothing can be recomputed.
-            remat_candidates: Some(Vec::new()),
-            ..Graph::default()
-        },
-        offsets,
-    }
 }
 
 /// Writes `problem` as minimalloc CSV, with `offsets` (one per buffer, e.g.

@@ -16,7 +16,7 @@
 //! (through candidates) reads it back; a producer reading its own output adds nothing either
 //! way. Only candidates are toggled; a set with another tensor is derived in full by the caller.
 
-use super::Uses;
+use super::{Lists, Uses};
 use crate::dtype::DType;
 use crate::graph::{ResolvedGraph, Storage, align_up};
 use crate::problem::LiveInterval;
@@ -34,7 +34,7 @@ struct Source {
 pub(crate) struct FlipSpans {
     sources: Vec<Source>,
     /// Per root, the steps that write it (the producers its expansion reads through).
-    producers: Vec<Vec<usize>>,
+    producers: Lists,
     /// Per root, the sources among whose uses it is, once each.
     takers: Vec<Vec<u32>>,
     /// Per candidate root, the other candidate roots whose producers read it.
