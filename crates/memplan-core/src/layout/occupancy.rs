@@ -8,7 +8,9 @@
 //! two root paths of its first and last positions (it touches them). So a query for `[a, b]`
 //! reads the `touching` union of its own canonical nodes and the `covering` union of every
 //! node on the root paths of `a` and `b`: exactly the buffers that overlap `[a, b]`, in
-//! O(log T) merged lists, each as short as the address map is fragmented there.
+//! O(log T) merged lists, each as short as the address map is fragmented there. No item's
+//! span holds a node above the level of the longest span's canonical nodes, so nothing reads
+//! or fills a union up there: a schedule of short lifetimes skips the tree's top levels.
 //!
 //! The unions hold addresses in units of the region's [`grain`]: a decode puts each buffer at 0
 //! or at an end of others rounded up to its alignment, as the exact search's canonical layouts
@@ -261,6 +263,11 @@ struct Occupancy<W> {
     /// Per item, the leaf span `[lo, hi)` of its live interval (see [`Occupancy::span`]).
     spans: Vec<(u32, u32)>,
     leaves: usize,
+    /// The least node a query reads: the nodes above it lie wholly inside no item's span, so
+    /// no query reads their `touching` union and no `covering` one holds anything. A problem
+    /// of short lifetimes over a long schedule keeps the tree's top levels out of every insert
+    /// and query.
+    lowest: usize,
     nodes: Vec<Node<W>>,
     pool: Pool<W>,
     walk: WalkBuffers<W>,
@@ -273,6 +280,7 @@ impl<W: Unit> Occupancy<W> {
             starts: Vec::new(),
             spans: Vec::new(),
             leaves: 0,
+            lowest: 1,
             nodes: Vec::new(),
             pool: Pool::default(),
             walk: WalkBuffers::default(),
@@ -304,6 +312,13 @@ impl<W: Unit> Occupancy<W> {
             self.spans[i].1 = reached as u32;
         }
         self.leaves = self.starts.len().next_power_of_two();
+        // The longest span's canonical nodes are the highest any item has: `2^level` leaves fit
+        // in it.
+        let longest = (self.spans.iter())
+            .map(|&(lo, hi)| hi - lo)
+            .max()
+            .unwrap_or(1);
+        self.lowest = (self.leaves >> longest.ilog2()).max(1);
         self.nodes.clear();
         self.nodes.resize(2 * self.leaves, Node::default());
         self.pool.clear();
@@ -315,15 +330,16 @@ impl<W: Unit> Occupancy<W> {
         (lo as usize + self.leaves, hi as usize + self.leaves)
     }
 
-    /// The nodes on the root paths of nodes `lo` and `hi`, each once.
-    fn root_paths(mut lo: usize, mut hi: usize, mut visit: impl FnMut(usize)) {
-        while lo != hi {
+    /// The nodes on the root paths of nodes `lo` and `hi` (on one level), each once, up to
+    /// node `lowest`.
+    fn root_paths(mut lo: usize, mut hi: usize, lowest: usize, mut visit: impl FnMut(usize)) {
+        while lo != hi && lo >= lowest {
             visit(lo);
             visit(hi);
             lo /= 2;
             hi /= 2;
         }
-        while lo >= 1 {
+        while lo >= lowest {
             visit(lo);
             lo /= 2;
         }
@@ -365,7 +381,7 @@ impl<W: Unit> Occupancy<W> {
         // canonical node on a path does not stop its own climb.
         let (nodes, pool) = (&mut self.nodes, &mut self.pool);
         for mut n in [lo / 2, (hi - 1) / 2] {
-            while n >= 1 && pool.insert(&mut nodes[n].touching, offset, end) {
+            while n >= self.lowest && pool.insert(&mut nodes[n].touching, offset, end) {
                 n /= 2;
             }
         }
@@ -381,7 +397,9 @@ impl<W: Unit> Occupancy<W> {
     fn ranges_read(&self, (lo, hi): (usize, usize)) -> usize {
         let mut read = 0;
         Self::canonical(lo, hi, |n| read += self.nodes[n].touching.len as usize);
-        Self::root_paths(lo, hi - 1, |n| read += self.nodes[n].covering.len as usize);
+        Self::root_paths(lo, hi - 1, self.lowest, |n| {
+            read += self.nodes[n].covering.len as usize
+        });
         read
     }
 
@@ -418,7 +436,7 @@ impl<W: Unit> Occupancy<W> {
             }
         };
         Self::canonical(lo, hi, |n| add(n, false));
-        Self::root_paths(lo, hi - 1, |n| add(n, true));
+        Self::root_paths(lo, hi - 1, self.lowest, |n| add(n, true));
         if !unions.is_empty() {
             unions.swap(0, longest.1);
         }
@@ -570,6 +588,7 @@ impl Occupancy<u32> {
             starts: self.starts,
             spans: self.spans,
             leaves: self.leaves,
+            lowest: self.lowest,
             nodes,
             pool: Pool {
                 slots: self.pool.slots.iter().map(widen).collect(),
