@@ -273,12 +273,14 @@ fn overlaps_in_time(
             (span.first, span.last, offset, end, b)
         })
         .collect();
-    by_start.sort_unstable_by_key(|&(first, .., b)| (first, b));
-    // The members in the order they stop being live; a cursor retires them.
+    // By first position, then buffer: the members come in buffer order and the sort is stable.
+    radsort::sort_by_key(&mut by_start, |&(first, ..)| first);
+    // The members in the order they stop being live (in any order among equals: all retire
+    // before the next later start); a cursor retires them.
     let mut by_last: Vec<(u32, u64, usize)> = (by_start.iter())
         .map(|&(_, last, offset, _, b)| (last, offset, b))
         .collect();
-    by_last.sort_unstable();
+    radsort::sort_by_key(&mut by_last, |&(last, ..)| last);
     let mut retired = 0;
     let mut live: BTreeMap<(u64, usize), u64> = BTreeMap::new();
     for (first, _, offset, end, b) in by_start {
@@ -311,6 +313,10 @@ fn overlaps_across_classes(
     members: &[usize],
     found: &mut Vec<Violation>,
 ) {
+    let class = |b: usize| problem.buffers[b].dtype;
+    if members.iter().all(|&b| class(b) == class(members[0])) {
+        return;
+    }
     // Per class, the union of its members' ranges, as merged disjoint runs.
     let mut ranges: Vec<(u64, u64, Option<DType>, usize)> = members
         .iter()
