@@ -1037,7 +1037,7 @@ fn resolve_views(
 
 /// Groups the schedule into positions: each top-level step, each loop as one.
 fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphError> {
-    let mut positions: Vec<Position> = Vec::new();
+    let mut positions: Vec<Position> = Vec::with_capacity(steps.len());
     let mut closed = vec![false; g.loops.len()];
     for (i, s) in steps.iter().enumerate() {
         match (s.loop_index, positions.last_mut()) {

@@ -278,13 +278,23 @@ fn without_position(e: &serde_json::Error) -> String {
 /// program) into its [`Graph`], structure errors with their JSON path.
 fn read_graph(text: &str) -> Result<Graph, FormatError> {
     // Read plainly, and again tracking the path only when that fails: the tracking costs a
-    // tenth of a large dump's load, and the second read meets the same error.
-    let top = GraphTop::deserialize(&mut serde_json::Deserializer::from_str(text))
-        .or_else(|_| {
-            let mut de = serde_json::Deserializer::from_str(text);
-            serde_path_to_error::deserialize::<_, GraphTop>(&mut de)
-        })
-        .map_err(|e| FormatError::structure(&e.path().to_string(), &without_position(e.inner())))?;
+    // tenth of a large dump's load, and the second read meets the same error. The web bundle
+    // reads with the tracking only: the plain read is a second copy of every field's reader
+    // (4 KiB of the worker gzipped), and the page's dumps are small.
+    let tracked = || {
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize::<_, GraphTop>(&mut de)
+    };
+    let plain = match cfg!(target_family = "wasm") {
+        true => None,
+        false => GraphTop::deserialize(&mut serde_json::Deserializer::from_str(text)).ok(),
+    };
+    let top = match plain {
+        Some(top) => top,
+        None => tracked().map_err(|e| {
+            FormatError::structure(&e.path().to_string(), &without_position(e.inner()))
+        })?,
+    };
     let mut rest = top.rest;
     // The typed fields stand in as empty lists, so a missing one is still missing.
     for (key, given) in [
