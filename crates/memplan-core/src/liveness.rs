@@ -144,23 +144,18 @@ pub fn taken_per_position(resolved: &ResolvedGraph, flipped: &[bool]) -> Vec<Vec
 fn for_each_taken(resolved: &ResolvedGraph, flipped: &[bool], mut take: impl FnMut(usize, usize)) {
     let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
     // The steps that write each flipped root.
-    let mut producers: Vec<Vec<usize>> = vec![
-        Vec::new();
-        if flipped.is_empty() {
-            0
-        } else {
-            resolved.tensors.len()
-        }
-    ];
-    if !flipped.is_empty() {
-        for (s, step) in resolved.steps.iter().enumerate() {
-            for &w in &step.writes {
-                if let Some(r) = resolved.root(w).filter(|&r| is_flipped(r)) {
-                    producers[r].push(s);
+    let producers = match flipped.is_empty() {
+        true => Lists::default(),
+        false => Lists::collect(resolved.tensors.len(), |push| {
+            for (s, step) in resolved.steps.iter().enumerate() {
+                for &w in &step.writes {
+                    if let Some(r) = resolved.root(w).filter(|&r| is_flipped(r)) {
+                        push(r, s);
+                    }
                 }
             }
-        }
-    }
+        }),
+    };
     // What a use of flipped root `r` reads instead: its producers' reads, expanded (memoized; a
     // producer that reads what it writes is not expanded twice: a root met again while being
     // expanded adds nothing there).
@@ -168,7 +163,7 @@ fn for_each_taken(resolved: &ResolvedGraph, flipped: &[bool], mut take: impl FnM
     fn expand(
         r: usize,
         resolved: &ResolvedGraph,
-        producers: &[Vec<usize>],
+        producers: &Lists,
         is_flipped: &dyn Fn(usize) -> bool,
         expansion: &mut Vec<Option<Vec<usize>>>,
         visiting: &mut Vec<bool>,
