@@ -377,16 +377,36 @@ test('a binary file reaches the worker byte for byte', async () => {
   assert.match(await testid('error').locator('span').innerText(), /^model\.onnx: ONNX: the protobuf does not decode/);
 });
 
+/** The share of the plot area of canvas `id` that is not white, read from its pixels. */
+async function inkedShare(id) {
+  return page.evaluate((id) => {
+    const canvas = document.querySelector(`[data-testid=${id}]`);
+    const [x, y, w, h] = canvas.dataset.area.split(',').map(Number);
+    const scale = canvas.width / canvas.clientWidth;
+    const pixels = canvas.getContext('2d').getImageData(Math.ceil(x * scale), Math.ceil(y * scale), Math.floor(w * scale), Math.floor(h * scale)).data;
+    let inked = 0;
+    for (let i = 0; i < pixels.length; i += 4) if (pixels[i] < 250 || pixels[i + 1] < 250 || pixels[i + 2] < 250) inked++;
+    return inked / (pixels.length / 4);
+  }, id);
+}
+
 test('a 10k-tensor dump loads, plans and draws every bar; 50k rectangles draw, pan and zoom', async () => {
   // Their times are measured by scripts/browser-bench.mjs.
   await page.goto(`${server.url}?strategy=best`);
   await testid('summary').waitFor();
   await testid('file-input').setInputFiles({ name: 'ten-k.csv', mimeType: 'text/csv', buffer: Buffer.from(syntheticCsv(10000)) });
   await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]')?.dataset.items === '10000', null, { timeout: 60000 });
+  assert.equal(await testid('timeline-canvas').getAttribute('data-fills'), 'rects', 'a few rows shown: each its own fill');
   await page.goto(`${server.url}?strategy=first-fit&view=arena`);
   await testid('summary').waitFor();
   await testid('file-input').setInputFiles({ name: 'fifty-k.csv', mimeType: 'text/csv', buffer: Buffer.from(syntheticCsv(50000)) });
   await page.waitForFunction(() => document.querySelector('[data-testid=arena-canvas]')?.dataset.items === '50000', null, { timeout: 120000 });
+  // 50k rectangles in the window: filled in a pixel buffer. They cover what the canvas's own
+  // fills cover (45% of this map, measured both ways: the footprint is the map's top, and
+  // the usage is well below it most of the time).
+  assert.equal(await testid('arena-canvas').getAttribute('data-fills'), 'pixels');
+  const inked = await inkedShare('arena-canvas');
+  assert.ok(inked > 0.4 && inked < 0.5, `the buffers cover ${inked} of the map`);
   const box = await testid('arena-canvas').boundingBox();
   const window0 = await testid('arena-canvas').getAttribute('data-window');
   for (let i = 0; i < 4; i++) {

@@ -12,6 +12,7 @@
 pub mod color;
 pub mod model;
 pub mod program;
+pub mod raster;
 pub mod scene;
 pub mod svg;
 

@@ -145,6 +145,48 @@ pub fn position_ticks(x0: f64, x1: f64, most: usize) -> Vec<u32> {
     ticks
 }
 
+/// The vertices of the line that draws a step curve (`values[p]` over positions `[p, p + 1)`)
+/// through `x0..x1` at `columns` pixels, as `(position, value)`, left to right.
+///
+/// Where a pixel spans at most two positions, every step is drawn: its two corners. Past that
+/// the visible positions split into `columns` runs, and each run gives its first value, its
+/// lowest and highest in the order they come (at the run's middle) and its last: the line
+/// still reaches every run's extremes, so no peak of the curve is lost however far it is
+/// zoomed out, and a curve of a million positions is drawn with a few thousand vertices.
+pub fn step_vertices(values: &[u64], x0: f64, x1: f64, columns: usize) -> Vec<(f64, u64)> {
+    let n = values.len();
+    let lo = (x0.floor().max(0.0) as usize).min(n);
+    let hi = (x1.ceil().max(0.0) as usize).clamp(lo, n);
+    let shown = &values[lo..hi];
+    let columns = columns.max(1);
+    if shown.len() <= 2 * columns {
+        return (shown.iter().enumerate())
+            .flat_map(|(k, &v)| [((lo + k) as f64, v), ((lo + k + 1) as f64, v)])
+            .collect();
+    }
+    let mut out = Vec::with_capacity(4 * columns);
+    for c in 0..columns {
+        let (a, b) = (c * shown.len() / columns, (c + 1) * shown.len() / columns);
+        let run = &shown[a..b];
+        let (mut low, mut high) = (0, 0);
+        for (k, &v) in run.iter().enumerate() {
+            if v < run[low] {
+                low = k;
+            }
+            if v > run[high] {
+                high = k;
+            }
+        }
+        let middle = (lo + a) as f64 + run.len() as f64 / 2.0;
+        let (first, second) = (low.min(high), low.max(high));
+        out.push(((lo + a) as f64, run[0]));
+        out.push((middle, run[first]));
+        out.push((middle, run[second]));
+        out.push(((lo + b) as f64, run[run.len() - 1]));
+    }
+    out
+}
+
 /// Timeline rows: row `k` shows buffer `rows[k]` over its live interval, at `y = k..k+1`.
 pub fn timeline_rows(model: &ViewModel, rows: &[usize]) -> Vec<Rect> {
     rows.iter()
@@ -248,6 +290,43 @@ impl Viewport {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_step_curve_with_room_is_drawn_step_by_step() {
+        let v = super::step_vertices(&[3, 5, 1, 4], 1.0, 3.0, 10);
+        assert_eq!(v, vec![(1.0, 5), (2.0, 5), (2.0, 1), (3.0, 1)]);
+    }
+
+    proptest! {
+        /// Zoomed out, each run of positions a pixel covers is drawn by its extremes: the
+        /// vertices reach the highest and lowest value of every run, never a value the run
+        /// does not have, left to right; and there are at most four a pixel.
+        #[test]
+        fn a_dense_step_curve_keeps_every_runs_extremes(
+            values in proptest::collection::vec(0u64..1000, 0..400),
+            columns in 1usize..40,
+        ) {
+            let n = values.len();
+            let v = super::step_vertices(&values, 0.0, n as f64, columns);
+            prop_assert!(v.windows(2).all(|w| w[0].0 <= w[1].0));
+            if n <= 2 * columns {
+                prop_assert_eq!(v.len(), 2 * n);
+                return Ok(());
+            }
+            prop_assert_eq!(v.len(), 4 * columns);
+            for c in 0..columns {
+                let (a, b) = (c * n / columns, (c + 1) * n / columns);
+                let run = &values[a..b];
+                let drawn: Vec<u64> = v[4 * c..4 * c + 4].iter().map(|p| p.1).collect();
+                prop_assert!(drawn.iter().all(|d| run.contains(d)));
+                prop_assert_eq!(drawn.iter().max(), run.iter().max());
+                prop_assert_eq!(drawn.iter().min(), run.iter().min());
+                prop_assert_eq!((v[4 * c].0, v[4 * c + 3].0), (a as f64, b as f64));
+            }
+        }
+    }
+
     #[test]
     fn ticks_are_unique_integers_on_a_round_step() {
         // A window of 5 positions on a wide axis: each tick once, not "0 0 1 1 2".

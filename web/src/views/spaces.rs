@@ -2,7 +2,9 @@
 //! diagnostics, all from the engine's classification in the [`Analysis`](crate::analysis::Analysis).
 
 use leptos::prelude::*;
-use memplan_human::{SpaceRow, space_counts};
+use memplan_human::space_counts;
+
+use crate::analysis::MOST_SPACE_ROWS;
 
 use crate::page::state::PageState;
 
@@ -32,7 +34,7 @@ pub fn SpacesPanel(state: PageState) -> impl IntoView {
                     <table class="data-table" data-testid="spaces-table">
                         <thead><tr><th>"slot"</th><th>"space"</th><th>"access"</th><th>"transfer"</th><th class="num">"bytes"</th><th>"output"</th></tr></thead>
                         <tbody>
-                            {listed(&spaces.rows).into_iter().map(|r| view! {
+                            {spaces.rows.iter().map(|r| view! {
                                 <tr data-testid="space-row">
                                     <td class="name">{r.tensor.clone()}</td>
                                     <td>{r.space.clone()}</td>
@@ -44,32 +46,13 @@ pub fn SpacesPanel(state: PageState) -> impl IntoView {
                             }).collect_view()}
                         </tbody>
                     </table>
-                    {(spaces.rows.len() > MOST_ROWS).then(|| view! {
+                    {(spaces.unlisted > 0).then(|| view! {
                         <p class="small" data-testid="spaces-more">
-                            {format!("+ {} smaller slots not listed (the largest {MOST_ROWS} and every one with an output are)", spaces.rows.len() - listed(&spaces.rows).len())}
+                            {format!("+ {} smaller slots not listed (the largest {MOST_SPACE_ROWS} and every one with an output are)", spaces.unlisted)}
                         </p>
                     })}
                 </div>
             </div>
         }.into_any())
     }
-}
-
-/// The most slots the table lists besides those that hold an output.
-const MOST_ROWS: usize = 200;
-
-/// The rows the table lists, in the engine's order: the largest [`MOST_ROWS`] slots and every
-/// slot that holds an output (a dump of sixty thousand slots would otherwise build as many rows).
-fn listed(rows: &[SpaceRow]) -> Vec<&SpaceRow> {
-    if rows.len() <= MOST_ROWS {
-        return rows.iter().collect();
-    }
-    let mut by_size: Vec<usize> = (0..rows.len()).collect();
-    by_size.sort_by(|&a, &b| rows[b].bytes.cmp(&rows[a].bytes).then(a.cmp(&b)));
-    let mut keep = vec![false; rows.len()];
-    by_size.iter().take(MOST_ROWS).for_each(|&k| keep[k] = true);
-    (rows.iter().zip(keep))
-        .filter(|(r, keep)| *keep || !r.source.is_empty())
-        .map(|(r, _)| r)
-        .collect()
 }

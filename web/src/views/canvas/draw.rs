@@ -8,7 +8,8 @@ use crate::page::url::Tab;
 use leptos::prelude::*;
 use memplan_human::bytes;
 use memplan_render::model::AllocatorDeviceView;
-use memplan_render::scene::{Viewport, position_ticks};
+use memplan_render::raster::Pixels;
+use memplan_render::scene::{Viewport, position_ticks, step_vertices};
 use memplan_render::{DeviceView, ViewModel};
 
 /// The source allocator's curves: what it reserved, and its own count of what it allocated.
@@ -18,6 +19,61 @@ use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
 use super::*;
+
+fn device_pixel_ratio() -> f64 {
+    web_sys::window().map_or(1.0, |w| w.device_pixel_ratio())
+}
+
+/// Past this many rectangles in the window, their fills go to a [`Pixels`] buffer put on the
+/// canvas at once, not a `fillRect` each (see `memplan_render::raster`): below it, the canvas's
+/// own anti-aliased fills, a few milliseconds.
+const PIXEL_FILLS_FROM: usize = 20_000;
+
+/// The device pixels of the plot area `a`, as a buffer the rectangles are filled into (the
+/// area is white when they are drawn).
+struct PixelArea {
+    /// The buffer's top left corner in the canvas's device pixels.
+    origin: (f64, f64),
+    dpr: f64,
+    pixels: Pixels,
+}
+
+impl PixelArea {
+    fn of(a: Area, dpr: f64) -> PixelArea {
+        let origin = ((a.x * dpr).floor(), (a.y * dpr).floor());
+        let width = ((a.x + a.w) * dpr).ceil() - origin.0;
+        let height = ((a.y + a.h) * dpr).ceil() - origin.1;
+        PixelArea {
+            origin,
+            dpr,
+            pixels: Pixels::new(
+                width.max(1.0) as u32,
+                height.max(1.0) as u32,
+                [255, 255, 255],
+            ),
+        }
+    }
+
+    /// Fills `(x, y, w, h)`, in the canvas's CSS pixels.
+    fn fill(&mut self, x: f64, y: f64, w: f64, h: f64, color: [u8; 4]) {
+        let (ox, oy) = self.origin;
+        let at = |x: f64, y: f64| (x * self.dpr - ox, y * self.dpr - oy);
+        self.pixels.fill(at(x, y), at(x + w, y + h), color);
+    }
+
+    /// Puts the buffer on the canvas (in device pixels: no transform or clip applies).
+    fn put(self, ctx: &CanvasRenderingContext2d) {
+        let p = &self.pixels;
+        let image = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
+            wasm_bindgen::Clamped(&p.data),
+            p.width,
+            p.height,
+        );
+        if let Ok(image) = image {
+            let _ = ctx.put_image_data(&image, self.origin.0, self.origin.1);
+        }
+    }
+}
 
 pub(super) fn context(canvas: &web_sys::HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
     canvas.get_context("2d").ok()??.dyn_into().ok()
@@ -53,7 +109,7 @@ pub(super) fn draw(
     let started = performance.as_ref().map(|p| p.now());
     let model = &analysis.model;
     let device = model.clamp_device(state.device.get_untracked());
-    let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
+    let dpr = device_pixel_ratio();
     if width < 1.0 || height < 1.0 {
         return;
     }
@@ -84,26 +140,32 @@ pub(super) fn draw(
     let mut selected_box = None;
     // Rectangles with room for a label, labelled after all are drawn.
     let mut labelled: Vec<(usize, f64, f64, f64, f64, bool)> = Vec::new();
-    ctx.set_stroke_style_str("#ffffff");
-    ctx.set_line_width(0.5);
-    for &k in &scene.draw_order {
+    let shown = |k: &&u32| v.shows(&scene.rects[**k as usize]);
+    // Many rectangles are filled in a pixel buffer, outlined after it is put.
+    let mut pixels = (scene.draw_order.iter().filter(shown).count() > PIXEL_FILLS_FROM)
+        .then(|| PixelArea::of(a, dpr));
+    let mut outlined: Vec<(f64, f64, f64, f64)> = Vec::new();
+    for &k in scene.draw_order.iter().filter(shown) {
         let r = &scene.rects[k as usize];
-        if !v.shows(r) {
-            continue;
-        }
         let (x0, x1) = (px(r.x0.max(v.x0)), px(r.x1.min(v.x1)));
         let (ya, yb) = (py(r.y0.max(v.y0)), py(r.y1.min(v.y1)));
         let (y0, y1) = (ya.min(yb), ya.max(yb));
         let style = scene.style_of[k as usize];
-        if current_style != Some(style) {
-            ctx.set_fill_style_str(&scene.styles[style as usize]);
-            current_style = Some(style);
-        }
         let (w, h) = ((x1 - x0).max(1.0), (y1 - y0).max(1.0));
         let inset = if tab == Tab::Timeline { 1.5 } else { 0.0 };
-        ctx.fill_rect(x0, y0 + inset, w, (h - 2.0 * inset).max(1.0));
+        let (fill_y, fill_h) = (y0 + inset, (h - 2.0 * inset).max(1.0));
+        match pixels.as_mut() {
+            Some(p) => p.fill(x0, fill_y, w, fill_h, scene.rgba[style as usize]),
+            None => {
+                if current_style != Some(style) {
+                    ctx.set_fill_style_str(&scene.styles[style as usize]);
+                    current_style = Some(style);
+                }
+                ctx.fill_rect(x0, fill_y, w, fill_h);
+            }
+        }
         if w > 3.0 && h > 3.0 && tab == Tab::Arena {
-            ctx.stroke_rect(x0, y0, w, h);
+            outlined.push((x0, y0, w, h));
         }
         if w >= 36.0 && h >= 13.0 {
             labelled.push((r.buffer, x0, y0, w, h, scene.dark_text[style as usize]));
@@ -111,6 +173,19 @@ pub(super) fn draw(
         if Some(r.buffer) == selected {
             selected_box = Some((x0, y0, w, h));
         }
+    }
+    // Which way the fills went: a hook for the tests.
+    let _ = canvas.set_attribute(
+        "data-fills",
+        if pixels.is_some() { "pixels" } else { "rects" },
+    );
+    if let Some(p) = pixels {
+        p.put(&ctx);
+    }
+    ctx.set_stroke_style_str("#ffffff");
+    ctx.set_line_width(0.5);
+    for (x, y, w, h) in outlined {
+        ctx.stroke_rect(x, y, w, h);
     }
     ctx.set_font(FONT);
     // Pool boundaries, each labelled on a white tag (`(text, x, y, width)`) so it reads over
@@ -479,29 +554,34 @@ pub(super) fn usage_band(
         b.w,
         py(lower_bound as f64) - py(footprint as f64),
     );
-    ctx.begin_path();
-    ctx.move_to(px(0.0), py(0.0));
-    for (p, &live) in d.curve.iter().enumerate() {
-        let live = live.saturating_sub(floor) as f64;
-        ctx.line_to(px(p as f64), py(live));
-        ctx.line_to(px(p as f64 + 1.0), py(live));
-    }
-    ctx.line_to(px(d.curve.len() as f64), py(0.0));
+    // Each curve drawn through the window at the band's pixels (see `step_vertices`).
+    let columns = (b.w * device_pixel_ratio()).ceil().max(1.0) as usize;
+    // With `from_zero`, the path rises from zero at its start and falls to it at its end.
+    let curve = |values: &[u64], from_zero: bool| {
+        ctx.begin_path();
+        let vertices = step_vertices(values, v.x0, v.x1, columns);
+        let (Some(&(first, _)), Some(&(last, _))) = (vertices.first(), vertices.last()) else {
+            return;
+        };
+        match from_zero {
+            true => ctx.move_to(px(first), py(0.0)),
+            false => ctx.move_to(px(first), py(vertices[0].1.saturating_sub(floor) as f64)),
+        }
+        for &(x, value) in &vertices {
+            ctx.line_to(px(x), py(value.saturating_sub(floor) as f64));
+        }
+        if from_zero {
+            ctx.line_to(px(last), py(0.0));
+        }
+    };
+    curve(&d.curve, true);
     ctx.set_fill_style_str("rgba(47, 111, 222, 0.35)");
     ctx.fill();
     ctx.set_stroke_style_str("#2f6fde");
     ctx.set_line_width(1.5);
     ctx.stroke();
     if let Some((ghost, _)) = ghost {
-        ctx.begin_path();
-        for (p, &live) in ghost.iter().enumerate() {
-            let live = live.saturating_sub(floor) as f64;
-            if p == 0 {
-                ctx.move_to(px(0.0), py(live));
-            }
-            ctx.line_to(px(p as f64), py(live));
-            ctx.line_to(px(p as f64 + 1.0), py(live));
-        }
+        curve(ghost, false);
         ctx.set_stroke_style_str("#6b7280");
         ctx.set_line_width(1.0);
         ctx.set_line_dash(&js_sys::Array::of2(&3.0.into(), &3.0.into()))
@@ -511,15 +591,7 @@ pub(super) fn usage_band(
     }
     if let Some(r) = allocator {
         let series = |values: &[u64], color: &str, dash: Option<(f64, f64)>| {
-            ctx.begin_path();
-            for (p, &value) in values.iter().enumerate() {
-                let y = py(value.saturating_sub(floor) as f64);
-                if p == 0 {
-                    ctx.move_to(px(0.0), y);
-                }
-                ctx.line_to(px(p as f64), y);
-                ctx.line_to(px(p as f64 + 1.0), y);
-            }
+            curve(values, false);
             ctx.set_stroke_style_str(color);
             ctx.set_line_width(1.5);
             let pattern = dash.map_or_else(js_sys::Array::new, |(on, off)| {

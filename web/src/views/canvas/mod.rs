@@ -65,6 +65,8 @@ pub struct Scene {
     /// live at the peak).
     pub styles: Vec<String>,
     pub style_of: Vec<u16>,
+    /// Each style as red, green, blue and alpha, for fills made in a pixel buffer.
+    pub rgba: Vec<[u8; 4]>,
     /// Per style, whether text on it is dark (the fill is light).
     pub dark_text: Vec<bool>,
     /// Rectangle indices grouped by style, so a frame sets each style once.
@@ -72,6 +74,9 @@ pub struct Scene {
     /// The views leave the always-live buffers out.
     pub arena_only: bool,
 }
+
+/// The opacity of a faded buffer's fill (not matching the search, or not live at the peak).
+const FADED_ALPHA: u8 = 0x73;
 
 /// Whether a `#rrggbb` or `#rrggbbaa` fill (over white) is light enough for dark text.
 fn light(css: &str) -> bool {
@@ -113,9 +118,12 @@ impl Scene {
         let styles: Vec<String> = fills
             .iter()
             .map(|&(rgb, faded)| match faded {
-                true => format!("{}73", rgb.css()),
+                true => format!("{}{FADED_ALPHA:02x}", rgb.css()),
                 false => rgb.css(),
             })
+            .collect();
+        let rgba = (fills.iter())
+            .map(|&(Rgb(r, g, b), faded)| [r, g, b, if faded { FADED_ALPHA } else { 255 }])
             .collect();
         let dark_text = styles.iter().map(|s| light(s)).collect();
         let mut draw_order: Vec<u32> = (0..rects.len() as u32).collect();
@@ -125,6 +133,7 @@ impl Scene {
             fit,
             styles,
             style_of,
+            rgba,
             dark_text,
             draw_order,
             arena_only,
