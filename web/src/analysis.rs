@@ -449,6 +449,7 @@ pub struct BuffersSent {
     pub runs: Vec<Run>,
     /// The buffers taken from the earlier plan that moved: (index, where and when it lives now).
     pub moved: Vec<(u32, PlacedSpan)>,
+    #[serde(with = "memplan_render::model::columns")]
     pub whole: Vec<BufferView>,
 }
 

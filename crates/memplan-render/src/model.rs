@@ -10,6 +10,8 @@
 //! model made from it: a flip re-plans a 2,000-tensor dump many times a second, and its view
 //! model then allocates its placements, not ten thousand strings and lists.
 
+pub mod columns;
+
 use std::sync::Arc;
 
 use std::collections::HashMap;
@@ -303,10 +305,12 @@ pub struct ViewModel {
     pub positions: u32,
     /// What runs at each position: a step id, or a loop id.
     pub position_labels: Arc<[String]>,
+    #[serde(with = "crate::model::columns::steps")]
     pub steps: Arc<[StepView]>,
     pub loops: Arc<[LoopView]>,
     pub devices: Vec<DeviceView>,
     /// One per buffer of the plan, in canonical order.
+    #[serde(with = "crate::model::columns")]
     pub buffers: Vec<BufferView>,
     /// The tensors that own no bytes and are not views of a buffer (those are listed under it).
     pub unplanned: Vec<UnplannedTensor>,
