@@ -243,6 +243,16 @@ fn arg_of(op: u8) -> Option<Arg> {
     })
 }
 
+/// A little-endian unsigned number of at most 8 bytes.
+fn le(raw: &[u8]) -> u64 {
+    raw.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x))
+}
+
+/// A memo index (`usize::MAX`, which no memo reaches, where it does not fit).
+fn index(raw: &[u8]) -> usize {
+    usize::try_from(le(raw)).unwrap_or(usize::MAX)
+}
+
 /// What the first pass needs of an opcode.
 enum Skipped {
     Stop,
@@ -373,6 +383,32 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
         usize::try_from(v).map_err(|_| self.err("a length past this machine's reach"))
     }
 
+    /// The next opcode, where its argument starts after it and the argument's length, when
+    /// the buffer holds both and the opcode builds data (not FRAME): both passes then read it
+    /// straight from the buffer. `None` leaves it to the checked reads ([`Decoder::take`]),
+    /// which fill the buffer, skip frames and name what is wrong.
+    fn buffered(&self) -> Option<(u8, usize, usize)> {
+        let ahead = &self.buf[self.start..self.end];
+        let &op = ahead.first()?;
+        let (arg_at, n) = match arg_of(op)? {
+            Arg::None => (1, 0),
+            Arg::Fixed(n) => (1, n),
+            Arg::Counted(k) => (1 + k, usize::try_from(le(ahead.get(1..1 + k)?)).ok()?),
+        };
+        (ahead.len() >= arg_at.checked_add(n)?).then_some((op, arg_at, n))
+    }
+
+    /// The `n` bytes `arg_at` past the buffer's start.
+    fn arg(&self, arg_at: usize, n: usize) -> &[u8] {
+        &self.buf[self.start + arg_at..][..n]
+    }
+
+    /// Steps over `n` bytes the buffer holds.
+    fn advance(&mut self, n: usize) {
+        self.start += n;
+        self.at += n as u64;
+    }
+
     /// The next opcode but FRAME, only a hint of how much to read at once: frames are skipped
     /// in a loop (a pickle of nothing but frames must not nest a call per frame).
     fn opcode(&mut self) -> Result<u8, PickleError> {
@@ -389,6 +425,15 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
     /// The next opcode, its argument skipped: the first pass's read, which decodes nothing.
     /// An opcode [`Decoder::op`] would refuse is an error here, without its message.
     fn skip(&mut self) -> Result<Skipped, PickleError> {
+        if let Some((op, arg_at, n)) = self.buffered() {
+            let skipped = match op {
+                b'.' => Skipped::Stop,
+                b'h' | b'j' => Skipped::Get(index(self.arg(arg_at, n))),
+                _ => Skipped::Other,
+            };
+            self.advance(arg_at + n);
+            return Ok(skipped);
+        }
         let op = self.opcode()?;
         match arg_of(op).ok_or_else(|| self.err("an opcode this reader refuses"))? {
             Arg::None if op == b'.' => Ok(Skipped::Stop),
@@ -405,30 +450,36 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
     /// The next opcode. Those that import or call are refused here, by name where the file
     /// gives one.
     fn op(&mut self) -> Result<Op<'_>, PickleError> {
-        let op = self.opcode()?;
-        let at = self.at - 1;
-        let Some(arg) = arg_of(op) else {
-            return Err(self.refusal(op, at));
-        };
-        // The argument, and where its bytes start in the file.
-        let (raw, raw_at) = match arg {
-            Arg::None => (&[][..], self.at),
-            Arg::Fixed(n) => {
-                let raw_at = self.at;
-                (self.take(n)?, raw_at)
+        // The opcode, and its argument with where its bytes start in the file.
+        let (op, raw, raw_at) = match self.buffered() {
+            Some((op, arg_at, n)) if !(matches!(op, 0x8a | 0x8b) && n > 16) => {
+                let (from, raw_at) = (self.start + arg_at, self.at + arg_at as u64);
+                self.advance(arg_at + n);
+                (op, &self.buf[from..from + n], raw_at)
             }
-            Arg::Counted(k) => {
-                let n = self.len(k)?;
-                if matches!(op, 0x8a | 0x8b) && n > 16 {
-                    return Err(self.err(format!("an integer of {n} bytes, past 128 bits")));
+            _ => {
+                let op = self.opcode()?;
+                let at = self.at - 1;
+                let Some(arg) = arg_of(op) else {
+                    return Err(self.refusal(op, at));
+                };
+                match arg {
+                    Arg::None => (op, &[][..], self.at),
+                    Arg::Fixed(n) => {
+                        let raw_at = self.at;
+                        (op, self.take(n)?, raw_at)
+                    }
+                    Arg::Counted(k) => {
+                        let n = self.len(k)?;
+                        if matches!(op, 0x8a | 0x8b) && n > 16 {
+                            return Err(self.err(format!("an integer of {n} bytes, past 128 bits")));
+                        }
+                        let raw_at = self.at;
+                        (op, self.take(n)?, raw_at)
+                    }
                 }
-                let raw_at = self.at;
-                (self.take(n)?, raw_at)
             }
         };
-        // A little-endian unsigned number; the lengths of `Fixed` arguments fit in a u64.
-        let le = |raw: &[u8]| raw.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x));
-        let index = |raw: &[u8]| usize::try_from(le(raw)).unwrap_or(usize::MAX);
         Ok(match op {
             0x80 => Op::Proto(raw[0]),
             b'.' => Op::Stop,

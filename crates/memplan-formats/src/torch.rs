@@ -337,6 +337,32 @@ mod tests {
         }
     }
 
+    /// A reader that hands over one byte per read: the unpickler's buffer then never holds an
+    /// argument ahead of its opcode, so every opcode with one takes the checked reads.
+    struct Trickle<'a>(std::io::Cursor<&'a [u8]>);
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(1);
+            self.0.read(&mut buf[..n])
+        }
+    }
+
+    impl std::io::Seek for Trickle<'_> {
+        fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+            self.0.seek(to)
+        }
+    }
+
+    #[test]
+    fn a_snapshot_read_a_byte_at_a_time_reads_as_one_read_whole() {
+        for bytes in SNAPSHOTS {
+            let len = bytes.len() as u64;
+            let trickled = parse_stream(Trickle(std::io::Cursor::new(bytes)), len, &mut |_| {});
+            assert_eq!(trickled.unwrap(), parse(bytes).unwrap());
+        }
+    }
+
     #[test]
     fn a_bad_event_is_named_by_device_and_index() {
         // pickle.dumps({'device_traces': [[{'action': 'alloc', 'addr': 1, 'size': 8}, {'action': 'alloc'}]]}, 4)
