@@ -325,7 +325,9 @@ impl Analysis {
             self.baseline = Some(baseline.ok_or(AnswerMismatch::NoBaseline)?);
         }
         if let Some(sent) = buffers {
-            self.model.buffers = sent.apply(earlier.map_or(&[][..], |e| &e.model.buffers))?;
+            self.model.buffers = sent
+                .apply(earlier.map_or(&[][..], |e| &e.model.buffers))?
+                .into();
         }
         Ok(self)
     }

@@ -691,7 +691,7 @@ fn a_snapshot_reads_as_its_python_code_in_the_views() {
     let outcome = s.plan(&Scenario::default()).unwrap();
     let m = s.view_model(&outcome);
     assert!(!m.stacks.is_empty());
-    for b in &m.buffers {
+    for b in m.buffers.iter() {
         let Some(k) = b.stack else {
             assert!(
                 b.name.contains(" B at 0x"),

@@ -311,7 +311,7 @@ pub struct ViewModel {
     pub devices: Vec<DeviceView>,
     /// One per buffer of the plan, in canonical order.
     #[serde(with = "crate::model::columns")]
-    pub buffers: Vec<BufferView>,
+    pub buffers: Arc<[BufferView]>,
     /// The tensors that own no bytes and are not views of a buffer (those are listed under it).
     pub unplanned: Vec<UnplannedTensor>,
     /// The stacks buffers were allocated from (empty when the dump records none).

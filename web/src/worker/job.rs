@@ -6,6 +6,8 @@
 //! arrives and ends the job with the best plan so far. `src/bin/memplan-worker.rs` wires it to
 //! a Web Worker's scope; `client` runs it on the page's thread where no Web Worker can start.
 
+use std::sync::Arc;
+
 use memplan_core::{Control, Decodes, FoundAt, Progress};
 use memplan_engine::job::{Job, JobStep, PlanJob};
 use memplan_engine::program::{ProgramCache, ProgramReport, ProgramSession};
@@ -166,7 +168,7 @@ pub struct Worker {
     /// same ([`LeftOut::baseline`]), a usage curve per device.
     baseline_sent: Option<Baseline>,
     /// The buffers of the last analysis sent: the next is sent against them.
-    buffers_sent: Option<Vec<BufferView>>,
+    buffers_sent: Option<Arc<[BufferView]>>,
     /// The last plans' greedy decodes: a toggle's re-plan resumes from them.
     decodes: Decodes,
     bytes: Option<(String, Input)>,
@@ -718,10 +720,11 @@ impl Worker {
             .buffers_sent
             .as_ref()
             .map(|earlier| BuffersSent::against(earlier, &analysis.model.buffers));
-        self.buffers_sent = Some(match buffers {
-            Some(_) => std::mem::take(&mut analysis.model.buffers),
-            None => analysis.model.buffers.clone(),
-        });
+        // Shared with the answer: the next plan's buffers are sent against these.
+        self.buffers_sent = Some(analysis.model.buffers.clone());
+        if buffers.is_some() {
+            analysis.model.buffers = Arc::default();
+        }
         post(Response::Planned {
             analysis: Box::new(analysis),
             cancelled,

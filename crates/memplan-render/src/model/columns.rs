@@ -4,8 +4,11 @@
 //! each repeated every key and its name (a snapshot's tensors share a few hundred names), 300
 //! bytes a buffer; as columns, a third of that, and each name is read (and held) once.
 //!
-//! Use on a field of type `Vec<BufferView>`: `#[serde(with = "crate::model::columns")]`. The form is
-//! the wire's, not a file format: both ends are built together.
+//! Use on a field of `Vec<BufferView>` or `Arc<[BufferView]>`: `#[serde(with =
+//! "crate::model::columns")]`. The form is the wire's, not a file format: both ends are built
+//! together. Each column is written straight from the buffers (nothing is gathered first: on a
+//! snapshot, a copy of every buffer while the answer is written), and read into columns that
+//! then make the buffers.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,112 +20,124 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::model::{BufferView, ViewInto};
 
-/// The columns. Dense ones hold a value per buffer; an empty dense column means every buffer
+/// The columns, as read. Dense ones hold a value per buffer; an empty dense column means every buffer
 /// has the default (no stack, no allocation, no given offset). Sparse ones list `(buffer,
 /// value)` where the value is not the default.
-#[derive(Default, Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct Columns {
     tensor: Vec<Arc<str>>,
     /// The distinct names that are not their buffer's tensor id.
     names: Vec<Arc<str>>,
     /// Per buffer, `k + 1` for `names[k]`, or 0 for its tensor id; empty when every name is.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     name: Vec<u32>,
     size: Vec<u64>,
     /// Where the occupied bytes are not the size.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     occupied: Vec<(u32, u64)>,
     offset: Vec<u64>,
     /// Where the address is not the offset.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     address: Vec<(u32, u64)>,
     first: Vec<u32>,
     last: Vec<u32>,
     producers: Vec<Arc<[u32]>>,
     consumers: Vec<Arc<[u32]>>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     kind: Vec<(u32, TensorKind)>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     dtype: Vec<(u32, DType)>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     device: Vec<(u32, usize)>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pool: Vec<(u32, usize)>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     always_live: Vec<u32>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     views: Vec<(u32, Arc<[ViewInto]>)>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     stack: Vec<Option<u32>>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     allocation: Vec<Option<AllocationRow>>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     given_offset: Vec<Option<u64>>,
 }
 
 /// An allocation as its column holds it: `(address, stream, allocated_at, freed_at)`.
 type AllocationRow = (u64, i64, u64, Option<u64>);
 
-/// `(k, value)` for each buffer whose `value` is `Some`.
-fn sparse<T>(buffers: &[BufferView], value: impl Fn(&BufferView) -> Option<T>) -> Vec<(u32, T)> {
-    (buffers.iter().enumerate())
-        .filter_map(|(k, b)| Some((k as u32, value(b)?)))
-        .collect()
+/// A column written straight from the items, one value each: nothing is copied to write it
+/// (a snapshot's columns, gathered first, were a transient copy of every buffer).
+struct Column<'a, I, F>(&'a [I], F);
+
+impl<I, T: Serialize, F: Fn(&I) -> T> Serialize for Column<'_, I, F> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(&self.1))
+    }
 }
 
-/// A value per buffer, or none when every buffer's is `None`.
-fn dense<T>(buffers: &[BufferView], value: impl Fn(&BufferView) -> Option<T>) -> Vec<Option<T>> {
-    match buffers.iter().any(|b| value(b).is_some()) {
-        true => buffers.iter().map(value).collect(),
-        false => Vec::new(),
+/// A column of strings the items hold, written from them.
+struct Strs<'a, I>(&'a [I], fn(&I) -> &str);
+
+impl<I> Serialize for Strs<'_, I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(self.1))
     }
+}
+
+fn column<I, T, F: Fn(&I) -> T>(items: &[I], value: F) -> Column<'_, I, F> {
+    Column(items, value)
+}
+
+fn sparse<I, T, F: Fn(&I) -> Option<T>>(items: &[I], value: F) -> Sparse<'_, I, F> {
+    Sparse(items, value)
+}
+
+/// `(k, value)` for each item whose `value` is `Some`, written straight from them.
+struct Sparse<'a, I, F>(&'a [I], F);
+
+impl<I, T: Serialize, F: Fn(&I) -> Option<T>> Serialize for Sparse<'_, I, F> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let values = self.0.iter().enumerate();
+        serializer.collect_seq(values.filter_map(|(k, item)| Some((k as u32, (self.1)(item)?))))
+    }
+}
+
+/// The distinct names of `items` that are not their own ids, and per item `k + 1` for
+/// `names[k]` or 0 for its id (empty when every name is its id).
+fn names_of<'a, I>(
+    items: &'a [I],
+    id: impl Fn(&'a I) -> &'a str,
+    name: impl Fn(&'a I) -> &'a str,
+) -> (Vec<&'a str>, Vec<u32>) {
+    let mut names: Vec<&str> = Vec::new();
+    let mut known: HashMap<&str, u32> = HashMap::new();
+    let index: Vec<u32> = (items.iter())
+        .map(|item| match name(item) == id(item) {
+            true => 0,
+            false => *known.entry(name(item)).or_insert_with(|| {
+                names.push(name(item));
+                names.len() as u32
+            }),
+        })
+        .collect();
+    match names.is_empty() {
+        true => (names, Vec::new()),
+        false => (names, index),
+    }
+}
+
+/// Writes `$value` as field `$name` of `$fields`, or skips the field when `$empty`.
+macro_rules! field_unless {
+    ($fields:ident, $name:literal, $empty:expr, $value:expr) => {
+        match $empty {
+            true => $fields.skip_field($name)?,
+            false => $fields.serialize_field($name, &$value)?,
+        }
+    };
 }
 
 impl Columns {
-    fn of(buffers: &[BufferView]) -> Columns {
-        let mut names: Vec<Arc<str>> = Vec::new();
-        let mut known: HashMap<&str, u32> = HashMap::new();
-        let name: Vec<u32> = (buffers.iter())
-            .map(|b| match b.name == b.tensor {
-                true => 0,
-                false => *known.entry(&b.name).or_insert_with(|| {
-                    names.push(b.name.clone());
-                    names.len() as u32
-                }),
-            })
-            .collect();
-        let column = |f: fn(&BufferView) -> u64| buffers.iter().map(f).collect();
-        Columns {
-            tensor: buffers.iter().map(|b| b.tensor.clone()).collect(),
-            name: if names.is_empty() { Vec::new() } else { name },
-            names,
-            size: column(|b| b.size),
-            occupied: sparse(buffers, |b| (b.occupied != b.size).then_some(b.occupied)),
-            offset: column(|b| b.offset),
-            address: sparse(buffers, |b| (b.address != b.offset).then_some(b.address)),
-            first: buffers.iter().map(|b| b.first).collect(),
-            last: buffers.iter().map(|b| b.last).collect(),
-            producers: buffers.iter().map(|b| b.producers.clone()).collect(),
-            consumers: buffers.iter().map(|b| b.consumers.clone()).collect(),
-            kind: sparse(buffers, |b| {
-                (b.kind != TensorKind::Intermediate).then_some(b.kind)
-            }),
-            dtype: sparse(buffers, |b| b.dtype),
-            device: sparse(buffers, |b| (b.device != 0).then_some(b.device)),
-            pool: sparse(buffers, |b| (b.pool != 0).then_some(b.pool)),
-            always_live: sparse(buffers, |b| b.always_live.then_some(()))
-                .into_iter()
-                .map(|(k, ())| k)
-                .collect(),
-            views: sparse(buffers, |b| (!b.views.is_empty()).then(|| b.views.clone())),
-            stack: dense(buffers, |b| b.stack),
-            allocation: dense(buffers, |b| {
-                (b.allocation).map(|a| (a.address, a.stream, a.allocated_at, a.freed_at))
-            }),
-            given_offset: dense(buffers, |b| b.given_offset),
-        }
-    }
-
     /// The buffers, or why the columns do not make them.
     fn buffers(self) -> Result<Vec<BufferView>, String> {
         let n = self.tensor.len();
@@ -228,43 +243,31 @@ pub mod steps {
     use super::*;
     use crate::model::StepView;
 
-    #[derive(Serialize, Deserialize)]
+    #[derive(Deserialize)]
     struct StepColumns {
         id: Vec<String>,
         /// Per step, `k + 1` for `names[k]`, or 0 for its id; empty when every name is.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(default)]
         name: Vec<u32>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(default)]
         names: Vec<String>,
         /// Empty when no step names its operator.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(default)]
         op: Vec<String>,
         position: Vec<u32>,
     }
 
     pub fn serialize<S: Serializer>(steps: &[StepView], serializer: S) -> Result<S::Ok, S::Error> {
-        let mut names: Vec<String> = Vec::new();
-        let mut known: HashMap<&str, u32> = HashMap::new();
-        let name: Vec<u32> = (steps.iter())
-            .map(|s| match s.name == s.id {
-                true => 0,
-                false => *known.entry(&s.name).or_insert_with(|| {
-                    names.push(s.name.clone());
-                    names.len() as u32
-                }),
-            })
-            .collect();
-        StepColumns {
-            id: steps.iter().map(|s| s.id.clone()).collect(),
-            name: if names.is_empty() { Vec::new() } else { name },
-            names,
-            op: match steps.iter().any(|s| !s.op.is_empty()) {
-                true => steps.iter().map(|s| s.op.clone()).collect(),
-                false => Vec::new(),
-            },
-            position: steps.iter().map(|s| s.position).collect(),
-        }
-        .serialize(serializer)
+        use serde::ser::SerializeStruct;
+        let (names, name) = names_of(steps, |s| &s.id, |s| &s.name);
+        let no_op = !steps.iter().any(|s| !s.op.is_empty());
+        let mut fields = serializer.serialize_struct("StepColumns", 5)?;
+        fields.serialize_field("id", &Strs(steps, |s| &s.id))?;
+        field_unless!(fields, "name", name.is_empty(), name);
+        field_unless!(fields, "names", names.is_empty(), names);
+        field_unless!(fields, "op", no_op, Strs(steps, |s| &s.op));
+        fields.serialize_field("position", &column(steps, |s| s.position))?;
+        fields.end()
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(
@@ -306,14 +309,96 @@ pub mod steps {
 }
 
 pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result<S::Ok, S::Error> {
-    Columns::of(buffers).serialize(serializer)
+    use serde::ser::SerializeStruct;
+    let b = buffers;
+    let (names, name) = names_of(b, |b| &b.tensor, |b| &b.name);
+    let any = |value: fn(&BufferView) -> bool| b.iter().any(value);
+    let mut fields = serializer.serialize_struct("Columns", 21)?;
+    fields.serialize_field("tensor", &Strs(b, |b| &b.tensor))?;
+    fields.serialize_field("names", &names)?;
+    field_unless!(fields, "name", name.is_empty(), name);
+    fields.serialize_field("size", &column(b, |b| b.size))?;
+    let occupied = |b: &BufferView| (b.occupied != b.size).then_some(b.occupied);
+    field_unless!(
+        fields,
+        "occupied",
+        !any(|b| b.occupied != b.size),
+        sparse(b, occupied)
+    );
+    fields.serialize_field("offset", &column(b, |b| b.offset))?;
+    let address = |b: &BufferView| (b.address != b.offset).then_some(b.address);
+    field_unless!(
+        fields,
+        "address",
+        !any(|b| b.address != b.offset),
+        sparse(b, address)
+    );
+    fields.serialize_field("first", &column(b, |b| b.first))?;
+    fields.serialize_field("last", &column(b, |b| b.last))?;
+    fields.serialize_field("producers", &column(b, |b| b.producers.clone()))?;
+    fields.serialize_field("consumers", &column(b, |b| b.consumers.clone()))?;
+    let kind = |b: &BufferView| (b.kind != TensorKind::Intermediate).then_some(b.kind);
+    field_unless!(
+        fields,
+        "kind",
+        !any(|b| b.kind != TensorKind::Intermediate),
+        sparse(b, kind)
+    );
+    field_unless!(
+        fields,
+        "dtype",
+        !any(|b| b.dtype.is_some()),
+        sparse(b, |b| b.dtype)
+    );
+    let device = |b: &BufferView| (b.device != 0).then_some(b.device);
+    field_unless!(fields, "device", !any(|b| b.device != 0), sparse(b, device));
+    let pool = |b: &BufferView| (b.pool != 0).then_some(b.pool);
+    field_unless!(fields, "pool", !any(|b| b.pool != 0), sparse(b, pool));
+    let always_live: Vec<u32> = match any(|b| b.always_live) {
+        true => (b.iter().enumerate())
+            .filter(|(_, b)| b.always_live)
+            .map(|(k, _)| k as u32)
+            .collect(),
+        false => Vec::new(),
+    };
+    field_unless!(fields, "always_live", always_live.is_empty(), always_live);
+    let views = |b: &BufferView| (!b.views.is_empty()).then(|| b.views.clone());
+    field_unless!(
+        fields,
+        "views",
+        !any(|b| !b.views.is_empty()),
+        sparse(b, views)
+    );
+    field_unless!(
+        fields,
+        "stack",
+        !any(|b| b.stack.is_some()),
+        column(b, |b| b.stack)
+    );
+    let allocation = |b: &BufferView| -> Option<AllocationRow> {
+        (b.allocation).map(|a| (a.address, a.stream, a.allocated_at, a.freed_at))
+    };
+    field_unless!(
+        fields,
+        "allocation",
+        !any(|b| b.allocation.is_some()),
+        column(b, allocation)
+    );
+    let given_offset = |b: &BufferView| b.given_offset;
+    field_unless!(
+        fields,
+        "given_offset",
+        !any(|b| b.given_offset.is_some()),
+        column(b, given_offset)
+    );
+    fields.end()
 }
 
-pub fn deserialize<'de, D: Deserializer<'de>>(
+pub fn deserialize<'de, D: Deserializer<'de>, B: From<Vec<BufferView>>>(
     deserializer: D,
-) -> Result<Vec<BufferView>, D::Error> {
-    Columns::deserialize(deserializer)?
-        .buffers()
+) -> Result<B, D::Error> {
+    (Columns::deserialize(deserializer)?.buffers())
+        .map(B::from)
         .map_err(serde::de::Error::custom)
 }
 
