@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use memplan_core::graph::{
     Frame, Graph, NO_STACK, SiteGroup, Storage, TensorKind, group_by_site, site,
 };
@@ -382,7 +384,13 @@ impl Labels {
             }
         }
         let mut stacks: Vec<StackView> = Vec::new();
+        // Each distinct stack once. An importer shares one allocation among the tensors of a
+        // stack, so most are found by address; a stack met at a new address is looked up by
+        // its frames (hashing a snapshot's 40-frame stacks per tensor took a tenth of a load).
         let mut stack_index: HashMap<&[Frame], u32> = HashMap::new();
+        let mut stack_at: FxHashMap<*const Frame, u32> = FxHashMap::default();
+        // Names shared: a snapshot's allocations share a few hundred.
+        let mut names: FxHashMap<&str, Arc<str>> = FxHashMap::default();
         let tensors = graph
             .tensors
             .iter()
@@ -390,20 +398,24 @@ impl Labels {
             .enumerate()
             .map(|(t, (tensor, views))| TensorLabel {
                 id: tensor.id.as_str().into(),
-                name: tensor.display_name().into(),
+                name: (names.entry(tensor.display_name()))
+                    .or_insert_with_key(|&name| name.into())
+                    .clone(),
                 kind: tensor.kind,
                 producers: indices(&uses.producers[t]),
                 consumers: indices(&uses.consumers[t]),
                 views: views.into(),
                 stack: (!tensor.stack.is_empty()).then(|| {
-                    *stack_index.entry(&tensor.stack).or_insert_with(|| {
-                        stacks.push(StackView {
-                            frames: tensor.stack.clone(),
-                            site: site(&tensor.stack)
-                                .map_or_else(String::new, |f| f.to_string())
-                                .into(),
-                        });
-                        stacks.len() as u32 - 1
+                    *stack_at.entry(tensor.stack.as_ptr()).or_insert_with(|| {
+                        *stack_index.entry(&tensor.stack).or_insert_with(|| {
+                            stacks.push(StackView {
+                                frames: tensor.stack.clone(),
+                                site: site(&tensor.stack)
+                                    .map_or_else(String::new, |f| f.to_string())
+                                    .into(),
+                            });
+                            stacks.len() as u32 - 1
+                        })
                     })
                 }),
             })
