@@ -158,6 +158,13 @@ impl Allocations {
 }
 
 impl DeviceEvents {
+    /// The device as its tensors and steps name it: not at all on the graph's first device
+    /// (the one whose tensors come first), which is what an absent device means. A snapshot of
+    /// one device then holds no copy of its name per allocation and step.
+    fn device_named(&self) -> Option<String> {
+        (self.first != 0).then(|| self.device.clone())
+    }
+
     /// Event `at` allocates `size` bytes at `address` on `stream`, from `stack`.
     pub(crate) fn alloc(
         &mut self,
@@ -175,7 +182,7 @@ impl DeviceEvents {
             id: format!("alloc{t}"),
             name: Some(allocation_name(site.as_deref(), size, address, stream)),
             bytes: Some(size),
-            device: Some(self.device.clone()),
+            device: self.device_named(),
             stack,
             ..Tensor::default()
         });
@@ -235,7 +242,7 @@ impl DeviceEvents {
             &lifetimes,
             |i| &tensors[first + i].id,
             &format!("{device} "),
-            Some(&device),
+            (first != 0).then_some(device.as_str()),
         );
         all.steps.extend(steps);
         all.recorded.devices.push(RecordedDevice {
