@@ -16,6 +16,7 @@ use std::sync::Arc;
 use memplan_core::DType;
 use memplan_core::graph::TensorKind;
 use memplan_core::recorded::Allocation;
+use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::model::{BufferView, ViewInto};
@@ -87,10 +88,6 @@ impl<I> Serialize for Strs<'_, I> {
 
 fn column<I, T, F: Fn(&I) -> T>(items: &[I], value: F) -> Column<'_, I, F> {
     Column(items, value)
-}
-
-fn sparse<I, T, F: Fn(&I) -> Option<T>>(items: &[I], value: F) -> Sparse<'_, I, F> {
-    Sparse(items, value)
 }
 
 /// `(k, value)` for each item whose `value` is `Some`, written straight from them.
@@ -258,7 +255,6 @@ pub mod steps {
     }
 
     pub fn serialize<S: Serializer>(steps: &[StepView], serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
         let (names, name) = names_of(steps, |s| &s.id, |s| &s.name);
         let no_op = !steps.iter().any(|s| !s.op.is_empty());
         let mut fields = serializer.serialize_struct("StepColumns", 5)?;
@@ -309,89 +305,80 @@ pub mod steps {
 }
 
 pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeStruct;
     let b = buffers;
     let (names, name) = names_of(b, |b| &b.tensor, |b| &b.name);
-    let any = |value: fn(&BufferView) -> bool| b.iter().any(value);
     let mut fields = serializer.serialize_struct("Columns", 21)?;
     fields.serialize_field("tensor", &Strs(b, |b| &b.tensor))?;
     fields.serialize_field("names", &names)?;
     field_unless!(fields, "name", name.is_empty(), name);
     fields.serialize_field("size", &column(b, |b| b.size))?;
-    let occupied = |b: &BufferView| (b.occupied != b.size).then_some(b.occupied);
-    field_unless!(
-        fields,
-        "occupied",
-        !any(|b| b.occupied != b.size),
-        sparse(b, occupied)
-    );
+    optional_field(&mut fields, "occupied", (b, Form::Sparse), |b| {
+        (b.occupied != b.size).then_some(b.occupied)
+    })?;
     fields.serialize_field("offset", &column(b, |b| b.offset))?;
-    let address = |b: &BufferView| (b.address != b.offset).then_some(b.address);
-    field_unless!(
-        fields,
-        "address",
-        !any(|b| b.address != b.offset),
-        sparse(b, address)
-    );
+    optional_field(&mut fields, "address", (b, Form::Sparse), |b| {
+        (b.address != b.offset).then_some(b.address)
+    })?;
     fields.serialize_field("first", &column(b, |b| b.first))?;
     fields.serialize_field("last", &column(b, |b| b.last))?;
     fields.serialize_field("producers", &column(b, |b| b.producers.clone()))?;
     fields.serialize_field("consumers", &column(b, |b| b.consumers.clone()))?;
-    let kind = |b: &BufferView| (b.kind != TensorKind::Intermediate).then_some(b.kind);
-    field_unless!(
-        fields,
-        "kind",
-        !any(|b| b.kind != TensorKind::Intermediate),
-        sparse(b, kind)
-    );
-    field_unless!(
-        fields,
-        "dtype",
-        !any(|b| b.dtype.is_some()),
-        sparse(b, |b| b.dtype)
-    );
-    let device = |b: &BufferView| (b.device != 0).then_some(b.device);
-    field_unless!(fields, "device", !any(|b| b.device != 0), sparse(b, device));
-    let pool = |b: &BufferView| (b.pool != 0).then_some(b.pool);
-    field_unless!(fields, "pool", !any(|b| b.pool != 0), sparse(b, pool));
-    let always_live: Vec<u32> = match any(|b| b.always_live) {
-        true => (b.iter().enumerate())
-            .filter(|(_, b)| b.always_live)
-            .map(|(k, _)| k as u32)
-            .collect(),
-        false => Vec::new(),
-    };
+    optional_field(&mut fields, "kind", (b, Form::Sparse), |b| {
+        (b.kind != TensorKind::Intermediate).then_some(b.kind)
+    })?;
+    optional_field(&mut fields, "dtype", (b, Form::Sparse), |b| b.dtype)?;
+    optional_field(&mut fields, "device", (b, Form::Sparse), |b| {
+        (b.device != 0).then_some(b.device)
+    })?;
+    optional_field(&mut fields, "pool", (b, Form::Sparse), |b| {
+        (b.pool != 0).then_some(b.pool)
+    })?;
+    let always_live: Vec<u32> = (b.iter().enumerate())
+        .filter(|(_, b)| b.always_live)
+        .map(|(k, _)| k as u32)
+        .collect();
     field_unless!(fields, "always_live", always_live.is_empty(), always_live);
-    let views = |b: &BufferView| (!b.views.is_empty()).then(|| b.views.clone());
-    field_unless!(
-        fields,
-        "views",
-        !any(|b| !b.views.is_empty()),
-        sparse(b, views)
-    );
-    field_unless!(
-        fields,
-        "stack",
-        !any(|b| b.stack.is_some()),
-        column(b, |b| b.stack)
-    );
-    let allocation = |b: &BufferView| -> Option<AllocationRow> {
-        (b.allocation).map(|a| (a.address, a.stream, a.allocated_at, a.freed_at))
-    };
-    field_unless!(
-        fields,
+    optional_field(&mut fields, "views", (b, Form::Sparse), |b| {
+        (!b.views.is_empty()).then(|| b.views.clone())
+    })?;
+    optional_field(&mut fields, "stack", (b, Form::Dense), |b| b.stack)?;
+    optional_field(
+        &mut fields,
         "allocation",
-        !any(|b| b.allocation.is_some()),
-        column(b, allocation)
-    );
-    let given_offset = |b: &BufferView| b.given_offset;
-    field_unless!(
-        fields,
-        "given_offset",
-        !any(|b| b.given_offset.is_some()),
-        column(b, given_offset)
-    );
+        (b, Form::Dense),
+        |b| -> Option<AllocationRow> {
+            (b.allocation).map(|a| (a.address, a.stream, a.allocated_at, a.freed_at))
+        },
+    )?;
+    optional_field(&mut fields, "given_offset", (b, Form::Dense), |b| {
+        b.given_offset
+    })?;
     fields.end()
+}
+
+/// How a column of optional values is written.
+#[derive(Clone, Copy)]
+enum Form {
+    /// `(item, value)` for the items that have one.
+    Sparse,
+    /// A value or `None` per item.
+    Dense,
+}
+
+/// Writes the column `name` of `value` in `form`, or skips it where no item has a value.
+fn optional_field<S: SerializeStruct, I, T: Serialize>(
+    fields: &mut S,
+    name: &'static str,
+    (items, form): (&[I], Form),
+    value: impl Fn(&I) -> Option<T>,
+) -> Result<(), S::Error> {
+    if !items.iter().any(|i| value(i).is_some()) {
+        return fields.skip_field(name);
+    }
+    match form {
+        Form::Sparse => fields.serialize_field(name, &Sparse(items, value)),
+        Form::Dense => fields.serialize_field(name, &Column(items, value)),
+    }
 }
 
 pub fn deserialize<'de, D: Deserializer<'de>, B: From<Vec<BufferView>>>(
