@@ -172,9 +172,9 @@ pub struct ViewInto {
 /// One step of the schedule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepView {
-    pub id: String,
-    /// The display name (the id when the dump gives none).
-    pub name: String,
+    pub id: Arc<str>,
+    /// The display name (the id itself, shared, when the dump gives none).
+    pub name: Arc<str>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub op: String,
     /// The position it runs at.
@@ -306,7 +306,7 @@ pub struct ViewModel {
     pub title: String,
     pub positions: u32,
     /// What runs at each position: a step id, or a loop id.
-    pub position_labels: Arc<[String]>,
+    pub position_labels: Arc<[Arc<str>]>,
     #[serde(with = "crate::model::columns::steps")]
     pub steps: Arc<[StepView]>,
     pub loops: Arc<[LoopView]>,
@@ -337,7 +337,7 @@ pub struct Labels {
     elided: Vec<usize>,
     /// The tensors the source could not size.
     size_unknown: Vec<usize>,
-    position_labels: Arc<[String]>,
+    position_labels: Arc<[Arc<str>]>,
     steps: Arc<[StepView]>,
     loops: Arc<[LoopView]>,
     stacks: Arc<[StackView]>,
@@ -420,26 +420,27 @@ impl Labels {
                 }),
             })
             .collect();
-        let position_labels = resolved
-            .positions
-            .iter()
-            .map(|p| match p.loop_index {
-                Some(l) => format!("loop {}", graph.loops[l].id),
-                None => graph.steps[p.first_step].id.clone(),
-            })
-            .collect();
-        let mut steps = Vec::with_capacity(graph.steps.len());
+        let mut position_labels: Vec<Arc<str>> = Vec::with_capacity(resolved.positions.len());
+        let mut steps: Vec<StepView> = Vec::with_capacity(graph.steps.len());
         let mut loops = Vec::new();
         for (p, position) in resolved.positions.iter().enumerate() {
             for s in position.first_step..=position.last_step {
                 let step = &graph.steps[s];
+                let id: Arc<str> = step.id.as_str().into();
                 steps.push(StepView {
-                    id: step.id.clone(),
-                    name: step.name.clone().unwrap_or_else(|| step.id.clone()),
+                    name: step.name.as_deref().map_or_else(|| id.clone(), Arc::from),
+                    id,
                     op: step.op.clone(),
                     position: p as u32,
                 });
             }
+            // A step's position is labelled by its id, shared.
+            position_labels.push(match position.loop_index {
+                Some(l) => format!("loop {}", graph.loops[l].id).into(),
+                None => steps[steps.len() - 1 - (position.last_step - position.first_step)]
+                    .id
+                    .clone(),
+            });
             if let Some(l) = position.loop_index {
                 loops.push(LoopView {
                     id: graph.loops[l].id.clone(),
@@ -454,7 +455,7 @@ impl Labels {
             tensors,
             elided,
             size_unknown,
-            position_labels,
+            position_labels: position_labels.into(),
             steps: steps.into(),
             loops: loops.into(),
             stacks: stacks.into(),
@@ -686,7 +687,7 @@ impl ViewModel {
     pub fn step_ids(&self, steps: &[u32]) -> Vec<&str> {
         steps
             .iter()
-            .filter_map(|&s| self.steps.get(s as usize).map(|s| s.id.as_str()))
+            .filter_map(|&s| self.steps.get(s as usize).map(|s| &*s.id))
             .collect()
     }
 
@@ -1093,7 +1094,7 @@ pub(crate) mod tests {
         assert_eq!(m.step_ids(&qkv.producers), vec!["qkv_proj"]);
         // q, k_new and v_new are views of qkv: their readers read qkv.
         assert_eq!(m.step_ids(&qkv.consumers), vec!["kv_append", "attention"]);
-        assert_eq!(m.position_labels[1], "loop layers");
+        assert_eq!(&*m.position_labels[1], "loop layers");
         // And they are listed under it, so no tensor disappears.
         let views: Vec<&str> = qkv.views.iter().map(|v| v.tensor.as_str()).collect();
         assert_eq!(views, vec!["q", "k_new", "v_new"]);

@@ -17,7 +17,7 @@ use crate::views::canvas::{interval_text, step_list};
 /// A step as a reader names it: its name, and its op when it has one.
 fn step_text(model: &ViewModel, step: u32) -> String {
     match model.steps.get(step as usize) {
-        Some(s) if s.op.is_empty() => s.name.clone(),
+        Some(s) if s.op.is_empty() => s.name.to_string(),
         Some(s) => format!("{} ({})", s.name, s.op),
         None => "-".into(),
     }

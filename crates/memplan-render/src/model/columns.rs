@@ -242,12 +242,12 @@ pub mod steps {
 
     #[derive(Deserialize)]
     struct StepColumns {
-        id: Vec<String>,
+        id: Vec<Arc<str>>,
         /// Per step, `k + 1` for `names[k]`, or 0 for its id; empty when every name is.
         #[serde(default)]
         name: Vec<u32>,
         #[serde(default)]
-        names: Vec<String>,
+        names: Vec<Arc<str>>,
         /// Empty when no step names its operator.
         #[serde(default)]
         op: Vec<String>,
@@ -555,11 +555,14 @@ mod tests {
             ),
         ) {
             let steps: Arc<[crate::model::StepView]> = (steps.into_iter())
-                .map(|(id, name, op, position)| crate::model::StepView {
-                    name: name.unwrap_or_else(|| id.clone()),
-                    id,
-                    op,
-                    position,
+                .map(|(id, name, op, position)| {
+                    let id: Arc<str> = Arc::from(id);
+                    crate::model::StepView {
+                        name: name.map_or_else(|| id.clone(), Arc::from),
+                        id,
+                        op,
+                        position,
+                    }
                 })
                 .collect();
             let json = serde_json::to_string(&StepWire(steps.clone())).unwrap();

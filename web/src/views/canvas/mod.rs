@@ -712,7 +712,7 @@ fn CurveReadout(
             .steps_at(position)
             .map(|(_, s)| {
                 if s.op.is_empty() {
-                    s.name.clone()
+                    s.name.to_string()
                 } else {
                     format!("{} · {}", s.name, s.op)
                 }
