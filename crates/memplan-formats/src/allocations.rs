@@ -161,8 +161,8 @@ impl DeviceEvents {
     /// The device as its tensors and steps name it: not at all on the graph's first device
     /// (the one whose tensors come first), which is what an absent device means. A snapshot of
     /// one device then holds no copy of its name per allocation and step.
-    fn device_named(&self) -> Option<String> {
-        (self.first != 0).then(|| self.device.clone())
+    fn named(&self) -> Option<&str> {
+        (self.first != 0).then_some(self.device.as_str())
     }
 
     /// Event `at` allocates `size` bytes at `address` on `stream`, from `stack`.
@@ -182,7 +182,7 @@ impl DeviceEvents {
             id: format!("alloc{t}"),
             name: Some(allocation_name(site.as_deref(), size, address, stream)),
             bytes: Some(size),
-            device: self.device_named(),
+            device: self.named().map(str::to_string),
             stack,
             ..Tensor::default()
         });
@@ -212,6 +212,7 @@ impl DeviceEvents {
     /// Ends the device after `events` events: its schedule, the warnings about what the trace
     /// cannot say, and the allocator's record. A device that allocated nothing is left out.
     pub(crate) fn finish(self, all: &mut Allocations, events: u64, record: DeviceRecord) {
+        let named = self.named().map(str::to_string);
         let DeviceEvents {
             device,
             first,
@@ -242,7 +243,7 @@ impl DeviceEvents {
             &lifetimes,
             |i| &tensors[first + i].id,
             &format!("{device} "),
-            (first != 0).then_some(device.as_str()),
+            named.as_deref(),
         );
         all.steps.extend(steps);
         all.recorded.devices.push(RecordedDevice {

@@ -374,8 +374,7 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
     }
 
     fn uint(&mut self, n: usize) -> Result<u64, PickleError> {
-        let b = self.take(n)?;
-        Ok(b.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x)))
+        Ok(le(self.take(n)?))
     }
 
     fn len(&mut self, n: usize) -> Result<usize, PickleError> {

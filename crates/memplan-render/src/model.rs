@@ -27,23 +27,19 @@ use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
 use serde::{Deserialize, Serialize};
 
 /// One planned buffer, as the views show it. The worker sends hundreds of thousands of them
-/// for a large snapshot: what is the default is left out of their JSON.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// for a large snapshot, column by column ([`columns`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BufferView {
     /// The tensor id.
     pub tensor: Arc<str>,
     /// The display name (the id when the dump gives none).
     pub name: Arc<str>,
-    #[serde(default, skip_serializing_if = "is_intermediate")]
     pub kind: TensorKind,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<DType>,
     pub size: u64,
     /// Its size rounded up to its alignment: the bytes it holds.
     pub occupied: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub device: usize,
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub pool: usize,
     /// The offset in its pool.
     pub offset: u64,
@@ -52,42 +48,19 @@ pub struct BufferView {
     /// Live interval `[first, last]`; always-live buffers span every position.
     pub first: u32,
     pub last: u32,
-    #[serde(default, skip_serializing_if = "is_false")]
     pub always_live: bool,
     /// Steps (indices into [`ViewModel::steps`]) writing it or a view of it, and reading it, in
     /// schedule order.
-    #[serde(default, skip_serializing_if = "is_empty")]
     pub producers: Arc<[u32]>,
-    #[serde(default, skip_serializing_if = "is_empty")]
     pub consumers: Arc<[u32]>,
     /// The views that take its bytes, in tensor order.
-    #[serde(default, skip_serializing_if = "is_empty")]
     pub views: Arc<[ViewInto]>,
     /// The stack that allocated it: an index into [`ViewModel::stacks`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<u32>,
     /// How the source's allocator made it (a PyTorch snapshot or trace).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocation: Option<Allocation>,
     /// Its offset in the plan the dump came with (XLA's, a minimalloc `offset` column).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub given_offset: Option<u64>,
-}
-
-fn is_intermediate(kind: &TensorKind) -> bool {
-    *kind == TensorKind::Intermediate
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-fn is_empty<T>(items: &Arc<[T]>) -> bool {
-    items.is_empty()
 }
 
 /// Whose layout the arena map can show besides memplan's.
@@ -169,13 +142,12 @@ pub struct ViewInto {
     pub size: u64,
 }
 
-/// One step of the schedule.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One step of the schedule (sent column by column: [`columns::steps`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepView {
     pub id: Arc<str>,
     /// The display name (the id itself, shared, when the dump gives none).
     pub name: Arc<str>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub op: String,
     /// The position it runs at.
     pub position: u32,

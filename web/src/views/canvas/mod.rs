@@ -78,16 +78,11 @@ pub struct Scene {
 /// The opacity of a faded buffer's fill (not matching the search, or not live at the peak).
 const FADED_ALPHA: u8 = 0x73;
 
-/// Whether a `#rrggbb` or `#rrggbbaa` fill (over white) is light enough for dark text.
-fn light(css: &str) -> bool {
-    let hex = |i: usize| u8::from_str_radix(css.get(i..i + 2).unwrap_or("00"), 16).unwrap_or(0);
-    let alpha = if css.len() > 7 {
-        f64::from(hex(7)) / 255.0
-    } else {
-        1.0
-    };
-    let channel = |i: usize| f64::from(hex(i)) * alpha + 255.0 * (1.0 - alpha);
-    0.299 * channel(1) + 0.587 * channel(3) + 0.114 * channel(5) > 150.0
+/// Whether a fill (red, green, blue, alpha; over white) is light enough for dark text.
+fn light([r, g, b, a]: [u8; 4]) -> bool {
+    let alpha = f64::from(a) / 255.0;
+    let channel = |c: u8| f64::from(c) * alpha + 255.0 * (1.0 - alpha);
+    0.299 * channel(r) + 0.587 * channel(g) + 0.114 * channel(b) > 150.0
 }
 
 impl Scene {
@@ -122,10 +117,10 @@ impl Scene {
                 false => rgb.css(),
             })
             .collect();
-        let rgba = (fills.iter())
+        let rgba: Vec<[u8; 4]> = (fills.iter())
             .map(|&(Rgb(r, g, b), faded)| [r, g, b, if faded { FADED_ALPHA } else { 255 }])
             .collect();
-        let dark_text = styles.iter().map(|s| light(s)).collect();
+        let dark_text = rgba.iter().map(|&c| light(c)).collect();
         let mut draw_order: Vec<u32> = (0..rects.len() as u32).collect();
         draw_order.sort_by_key(|&i| (style_of[i as usize], i));
         Scene {
