@@ -20,6 +20,7 @@ mod exact;
 mod greedy;
 mod interval_index;
 mod occupancy;
+mod resume;
 mod rng;
 mod search;
 mod tlsf;
@@ -537,7 +538,7 @@ pub enum PlanError {
 }
 
 /// One buffer of a region, as a strategy sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Item {
     /// The occupied size.
     pub size: u64,

@@ -1,0 +1,285 @@
+//! Resuming a greedy decode from an earlier one past the prefix their orders share.
+//!
+//! A greedy decode places each item by the placed items it overlaps in time alone, so a decode of
+//! a problem like an earlier one (a rematerialization flip drops a buffer and stretches a few live
+//! intervals) takes the shared prefix of their orders as it is (`occupancy::Decode`). Past that
+//! prefix most items still land where they landed before; [`Resume`] says when one surely does,
+//! and its walk over the placed buffers is skipped.
+//!
+//! Each item of the decode under way (N) is paired with the next unpaired entry of the earlier
+//! decode (E) that holds the same item (size, alignment, interval). Item x, paired with E's entry
+//! k, placed after N's first r items, takes E's offset o for it when `E[..k]` and `N[..r]` agree
+//! on every placed buffer that overlaps x in time and starts below `o + size(x)`: first-fit
+//! chooses the lowest gap that clears what lies below its end, so it reads nothing above `o +
+//! size(x)`, and both decodes saw the same ranges there. Best-fit compares every gap: there the
+//! two must agree on every buffer that overlaps x in time.
+//!
+//! Where they differ below that end, first-fit still learns a floor: with `L` the lowest start
+//! of a buffer they disagree on, every offset `o < o_E` with `o + size(x) <= L` is blocked in N
+//! as it was in E, so N's walk starts at `L + 1 - size(x)`, past what it would only find taken.
+//!
+//! What they may disagree on is kept as a superset, the *changed* buffers: each entry of E the
+//! cursor passes (it moves to each pair's k in turn) unless its item landed on it again, and each
+//! item of N that has no pair or landed elsewhere. These sit in a segment tree over positions
+//! that answers the lowest start among the changed buffers overlapping an interval, in O(log T).
+//! An item whose pair lies behind the cursor (the two orders disagree there) is walked in full.
+//!
+//! Invariant: an item is given E's offset, or a floor for its walk, only where its walk from
+//! zero would choose that offset, or one at or above the floor (property-tested against decodes
+//! from scratch of perturbed problems).
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::Item;
+use super::greedy::GapChoice;
+use crate::problem::LiveInterval;
+
+/// The decode under way's pairing with an earlier one, and what the two may disagree on.
+pub(super) struct Resume<'e> {
+    earlier: &'e [(Item, u64)],
+    /// The next entry of `earlier` to pass.
+    cursor: usize,
+    /// The first unpaired entry that holds each item; each entry's next holding the same.
+    first_with: HashMap<Item, u32>,
+    next_with: Vec<u32>,
+    /// Entries whose item landed on them again: they change nothing when passed.
+    landed: Vec<bool>,
+    changed: LowestStart,
+    /// Best-fit: every address the item overlaps in time matters, not only those below it.
+    reads_all: bool,
+}
+
+/// No entry.
+const NONE: u32 = u32::MAX;
+
+impl<'e> Resume<'e> {
+    /// Resuming from the entries of `earlier` past the first `shared` (the prefix taken as is),
+    /// for a decode of `items` by `choice`; `changed` is the tree an earlier resume left, for
+    /// its memory.
+    pub(super) fn new(
+        earlier: &'e [(Item, u64)],
+        shared: usize,
+        items: &[Item],
+        choice: GapChoice,
+        changed: Option<LowestStart>,
+    ) -> Self {
+        let mut first_with = HashMap::default();
+        let mut next_with = vec![NONE; earlier.len()];
+        // Backwards, so each item's chain runs in order of entry.
+        for (k, (item, _)) in earlier.iter().enumerate().skip(shared).rev() {
+            if item.size > 0 {
+                next_with[k] = first_with.insert(*item, k as u32).unwrap_or(NONE);
+            }
+        }
+        let positions = (items.iter().chain(earlier.iter().map(|(item, _)| item)))
+            .map(|item| item.live.last as usize + 1)
+            .max()
+            .unwrap_or(0);
+        Resume {
+            earlier,
+            cursor: shared,
+            first_with,
+            next_with,
+            landed: vec![false; earlier.len()],
+            changed: LowestStart::emptied(changed, positions),
+            reads_all: choice == GapChoice::Smallest,
+        }
+    }
+
+    /// Places `item` (not empty): at its pair's offset where that is surely the choice, else
+    /// where `walk(floor)` chooses, told that no offset below `floor` is free (first-fit only;
+    /// `0` where nothing is known).
+    pub(super) fn place(&mut self, item: &Item, walk: impl FnOnce(u64) -> u64) -> u64 {
+        let pair = self.first_with.get(item).copied();
+        if let Some(k) = pair {
+            let next = self.next_with[k as usize];
+            match next {
+                NONE => self.first_with.remove(item),
+                next => self.first_with.insert(*item, next),
+            };
+        }
+        let mut floor = 0;
+        let known = pair.filter(|&k| k as usize >= self.cursor).and_then(|k| {
+            self.pass_to(k as usize);
+            let offset = self.earlier[k as usize].1;
+            let lowest = self.changed.lowest_start(item.live);
+            if self.reads_all {
+                return (lowest == u64::MAX).then_some(offset);
+            }
+            if lowest >= offset + item.size {
+                return Some(offset);
+            }
+            floor = (lowest + 1).saturating_sub(item.size);
+            None
+        });
+        let offset = known.unwrap_or_else(|| walk(floor));
+        match pair {
+            Some(k) if self.earlier[k as usize].1 == offset => self.landed[k as usize] = true,
+            _ => self.changed.insert(item.live, offset),
+        }
+        offset
+    }
+
+    /// Moves the cursor to entry `k`, marking each entry passed changed unless an item landed
+    /// on it again.
+    fn pass_to(&mut self, k: usize) {
+        for at in self.cursor..k {
+            let (item, offset) = self.earlier[at];
+            if item.size > 0 && !self.landed[at] {
+                self.changed.insert(item.live, offset);
+            }
+        }
+        self.cursor = self.cursor.max(k);
+    }
+
+    /// The tree, for the next resume's memory.
+    pub(super) fn into_changed(self) -> LowestStart {
+        self.changed
+    }
+}
+
+/// Intervals of positions, each with a start address, answering the lowest start among those
+/// that overlap a given interval. A segment tree: an interval is kept at its canonical nodes
+/// (`covering` and `touching`) and on the two root paths of its ends (`touching`); a query reads
+/// `touching` at its own canonical nodes and `covering` on its ends' root paths, which between
+/// them meet every interval sharing a position with it.
+pub(super) struct LowestStart {
+    leaves: usize,
+    covering: Vec<u64>,
+    touching: Vec<u64>,
+    /// The nodes set since the tree was last emptied, so emptying it costs what filling did (a
+    /// fit's relayouts each empty a tree of thousands of positions to set a few hundred nodes).
+    set: Vec<u32>,
+}
+
+impl LowestStart {
+    fn new(positions: usize) -> Self {
+        let leaves = positions.next_power_of_two();
+        LowestStart {
+            leaves,
+            covering: vec![u64::MAX; 2 * leaves],
+            touching: vec![u64::MAX; 2 * leaves],
+            set: Vec::new(),
+        }
+    }
+
+    /// `tree` emptied, for intervals of `positions`; a new one where there is none that wide.
+    fn emptied(tree: Option<LowestStart>, positions: usize) -> Self {
+        match tree {
+            Some(mut tree) if tree.leaves >= positions => {
+                for n in tree.set.drain(..) {
+                    tree.covering[n as usize] = u64::MAX;
+                    tree.touching[n as usize] = u64::MAX;
+                }
+                tree
+            }
+            _ => LowestStart::new(positions),
+        }
+    }
+
+    /// Visits the canonical nodes of `live`.
+    fn canonical(leaves: usize, live: LiveInterval, mut visit: impl FnMut(usize)) {
+        let (mut lo, mut hi) = (
+            live.first as usize + leaves,
+            live.last as usize + 1 + leaves,
+        );
+        while lo < hi {
+            if lo & 1 == 1 {
+                visit(lo);
+                lo += 1;
+            }
+            if hi & 1 == 1 {
+                hi -= 1;
+                visit(hi);
+            }
+            (lo, hi) = (lo / 2, hi / 2);
+        }
+    }
+
+    fn insert(&mut self, live: LiveInterval, start: u64) {
+        let LowestStart {
+            leaves,
+            covering,
+            touching,
+            set,
+        } = self;
+        let mut lower = |values: &mut Vec<u64>, n: usize| {
+            if start < values[n] {
+                values[n] = start;
+                set.push(n as u32);
+            }
+        };
+        // A node touches all its children do, so `touching` never rises up a path: a climb
+        // stops at the first node as low as `start`. (Before the canonical nodes, some of
+        // which lie on the paths, are lowered.)
+        for end in [live.first, live.last] {
+            let mut n = end as usize + *leaves;
+            while n >= 1 && touching[n] > start {
+                lower(touching, n);
+                n /= 2;
+            }
+        }
+        Self::canonical(*leaves, live, |n| {
+            lower(covering, n);
+            lower(touching, n);
+        });
+    }
+
+    /// The lowest start among the intervals that share a position with `live`; `u64::MAX` when
+    /// none does.
+    fn lowest_start(&self, live: LiveInterval) -> u64 {
+        let mut lowest = u64::MAX;
+        Self::canonical(self.leaves, live, |n| lowest = lowest.min(self.touching[n]));
+        let (mut a, mut b) = (
+            live.first as usize + self.leaves,
+            live.last as usize + self.leaves,
+        );
+        // Up both paths in step, then once up the path they share.
+        while a != b {
+            lowest = lowest.min(self.covering[a]).min(self.covering[b]);
+            (a, b) = (a / 2, b / 2);
+        }
+        while a >= 1 {
+            lowest = lowest.min(self.covering[a]);
+            a /= 2;
+        }
+        lowest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// The tree's answer is the lowest start among the intervals inserted that overlap the
+        /// query, by a scan of them.
+        #[test]
+        fn lowest_start_is_the_scans(
+            inserted in proptest::collection::vec((0u32..40, 0u32..10, 0u64..1000), 0..30),
+            queries in proptest::collection::vec((0u32..40, 0u32..10), 1..20),
+        ) {
+            let interval = |(first, len): (u32, u32)| LiveInterval::new(first, (first + len).min(45));
+            // A tree emptied after use answers as a new one.
+            let mut tree = LowestStart::new(64);
+            for &(first, len) in &queries {
+                tree.insert(interval((first, len)), u64::from(len));
+            }
+            let mut tree = LowestStart::emptied(Some(tree), 46);
+            for &(first, len, start) in &inserted {
+                tree.insert(interval((first, len)), start);
+            }
+            for &query in &queries {
+                let query = interval(query);
+                let scan = (inserted.iter())
+                    .filter(|&&(first, len, _)| interval((first, len)).overlaps(query))
+                    .map(|&(_, _, start)| start)
+                    .min()
+                    .unwrap_or(u64::MAX);
+                prop_assert_eq!(tree.lowest_start(query), scan);
+            }
+        }
+    }
+}
