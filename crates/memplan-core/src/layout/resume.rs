@@ -39,14 +39,20 @@ pub(super) struct Resume<'e> {
     earlier: &'e [(Item, u64)],
     /// The next entry of `earlier` to pass.
     cursor: usize,
+    /// Best-fit: every address the item overlaps in time matters, not only those below it.
+    reads_all: bool,
+    kept: Kept,
+}
+
+/// What a resume fills, kept for the next one's memory (a fit makes hundreds).
+#[derive(Default)]
+pub(super) struct Kept {
     /// The first unpaired entry that holds each item; each entry's next holding the same.
     first_with: HashMap<Item, u32>,
     next_with: Vec<u32>,
     /// Entries whose item landed on them again: they change nothing when passed.
     landed: Vec<bool>,
-    changed: LowestStart,
-    /// Best-fit: every address the item overlaps in time matters, not only those below it.
-    reads_all: bool,
+    changed: Option<LowestStart>,
 }
 
 /// No entry.
@@ -54,35 +60,36 @@ const NONE: u32 = u32::MAX;
 
 impl<'e> Resume<'e> {
     /// Resuming from the entries of `earlier` past the first `shared` (the prefix taken as is),
-    /// for a decode of `items` by `choice`; `changed` is the tree an earlier resume left, for
-    /// its memory.
+    /// for a decode of `items` by `choice`, in what an earlier resume `kept`.
     pub(super) fn new(
         earlier: &'e [(Item, u64)],
         shared: usize,
         items: &[Item],
         choice: GapChoice,
-        changed: Option<LowestStart>,
+        kept: Option<Kept>,
     ) -> Self {
-        let mut first_with = HashMap::default();
-        let mut next_with = vec![NONE; earlier.len()];
+        let mut kept = kept.unwrap_or_default();
+        kept.first_with.clear();
+        kept.next_with.clear();
+        kept.next_with.resize(earlier.len(), NONE);
+        kept.landed.clear();
+        kept.landed.resize(earlier.len(), false);
         // Backwards, so each item's chain runs in order of entry.
         for (k, (item, _)) in earlier.iter().enumerate().skip(shared).rev() {
             if item.size > 0 {
-                next_with[k] = first_with.insert(*item, k as u32).unwrap_or(NONE);
+                kept.next_with[k] = kept.first_with.insert(*item, k as u32).unwrap_or(NONE);
             }
         }
         let positions = (items.iter().chain(earlier.iter().map(|(item, _)| item)))
             .map(|item| item.live.last as usize + 1)
             .max()
             .unwrap_or(0);
+        kept.changed = Some(LowestStart::emptied(kept.changed.take(), positions));
         Resume {
             earlier,
             cursor: shared,
-            first_with,
-            next_with,
-            landed: vec![false; earlier.len()],
-            changed: LowestStart::emptied(changed, positions),
             reads_all: choice == GapChoice::Smallest,
+            kept,
         }
     }
 
@@ -90,19 +97,18 @@ impl<'e> Resume<'e> {
     /// where `walk(floor)` chooses, told that no offset below `floor` is free (first-fit only;
     /// `0` where nothing is known).
     pub(super) fn place(&mut self, item: &Item, walk: impl FnOnce(u64) -> u64) -> u64 {
-        let pair = self.first_with.get(item).copied();
+        let pair = self.kept.first_with.get(item).copied();
         if let Some(k) = pair {
-            let next = self.next_with[k as usize];
-            match next {
-                NONE => self.first_with.remove(item),
-                next => self.first_with.insert(*item, next),
+            match self.kept.next_with[k as usize] {
+                NONE => self.kept.first_with.remove(item),
+                next => self.kept.first_with.insert(*item, next),
             };
         }
         let mut floor = 0;
         let known = pair.filter(|&k| k as usize >= self.cursor).and_then(|k| {
             self.pass_to(k as usize);
             let offset = self.earlier[k as usize].1;
-            let lowest = self.changed.lowest_start(item.live);
+            let lowest = self.changed().lowest_start(item.live);
             if self.reads_all {
                 return (lowest == u64::MAX).then_some(offset);
             }
@@ -114,10 +120,16 @@ impl<'e> Resume<'e> {
         });
         let offset = known.unwrap_or_else(|| walk(floor));
         match pair {
-            Some(k) if self.earlier[k as usize].1 == offset => self.landed[k as usize] = true,
-            _ => self.changed.insert(item.live, offset),
+            Some(k) if self.earlier[k as usize].1 == offset => {
+                self.kept.landed[k as usize] = true;
+            }
+            _ => self.changed().insert(item.live, offset),
         }
         offset
+    }
+
+    fn changed(&mut self) -> &mut LowestStart {
+        self.kept.changed.as_mut().expect("made by `new`")
     }
 
     /// Moves the cursor to entry `k`, marking each entry passed changed unless an item landed
@@ -125,16 +137,16 @@ impl<'e> Resume<'e> {
     fn pass_to(&mut self, k: usize) {
         for at in self.cursor..k {
             let (item, offset) = self.earlier[at];
-            if item.size > 0 && !self.landed[at] {
-                self.changed.insert(item.live, offset);
+            if item.size > 0 && !self.kept.landed[at] {
+                self.changed().insert(item.live, offset);
             }
         }
         self.cursor = self.cursor.max(k);
     }
 
-    /// The tree, for the next resume's memory.
-    pub(super) fn into_changed(self) -> LowestStart {
-        self.changed
+    /// What it filled, for the next resume's memory.
+    pub(super) fn into_kept(self) -> Kept {
+        self.kept
     }
 }
 
@@ -143,7 +155,7 @@ impl<'e> Resume<'e> {
 /// (`covering` and `touching`) and on the two root paths of its ends (`touching`); a query reads
 /// `touching` at its own canonical nodes and `covering` on its ends' root paths, which between
 /// them meet every interval sharing a position with it.
-pub(super) struct LowestStart {
+struct LowestStart {
     leaves: usize,
     covering: Vec<u64>,
     touching: Vec<u64>,
