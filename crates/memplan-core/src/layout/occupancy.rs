@@ -37,7 +37,7 @@
 use super::exact::grain;
 use super::greedy::{GapChoice, GapScan, choose_gap};
 use super::interval_index::IntervalIndex;
-use super::resume::{Kept, Resume};
+use super::resume::{LowestStart, Resume};
 use super::{Item, RegionLayout, by_position};
 use crate::graph::align_up;
 use crate::problem::LiveInterval;
@@ -711,8 +711,8 @@ pub(crate) struct Decode {
     latest: Vec<(Item, u64)>,
     /// The last decode's occupancy, emptied and refilled by the next.
     scratch: Reused<Taken>,
-    /// What the last resume filled, emptied and refilled by the next.
-    resumed: Reused<Kept>,
+    /// The last resume's tree of changed buffers, emptied and refilled by the next.
+    changed: Reused<LowestStart>,
 }
 
 /// Places the items in `order`, each where `choice` puts it among the placed buffers it
@@ -772,7 +772,7 @@ fn place_listing_up_to(
             .take_while(|&(&(item, _), &i)| item == items[i as usize])
             .count()
     };
-    let mut kept = earlier.as_mut().and_then(|d| d.resumed.0.take());
+    let mut changed = earlier.as_mut().and_then(|d| d.changed.0.take());
     let (resumed, shared): (&[(Item, u64)], usize) = match &earlier {
         Some(d) => [&d.first, &d.latest]
             .into_iter()
@@ -793,8 +793,8 @@ fn place_listing_up_to(
     });
     let (mut listed, mut ranges) = (Vec::new(), Vec::new());
     // Past the shared prefix, the earlier decode still answers for the items it surely does.
-    let mut resume =
-        (shared < resumed.len()).then(|| Resume::new(resumed, shared, items, choice, kept.take()));
+    let mut resume = (shared < resumed.len())
+        .then(|| Resume::new(resumed, shared, items, choice, changed.take()));
     let layout = place_on(
         &mut taken,
         items,
@@ -824,12 +824,12 @@ fn place_listing_up_to(
             }
         },
     );
-    let kept = resume.map(Resume::into_kept).or(kept);
+    let changed = resume.map(Resume::into_changed).or(changed);
     let Some(earlier) = earlier else {
         return layout;
     };
     earlier.scratch.0 = Some(taken);
-    earlier.resumed.0 = kept;
+    earlier.changed.0 = changed;
     if let Some(layout) = &layout {
         let into = if earlier.first.is_empty() {
             &mut earlier.first

@@ -6,8 +6,10 @@
 //! prefix most items still land where they landed before; [`Resume`] says when one surely does,
 //! and its walk over the placed buffers is skipped.
 //!
-//! Each item of the decode under way (N) is paired with the next unpaired entry of the earlier
-//! decode (E) that holds the same item (size, alignment, interval). Item x, paired with E's entry
+//! Each item of the decode under way (N) is paired with an entry of the earlier decode (E) that
+//! holds the same item (size, alignment, interval), among the few after the last paired: both
+//! orders are by size, ties by index, so they differ by a dropped or stretched item here and
+//! there (any one-to-one pairing of equal items would be sound). Item x, paired with E's entry
 //! k, placed after N's first r items, takes E's offset o for it when `E[..k]` and `N[..r]` agree
 //! on every placed buffer that overlaps x in time and starts below `o + size(x)`: first-fit
 //! chooses the lowest gap that clears what lies below its end, so it reads nothing above `o +
@@ -18,17 +20,15 @@
 //! of a buffer they disagree on, every offset `o < o_E` with `o + size(x) <= L` is blocked in N
 //! as it was in E, so N's walk starts at `L + 1 - size(x)`, past what it would only find taken.
 //!
-//! What they may disagree on is kept as a superset, the *changed* buffers: each entry of E the
-//! cursor passes (it moves to each pair's k in turn) unless its item landed on it again, and each
-//! item of N that has no pair or landed elsewhere. These sit in a segment tree over positions
-//! that answers the lowest start among the changed buffers overlapping an interval, in O(log T).
-//! An item whose pair lies behind the cursor (the two orders disagree there) is walked in full.
+//! What they may disagree on is kept as a superset, the *changed* buffers: each entry of E
+//! passed over by a pairing (pairs are made in order), each entry whose item landed elsewhere,
+//! with where it landed, and each item of N without a pair. These sit in a segment tree over
+//! positions that answers the lowest start among the changed buffers overlapping an interval,
+//! in O(log T). An item without a pair is walked in full.
 //!
 //! Invariant: an item is given E's offset, or a floor for its walk, only where its walk from
 //! zero would choose that offset, or one at or above the floor (property-tested against decodes
 //! from scratch of perturbed problems).
-
-use rustc_hash::FxHashMap as HashMap;
 
 use super::Item;
 use super::greedy::GapChoice;
@@ -37,59 +37,37 @@ use crate::problem::LiveInterval;
 /// The decode under way's pairing with an earlier one, and what the two may disagree on.
 pub(super) struct Resume<'e> {
     earlier: &'e [(Item, u64)],
-    /// The next entry of `earlier` to pass.
-    cursor: usize,
+    /// The first entry of `earlier` not yet settled. Each before it either had an item land on
+    /// it again or is in `changed`.
+    next: usize,
+    changed: LowestStart,
     /// Best-fit: every address the item overlaps in time matters, not only those below it.
     reads_all: bool,
-    kept: Kept,
 }
 
-/// What a resume fills, kept for the next one's memory (a fit makes hundreds).
-#[derive(Default)]
-pub(super) struct Kept {
-    /// The first unpaired entry that holds each item; each entry's next holding the same.
-    first_with: HashMap<Item, u32>,
-    next_with: Vec<u32>,
-    /// Entries whose item landed on them again: they change nothing when passed.
-    landed: Vec<bool>,
-    changed: Option<LowestStart>,
-}
-
-/// No entry.
-const NONE: u32 = u32::MAX;
+/// How far past the first unsettled entry an item's pair is looked for: a flip drops a buffer
+/// or stretches a few, so the two orders differ by a few entries at a time.
+const LOOKAHEAD: usize = 8;
 
 impl<'e> Resume<'e> {
     /// Resuming from the entries of `earlier` past the first `shared` (the prefix taken as is),
-    /// for a decode of `items` by `choice`, in what an earlier resume `kept`.
+    /// for a decode of `items` by `choice`, in the tree an earlier resume filled (its memory).
     pub(super) fn new(
         earlier: &'e [(Item, u64)],
         shared: usize,
         items: &[Item],
         choice: GapChoice,
-        kept: Option<Kept>,
+        changed: Option<LowestStart>,
     ) -> Self {
-        let mut kept = kept.unwrap_or_default();
-        kept.first_with.clear();
-        kept.next_with.clear();
-        kept.next_with.resize(earlier.len(), NONE);
-        kept.landed.clear();
-        kept.landed.resize(earlier.len(), false);
-        // Backwards, so each item's chain runs in order of entry.
-        for (k, (item, _)) in earlier.iter().enumerate().skip(shared).rev() {
-            if item.size > 0 {
-                kept.next_with[k] = kept.first_with.insert(*item, k as u32).unwrap_or(NONE);
-            }
-        }
         let positions = (items.iter().chain(earlier.iter().map(|(item, _)| item)))
             .map(|item| item.live.last as usize + 1)
             .max()
             .unwrap_or(0);
-        kept.changed = Some(LowestStart::emptied(kept.changed.take(), positions));
         Resume {
             earlier,
-            cursor: shared,
+            next: shared,
+            changed: LowestStart::emptied(changed, positions),
             reads_all: choice == GapChoice::Smallest,
-            kept,
         }
     }
 
@@ -97,56 +75,40 @@ impl<'e> Resume<'e> {
     /// where `walk(floor)` chooses, told that no offset below `floor` is free (first-fit only;
     /// `0` where nothing is known).
     pub(super) fn place(&mut self, item: &Item, walk: impl FnOnce(u64) -> u64) -> u64 {
-        let pair = self.kept.first_with.get(item).copied();
-        if let Some(k) = pair {
-            match self.kept.next_with[k as usize] {
-                NONE => self.kept.first_with.remove(item),
-                next => self.kept.first_with.insert(*item, next),
-            };
+        let ahead = &self.earlier[self.next..];
+        let Some(k) = (ahead.iter().take(LOOKAHEAD))
+            .position(|(entry, _)| entry == item)
+            .map(|at| self.next + at)
+        else {
+            let offset = walk(0);
+            self.changed.insert(item.live, offset);
+            return offset;
+        };
+        // The entries passed over hold items this decode places elsewhere or not at all.
+        for &(passed, offset) in &self.earlier[self.next..k] {
+            if passed.size > 0 {
+                self.changed.insert(passed.live, offset);
+            }
         }
-        let mut floor = 0;
-        let known = pair.filter(|&k| k as usize >= self.cursor).and_then(|k| {
-            self.pass_to(k as usize);
-            let offset = self.earlier[k as usize].1;
-            let lowest = self.changed().lowest_start(item.live);
-            if self.reads_all {
-                return (lowest == u64::MAX).then_some(offset);
-            }
-            if lowest >= offset + item.size {
-                return Some(offset);
-            }
-            floor = (lowest + 1).saturating_sub(item.size);
-            None
-        });
-        let offset = known.unwrap_or_else(|| walk(floor));
-        match pair {
-            Some(k) if self.earlier[k as usize].1 == offset => {
-                self.kept.landed[k as usize] = true;
-            }
-            _ => self.changed().insert(item.live, offset),
+        self.next = k + 1;
+        let earlier = self.earlier[k].1;
+        let lowest = self.changed.lowest_start(item.live);
+        let offset = match self.reads_all {
+            true if lowest == u64::MAX => earlier,
+            true => walk(0),
+            false if lowest >= earlier + item.size => earlier,
+            false => walk((lowest + 1).saturating_sub(item.size)),
+        };
+        if offset != earlier {
+            self.changed.insert(item.live, earlier);
+            self.changed.insert(item.live, offset);
         }
         offset
     }
 
-    fn changed(&mut self) -> &mut LowestStart {
-        self.kept.changed.as_mut().expect("made by `new`")
-    }
-
-    /// Moves the cursor to entry `k`, marking each entry passed changed unless an item landed
-    /// on it again.
-    fn pass_to(&mut self, k: usize) {
-        for at in self.cursor..k {
-            let (item, offset) = self.earlier[at];
-            if item.size > 0 && !self.kept.landed[at] {
-                self.changed().insert(item.live, offset);
-            }
-        }
-        self.cursor = self.cursor.max(k);
-    }
-
-    /// What it filled, for the next resume's memory.
-    pub(super) fn into_kept(self) -> Kept {
-        self.kept
+    /// The tree, for the next resume's memory.
+    pub(super) fn into_changed(self) -> LowestStart {
+        self.changed
     }
 }
 
@@ -155,7 +117,7 @@ impl<'e> Resume<'e> {
 /// (`covering` and `touching`) and on the two root paths of its ends (`touching`); a query reads
 /// `touching` at its own canonical nodes and `covering` on its ends' root paths, which between
 /// them meet every interval sharing a position with it.
-struct LowestStart {
+pub(super) struct LowestStart {
     leaves: usize,
     covering: Vec<u64>,
     touching: Vec<u64>,
