@@ -491,11 +491,12 @@ struct ByOffset {
     blocks: Vec<Block>,
 }
 
-/// Consecutive placed buffers in order of offset, the hull of their live intervals and their
-/// highest end.
+/// Consecutive placed buffers in order of offset, the hull of their live intervals, their lowest
+/// start and their highest end (kept here, so that finding a block reads no buffer list).
 struct Block {
     placed: Vec<(u64, u64, LiveInterval)>,
     hull: LiveInterval,
+    bottom: u64,
     top: u64,
 }
 
@@ -508,6 +509,7 @@ impl Block {
         let last = placed.iter().map(|p| p.2.last).max().unwrap_or(0);
         let top = placed.iter().map(|p| p.1).max().unwrap_or(0);
         Block {
+            bottom: placed.first().map_or(0, |p| p.0),
             placed,
             hull: LiveInterval::new(first, last),
             top,
@@ -542,7 +544,7 @@ impl ByOffset {
     fn insert(&mut self, live: LiveInterval, offset: u64, size: u64) {
         let placed = (offset, offset + size, live);
         // The last block whose first buffer starts at or below `offset` (else the first).
-        let k = (self.blocks.partition_point(|b| b.placed[0].0 <= offset)).saturating_sub(1);
+        let k = (self.blocks.partition_point(|b| b.bottom <= offset)).saturating_sub(1);
         let Some(block) = self.blocks.get_mut(k) else {
             self.blocks.push(Block::of(vec![placed]));
             return;
@@ -555,6 +557,7 @@ impl ByOffset {
             block.hull.first.min(live.first),
             block.hull.last.max(live.last),
         );
+        block.bottom = block.bottom.min(offset);
         block.top = block.top.max(placed.1);
         if block.placed.len() > BLOCK {
             let upper = block.placed.split_off(BLOCK / 2);
@@ -565,6 +568,17 @@ impl ByOffset {
 
     fn clear(&mut self) {
         self.blocks.clear();
+    }
+
+    /// Fills an empty list with `placed` at once, in half-full blocks (as splits leave them).
+    fn fill(&mut self, mut placed: Vec<(u64, u64, LiveInterval)>) {
+        debug_assert!(self.blocks.is_empty());
+        placed.sort_by_key(|p| p.0);
+        (self.blocks).extend(
+            placed
+                .chunks(BLOCK / 2)
+                .map(|chunk| Block::of(chunk.to_vec())),
+        );
     }
 }
 
@@ -863,7 +877,27 @@ fn place_on(
     mut choose: impl FnMut(&mut Taken, &[u64], usize, &Item, (usize, usize)) -> u64,
 ) -> Option<RegionLayout> {
     let (mut offsets, mut extent) = (vec![0; items.len()], 0);
-    for (r, &i) in order.iter().enumerate() {
+    // The known offsets first, at once: a scan's blocks are cut from them in order of offset.
+    let mut known_placed = Vec::new();
+    for (r, &i) in order[..known].iter().enumerate() {
+        let item = &items[i as usize];
+        if item.size > 0 {
+            let offset = known_offset(r, i);
+            offsets[i as usize] = offset;
+            extent = extent.max(offset + item.size);
+            match taken {
+                Taken::Scan(_) => known_placed.push((offset, offset + item.size, item.live)),
+                _ => taken.insert(item, taken.span(i as usize), offset),
+            }
+        }
+    }
+    if let Taken::Scan(list) = taken {
+        list.fill(known_placed);
+    }
+    if extent > limit {
+        return None;
+    }
+    for (r, &i) in order.iter().enumerate().skip(known) {
         if r % STOP_EVERY == STOP_EVERY - 1 && stop() {
             return None;
         }
@@ -872,11 +906,7 @@ fn place_on(
             continue;
         }
         let span = taken.span(i as usize);
-        let offset = if r < known {
-            known_offset(r, i)
-        } else {
-            choose(taken, &offsets, r, item, span)
-        };
+        let offset = choose(taken, &offsets, r, item, span);
         taken.insert(item, span, offset);
         offsets[i as usize] = offset;
         extent = extent.max(offset + item.size);
