@@ -23,6 +23,7 @@ mod occupancy;
 mod resume;
 mod rng;
 mod search;
+mod segment_tree;
 mod tlsf;
 
 use std::collections::BTreeMap;

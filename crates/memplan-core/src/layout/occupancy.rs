@@ -38,6 +38,7 @@ use super::exact::grain;
 use super::greedy::{GapChoice, GapScan, choose_gap};
 use super::interval_index::IntervalIndex;
 use super::resume::{LowestStart, Resume};
+use super::segment_tree::{canonical, root_paths};
 use super::{Item, RegionLayout, by_position};
 use crate::graph::align_up;
 use crate::problem::LiveInterval;
@@ -331,37 +332,6 @@ impl<W: Unit> Occupancy<W> {
         (lo as usize + self.leaves, hi as usize + self.leaves)
     }
 
-    /// The nodes on the root paths of nodes `lo` and `hi` (on one level), each once, up to
-    /// node `lowest`.
-    fn root_paths(mut lo: usize, mut hi: usize, lowest: usize, mut visit: impl FnMut(usize)) {
-        while lo != hi && lo >= lowest {
-            visit(lo);
-            visit(hi);
-            lo /= 2;
-            hi /= 2;
-        }
-        while lo >= lowest {
-            visit(lo);
-            lo /= 2;
-        }
-    }
-
-    /// Canonical nodes of the leaf span `[lo, hi)`.
-    fn canonical(mut lo: usize, mut hi: usize, mut visit: impl FnMut(usize)) {
-        while lo < hi {
-            if lo & 1 == 1 {
-                visit(lo);
-                lo += 1;
-            }
-            if hi & 1 == 1 {
-                hi -= 1;
-                visit(hi);
-            }
-            lo /= 2;
-            hi /= 2;
-        }
-    }
-
     /// Marks `[offset, offset + size)` taken over the leaf span `(lo, hi)`; `false`, with
     /// nothing marked, when its units do not fit `W`.
     fn insert(&mut self, (lo, hi): (usize, usize), offset: u64, size: u64) -> bool {
@@ -386,7 +356,7 @@ impl<W: Unit> Occupancy<W> {
                 n /= 2;
             }
         }
-        Self::canonical(lo, hi, |n| {
+        canonical(lo, hi, |n| {
             let node = &mut nodes[n];
             pool.insert(&mut node.covering, offset, end);
             pool.insert(&mut node.touching, offset, end);
@@ -397,8 +367,8 @@ impl<W: Unit> Occupancy<W> {
     /// How many ranges the unions a query over the leaf span `(lo, hi)` reads hold together.
     fn ranges_read(&self, (lo, hi): (usize, usize)) -> usize {
         let mut read = 0;
-        Self::canonical(lo, hi, |n| read += self.nodes[n].touching.len as usize);
-        Self::root_paths(lo, hi - 1, self.lowest, |n| {
+        canonical(lo, hi, |n| read += self.nodes[n].touching.len as usize);
+        root_paths(lo, hi - 1, self.lowest, |n| {
             read += self.nodes[n].covering.len as usize
         });
         read
@@ -436,8 +406,8 @@ impl<W: Unit> Occupancy<W> {
                 });
             }
         };
-        Self::canonical(lo, hi, |n| add(n, false));
-        Self::root_paths(lo, hi - 1, self.lowest, |n| add(n, true));
+        canonical(lo, hi, |n| add(n, false));
+        root_paths(lo, hi - 1, self.lowest, |n| add(n, true));
         if !unions.is_empty() {
             unions.swap(0, longest.1);
         }

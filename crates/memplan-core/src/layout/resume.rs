@@ -32,6 +32,7 @@
 
 use super::Item;
 use super::greedy::GapChoice;
+use super::segment_tree::{canonical, root_paths};
 use crate::problem::LiveInterval;
 
 /// The decode under way's pairing with an earlier one, and what the two may disagree on.
@@ -113,10 +114,10 @@ impl<'e> Resume<'e> {
 }
 
 /// Intervals of positions, each with a start address, answering the lowest start among those
-/// that overlap a given interval. A segment tree: an interval is kept at its canonical nodes
-/// (`covering` and `touching`) and on the two root paths of its ends (`touching`); a query reads
-/// `touching` at its own canonical nodes and `covering` on its ends' root paths, which between
-/// them meet every interval sharing a position with it.
+/// that overlap a given interval. A segment tree ([`super::segment_tree`]): an interval is kept
+/// at its canonical nodes (`covering` and `touching`) and on the two root paths of its ends
+/// (`touching`); a query reads `touching` at its own canonical nodes and `covering` on its ends'
+/// root paths, which between them meet every interval sharing a position with it.
 pub(super) struct LowestStart {
     leaves: usize,
     covering: Vec<u64>,
@@ -151,31 +152,21 @@ impl LowestStart {
         }
     }
 
-    /// Visits the canonical nodes of `live`.
-    fn canonical(leaves: usize, live: LiveInterval, mut visit: impl FnMut(usize)) {
-        let (mut lo, mut hi) = (
-            live.first as usize + leaves,
-            live.last as usize + 1 + leaves,
-        );
-        while lo < hi {
-            if lo & 1 == 1 {
-                visit(lo);
-                lo += 1;
-            }
-            if hi & 1 == 1 {
-                hi -= 1;
-                visit(hi);
-            }
-            (lo, hi) = (lo / 2, hi / 2);
-        }
+    /// The leaf span `[lo, hi)` of `live`, as node indices.
+    fn leaves_of(&self, live: LiveInterval) -> (usize, usize) {
+        (
+            live.first as usize + self.leaves,
+            live.last as usize + 1 + self.leaves,
+        )
     }
 
     fn insert(&mut self, live: LiveInterval, start: u64) {
+        let (lo, hi) = self.leaves_of(live);
         let LowestStart {
-            leaves,
             covering,
             touching,
             set,
+            ..
         } = self;
         let mut lower = |values: &mut Vec<u64>, n: usize| {
             if start < values[n] {
@@ -186,14 +177,13 @@ impl LowestStart {
         // A node touches all its children do, so `touching` never rises up a path: a climb
         // stops at the first node as low as `start`. (Before the canonical nodes, some of
         // which lie on the paths, are lowered.)
-        for end in [live.first, live.last] {
-            let mut n = end as usize + *leaves;
+        for mut n in [lo, hi - 1] {
             while n >= 1 && touching[n] > start {
                 lower(touching, n);
                 n /= 2;
             }
         }
-        Self::canonical(*leaves, live, |n| {
+        canonical(lo, hi, |n| {
             lower(covering, n);
             lower(touching, n);
         });
@@ -202,21 +192,10 @@ impl LowestStart {
     /// The lowest start among the intervals that share a position with `live`; `u64::MAX` when
     /// none does.
     fn lowest_start(&self, live: LiveInterval) -> u64 {
+        let (lo, hi) = self.leaves_of(live);
         let mut lowest = u64::MAX;
-        Self::canonical(self.leaves, live, |n| lowest = lowest.min(self.touching[n]));
-        let (mut a, mut b) = (
-            live.first as usize + self.leaves,
-            live.last as usize + self.leaves,
-        );
-        // Up both paths in step, then once up the path they share.
-        while a != b {
-            lowest = lowest.min(self.covering[a]).min(self.covering[b]);
-            (a, b) = (a / 2, b / 2);
-        }
-        while a >= 1 {
-            lowest = lowest.min(self.covering[a]);
-            a /= 2;
-        }
+        canonical(lo, hi, |n| lowest = lowest.min(self.touching[n]));
+        root_paths(lo, hi - 1, 1, |n| lowest = lowest.min(self.covering[n]));
         lowest
     }
 }
