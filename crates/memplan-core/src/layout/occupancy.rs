@@ -461,12 +461,11 @@ struct ByOffset {
     blocks: Vec<Block>,
 }
 
-/// Consecutive placed buffers in order of offset, the hull of their live intervals, their lowest
-/// start and their highest end (kept here, so that finding a block reads no buffer list).
+/// Consecutive placed buffers in order of offset, the hull of their live intervals and their
+/// highest end.
 struct Block {
     placed: Vec<(u64, u64, LiveInterval)>,
     hull: LiveInterval,
-    bottom: u64,
     top: u64,
 }
 
@@ -479,7 +478,6 @@ impl Block {
         let last = placed.iter().map(|p| p.2.last).max().unwrap_or(0);
         let top = placed.iter().map(|p| p.1).max().unwrap_or(0);
         Block {
-            bottom: placed.first().map_or(0, |p| p.0),
             placed,
             hull: LiveInterval::new(first, last),
             top,
@@ -514,7 +512,7 @@ impl ByOffset {
     fn insert(&mut self, live: LiveInterval, offset: u64, size: u64) {
         let placed = (offset, offset + size, live);
         // The last block whose first buffer starts at or below `offset` (else the first).
-        let k = (self.blocks.partition_point(|b| b.bottom <= offset)).saturating_sub(1);
+        let k = (self.blocks.partition_point(|b| b.placed[0].0 <= offset)).saturating_sub(1);
         let Some(block) = self.blocks.get_mut(k) else {
             self.blocks.push(Block::of(vec![placed]));
             return;
@@ -527,7 +525,6 @@ impl ByOffset {
             block.hull.first.min(live.first),
             block.hull.last.max(live.last),
         );
-        block.bottom = block.bottom.min(offset);
         block.top = block.top.max(placed.1);
         if block.placed.len() > BLOCK {
             let upper = block.placed.split_off(BLOCK / 2);
