@@ -282,7 +282,67 @@ pub(crate) fn problem_of_spans(
     spans: &[Option<LiveInterval>],
     named: bool,
 ) -> Problem {
-    storage_of_spans(graph, resolved, flipped, spans, named).problem
+    problem_visiting(graph, resolved, flipped, spans, named, |_, _| {})
+}
+
+/// What became of a storage root in a problem: flipped (recomputed at its uses), never taken,
+/// or its buffer.
+enum Root {
+    Flipped,
+    Unused,
+    Buffer(usize),
+}
+
+/// [`problem_of_spans`], telling `visit` what became of each storage root, in tensor order.
+fn problem_visiting(
+    graph: &Graph,
+    resolved: &ResolvedGraph,
+    flipped: &[bool],
+    span: &[Option<LiveInterval>],
+    named: bool,
+    mut visit: impl FnMut(usize, Root),
+) -> Problem {
+    let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
+    let mut problem = Problem {
+        device_ids: resolved.device_ids.clone(),
+        positions: resolved.positions.len() as u32,
+        buffers: Vec::with_capacity(resolved.tensors.len()),
+        position_times: (resolved.positions.iter())
+            .map(|p| graph.steps[p.first_step].time)
+            .collect::<Option<Vec<u64>>>()
+            .filter(|times| times.is_sorted_by(|a, b| a < b))
+            .unwrap_or_default(),
+    };
+    for (t, rt) in resolved.tensors.iter().enumerate() {
+        if rt.storage != Storage::Owned {
+            continue;
+        }
+        if is_flipped(t) {
+            visit(t, Root::Flipped);
+            continue;
+        }
+        let lifetime = match (rt.always_live, span[t]) {
+            (true, _) => Lifetime::Always,
+            (false, Some(interval)) => Lifetime::Live(interval),
+            (false, None) => {
+                visit(t, Root::Unused);
+                continue;
+            }
+        };
+        visit(t, Root::Buffer(problem.buffers.len()));
+        problem.buffers.push(Buffer {
+            name: match named {
+                true => graph.tensors[t].id.clone(),
+                false => String::new(),
+            },
+            device: rt.device,
+            size: rt.bytes,
+            alignment: rt.alignment,
+            dtype: rt.dtype,
+            lifetime,
+        });
+    }
+    problem
 }
 
 /// Each storage root's live interval (from the first position that takes it to the last), with
@@ -338,53 +398,25 @@ fn storage_of_spans(
     span: &[Option<LiveInterval>],
     named: bool,
 ) -> Liveness {
-    let n = resolved.tensors.len();
-    let is_flipped = |t: usize| flipped.get(t).copied().unwrap_or(false);
-
-    let mut problem = Problem {
-        device_ids: resolved.device_ids.clone(),
-        positions: resolved.positions.len() as u32,
-        buffers: Vec::with_capacity(n),
-        position_times: (resolved.positions.iter())
-            .map(|p| graph.steps[p.first_step].time)
-            .collect::<Option<Vec<u64>>>()
-            .filter(|times| times.is_sorted_by(|a, b| a < b))
-            .unwrap_or_default(),
-    };
     let mut buffer_tensor = Vec::new();
-    let mut tensor_buffer = vec![None; n];
+    let mut tensor_buffer = vec![None; resolved.tensors.len()];
     let mut unused = Vec::new();
     let mut flipped_list = Vec::new();
-    for (t, rt) in resolved.tensors.iter().enumerate() {
-        if rt.storage != Storage::Owned {
-            continue;
-        }
-        if is_flipped(t) {
-            flipped_list.push(t);
-            continue;
-        }
-        let lifetime = match (rt.always_live, span[t]) {
-            (true, _) => Lifetime::Always,
-            (false, Some(interval)) => Lifetime::Live(interval),
-            (false, None) => {
-                unused.push(t);
-                continue;
+    let problem = problem_visiting(
+        graph,
+        resolved,
+        flipped,
+        span,
+        named,
+        |t, root| match root {
+            Root::Flipped => flipped_list.push(t),
+            Root::Unused => unused.push(t),
+            Root::Buffer(b) => {
+                tensor_buffer[t] = Some(b);
+                buffer_tensor.push(t);
             }
-        };
-        tensor_buffer[t] = Some(problem.buffers.len());
-        buffer_tensor.push(t);
-        problem.buffers.push(Buffer {
-            name: match named {
-                true => graph.tensors[t].id.clone(),
-                false => String::new(),
-            },
-            device: rt.device,
-            size: rt.bytes,
-            alignment: rt.alignment,
-            dtype: rt.dtype,
-            lifetime,
-        });
-    }
+        },
+    );
     Liveness {
         problem,
         uses: Arc::default(),

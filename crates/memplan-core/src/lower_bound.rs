@@ -46,6 +46,27 @@ pub(crate) fn live_curve(
         .collect()
 }
 
+/// The most bytes live at once over `spans` (0 for none): the maximum of [`live_curve`] with
+/// no base, in one vector of changes where the curve takes three. Every span must end before
+/// `positions`; the sum must fit in a `u64`. The changes add modulo 2^64, so each running
+/// sum is the bytes live there, which fits.
+pub(crate) fn peak_live(positions: usize, spans: impl Iterator<Item = (LiveInterval, u64)>) -> u64 {
+    let mut change = vec![0u64; positions + 1];
+    for (interval, size) in spans {
+        let (first, after) = (interval.first as usize, interval.last as usize + 1);
+        change[first] = change[first].wrapping_add(size);
+        change[after] = change[after].wrapping_sub(size);
+    }
+    let mut live = 0u64;
+    (change[..positions].iter())
+        .map(|&c| {
+            live = live.wrapping_add(c);
+            live
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// The usage of every device of `problem` (which must be valid).
 pub fn device_usage(problem: &Problem) -> Vec<DeviceUsage> {
     let positions = problem.positions as usize;
@@ -96,4 +117,31 @@ pub fn device_usage(problem: &Problem) -> Vec<DeviceUsage> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The peak is the curve's maximum, sizes near 2^64 included (their sum fits).
+        #[test]
+        fn the_peak_is_the_curves_maximum(
+            raw in prop::collection::vec((0u32..40, 0u32..10, any::<u64>()), 0..30),
+        ) {
+            let mut budget = u64::MAX;
+            let spans: Vec<(LiveInterval, u64)> = (raw.iter())
+                .map(|&(first, len, size)| {
+                    let size = size % (budget / 4 + 1);
+                    budget -= size;
+                    (LiveInterval::new(first, first + len), size)
+                })
+                .collect();
+            let positions = spans.iter().map(|(i, _)| i.last as usize + 1).max().unwrap_or(0);
+            let curve = live_curve(positions, 0, spans.iter().copied());
+            let peak = curve.into_iter().max().unwrap_or(0);
+            prop_assert_eq!(peak_live(positions, spans.iter().copied()), peak);
+        }
+    }
 }

@@ -165,11 +165,12 @@ impl Problem {
                     alignment: b.alignment,
                 });
             }
-            let occupied = align_up(b.size, b.alignment).ok_or(ProblemError::SizeOverflow {
-                buffer: b.name.clone(),
-                size: b.size,
-                alignment: b.alignment,
-            })?;
+            let occupied =
+                align_up(b.size, b.alignment).ok_or_else(|| ProblemError::SizeOverflow {
+                    buffer: b.name.clone(),
+                    size: b.size,
+                    alignment: b.alignment,
+                })?;
             if let Lifetime::Live(i) = b.lifetime
                 && (i.first > i.last || i.last >= self.positions)
             {

@@ -543,20 +543,21 @@ impl<'a> Rematerializer<'a> {
         {
             return Ok(known);
         }
-        let plan = self.lay_out_set(&key.tensors(), checked, |p, c| match checked {
-            true => plan_with(p, self.options, c),
-            false => lay_out(p, self.options, c),
+        let footprint = self.lay_out_set(&key.tensors(), checked, |p, c| {
+            if !checked {
+                return Ok(lay_out(p, self.options, c)?.footprint_bytes());
+            }
+            let plan = plan_with(p, self.options, c)?;
+            match plan.is_valid() {
+                true => Ok(plan.footprint_bytes()),
+                false => Err(PlanError::Unchecked(
+                    (plan.violations.iter())
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )),
+            }
         })?;
-        if !plan.is_valid() {
-            return Err(PlanError::Unchecked(
-                plan.violations
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            ));
-        }
-        let footprint = plan.footprint_bytes();
         self.scores.borrow_mut().footprints.insert(key, footprint);
         Ok(footprint)
     }

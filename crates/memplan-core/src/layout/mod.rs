@@ -596,28 +596,89 @@ pub fn plan_with(
     options: &PlanOptions,
     control: &mut Control<'_>,
 ) -> Result<Plan, PlanError> {
-    let mut plan = lay_out(problem, options, control)?;
+    let laid = lay_out(problem, options, control)?;
+    let devices = (laid.devices.into_iter())
+        .zip(device_usage(problem))
+        .map(|(d, usage)| {
+            let footprint_bytes = d.arena_bytes + d.static_bytes;
+            let exact = d.exact.map(|proof| {
+                let proven_lower_bound_bytes =
+                    (proof.lower_bound + d.static_bytes).max(usage.lower_bound);
+                ExactStats {
+                    nodes: proof.nodes,
+                    proven_lower_bound_bytes,
+                    optimal: footprint_bytes <= proven_lower_bound_bytes,
+                }
+            });
+            DevicePlan {
+                device: d.device,
+                strategy: d.strategy,
+                pools: d.pools,
+                arena_bytes: d.arena_bytes,
+                static_bytes: d.static_bytes,
+                footprint_bytes,
+                usage,
+                cap_fallback: d.cap_fallback,
+                stopped: d.stopped,
+                exact,
+            }
+        })
+        .collect();
+    let mut plan = Plan {
+        options: options.clone(),
+        devices,
+        placements: laid.placements,
+        violations: Vec::new(),
+    };
     plan.violations = plan.check(problem);
     Ok(plan)
 }
 
-/// [`plan_with`] without the checker: a footprint to compare, never a plan to show or hand on.
-/// A rematerialization fit lays out hundreds of flipped variants to score them, and checking
-/// each cost as much as laying it out; the variant it answers with is checked (see
+/// A plan's pools and placements before its usage curves and the checker: a footprint to
+/// compare, never a plan to show or hand on. A rematerialization fit lays out hundreds of
+/// flipped variants to score them, and checking each (or drawing its usage) cost as much as
+/// laying it out; the variant it answers with is planned whole (see
 /// `remat::Rematerializer::score`).
+pub(crate) struct Unchecked {
+    devices: Vec<DeviceLayout>,
+    pub placements: Vec<Placement>,
+}
+
+impl Unchecked {
+    pub(crate) fn footprint_bytes(&self) -> u64 {
+        (self.devices.iter())
+            .map(|d| d.arena_bytes + d.static_bytes)
+            .sum()
+    }
+}
+
+/// One device of an [`Unchecked`] layout: a [`DevicePlan`] but for its usage, and what the exact
+/// search proved on its arena alone.
+struct DeviceLayout {
+    device: usize,
+    strategy: Strategy,
+    pools: Vec<Pool>,
+    arena_bytes: u64,
+    static_bytes: u64,
+    cap_fallback: Option<CapFallback>,
+    stopped: bool,
+    exact: Option<Proof>,
+}
+
+/// Lays `problem` out under `options`, unchecked.
 pub(crate) fn lay_out(
     problem: &Problem,
     options: &PlanOptions,
     control: &mut Control<'_>,
-) -> Result<Plan, PlanError> {
-    let plan = lay_out_up_to(problem, options, control, None)?;
-    Ok(plan.expect("with no bound, a layout is a plan or an error"))
+) -> Result<Unchecked, PlanError> {
+    let laid = lay_out_up_to(problem, options, control, None)?;
+    Ok(laid.expect("with no bound, a layout is a layout or an error"))
 }
 
 /// [`lay_out`] when its footprint is at most `most`, else `None`, found sooner: a greedy decode
 /// gives up as soon as the arena passes what `most` leaves it (a rematerialization fit asks
 /// hundreds of times a fit whether a set of flips meets a target, and mostly it does not).
-/// A plan it answers with is the plan [`lay_out`] makes: a decode that gives up would have
+/// A layout it answers with is the one [`lay_out`] makes: a decode that gives up would have
 /// lost to one that does not (see `choose_arena`). Not with a pool cap or a capacity search,
 /// whose footprints are not the arena's extent: there it is [`lay_out`], compared.
 pub(crate) fn lay_out_within(
@@ -625,13 +686,13 @@ pub(crate) fn lay_out_within(
     options: &PlanOptions,
     control: &mut Control<'_>,
     most: u64,
-) -> Result<Option<Plan>, PlanError> {
+) -> Result<Option<Unchecked>, PlanError> {
     let bounded = options.pool_cap.is_none() && options.search_capacity.is_none();
-    let plan = match bounded {
+    let laid = match bounded {
         true => lay_out_up_to(problem, options, control, Some(most))?,
         false => Some(lay_out(problem, options, control)?),
     };
-    Ok(plan.filter(|p| p.footprint_bytes() <= most))
+    Ok(laid.filter(|p| p.footprint_bytes() <= most))
 }
 
 /// [`lay_out`], giving up (`None`) once the footprint would pass `most`.
@@ -640,7 +701,7 @@ fn lay_out_up_to(
     options: &PlanOptions,
     control: &mut Control<'_>,
     most: Option<u64>,
-) -> Result<Option<Plan>, PlanError> {
+) -> Result<Option<Unchecked>, PlanError> {
     problem.validate()?;
     // Every device's footprint holds its arena and every always-live byte of every device: an
     // arena past `most` less those bytes passes `most`.
@@ -653,11 +714,9 @@ fn lay_out_up_to(
         Some(Some(m)) => Some(m),
         None => None,
     };
-    let usages = device_usage(problem);
     let mut placements = vec![Placement { pool: 0, offset: 0 }; problem.buffers.len()];
     let mut devices = Vec::with_capacity(problem.device_ids.len());
-    for usage in usages {
-        let device = usage.device;
+    for device in 0..problem.device_ids.len() {
         let (arena, statics): (Vec<usize>, Vec<usize>) = problem
             .buffers_on(device)
             .partition(|&b| !problem.buffers[b].is_always_live());
@@ -777,34 +836,20 @@ fn lay_out_up_to(
                 .map(|p| p.bytes)
                 .sum::<u64>()
         };
-        let (arena_bytes, static_bytes) = (sum(PoolRole::Arena), sum(PoolRole::Static));
-        let exact = layout.exact.map(|proof| {
-            let proven_lower_bound_bytes =
-                (proof.lower_bound + static_bytes).max(usage.lower_bound);
-            ExactStats {
-                nodes: proof.nodes,
-                proven_lower_bound_bytes,
-                optimal: arena_bytes + static_bytes <= proven_lower_bound_bytes,
-            }
-        });
-        devices.push(DevicePlan {
+        devices.push(DeviceLayout {
             device,
             strategy: layout.strategy,
+            arena_bytes: sum(PoolRole::Arena),
+            static_bytes: sum(PoolRole::Static),
             pools,
-            arena_bytes,
-            static_bytes,
-            footprint_bytes: arena_bytes + static_bytes,
-            usage,
             cap_fallback,
             stopped: layout.stopped,
-            exact,
+            exact: layout.exact,
         });
     }
-    Ok(Some(Plan {
-        options: options.clone(),
+    Ok(Some(Unchecked {
         devices,
         placements,
-        violations: Vec::new(),
     }))
 }
 

@@ -20,7 +20,7 @@ use super::greedy::portfolio;
 use super::occupancy::Redecoder;
 use super::rng::SplitMix64;
 use super::{Control, Item, Progress, RegionLayout};
-use crate::lower_bound::live_curve;
+use crate::lower_bound::peak_live;
 
 /// How many evaluations pass between two reports to the caller. It is asked whether to stop
 /// before each (and within a decode, every 1,024 buffers): at a hundred thousand buffers one
@@ -175,8 +175,7 @@ pub(crate) fn lower_bound_hint(items: &[Item]) -> u64 {
         .map(|i| i.live.last as usize + 1)
         .max()
         .unwrap_or(0);
-    let curve = live_curve(positions, 0, items.iter().map(|i| (i.live, i.size)));
-    curve.into_iter().max().unwrap_or(0)
+    peak_live(positions, items.iter().map(|i| (i.live, i.size)))
 }
 
 #[cfg(test)]
