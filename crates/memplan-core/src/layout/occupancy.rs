@@ -472,16 +472,24 @@ struct Block {
 impl Block {
     /// A block of `placed` (not empty), in order of offset, with room for a full block (a block
     /// grown a push at a time reallocated seven times).
-    fn of(mut placed: Vec<(u64, u64, LiveInterval)>) -> Self {
-        placed.reserve_exact((BLOCK + 1).saturating_sub(placed.len()));
+    fn of(placed: &[(u64, u64, LiveInterval)]) -> Self {
+        let mut block = Block {
+            placed: Vec::with_capacity(BLOCK + 1),
+            hull: LiveInterval::new(0, 0),
+            top: 0,
+        };
+        block.placed.extend_from_slice(placed);
+        block.bound();
+        block
+    }
+
+    /// Sets the hull and the top from the buffers.
+    fn bound(&mut self) {
+        let placed = &self.placed;
         let first = placed.iter().map(|p| p.2.first).min().unwrap_or(0);
         let last = placed.iter().map(|p| p.2.last).max().unwrap_or(0);
-        let top = placed.iter().map(|p| p.1).max().unwrap_or(0);
-        Block {
-            placed,
-            hull: LiveInterval::new(first, last),
-            top,
-        }
+        self.hull = LiveInterval::new(first, last);
+        self.top = placed.iter().map(|p| p.1).max().unwrap_or(0);
     }
 }
 
@@ -514,7 +522,7 @@ impl ByOffset {
         // The last block whose first buffer starts at or below `offset` (else the first).
         let k = (self.blocks.partition_point(|b| b.placed[0].0 <= offset)).saturating_sub(1);
         let Some(block) = self.blocks.get_mut(k) else {
-            self.blocks.push(Block::of(vec![placed]));
+            self.blocks.push(Block::of(&[placed]));
             return;
         };
         let at = block
@@ -527,9 +535,10 @@ impl ByOffset {
         );
         block.top = block.top.max(placed.1);
         if block.placed.len() > BLOCK {
-            let upper = block.placed.split_off(BLOCK / 2);
-            *block = Block::of(std::mem::take(&mut block.placed));
-            self.blocks.insert(k + 1, Block::of(upper));
+            let upper = Block::of(&block.placed[BLOCK / 2..]);
+            block.placed.truncate(BLOCK / 2);
+            block.bound();
+            self.blocks.insert(k + 1, upper);
         }
     }
 
@@ -541,11 +550,7 @@ impl ByOffset {
     fn fill(&mut self, mut placed: Vec<(u64, u64, LiveInterval)>) {
         debug_assert!(self.blocks.is_empty());
         placed.sort_by_key(|p| p.0);
-        (self.blocks).extend(
-            placed
-                .chunks(BLOCK / 2)
-                .map(|chunk| Block::of(chunk.to_vec())),
-        );
+        (self.blocks).extend(placed.chunks(BLOCK / 2).map(Block::of));
     }
 }
 
@@ -845,7 +850,7 @@ fn place_on(
 ) -> Option<RegionLayout> {
     let (mut offsets, mut extent) = (vec![0; items.len()], 0);
     // The known offsets first, at once: a scan's blocks are cut from them in order of offset.
-    let mut known_placed = Vec::new();
+    let mut known_placed = Vec::with_capacity(known);
     for (r, &i) in order[..known].iter().enumerate() {
         let item = &items[i as usize];
         if item.size > 0 {
