@@ -28,10 +28,12 @@ fn bad(message: impl Into<String>) -> FormatError {
     FormatError::Snapshot(message.into())
 }
 
-fn int(v: &Value, what: &str) -> Result<u64, FormatError> {
+/// `v` as a non-negative integer; `what` names it in the error (made only for one: a snapshot
+/// reads a few million).
+fn int(v: &Value, what: impl FnOnce() -> String) -> Result<u64, FormatError> {
     v.as_int()
         .and_then(|i| u64::try_from(i).ok())
-        .ok_or_else(|| bad(format!("{what} is not a non-negative integer")))
+        .ok_or_else(|| bad(format!("{} is not a non-negative integer", what())))
 }
 
 /// The field `key` of event `e` as a non-negative integer.
@@ -39,7 +41,7 @@ fn field(e: &Value, key: &str, at: &dyn Fn() -> String) -> Result<u64, FormatErr
     let v = e
         .get(key)
         .ok_or_else(|| bad(format!("{} has no `{key}`", at())))?;
-    int(&v, &format!("{}'s `{key}`", at()))
+    int(&v, || format!("{}'s `{key}`", at()))
 }
 
 /// A snapshot frame dict: `name`, `filename`, `line`.
@@ -68,7 +70,7 @@ fn segments_of(list: &[Value], d: usize) -> Result<Vec<Segment>, FormatError> {
         out.push(Segment {
             address: s
                 .get("address")
-                .map_or(Ok(0), |v| int(&v, &format!("{}'s `address`", at())))?,
+                .map_or(Ok(0), |v| int(&v, || format!("{}'s `address`", at())))?,
             bytes: field(s, "total_size", &at)?,
             stream: s
                 .get("stream")
