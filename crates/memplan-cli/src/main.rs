@@ -4,9 +4,13 @@
 //! back; it computes no number of its own, so what it prints agrees to the byte with the web
 //! app. Errors are one line (what, where, why; control characters escaped) with exit code 1;
 //! usage errors, including a value outside a closed set, exit 2; a plan that fails the checker
-//! exits 3.
+//! exits 3; running out of memory exits 4, saying so in one line ([`out_of_memory`]).
 
 mod bench;
+mod out_of_memory;
+
+#[global_allocator]
+static ALLOCATOR: out_of_memory::Reporting = out_of_memory::Reporting;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

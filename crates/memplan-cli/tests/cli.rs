@@ -1144,3 +1144,41 @@ fn a_program_plans_whole_to_its_golden_report_and_prints_its_used_memory() {
         stderr(&o)
     );
 }
+
+/// Under a memory limit it cannot plan within, `plan` says so in one line and exits 4 (it
+/// aborted with the allocator's message); the same limit leaves a small dump's plan alone.
+#[cfg(target_os = "linux")]
+#[test]
+fn running_out_of_memory_is_one_line_and_exit_4() {
+    let limited = |file: &str| {
+        Command::new("sh")
+            .args([
+                "-c",
+                "ulimit -v 60000 && exec \"$0\" plan \"$1\"",
+                env!("CARGO_BIN_EXE_memplan"),
+                file,
+            ])
+            .output()
+            .unwrap()
+    };
+    let small = limited(&example("mlp-training.json"));
+    assert!(small.status.success(), "{}", stderr(&small));
+    let mut csv = String::from("id,lower,upper,size\n");
+    for i in 0..200_000u64 {
+        let lower = (i * 7919) % 1_000_000;
+        csv.push_str(&format!(
+            "{i},{lower},{},{}\n",
+            lower + 1 + i % 500,
+            64 + i % 4096
+        ));
+    }
+    let large = temp("large.csv", &csv);
+    let o = limited(large.to_str().unwrap());
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("memplan: out of memory: the system refused "),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
