@@ -199,8 +199,24 @@ enum Arg {
 
 /// The argument of each opcode that builds data (or names a global by `STACK_GLOBAL`, whose
 /// refusal needs the stack); `None` for the rest, which [`Decoder::op`] refuses. Both passes
-/// read opcodes by it: the first skips arguments, the second decodes them.
+/// read opcodes by it: the first skips arguments, the second decodes them; a snapshot has tens
+/// of millions, so it is a table ([`ARGS`]).
 fn arg_of(op: u8) -> Option<Arg> {
+    ARGS[usize::from(op)]
+}
+
+/// [`arg_of`] of every byte, made once by [`arg_of_op`].
+const ARGS: [Option<Arg>; 256] = {
+    let mut table = [None; 256];
+    let mut op = 0;
+    while op < 256 {
+        table[op] = arg_of_op(op as u8);
+        op += 1;
+    }
+    table
+};
+
+const fn arg_of_op(op: u8) -> Option<Arg> {
     Some(match op {
         // PROTO, BININT1, BINPUT, BINGET
         0x80 | b'K' | b'q' | b'h' => Arg::Fixed(1),
@@ -245,7 +261,13 @@ fn arg_of(op: u8) -> Option<Arg> {
 
 /// A little-endian unsigned number of at most 8 bytes.
 fn le(raw: &[u8]) -> u64 {
-    raw.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x))
+    // The widths the opcodes use, read whole; any other shifted in a byte at a time.
+    match *raw {
+        [b] => u64::from(b),
+        [a, b, c, d] => u64::from(u32::from_le_bytes([a, b, c, d])),
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => raw.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x)),
+    }
 }
 
 /// A memo index (`usize::MAX`, which no memo reaches, where it does not fit).
@@ -952,6 +974,29 @@ fn same_key(a: &Value, b: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn little_endian_reads_every_width_as_a_shift_would() {
+        let shifted = |raw: &[u8]| raw.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x));
+        let bytes: Vec<u8> = (1..=12).map(|b| b * 17).collect();
+        for n in 0..=bytes.len() {
+            assert_eq!(le(&bytes[..n]), shifted(&bytes[..n]), "{n} bytes");
+        }
+    }
+
+    #[test]
+    fn the_table_of_arguments_is_the_match() {
+        for op in 0..=255u8 {
+            let (table, matched) = (arg_of(op), arg_of_op(op));
+            let same = match (table, matched) {
+                (None, None) | (Some(Arg::None), Some(Arg::None)) => true,
+                (Some(Arg::Fixed(a)), Some(Arg::Fixed(b)))
+                | (Some(Arg::Counted(a)), Some(Arg::Counted(b))) => a == b,
+                _ => false,
+            };
+            assert!(same, "opcode {op:#x}");
+        }
+    }
 
     #[test]
     fn plain_values_of_protocol_4() {
