@@ -672,7 +672,7 @@ pub(crate) fn lay_out(
     control: &mut Control<'_>,
 ) -> Result<Unchecked, PlanError> {
     let laid = lay_out_up_to(problem, options, control, None)?;
-    Ok(laid.expect("with no bound, a layout is a layout or an error"))
+    Ok(laid.expect("with no bound, there is a layout or an error"))
 }
 
 /// [`lay_out`] when its footprint is at most `most`, else `None`, found sooner: a greedy decode
