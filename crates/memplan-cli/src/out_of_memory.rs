@@ -1,5 +1,5 @@
 //! Running out of memory says so in one line and exits 4, where Rust's default printed
-//! "memory allocation of N bytes failed" and aborted (a core dump, exit 134): a large snapshot or
+//! "memory allocation of N bytes failed" and aborted (SIGABRT: 134 in a shell): a large snapshot or
 //! CSV on a small machine, or under a memory limit, is a user's situation, not a crash.
 //!
 //! The process's allocator is the system's, wrapped: a request the system refuses is reported
