@@ -591,12 +591,17 @@ impl Worker {
         };
         let live = self.live_cancel;
         let mut asked = || stop();
+        // The decodes are kept for a toggle's re-plan to resume from: a dump that lists nothing
+        // to recompute (a snapshot, a CSV) has no toggle, and its decodes (with their
+        // occupancy, some hundreds of bytes a buffer) would only hold memory.
+        let graph = &run.session.graph;
+        let flippable = (graph.remat_candidates.as_ref()).is_none_or(|c| !c.is_empty());
         let stepped = run.session.step(
             &mut run.job,
             &mut Control {
                 should_stop: live.then_some(&mut asked as &mut dyn FnMut() -> bool),
                 progress: Some(&mut heard),
-                earlier: Some(&mut self.decodes),
+                earlier: flippable.then_some(&mut self.decodes),
             },
             &|| live && stop(),
         );
@@ -825,6 +830,26 @@ mod tests {
              at most, holds the plan and views of about that many); the CLI plans it (`memplan \
              plan A.csv`)"
         );
+    }
+
+    /// The decodes a toggle's re-plan resumes from are kept for a dump with candidates to flip,
+    /// and not for one that lists none (a CSV): there they would only hold memory.
+    #[test]
+    fn decodes_are_kept_only_where_a_toggle_can_resume_from_them() {
+        let load = |source: &str, bytes: &[u8]| {
+            let mut worker = Worker::default();
+            let request = Request::Load {
+                source: source.into(),
+                scenario: scenario(Strategy::FirstFit),
+                import: Default::default(),
+                routine: None,
+            };
+            assert!(!planned(&run(&mut worker, request, Some(bytes))).1);
+            worker.decodes
+        };
+        assert_eq!(load("A.csv", A), Decodes::default());
+        let mlp = include_bytes!("../../../static/examples/mlp-training.json");
+        assert_ne!(load("mlp-training.json", mlp), Decodes::default());
     }
 
     /// Loads minimalloc A, planned with first-fit.
