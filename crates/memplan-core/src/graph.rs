@@ -641,6 +641,13 @@ impl Graph {
         resolve(self)
     }
 
+    /// Whether a tensor of it may be recomputed at its uses: the dump lists candidates, or
+    /// leaves them to be derived. A list given empty (a minimalloc CSV, a PyTorch snapshot: no
+    /// operators) recomputes nothing.
+    pub fn may_recompute(&self) -> bool {
+        (self.remat_candidates.as_ref()).is_none_or(|c| !c.is_empty())
+    }
+
     /// The devices, with the implied default when the graph declares none.
     pub fn device_ids(&self) -> Vec<String> {
         if self.devices.is_empty() {

@@ -594,8 +594,7 @@ impl Worker {
         // The decodes are kept for a toggle's re-plan to resume from: a dump that lists nothing
         // to recompute (a snapshot, a CSV) has no toggle, and its decodes (with their
         // occupancy, some hundreds of bytes a buffer) would only hold memory.
-        let graph = &run.session.graph;
-        let flippable = (graph.remat_candidates.as_ref()).is_none_or(|c| !c.is_empty());
+        let flippable = run.session.graph.may_recompute();
         let stepped = run.session.step(
             &mut run.job,
             &mut Control {

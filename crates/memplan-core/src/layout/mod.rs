@@ -600,7 +600,7 @@ pub fn plan_with(
     let devices = (laid.devices.into_iter())
         .zip(device_usage(problem))
         .map(|(d, usage)| {
-            let footprint_bytes = d.arena_bytes + d.static_bytes;
+            let footprint_bytes = d.footprint_bytes();
             let exact = d.exact.map(|proof| {
                 let proven_lower_bound_bytes =
                     (proof.lower_bound + d.static_bytes).max(usage.lower_bound);
@@ -646,9 +646,7 @@ pub(crate) struct Unchecked {
 
 impl Unchecked {
     pub(crate) fn footprint_bytes(&self) -> u64 {
-        (self.devices.iter())
-            .map(|d| d.arena_bytes + d.static_bytes)
-            .sum()
+        self.devices.iter().map(DeviceLayout::footprint_bytes).sum()
     }
 }
 
@@ -663,6 +661,13 @@ struct DeviceLayout {
     cap_fallback: Option<CapFallback>,
     stopped: bool,
     exact: Option<Proof>,
+}
+
+impl DeviceLayout {
+    /// Every pool, arena and static.
+    fn footprint_bytes(&self) -> u64 {
+        self.arena_bytes + self.static_bytes
+    }
 }
 
 /// Lays `problem` out under `options`, unchecked.
