@@ -402,13 +402,11 @@ pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> 
             Some(l) if last_of_loop[l] == Some(s) => &resolved.back_edge_reads[l],
             _ => &[],
         };
-        let mut reads: Vec<usize> = step
-            .reads
-            .iter()
+        let mut reads: Vec<usize> = (resolved.reads(s).iter())
             .chain(back_edge)
             .map(|&t| storage(t))
             .collect();
-        let mut writes: Vec<usize> = step.writes.iter().map(|&t| storage(t)).collect();
+        let mut writes: Vec<usize> = resolved.writes(s).iter().map(|&t| storage(t)).collect();
         reads.sort_unstable();
         reads.dedup();
         writes.sort_unstable();

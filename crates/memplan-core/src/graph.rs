@@ -16,6 +16,7 @@
 //! - the steps of a loop are contiguous in the schedule;
 //! - every step writes at least one tensor.
 
+use crate::lists::Lists;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -542,11 +543,11 @@ pub struct ResolvedTensor {
     pub always_live: bool,
 }
 
+/// A step's device and loop; the tensors it reads and writes are the graph's
+/// ([`ResolvedGraph::reads`], [`ResolvedGraph::writes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedStep {
     pub device: usize,
-    pub reads: Vec<usize>,
-    pub writes: Vec<usize>,
     pub loop_index: Option<usize>,
 }
 
@@ -565,6 +566,9 @@ pub struct ResolvedGraph {
     pub device_ids: Vec<String>,
     pub tensors: Vec<ResolvedTensor>,
     pub steps: Vec<ResolvedStep>,
+    /// The tensors each step reads and writes, in the dump's order, a list per step.
+    reads: Lists,
+    writes: Lists,
     pub positions: Vec<Position>,
     /// For each loop, the tensors its back edge reads.
     pub back_edge_reads: Vec<Vec<usize>>,
@@ -591,6 +595,12 @@ impl ResolvedGraph {
     /// The same graph with its steps run in the order `steps` (a permutation of the step
     /// indices that keeps each loop's steps contiguous): the positions follow.
     pub fn reordered(&self, steps: &[usize]) -> ResolvedGraph {
+        let mut reads = Lists::default();
+        let mut writes = Lists::default();
+        for &s in steps {
+            reads.push(self.reads(s).iter().copied());
+            writes.push(self.writes(s).iter().copied());
+        }
         let steps: Vec<ResolvedStep> = steps.iter().map(|&s| self.steps[s].clone()).collect();
         let mut positions: Vec<Position> = Vec::new();
         for (i, s) in steps.iter().enumerate() {
@@ -609,10 +619,22 @@ impl ResolvedGraph {
             device_ids: self.device_ids.clone(),
             tensors: self.tensors.clone(),
             steps,
+            reads,
+            writes,
             positions,
             back_edge_reads: self.back_edge_reads.clone(),
             tensor_index: self.tensor_index.clone(),
         }
+    }
+
+    /// The tensors step `s` reads, in the dump's order.
+    pub fn reads(&self, s: usize) -> &[usize] {
+        &self.reads[s]
+    }
+
+    /// The tensors step `s` writes, in the dump's order.
+    pub fn writes(&self, s: usize) -> &[usize] {
+        &self.writes[s]
     }
 
     /// The index of the tensor `id` names in `graph`, the graph this was resolved from.
@@ -740,7 +762,7 @@ pub fn align_up(value: u64, alignment: u64) -> Option<u64> {
     Some(value.checked_add(alignment - 1)? & !(alignment - 1))
 }
 
-fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
+fn resolve<'a>(g: &'a Graph) -> Result<ResolvedGraph, GraphError> {
     let device_ids = g.device_ids();
     let devices = index_ids(Element::Device, device_ids.iter().map(String::as_str))?;
     let tensor_index = index_ids(Element::Tensor, g.tensors.iter().map(|t| t.id.as_str()))?;
@@ -804,20 +826,21 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
     resolve_views(g, &tensor_index, &mut tensors)?;
 
     let mut steps = Vec::with_capacity(g.steps.len());
+    let mut reads = Lists::default();
+    let mut writes = Lists::default();
     for s in &g.steps {
         let owner = || format!("step `{}`", s.id);
-        let tensor_list = |ids: &[String]| {
-            ids.iter()
-                .map(|id| lookup(&tensor_index, owner, Element::Tensor, id))
-                .collect::<Result<Vec<_>, _>>()
+        let index = &tensor_index;
+        let ids = |ids: &'a [String]| {
+            (ids.iter()).map(move |id| lookup(index, owner, Element::Tensor, id))
         };
         if s.writes.is_empty() {
             return Err(GraphError::StepWritesNothing { step: s.id.clone() });
         }
+        reads.try_push(ids(&s.reads))?;
+        writes.try_push(ids(&s.writes))?;
         steps.push(ResolvedStep {
             device: device_of(&owner, &s.device)?,
-            reads: tensor_list(&s.reads)?,
-            writes: tensor_list(&s.writes)?,
             loop_index: match &s.loop_id {
                 None => None,
                 Some(id) => Some(lookup(&loop_index, owner, Element::Loop, id)?),
@@ -848,8 +871,8 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         // One pass over the steps, not one per candidate: every intermediate of an ONNX model
         // is listed, and a million-node chain must not cost a million scans.
         let mut written = vec![false; tensors.len()];
-        for s in &steps {
-            for &w in &s.writes {
+        for s in 0..writes.len() {
+            for &w in &writes[s] {
                 written[w] = true;
             }
         }
@@ -883,6 +906,8 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         device_ids,
         tensors,
         steps,
+        reads,
+        writes,
         positions,
         back_edge_reads,
         tensor_index: TensorIndex::default(),

@@ -18,6 +18,7 @@ pub mod check;
 pub mod dtype;
 pub mod graph;
 pub mod layout;
+pub mod lists;
 pub mod liveness;
 pub mod lower_bound;
 pub mod order;

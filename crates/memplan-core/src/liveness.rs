@@ -21,7 +21,8 @@ mod flips;
 
 pub(crate) use flips::FlipSpans;
 
-use crate::graph::{Graph, ResolvedGraph, ResolvedStep, Storage};
+use crate::graph::{Graph, ResolvedGraph, Storage};
+use crate::lists::Lists;
 use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 
 /// The planning problem of a graph, with the map back to its tensors.
@@ -51,75 +52,19 @@ pub struct Uses {
 
 impl Uses {
     pub fn of(resolved: &ResolvedGraph) -> Uses {
-        let lists = |of: fn(&ResolvedStep) -> &[usize]| {
+        let lists = |of: fn(&ResolvedGraph, usize) -> &[usize]| {
             Lists::collect(resolved.tensors.len(), |push| {
-                for (s, step) in resolved.steps.iter().enumerate() {
-                    for r in of(step).iter().filter_map(|&t| resolved.root(t)) {
+                for s in 0..resolved.steps.len() {
+                    for r in of(resolved, s).iter().filter_map(|&t| resolved.root(t)) {
                         push(r, s);
                     }
                 }
             })
         };
         Uses {
-            producers: lists(|step| &step.writes),
-            consumers: lists(|step| &step.reads),
+            producers: lists(ResolvedGraph::writes),
+            consumers: lists(ResolvedGraph::reads),
         }
-    }
-}
-
-/// A list of indices per element, held in two vectors: a million tensors' producers are two
-/// allocations, not a million.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Lists {
-    /// List `i` is `items[starts[i]..starts[i + 1]]`.
-    starts: Vec<usize>,
-    items: Vec<usize>,
-}
-
-impl Lists {
-    /// `n` lists, filled by `each`, which calls `push(list, item)` for each item in order (and
-    /// is called twice: once to count, once to fill). An item pushed onto a list that ends
-    /// with it already is not added again.
-    pub fn collect(n: usize, each: impl Fn(&mut dyn FnMut(usize, usize))) -> Lists {
-        let mut last = vec![usize::MAX; n];
-        let mut starts = vec![0; n + 1];
-        each(&mut |list, item| {
-            if last[list] != item {
-                last[list] = item;
-                starts[list + 1] += 1;
-            }
-        });
-        for i in 0..n {
-            starts[i + 1] += starts[i];
-        }
-        let mut items = vec![0; starts[n]];
-        let mut next = starts[..n].to_vec();
-        last.fill(usize::MAX);
-        each(&mut |list, item| {
-            if last[list] != item {
-                last[list] = item;
-                items[next[list]] = item;
-                next[list] += 1;
-            }
-        });
-        Lists { starts, items }
-    }
-
-    /// How many lists.
-    pub fn len(&self) -> usize {
-        self.starts.len().saturating_sub(1)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl std::ops::Index<usize> for Lists {
-    type Output = [usize];
-
-    fn index(&self, list: usize) -> &[usize] {
-        &self.items[self.starts[list]..self.starts[list + 1]]
     }
 }
 
@@ -147,8 +92,8 @@ fn for_each_taken(resolved: &ResolvedGraph, flipped: &[bool], mut take: impl FnM
     let producers = match flipped.is_empty() {
         true => Lists::default(),
         false => Lists::collect(resolved.tensors.len(), |push| {
-            for (s, step) in resolved.steps.iter().enumerate() {
-                for &w in &step.writes {
+            for s in 0..resolved.steps.len() {
+                for &w in resolved.writes(s) {
                     if let Some(r) = resolved.root(w).filter(|&r| is_flipped(r)) {
                         push(r, s);
                     }
@@ -174,7 +119,7 @@ fn for_each_taken(resolved: &ResolvedGraph, flipped: &[bool], mut take: impl FnM
         visiting[r] = true;
         let mut roots = Vec::new();
         for &s in &producers[r] {
-            for &t in &resolved.steps[s].reads {
+            for &t in resolved.reads(s) {
                 match resolved.root(t) {
                     Some(q) if is_flipped(q) => {
                         expand(q, resolved, producers, is_flipped, expansion, visiting);
@@ -213,20 +158,19 @@ fn for_each_taken(resolved: &ResolvedGraph, flipped: &[bool], mut take: impl FnM
             .loop_index
             .map(|l| resolved.back_edge_reads[l].as_slice())
             .unwrap_or_default();
-        for step in &resolved.steps[p.first_step..=p.last_step] {
-            let writes_kept = step
-                .writes
-                .iter()
-                .any(|&w| resolved.root(w).is_some_and(|r| !is_flipped(r)));
+        for s in p.first_step..=p.last_step {
+            let (reads, writes) = (resolved.reads(s), resolved.writes(s));
+            let writes_kept =
+                (writes.iter()).any(|&w| resolved.root(w).is_some_and(|r| !is_flipped(r)));
             if !flipped.is_empty()
                 && !writes_kept
-                && !step.writes.is_empty()
-                && step.writes.iter().any(|&w| resolved.root(w).is_some())
+                && !writes.is_empty()
+                && writes.iter().any(|&w| resolved.root(w).is_some())
             {
                 // It only computes flipped values: it runs at their uses instead.
                 continue;
             }
-            for &t in step.reads.iter().chain(&step.writes) {
+            for &t in reads.iter().chain(writes) {
                 if let Some(r) = resolved.root(t) {
                     root_taken(position, r, &mut take);
                 }
@@ -772,31 +716,6 @@ mod tests {
                     ..Graph::default()
                 }
             })
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn lists_hold_what_was_pushed_without_repeats(
-            n in 1usize..8,
-            pushes in proptest::collection::vec((0usize..8, 0usize..5), 0..40),
-        ) {
-            let pushes: Vec<(usize, usize)> = pushes.into_iter().map(|(l, i)| (l % n, i)).collect();
-            let lists = Lists::collect(n, |push| {
-                for &(list, item) in &pushes {
-                    push(list, item);
-                }
-            });
-            let mut expected: Vec<Vec<usize>> = vec![Vec::new(); n];
-            for &(list, item) in &pushes {
-                if expected[list].last() != Some(&item) {
-                    expected[list].push(item);
-                }
-            }
-            proptest::prop_assert_eq!(lists.len(), n);
-            for (list, items) in expected.iter().enumerate() {
-                proptest::prop_assert_eq!(&lists[list], &items[..]);
-            }
-        }
     }
 
     proptest::proptest! {

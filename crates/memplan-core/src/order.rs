@@ -118,7 +118,7 @@ pub fn dependencies(graph: &Graph, resolved: &ResolvedGraph) -> Dependencies {
         let key = |t: usize| resolved.root(t).unwrap_or(t);
         let mut reads: Vec<usize> = steps
             .clone()
-            .flat_map(|s| resolved.steps[s].reads.iter().map(|&t| key(t)))
+            .flat_map(|s| resolved.reads(s).iter().map(|&t| key(t)))
             .chain(
                 p.loop_index
                     .into_iter()
@@ -127,7 +127,7 @@ pub fn dependencies(graph: &Graph, resolved: &ResolvedGraph) -> Dependencies {
             .collect();
         let mut writes: Vec<usize> = steps
             .clone()
-            .flat_map(|s| resolved.steps[s].writes.iter().map(|&t| key(t)))
+            .flat_map(|s| resolved.writes(s).iter().map(|&t| key(t)))
             .collect();
         reads.sort_unstable();
         reads.dedup();

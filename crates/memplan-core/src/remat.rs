@@ -76,15 +76,17 @@ pub fn candidates(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Vec<C
         }
     }
     let mut found = Vec::new();
-    for (s, step) in resolved.steps.iter().enumerate() {
-        let [w] = step.writes[..] else { continue };
+    for s in 0..resolved.steps.len() {
+        let [w] = resolved.writes(s)[..] else {
+            continue;
+        };
         let rt = &resolved.tensors[w];
         let eligible = rt.storage == Storage::Owned
             && !rt.always_live
             && graph.tensors[w].kind == TensorKind::Intermediate
             && !has_views[w]
             && uses.producers[w] == [s]
-            && !step.reads.contains(&w);
+            && !resolved.reads(s).contains(&w);
         let readers = uses.consumers[w].iter().filter(|&&c| c != s).count() as u64;
         if eligible && readers > 0 {
             found.push(Candidate {

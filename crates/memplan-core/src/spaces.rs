@@ -246,8 +246,8 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
     }
     // The first step writing each slot.
     let mut writer: Vec<Option<usize>> = vec![None; slots.len()];
-    for (s, step) in resolved.steps.iter().enumerate() {
-        for &t in &step.writes {
+    for s in 0..resolved.steps.len() {
+        for &t in resolved.writes(s) {
             if let Some(slot) = slot_of[t] {
                 writer[slot].get_or_insert(s);
             }

@@ -335,7 +335,7 @@ pub fn parse(text: &str) -> Result<Graph, FormatError> {
 /// through [`parse_dump`].
 pub fn parse_resolved(text: &str) -> Result<(Graph, ResolvedGraph), FormatError> {
     match parse_dump(text)? {
-        Parsed::Graph(graph, resolved) => Ok((graph, resolved)),
+        Parsed::Graph(graph, resolved) => Ok((graph, *resolved)),
         Parsed::Program(_) => Err(FormatError::IsProgram),
     }
 }
@@ -343,7 +343,7 @@ pub fn parse_resolved(text: &str) -> Result<(Graph, ResolvedGraph), FormatError>
 /// A memplan JSON dump: one computation, or a program of several routines in contexts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Parsed {
-    Graph(Graph, ResolvedGraph),
+    Graph(Graph, Box<ResolvedGraph>),
     Program(ParsedProgram),
 }
 
@@ -402,7 +402,7 @@ pub fn parse_dump(text: &str) -> Result<Parsed, FormatError> {
     }
     let graph = read_graph(text)?;
     let resolved = graph.resolve()?;
-    Ok(Parsed::Graph(graph, resolved))
+    Ok(Parsed::Graph(graph, Box::new(resolved)))
 }
 
 /// Deserializes `value`, an error's path prefixed with `at` (the path of `value` in the dump).

@@ -16,9 +16,10 @@
 //! (through candidates) reads it back; a producer reading its own output adds nothing either
 //! way. Only candidates are toggled; a set with another tensor is derived in full by the caller.
 
-use super::{Lists, Uses};
+use super::Uses;
 use crate::dtype::DType;
 use crate::graph::{ResolvedGraph, Storage, align_up};
+use crate::lists::Lists;
 use crate::problem::LiveInterval;
 
 /// Where takes come from: a step, or a loop's back edge.
@@ -179,9 +180,13 @@ impl FlipSpans {
         let mut sources = Vec::new();
         let mut reads: Vec<Vec<u32>> = Vec::with_capacity(resolved.steps.len());
         for (position, p) in resolved.positions.iter().enumerate() {
-            for step in &resolved.steps[p.first_step..=p.last_step] {
-                let step_reads: Vec<u32> = step.reads.iter().filter_map(|&t| root(t)).collect();
-                let writes: Vec<u32> = step.writes.iter().filter_map(|&t| root(t)).collect();
+            for s in p.first_step..=p.last_step {
+                let step_reads: Vec<u32> = (resolved.reads(s).iter())
+                    .filter_map(|&t| root(t))
+                    .collect();
+                let writes: Vec<u32> = (resolved.writes(s).iter())
+                    .filter_map(|&t| root(t))
+                    .collect();
                 sources.push(Source {
                     position: position as u32,
                     uses: [&step_reads[..], &writes[..]].concat(),
