@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 ceiling_kib() {
   case "$1" in
     memplan-web-*) echo 600 ;;
-    memplan-worker_bg.wasm) echo 615 ;;
+    memplan-worker_bg.wasm) echo 624 ;;
     *) echo 0 ;;
   esac
 }

@@ -582,7 +582,7 @@ fn onnx_node_tests_have_the_tensor_sizes_of_onnx_shape_inference() {
         let resolved = s.graph.resolve().unwrap();
         for (name, &bytes) in &model.bytes {
             let tensor = (s.graph.tensors.iter())
-                .find(|t| &t.id == name)
+                .find(|t| t.id == name)
                 .unwrap_or_else(|| panic!("{}: no tensor `{name}`", model.path));
             assert!(!tensor.elided, "{}: `{name}` unsized", model.path);
             let index = resolved.tensor_of(&s.graph, name).unwrap();

@@ -281,7 +281,7 @@ impl Analysis {
                         memplan_core::graph::Dim::Fixed(k) => k.to_string(),
                         memplan_core::graph::Dim::Param(p) => p.clone(),
                     });
-                    Some((t.id.clone(), dims.collect()))
+                    Some((t.id.to_string(), dims.collect()))
                 })
                 .collect(),
         };

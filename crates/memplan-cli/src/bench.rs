@@ -141,7 +141,7 @@ fn generate(
             let log = 8.0 + (rng.next() % 1_000_000) as f64 / 1_000_000.0 * 14.0;
             let size = ((2f64.powf(log) as u64) / 256).max(1) * 256;
             Buffer {
-                name: format!("b{i}"),
+                name: format!("b{i}").into(),
                 device: 0,
                 size,
                 alignment: 256,
@@ -190,7 +190,7 @@ fn remat_rows(file: &std::path::Path) -> Result<String, CliError> {
     ));
     if let Some(c) = candidates.first() {
         let flip = Scenario {
-            flips: vec![session.graph.tensors[c.tensor].id.clone()],
+            flips: vec![session.graph.tensors[c.tensor].id.to_string()],
             ..scenario.clone()
         };
         rows.push((

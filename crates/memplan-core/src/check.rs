@@ -216,7 +216,7 @@ pub fn check(
         let pools = layout.pools.get(buffer.device).copied().unwrap_or_default();
         let Some(pool) = pools.get(placement.pool) else {
             found.push(Violation::NoSuchPool {
-                buffer: buffer.name.clone(),
+                buffer: buffer.name.to_string(),
                 pool: placement.pool,
                 pools: pools.len(),
             });
@@ -224,7 +224,7 @@ pub fn check(
         };
         if placement.offset % buffer.alignment != 0 {
             found.push(Violation::Misaligned {
-                buffer: buffer.name.clone(),
+                buffer: buffer.name.to_string(),
                 offset: placement.offset,
                 alignment: buffer.alignment,
             });
@@ -232,7 +232,7 @@ pub fn check(
         let end = placement.offset.checked_add(buffer.occupied_size());
         if end.is_none_or(|end| end > pool.bytes) {
             found.push(Violation::OutsidePool {
-                buffer: buffer.name.clone(),
+                buffer: buffer.name.to_string(),
                 end,
                 pool: placement.pool,
                 pool_bytes: pool.bytes,
@@ -295,8 +295,8 @@ fn overlaps_in_time(
         for (&(other_offset, other), &other_end) in below.into_iter().chain(above) {
             if other_offset < end && offset < other_end && found.len() < MAX_VIOLATIONS {
                 found.push(Violation::Overlap {
-                    first: problem.buffers[other.min(b)].name.clone(),
-                    second: problem.buffers[other.max(b)].name.clone(),
+                    first: problem.buffers[other.min(b)].name.to_string(),
+                    second: problem.buffers[other.max(b)].name.to_string(),
                     pool,
                 });
             }
@@ -343,8 +343,8 @@ fn overlaps_across_classes(
             && found.len() < MAX_VIOLATIONS
         {
             found.push(Violation::Overlap {
-                first: problem.buffers[owner.min(b)].name.clone(),
-                second: problem.buffers[owner.max(b)].name.clone(),
+                first: problem.buffers[owner.min(b)].name.to_string(),
+                second: problem.buffers[owner.max(b)].name.to_string(),
                 pool,
             });
         }
@@ -381,7 +381,7 @@ pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> 
         let (a, b) = (&resolved.steps[s - 1], &resolved.steps[s]);
         if a.loop_index.is_some() && a.loop_index == b.loop_index && at[s] != at[s - 1] + 1 {
             violations.push(Violation::LoopSplit {
-                loop_step: step_id(s),
+                loop_step: step_id(s).to_string(),
             });
         }
     }
@@ -423,9 +423,9 @@ pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> 
         list.sort_by_key(|&(s, rank)| (at[s], rank));
         if let Some(w) = list.windows(2).find(|w| w[1].1 < w[0].1) {
             violations.push(Violation::Dependency {
-                storage: Some(graph.tensors[key].id.clone()),
-                before: step_id(w[1].0),
-                after: step_id(w[0].0),
+                storage: Some(graph.tensors[key].id.to_string()),
+                before: step_id(w[1].0).to_string(),
+                after: step_id(w[0].0).to_string(),
             });
         }
     }
@@ -433,8 +433,8 @@ pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> 
     if let Some(w) = pinned.windows(2).find(|w| at[w[1]] < at[w[0]]) {
         violations.push(Violation::Dependency {
             storage: None,
-            before: step_id(w[0]),
-            after: step_id(w[1]),
+            before: step_id(w[0]).to_string(),
+            after: step_id(w[1]).to_string(),
         });
     }
     violations.truncate(MAX_VIOLATIONS);

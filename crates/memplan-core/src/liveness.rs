@@ -21,7 +21,7 @@ mod flips;
 
 pub(crate) use flips::FlipSpans;
 
-use crate::graph::{Graph, ResolvedGraph, Storage};
+use crate::graph::{Graph, Id, ResolvedGraph, Storage};
 use crate::lists::Lists;
 use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 
@@ -277,7 +277,7 @@ fn problem_visiting(
         problem.buffers.push(Buffer {
             name: match named {
                 true => graph.tensors[t].id.clone(),
-                false => String::new(),
+                false => Id::default(),
             },
             device: rt.device,
             size: rt.bytes,
@@ -378,7 +378,7 @@ mod tests {
     use crate::graph::testing::{step, tensor};
     use crate::graph::{Loop, Step, Tensor, TensorKind};
 
-    fn lifetimes(g: &Graph) -> Vec<(String, Lifetime)> {
+    fn lifetimes(g: &Graph) -> Vec<(Id, Lifetime)> {
         let l = crate::liveness_of(g).unwrap();
         l.problem
             .buffers
@@ -562,10 +562,10 @@ mod tests {
 
     /// The liveness rules of docs/format.md, written the slow, obvious way: follow each use to
     /// its root by id, one position per top-level step or loop, a closed interval per root.
-    fn reference(g: &Graph) -> (Vec<(String, Lifetime)>, Vec<String>) {
+    fn reference(g: &Graph) -> (Vec<(Id, Lifetime)>, Vec<Id>) {
         let by_id = |id: &str| g.tensors.iter().find(|t| t.id == id).unwrap();
         // The root of a tensor, or None when it or a tensor on its chain is elided.
-        let root = |t: &Tensor| -> Option<String> {
+        let root = |t: &Tensor| -> Option<Id> {
             let mut at = t;
             loop {
                 if at.owns_nothing() {
@@ -582,7 +582,7 @@ mod tests {
                 .unwrap_or(t.held || t.kind.always_live_by_default())
         };
         // Positions: consecutive steps of one loop are one position.
-        let mut positions: Vec<Vec<String>> = Vec::new();
+        let mut positions: Vec<Vec<Id>> = Vec::new();
         let mut last_loop: Option<&String> = None;
         for s in &g.steps {
             let same = s.loop_id.is_some() && s.loop_id.as_ref() == last_loop;
@@ -691,6 +691,7 @@ mod tests {
                                     back_edge_reads: back_edge
                                         .iter()
                                         .map(|b| format!("t{}", b.index(n)))
+                                        .map(Into::into)
                                         .collect(),
                                     ..Loop::default()
                                 });
@@ -698,10 +699,13 @@ mod tests {
                             }
                         };
                         let ids = |v: Vec<prop::sample::Index>| {
-                            v.iter().map(|x| format!("t{}", x.index(n))).collect()
+                            v.iter()
+                                .map(|x| format!("t{}", x.index(n)))
+                                .map(Into::into)
+                                .collect()
                         };
                         Step {
-                            id: format!("s{i}"),
+                            id: format!("s{i}").into(),
                             reads: ids(reads),
                             writes: ids(writes),
                             loop_id: current.clone(),
@@ -726,7 +730,7 @@ mod tests {
             let l = crate::liveness_of(&g).unwrap();
             let (buffers, unused) = reference(&g);
             proptest::prop_assert_eq!(lifetimes(&g), buffers);
-            let names: Vec<String> = l.unused.iter().map(|&t| g.tensors[t].id.clone()).collect();
+            let names: Vec<Id> = l.unused.iter().map(|&t| g.tensors[t].id.clone()).collect();
             proptest::prop_assert_eq!(names, unused);
         }
 

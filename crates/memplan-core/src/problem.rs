@@ -57,7 +57,7 @@ pub enum Lifetime {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Buffer {
     /// What the user calls it (the tensor id).
-    pub name: String,
+    pub name: crate::graph::Id,
     pub device: usize,
     pub size: u64,
     pub alignment: u64,
@@ -161,13 +161,13 @@ impl Problem {
         for b in &self.buffers {
             if !b.alignment.is_power_of_two() {
                 return Err(ProblemError::BadAlignment {
-                    buffer: b.name.clone(),
+                    buffer: b.name.to_string(),
                     alignment: b.alignment,
                 });
             }
             let occupied =
                 align_up(b.size, b.alignment).ok_or_else(|| ProblemError::SizeOverflow {
-                    buffer: b.name.clone(),
+                    buffer: b.name.to_string(),
                     size: b.size,
                     alignment: b.alignment,
                 })?;
@@ -175,7 +175,7 @@ impl Problem {
                 && (i.first > i.last || i.last >= self.positions)
             {
                 return Err(ProblemError::BadInterval {
-                    buffer: b.name.clone(),
+                    buffer: b.name.to_string(),
                     first: i.first,
                     last: i.last,
                     positions: self.positions,
@@ -183,7 +183,7 @@ impl Problem {
             }
             if b.device >= self.device_ids.len() {
                 return Err(ProblemError::BadDevice {
-                    buffer: b.name.clone(),
+                    buffer: b.name.to_string(),
                     device: b.device,
                     devices: self.device_ids.len(),
                 });
@@ -198,14 +198,14 @@ impl Problem {
                 .and_then(|p| p.checked_add(b.alignment));
             let Some(padded) = padded else {
                 return Err(ProblemError::BufferTooLarge {
-                    buffer: b.name.clone(),
+                    buffer: b.name.to_string(),
                     size: b.size,
                 });
             };
             total = total
                 .checked_add(padded)
                 .ok_or_else(|| ProblemError::TotalOverflow {
-                    buffer: b.name.clone(),
+                    buffer: b.name.to_string(),
                 })?;
         }
         Ok(())

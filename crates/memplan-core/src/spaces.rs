@@ -272,7 +272,7 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
             diagnostics.push(MissingWriter {
                 graph: graph.name.clone(),
                 output_index: index,
-                tensor: tensor.id.clone(),
+                tensor: tensor.id.to_string(),
             });
         }
         outputs.push(Output {

@@ -273,12 +273,12 @@ impl Session {
             let fit = remat.fit(Target::Minimize, Some(ADVICE_FIT_MOST))?;
             Ok((flipped, pool.len(), scored, fit))
         })?;
-        let id = |t: usize| self.graph.tensors[t].id.clone();
+        let id = |t: usize| self.graph.tensors[t].id.to_string();
         for (c, planned) in scored {
             let mut s = scenario.clone();
-            s.flips.push(id(c.tensor));
+            s.flips.push(id(c.tensor).to_string());
             let lever = Lever::Flip {
-                tensor: id(c.tensor),
+                tensor: id(c.tensor).to_string(),
             };
             let work = LeverCost::Recompute {
                 work: c.recompute_cost,

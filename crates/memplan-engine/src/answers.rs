@@ -63,11 +63,11 @@ pub struct FlipAnswer {
 
 impl FitAnswer {
     pub fn of(session: &Session, target: Target, fit: &FitResult) -> FitAnswer {
-        let id = |t: usize| session.graph.tensors[t].id.clone();
+        let id = |t: usize| session.graph.tensors[t].id.to_string();
         let named = |flips: &[Flip]| {
             (flips.iter())
                 .map(|f| FlipAnswer {
-                    tensor: id(f.tensor),
+                    tensor: id(f.tensor).to_string(),
                     relief_bytes: f.relief_bytes,
                     recompute_cost: f.recompute_cost,
                 })
@@ -193,7 +193,7 @@ pub struct SweepPointAnswer {
 
 impl SweepAnswer {
     pub fn of(session: &Session, sweep: &Sweep) -> SweepAnswer {
-        let id = |t: usize| session.graph.tensors[t].id.clone();
+        let id = |t: usize| session.graph.tensors[t].id.to_string();
         let answers = |points: &[SweepPoint]| {
             (points.iter())
                 .map(|p| SweepPointAnswer {
@@ -299,13 +299,13 @@ impl SpacesAnswer {
             if let Some(k) = *k
                 && spaces.slots[k].tensor != t
             {
-                views[k].push(g.tensors[t].id.clone());
+                views[k].push(g.tensors[t].id.to_string());
             }
         }
         SpacesAnswer {
             slots: (spaces.slots.iter().zip(views))
                 .map(|(s, views)| SlotAnswer {
-                    tensor: g.tensors[s.tensor].id.clone(),
+                    tensor: g.tensors[s.tensor].id.to_string(),
                     space: s.space,
                     access: s.access,
                     transfer: s.transfer,
@@ -317,15 +317,15 @@ impl SpacesAnswer {
             outputs: (spaces.outputs.iter())
                 .map(|o| OutputAnswer {
                     index: o.index,
-                    tensor: g.tensors[o.tensor].id.clone(),
+                    tensor: g.tensors[o.tensor].id.to_string(),
                     slot: spaces.slot_of[o.tensor]
-                        .map(|k| g.tensors[spaces.slots[k].tensor].id.clone()),
+                        .map(|k| g.tensors[spaces.slots[k].tensor].id.to_string()),
                     source: o.source.map(|s| match s {
                         OutputSource::Written { step } => {
-                            SourceAnswer::WrittenBy(g.steps[step].id.clone())
+                            SourceAnswer::WrittenBy(g.steps[step].id.to_string())
                         }
                         OutputSource::Alias { tensor } => {
-                            SourceAnswer::AliasOf(g.tensors[tensor].id.clone())
+                            SourceAnswer::AliasOf(g.tensors[tensor].id.to_string())
                         }
                     }),
                 })

@@ -538,7 +538,7 @@ impl Session {
             .find(|b| b.occupied_size() > cap)
         {
             Some(b) => Err(self.plan_error(PlanError::OverCap {
-                buffer: b.name.clone(),
+                buffer: b.name.to_string(),
                 occupied: b.occupied_size(),
                 cap,
             })),
@@ -923,7 +923,7 @@ impl Session {
                 let tensor = graph.tensors[c.tensor].id.clone();
                 CandidateRow {
                     flipped: CandidateRow::is_flipped(&tensor, &outcome.scenario),
-                    tensor,
+                    tensor: tensor.to_string(),
                     bytes: resolved.tensors[c.tensor].bytes,
                     recompute_cost: c.recompute_cost,
                 }
@@ -1123,6 +1123,7 @@ impl Session {
                         share: g.bytes as f64 / peak,
                         tensors: (g.tensors.iter())
                             .map(|&b| problem.buffers[b].name.clone())
+                            .map(|s| s.to_string())
                             .collect(),
                     })
                     .collect();
@@ -1142,7 +1143,7 @@ impl Session {
         if let Some(r) = outcome.bound.as_ref().and_then(|b| b.reordering.as_ref()) {
             summary.order = Some(OrderReport {
                 order: r.order.name().to_string(),
-                steps: graph.steps.iter().map(|s| s.id.clone()).collect(),
+                steps: graph.steps.iter().map(|s| s.id.to_string()).collect(),
                 moved_steps: r.moved.iter().filter(|&&m| m).count(),
                 given_footprint_bytes: r.given_footprint_bytes.iter().sum(),
                 tried: (r.tried.iter())

@@ -335,7 +335,7 @@ impl ProgramSession {
                         f.constant_bytes[rt.device] =
                             f.constant_bytes[rt.device].saturating_add(occupied);
                         f.constants
-                            .push((rt.device, elided.tensors[t].id.clone(), occupied));
+                            .push((rt.device, elided.tensors[t].id.to_string(), occupied));
                     }
                 }
             }
@@ -431,9 +431,9 @@ impl ProgramSession {
                 }
                 if own_plan.session.graph.tensors[t].elided && !tensor.elided {
                     if tensor.kind == memplan_core::graph::TensorKind::Constant {
-                        constant_tensors.push(tensor.id.clone());
+                        constant_tensors.push(tensor.id.to_string());
                     } else {
-                        skipped_tensors.push(tensor.id.clone());
+                        skipped_tensors.push(tensor.id.to_string());
                     }
                 }
             }

@@ -425,6 +425,7 @@ fn fit_and_sweep_through_the_engine() {
             .tensors()
             .iter()
             .map(|&t| s.graph.tensors[t].id.clone())
+            .map(|s| s.to_string())
             .collect(),
         ..first_fit()
     };

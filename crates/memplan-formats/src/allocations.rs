@@ -179,7 +179,7 @@ impl DeviceEvents {
         self.open.entry(address).or_default().push(t);
         let site = all.stacks.site(&stack);
         all.tensors.push(Tensor {
-            id: format!("alloc{t}"),
+            id: format!("alloc{t}").into(),
             name: Some(allocation_name(site.as_deref(), size, address, stream)),
             bytes: Some(size),
             device: self.named().map(str::to_string),

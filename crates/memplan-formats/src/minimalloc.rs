@@ -18,7 +18,7 @@
 //! as times (`upper = last + 1`); the
 //! alignments when any is not 1, and the offsets of a plan when one is given.
 
-use memplan_core::graph::{Element, Graph, GraphError, ResolvedGraph, Step, Tensor};
+use memplan_core::graph::{Element, Graph, GraphError, Id, ResolvedGraph, Step, Tensor};
 use memplan_core::{Lifetime, Problem};
 
 use crate::FormatError;
@@ -176,7 +176,7 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
             offsets.push(offset);
         }
         tensors.push(Tensor {
-            id: row_id.to_string(),
+            id: row_id.into(),
             bytes: Some(bytes),
             alignment: row_alignment,
             ..Tensor::default()
@@ -260,17 +260,17 @@ pub(crate) fn steps_of_lifetimes<'a>(
             counts[l].1 += 1;
         }
     }
-    let mut writes: Vec<Vec<String>> = counts.iter().map(|c| Vec::with_capacity(c.0)).collect();
-    let mut reads: Vec<Vec<String>> = counts.iter().map(|c| Vec::with_capacity(c.1)).collect();
+    let mut writes: Vec<Vec<Id>> = counts.iter().map(|c| Vec::with_capacity(c.0)).collect();
+    let mut reads: Vec<Vec<Id>> = counts.iter().map(|c| Vec::with_capacity(c.1)).collect();
     for (i, (&f, &l)) in first.iter().zip(&last).enumerate() {
-        writes[f].push(id(i).to_string());
+        writes[f].push(id(i).into());
         if l != f {
-            reads[l].push(id(i).to_string());
+            reads[l].push(id(i).into());
         }
     }
     (times.iter().zip(writes).zip(reads))
         .map(|((t, writes), reads)| Step {
-            id: format!("{prefix}t={t}"),
+            id: format!("{prefix}t={t}").into(),
             time: Some(*t),
             writes,
             reads,
@@ -304,7 +304,7 @@ pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
             Lifetime::Always => buffer.span(problem.positions),
         };
         let mut record = vec![
-            buffer.name.clone(),
+            buffer.name.to_string(),
             problem.time_at(span.first).to_string(),
             problem.time_after(span.last).to_string(),
             buffer.size.to_string(),

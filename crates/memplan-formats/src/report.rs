@@ -278,7 +278,7 @@ impl PlanReport {
                 .map(|(b, p)| {
                     let span = b.span(problem.positions);
                     PlacementReport {
-                        tensor: b.name.clone(),
+                        tensor: b.name.to_string(),
                         device: problem.device_ids[b.device].clone(),
                         pool: p.pool,
                         offset: p.offset,
@@ -331,6 +331,7 @@ impl PlanSummary {
                         .live_at_peak
                         .iter()
                         .map(|&b| problem.buffers[b].name.clone())
+                        .map(|s| s.to_string())
                         .collect(),
                     live_at_peak_by_site: None,
                     pools: d

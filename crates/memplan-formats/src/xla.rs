@@ -33,7 +33,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use memplan_core::graph::{Device, Dim, Graph, Step, Tensor, TensorKind};
+use memplan_core::graph::{Device, Dim, Graph, Id, Step, Tensor, TensorKind};
 
 use crate::{FormatError, GivenPlan};
 
@@ -548,7 +548,7 @@ fn build(
     let mut tensors: Vec<Tensor> = Vec::with_capacity(values.len());
     for (v, value) in values.iter().enumerate() {
         let mut t = Tensor {
-            id: ids[v].clone(),
+            id: Id::from(ids[v].as_str()),
             device: device_of(allocations[value.allocation].color),
             ..Tensor::default()
         };
@@ -602,7 +602,7 @@ fn build(
                     Some(v) => v,
                     None => {
                         tensors.push(Tensor {
-                            id: format!("allocation {}", a.index),
+                            id: format!("allocation {}", a.index).into(),
                             name: Some(format!("allocation {} ({})", a.index, role.name())),
                             bytes: Some(a.size),
                             device: device_of(a.color),
@@ -616,7 +616,7 @@ fn build(
                 tensors[root].always_live = Some(true);
                 for &v in &a.values {
                     if v != root {
-                        tensors[v].view_of = Some(tensors[root].id.clone());
+                        tensors[v].view_of = Some(tensors[root].id.to_string());
                         tensors[v].view_offset = values[v].offset;
                         tensors[v].kind = role.kind();
                         tensors[v].always_live = Some(true);
@@ -711,7 +711,7 @@ fn schedule(
         }
         position_of_step[p] = Some(steps.len());
         steps.push(Step {
-            id: ranges.sequence[p].clone(),
+            id: Id::from(ranges.sequence[p].as_str()),
             op: op_of(&ranges.sequence[p]),
             writes: written.iter().map(|&v| tensors[v].id.clone()).collect(),
             time: Some(p as u64),

@@ -345,7 +345,7 @@ impl Labels {
             let tensor = &graph.tensors[t];
             match rt.storage {
                 Storage::View { root, offset } => views[root].push(ViewInto {
-                    tensor: tensor.id.clone(),
+                    tensor: tensor.id.to_string(),
                     name: tensor.display_name().to_string(),
                     offset,
                     size: rt.bytes,

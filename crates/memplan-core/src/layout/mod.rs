@@ -1318,7 +1318,7 @@ fn bump_into_pools(
         })
         .collect();
     let packed = pack_into_pools(&items, cap).map_err(|k| PlanError::OverCap {
-        buffer: problem.buffers[buffers[k]].name.clone(),
+        buffer: problem.buffers[buffers[k]].name.to_string(),
         occupied: items[k].0,
         cap,
     })?;

@@ -53,7 +53,7 @@ fn arb_problem() -> impl proptest::strategy::Strategy<Value = Problem> {
             prop::option::weighted(0.9, (0..positions, 0..positions)),
         )
             .prop_map(|(size, alignment, dtype, device, span)| Buffer {
-                name: String::new(),
+                name: crate::graph::Id::default(),
                 device,
                 size,
                 alignment,
@@ -65,7 +65,7 @@ fn arb_problem() -> impl proptest::strategy::Strategy<Value = Problem> {
             });
         prop::collection::vec(buffer, 0..40).prop_map(move |mut buffers| {
             for (i, b) in buffers.iter_mut().enumerate() {
-                b.name = format!("b{i}");
+                b.name = format!("b{i}").into();
             }
             problem(positions, buffers)
         })

@@ -21,7 +21,7 @@ fn graph(tensors: Vec<Tensor>, steps: Vec<Step>) -> Graph {
 
 /// A step order from step ids.
 fn ids(g: &Graph, order: &[usize]) -> Vec<String> {
-    order.iter().map(|&s| g.steps[s].id.clone()).collect()
+    order.iter().map(|&s| g.steps[s].id.to_string()).collect()
 }
 
 #[test]
@@ -187,6 +187,7 @@ fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
                 let mut reads: Vec<String> = [r1, r2]
                     .iter()
                     .map(|r| tensors[r.index(tensors.len())].id.clone())
+                    .map(|s| s.to_string())
                     .collect();
                 reads.sort();
                 reads.dedup();
@@ -197,16 +198,16 @@ fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
                     1 if tensors.len() > 1 => {
                         let base = &tensors[1 + r1.index(tensors.len() - 1)];
                         let view = Tensor {
-                            view_of: Some(base.id.clone()),
+                            view_of: Some(base.id.to_string()),
                             bytes: Some(base.bytes.unwrap_or(1).min(bytes)),
                             ..tensor(&format!("v{k}"), 0)
                         };
                         tensors.push(view);
-                        format!("v{k}")
+                        format!("v{k}").into()
                     }
                     _ => {
                         tensors.push(tensor(&format!("t{k}"), bytes * 8));
-                        format!("t{k}")
+                        format!("t{k}").into()
                     }
                 };
                 steps.push(Step {

@@ -1,6 +1,7 @@
 //! The remat planner against the seed's cases, the exact ratio order, and random graphs.
 
 use super::*;
+use crate::graph::Id;
 use crate::graph::testing::{self, tensor};
 use crate::graph::{Step, Tensor};
 use crate::layout::Strategy;
@@ -94,6 +95,7 @@ fn fit(g: &Graph, target: Target) -> (FitResult, Vec<String>) {
         .tensors()
         .iter()
         .map(|&t| g.tensors[t].id.clone())
+        .map(|s| s.to_string())
         .collect();
     (result, names)
 }
@@ -234,7 +236,7 @@ fn inlining_moves_the_producers_inputs_to_the_uses() {
     let mut flags = vec![false; 4];
     flags[1] = true;
     let l = analyze_flipped(&g, &resolved, &flags);
-    let spans: Vec<(String, crate::Lifetime)> = l
+    let spans: Vec<(Id, crate::Lifetime)> = l
         .problem
         .buffers
         .iter()
@@ -339,7 +341,7 @@ fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
         let mut steps = Vec::new();
         for (k, (bytes, r1, r2, cost)) in spec.into_iter().enumerate() {
             let id = format!("t{k}");
-            let reads: Vec<String> = [r1, r2]
+            let reads: Vec<Id> = [r1, r2]
                 .iter()
                 .map(|r| tensors[r.index(tensors.len())].id.clone())
                 .collect::<std::collections::BTreeSet<_>>()
@@ -347,9 +349,9 @@ fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
                 .collect();
             tensors.push(tensor(&id, bytes * 8));
             steps.push(Step {
-                id: format!("s{k}"),
+                id: format!("s{k}").into(),
                 reads,
-                writes: vec![id],
+                writes: vec![id.into()],
                 cost,
                 ..Step::default()
             });

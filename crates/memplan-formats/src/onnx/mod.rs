@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use memplan_core::graph::{Dim, Graph, RematCandidate, Step, Tensor, TensorKind};
+use memplan_core::graph::{Dim, Graph, Id, RematCandidate, Step, Tensor, TensorKind};
 use prost::Message;
 
 use crate::FormatError;
@@ -276,7 +276,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             };
             let tensor = match (&v.shape, v.dtype) {
                 (Some(shape), Some(dtype)) => Tensor {
-                    id: name.to_string(),
+                    id: name.into(),
                     shape: Some(
                         shape
                             .iter()
@@ -292,7 +292,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
                     ..Tensor::default()
                 },
                 _ => Tensor {
-                    id: name.to_string(),
+                    id: name.into(),
                     bytes: Some(0),
                     size_unknown: true,
                     kind,
@@ -335,11 +335,9 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         if node.op_type == "Constant" {
             continue;
         }
-        let writes: Vec<String> = node
-            .output
-            .iter()
+        let writes: Vec<Id> = (node.output.iter())
             .filter(|o| !o.is_empty())
-            .cloned()
+            .map(|o| Id::from(o.as_str()))
             .collect();
         if writes.is_empty() {
             warnings.push(format!(
@@ -358,7 +356,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             step_ids.insert(id.clone());
         }
         let elements = vals
-            .get(&writes[0])
+            .get(writes[0].as_str())
             .and_then(|v| v.shape.as_ref())
             .and_then(|s| product(s))
             .and_then(|d| d.known());
@@ -367,21 +365,19 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             elements,
             writes.as_slice(),
         ) && !outputs.contains(out.as_str())
-            && vals.get(out).is_some_and(|v| v.shape.is_some())
+            && vals.get(out.as_str()).is_some_and(|v| v.shape.is_some())
         {
             candidates.push(RematCandidate {
-                tensor: out.clone(),
+                tensor: out.to_string(),
                 recompute_cost: n.saturating_mul(w),
             });
         }
         steps.push(Step {
-            id,
+            id: id.into(),
             op: node.op_type.clone(),
-            reads: node
-                .input
-                .iter()
+            reads: (node.input.iter())
                 .filter(|i| !i.is_empty())
-                .cloned()
+                .map(|i| Id::from(i.as_str()))
                 .collect(),
             writes,
             cost: elements.unwrap_or(0),

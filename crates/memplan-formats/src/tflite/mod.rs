@@ -28,7 +28,7 @@ mod write;
 
 use std::collections::{HashMap, HashSet};
 
-use memplan_core::graph::{Dim, Graph, Loop, Step, Tensor, TensorKind};
+use memplan_core::graph::{Dim, Graph, Id, Loop, Step, Tensor, TensorKind};
 
 use crate::{FormatError, GivenPlan};
 pub use ops::BUILTIN_OPERATORS;
@@ -135,7 +135,7 @@ pub fn parse(bytes: &[u8]) -> Result<Imported, FormatError> {
 }
 
 /// A subgraph run, once: its subgraph, and the ids of its tensors by index.
-type Instance = (usize, Vec<String>);
+type Instance = (usize, Vec<Id>);
 
 /// [`parse`], with the subgraph runs the graph's tensors come from.
 fn read(bytes: &[u8]) -> Result<(Imported, Vec<Instance>), FormatError> {
@@ -185,7 +185,7 @@ fn read(bytes: &[u8]) -> Result<(Imported, Vec<Instance>), FormatError> {
     let main = b.instance(0, "")?;
     let main_ids = b.instances[main].1.clone();
     let sg = b.subgraphs[0];
-    let ends = |list: Option<flatbuffers::Vector<'_, i32>>| -> Vec<String> {
+    let ends = |list: Option<flatbuffers::Vector<'_, i32>>| -> Vec<Id> {
         list.map(|v| {
             v.iter()
                 .filter_map(|i| {
@@ -262,7 +262,7 @@ fn first_few(ids: &[String]) -> String {
 }
 
 /// The pinned step that writes the main subgraph's inputs before its first operator.
-fn inputs_step(writes: Vec<String>) -> Step {
+fn inputs_step(writes: Vec<Id>) -> Step {
     Step {
         id: "inputs".into(),
         op: "inputs".into(),
@@ -289,6 +289,7 @@ impl<'a> Builder<'a> {
                     k += 1;
                     id = format!("{base}#{k}");
                 }
+                let id = Id::from(id);
                 let mut tensor = Tensor {
                     id: id.clone(),
                     ..Tensor::default()
@@ -304,7 +305,7 @@ impl<'a> Builder<'a> {
                     }
                     _ => {
                         tensor.size_unknown = true;
-                        self.size_unknown.push(id.clone());
+                        self.size_unknown.push(id.to_string());
                     }
                 }
                 let constant = t.external_buffer() != 0
@@ -328,7 +329,7 @@ impl<'a> Builder<'a> {
 
     /// Makes the main subgraph's inputs or outputs of `kind`, planned as the runtime plans them
     /// (from the start, or to the end), not always-live.
-    fn mark(&mut self, ids: &[String], kind: TensorKind) {
+    fn mark(&mut self, ids: &[Id], kind: TensorKind) {
         for t in self.tensors.iter_mut().filter(|t| ids.contains(&t.id)) {
             if t.kind != TensorKind::Constant {
                 t.kind = kind;
@@ -339,11 +340,7 @@ impl<'a> Builder<'a> {
 
     /// The ids of the tensors at `indices` of instance `instance` (`-1`, an omitted optional
     /// input, and indices out of range are left out).
-    fn ids_of(
-        &self,
-        instance: usize,
-        indices: Option<flatbuffers::Vector<'_, i32>>,
-    ) -> Vec<String> {
+    fn ids_of(&self, instance: usize, indices: Option<flatbuffers::Vector<'_, i32>>) -> Vec<Id> {
         let ids = &self.instances[instance].1;
         indices
             .map(|v| {
@@ -407,7 +404,7 @@ impl<'a> Builder<'a> {
                 }
                 _ if writes.is_empty() => self.writeless += 1,
                 _ => self.push(Step {
-                    id,
+                    id: id.into(),
                     op: name,
                     reads,
                     writes,
@@ -443,8 +440,8 @@ impl<'a> Builder<'a> {
         &mut self,
         id: &str,
         name: &str,
-        reads: Vec<String>,
-        outputs: Vec<String>,
+        reads: Vec<Id>,
+        outputs: Vec<Id>,
         subgraphs: &[usize],
         looped: bool,
     ) -> Result<(), FormatError> {
@@ -453,11 +450,11 @@ impl<'a> Builder<'a> {
             .enumerate()
             .map(|(j, &s)| self.instance(s, &format!("{id}/{j}/")))
             .collect::<Result<_, _>>()?;
-        let ins: Vec<String> = instances
+        let ins: Vec<Id> = instances
             .iter()
             .flat_map(|&i| self.ids_of(i, self.subgraphs[self.instances[i].0].inputs()))
             .collect();
-        let outs: Vec<Vec<String>> = instances
+        let outs: Vec<Vec<Id>> = instances
             .iter()
             .map(|&i| self.ids_of(i, self.subgraphs[self.instances[i].0].outputs()))
             .collect();
@@ -492,7 +489,7 @@ impl<'a> Builder<'a> {
         };
         if !outputs.is_empty() {
             self.push(Step {
-                id: format!("{id}/end"),
+                id: format!("{id}/end").into(),
                 op: name.into(),
                 reads,
                 writes: outputs,
@@ -508,7 +505,7 @@ impl<'a> Builder<'a> {
     /// the NPU's memory inside the scratch from lifetimes within the operator, which a step
     /// cannot show. Returns how many.
     fn npu_views(&mut self, offsets: &[Option<u64>]) -> usize {
-        let index: HashMap<String, usize> = (self.tensors.iter().enumerate())
+        let index: HashMap<Id, usize> = (self.tensors.iter().enumerate())
             .map(|(i, t)| (t.id.clone(), i))
             .collect();
         let bytes = |t: &Tensor| {
@@ -542,7 +539,7 @@ impl<'a> Builder<'a> {
             }
         }
         for &(t, scratch, offset) in &views {
-            self.tensors[t].view_of = Some(self.tensors[scratch].id.clone());
+            self.tensors[t].view_of = Some(self.tensors[scratch].id.to_string());
             self.tensors[t].view_offset = offset;
         }
         views.len()

@@ -197,7 +197,7 @@ fn vector_elements(bytes: &[u8], at: usize) -> Result<Vec<usize>, FormatError> {
 fn plan_words(
     model: &Model,
     graph: &memplan_core::Graph,
-    instances: &[(usize, Vec<String>)],
+    instances: &[(usize, Vec<memplan_core::graph::Id>)],
     offsets: &[Option<u64>],
 ) -> Result<Vec<i32>, FormatError> {
     let subgraphs: Vec<usize> = (model.subgraphs().into_iter().flatten())
