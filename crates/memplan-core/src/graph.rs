@@ -94,6 +94,10 @@ fn is_one(v: &u64) -> bool {
 fn is_zero(v: &u64) -> bool {
     *v == 0
 }
+fn is_empty(s: &impl AsRef<str>) -> bool {
+    s.as_ref().is_empty()
+}
+
 fn is_false(v: &bool) -> bool {
     !*v
 }
@@ -230,7 +234,7 @@ pub struct Tensor {
     pub id: Id,
     /// A display name; the id when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub name: Option<Box<str>>,
     /// The size in bytes. Either this or `shape` (with `dtype`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
@@ -238,13 +242,13 @@ pub struct Tensor {
     pub shape: Option<Vec<Dim>>,
     /// The element type: with `shape` it gives the size; it is also the precision class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dtype: Option<String>,
+    pub dtype: Option<Box<str>>,
     /// Bytes, a power of two; the graph's `alignment` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alignment: Option<u64>,
     /// The device id; the first device when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
+    pub device: Option<Box<str>>,
     #[serde(default, skip_serializing_if = "is_intermediate")]
     pub kind: TensorKind,
     /// Its contents outlive the schedule: always-live, never shares bytes.
@@ -255,7 +259,7 @@ pub struct Tensor {
     pub always_live: Option<bool>,
     /// This tensor is a view: it takes the storage of this tensor, at `view_offset`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub view_of: Option<String>,
+    pub view_of: Option<Box<str>>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub view_offset: u64,
     /// Fused away: it gets no storage and its uses take nothing.
@@ -401,13 +405,13 @@ fn is_kernel(k: &StepKind) -> bool {
 pub struct Step {
     pub id: Id,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub name: Option<Box<str>>,
     /// The operator, e.g. `matmul`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub op: String,
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub op: Box<str>,
     /// The device id; the first device when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
+    pub device: Option<Box<str>>,
     #[serde(default, skip_serializing_if = "is_kernel")]
     pub kind: StepKind,
     #[serde(default)]
@@ -422,7 +426,7 @@ pub struct Step {
     pub time: Option<u64>,
     /// The loop this step belongs to.
     #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
-    pub loop_id: Option<String>,
+    pub loop_id: Option<Box<str>>,
     /// It has effects besides its writes (a collective, a host transfer): a reorder keeps the
     /// pinned steps in their order.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -779,7 +783,7 @@ fn resolve<'a>(g: &'a Graph) -> Result<ResolvedGraph, GraphError> {
         });
     }
 
-    let device_of = |owner: &dyn Fn() -> String, id: &Option<String>| match id {
+    let device_of = |owner: &dyn Fn() -> String, id: &Option<Box<str>>| match id {
         None => Ok(0),
         Some(id) => lookup(&devices, owner, Element::Device, id),
     };
@@ -793,7 +797,7 @@ fn resolve<'a>(g: &'a Graph) -> Result<ResolvedGraph, GraphError> {
                 name.parse::<DType>()
                     .map_err(|_| GraphError::UnknownDType {
                         tensor: t.id.to_string(),
-                        dtype: name.clone(),
+                        dtype: name.to_string(),
                     })?,
             ),
         };

@@ -497,7 +497,7 @@ mod tests {
         let mut tensors = vec![tensor("v0", 1 << 20)];
         for i in 1..n {
             tensors.push(Tensor {
-                view_of: Some(format!("v{}", i - 1)),
+                view_of: Some(format!("v{}", i - 1).into()),
                 view_offset: 1,
                 // One byte shorter than its base: each view lies inside the one it views.
                 ..tensor(&format!("v{i}"), (n - i) as u64 + 8)
@@ -583,23 +583,23 @@ mod tests {
         };
         // Positions: consecutive steps of one loop are one position.
         let mut positions: Vec<Vec<Id>> = Vec::new();
-        let mut last_loop: Option<&String> = None;
+        let mut last_loop: Option<&str> = None;
         for s in &g.steps {
-            let same = s.loop_id.is_some() && s.loop_id.as_ref() == last_loop;
+            let same = s.loop_id.is_some() && s.loop_id.as_deref() == last_loop;
             let uses = s.reads.iter().chain(&s.writes).cloned();
             if same {
                 positions.last_mut().unwrap().extend(uses);
             } else {
                 positions.push(uses.collect());
                 if let Some(l) = &s.loop_id {
-                    let lp = g.loops.iter().find(|x| &x.id == l).unwrap();
+                    let lp = g.loops.iter().find(|x| x.id == **l).unwrap();
                     positions
                         .last_mut()
                         .unwrap()
                         .extend(lp.back_edge_reads.iter().cloned());
                 }
             }
-            last_loop = s.loop_id.as_ref();
+            last_loop = s.loop_id.as_deref();
         }
         let mut buffers = Vec::new();
         let mut unused = Vec::new();
@@ -664,7 +664,8 @@ mod tests {
                     .map(
                         |(i, (base, is_view, elided, kind, held, always_live))| Tensor {
                             // Views point to an earlier tensor, so chains never cycle.
-                            view_of: (is_view && i > 0).then(|| format!("t{}", base.index(i))),
+                            view_of: (is_view && i > 0)
+                                .then(|| format!("t{}", base.index(i)).into()),
                             elided,
                             kind,
                             held,
@@ -708,7 +709,7 @@ mod tests {
                             id: format!("s{i}").into(),
                             reads: ids(reads),
                             writes: ids(writes),
-                            loop_id: current.clone(),
+                            loop_id: current.clone().map(Into::into),
                             ..Step::default()
                         }
                     })

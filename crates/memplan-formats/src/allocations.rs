@@ -180,9 +180,9 @@ impl DeviceEvents {
         let site = all.stacks.site(&stack);
         all.tensors.push(Tensor {
             id: format!("alloc{t}").into(),
-            name: Some(allocation_name(site.as_deref(), size, address, stream)),
+            name: Some(allocation_name(site.as_deref(), size, address, stream).into()),
             bytes: Some(size),
-            device: self.named().map(str::to_string),
+            device: self.named().map(Into::into),
             stack,
             ..Tensor::default()
         });

@@ -274,7 +274,7 @@ pub(crate) fn steps_of_lifetimes<'a>(
             time: Some(*t),
             writes,
             reads,
-            device: device.map(str::to_string),
+            device: device.map(Into::into),
             pinned: true,
             ..Step::default()
         })

@@ -481,7 +481,7 @@ fn sized(tensor: &mut Tensor, shape: &str, size: u64) {
     };
     let Some(dims) = dims else { return };
     let elements = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-    tensor.dtype = Some(dtype);
+    tensor.dtype = Some(dtype.into());
     if elements.and_then(|e| parsed.bytes_for(e)) == Some(size) {
         tensor.bytes = None;
         tensor.shape = Some(dims.into_iter().map(Dim::Fixed).collect());
@@ -549,7 +549,7 @@ fn build(
     for (v, value) in values.iter().enumerate() {
         let mut t = Tensor {
             id: Id::from(ids[v].as_str()),
-            device: device_of(allocations[value.allocation].color),
+            device: device_of(allocations[value.allocation].color).map(Into::into),
             ..Tensor::default()
         };
         sized(&mut t, &value.shape, value.size);
@@ -603,9 +603,9 @@ fn build(
                     None => {
                         tensors.push(Tensor {
                             id: format!("allocation {}", a.index).into(),
-                            name: Some(format!("allocation {} ({})", a.index, role.name())),
+                            name: Some(format!("allocation {} ({})", a.index, role.name()).into()),
                             bytes: Some(a.size),
-                            device: device_of(a.color),
+                            device: device_of(a.color).map(Into::into),
                             ..Tensor::default()
                         });
                         offsets.push(at);
@@ -616,7 +616,7 @@ fn build(
                 tensors[root].always_live = Some(true);
                 for &v in &a.values {
                     if v != root {
-                        tensors[v].view_of = Some(tensors[root].id.to_string());
+                        tensors[v].view_of = Some(tensors[root].id.as_str().into());
                         tensors[v].view_offset = values[v].offset;
                         tensors[v].kind = role.kind();
                         tensors[v].always_live = Some(true);
@@ -712,7 +712,7 @@ fn schedule(
         position_of_step[p] = Some(steps.len());
         steps.push(Step {
             id: Id::from(ranges.sequence[p].as_str()),
-            op: op_of(&ranges.sequence[p]),
+            op: op_of(&ranges.sequence[p]).into(),
             writes: written.iter().map(|&v| tensors[v].id.clone()).collect(),
             time: Some(p as u64),
             pinned: true,
@@ -814,7 +814,7 @@ fn alias_in_place(
     for &v in &a.values {
         let r = find(&mut parent, v);
         if r != v {
-            tensors[v].view_of = Some(ids[r].clone());
+            tensors[v].view_of = Some(ids[r].clone().into());
             tensors[v].view_offset = values[v].offset - values[r].offset;
         }
     }
@@ -874,7 +874,7 @@ mod tests {
         assert_eq!(step("c.4").reads, ["b.3", "a.2"]);
         // c.4 ends at 5 (d.5 starts there); live-out values end at the last step.
         assert_eq!(step("tuple.2").reads, ["p.1", "d.5"]);
-        assert_eq!(step("c.4").op, "c");
+        assert_eq!(&*step("c.4").op, "c");
     }
 
     #[test]
@@ -975,7 +975,7 @@ mod tests {
         assert_eq!(ids, ["color 0", "color 1"]);
         let device = |id: &str| {
             let t = i.graph.tensors.iter().find(|t| t.id == id).unwrap();
-            t.device.clone().unwrap()
+            t.device.as_deref().unwrap().to_string()
         };
         assert_eq!(device("c.4"), "color 1");
         assert_eq!(device("p.1"), "color 0");

@@ -402,7 +402,7 @@ impl Labels {
                 steps.push(StepView {
                     name: step.name.as_deref().map_or_else(|| id.clone(), Arc::from),
                     id,
-                    op: step.op.clone(),
+                    op: step.op.to_string(),
                     position: p as u32,
                 });
             }

@@ -198,7 +198,7 @@ fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
                     1 if tensors.len() > 1 => {
                         let base = &tensors[1 + r1.index(tensors.len() - 1)];
                         let view = Tensor {
-                            view_of: Some(base.id.to_string()),
+                            view_of: Some(base.id.as_str().into()),
                             bytes: Some(base.bytes.unwrap_or(1).min(bytes)),
                             ..tensor(&format!("v{k}"), 0)
                         };

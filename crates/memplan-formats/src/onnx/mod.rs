@@ -287,7 +287,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
                             })
                             .collect(),
                     ),
-                    dtype: Some(dtype.to_string()),
+                    dtype: Some(dtype.into()),
                     kind,
                     ..Tensor::default()
                 },
@@ -374,7 +374,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         }
         steps.push(Step {
             id: id.into(),
-            op: node.op_type.clone(),
+            op: node.op_type.clone().into(),
             reads: (node.input.iter())
                 .filter(|i| !i.is_empty())
                 .map(|i| Id::from(i.as_str()))
@@ -577,7 +577,7 @@ mod tests {
         };
         let bytes = model.encode_to_vec();
         let g = parse(&bytes, &Options::default()).unwrap().graph;
-        let ops: Vec<&str> = g.steps.iter().map(|s| s.op.as_str()).collect();
+        let ops: Vec<&str> = g.steps.iter().map(|s| &*s.op).collect();
         assert_eq!(ops, ["Mul"]);
         let two = g.tensors.iter().find(|t| t.id == "two").unwrap();
         assert_eq!(two.kind, TensorKind::Constant);

@@ -405,7 +405,7 @@ impl<'a> Builder<'a> {
                 _ if writes.is_empty() => self.writeless += 1,
                 _ => self.push(Step {
                     id: id.into(),
-                    op: name,
+                    op: name.into(),
                     reads,
                     writes,
                     ..Step::default()
@@ -417,7 +417,7 @@ impl<'a> Builder<'a> {
     }
 
     fn push(&mut self, mut step: Step) {
-        step.loop_id = self.current_loop.clone();
+        step.loop_id = self.current_loop.clone().map(Into::into);
         self.steps.push(step);
     }
 
@@ -517,7 +517,7 @@ impl<'a> Builder<'a> {
             d.bytes_for(elements)
         };
         let mut views = Vec::new();
-        for step in self.steps.iter().filter(|s| s.op == "ethos-u") {
+        for step in self.steps.iter().filter(|s| &*s.op == "ethos-u") {
             let Some(&scratch) = step.reads.get(2).and_then(|id| index.get(id)) else {
                 continue;
             };
@@ -539,7 +539,7 @@ impl<'a> Builder<'a> {
             }
         }
         for &(t, scratch, offset) in &views {
-            self.tensors[t].view_of = Some(self.tensors[scratch].id.to_string());
+            self.tensors[t].view_of = Some(self.tensors[scratch].id.as_str().into());
             self.tensors[t].view_offset = offset;
         }
         views.len()
@@ -606,7 +606,7 @@ impl<'a> Builder<'a> {
             }
         }
         // Only Vela writes Ethos-U operators; another offline planner is named by what it is.
-        let vela = self.steps.iter().any(|s| s.op == "ethos-u");
+        let vela = self.steps.iter().any(|s| &*s.op == "ethos-u");
         Ok(Some(GivenPlan {
             planner: if vela { "Vela" } else { "the offline planner" }.into(),
             offsets: given,
@@ -641,7 +641,7 @@ mod tests {
     #[test]
     fn an_lstm_reads_with_its_operators_constants_and_state() {
         let i = parse(LSTM).unwrap();
-        let ops: Vec<&str> = i.graph.steps.iter().map(|s| s.op.as_str()).collect();
+        let ops: Vec<&str> = i.graph.steps.iter().map(|s| &*s.op).collect();
         assert_eq!(ops[0], "inputs");
         assert!(ops.contains(&"UNIDIRECTIONAL_SEQUENCE_LSTM"), "{ops:?}");
         // Constants hold data in the file; the state is held across invocations.
@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(g.loops.len(), 1);
         let in_loop: Vec<&str> = (g.steps.iter())
             .filter(|s| s.loop_id.is_some())
-            .map(|s| s.op.as_str())
+            .map(|s| &*s.op)
             .collect();
         assert_eq!(in_loop, ["LESS", "ADD", "ADD"]);
         assert_eq!(
@@ -700,9 +700,7 @@ mod tests {
         let model = include_bytes!("../../../../tests/data/tflite/if_branches.tflite");
         let g = parse(model).unwrap().graph;
         assert!(g.loops.is_empty());
-        let steps: Vec<(&str, &str)> = (g.steps.iter())
-            .map(|s| (s.id.as_str(), s.op.as_str()))
-            .collect();
+        let steps: Vec<(&str, &str)> = (g.steps.iter()).map(|s| (s.id.as_str(), &*s.op)).collect();
         assert_eq!(
             steps,
             [
