@@ -1134,6 +1134,23 @@ pub(crate) mod testing {
     }
 }
 
+/// What a graph holds per tensor and per step bounds the dumps the page can load (a snapshot
+/// makes one of each per allocation): these hold the sizes they were brought down to.
+#[cfg(all(test, target_pointer_width = "64"))]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn a_tensor_and_a_step_stay_small() {
+        assert_eq!(std::mem::size_of::<Tensor>(), 176);
+        assert_eq!(std::mem::size_of::<Step>(), 168);
+        assert_eq!(std::mem::size_of::<ResolvedStep>(), 24);
+        // An id of up to 24 bytes is held inline.
+        let id = Id::from("a 24-byte id: no heap!!!");
+        assert_eq!((id.len(), id.is_heap_allocated()), (24, false));
+    }
+}
+
 #[cfg(test)]
 mod site_tests {
     use super::*;
