@@ -317,11 +317,11 @@ fn chain_rows(lengths: &[u64]) -> Result<String, CliError> {
 
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     if !args.onnx_chain.is_empty() {
-        print!("{}", chain_rows(&args.onnx_chain)?);
+        out!("{}", chain_rows(&args.onnx_chain)?);
         return Ok(());
     }
     if !args.orders.is_empty() {
-        print!("{}", order_rows(&args.orders)?);
+        out!("{}", order_rows(&args.orders)?);
         return Ok(());
     }
     if let Some(mb) = args.onnx_mb {
@@ -338,11 +338,11 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         let start = Instant::now();
         let outcome = session.plan(&Scenario::default())?;
         let plan_ms = start.elapsed().as_secs_f64() * 1e3;
-        println!(
+        outln!(
             "| ONNX model | bytes | nodes | import (ms) | plan, best (ms) | footprint | valid |"
         );
-        println!("|---|---:|---:|---:|---:|---:|---|");
-        println!(
+        outln!("|---|---:|---:|---:|---:|---:|---|");
+        outln!(
             "| synthetic {mb} MB | {} | {} | {import_ms:.1} | {plan_ms:.1} | {} | {} |",
             bytes.len(),
             session.graph.steps.len(),
@@ -353,7 +353,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     }
     if !args.remat.is_empty() {
         for file in &args.remat {
-            println!("{}", remat_rows(file)?);
+            outln!("{}", remat_rows(file)?);
         }
         return Ok(());
     }
@@ -431,12 +431,12 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         }
     }
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&rows).expect("bench rows serialize")
         );
     } else {
-        print!("{}", bench_table(&rows));
+        out!("{}", bench_table(&rows));
     }
     Ok(())
 }

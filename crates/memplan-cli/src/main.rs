@@ -6,6 +6,8 @@
 //! usage errors, including a value outside a closed set, exit 2; a plan that fails the checker
 //! exits 3; running out of memory exits 4, saying so in one line ([`out_of_memory`]).
 
+#[macro_use]
+mod stdout;
 mod bench;
 mod out_of_memory;
 
@@ -612,7 +614,7 @@ fn write_out(output: Option<&Path>, text: &str) -> Result<(), CliError> {
             error,
         }),
         None => {
-            print!("{text}");
+            out!("{text}");
             Ok(())
         }
     }
@@ -630,7 +632,7 @@ fn plan_program(file: &Path, scenario: Scenario, json: bool) -> Result<ExitCode,
     if json {
         print_json(&report);
     } else {
-        print!("{}", human::program_table(&report));
+        out!("{}", human::program_table(&report));
     }
     if !report.valid {
         eprintln!("memplan: BUG: a routine's plan failed the checker");
@@ -648,7 +650,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                     ..
                 })) => {
                     let program = ProgramSession::load(&read_bytes(&file)?, &display(&file))?;
-                    println!(
+                    outln!(
                         "{}: valid memplan JSON program: {} contexts, {} routines, {} events, {} devices",
                         file.display(),
                         program.program.contexts.len(),
@@ -661,7 +663,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 other => other?,
             };
             let c = session.counts();
-            println!(
+            outln!(
                 "{}: valid {} dump: {} tensors, {} steps, {} loops, {} devices, {} buffers over {} positions",
                 file.display(),
                 session.format.name(),
@@ -709,7 +711,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             if json {
                 print_json(&report);
             } else {
-                print!("{}", human::plan_table(&report.summary));
+                out!("{}", human::plan_table(&report.summary));
             }
             if !report.summary.valid {
                 eprintln!(
@@ -751,7 +753,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             };
             let checked = query.ask(session, &mut Control::default())?;
             if checked.violations.is_empty() {
-                println!(
+                outln!(
                     "{}: valid plan, {} buffers, {} bytes",
                     file.display(),
                     checked.buffers,
@@ -877,12 +879,12 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             };
             let d = memplan_engine::diff::diff(&report(&before)?, &report(&after)?);
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&d).expect("diffs serialize")
                 );
             } else {
-                print!("{}", human::diff_text(&d));
+                out!("{}", human::diff_text(&d));
             }
             if let Some(limit) = fail_above
                 && d.grew_past(limit)
@@ -905,7 +907,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             if json {
                 print_json(&spaces);
             } else {
-                print!(
+                out!(
                     "{}",
                     human::spaces_table(&human::space_rows(&spaces), &spaces.counts)
                 );
@@ -988,14 +990,14 @@ where
     if json {
         print_json(&answer);
     } else {
-        print!("{}", text(&answer, millis));
+        out!("{}", text(&answer, millis));
     }
     Ok(())
 }
 
 /// Prints an engine's answer as `--json` gives it.
 fn print_json(answer: &impl serde::Serialize) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(answer).expect("answers serialize")
     );

@@ -1182,3 +1182,25 @@ fn running_out_of_memory_is_one_line_and_exit_4() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// A reader that stops reading (`memplan plan x --json | head`) ends the output quietly: exit 0
+/// and nothing on standard error, where `print!` panicked with a stack trace.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    // The JSON is hundreds of KiB: far past what a pipe buffers.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memplan"))
+        .args(["plan", &example("transformer-training.json"), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 16];
+    let mut stdout = child.stdout.take().unwrap();
+    stdout.read_exact(&mut head).unwrap();
+    assert!(head.starts_with(b"{"));
+    drop(stdout);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!((o.status.code(), stderr(&o)), (Some(0), String::new()));
+}

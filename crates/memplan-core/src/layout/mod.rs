@@ -971,8 +971,8 @@ fn choose_arena(
     let mut chosen: Option<ArenaLayout> = None;
     for (k, &strategy) in strategies.iter().enumerate() {
         // Only a lower layout would be chosen: `best-fit`, the costliest of the greedy
-        // decodes, gives up as soon as it passes the best so far (it usually loses), and
-        // under a bound `most` so does `first-fit`. A decode that gives up would not have been
+        // decodes, and TLSF give up as soon as they pass the best so far (they usually lose),
+        // and under a bound `most` so does `first-fit`. A decode that gives up would not have been
         // chosen, so the layout chosen is the same with a bound, where it is within it.
         let must_beat =
             (chosen.as_ref().map(|c| c.extent)).or_else(|| most.map(|m| m.saturating_add(1)));
@@ -1091,8 +1091,8 @@ struct RegionOutcome {
 
 /// Lays out one region with one strategy; `None` when its layout would pass 2^64 bytes (only
 /// TLSF, which rounds every item up to the region's largest alignment, can), when `best`
-/// drops the strategy for passing the work budget, or when `best-fit`'s decode passes
-/// `must_beat` (`best` already has a layout that low: see [`plan_with`]).
+/// drops the strategy for passing the work budget, or when `best-fit`'s decode or TLSF's arena
+/// passes `must_beat` (`best` already has a layout that low: see [`plan_with`]).
 fn layout_region(
     (items, durations): (&[Item], &[u64]),
     strategy: Strategy,
@@ -1145,7 +1145,10 @@ fn layout_region(
             let below = must_beat.map_or(u64::MAX, |extent| extent.saturating_sub(1));
             done(within(GapChoice::Smallest, below, control)?)
         }
-        Strategy::Tlsf => done(tlsf::layout(items)?),
+        Strategy::Tlsf => {
+            let below = must_beat.map_or(u64::MAX, |extent| extent.saturating_sub(1));
+            done(tlsf::layout(items, below)?)
+        }
         Strategy::Bump => {
             let mut offsets = Vec::with_capacity(items.len());
             let mut extent = 0;

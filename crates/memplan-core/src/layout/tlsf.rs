@@ -248,7 +248,9 @@ impl Tlsf {
 
 /// Lays the items out online in schedule order (see the module docs).
 /// `None` when the rounded layout would pass 2^64 bytes (a huge alignment rounds every item up).
-pub(crate) fn layout(items: &[Item]) -> Option<RegionLayout> {
+/// The layout, or `None` where its extent passes `extent_limit` (the arena only grows, so it
+/// stops there: `best` asks for a layout below one it has) or an offset passes 2^64.
+pub(crate) fn layout(items: &[Item], extent_limit: u64) -> Option<RegionLayout> {
     let granule = items.iter().map(|i| i.alignment).fold(GRANULE, u64::max);
     // The items by start and by end, each in canonical order within a position, swept side by
     // side.
@@ -269,6 +271,9 @@ pub(crate) fn layout(items: &[Item]) -> Option<RegionLayout> {
         block[i] = tlsf.allocate(units);
         offsets[i] = tlsf.start(block[i]).checked_mul(granule)?;
         extent = extent.max(offsets[i].checked_add(units.checked_mul(granule)?)?);
+        if extent > extent_limit {
+            return None;
+        }
     }
     Some(RegionLayout { offsets, extent })
 }
@@ -315,5 +320,21 @@ mod tests {
         t.free(a);
         let c = t.allocate(6);
         assert_eq!(t.start(c), 8);
+    }
+
+    #[test]
+    fn a_layout_stops_where_its_arena_passes_the_limit() {
+        use crate::problem::LiveInterval;
+        let item = |size, first, last| Item {
+            size,
+            alignment: 1,
+            live: LiveInterval::new(first, last),
+        };
+        // Two granules at once at position 1: the arena reaches 512 bytes.
+        let items = [item(256, 0, 1), item(256, 1, 2), item(100, 2, 3)];
+        let whole = layout(&items, u64::MAX).unwrap();
+        assert_eq!(whole.extent, 512);
+        assert_eq!(layout(&items, 512).map(|l| l.offsets), Some(whole.offsets));
+        assert!(layout(&items, 511).is_none());
     }
 }
