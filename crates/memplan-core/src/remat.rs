@@ -55,6 +55,12 @@ pub struct Candidate {
     pub recompute_cost: u64,
 }
 
+/// Sorts candidates by the cost of recomputing them, then by tensor: the order a fit tries them
+/// in, wherever it picks the cheapest.
+fn cheapest_first(candidates: &mut [Candidate]) {
+    candidates.sort_by_key(|c| (c.recompute_cost, c.tensor));
+}
+
 /// The candidates of a graph: the dump's list, or derived (see the module docs).
 pub fn candidates(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Vec<Candidate> {
     if let Some(given) = &graph.remat_candidates {
@@ -585,7 +591,7 @@ impl<'a> Rematerializer<'a> {
             .map(|&(c, _)| c)
             .filter(|c| c.recompute_cost < cost)
             .collect();
-        cheaper.sort_by_key(|c| (c.recompute_cost, c.tensor));
+        cheapest_first(&mut cheaper);
         for c in cheaper {
             let set: Vec<usize> = accepted.iter().copied().chain([c.tensor]).collect();
             if let Some(footprint) = self.score_within(&set, target)? {
@@ -691,7 +697,7 @@ impl<'a> Rematerializer<'a> {
         // "no more flips help" is never said of candidates left untried.
         let limit = max_candidates.unwrap_or(usize::MAX);
         let mut pool = self.candidates.clone();
-        pool.sort_by_key(|c| (c.recompute_cost, c.tensor));
+        cheapest_first(&mut pool);
         result.dropped = pool.len().saturating_sub(limit);
         pool.truncate(limit);
         result.considered = pool.len();
