@@ -97,7 +97,6 @@ fn is_zero(v: &u64) -> bool {
 fn is_empty(s: &impl AsRef<str>) -> bool {
     s.as_ref().is_empty()
 }
-
 fn is_false(v: &bool) -> bool {
     !*v
 }
@@ -1127,8 +1126,8 @@ pub(crate) mod testing {
     pub(crate) fn step(id: &str, reads: &[&str], writes: &[&str]) -> Step {
         Step {
             id: id.into(),
-            reads: reads.iter().map(|&s| super::Id::from(s)).collect(),
-            writes: writes.iter().map(|&s| super::Id::from(s)).collect(),
+            reads: reads.iter().map(|&s| s.into()).collect(),
+            writes: writes.iter().map(|&s| s.into()).collect(),
             ..Step::default()
         }
     }

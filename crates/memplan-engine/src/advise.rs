@@ -276,9 +276,9 @@ impl Session {
         let id = |t: usize| self.graph.tensors[t].id.to_string();
         for (c, planned) in scored {
             let mut s = scenario.clone();
-            s.flips.push(id(c.tensor).to_string());
+            s.flips.push(id(c.tensor));
             let lever = Lever::Flip {
-                tensor: id(c.tensor).to_string(),
+                tensor: id(c.tensor),
             };
             let work = LeverCost::Recompute {
                 work: c.recompute_cost,

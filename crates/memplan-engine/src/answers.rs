@@ -67,7 +67,7 @@ impl FitAnswer {
         let named = |flips: &[Flip]| {
             (flips.iter())
                 .map(|f| FlipAnswer {
-                    tensor: id(f.tensor).to_string(),
+                    tensor: id(f.tensor),
                     relief_bytes: f.relief_bytes,
                     recompute_cost: f.recompute_cost,
                 })

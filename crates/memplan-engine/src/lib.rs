@@ -920,10 +920,10 @@ impl Session {
         candidates(graph, resolved, &liveness.uses)
             .into_iter()
             .map(|c| {
-                let tensor = graph.tensors[c.tensor].id.clone();
+                let tensor = graph.tensors[c.tensor].id.to_string();
                 CandidateRow {
                     flipped: CandidateRow::is_flipped(&tensor, &outcome.scenario),
-                    tensor: tensor.to_string(),
+                    tensor,
                     bytes: resolved.tensors[c.tensor].bytes,
                     recompute_cost: c.recompute_cost,
                 }
@@ -1122,8 +1122,7 @@ impl Session {
                         count: g.tensors.len(),
                         share: g.bytes as f64 / peak,
                         tensors: (g.tensors.iter())
-                            .map(|&b| problem.buffers[b].name.clone())
-                            .map(|s| s.to_string())
+                            .map(|&b| problem.buffers[b].name.to_string())
                             .collect(),
                     })
                     .collect();

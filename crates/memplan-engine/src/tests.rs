@@ -424,8 +424,7 @@ fn fit_and_sweep_through_the_engine() {
         flips: fit
             .tensors()
             .iter()
-            .map(|&t| s.graph.tensors[t].id.clone())
-            .map(|s| s.to_string())
+            .map(|&t| s.graph.tensors[t].id.to_string())
             .collect(),
         ..first_fit()
     };

@@ -330,8 +330,7 @@ impl PlanSummary {
                         .usage
                         .live_at_peak
                         .iter()
-                        .map(|&b| problem.buffers[b].name.clone())
-                        .map(|s| s.to_string())
+                        .map(|&b| problem.buffers[b].name.to_string())
                         .collect(),
                     live_at_peak_by_site: None,
                     pools: d

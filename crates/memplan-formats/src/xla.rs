@@ -814,7 +814,7 @@ fn alias_in_place(
     for &v in &a.values {
         let r = find(&mut parent, v);
         if r != v {
-            tensors[v].view_of = Some(ids[r].clone().into());
+            tensors[v].view_of = Some(ids[r].as_str().into());
             tensors[v].view_offset = values[v].offset - values[r].offset;
         }
     }

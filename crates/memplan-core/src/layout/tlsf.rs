@@ -246,10 +246,10 @@ impl Tlsf {
     }
 }
 
-/// Lays the items out online in schedule order (see the module docs).
-/// `None` when the rounded layout would pass 2^64 bytes (a huge alignment rounds every item up).
-/// The layout, or `None` where its extent passes `extent_limit` (the arena only grows, so it
-/// stops there: `best` asks for a layout below one it has) or an offset passes 2^64.
+/// Lays the items out online in schedule order (see the module docs). `None` where the arena
+/// passes `extent_limit` (it only grows, so it stops there: `best` asks for a layout below one
+/// it has), or where the rounded layout would pass 2^64 bytes (a huge alignment rounds every
+/// item up).
 pub(crate) fn layout(items: &[Item], extent_limit: u64) -> Option<RegionLayout> {
     let granule = items.iter().map(|i| i.alignment).fold(GRANULE, u64::max);
     // The items by start and by end, each in canonical order within a position, swept side by

@@ -4,7 +4,7 @@
 use super::*;
 use crate::check::{Violation, check_order};
 use crate::graph::testing::{step, tensor};
-use crate::graph::{Loop, Step, Tensor, TensorKind};
+use crate::graph::{Id, Loop, Step, Tensor, TensorKind};
 use crate::layout::Strategy;
 use crate::liveness::analyze;
 use crate::problem::Lifetime;
@@ -184,10 +184,9 @@ fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
             }];
             let mut steps = Vec::new();
             for (k, (bytes, r1, r2, kind)) in spec.into_iter().enumerate() {
-                let mut reads: Vec<String> = [r1, r2]
+                let mut reads: Vec<Id> = [r1, r2]
                     .iter()
                     .map(|r| tensors[r.index(tensors.len())].id.clone())
-                    .map(|s| s.to_string())
                     .collect();
                 reads.sort();
                 reads.dedup();
@@ -214,7 +213,7 @@ fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
                     pinned: kind == 9,
                     ..step(
                         &format!("s{k}"),
-                        &reads.iter().map(String::as_str).collect::<Vec<_>>(),
+                        &reads.iter().map(Id::as_str).collect::<Vec<_>>(),
                         &[&written],
                     )
                 });

@@ -94,8 +94,7 @@ fn fit(g: &Graph, target: Target) -> (FitResult, Vec<String>) {
     let names = result
         .tensors()
         .iter()
-        .map(|&t| g.tensors[t].id.clone())
-        .map(|s| s.to_string())
+        .map(|&t| g.tensors[t].id.to_string())
         .collect();
     (result, names)
 }

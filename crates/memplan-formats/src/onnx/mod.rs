@@ -374,7 +374,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         }
         steps.push(Step {
             id: id.into(),
-            op: node.op_type.clone().into(),
+            op: node.op_type.as_str().into(),
             reads: (node.input.iter())
                 .filter(|i| !i.is_empty())
                 .map(|i| Id::from(i.as_str()))
