@@ -5,7 +5,7 @@
 // in the page (headless Chromium, release bundle), side by side in one run. Prints a table: the
 // file, its buffers (a snapshot's allocations), the CLI's time and peak memory, the
 // page's time to the drawn plan, its worker's memory (its wasm memory, which only grows: its
-// peak) and the peak memory of its renderer process (the page and its worker, which runs in the
+// peak), the page's own wasm memory (its peak, likewise) and the peak memory of its renderer process (the page and its worker, which runs in the
 // same process), or the page's error. The test suite asserts what a
 // load does; this script only measures.
 //
@@ -96,6 +96,8 @@ for (const input of inputs) {
   const server = await serve();
   const { browser, page } = await launch();
   const { testid } = hooks(() => page);
+  // The page's own wasm memory, as the worker's: its exports come with Trunk's start event.
+  await page.addInitScript(() => addEventListener('TrunkApplicationStarted', (e) => { window.pageWasm = e.detail.wasm; }));
   await page.goto(server.url);
   await testid('summary').waitFor();
   const started = Date.now();
@@ -117,14 +119,15 @@ for (const input of inputs) {
   const workerMb = workers.length
     ? Math.round((await workers[workers.length - 1].evaluate(() => wasm_bindgen.memory_bytes())) / 1048576)
     : '?';
+  const pageMb = Math.round((await page.evaluate(() => window.pageWasm?.memory.buffer.byteLength ?? NaN)) / 1048576);
   await browser.close();
   await server.close();
   const name = `${rows ? `${rows}-row CSV, ` : ''}${(bytes / 1048576).toFixed(0)} MiB`;
-  results.push({ name, ...native, pageSeconds: pageSeconds.toFixed(1), workerMb, peak, outcome });
+  results.push({ name, ...native, pageSeconds: pageSeconds.toFixed(1), workerMb, pageMb, peak, outcome });
 }
 
-console.log('| file | buffers | CLI `plan` | CLI peak memory | page, file to plan | worker memory | renderer peak memory | page |');
-console.log('|---|---|---|---|---|---|---|---|');
+console.log('| file | buffers | CLI `plan` | CLI peak memory | page, file to plan | worker memory | page memory | renderer peak memory | page |');
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of results) {
-  console.log(`| ${r.name} | ${r.buffers} | ${r.seconds} s | ${r.mb} MB | ${r.pageSeconds} s | ${r.workerMb} MB | ${r.peak} MB | ${r.outcome} |`);
+  console.log(`| ${r.name} | ${r.buffers} | ${r.seconds} s | ${r.mb} MB | ${r.pageSeconds} s | ${r.workerMb} MB | ${r.pageMb} MB | ${r.peak} MB | ${r.outcome} |`);
 }

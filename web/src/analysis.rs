@@ -105,14 +105,14 @@ impl AnalysisCache {
 
     fn spaces(&mut self, session: &Session, scenario: &Scenario) -> Option<Arc<SpacesView>> {
         keyed(&mut self.spaces, &scenario.params, || {
-            let query = SpacesQuery(scenario.clone());
+            let query = SpacesQuery {
+                scenario: scenario.clone(),
+                most: Some(MOST_SPACE_ROWS),
+            };
             let s = (query.ask(session, &mut memplan_core::Control::default())).ok()?;
-            let rows = memplan_human::space_rows(&s);
-            let unlisted = rows.len();
-            let rows = listed(rows);
             Some(Arc::new(SpacesView {
-                unlisted: unlisted - rows.len(),
-                rows,
+                rows: memplan_human::space_rows(&s),
+                unlisted: s.unlisted,
                 counts: s.counts,
                 diagnostics: s.diagnostics,
             }))
@@ -159,7 +159,7 @@ pub struct Analysis {
 /// its diagnostics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpacesView {
-    /// The rows the table lists ([`listed`]), in the engine's order.
+    /// The rows the table lists ([`memplan_engine::answers::listed`]), in the engine's order.
     pub rows: Vec<SpaceRow>,
     /// How many slots are not listed.
     pub unlisted: usize,
@@ -169,29 +169,6 @@ pub struct SpacesView {
 
 /// The most slots the spaces table lists besides those that hold an output.
 pub const MOST_SPACE_ROWS: usize = 200;
-
-/// The rows the spaces table lists, in the engine's order: the largest [`MOST_SPACE_ROWS`]
-/// slots and every slot that holds an output. Only those cross to the page: a snapshot of a
-/// million slots would otherwise send (and build) as many rows.
-fn listed(rows: Vec<SpaceRow>) -> Vec<SpaceRow> {
-    if rows.len() <= MOST_SPACE_ROWS {
-        return rows;
-    }
-    // The largest first, ties in order: a total order, so the rows kept are the same however
-    // the partition runs.
-    let mut by_size: Vec<usize> = (0..rows.len()).collect();
-    by_size.select_nth_unstable_by(MOST_SPACE_ROWS, |&a, &b| {
-        rows[b].bytes.cmp(&rows[a].bytes).then(a.cmp(&b))
-    });
-    let mut keep = vec![false; rows.len()];
-    by_size[..MOST_SPACE_ROWS]
-        .iter()
-        .for_each(|&k| keep[k] = true);
-    (rows.into_iter().zip(keep))
-        .filter(|(r, keep)| *keep || !r.source.is_empty())
-        .map(|(r, _)| r)
-        .collect()
-}
 
 /// What the views show of a reordered schedule besides its plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

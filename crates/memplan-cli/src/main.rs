@@ -902,7 +902,10 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             json,
         } => {
             let session = open(&file)?;
-            let query = SpacesQuery(scenario.scenario()?);
+            let query = SpacesQuery {
+                scenario: scenario.scenario()?,
+                most: None,
+            };
             let spaces = query.ask(session, &mut Control::default())?;
             if json {
                 print_json(&spaces);

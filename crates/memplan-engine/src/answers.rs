@@ -254,10 +254,19 @@ impl FitsAnswer {
 /// `memplan spaces --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpacesAnswer {
+    /// Every slot, or the slots a question with `most` lists ([`listed`]), in tensor order of
+    /// their roots.
     pub slots: Vec<SlotAnswer>,
+    /// The slots left out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unlisted: usize,
     pub outputs: Vec<OutputAnswer>,
     pub counts: SpaceCounts,
     pub diagnostics: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -291,19 +300,28 @@ pub enum SourceAnswer {
 }
 
 impl SpacesAnswer {
-    pub fn of(session: &Session, spaces: &Spaces) -> SpacesAnswer {
+    /// The answer of every slot, or with `most` of the slots [`listed`] lists: every output,
+    /// the counts and the diagnostics either way.
+    pub fn of(session: &Session, spaces: &Spaces, most: Option<usize>) -> SpacesAnswer {
         let g = &session.graph;
-        // The views of each slot, found once: one pass over the tensors.
-        let mut views: Vec<Vec<String>> = vec![Vec::new(); spaces.slots.len()];
+        let which = match most {
+            Some(most) => listed(spaces, most),
+            None => (0..spaces.slots.len()).collect(),
+        };
+        // The views of each slot answered, found once: one pass over the tensors.
+        let mut views: Vec<Vec<String>> = vec![Vec::new(); which.len()];
         for (t, k) in spaces.slot_of.iter().enumerate() {
             if let Some(k) = *k
                 && spaces.slots[k].tensor != t
+                && let Ok(at) = which.binary_search(&k)
             {
-                views[k].push(g.tensors[t].id.to_string());
+                views[at].push(g.tensors[t].id.to_string());
             }
         }
         SpacesAnswer {
-            slots: (spaces.slots.iter().zip(views))
+            unlisted: spaces.slots.len() - which.len(),
+            slots: (which.iter().zip(views))
+                .map(|(&k, views)| (&spaces.slots[k], views))
                 .map(|(s, views)| SlotAnswer {
                     tensor: g.tensors[s.tensor].id.to_string(),
                     space: s.space,
@@ -334,4 +352,28 @@ impl SpacesAnswer {
             diagnostics: spaces.diagnostics.iter().map(ToString::to_string).collect(),
         }
     }
+}
+
+/// The slots a table of `most` rows lists (indices into `spaces.slots`, in order): the `most`
+/// largest, ties to the earlier, and every slot that holds an output. A page shows a table,
+/// not a snapshot's million slots, and makes (and sends) only these.
+pub fn listed(spaces: &Spaces, most: usize) -> Vec<usize> {
+    let slots = &spaces.slots;
+    if slots.len() <= most {
+        return (0..slots.len()).collect();
+    }
+    // The largest first, ties in order: a total order, so the slots kept are the same however
+    // the partition runs.
+    let mut by_size: Vec<usize> = (0..slots.len()).collect();
+    by_size.select_nth_unstable_by(most, |&a, &b| {
+        slots[b].bytes.cmp(&slots[a].bytes).then(a.cmp(&b))
+    });
+    let mut keep = vec![false; slots.len()];
+    by_size[..most].iter().for_each(|&k| keep[k] = true);
+    for o in &spaces.outputs {
+        if let Some(k) = spaces.slot_of[o.tensor] {
+            keep[k] = true;
+        }
+    }
+    (0..slots.len()).filter(|&k| keep[k]).collect()
 }

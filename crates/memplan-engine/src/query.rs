@@ -60,9 +60,14 @@ pub struct FitsQuery {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AdviseQuery(pub Scenario);
 
-/// Each slot's memory space, access and host transfer, and each output's source.
+/// Each slot's memory space, access and host transfer, and each output's source; with `most`,
+/// of the slots a table of that many rows lists ([`crate::answers::listed`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SpacesQuery(pub Scenario);
+pub struct SpacesQuery {
+    pub scenario: Scenario,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub most: Option<usize>,
+}
 
 /// Whether a plan from outside holds: `plan` (a report, named by its source), or without one
 /// the offsets the dump gives itself (a minimalloc CSV's), under the scenario's precision
@@ -151,7 +156,11 @@ impl Ask for AdviseQuery {
 impl Ask for SpacesQuery {
     type Answer = SpacesAnswer;
     fn ask(&self, session: &Session, _: &mut Control) -> Result<SpacesAnswer, EngineError> {
-        Ok(SpacesAnswer::of(session, &session.spaces(&self.0)?))
+        Ok(SpacesAnswer::of(
+            session,
+            &session.spaces(&self.scenario)?,
+            self.most,
+        ))
     }
 }
 
@@ -268,7 +277,10 @@ mod tests {
                 exhaustive_most: 0,
             }),
             Query::Advise(AdviseQuery(Scenario::default())),
-            Query::Spaces(SpacesQuery(Scenario::default())),
+            Query::Spaces(SpacesQuery {
+                scenario: Scenario::default(),
+                most: None,
+            }),
             Query::Check(CheckQuery {
                 scenario: Scenario::default(),
                 plan: Some(("plan.json".into(), Box::new(s.report(&outcome)))),

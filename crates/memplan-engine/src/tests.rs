@@ -362,6 +362,101 @@ fn spaces_of_an_example() {
     assert_eq!(spaces.counts.host_output_transfers, 1);
 }
 
+#[test]
+fn a_spaces_table_lists_the_largest_slots_and_every_output_in_order() {
+    use memplan_core::spaces::{Access, Output, SlotSpace, Spaces, Transfer};
+    // Slot k holds k % 250 bytes: the largest 200 are slots 50..250; outputs sit on slots 3
+    // and 260 (the second through a view, tensor 300).
+    let slot = |k: usize| SlotSpace {
+        tensor: k,
+        space: memplan_core::graph::MemorySpace::DeviceGlobal,
+        access: Access::ReadWrite,
+        transfer: Transfer::None,
+        bytes: (k % 250) as u64,
+        dynamic: false,
+        input: false,
+        constant: false,
+        output: false,
+    };
+    let output = |index: usize, tensor: usize| Output {
+        index,
+        tensor,
+        source: None,
+    };
+    let mut slot_of: Vec<Option<usize>> = (0..300).map(Some).collect();
+    slot_of.push(Some(260));
+    let spaces = Spaces {
+        slots: (0..300).map(slot).collect(),
+        slot_of,
+        outputs: vec![output(0, 3), output(1, 300)],
+        counts: Default::default(),
+        diagnostics: Vec::new(),
+    };
+    let mut expected: Vec<usize> = (50..250).chain([3, 260]).collect();
+    expected.sort();
+    assert_eq!(answers::listed(&spaces, 200), expected);
+    // Ties at the cut go to the earlier slots.
+    let equal = Spaces {
+        slots: (0..300)
+            .map(|k| SlotSpace {
+                bytes: 7,
+                ..slot(k)
+            })
+            .collect(),
+        outputs: Vec::new(),
+        ..spaces.clone()
+    };
+    assert_eq!(answers::listed(&equal, 200), (0..200).collect::<Vec<_>>());
+    // Room for every slot: every one, in order.
+    assert_eq!(answers::listed(&spaces, 300), (0..300).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_question_for_the_largest_slots_answers_them_as_the_whole_answer_does() {
+    use query::Ask;
+    // The decode step: its caches have views, and its output is not among the largest.
+    let s = session(DECODE);
+    let ask = |most| {
+        let query = query::SpacesQuery {
+            scenario: Scenario::default(),
+            most,
+        };
+        query.ask(&s, &mut Control::default()).unwrap()
+    };
+    let all = ask(None);
+    let some = ask(Some(3));
+    assert_eq!(all.unlisted, 0);
+    assert!(some.slots.iter().any(|s| !s.views.is_empty()));
+    let output_slots: Vec<&str> = (all.outputs.iter())
+        .filter_map(|o| o.slot.as_deref())
+        .collect();
+    assert!(!output_slots.is_empty());
+    assert!(all.slots.len() > 3 + output_slots.len());
+    assert_eq!(some.unlisted, all.slots.len() - some.slots.len());
+    assert!(some.slots.len() >= 3 && some.slots.len() <= 3 + output_slots.len());
+    // Each slot listed is the whole answer's, views and all, in the same order.
+    let mut at = 0;
+    for slot in &some.slots {
+        let k = at + all.slots[at..].iter().position(|a| a == slot).unwrap();
+        at = k + 1;
+    }
+    let smallest_listed = (some.slots.iter())
+        .filter(|s| !output_slots.contains(&s.tensor.as_str()))
+        .map(|s| s.bytes)
+        .min()
+        .unwrap();
+    let unlisted_larger = (all.slots.iter())
+        .filter(|a| !some.slots.contains(a))
+        .filter(|a| a.bytes > smallest_listed)
+        .count();
+    assert_eq!(unlisted_larger, 0);
+    for o in &output_slots {
+        assert!(some.slots.iter().any(|s| s.tensor == *o));
+    }
+    assert_eq!(some.outputs, all.outputs);
+    assert_eq!(some.counts, all.counts);
+}
+
 const CONVNET: &str = include_str!("../../../static/examples/convnet-training.json");
 
 fn first_fit() -> Scenario {

@@ -137,10 +137,14 @@ impl Allocations {
     }
 
     /// The graph named `name`; `None` when nothing was allocated.
-    pub(crate) fn finish(self, name: &str) -> Option<Imported> {
+    pub(crate) fn finish(mut self, name: &str) -> Option<Imported> {
         if self.tensors.is_empty() {
             return None;
         }
+        // The lists grew by doubling, their count unknown until the end: what they did not use
+        // goes back now, so that in wasm (whose memory never shrinks) what comes next reuses it.
+        self.tensors.shrink_to_fit();
+        self.recorded.allocations.shrink_to_fit();
         Some(Imported {
             graph: Graph {
                 name: name.into(),

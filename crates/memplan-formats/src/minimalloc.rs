@@ -183,6 +183,8 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
         });
         lifetimes.push((lower, upper));
     }
+    // Grown by doubling: what the rows did not use goes back (in wasm, for what comes next).
+    tensors.shrink_to_fit();
     let steps = steps_of_lifetimes(&lifetimes, |t| &tensors[t].id, "", None);
     let graph = Graph {
         tensors,

@@ -363,6 +363,8 @@ impl Labels {
         let mut stack_at: FxHashMap<*const Frame, u32> = FxHashMap::default();
         // Names shared: a snapshot's allocations share a few hundred.
         let mut names: FxHashMap<&str, Arc<str>> = FxHashMap::default();
+        // One empty list for the tensors no view takes (an `Arc` allocates even when empty).
+        let no_views: Arc<[ViewInto]> = Arc::new([]);
         let tensors = graph
             .tensors
             .iter()
@@ -376,7 +378,10 @@ impl Labels {
                 kind: tensor.kind,
                 producers: indices(&uses.producers[t]),
                 consumers: indices(&uses.consumers[t]),
-                views: views.into(),
+                views: match views.is_empty() {
+                    true => no_views.clone(),
+                    false => views.into(),
+                },
                 stack: (!tensor.stack.is_empty()).then(|| {
                     *stack_at.entry(tensor.stack.as_ptr()).or_insert_with(|| {
                         *stack_index.entry(&tensor.stack).or_insert_with(|| {
