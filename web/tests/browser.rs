@@ -124,3 +124,32 @@ fn the_panic_banner_shows_text_not_html() {
     assert!(banner.query_selector("img").unwrap().is_none());
     banner.remove();
 }
+
+#[wasm_bindgen_test]
+fn an_answer_is_read_from_js_memory_a_chunk_at_a_time() {
+    use memplan_web::analysis::Export;
+    use memplan_web::worker::client::JsBytes;
+    use memplan_web::worker::protocol::{Response, read_answer, write_answer};
+    use std::io::Read;
+    // Bytes across many of the reader's chunks come back whole and in order.
+    let pattern: Vec<u8> = (0..300_007u32).map(|i| (i * 7 % 251) as u8).collect();
+    let mut read = Vec::new();
+    JsBytes::of(js_sys::Uint8Array::from(pattern.as_slice()))
+        .read_to_end(&mut read)
+        .unwrap();
+    assert_eq!(read, pattern);
+    // An answer longer than a chunk reads back as it was written.
+    let answer = Response::Exported(Export {
+        file_name: "plan.json".into(),
+        mime: "application/json".into(),
+        text: "é\"\n".repeat(50_000),
+    });
+    let mut json = Vec::new();
+    write_answer(&answer, &mut json).unwrap();
+    assert!(json.len() > 1 << 17);
+    let array = js_sys::Uint8Array::from(json.as_slice());
+    assert_eq!(read_answer(&mut JsBytes::of(array)).unwrap(), answer);
+    // A cut answer is an error, not a panic.
+    let cut = js_sys::Uint8Array::from(&json[..json.len() / 2]);
+    assert!(read_answer(&mut JsBytes::of(cut)).is_err());
+}

@@ -181,13 +181,36 @@ fn call_here(
     let heard: Rc<RefCell<Vec<Response>>> = Rc::default();
     let sink = heard.clone();
     let answer = Closure::<dyn FnMut(js_sys::Uint8Array)>::new(move |bytes: js_sys::Uint8Array| {
-        let answer = read_answer(&bytes.to_vec()).unwrap_or_else(super::protocol::failed);
+        let answer = read_answer(&mut JsBytes::of(bytes)).unwrap_or_else(super::protocol::failed);
         sink.borrow_mut().push(answer);
     });
     let args: js_sys::Array = args.iter().chain([answer.as_ref()]).collect();
     let returned = function.apply(worker, &args).map_err(failed);
     answers.append(&mut heard.borrow_mut());
     returned
+}
+
+/// An answer's bytes in JS memory, read a chunk at a time: never copied whole into the page's
+/// memory.
+pub struct JsBytes {
+    bytes: js_sys::Uint8Array,
+    at: u32,
+}
+
+impl JsBytes {
+    pub fn of(bytes: js_sys::Uint8Array) -> Self {
+        JsBytes { bytes, at: 0 }
+    }
+}
+
+impl std::io::Read for JsBytes {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.bytes.length() - self.at;
+        let n = left.min(u32::try_from(buf.len()).unwrap_or(u32::MAX));
+        (self.bytes.subarray(self.at, self.at + n)).copy_to(&mut buf[..n as usize]);
+        self.at += n;
+        Ok(n as usize)
+    }
 }
 
 #[derive(Default)]
@@ -337,8 +360,8 @@ impl Link {
         let link = self.clone();
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             let bytes = (event.data().dyn_into::<js_sys::Uint8Array>())
-                .map_or_else(|_| Vec::new(), |a| a.to_vec());
-            match read_answer(&bytes) {
+                .unwrap_or_else(|_| js_sys::Uint8Array::new_with_length(0));
+            match read_answer(&mut JsBytes::of(bytes)) {
                 Ok(Response::Ready) => {
                     let mut s = link.state.borrow_mut();
                     if let Some(thread) = s.thread.as_mut() {

@@ -164,9 +164,13 @@ pub fn read_request(text: &str) -> Result<Request, WebError> {
     })
 }
 
-/// An answer's UTF-8 JSON, as the page reads it (from a Web Worker or from its own thread).
-pub fn read_answer(bytes: &[u8]) -> Result<Response, WebError> {
-    serde_json::from_slice(bytes).map_err(|e| WebError::Unreadable {
+/// An answer's UTF-8 JSON, as the page reads it (from a Web Worker or from its own thread),
+/// from `input`, a chunk at a time: a large snapshot's answer is hundreds of megabytes, which a
+/// whole copy would add to the page's memory for good (wasm memory only grows). One reader
+/// type, so the deserializer is compiled once (the bundle).
+pub fn read_answer(input: &mut dyn std::io::Read) -> Result<Response, WebError> {
+    let input = std::io::BufReader::with_capacity(1 << 16, input);
+    serde_json::from_reader(input).map_err(|e| WebError::Unreadable {
         what: Message::Answer,
         detail: e.to_string(),
     })
