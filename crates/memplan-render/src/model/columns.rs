@@ -7,8 +7,10 @@
 //! Use on a field of `Vec<BufferView>` or `Arc<[BufferView]>`: `#[serde(with =
 //! "crate::model::columns")]`. The form is the wire's, not a file format: both ends are built
 //! together. Each column is written straight from the buffers (nothing is gathered first: on a
-//! snapshot, a copy of every buffer while the answer is written), and read into columns that
-//! then make the buffers.
+//! snapshot, a copy of every buffer while the answer is written), and read straight into them:
+//! the first column (`tensor`) makes the buffers, each later one sets its field in each as its
+//! values arrive (read into columns first, they were a transient copy of every buffer in the
+//! page's memory, which never shrinks).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,53 +18,14 @@ use std::sync::Arc;
 use memplan_core::DType;
 use memplan_core::graph::TensorKind;
 use memplan_core::recorded::Allocation;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::model::{BufferView, ViewInto};
-
-/// The columns, as read. Dense ones hold a value per buffer; an empty dense column means every buffer
-/// has the default (no stack, no allocation, no given offset). Sparse ones list `(buffer,
-/// value)` where the value is not the default.
-#[derive(Deserialize)]
-struct Columns {
-    tensor: Vec<Arc<str>>,
-    /// The distinct names that are not their buffer's tensor id.
-    names: Vec<Arc<str>>,
-    /// Per buffer, `k + 1` for `names[k]`, or 0 for its tensor id; empty when every name is.
-    #[serde(default)]
-    name: Vec<u32>,
-    size: Vec<u64>,
-    /// Where the occupied bytes are not the size.
-    #[serde(default)]
-    occupied: Vec<(u32, u64)>,
-    offset: Vec<u64>,
-    /// Where the address is not the offset.
-    #[serde(default)]
-    address: Vec<(u32, u64)>,
-    first: Vec<u32>,
-    last: Vec<u32>,
-    producers: Vec<Arc<[u32]>>,
-    consumers: Vec<Arc<[u32]>>,
-    #[serde(default)]
-    kind: Vec<(u32, TensorKind)>,
-    #[serde(default)]
-    dtype: Vec<(u32, DType)>,
-    #[serde(default)]
-    device: Vec<(u32, usize)>,
-    #[serde(default)]
-    pool: Vec<(u32, usize)>,
-    #[serde(default)]
-    always_live: Vec<u32>,
-    #[serde(default)]
-    views: Vec<(u32, Arc<[ViewInto]>)>,
-    #[serde(default)]
-    stack: Vec<Option<u32>>,
-    #[serde(default)]
-    allocation: Vec<Option<AllocationRow>>,
-    #[serde(default)]
-    given_offset: Vec<Option<u64>>,
-}
 
 /// An allocation as its column holds it: `(address, stream, allocated_at, freed_at)`.
 type AllocationRow = (u64, i64, u64, Option<u64>);
@@ -132,106 +95,6 @@ macro_rules! field_unless {
             false => $fields.serialize_field($name, &$value)?,
         }
     };
-}
-
-impl Columns {
-    /// The buffers, or why the columns do not make them.
-    fn buffers(self) -> Result<Vec<BufferView>, String> {
-        let n = self.tensor.len();
-        let dense_lengths = [
-            ("size", self.size.len()),
-            ("offset", self.offset.len()),
-            ("first", self.first.len()),
-            ("last", self.last.len()),
-            ("producers", self.producers.len()),
-            ("consumers", self.consumers.len()),
-        ];
-        let optional_lengths = [
-            ("name", self.name.len()),
-            ("stack", self.stack.len()),
-            ("allocation", self.allocation.len()),
-            ("given_offset", self.given_offset.len()),
-        ];
-        let short = (dense_lengths.iter())
-            .chain(optional_lengths.iter().filter(|(_, len)| *len > 0))
-            .find(|(_, len)| *len != n);
-        if let Some((column, len)) = short {
-            return Err(format!(
-                "buffer column `{column}` has {len} entries for {n} buffers"
-            ));
-        }
-        let mut out: Vec<BufferView> = Vec::with_capacity(n);
-        for k in 0..n {
-            let tensor = self.tensor[k].clone();
-            let name = match self.name.get(k).copied().unwrap_or(0) {
-                0 => tensor.clone(),
-                i => (self.names.get(i as usize - 1).cloned())
-                    .ok_or_else(|| format!("buffer {k} names name {i} of {}", self.names.len()))?,
-            };
-            out.push(BufferView {
-                tensor,
-                name,
-                kind: TensorKind::Intermediate,
-                dtype: None,
-                size: self.size[k],
-                occupied: self.size[k],
-                device: 0,
-                pool: 0,
-                offset: self.offset[k],
-                address: self.offset[k],
-                first: self.first[k],
-                last: self.last[k],
-                always_live: false,
-                producers: self.producers[k].clone(),
-                consumers: self.consumers[k].clone(),
-                views: Arc::from([]),
-                stack: self.stack.get(k).copied().flatten(),
-                allocation: (self.allocation.get(k).copied().flatten()).map(
-                    |(address, stream, allocated_at, freed_at)| Allocation {
-                        address,
-                        stream,
-                        allocated_at,
-                        freed_at,
-                    },
-                ),
-                given_offset: self.given_offset.get(k).copied().flatten(),
-            });
-        }
-        fn at<'a>(
-            out: &'a mut [BufferView],
-            k: u32,
-            column: &str,
-        ) -> Result<&'a mut BufferView, String> {
-            let n = out.len();
-            out.get_mut(k as usize)
-                .ok_or_else(|| format!("buffer column `{column}` names buffer {k} of {n}"))
-        }
-        for (k, v) in self.occupied {
-            at(&mut out, k, "occupied")?.occupied = v;
-        }
-        for (k, v) in self.address {
-            at(&mut out, k, "address")?.address = v;
-        }
-        for (k, v) in self.kind {
-            at(&mut out, k, "kind")?.kind = v;
-        }
-        for (k, v) in self.dtype {
-            at(&mut out, k, "dtype")?.dtype = Some(v);
-        }
-        for (k, v) in self.device {
-            at(&mut out, k, "device")?.device = v;
-        }
-        for (k, v) in self.pool {
-            at(&mut out, k, "pool")?.pool = v;
-        }
-        for k in self.always_live {
-            at(&mut out, k, "always_live")?.always_live = true;
-        }
-        for (k, v) in self.views {
-            at(&mut out, k, "views")?.views = v;
-        }
-        Ok(out)
-    }
 }
 
 /// The schedule's steps, column by column (`#[serde(with = "crate::model::columns::steps")]`): a
@@ -384,9 +247,331 @@ fn optional_field<S: SerializeStruct, I, T: Serialize>(
 pub fn deserialize<'de, D: Deserializer<'de>, B: From<Vec<BufferView>>>(
     deserializer: D,
 ) -> Result<B, D::Error> {
-    (Columns::deserialize(deserializer)?.buffers())
-        .map(B::from)
-        .map_err(serde::de::Error::custom)
+    deserializer.deserialize_map(Buffers).map(B::from)
+}
+
+/// The buffer columns read into the buffers (see the module docs). Dense columns hold a value
+/// per buffer (an optional one may be empty: every buffer has the default, no stack, no
+/// allocation, no given offset); sparse ones list `(buffer, value)` where the value is not
+/// the default. `names` comes before `name`, as written.
+struct Buffers;
+
+impl<'de> Visitor<'de> for Buffers {
+    type Value = Vec<BufferView>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("buffer columns")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<BufferView>, A::Error> {
+        let mut buffers: Option<Vec<BufferView>> = None;
+        // The distinct names that are not their buffer's tensor id.
+        let mut names: Vec<Arc<str>> = Vec::new();
+        let mut required = ["size", "offset", "first", "last", "producers", "consumers"];
+        // Set after the dense columns they default to, whatever the order.
+        let mut occupied: Vec<(u32, u64)> = Vec::new();
+        let mut address: Vec<(u32, u64)> = Vec::new();
+        while let Some(column) = map.next_key::<String>()? {
+            if column == "tensor" {
+                buffers = Some(map.next_value_seed(Tensors)?);
+                continue;
+            }
+            let Some(out) = buffers.as_deref_mut() else {
+                return Err(de::Error::custom(format!(
+                    "buffer column `{column}` comes before `tensor`"
+                )));
+            };
+            if let Some(r) = required.iter_mut().find(|r| **r == column) {
+                *r = "";
+            }
+            match column.as_str() {
+                "names" => names = map.next_value()?,
+                "name" => map.next_value_seed(optional(out, "name").with(|b, i: u32| {
+                    if i > 0 {
+                        b.name = (names.get(i as usize - 1).cloned())
+                            .ok_or_else(|| format!("names name {i} of {}", names.len()))?;
+                    }
+                    Ok(())
+                }))?,
+                "size" => map.next_value_seed(dense(out, "size").with(|b, v| {
+                    (b.size, b.occupied) = (v, v);
+                    Ok(())
+                }))?,
+                "offset" => map.next_value_seed(dense(out, "offset").with(|b, v| {
+                    (b.offset, b.address) = (v, v);
+                    Ok(())
+                }))?,
+                "occupied" => occupied = map.next_value()?,
+                "address" => address = map.next_value()?,
+                "first" => {
+                    map.next_value_seed(dense(out, "first").with(|b, v| set(&mut b.first, v)))?
+                }
+                "last" => {
+                    map.next_value_seed(dense(out, "last").with(|b, v| set(&mut b.last, v)))?
+                }
+                "producers" => map.next_value_seed(
+                    dense(out, "producers").with(|b, v| set(&mut b.producers, v)),
+                )?,
+                "consumers" => map.next_value_seed(
+                    dense(out, "consumers").with(|b, v| set(&mut b.consumers, v)),
+                )?,
+                "kind" => {
+                    map.next_value_seed(sparse(out, "kind").with(|b, v| set(&mut b.kind, v)))?
+                }
+                "dtype" => map.next_value_seed(
+                    sparse(out, "dtype").with(|b, v: DType| set(&mut b.dtype, Some(v))),
+                )?,
+                "device" => {
+                    map.next_value_seed(sparse(out, "device").with(|b, v| set(&mut b.device, v)))?
+                }
+                "pool" => {
+                    map.next_value_seed(sparse(out, "pool").with(|b, v| set(&mut b.pool, v)))?
+                }
+                "always_live" => {
+                    for k in map.next_value::<Vec<u32>>()? {
+                        at(out, k, "always_live")
+                            .map_err(de::Error::custom)?
+                            .always_live = true;
+                    }
+                }
+                "views" => {
+                    map.next_value_seed(sparse(out, "views").with(|b, v| set(&mut b.views, v)))?
+                }
+                "stack" => {
+                    map.next_value_seed(optional(out, "stack").with(|b, v| set(&mut b.stack, v)))?
+                }
+                "allocation" => map.next_value_seed(optional(out, "allocation").with(
+                    |b, v: Option<AllocationRow>| {
+                        let allocation =
+                            v.map(|(address, stream, allocated_at, freed_at)| Allocation {
+                                address,
+                                stream,
+                                allocated_at,
+                                freed_at,
+                            });
+                        set(&mut b.allocation, allocation)
+                    },
+                ))?,
+                "given_offset" => map.next_value_seed(
+                    optional(out, "given_offset").with(|b, v| set(&mut b.given_offset, v)),
+                )?,
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        let mut buffers = buffers.ok_or_else(|| de::Error::missing_field("tensor"))?;
+        if let Some(missing) = required.iter().find(|r| !r.is_empty()) {
+            return Err(de::Error::missing_field(missing));
+        }
+        for (column, list, apply) in [
+            (
+                "occupied",
+                occupied,
+                (|b, v| b.occupied = v) as fn(&mut BufferView, u64),
+            ),
+            ("address", address, |b, v| b.address = v),
+        ] {
+            for (k, v) in list {
+                apply(at(&mut buffers, k, column).map_err(de::Error::custom)?, v);
+            }
+        }
+        Ok(buffers)
+    }
+}
+
+fn set<T>(field: &mut T, value: T) -> Result<(), String> {
+    *field = value;
+    Ok(())
+}
+
+/// The dense column `column` of `out`.
+fn dense<'a>(out: &'a mut [BufferView], column: &'static str) -> DenseInto<'a> {
+    DenseInto {
+        out,
+        column,
+        optional: false,
+    }
+}
+
+/// The dense column `column` of `out`, which may be empty.
+fn optional<'a>(out: &'a mut [BufferView], column: &'static str) -> DenseInto<'a> {
+    DenseInto {
+        out,
+        column,
+        optional: true,
+    }
+}
+
+/// The sparse column `column` of `out`.
+fn sparse<'a>(out: &'a mut [BufferView], column: &'static str) -> SparseInto<'a> {
+    SparseInto { out, column }
+}
+
+/// Buffer `k` of `out`, or why column `column` cannot name it.
+fn at<'a>(out: &'a mut [BufferView], k: u32, column: &str) -> Result<&'a mut BufferView, String> {
+    let n = out.len();
+    out.get_mut(k as usize)
+        .ok_or_else(|| format!("buffer column `{column}` names buffer {k} of {n}"))
+}
+
+/// The `tensor` column: a buffer per id, named by it, every other field at its default until
+/// its column sets it.
+struct Tensors;
+
+impl<'de> DeserializeSeed<'de> for Tensors {
+    type Value = Vec<BufferView>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Tensors {
+    type Value = Vec<BufferView>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("the buffers' tensor ids")
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+        // One empty list for every buffer no view takes (an empty `Arc` allocates too).
+        let (no_list, no_views): (Arc<[u32]>, Arc<[ViewInto]>) = (Arc::new([]), Arc::new([]));
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
+        while let Some(tensor) = seq.next_element::<Arc<str>>()? {
+            out.push(BufferView {
+                name: tensor.clone(),
+                tensor,
+                kind: TensorKind::Intermediate,
+                dtype: None,
+                size: 0,
+                occupied: 0,
+                device: 0,
+                pool: 0,
+                offset: 0,
+                address: 0,
+                first: 0,
+                last: 0,
+                always_live: false,
+                producers: no_list.clone(),
+                consumers: no_list.clone(),
+                views: no_views.clone(),
+                stack: None,
+                allocation: None,
+                given_offset: None,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// A column with a value per buffer, value `k` set into buffer `k` by `set`; an `optional`
+/// column may also be empty.
+struct DenseInto<'a> {
+    out: &'a mut [BufferView],
+    column: &'static str,
+    optional: bool,
+}
+
+/// A column of `(buffer, value)` pairs, each value set into its buffer by `set`.
+struct SparseInto<'a> {
+    out: &'a mut [BufferView],
+    column: &'static str,
+}
+
+/// A column and what each of its values sets.
+struct Setting<C, T, F> {
+    column: C,
+    set: F,
+    value: PhantomData<T>,
+}
+
+impl<'a> DenseInto<'a> {
+    fn with<T, F: FnMut(&mut BufferView, T) -> Result<(), String>>(
+        self,
+        set: F,
+    ) -> Setting<Self, T, F> {
+        Setting {
+            column: self,
+            set,
+            value: PhantomData,
+        }
+    }
+}
+
+impl<'a> SparseInto<'a> {
+    fn with<T, F: FnMut(&mut BufferView, T) -> Result<(), String>>(
+        self,
+        set: F,
+    ) -> Setting<Self, T, F> {
+        Setting {
+            column: self,
+            set,
+            value: PhantomData,
+        }
+    }
+}
+
+impl<'de, C, T, F> DeserializeSeed<'de> for Setting<C, T, F>
+where
+    Setting<C, T, F>: Visitor<'de, Value = ()>,
+{
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String>> Visitor<'de>
+    for Setting<DenseInto<'_>, T, F>
+{
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "buffer column `{}`", self.column.column)
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(mut self, mut seq: S) -> Result<(), S::Error> {
+        let DenseInto {
+            out,
+            column,
+            optional,
+        } = self.column;
+        let mut len = 0;
+        while let Some(value) = seq.next_element::<T>()? {
+            if let Some(b) = out.get_mut(len) {
+                (self.set)(b, value).map_err(|e| de::Error::custom(format!("buffer {len} {e}")))?;
+            }
+            len += 1;
+        }
+        if len != out.len() && !(optional && len == 0) {
+            return Err(de::Error::custom(format!(
+                "buffer column `{column}` has {len} entries for {} buffers",
+                out.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String>> Visitor<'de>
+    for Setting<SparseInto<'_>, T, F>
+{
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "buffer column `{}`", self.column.column)
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(mut self, mut seq: S) -> Result<(), S::Error> {
+        let SparseInto { out, column } = self.column;
+        while let Some((k, value)) = seq.next_element::<(u32, T)>()? {
+            (self.set)(at(out, k, column).map_err(de::Error::custom)?, value)
+                .map_err(de::Error::custom)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -584,5 +769,52 @@ mod tests {
             e.contains("buffer column `pool` names buffer 3 of 1"),
             "{e}"
         );
+        let refusal = |json: &str| serde_json::from_str::<Wire>(json).unwrap_err().to_string();
+        let e = refusal(r#"{"size":[1],"tensor":["a"]}"#);
+        assert!(
+            e.contains("buffer column `size` comes before `tensor`"),
+            "{e}"
+        );
+        let e = refusal(r#"{"tensor":["a"],"size":[1],"offset":[0],"first":[0],"last":[0]}"#);
+        assert!(e.contains("missing field `producers`"), "{e}");
+        let e = refusal(r#"{"tensor":["a","b"],"names":["x"],"name":[0,2]}"#);
+        assert!(e.contains("buffer 1 names name 2 of 1"), "{e}");
+        let e = refusal(r#"{"tensor":["a","b"],"size":[1,2,3]}"#);
+        assert!(
+            e.contains("buffer column `size` has 3 entries for 2 buffers"),
+            "{e}"
+        );
+        assert!(refusal(r#"[1]"#).contains("expected buffer columns"));
+    }
+
+    #[test]
+    fn columns_read_in_any_order_after_the_tensors() {
+        // `occupied` and `address` before the columns they differ from; an empty optional column;
+        // a column this reader does not know.
+        let json = r#"{"tensor":["a","b"],"address":[[1,9]],"occupied":[[0,8]],"stack":[],"later":{"x":1},"size":[5,6],"offset":[0,5],"first":[0,1],"last":[1,2],"producers":[[0],[1]],"consumers":[[1],[2]]}"#;
+        let back = serde_json::from_str::<Wire>(json).unwrap().0;
+        let expected = [
+            BufferView {
+                size: 5,
+                occupied: 8,
+                first: 0,
+                last: 1,
+                producers: Arc::from([0]),
+                consumers: Arc::from([1]),
+                ..round_trip_base("a")
+            },
+            BufferView {
+                size: 6,
+                occupied: 6,
+                offset: 5,
+                address: 9,
+                first: 1,
+                last: 2,
+                producers: Arc::from([1]),
+                consumers: Arc::from([2]),
+                ..round_trip_base("b")
+            },
+        ];
+        assert_eq!(back, expected);
     }
 }
