@@ -222,6 +222,14 @@ impl Analysis {
         cache: &mut AnalysisCache,
         params_parts: bool,
     ) -> Analysis {
+        // What is made and dropped on the way (the spaces' classification, a baseline's plan)
+        // before the view model, the largest part: on a large snapshot they would add to the
+        // worker's peak, and its memory never shrinks.
+        let spaces = params_parts
+            .then(|| cache.spaces(session, &outcome.scenario))
+            .flatten();
+        let baseline = cache.baseline(session, &outcome.scenario);
+        let summary = session.summary(outcome);
         let model = cache.view_model(session, outcome);
         cache.remember(outcome);
         let analysis = Analysis {
@@ -230,7 +238,7 @@ impl Analysis {
             tensor_count: session.graph.tensors.len(),
             step_count: session.graph.steps.len(),
             scenario: outcome.scenario.clone(),
-            summary: session.summary(outcome),
+            summary,
             model,
             warnings: session.warnings_for(&outcome.scenario),
             candidates: if params_parts {
@@ -238,7 +246,7 @@ impl Analysis {
             } else {
                 Vec::new()
             },
-            baseline: cache.baseline(session, &outcome.scenario),
+            baseline,
             reordered: Reordered::of(outcome),
             params: session
                 .graph
@@ -247,9 +255,7 @@ impl Analysis {
                 .chain(&outcome.scenario.params)
                 .map(|(k, &v)| (k.clone(), v))
                 .collect(),
-            spaces: params_parts
-                .then(|| cache.spaces(session, &outcome.scenario))
-                .flatten(),
+            spaces,
             cost_unit: session.graph.cost_unit.clone(),
             inputs: (session.graph.tensors.iter())
                 .filter(|t| t.kind == memplan_core::graph::TensorKind::Input)
