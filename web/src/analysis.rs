@@ -435,7 +435,7 @@ pub struct BuffersSent {
     /// The buffers taken from the earlier plan that moved: (index, where and when it lives now).
     pub moved: Vec<(u32, PlacedSpan)>,
     #[serde(with = "memplan_render::model::columns")]
-    pub whole: Vec<BufferView>,
+    pub whole: Arc<[BufferView]>,
 }
 
 /// Consecutive buffers of a [`BuffersSent`].
@@ -459,11 +459,12 @@ impl BuffersSent {
             let k = index.binary_search_by_key(&id(b), |&(id, _)| id).ok()?;
             Some(index[k].1)
         };
+        let mut whole = Vec::new();
         let mut sent = BuffersSent {
             earlier_count: earlier.len(),
             runs: Vec::new(),
             moved: Vec::new(),
-            whole: Vec::new(),
+            whole: Arc::new([]),
         };
         for (i, b) in buffers.iter().enumerate() {
             let like = find(b)
@@ -478,7 +479,7 @@ impl BuffersSent {
                     Run::Earlier { from: k, count: 1 }
                 }
                 None => {
-                    sent.whole.push(b.clone());
+                    whole.push(b.clone());
                     Run::Whole { count: 1 }
                 }
             };
@@ -492,6 +493,7 @@ impl BuffersSent {
                 _ => sent.runs.push(run),
             }
         }
+        sent.whole = whole.into();
         sent
     }
 
@@ -504,7 +506,7 @@ impl BuffersSent {
             });
         }
         let mut buffers = Vec::with_capacity(earlier.len());
-        let mut whole = self.whole.into_iter();
+        let mut whole = self.whole.iter().cloned();
         for run in self.runs {
             match run {
                 Run::Earlier { from, count } => {
@@ -1047,7 +1049,7 @@ mod tests {
                 earlier_count: 4,
                 runs,
                 moved: moved.into_iter().map(|i| (i, PlacedSpan(0, 1, 1, 0, 0))).collect(),
-                whole: buffers_of(&ids, &vec![(0, 1, 0, 0); whole]),
+                whole: buffers_of(&ids, &vec![(0, 1, 0, 0); whole]).into(),
             };
             match sent.apply(&earlier) {
                 Ok(buffers) => {

@@ -25,7 +25,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::model::{BufferView, ViewInto};
+use crate::model::BufferView;
 
 /// An allocation as its column holds it: `(address, stream, allocated_at, freed_at)`.
 type AllocationRow = (u64, i64, u64, Option<u64>);
@@ -144,33 +144,36 @@ pub mod steps {
                 "step column `{column}` has {len} entries for {n} steps"
             )));
         }
+        if let Some((k, &i)) =
+            (c.name.iter().enumerate()).find(|&(_, &i)| i as usize > c.names.len())
+        {
+            return Err(serde::de::Error::custom(format!(
+                "step {k} names name {i} of {}",
+                c.names.len()
+            )));
+        }
+        // Checked first, so the steps are made straight into their `Arc` (collected through a
+        // `Result`, they were made in a vector and then moved).
         let mut ops = c.op.into_iter();
-        (c.id.into_iter().enumerate())
-            .map(|(k, id)| {
-                let name = match c.name.get(k).copied().unwrap_or(0) {
+        Ok((c.id.into_iter().enumerate())
+            .map(|(k, id)| StepView {
+                name: match c.name.get(k).copied().unwrap_or(0) {
                     0 => id.clone(),
-                    i => c.names.get(i as usize - 1).cloned().ok_or_else(|| {
-                        serde::de::Error::custom(format!(
-                            "step {k} names name {i} of {}",
-                            c.names.len()
-                        ))
-                    })?,
-                };
-                Ok(StepView {
-                    id,
-                    name,
-                    op: ops.next().unwrap_or_default(),
-                    position: c.position[k],
-                })
+                    i => c.names[i as usize - 1].clone(),
+                },
+                id,
+                op: ops.next().unwrap_or_default(),
+                position: c.position[k],
             })
-            .collect()
+            .collect())
     }
 }
 
 pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result<S::Ok, S::Error> {
     let b = buffers;
     let (names, name) = names_of(b, |b| &b.tensor, |b| &b.name);
-    let mut fields = serializer.serialize_struct("Columns", 21)?;
+    let mut fields = serializer.serialize_struct("Columns", 22)?;
+    fields.serialize_field("count", &b.len())?;
     fields.serialize_field("tensor", &Strs(b, |b| &b.tensor))?;
     fields.serialize_field("names", &names)?;
     field_unless!(fields, "name", name.is_empty(), name);
@@ -244,47 +247,67 @@ fn optional_field<S: SerializeStruct, I, T: Serialize>(
     }
 }
 
-pub fn deserialize<'de, D: Deserializer<'de>, B: From<Vec<BufferView>>>(
+pub fn deserialize<'de, D: Deserializer<'de>, B: From<Arc<[BufferView]>>>(
     deserializer: D,
 ) -> Result<B, D::Error> {
     deserializer.deserialize_map(Buffers).map(B::from)
 }
 
-/// The buffer columns read into the buffers (see the module docs). Dense columns hold a value
-/// per buffer (an optional one may be empty: every buffer has the default, no stack, no
-/// allocation, no given offset); sparse ones list `(buffer, value)` where the value is not
-/// the default. `names` comes before `name`, as written.
+/// The buffer columns read into the buffers (see the module docs). `count` comes first: the
+/// buffers are made at once, in place (grown a push at a time and then moved into their
+/// `Arc`, a snapshot's were held up to three times over while they were read). Dense columns
+/// hold a value per buffer (an optional one may be empty: every buffer has the default, no
+/// stack, no allocation, no given offset); sparse ones list `(buffer, value)` where the value
+/// is not the default. `tensor` and `names` come before `name`, as written.
 struct Buffers;
 
 impl<'de> Visitor<'de> for Buffers {
-    type Value = Vec<BufferView>;
+    type Value = Arc<[BufferView]>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("buffer columns")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<BufferView>, A::Error> {
-        let mut buffers: Option<Vec<BufferView>> = None;
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Arc<[BufferView]>, A::Error> {
+        let mut buffers: Option<Arc<[BufferView]>> = None;
         // The distinct names that are not their buffer's tensor id.
         let mut names: Vec<Arc<str>> = Vec::new();
-        let mut required = ["size", "offset", "first", "last", "producers", "consumers"];
+        let mut required = [
+            "tensor",
+            "size",
+            "offset",
+            "first",
+            "last",
+            "producers",
+            "consumers",
+        ];
         // Set after the dense columns they default to, whatever the order.
         let mut occupied: Vec<(u32, u64)> = Vec::new();
         let mut address: Vec<(u32, u64)> = Vec::new();
         while let Some(column) = map.next_key::<String>()? {
-            if column == "tensor" {
-                buffers = Some(map.next_value_seed(Tensors)?);
+            if column == "count" {
+                buffers = Some(blank_buffers(map.next_value()?));
                 continue;
             }
-            let Some(out) = buffers.as_deref_mut() else {
+            // Only this reader holds them yet.
+            let Some(out) = buffers.as_mut().and_then(Arc::get_mut) else {
                 return Err(de::Error::custom(format!(
-                    "buffer column `{column}` comes before `tensor`"
+                    "buffer column `{column}` comes before `count`"
                 )));
             };
+            if column == "name" && required[0] == "tensor" {
+                return Err(de::Error::custom(
+                    "buffer column `name` comes before `tensor`",
+                ));
+            }
             if let Some(r) = required.iter_mut().find(|r| **r == column) {
                 *r = "";
             }
             match column.as_str() {
+                "tensor" => map.next_value_seed(dense(out, "tensor").with(|b, v: Arc<str>| {
+                    (b.tensor, b.name) = (v.clone(), v);
+                    Ok(())
+                }))?,
                 "names" => names = map.next_value()?,
                 "name" => map.next_value_seed(optional(out, "name").with(|b, i: u32| {
                     if i > 0 {
@@ -360,10 +383,13 @@ impl<'de> Visitor<'de> for Buffers {
                 }
             }
         }
-        let mut buffers = buffers.ok_or_else(|| de::Error::missing_field("tensor"))?;
+        let mut buffers = buffers.ok_or_else(|| de::Error::missing_field("count"))?;
         if let Some(missing) = required.iter().find(|r| !r.is_empty()) {
             return Err(de::Error::missing_field(missing));
         }
+        let Some(out) = Arc::get_mut(&mut buffers) else {
+            return Err(de::Error::custom("the buffers are shared while read"));
+        };
         for (column, list, apply) in [
             (
                 "occupied",
@@ -373,7 +399,7 @@ impl<'de> Visitor<'de> for Buffers {
             ("address", address, |b, v| b.address = v),
         ] {
             for (k, v) in list {
-                apply(at(&mut buffers, k, column).map_err(de::Error::custom)?, v);
+                apply(at(out, k, column).map_err(de::Error::custom)?, v);
             }
         }
         Ok(buffers)
@@ -415,54 +441,32 @@ fn at<'a>(out: &'a mut [BufferView], k: u32, column: &str) -> Result<&'a mut Buf
         .ok_or_else(|| format!("buffer column `{column}` names buffer {k} of {n}"))
 }
 
-/// The `tensor` column: a buffer per id, named by it, every other field at its default until
-/// its column sets it.
-struct Tensors;
-
-impl<'de> DeserializeSeed<'de> for Tensors {
-    type Value = Vec<BufferView>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Tensors {
-    type Value = Vec<BufferView>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("the buffers' tensor ids")
-    }
-
-    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
-        // One empty list for every buffer no view takes (an empty `Arc` allocates too).
-        let (no_list, no_views): (Arc<[u32]>, Arc<[ViewInto]>) = (Arc::new([]), Arc::new([]));
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
-        while let Some(tensor) = seq.next_element::<Arc<str>>()? {
-            out.push(BufferView {
-                name: tensor.clone(),
-                tensor,
-                kind: TensorKind::Intermediate,
-                dtype: None,
-                size: 0,
-                occupied: 0,
-                device: 0,
-                pool: 0,
-                offset: 0,
-                address: 0,
-                first: 0,
-                last: 0,
-                always_live: false,
-                producers: no_list.clone(),
-                consumers: no_list.clone(),
-                views: no_views.clone(),
-                stack: None,
-                allocation: None,
-                given_offset: None,
-            });
-        }
-        Ok(out)
-    }
+/// `n` buffers with every field at its default until its column sets it, made in one
+/// allocation; the empty lists and the empty id shared (an empty `Arc` allocates too).
+fn blank_buffers(n: usize) -> Arc<[BufferView]> {
+    let no_list: Arc<[u32]> = Arc::new([]);
+    let blank = BufferView {
+        tensor: Arc::from(""),
+        name: Arc::from(""),
+        kind: TensorKind::Intermediate,
+        dtype: None,
+        size: 0,
+        occupied: 0,
+        device: 0,
+        pool: 0,
+        offset: 0,
+        address: 0,
+        first: 0,
+        last: 0,
+        always_live: false,
+        producers: no_list.clone(),
+        consumers: no_list,
+        views: Arc::new([]),
+        stack: None,
+        allocation: None,
+        given_offset: None,
+    };
+    (0..n).map(|_| blank.clone()).collect()
 }
 
 /// A column with a value per buffer, value `k` set into buffer `k` by `set`; an `optional`
@@ -577,15 +581,16 @@ impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ViewInto;
     use crate::model::ViewModel;
     use proptest::prelude::*;
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
-    struct Wire(#[serde(with = "super")] Vec<BufferView>);
+    struct Wire(#[serde(with = "super")] Arc<[BufferView]>);
 
     fn round_trip(buffers: &[BufferView]) -> Vec<BufferView> {
-        let json = serde_json::to_string(&Wire(buffers.to_vec())).unwrap();
-        serde_json::from_str::<Wire>(&json).unwrap().0
+        let json = serde_json::to_string(&Wire(buffers.into())).unwrap();
+        serde_json::from_str::<Wire>(&json).unwrap().0.to_vec()
     }
 
     fn arb_buffer() -> impl Strategy<Value = BufferView> {
@@ -696,10 +701,10 @@ mod tests {
         let buffers: Vec<BufferView> = (0..100)
             .map(|k| buffer(&format!("alloc{k}"), "forward (model.py:54)"))
             .collect();
-        let json = serde_json::to_string(&Wire(buffers.clone())).unwrap();
+        let json = serde_json::to_string(&Wire(buffers.clone().into())).unwrap();
         assert_eq!(json.matches("forward (model.py:54)").count(), 1, "{json}");
         let back = serde_json::from_str::<Wire>(&json).unwrap().0;
-        assert_eq!(back, buffers);
+        assert_eq!(*back, *buffers);
         assert!(Arc::ptr_eq(&back[0].name, &back[99].name));
     }
 
@@ -757,43 +762,80 @@ mod tests {
 
     #[test]
     fn columns_that_do_not_fit_their_buffers_are_refused() {
-        let json = r#"{"tensor":["a","b"],"names":[],"size":[1],"offset":[0,0],"first":[0,0],"last":[0,0],"producers":[[],[]],"consumers":[[],[]]}"#;
+        let json = r#"{"count":2,"tensor":["a","b"],"names":[],"size":[1],"offset":[0,0],"first":[0,0],"last":[0,0],"producers":[[],[]],"consumers":[[],[]]}"#;
         let e = serde_json::from_str::<Wire>(json).unwrap_err().to_string();
         assert!(
             e.contains("buffer column `size` has 1 entries for 2 buffers"),
             "{e}"
         );
-        let json = r#"{"tensor":["a"],"names":[],"size":[1],"offset":[0],"first":[0],"last":[0],"producers":[[]],"consumers":[[]],"pool":[[3,1]]}"#;
+        let json = r#"{"count":1,"tensor":["a"],"names":[],"size":[1],"offset":[0],"first":[0],"last":[0],"producers":[[]],"consumers":[[]],"pool":[[3,1]]}"#;
         let e = serde_json::from_str::<Wire>(json).unwrap_err().to_string();
         assert!(
             e.contains("buffer column `pool` names buffer 3 of 1"),
             "{e}"
         );
         let refusal = |json: &str| serde_json::from_str::<Wire>(json).unwrap_err().to_string();
-        let e = refusal(r#"{"size":[1],"tensor":["a"]}"#);
+        for (json, expected) in [
+            (
+                r#"{"tensor":["a"],"count":1}"#,
+                "buffer column `tensor` comes before `count`",
+            ),
+            (
+                r#"{"count":1,"name":[0],"tensor":["a"]}"#,
+                "buffer column `name` comes before `tensor`",
+            ),
+            (
+                r#"{"count":1,"tensor":["a"],"size":[1],"offset":[0],"first":[0],"last":[0]}"#,
+                "missing field `producers`",
+            ),
+            (
+                r#"{"count":1,"size":[1],"tensor":["a"]}"#,
+                "missing field `offset`",
+            ),
+            (
+                r#"{"size":[1]}"#,
+                "buffer column `size` comes before `count`",
+            ),
+            (r#"{}"#, "missing field `count`"),
+            (
+                r#"{"count":2,"tensor":["a","b"],"names":["x"],"name":[0,2]}"#,
+                "buffer 1 names name 2 of 1",
+            ),
+            (
+                r#"{"count":2,"tensor":["a","b"],"size":[1,2,3]}"#,
+                "buffer column `size` has 3 entries for 2 buffers",
+            ),
+            (r#"[1]"#, "expected buffer columns"),
+        ] {
+            let e = refusal(json);
+            assert!(e.contains(expected), "{json}: {e}");
+        }
+    }
+
+    #[test]
+    fn steps_that_name_a_name_past_the_names_are_refused() {
+        let json = r#"{"id":["a","b"],"name":[0,2],"names":["x"],"position":[0,1]}"#;
+        let e = serde_json::from_str::<StepWire>(json)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("step 1 names name 2 of 1"), "{e}");
+        let json = r#"{"id":["a","b"],"name":[0,1],"names":["x"],"position":[0]}"#;
+        let e = serde_json::from_str::<StepWire>(json)
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("buffer column `size` comes before `tensor`"),
+            e.contains("step column `position` has 1 entries for 2 steps"),
             "{e}"
         );
-        let e = refusal(r#"{"tensor":["a"],"size":[1],"offset":[0],"first":[0],"last":[0]}"#);
-        assert!(e.contains("missing field `producers`"), "{e}");
-        let e = refusal(r#"{"tensor":["a","b"],"names":["x"],"name":[0,2]}"#);
-        assert!(e.contains("buffer 1 names name 2 of 1"), "{e}");
-        let e = refusal(r#"{"tensor":["a","b"],"size":[1,2,3]}"#);
-        assert!(
-            e.contains("buffer column `size` has 3 entries for 2 buffers"),
-            "{e}"
-        );
-        assert!(refusal(r#"[1]"#).contains("expected buffer columns"));
     }
 
     #[test]
     fn columns_read_in_any_order_after_the_tensors() {
         // `occupied` and `address` before the columns they differ from; an empty optional column;
         // a column this reader does not know.
-        let json = r#"{"tensor":["a","b"],"address":[[1,9]],"occupied":[[0,8]],"stack":[],"later":{"x":1},"size":[5,6],"offset":[0,5],"first":[0,1],"last":[1,2],"producers":[[0],[1]],"consumers":[[1],[2]]}"#;
+        let json = r#"{"count":2,"tensor":["a","b"],"address":[[1,9]],"occupied":[[0,8]],"stack":[],"later":{"x":1},"size":[5,6],"offset":[0,5],"first":[0,1],"last":[1,2],"producers":[[0],[1]],"consumers":[[1],[2]]}"#;
         let back = serde_json::from_str::<Wire>(json).unwrap().0;
-        let expected = [
+        let expected: [BufferView; 2] = [
             BufferView {
                 size: 5,
                 occupied: 8,
@@ -815,6 +857,6 @@ mod tests {
                 ..round_trip_base("b")
             },
         ];
-        assert_eq!(back, expected);
+        assert_eq!(*back, expected);
     }
 }
