@@ -41,10 +41,12 @@ const LINK_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 /// The largest PyTorch snapshot or profiler trace the page reads (as a stream, in the worker):
-/// what the worker's memory (4 GiB at most) holds of one's plan and views, with room to spare,
-/// as `scripts/snapshot-bench.mjs` measures it (docs/benchmarks.md). A gzipped trace streams
-/// too, within [`MAX_INPUT_BYTES`] (it unpacks to about twenty times its size).
-pub const MAX_STREAMED_BYTES: u64 = 256 << 20;
+/// a file this size holds about as many allocations as the worker plans
+/// ([`crate::worker::job::MAX_BUFFERS`], refused past it once read), with its plan and views
+/// inside the worker's memory (4 GiB at most) with room to spare, as
+/// `scripts/snapshot-bench.mjs` measures it (docs/benchmarks.md). A gzipped trace streams too,
+/// within [`MAX_INPUT_BYTES`] (it unpacks to about twenty times its size).
+pub const MAX_STREAMED_BYTES: u64 = 512 << 20;
 
 /// Refuses `blob` (named `name`) past what the page reads of its kind: a snapshot or a trace
 /// streams, any other file is read whole.
