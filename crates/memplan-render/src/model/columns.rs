@@ -222,12 +222,12 @@ pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result
     fields.end()
 }
 
-/// How a column of optional values is written.
+/// How a column lays out its values.
 #[derive(Clone, Copy)]
 enum Form {
     /// `(item, value)` for the items that have one.
     Sparse,
-    /// A value or `None` per item.
+    /// A value (or `None`) per item.
     Dense,
 }
 
@@ -412,26 +412,29 @@ fn set<T>(field: &mut T, value: T) -> Result<(), String> {
 }
 
 /// The dense column `column` of `out`.
-fn dense<'a>(out: &'a mut [BufferView], column: &'static str) -> DenseInto<'a> {
-    DenseInto {
+fn dense<'a>(out: &'a mut [BufferView], column: &'static str) -> ColumnInto<'a> {
+    ColumnInto {
         out,
         column,
+        form: Form::Dense,
         optional: false,
     }
 }
 
 /// The dense column `column` of `out`, which may be empty.
-fn optional<'a>(out: &'a mut [BufferView], column: &'static str) -> DenseInto<'a> {
-    DenseInto {
-        out,
-        column,
+fn optional<'a>(out: &'a mut [BufferView], column: &'static str) -> ColumnInto<'a> {
+    ColumnInto {
         optional: true,
+        ..dense(out, column)
     }
 }
 
 /// The sparse column `column` of `out`.
-fn sparse<'a>(out: &'a mut [BufferView], column: &'static str) -> SparseInto<'a> {
-    SparseInto { out, column }
+fn sparse<'a>(out: &'a mut [BufferView], column: &'static str) -> ColumnInto<'a> {
+    ColumnInto {
+        form: Form::Sparse,
+        ..dense(out, column)
+    }
 }
 
 /// Buffer `k` of `out`, or why column `column` cannot name it.
@@ -469,56 +472,38 @@ fn blank_buffers(n: usize) -> Arc<[BufferView]> {
     (0..n).map(|_| blank.clone()).collect()
 }
 
-/// A column with a value per buffer, value `k` set into buffer `k` by `set`; an `optional`
-/// column may also be empty.
-struct DenseInto<'a> {
+/// A column read into the buffers: dense, value `k` into buffer `k` (an `optional` one may
+/// also be empty); sparse, `(k, value)` into buffer `k`.
+struct ColumnInto<'a> {
     out: &'a mut [BufferView],
     column: &'static str,
+    form: Form,
     optional: bool,
 }
 
-/// A column of `(buffer, value)` pairs, each value set into its buffer by `set`.
-struct SparseInto<'a> {
-    out: &'a mut [BufferView],
-    column: &'static str,
+impl<'a> ColumnInto<'a> {
+    /// The column, each of whose values `set` sets into its buffer.
+    fn with<T, F: FnMut(&mut BufferView, T) -> Result<(), String>>(
+        self,
+        set: F,
+    ) -> Setting<'a, T, F> {
+        Setting {
+            column: self,
+            set,
+            value: PhantomData,
+        }
+    }
 }
 
 /// A column and what each of its values sets.
-struct Setting<C, T, F> {
-    column: C,
+struct Setting<'a, T, F> {
+    column: ColumnInto<'a>,
     set: F,
     value: PhantomData<T>,
 }
 
-impl<'a> DenseInto<'a> {
-    fn with<T, F: FnMut(&mut BufferView, T) -> Result<(), String>>(
-        self,
-        set: F,
-    ) -> Setting<Self, T, F> {
-        Setting {
-            column: self,
-            set,
-            value: PhantomData,
-        }
-    }
-}
-
-impl<'a> SparseInto<'a> {
-    fn with<T, F: FnMut(&mut BufferView, T) -> Result<(), String>>(
-        self,
-        set: F,
-    ) -> Setting<Self, T, F> {
-        Setting {
-            column: self,
-            set,
-            value: PhantomData,
-        }
-    }
-}
-
-impl<'de, C, T, F> DeserializeSeed<'de> for Setting<C, T, F>
-where
-    Setting<C, T, F>: Visitor<'de, Value = ()>,
+impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String>>
+    DeserializeSeed<'de> for Setting<'_, T, F>
 {
     type Value = ();
 
@@ -528,7 +513,7 @@ where
 }
 
 impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String>> Visitor<'de>
-    for Setting<DenseInto<'_>, T, F>
+    for Setting<'_, T, F>
 {
     type Value = ();
 
@@ -537,11 +522,19 @@ impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String
     }
 
     fn visit_seq<S: SeqAccess<'de>>(mut self, mut seq: S) -> Result<(), S::Error> {
-        let DenseInto {
+        let ColumnInto {
             out,
             column,
+            form,
             optional,
         } = self.column;
+        if let Form::Sparse = form {
+            while let Some((k, value)) = seq.next_element::<(u32, T)>()? {
+                (self.set)(at(out, k, column).map_err(de::Error::custom)?, value)
+                    .map_err(de::Error::custom)?;
+            }
+            return Ok(());
+        }
         let mut len = 0;
         while let Some(value) = seq.next_element::<T>()? {
             if let Some(b) = out.get_mut(len) {
@@ -554,25 +547,6 @@ impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String
                 "buffer column `{column}` has {len} entries for {} buffers",
                 out.len()
             )));
-        }
-        Ok(())
-    }
-}
-
-impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String>> Visitor<'de>
-    for Setting<SparseInto<'_>, T, F>
-{
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "buffer column `{}`", self.column.column)
-    }
-
-    fn visit_seq<S: SeqAccess<'de>>(mut self, mut seq: S) -> Result<(), S::Error> {
-        let SparseInto { out, column } = self.column;
-        while let Some((k, value)) = seq.next_element::<(u32, T)>()? {
-            (self.set)(at(out, k, column).map_err(de::Error::custom)?, value)
-                .map_err(de::Error::custom)?;
         }
         Ok(())
     }
