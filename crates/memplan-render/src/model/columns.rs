@@ -286,7 +286,13 @@ impl<'de> Visitor<'de> for Buffers {
         let mut address: Vec<(u32, u64)> = Vec::new();
         while let Some(column) = map.next_key::<String>()? {
             if column == "count" {
-                buffers = Some(blank_buffers(map.next_value()?));
+                // The columns name buffers by `u32`: a count past it is no answer of a worker's,
+                // and is refused before anything is allocated for it.
+                let count: u64 = map.next_value()?;
+                let count = (u32::try_from(count).ok()).ok_or_else(|| {
+                    de::Error::custom(format!("{count} buffers are past what columns can name"))
+                })?;
+                buffers = Some(blank_buffers(count as usize));
                 continue;
             }
             // Only this reader holds them yet.
@@ -771,6 +777,10 @@ mod tests {
                 "buffer column `size` comes before `count`",
             ),
             (r#"{}"#, "missing field `count`"),
+            (
+                r#"{"count":5000000000}"#,
+                "5000000000 buffers are past what columns can name",
+            ),
             (
                 r#"{"count":2,"tensor":["a","b"],"names":["x"],"name":[0,2]}"#,
                 "buffer 1 names name 2 of 1",
