@@ -312,7 +312,6 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
                         <td class="name">{format!("{} {}", if is_open { "▾" } else { "▸" }, g.site)}</td>
                         <td class="num">{bytes(g.bytes)}</td>
                         <td class="num">{g.share.clone()}</td>
-                        <td class="num">{g.lines.len()}</td>
                         <td>{match g.lines.len() { 1 => "1 tensor".to_string(), n => format!("{n} tensors") }}</td>
                     </tr>
                     {members}
@@ -324,7 +323,7 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
                 <thead>
                     <tr>
                         <th>"allocation site"</th><th class="num">"size"</th><th class="num">"share"</th>
-                        <th class="num">"count"</th><th></th>
+                        <th class="num">"tensors"</th>
                     </tr>
                 </thead>
                 <tbody on:click=on_rows>{groups}</tbody>
