@@ -344,7 +344,7 @@ enum Command {
         view: View,
         #[command(flatten)]
         scenario: ScenarioArgs,
-        /// The device of the dump to draw (its id; the first device when absent).
+        /// The device of the dump to draw (its id; the one with the largest footprint when absent).
         #[arg(long = "device-id", value_name = "ID")]
         device_id: Option<String>,
         /// Color buffers by kind or dtype.
@@ -824,7 +824,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let outcome = session.plan(&scenario.scenario()?)?;
             let model = session.view_model(&outcome);
             let device = match device_id {
-                None => 0,
+                None => model.main_device(),
                 Some(id) => model
                     .devices
                     .iter()

@@ -792,6 +792,16 @@ impl ViewModel {
         rows
     }
 
+    /// The device a view opens on when none is asked for: the one with the largest footprint
+    /// (the first of equals), where the memory a reader came for is. A profiler trace's CPU
+    /// device often holds a few bytes beside a GPU's gigabytes, and is listed first.
+    pub fn main_device(&self) -> usize {
+        (self.devices.iter().enumerate())
+            .rev()
+            .max_by_key(|(_, d)| d.footprint_bytes)
+            .map_or(0, |(i, _)| i)
+    }
+
     /// `device`, or the last device when it is out of range (a link may name any number).
     pub fn clamp_device(&self, device: usize) -> usize {
         device.min(self.devices.len().saturating_sub(1))
@@ -1062,6 +1072,26 @@ pub(crate) mod tests {
         assert_eq!(m.devices[0].arena_bytes, 0);
         assert!(m.devices[0].static_bytes > 0);
         assert!(!m.always_live_dwarfs_arena(0));
+    }
+
+    #[test]
+    fn views_open_on_the_device_with_the_largest_footprint_the_first_of_equals() {
+        let dump = |small: u64, large: u64| {
+            format!(
+                r#"{{"memplan": 1, "devices": [{{"id": "cpu"}}, {{"id": "gpu0"}}, {{"id": "gpu1"}}],
+                "tensors": [{{"id": "a", "bytes": {small}, "device": "cpu"}},
+                    {{"id": "b", "bytes": {large}, "device": "gpu0"}},
+                    {{"id": "c", "bytes": {large}, "device": "gpu1"}}],
+                "steps": [{{"id": "s", "writes": ["a"], "device": "cpu"}},
+                    {{"id": "t", "writes": ["b"], "device": "gpu0"}},
+                    {{"id": "u", "writes": ["c"], "device": "gpu1"}}]}}"#
+            )
+        };
+        let m = model_of(&dump(8, 1 << 20));
+        assert_eq!(m.devices[m.main_device()].id, "gpu0");
+        let m = model_of(&dump(1 << 20, 1 << 20));
+        assert_eq!(m.main_device(), 0);
+        assert_eq!(example().main_device(), 0);
     }
 
     #[test]

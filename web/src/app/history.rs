@@ -157,7 +157,7 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
             .device
             .as_ref()
             .and_then(|id| a.model.devices.iter().position(|d| &d.id == id))
-            .unwrap_or(0);
+            .unwrap_or_else(|| a.model.main_device());
         state.device.set(device);
         state
             .selected

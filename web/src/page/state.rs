@@ -557,7 +557,7 @@ impl PageState {
                 .device
                 .as_ref()
                 .and_then(|id| a.model.devices.iter().position(|d| &d.id == id))
-                .unwrap_or(0);
+                .unwrap_or_else(|| a.model.main_device());
             self.device.set(device);
             let selected = restore.selected.as_deref();
             self.selected

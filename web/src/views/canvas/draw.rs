@@ -406,7 +406,9 @@ pub(super) fn time_axis(
         };
         let x = px(f64::from(t) + 0.5);
         if x >= a.x - 1.0 && x <= a.x + a.w + 1.0 {
-            let _ = ctx.fill_text(&label, x, y);
+            // A label centred on the last position would pass the canvas's right edge.
+            let half = ctx.measure_text(&label).map_or(0.0, |m| m.width()) / 2.0;
+            let _ = ctx.fill_text(&label, x.min(a.x + a.w + RIGHT - half - 1.0), y);
         }
     }
     // The loops: a bracket under the axis over the loop's position, with its trip count.
