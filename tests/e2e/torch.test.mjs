@@ -45,6 +45,7 @@ test("a snapshot's tensors are named by the user's frames, its peak groups by si
   // Grouped by allocation site, the peak table sums to the live peak.
   await testid('peak-by-site').check();
   await testid('peak-sites').waitFor();
+  assert.equal(await testid('peak-more').count(), 0, 'the sites hold every tensor live at the peak: none is "not listed"');
   const sites = await page.$$eval('[data-testid=site-row]', (rows) => rows.map((r) => [r.dataset.site, Number(r.dataset.bytes)]));
   assert.ok(sites.length > 1);
   assert.equal(sites.reduce((sum, [, b]) => sum + b, 0), livePeak);

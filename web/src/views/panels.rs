@@ -122,6 +122,8 @@ struct PeakView {
     hidden: Option<String>,
     /// The rows grouped by allocation site (empty when the dump records no stacks).
     sites: Vec<SiteLine>,
+    /// The sites past [`PEAK_ROWS`], counted.
+    smaller_sites: Option<String>,
     /// Whether the rows are allocations of a trace (begun at an event, not written by a step).
     traced: bool,
 }
@@ -198,7 +200,7 @@ fn peak_view(state: PageState) -> Option<PeakView> {
             shown.len()
         )
     };
-    let sites = (m.peak_sites(device).into_iter())
+    let mut sites: Vec<SiteLine> = (m.peak_sites(device).into_iter())
         .filter_map(|g| {
             let members: Vec<PeakLine> = (g.tensors.iter())
                 .filter_map(|&b| line_of.get(&b).map(|l| (*l).clone()))
@@ -210,12 +212,23 @@ fn peak_view(state: PageState) -> Option<PeakView> {
                 lines: members,
             })
         })
-        .take(PEAK_ROWS)
         .collect();
+    let smaller_sites = (sites.get(PEAK_ROWS..))
+        .filter(|rest| !rest.is_empty())
+        .map(|rest| {
+            let total: u64 = rest.iter().map(|g| g.bytes).sum();
+            format!(
+                "+ {} smaller sites ({}) not listed",
+                rest.len(),
+                bytes(total)
+            )
+        });
+    sites.truncate(PEAK_ROWS);
     Some(PeakView {
         device,
         head,
         sites,
+        smaller_sites,
         traced: m.buffers.first().is_some_and(|b| b.allocation.is_some()),
         lines: lines.into_iter().take(PEAK_ROWS).collect(),
         smaller: (shown.get(PEAK_ROWS..))
@@ -362,9 +375,12 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
                         </tbody>
                     </table>
                 </div>
-                {move || text(|v| v.smaller.clone())().map(|s| view! {
-                    <p class="muted small" data-testid="peak-more">{s}</p>
-                })}
+                // Grouped, the sites hold every tensor live at the peak; only sites are left out.
+                {move || {
+                    let grouped = by_site.get() && has_sites.get();
+                    text(if grouped { |v| v.smaller_sites.clone() } else { |v| v.smaller.clone() })()
+                        .map(|s| view! { <p class="muted small" data-testid="peak-more">{s}</p> })
+                }}
                 {move || text(|v| v.hidden.clone())().map(|s| view! {
                     <p class="muted small" data-testid="peak-hidden">{s}</p>
                 })}
