@@ -4,12 +4,14 @@
 //! and arena views show (per buffer: name, kind, dtype, size, pool, offset, address, live
 //! interval, producers and consumers; per device: pools, usage curve, lower bound, peak). It
 //! computes nothing new: every figure comes from memplan-core. [`color`] holds the palettes,
-//! [`scene`] the geometry both views draw (shared by the web canvas and the SVG), and [`svg`]
+//! [`scene`] the geometry both views draw and [`label`] the names cut to fit them (shared by the
+//! web canvas and the SVG), and [`svg`]
 //! draws them with plotters for `memplan render` and the web app's SVG export, so the two agree.
 //!
 //! Pure like the core: no I/O, no clock, no DOM.
 
 pub mod color;
+pub mod label;
 pub mod model;
 pub mod program;
 pub mod raster;

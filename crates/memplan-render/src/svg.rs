@@ -296,12 +296,8 @@ pub fn timeline_svg(
         for (k, &b) in rows.iter().enumerate().step_by(every) {
             let (x, y) = chart.backend_coord(&(x0, k as f64 + 0.5));
             let name = &model.buffers[b].name;
-            let most = (ROW_NAMES_PX as usize - 12) / 6;
-            let name: String = if name.chars().count() > most {
-                name.chars().take(most - 1).chain(['…']).collect()
-            } else {
-                name.to_string()
-            };
+            let name =
+                crate::label::fit(name, (ROW_NAMES_PX as usize - 12) / 6).unwrap_or_default();
             lower
                 .draw_text(&name, &style, (x - base_x - 4, y - base_y))
                 .map_err(err)?;

@@ -79,17 +79,9 @@ pub(super) fn context(canvas: &web_sys::HtmlCanvasElement) -> Option<CanvasRende
     canvas.get_context("2d").ok()??.dyn_into().ok()
 }
 
-/// `text` cut to about `px` pixels of `FONT`, with an ellipsis when cut.
+/// `text` cut to about `px` pixels of `FONT` ([`memplan_render::label::fit`]).
 pub(super) fn fit_text(text: &str, px: f64) -> Option<String> {
-    let most = (px / CHAR_PX).floor() as usize;
-    let count = text.chars().count();
-    if most < 2 {
-        None
-    } else if count <= most {
-        Some(text.to_string())
-    } else {
-        Some(text.chars().take(most - 1).chain(['…']).collect())
-    }
+    memplan_render::label::fit(text, (px / CHAR_PX).floor() as usize)
 }
 
 /// Draws `scene` of `analysis` through window `v` on `canvas`, whose CSS size is
