@@ -29,6 +29,29 @@ fn delta(now: u64, baseline: u64) -> String {
 /// The most candidates the table lists besides the recomputed ones.
 const MOST_ROWS: usize = 200;
 
+/// Whether the loaded dump lists no remat candidates: the flips and sweep panels then say why
+/// there is nothing to flip, fit or sweep, in place of controls that could only answer the
+/// baseline.
+pub fn no_candidates(state: PageState) -> Memo<bool> {
+    Memo::new(move |_| {
+        state
+            .analysis
+            .with(|a| a.as_ref().is_some_and(|a| a.candidates.is_empty()))
+    })
+}
+
+/// What the flips and sweep panels say in place of their controls for a dump with no remat
+/// candidates.
+pub fn why_no_candidates() -> impl IntoView {
+    view! {
+        <p class="muted" data-testid="no-candidates">
+            "This dump has no remat candidates: nothing in it can be recomputed, so there is nothing to flip, fit or sweep. "
+            "A PyTorch snapshot or profiler trace, a minimalloc CSV, an XLA buffer assignment and a TFLite model give buffers without the ops that would compute them again; "
+            "a memplan JSON dump lists its candidates in "<code>"remat_candidates"</code>" (or, without that list, has one derived from its steps, as an ONNX model does)."
+        </p>
+    }
+}
+
 #[component]
 pub fn FlipsPanel(state: PageState) -> impl IntoView {
     let summary = move || {
@@ -94,10 +117,12 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
             })
         })
     });
+    let none = no_candidates(state);
+    let shown = move || if none.get() { "none" } else { "" };
     view! {
         <div class="flips" data-testid="flips-panel">
-            {summary}
-            <form class="fit-form" on:submit=move |ev| { ev.prevent_default(); fit(); }>
+            {move || if none.get() { why_no_candidates().into_any() } else { summary().into_any() }}
+            <form class="fit-form" style:display=shown on:submit=move |ev| { ev.prevent_default(); fit(); }>
                 <label>
                     "target "
                     // `budget-input` is an earlier issue's name for the target field.
@@ -115,7 +140,7 @@ pub fn FlipsPanel(state: PageState) -> impl IntoView {
                 })}
             </form>
             <FitLogView state=state />
-            <div class="table-wrap">
+            <div class="table-wrap" style:display=shown>
                 <table class="data-table flips-grid" data-testid="flips-table">
                     <thead><tr><th>"recompute"</th><th>"tensor"</th><th class="num">"size"</th><th class="num" title="the work of recomputing it at its uses">"cost"</th>
                         <th class="num" title="the bytes it relieves alone, scored by the last fit's first round">"solo relief"</th>

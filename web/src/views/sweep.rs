@@ -105,9 +105,11 @@ pub fn SweepPanel(state: PageState) -> impl IntoView {
             </div>
         })
     };
+    let none = crate::views::flips::no_candidates(state);
     view! {
         <div class="panel-table sweep-panel" data-testid="sweep-panel">
-            <form class="fit-form" on:submit=move |ev| { ev.prevent_default(); state.run_sweep(); }>
+            {move || none.get().then(crate::views::flips::why_no_candidates)}
+            <form class="fit-form" style:display=move || if none.get() { "none" } else { "" } on:submit=move |ev| { ev.prevent_default(); state.run_sweep(); }>
                 <label>
                     "targets "
                     <input type="number" min="2" max="256" data-testid="sweep-points" class="param-value"
