@@ -91,6 +91,12 @@ test("a snapshot's tensors are named by the user's frames, its peak groups by si
   await shot('snapshot-sites-chart');
   await testid('tab-sites').click();
 
+  // The spaces table names a snapshot's slots as everything else does, by their line of code.
+  await testid('tab-spaces').click();
+  const slot = await testid('space-row').first().locator('td').first().innerText();
+  assert.match(slot, /\.py:\d+\) · alloc\d+$/, slot);
+  await testid('tab-spaces').click();
+
   // The arena map draws where the allocator really put each allocation, or memplan's plan.
   await testid('tab-arena').click();
   await page.waitForFunction(() => document.querySelector('[data-testid=arena-canvas]')?.hasAttribute('data-draw-ms'));

@@ -22,6 +22,28 @@ pub fn SpacesPanel(state: PageState) -> impl IntoView {
                 .into_any(),
             );
         };
+        // A slot is its root tensor's id; where the dump names tensors otherwise (a snapshot's
+        // allocations by their line of code), the name leads and the id follows. One pass over
+        // the buffers for the listed rows (a buffer lookup per row would scan them per row).
+        let mut names: std::collections::HashMap<&str, Option<&str>> = spaces
+            .rows
+            .iter()
+            .map(|r| (r.tensor.as_str(), None))
+            .collect();
+        for b in a.model.buffers.iter() {
+            if let Some(name) = names.get_mut(&*b.tensor) {
+                name.get_or_insert(&b.name);
+            }
+        }
+        let slot = |id: &str| {
+            match names.get(id).copied().flatten() {
+            Some(name) if name != id => view! {
+                <td class="name">{name.to_string()}<span class="muted small">{format!(" · {id}")}</span></td>
+            }
+            .into_any(),
+            _ => view! { <td class="name">{id.to_string()}</td> }.into_any(),
+        }
+        };
         Some(view! {
             <div class="panel-table" data-testid="spaces-panel">
                 <p class="small" data-testid="space-counts">{space_counts(&spaces.counts)}</p>
@@ -35,8 +57,8 @@ pub fn SpacesPanel(state: PageState) -> impl IntoView {
                         <thead><tr><th>"slot"</th><th>"space"</th><th>"access"</th><th>"transfer"</th><th class="num">"bytes"</th><th>"output"</th></tr></thead>
                         <tbody>
                             {spaces.rows.iter().map(|r| view! {
-                                <tr data-testid="space-row">
-                                    <td class="name">{r.tensor.clone()}</td>
+                                <tr data-testid="space-row" data-tensor=r.tensor.clone()>
+                                    {slot(&r.tensor)}
                                     <td>{r.space.clone()}</td>
                                     <td>{r.access.clone()}</td>
                                     <td>{r.transfer.clone()}</td>
