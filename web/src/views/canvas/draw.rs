@@ -688,16 +688,21 @@ pub(super) fn usage_band(
         } else {
             format!("reserved by the allocator at the dump {}", bytes(peak))
         };
-        let y = py(peak.saturating_sub(floor) as f64) - 3.0;
-        tagged_text(
-            ctx,
-            &label,
-            (b.x + b.w / 2.0, y.max(b.y + 10.0)),
-            "center",
-            RESERVED_COLOR,
-        );
+        let y = (py(peak.saturating_sub(floor) as f64) - 3.0).max(b.y + 10.0);
+        tagged_text(ctx, &label, (b.x + b.w / 2.0, y), "center", RESERVED_COLOR);
         if !r.allocated.is_empty() {
-            let at = (b.x + b.w / 2.0, b.y + b.h - 4.0);
+            // Under the reserved line's label where every curve stays below it (the allocator
+            // reserving far more than it allocates), else at the band's foot: a label on a
+            // curve hides it.
+            let highest = (r.allocated.iter().chain(&d.curve))
+                .max()
+                .map_or(0.0, |&v| v.saturating_sub(floor) as f64);
+            let under = y + 13.0;
+            let at_y = match py(highest) > under + 3.0 {
+                true => under,
+                false => b.y + b.h - 4.0,
+            };
+            let at = (b.x + b.w / 2.0, at_y);
             let text =
                 "dashed: allocated, the allocator's own count (with memory from before the trace)";
             tagged_text(ctx, text, at, "center", ALLOCATED_COLOR);
