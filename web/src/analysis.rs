@@ -279,14 +279,14 @@ impl Analysis {
         self.scenario.strategy
     }
 
-    /// Leaves out what depends on the params alone (the spaces; the schedule's labels, steps
-    /// and loops; the stacks and the allocator's record; the candidates, but for which of them the scenario flips): a re-plan under
+    /// Leaves out what depends on the params alone (the spaces; the schedule's steps and loops,
+    /// which name its positions; the stacks and the allocator's record; the candidates, but for which of them the scenario flips): a re-plan under
     /// the params of the last analysis sent need not send them.
     fn without_params_parts(mut self) -> Analysis {
         self.spaces = None;
         self.candidates = Vec::new();
         let m = &mut self.model;
-        (m.position_labels, m.steps, m.loops) = Default::default();
+        (m.steps, m.loops) = Default::default();
         (m.stacks, m.allocator) = Default::default();
         self
     }
@@ -326,7 +326,6 @@ impl Analysis {
             })
             .collect();
         let (m, e) = (&mut self.model, &earlier.model);
-        m.position_labels = e.position_labels.clone();
         m.steps = e.steps.clone();
         m.loops = e.loops.clone();
         m.stacks = e.stacks.clone();
@@ -339,7 +338,7 @@ impl Analysis {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeftOut {
     /// The params are those of the last plan sent: what depends on them alone (the spaces, the
-    /// schedule's labels, steps and loops, the stacks and the allocator's record, the
+    /// schedule's steps and loops, the stacks and the allocator's record, the
     /// candidates).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub params_parts: bool,

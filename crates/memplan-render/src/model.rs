@@ -12,6 +12,7 @@
 
 pub mod columns;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use std::collections::HashMap;
@@ -277,8 +278,8 @@ pub struct DeviceView {
 pub struct ViewModel {
     pub title: String,
     pub positions: u32,
-    /// What runs at each position: a step id, or a loop id.
-    pub position_labels: Arc<[Arc<str>]>,
+    /// In position order (what runs at a position is named by
+    /// [`ViewModel::position_label`], derived from them, never sent beside them).
     #[serde(with = "crate::model::columns::steps")]
     pub steps: Arc<[StepView]>,
     pub loops: Arc<[LoopView]>,
@@ -298,8 +299,7 @@ pub struct ViewModel {
 }
 
 /// What the views show of a dump that no plan of it changes: per tensor its id, name and kind,
-/// the steps that write and read it, and the views into it; the schedule's steps, loops and
-/// position labels. Flips and strategies change where and when a buffer lives, never these, so
+/// the steps that write and read it, and the views into it; the schedule's steps and loops. Flips and strategies change where and when a buffer lives, never these, so
 /// one `Labels` serves every plan of the same graph under the same params.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Labels {
@@ -309,7 +309,6 @@ pub struct Labels {
     elided: Vec<usize>,
     /// The tensors the source could not size.
     size_unknown: Vec<usize>,
-    position_labels: Arc<[Arc<str>]>,
     steps: Arc<[StepView]>,
     loops: Arc<[LoopView]>,
     stacks: Arc<[StackView]>,
@@ -397,7 +396,6 @@ impl Labels {
                 }),
             })
             .collect();
-        let mut position_labels: Vec<Arc<str>> = Vec::with_capacity(resolved.positions.len());
         let mut steps: Vec<StepView> = Vec::with_capacity(graph.steps.len());
         let mut loops = Vec::new();
         for (p, position) in resolved.positions.iter().enumerate() {
@@ -411,13 +409,6 @@ impl Labels {
                     position: p as u32,
                 });
             }
-            // A step's position is labelled by its id, shared.
-            position_labels.push(match position.loop_index {
-                Some(l) => format!("loop {}", graph.loops[l].id).into(),
-                None => steps[steps.len() - 1 - (position.last_step - position.first_step)]
-                    .id
-                    .clone(),
-            });
             if let Some(l) = position.loop_index {
                 loops.push(LoopView {
                     id: graph.loops[l].id.clone(),
@@ -432,7 +423,6 @@ impl Labels {
             tensors,
             elided,
             size_unknown,
-            position_labels: position_labels.into(),
             steps: steps.into(),
             loops: loops.into(),
             stacks: stacks.into(),
@@ -601,7 +591,6 @@ impl ViewModel {
         ViewModel {
             title: labels.title.clone(),
             positions: problem.positions,
-            position_labels: labels.position_labels.clone(),
             steps: labels.steps.clone(),
             loops: labels.loops.clone(),
             unplanned,
@@ -790,6 +779,19 @@ impl ViewModel {
             .collect();
         order.sort(self, &mut rows);
         rows
+    }
+
+    /// What runs at `position`: its loop (`loop <id>`), else its first step's id. Derived from
+    /// the steps, which are in position order, so the answer never carries a label per
+    /// position beside them (a snapshot has a position per allocation).
+    pub fn position_label(&self, position: u32) -> Option<Cow<'_, str>> {
+        if let Some(l) = self.loops.iter().find(|l| l.position == position) {
+            return Some(Cow::Owned(format!("loop {}", l.id)));
+        }
+        let first = self.steps.partition_point(|s| s.position < position);
+        (self.steps.get(first))
+            .filter(|s| s.position == position)
+            .map(|s| Cow::Borrowed(&*s.id))
     }
 
     /// The device a view opens on when none is asked for: the one with the largest footprint
@@ -1075,6 +1077,31 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn each_position_is_named_by_its_loop_or_its_first_step_and_no_label_is_sent() {
+        let dump = include_str!("../../../static/examples/transformer-training.json");
+        let graph = memplan_formats::json::parse(dump).unwrap();
+        let resolved = graph.resolve().unwrap();
+        let m = model_of(dump);
+        assert_eq!(resolved.positions.len(), m.positions as usize);
+        for (p, position) in resolved.positions.iter().enumerate() {
+            let expected = match position.loop_index {
+                Some(l) => format!("loop {}", graph.loops[l].id),
+                None => graph.steps[position.first_step].id.to_string(),
+            };
+            assert_eq!(m.position_label(p as u32).as_deref(), Some(&*expected), "position {p}");
+        }
+        assert_eq!(m.position_label(m.positions), None);
+        let decode = example();
+        assert_eq!(decode.position_label(1).as_deref(), Some("loop layers"));
+        assert_eq!(decode.position_label(0).as_deref(), Some(&*decode.steps[0].id));
+        // The answer carries the steps, not a label per position beside them.
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(!json.contains("position_labels"));
+        let back: ViewModel = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.position_label(3), m.position_label(3));
+    }
+
+    #[test]
     fn views_open_on_the_device_with_the_largest_footprint_the_first_of_equals() {
         let dump = |small: u64, large: u64| {
             format!(
@@ -1101,7 +1128,7 @@ pub(crate) mod tests {
         assert_eq!(m.step_ids(&qkv.producers), vec!["qkv_proj"]);
         // q, k_new and v_new are views of qkv: their readers read qkv.
         assert_eq!(m.step_ids(&qkv.consumers), vec!["kv_append", "attention"]);
-        assert_eq!(&*m.position_labels[1], "loop layers");
+        assert_eq!(m.position_label(1).as_deref(), Some("loop layers"));
         // And they are listed under it, so no tensor disappears.
         let views: Vec<&str> = qkv.views.iter().map(|v| v.tensor.as_str()).collect();
         assert_eq!(views, vec!["q", "k_new", "v_new"]);

@@ -381,7 +381,7 @@ fn usage_chart<DB: DrawingBackend>(
                 BLACK.stroke_width(1),
             ))
             .map_err(err)?;
-        let at = model.position_labels.get(p as usize).map_or("", |l| &**l);
+        let at = model.position_label(p).unwrap_or_default();
         entries.push((
             format!("lower bound {} (live at {at})", bytes(lower_bound)),
             Swatch::Line(BLACK),

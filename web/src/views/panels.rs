@@ -45,11 +45,7 @@ fn alive_text(model: &ViewModel, row: &PeakRow) -> String {
             None => "still allocated at the end of the trace".to_string(),
         },
         Alive::UntilPosition { position, wait } => {
-            let label = model
-                .position_labels
-                .get(position as usize)
-                .cloned()
-                .unwrap_or_default();
+            let label = model.position_label(position).unwrap_or_default();
             format!("lives until {label}{}", waits(wait))
         }
     }
@@ -150,11 +146,7 @@ fn peak_view(state: PageState) -> Option<PeakView> {
         .peak_rows(device)
         .into_iter()
         .partition(|r| !(arena_only && m.buffers[r.buffer].always_live));
-    let at = m
-        .position_labels
-        .get(peak as usize)
-        .cloned()
-        .unwrap_or_default();
+    let at = m.position_label(peak).unwrap_or_default();
     // In arena-only mode the shares are of the arena's part of the lower bound.
     let bound = d.lower_bound.saturating_sub(d.floor(arena_only));
     let share = |bytes: u64| {

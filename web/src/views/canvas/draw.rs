@@ -389,9 +389,8 @@ pub(super) fn time_axis(
         let label = if steps {
             let room = per_position.max(spacing) - 6.0;
             model
-                .position_labels
-                .get(t as usize)
-                .and_then(|l| fit_text(l, room.min(spacing - 6.0)))
+                .position_label(t)
+                .and_then(|l| fit_text(&l, room.min(spacing - 6.0)))
                 .unwrap_or_default()
         } else {
             t.to_string()

@@ -623,13 +623,7 @@ pub fn step_list(model: &ViewModel, steps: &[u32]) -> String {
 
 /// When a buffer lives, in positions and what runs there.
 pub fn interval_text(model: &ViewModel, b: &memplan_render::BufferView) -> String {
-    let label = |p: u32| {
-        model
-            .position_labels
-            .get(p as usize)
-            .cloned()
-            .unwrap_or_default()
-    };
+    let label = |p: u32| model.position_label(p).unwrap_or_default();
     if b.always_live {
         "always live".to_string()
     } else {
