@@ -27,6 +27,72 @@ use memplan_core::recorded::{Allocation, Oom, Recorded, Segment, at_positions};
 use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
 use serde::{Deserialize, Serialize};
 
+/// Indices of steps (into [`ViewModel::steps`]): a buffer's producers or consumers. Most
+/// buffers have at most one of each (a snapshot's allocation: its allocation and its free), so
+/// that one is held inline; longer lists share one allocation. It reads as a slice.
+#[derive(Clone, Default)]
+pub enum StepIndices {
+    #[default]
+    None,
+    One(u32),
+    Many(Arc<[u32]>),
+}
+
+impl std::ops::Deref for StepIndices {
+    type Target = [u32];
+
+    fn deref(&self) -> &[u32] {
+        match self {
+            StepIndices::None => &[],
+            StepIndices::One(step) => std::slice::from_ref(step),
+            StepIndices::Many(steps) => steps,
+        }
+    }
+}
+
+impl From<Vec<u32>> for StepIndices {
+    fn from(steps: Vec<u32>) -> Self {
+        match steps[..] {
+            [] => StepIndices::None,
+            [step] => StepIndices::One(step),
+            _ => StepIndices::Many(steps.into()),
+        }
+    }
+}
+
+impl FromIterator<u32> for StepIndices {
+    fn from_iter<I: IntoIterator<Item = u32>>(steps: I) -> Self {
+        steps.into_iter().collect::<Vec<u32>>().into()
+    }
+}
+
+/// Equal when they list the same steps, however held.
+impl PartialEq for StepIndices {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for StepIndices {}
+
+impl std::fmt::Debug for StepIndices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for StepIndices {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for StepIndices {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<u32>::deserialize(deserializer).map(StepIndices::from)
+    }
+}
+
 /// One planned buffer, as the views show it. The worker sends hundreds of thousands of them
 /// for a large snapshot, column by column ([`columns`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,8 +118,8 @@ pub struct BufferView {
     pub always_live: bool,
     /// Steps (indices into [`ViewModel::steps`]) writing it or a view of it, and reading it, in
     /// schedule order.
-    pub producers: Arc<[u32]>,
-    pub consumers: Arc<[u32]>,
+    pub producers: StepIndices,
+    pub consumers: StepIndices,
     /// The views that take its bytes, in tensor order.
     pub views: Arc<[ViewInto]>,
     /// The stack that allocated it: an index into [`ViewModel::stacks`].
@@ -327,8 +393,8 @@ struct TensorLabel {
     id: Arc<str>,
     name: Arc<str>,
     kind: TensorKind,
-    producers: Arc<[u32]>,
-    consumers: Arc<[u32]>,
+    producers: StepIndices,
+    consumers: StepIndices,
     views: Arc<[ViewInto]>,
     stack: Option<u32>,
 }
@@ -1077,6 +1143,22 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn step_indices_hold_one_step_inline_and_read_as_the_list_they_were_made_from() {
+        for steps in [vec![], vec![7], vec![3, 1, 4]] {
+            let held = StepIndices::from(steps.clone());
+            assert_eq!(&*held, &steps[..]);
+            let json = serde_json::to_string(&held).unwrap();
+            assert_eq!(json, serde_json::to_string(&steps).unwrap());
+            assert_eq!(serde_json::from_str::<StepIndices>(&json).unwrap(), held);
+        }
+        assert!(matches!(StepIndices::from(vec![7]), StepIndices::One(7)));
+        assert!(matches!(StepIndices::from(vec![]), StepIndices::None));
+        // Equal by the steps they list, however held.
+        assert_eq!(StepIndices::Many(Arc::from([7])), StepIndices::One(7));
+        assert_ne!(StepIndices::One(7), StepIndices::None);
+    }
+
+    #[test]
     fn each_position_is_named_by_its_loop_or_its_first_step_and_no_label_is_sent() {
         let dump = include_str!("../../../static/examples/transformer-training.json");
         let graph = memplan_formats::json::parse(dump).unwrap();
@@ -1088,12 +1170,19 @@ pub(crate) mod tests {
                 Some(l) => format!("loop {}", graph.loops[l].id),
                 None => graph.steps[position.first_step].id.to_string(),
             };
-            assert_eq!(m.position_label(p as u32).as_deref(), Some(&*expected), "position {p}");
+            assert_eq!(
+                m.position_label(p as u32).as_deref(),
+                Some(&*expected),
+                "position {p}"
+            );
         }
         assert_eq!(m.position_label(m.positions), None);
         let decode = example();
         assert_eq!(decode.position_label(1).as_deref(), Some("loop layers"));
-        assert_eq!(decode.position_label(0).as_deref(), Some(&*decode.steps[0].id));
+        assert_eq!(
+            decode.position_label(0).as_deref(),
+            Some(&*decode.steps[0].id)
+        );
         // The answer carries the steps, not a label per position beside them.
         let json = serde_json::to_string(&m).unwrap();
         assert!(!json.contains("position_labels"));

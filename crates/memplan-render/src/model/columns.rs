@@ -25,7 +25,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::model::BufferView;
+use crate::model::{BufferView, StepIndices};
 
 /// An allocation as its column holds it: `(address, stream, allocated_at, freed_at)`.
 type AllocationRow = (u64, i64, u64, Option<u64>);
@@ -453,7 +453,6 @@ fn at<'a>(out: &'a mut [BufferView], k: u32, column: &str) -> Result<&'a mut Buf
 /// `n` buffers with every field at its default until its column sets it, made in one
 /// allocation; the empty lists and the empty id shared (an empty `Arc` allocates too).
 fn blank_buffers(n: usize) -> Arc<[BufferView]> {
-    let no_list: Arc<[u32]> = Arc::new([]);
     let blank = BufferView {
         tensor: Arc::from(""),
         name: Arc::from(""),
@@ -468,8 +467,8 @@ fn blank_buffers(n: usize) -> Arc<[BufferView]> {
         first: 0,
         last: 0,
         always_live: false,
-        producers: no_list.clone(),
-        consumers: no_list,
+        producers: StepIndices::None,
+        consumers: StepIndices::None,
         views: Arc::new([]),
         stack: None,
         allocation: None,
@@ -639,8 +638,8 @@ mod tests {
                         first,
                         last,
                         always_live,
-                        producers: Arc::from(producers),
-                        consumers: Arc::from(consumers),
+                        producers: StepIndices::from(producers),
+                        consumers: StepIndices::from(consumers),
                         views: Arc::from(views),
                         stack,
                         allocation,
@@ -703,8 +702,8 @@ mod tests {
             first: 0,
             last: 1,
             always_live: false,
-            producers: Arc::from([0]),
-            consumers: Arc::from([1]),
+            producers: StepIndices::One(0),
+            consumers: StepIndices::One(1),
             views: Arc::from([]),
             stack: None,
             allocation: None,
@@ -825,8 +824,8 @@ mod tests {
                 occupied: 8,
                 first: 0,
                 last: 1,
-                producers: Arc::from([0]),
-                consumers: Arc::from([1]),
+                producers: StepIndices::One(0),
+                consumers: StepIndices::One(1),
                 ..round_trip_base("a")
             },
             BufferView {
@@ -836,8 +835,8 @@ mod tests {
                 address: 9,
                 first: 1,
                 last: 2,
-                producers: Arc::from([1]),
-                consumers: Arc::from([2]),
+                producers: StepIndices::One(1),
+                consumers: StepIndices::One(2),
                 ..round_trip_base("b")
             },
         ];
