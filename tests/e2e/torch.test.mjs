@@ -121,6 +121,11 @@ test('a gzipped profiler trace loads per device with the figures of the independ
   assert.equal(await bytesOf('lower-bound'), 8 + 2532893696);
   const devices = await page.$$eval('[data-testid=device-select] option', (o) => o.map((x) => x.textContent));
   assert.ok(devices.some((d) => /cpu/.test(d)) && devices.some((d) => /cuda:1/.test(d)), devices.join(' | '));
+  // The CPU's record reserves nothing for its 8 live bytes: no fragmentation is made up for it.
+  const fragmentation = (device) => testid('allocator-fragmentation').filter({ hasText: new RegExp(`^${device}:`) });
+  assert.match(await fragmentation('cpu').innerText(), /less than the 8 B live there: .*fragmentation is unknown/);
+  assert.equal(await fragmentation('cpu').getAttribute('data-bytes'), null);
+  assert.ok(Number(await fragmentation('cuda:1').getAttribute('data-bytes')) > 0);
   // It opens on the device with the largest footprint, not on the CPU's 8 bytes listed first.
   assert.equal(await testid('device-select').inputValue(), String(devices.findIndex((d) => /cuda:1/.test(d))));
   assert.match(new URL(page.url()).search, /device=cuda%3A1/);

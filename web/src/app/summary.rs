@@ -280,7 +280,7 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
                 <p class="small" data-testid="reserved">{memplan_human::reserved_sentence(r.footprint_bytes, reserved, r.lower_bound_bytes)}</p>
             })}
             {allocator_fragmentation(&analysis.model).into_iter().map(|(text, bytes)| view! {
-                <p class="small" data-testid="allocator-fragmentation" data-bytes=bytes.to_string()>{text}</p>
+                <p class="small" data-testid="allocator-fragmentation" data-bytes=bytes.map(|b| b.to_string())>{text}</p>
             }).collect_view()}
             {memplan_human::incomplete_sentence(r).map(|text| view! {
                 <p class="incomplete" data-testid="incomplete" data-size-unknown=r.size_unknown_tensors.to_string()>{text}</p>
@@ -338,26 +338,41 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
 }
 
 /// Per device the source allocator covers, its fragmentation at the peak (what it reserved
-/// there beyond the live bytes) beside the plan's, in words, with the allocator's bytes.
-fn allocator_fragmentation(m: &memplan_render::ViewModel) -> Vec<(String, u64)> {
+/// there beyond the live bytes) beside the plan's, in words, with the allocator's bytes. Where
+/// the record says it reserved less than was live (a profiler trace's CPU, whose reservations
+/// it does not count), it has no fragmentation to give, and says so instead of a zero.
+fn allocator_fragmentation(m: &memplan_render::ViewModel) -> Vec<(String, Option<u64>)> {
     (m.devices.iter().zip(m.allocator.iter()))
         .filter_map(|(d, r)| {
             let r = r.as_ref()?;
             let peak = d.peak_position?;
             let reserved = *r.reserved.get(peak as usize)?;
             let live = d.lower_bound;
-            let theirs = reserved.saturating_sub(live);
-            let text = format!(
-                "{}: at the peak the allocator reserved {} for {} live: {} fragmentation{}; memplan's plan: {} ({} fragmentation)",
-                d.id,
-                memplan_human::bytes(reserved),
-                memplan_human::bytes(live),
-                memplan_human::bytes(theirs),
-                if r.reserved_traced { "" } else { " (reserved as at the dump: the trace records no segment events)" },
+            let ours = format!(
+                "memplan's plan: {} ({} fragmentation)",
                 memplan_human::bytes(d.footprint_bytes),
                 memplan_human::bytes(d.footprint_bytes.saturating_sub(live)),
             );
-            Some((text, theirs))
+            let bytes = memplan_human::bytes;
+            if reserved < live {
+                let text = format!(
+                    "{}: the allocator's record has {} reserved at the peak, less than the {} live there: it does not count this device's reservations, so its fragmentation is unknown; {ours}",
+                    d.id,
+                    bytes(reserved),
+                    bytes(live),
+                );
+                return Some((text, None));
+            }
+            let theirs = reserved - live;
+            let text = format!(
+                "{}: at the peak the allocator reserved {} for {} live: {} fragmentation{}; {ours}",
+                d.id,
+                bytes(reserved),
+                bytes(live),
+                bytes(theirs),
+                if r.reserved_traced { "" } else { " (reserved as at the dump: the trace records no segment events)" },
+            );
+            Some((text, Some(theirs)))
         })
         .collect()
 }
