@@ -64,7 +64,8 @@ test("a snapshot's tensors are named by the user's frames, its peak groups by si
   assert.match(await testid('details').innerText(), /allocated at event \d+ at 0x[0-9a-f]+/);
   await shot('snapshot-sites');
 
-  // The search matches any frame: a file deep in the stack, and a file:line.
+  // The search matches any frame: a file deep in the stack, and a file:line; its field says so.
+  assert.match(await testid('search').getAttribute('placeholder'), /their stacks/);
   const all = await items();
   await testid('search').fill('nn_utils.py');
   await page.waitForFunction((all) => Number(document.querySelector('[data-testid=timeline-canvas]')?.dataset.items) < all, all);

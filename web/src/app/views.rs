@@ -129,7 +129,8 @@ pub(super) fn Views(state: PageState, search_input: NodeRef<Input>) -> impl Into
                         node_ref=search_input
                         class="search"
                         type="search"
-                        placeholder="search tensors, ops, steps ( / )"
+                        // A dump with stacks is searched by its frames too (file, line, function).
+                        placeholder=move || if has_stacks.get() { "search tensors and their stacks ( / )" } else { "search tensors, ops, steps ( / )" }
                         data-testid="search"
                         prop:value=move || state.search.get()
                         on:input=move |ev| {
