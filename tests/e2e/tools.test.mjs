@@ -211,6 +211,9 @@ test('a 62,000-buffer CSV with the spaces or flips panel open lists what a page 
   await testid('tab-sweep').click();
   assert.match(await testid('sweep-panel').innerText(), /no remat candidates/);
   assert.equal(await testid('sweep-button').isVisible(), false);
+  await testid('tab-compare').click();
+  await testid('compare-panel').waitFor();
+  assert.equal(await testid('compare-keep-flips').isVisible(), false);
   await testid('tab-spaces').click();
   await testid('spaces-table').waitFor();
   assert.equal(await testid('space-row').count(), 200);
@@ -405,6 +408,7 @@ test('the compare panel: another strategy, another dump, as memplan diff says', 
   await page.setViewportSize({ width: 1400, height: 900 });
   await page.goto(`${server.url}?example=convnet-training&panel=compare`);
   await testid('compare-panel').waitFor();
+  assert.equal(await testid('compare-keep-flips').isVisible(), true);
   await testid('compare-strategy').selectOption('bump');
   await testid('compare-button').click();
   await testid('diff-table').waitFor();

@@ -89,6 +89,7 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
             .unwrap_or_else(|| state.order.get_untracked()),
     );
     let keep_flips = RwSignal::new(true);
+    let no_candidates = crate::views::flips::no_candidates(state);
     // The other dump, when it is a file from the disk: no link can carry it.
     let compared_file = RwSignal::new(None::<String>);
     let scenario = move || {
@@ -202,7 +203,9 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                         }).collect_view()}
                     </select>
                 </label>
-                <label><input type="checkbox" data-testid="compare-keep-flips" prop:checked=move || keep_flips.get()
+                // A dump with nothing to flip has no flips to keep.
+                <label style:display=move || if no_candidates.get() { "none" } else { "" }>
+                    <input type="checkbox" data-testid="compare-keep-flips" prop:checked=move || keep_flips.get()
                     on:change=move |ev| keep_flips.set(event_target_checked(&ev)) />" with the flips shown"</label>
                 <button data-testid="compare-button" on:click=move |_| {
                     compared_file.set(None);
