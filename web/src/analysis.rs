@@ -280,8 +280,9 @@ impl Analysis {
     }
 
     /// Leaves out what depends on the params alone (the spaces; the schedule's steps and loops,
-    /// which name its positions; the stacks and the allocator's record; the candidates, but for which of them the scenario flips): a re-plan under
-    /// the params of the last analysis sent need not send them.
+    /// which name its positions; the stacks and the allocator's record; the candidates, but for
+    /// which of them the scenario flips): a re-plan under the params of the last analysis sent
+    /// need not send them.
     fn without_params_parts(mut self) -> Analysis {
         self.spaces = None;
         self.candidates = Vec::new();

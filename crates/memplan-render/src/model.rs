@@ -60,9 +60,15 @@ impl From<Vec<u32>> for StepIndices {
     }
 }
 
+/// No allocation for none or one (a million tensors' labels are made so).
 impl FromIterator<u32> for StepIndices {
     fn from_iter<I: IntoIterator<Item = u32>>(steps: I) -> Self {
-        steps.into_iter().collect::<Vec<u32>>().into()
+        let mut steps = steps.into_iter();
+        match (steps.next(), steps.next()) {
+            (None, _) => StepIndices::None,
+            (Some(step), None) => StepIndices::One(step),
+            (Some(a), Some(b)) => StepIndices::Many([a, b].into_iter().chain(steps).collect()),
+        }
     }
 }
 
@@ -87,9 +93,35 @@ impl Serialize for StepIndices {
     }
 }
 
+/// Read as a list, with no allocation for none or one (the page reads a million buffers' so).
 impl<'de> Deserialize<'de> for StepIndices {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Vec::<u32>::deserialize(deserializer).map(StepIndices::from)
+        struct Steps;
+        impl<'de> serde::de::Visitor<'de> for Steps {
+            type Value = StepIndices;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of step indices")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<StepIndices, A::Error> {
+                let Some(a) = seq.next_element()? else {
+                    return Ok(StepIndices::None);
+                };
+                let Some(b) = seq.next_element()? else {
+                    return Ok(StepIndices::One(a));
+                };
+                let mut steps = vec![a, b];
+                while let Some(step) = seq.next_element()? {
+                    steps.push(step);
+                }
+                Ok(StepIndices::Many(steps.into()))
+            }
+        }
+        deserializer.deserialize_seq(Steps)
     }
 }
 
@@ -365,8 +397,9 @@ pub struct ViewModel {
 }
 
 /// What the views show of a dump that no plan of it changes: per tensor its id, name and kind,
-/// the steps that write and read it, and the views into it; the schedule's steps and loops. Flips and strategies change where and when a buffer lives, never these, so
-/// one `Labels` serves every plan of the same graph under the same params.
+/// the steps that write and read it, and the views into it; the schedule's steps and loops.
+/// Flips and strategies change where and when a buffer lives, never these, so one `Labels`
+/// serves every plan of the same graph under the same params.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Labels {
     title: String,
@@ -870,6 +903,12 @@ impl ViewModel {
             .map_or(0, |(i, _)| i)
     }
 
+    /// The device a link names by `id`, else [`ViewModel::main_device`].
+    pub fn device_or_main(&self, id: Option<&str>) -> usize {
+        (id.and_then(|id| self.devices.iter().position(|d| d.id == id)))
+            .unwrap_or_else(|| self.main_device())
+    }
+
     /// `device`, or the last device when it is out of range (a link may name any number).
     pub fn clamp_device(&self, device: usize) -> usize {
         device.min(self.devices.len().saturating_sub(1))
@@ -1152,6 +1191,13 @@ pub(crate) mod tests {
             assert_eq!(serde_json::from_str::<StepIndices>(&json).unwrap(), held);
         }
         assert!(matches!(StepIndices::from(vec![7]), StepIndices::One(7)));
+        for steps in [vec![], vec![7], vec![3, 1, 4]] {
+            assert_eq!(
+                steps.iter().copied().collect::<StepIndices>(),
+                StepIndices::from(steps)
+            );
+        }
+        assert!(matches!([7].into_iter().collect(), StepIndices::One(7)));
         assert!(matches!(StepIndices::from(vec![]), StepIndices::None));
         // Equal by the steps they list, however held.
         assert_eq!(StepIndices::Many(Arc::from([7])), StepIndices::One(7));

@@ -153,11 +153,7 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
         state.set_strategy(url.strategy);
     }
     if let Some(a) = state.analysis.get_untracked() {
-        let device = url
-            .device
-            .as_ref()
-            .and_then(|id| a.model.devices.iter().position(|d| &d.id == id))
-            .unwrap_or_else(|| a.model.main_device());
+        let device = a.model.device_or_main(url.device.as_deref());
         state.device.set(device);
         state
             .selected

@@ -348,12 +348,12 @@ fn allocator_fragmentation(m: &memplan_render::ViewModel) -> Vec<(String, Option
             let peak = d.peak_position?;
             let reserved = *r.reserved.get(peak as usize)?;
             let live = d.lower_bound;
+            let bytes = memplan_human::bytes;
             let ours = format!(
                 "memplan's plan: {} ({} fragmentation)",
-                memplan_human::bytes(d.footprint_bytes),
-                memplan_human::bytes(d.footprint_bytes.saturating_sub(live)),
+                bytes(d.footprint_bytes),
+                bytes(d.footprint_bytes.saturating_sub(live)),
             );
-            let bytes = memplan_human::bytes;
             if reserved < live {
                 let text = format!(
                     "{}: the allocator's record has {} reserved at the peak, less than the {} live there: it does not count this device's reservations, so its fragmentation is unknown; {ours}",

@@ -553,11 +553,7 @@ impl PageState {
         if let Some(restore) = self.restore.try_update_value(Option::take).flatten() {
             against = restore.against.clone();
             self.longer.set(None);
-            let device = restore
-                .device
-                .as_ref()
-                .and_then(|id| a.model.devices.iter().position(|d| &d.id == id))
-                .unwrap_or_else(|| a.model.main_device());
+            let device = a.model.device_or_main(restore.device.as_deref());
             self.device.set(device);
             let selected = restore.selected.as_deref();
             self.selected

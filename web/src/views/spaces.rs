@@ -36,13 +36,10 @@ pub fn SpacesPanel(state: PageState) -> impl IntoView {
             }
         }
         let slot = |id: &str| {
-            match names.get(id).copied().flatten() {
-            Some(name) if name != id => view! {
-                <td class="name">{name.to_string()}<span class="muted small">{format!(" · {id}")}</span></td>
-            }
-            .into_any(),
-            _ => view! { <td class="name">{id.to_string()}</td> }.into_any(),
-        }
+            let name = names.get(id).copied().flatten().filter(|&name| name != id);
+            let after =
+                name.map(|_| view! { <span class="muted small">{format!(" · {id}")}</span> });
+            view! { <td class="name">{name.unwrap_or(id).to_string()}{after}</td> }
         };
         Some(view! {
             <div class="panel-table" data-testid="spaces-panel">
