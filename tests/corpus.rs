@@ -133,6 +133,8 @@ struct TraceDevice {
     device: String,
     allocations: usize,
     live_peak: u64,
+    /// Whether the trace's totals count the device's reservations.
+    reserved_counted: bool,
 }
 
 #[derive(Deserialize)]
@@ -697,6 +699,18 @@ fn a_profiler_trace_has_the_figures_of_an_independent_script() {
             assert_eq!(count, want.allocations, "{}", d.device);
         }
         let recorded = s.recorded.as_ref().expect("the allocator's record");
+        for want in &entry.device {
+            let r = (recorded.devices.iter())
+                .find(|r| r.device == want.device)
+                .unwrap();
+            // A device whose reservations the trace does not count has no reserved record.
+            assert_eq!(
+                !r.reserved.is_empty(),
+                want.reserved_counted,
+                "{}",
+                want.device
+            );
+        }
         assert_eq!(
             report.summary.reserved_bytes,
             Some(recorded.devices.iter().map(|d| d.reserved_peak()).sum())

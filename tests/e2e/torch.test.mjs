@@ -124,7 +124,7 @@ test('a gzipped profiler trace loads per device with the figures of the independ
   assert.ok(devices.some((d) => /cpu/.test(d)) && devices.some((d) => /cuda:1/.test(d)), devices.join(' | '));
   // The CPU's record reserves nothing for its 8 live bytes: no fragmentation is made up for it.
   const fragmentation = (device) => testid('allocator-fragmentation').filter({ hasText: new RegExp(`^${device}:`) });
-  assert.match(await fragmentation('cpu').innerText(), /less than the 8 B live there: .*fragmentation is unknown/);
+  assert.match(await fragmentation('cpu').innerText(), /^cpu: the trace counts no memory reserved on this device, so the allocator's fragmentation is unknown/);
   assert.equal(await fragmentation('cpu').getAttribute('data-bytes'), null);
   assert.ok(Number(await fragmentation('cuda:1').getAttribute('data-bytes')) > 0);
   // It opens on the device with the largest footprint, not on the CPU's 8 bytes listed first.
@@ -135,7 +135,39 @@ test('a gzipped profiler trace loads per device with the figures of the independ
   const names = await page.$$eval('[data-testid=peak-row] td.name', (cells) => cells.map((c) => c.textContent));
   assert.ok(names.some((n) => /^aten::/.test(n)), names.slice(0, 5).join(' | '));
   await shot('trace');
+  // On the CPU the band draws no reserved curve: the trace's `Total Reserved` there is not a count.
+  await testid('device-select').selectOption(String(devices.findIndex((d) => /cpu/.test(d))));
+  await page.waitForFunction(() => !document.querySelector('[data-testid=timeline-canvas]')?.hasAttribute('data-reserved'));
+  assert.ok(await testid('timeline-canvas').getAttribute('data-band'), 'the CPU still has its usage band');
+  assert.match(await testid('import-warnings').innerText(), /cpu: the trace's `Total Reserved` falls below its `Total Allocated`/);
   healthy('trace');
+});
+
+test('past 200 allocation sites at the peak, the grouped table lists the largest and counts the rest', async () => {
+  // 260 tensors, each from its own line of model.py, read together by a step whose output comes
+  // from one more line: 261 sites, all live at the peak.
+  const size = (k) => 1000 + k;
+  const site = (k) => [{ function: `layer${k}`, file: '/home/me/model.py', line: k + 1 }];
+  const tensors = Array.from({ length: 260 }, (_, k) => ({ id: `t${k}`, bytes: size(k), stack: site(k) }));
+  const ids = tensors.map((t) => t.id);
+  tensors.push({ id: 'out', bytes: 5000, stack: site(260) });
+  const dump = { memplan: 1, tensors, steps: [{ id: 'make', writes: ids }, { id: 'use', reads: ids, writes: ['out'] }] };
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  await testid('file-input').setInputFiles({ name: 'sites.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(dump)) });
+  await page.waitForFunction(() => /sites\.json/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''), null, { timeout: 60000 });
+  const livePeak = await bytesOf('lower-bound');
+  assert.equal(livePeak, tensors.reduce((sum, t) => sum + t.bytes, 0));
+  await testid('peak-by-site').check();
+  await testid('peak-sites').waitFor();
+  const listed = await page.$$eval('[data-testid=site-row]', (rows) => rows.map((r) => Number(r.dataset.bytes)));
+  assert.equal(listed.length, 200);
+  // The largest 200 are listed; the 61 smallest (1000..1060 bytes) are counted, with their bytes.
+  assert.equal(Math.min(...listed), size(61));
+  const rest = Array.from({ length: 61 }, (_, k) => size(k)).reduce((a, b) => a + b, 0);
+  assert.equal(listed.reduce((a, b) => a + b, 0) + rest, livePeak);
+  assert.match(await testid('peak-more').innerText(), /^\+ 61 smaller sites \(61\.36 KiB\) not listed$/);
+  healthy('sites');
 });
 
 test('a snapshot past the 64 MiB the page reads whole streams in the worker: progress rises, cancel ends it, and it loads', async () => {

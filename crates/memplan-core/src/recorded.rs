@@ -40,7 +40,8 @@ pub struct RecordedDevice {
     /// How many events the device's trace has.
     pub events: u64,
     /// The reserved bytes from each event on, `(event, bytes)` in event order; the first entry
-    /// is at event 0.
+    /// is at event 0. Empty where the trace does not count the device's reservations (a
+    /// profiler trace's CPU): unknown, not zero.
     pub reserved: Vec<(u64, u64)>,
     /// Whether `reserved` follows the trace's own events (segment events or the trace's
     /// totals); `false`: the trace records none, and the one entry is the reserved total when

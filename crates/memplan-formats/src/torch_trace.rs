@@ -13,7 +13,8 @@
 //! `with_stack=True` the `python_function` frames) whose span encloses its allocation on the
 //! same thread, innermost first; it is named by its site, the innermost operator. The trace's
 //! own totals become the allocator's record (`memplan_core::recorded`): reserved and allocated
-//! over time. The pairing itself is [`crate::allocations`]'.
+//! over time, the reserved left out (with a warning) on a device whose reserved total falls below
+//! its allocated total, as the CPU's does. The pairing itself is [`crate::allocations`]'.
 
 use std::collections::BTreeMap;
 
@@ -331,6 +332,18 @@ fn read(input: &mut dyn std::io::Read) -> Result<Imported, FormatError> {
         if empty > 0 {
             all.warn(format!("{device}: {empty} events of 0 bytes are skipped"));
         }
+        // A device whose reserved total falls below its allocated total (PyTorch's CPU, whose
+        // `Total Reserved` stays 0) has no reservations counted: no reserved record, not zeros.
+        let uncounted = memory.iter().any(|m| match (m.reserved, m.allocated) {
+            (Some(r), Some(a)) => r < a,
+            _ => false,
+        });
+        if uncounted {
+            all.warn(format!(
+                "{device}: the trace's `Total Reserved` falls below its `Total Allocated`, so it does not count this device's reservations: its reserved memory is unknown"
+            ));
+            reserved.clear();
+        }
         on.finish(
             &mut all,
             memory.len() as u64,
@@ -444,6 +457,37 @@ mod tests {
         assert_eq!(d.device, "cuda:0");
         assert_eq!(d.reserved_peak(), 2048);
         g.resolve().unwrap();
+    }
+
+    #[test]
+    fn a_device_whose_reserved_total_falls_below_its_allocated_has_no_reserved_record() {
+        // PyTorch's CPU: `Total Reserved` stays 0 while `Total Allocated` counts.
+        let cpu = |ts: u64, addr: u64, bytes: i64, allocated: u64| {
+            format!(
+                r#"{{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":{ts},"args":{{"Device Type":0,"Device Id":-1,"Addr":{addr},"Bytes":{bytes},"Total Allocated":{allocated},"Total Reserved":0}}}}"#
+            )
+        };
+        let events = [
+            cpu(1, 0x10, 8, 8),
+            cpu(2, 0x10, -8, 0),
+            memory(3, 0x100, 64, 1024),
+        ];
+        let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+        let imported = parse(&text).unwrap();
+        let devices = &imported.recorded.devices;
+        let cpu = devices.iter().find(|d| d.device == "cpu").unwrap();
+        assert!(cpu.reserved.is_empty() && !cpu.reserved_traced);
+        assert_eq!(cpu.allocated, vec![(0, 8), (1, 0)]);
+        let cuda = devices.iter().find(|d| d.device == "cuda:0").unwrap();
+        assert_eq!((cuda.reserved_peak(), cuda.reserved_traced), (1024, true));
+        let warned = |d: &str| {
+            (imported.warnings.iter()).any(|w| w.starts_with(d) && w.contains("Total Reserved"))
+        };
+        assert!(
+            warned("cpu") && !warned("cuda:0"),
+            "{:?}",
+            imported.warnings
+        );
     }
 
     #[test]

@@ -208,7 +208,8 @@ pub struct StackView {
 /// What the source's allocator did on one device, per position of the schedule.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllocatorDeviceView {
-    /// The reserved bytes at each position (the most in the position's window of events).
+    /// The reserved bytes at each position (the most in the position's window of events);
+    /// empty where the record has none for the device (unknown, not zero).
     pub reserved: Vec<u64>,
     /// Whether `reserved` follows the trace; `false`: the one figure known, when the dump was
     /// written, at every position.

@@ -339,14 +339,15 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
 
 /// Per device the source allocator covers, its fragmentation at the peak (what it reserved
 /// there beyond the live bytes) beside the plan's, in words, with the allocator's bytes. Where
-/// the record says it reserved less than was live (a profiler trace's CPU, whose reservations
-/// it does not count), it has no fragmentation to give, and says so instead of a zero.
+/// the record has no reserved figure for the device (a profiler trace's CPU, whose reservations
+/// the trace does not count) or one below what was live, it has no fragmentation to give, and
+/// says so instead of a zero.
 fn allocator_fragmentation(m: &memplan_render::ViewModel) -> Vec<(String, Option<u64>)> {
     (m.devices.iter().zip(m.allocator.iter()))
         .filter_map(|(d, r)| {
             let r = r.as_ref()?;
             let peak = d.peak_position?;
-            let reserved = *r.reserved.get(peak as usize)?;
+            let reserved = r.reserved.get(peak as usize).copied();
             let live = d.lower_bound;
             let bytes = memplan_human::bytes;
             let ours = format!(
@@ -354,15 +355,25 @@ fn allocator_fragmentation(m: &memplan_render::ViewModel) -> Vec<(String, Option
                 bytes(d.footprint_bytes),
                 bytes(d.footprint_bytes.saturating_sub(live)),
             );
-            if reserved < live {
-                let text = format!(
-                    "{}: the allocator's record has {} reserved at the peak, less than the {} live there: it does not count this device's reservations, so its fragmentation is unknown; {ours}",
-                    d.id,
-                    bytes(reserved),
-                    bytes(live),
-                );
-                return Some((text, None));
-            }
+            let reserved = match reserved {
+                None => {
+                    let text = format!(
+                        "{}: the trace counts no memory reserved on this device, so the allocator's fragmentation is unknown; {ours}",
+                        d.id,
+                    );
+                    return Some((text, None));
+                }
+                Some(reserved) if reserved < live => {
+                    let text = format!(
+                        "{}: the allocator's record has {} reserved at the peak, less than the {} live there: it does not count this device's reservations, so its fragmentation is unknown; {ours}",
+                        d.id,
+                        bytes(reserved),
+                        bytes(live),
+                    );
+                    return Some((text, None));
+                }
+                Some(reserved) => reserved,
+            };
             let theirs = reserved - live;
             let text = format!(
                 "{}: at the peak the allocator reserved {} for {} live: {} fragmentation{}; {ours}",

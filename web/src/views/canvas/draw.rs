@@ -314,7 +314,7 @@ pub(super) fn draw(
         .is_some()
         .then(|| model.allocator.get(device).and_then(Option::as_ref))
         .flatten();
-    let _ = match reserved {
+    let _ = match reserved.filter(|r| !r.reserved.is_empty()) {
         Some(r) => canvas.set_attribute("data-reserved", &r.reserved_peak().to_string()),
         None => canvas.remove_attribute("data-reserved"),
     };
@@ -681,13 +681,18 @@ pub(super) fn usage_band(
         tagged_text(ctx, label, at, "center", "#5b6470");
     }
     if let Some(r) = allocator {
+        // The reserved line's label, and where it stands (the band's top where the record has
+        // no reserved figure for the device).
         let peak = r.reserved_peak();
-        let label = if r.reserved_traced {
-            format!("reserved by the allocator {}", bytes(peak))
-        } else {
-            format!("reserved by the allocator at the dump {}", bytes(peak))
+        let y = match r.reserved.is_empty() {
+            true => b.y + 10.0,
+            false => (py(peak.saturating_sub(floor) as f64) - 3.0).max(b.y + 10.0),
         };
-        let y = (py(peak.saturating_sub(floor) as f64) - 3.0).max(b.y + 10.0);
+        let label = match (r.reserved.is_empty(), r.reserved_traced) {
+            (true, _) => "the trace counts no memory reserved on this device".to_string(),
+            (false, true) => format!("reserved by the allocator {}", bytes(peak)),
+            (false, false) => format!("reserved by the allocator at the dump {}", bytes(peak)),
+        };
         tagged_text(ctx, &label, (b.x + b.w / 2.0, y), "center", RESERVED_COLOR);
         if !r.allocated.is_empty() {
             // Under the reserved line's label where every curve stays below it (the allocator
