@@ -477,11 +477,13 @@ impl SpaceRow {
     }
 }
 
-/// The counts line of the memory spaces.
+/// The counts line of the memory spaces. The static bytes are every fixed-size slot's bytes
+/// summed, as if none shared: beside a footprint they would read as one, so the line says so.
 pub fn space_counts(counts: &SpaceCounts) -> String {
     format!(
         "slots: {} device_global, {} device_constant, {} device_shared, {} host, {} unified; \
-         transfers: {} in, {} out; {} dynamic, {} elided; static bytes {}",
+         transfers: {} in, {} out; {} dynamic, {} elided; static bytes {} (every fixed-size \
+         slot's bytes, summed as if none shared)",
         counts.device_global,
         counts.device_constant,
         counts.device_shared,

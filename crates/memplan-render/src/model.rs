@@ -253,6 +253,18 @@ pub struct StepView {
     pub position: u32,
 }
 
+impl StepView {
+    /// The step as the views name it: its name, and its operator in parentheses unless the name
+    /// already says it (`dot_general.181`, not `dot_general.181 (dot_general)`).
+    pub fn name_with_op(&self) -> String {
+        let said = self.op.is_empty() || self.name.to_lowercase().contains(&self.op.to_lowercase());
+        match said {
+            true => self.name.to_string(),
+            false => format!("{} ({})", self.name, self.op),
+        }
+    }
+}
+
 /// A loop of the schedule: one position.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoopView {
@@ -1165,6 +1177,23 @@ pub(crate) mod tests {
         model_of(include_str!(
             "../../../static/examples/transformer-decode.json"
         ))
+    }
+
+    #[test]
+    fn a_step_names_its_operator_unless_its_name_says_it() {
+        let step = |name: &str, op: &str| StepView {
+            id: name.into(),
+            name: name.into(),
+            op: op.into(),
+            position: 0,
+        };
+        assert_eq!(step("n82", "Concat").name_with_op(), "n82 (Concat)");
+        assert_eq!(
+            step("dot_general.181", "dot_general").name_with_op(),
+            "dot_general.181"
+        );
+        assert_eq!(step("MatMul_3", "matmul").name_with_op(), "MatMul_3");
+        assert_eq!(step("t=5", "").name_with_op(), "t=5");
     }
 
     #[test]

@@ -14,13 +14,12 @@ use crate::page::state::PageState;
 use crate::page::url::Tab;
 use crate::views::canvas::{interval_text, step_list};
 
-/// A step as a reader names it: its name, and its op when it has one.
+/// A step as a reader names it ([`memplan_render::model::StepView::name_with_op`]).
 fn step_text(model: &ViewModel, step: u32) -> String {
-    match model.steps.get(step as usize) {
-        Some(s) if s.op.is_empty() => s.name.to_string(),
-        Some(s) => format!("{} ({})", s.name, s.op),
-        None => "-".into(),
-    }
+    model
+        .steps
+        .get(step as usize)
+        .map_or("-".into(), |s| s.name_with_op())
 }
 
 /// Why a tensor is alive at the peak, in words: its last use, and how long it waits for it.

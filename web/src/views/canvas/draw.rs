@@ -207,7 +207,9 @@ pub(super) fn draw(
     };
     ctx.set_text_align("left");
     for (b, x, y, w, h, dark) in labelled {
-        let baseline = y + h / 2.0 + 4.0;
+        // An underscore sits two pixels under the baseline: it must stay on the bar, where its
+        // color shows (`ps_0__w1`, not `ps_0  w1`).
+        let baseline = y + h / 2.0 + 3.0;
         if let Some(text) = fit_text(&model.buffers[b].name, w - 8.0)
             && !covered(x + 4.0, baseline, text.chars().count() as f64 * CHAR_PX)
         {

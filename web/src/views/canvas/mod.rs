@@ -699,13 +699,7 @@ fn CurveReadout(
         }
         None => m
             .steps_at(position)
-            .map(|(_, s)| {
-                if s.op.is_empty() {
-                    s.name.to_string()
-                } else {
-                    format!("{} · {}", s.name, s.op)
-                }
-            })
+            .map(|(_, s)| s.name_with_op())
             .collect(),
     };
     view! {
