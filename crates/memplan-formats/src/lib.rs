@@ -56,6 +56,9 @@ pub enum FormatError {
         "cannot tell the format of {0}: expected a memplan JSON dump, a minimalloc CSV, an ONNX model, a PyTorch memory snapshot, a PyTorch profiler trace, an XLA buffer assignment or a TFLite model"
     )]
     Unrecognized(String),
+    /// No bytes: the file's own, or (`unpacked`) what its gzip holds.
+    #[error("{}: there is nothing to plan", if *unpacked { "the file unpacks to nothing" } else { "the file is empty (0 bytes)" })]
+    Empty { unpacked: bool },
     #[error("{0} is not UTF-8 text")]
     NotText(String),
     #[error("{0}")]
@@ -212,8 +215,14 @@ pub fn load_with(
     name: &str,
     onnx_options: &onnx::Options,
 ) -> Result<Loaded, FormatError> {
+    if bytes.is_empty() {
+        return Err(FormatError::Empty { unpacked: false });
+    }
     if bytes.starts_with(&GZIP_MAGIC) {
         let unpacked = gunzip(bytes, name)?;
+        if unpacked.is_empty() {
+            return Err(FormatError::Empty { unpacked: true });
+        }
         let inner = name.strip_suffix(".gz").unwrap_or(name);
         return load_with(&unpacked, inner, onnx_options);
     }
@@ -348,6 +357,9 @@ fn load_from_any(
         unpacked
             .read_to_end(&mut head)
             .map_err(|e| gzip_error(e.to_string()))?;
+        if head.is_empty() {
+            return Err(FormatError::Empty { unpacked: true });
+        }
         return load_with(&head, inner, onnx_options);
     }
     if streamed_format(&head) == Some(Format::TorchTrace) {
@@ -469,6 +481,10 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// The first bytes of a zip archive.
 const ZIP_MAGIC: [u8; 4] = *b"PK\x03\x04";
 
+/// What a PyTorch archive (a checkpoint, a TorchScript or exported program) is not, and what to
+/// record instead.
+const TORCH_ARCHIVE_HELP: &str = "it is a PyTorch archive (`torch.save`, `torch.jit.save` or `torch.export.save`: a model's weights or program), not a record of its memory: record a memory snapshot with `torch.cuda.memory._record_memory_history()`, run the model, then `torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")`; or a profiler trace with `torch.profiler.profile(profile_memory=True)` and `prof.export_chrome_trace(\"trace.json\")`; or export the model with `torch.onnx.export`";
+
 /// The dump in a zip archive: its one file, or an XLA buffer assignment with its live range
 /// (joined, as [`xla`] reads them; of several modules, the one with the largest buffer
 /// assignment, which the note says). Returns the dump's name, its bytes and the note.
@@ -504,6 +520,14 @@ fn unzip(bytes: &[u8], name: &str) -> Result<(String, Vec<u8>, Option<String>), 
         Ok(out)
     };
     let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+    // `torch.save`, `torch.jit.save` and `torch.export.save` write a zip around a `data.pkl`:
+    // a model's weights or program, which PyTorch users try first.
+    if names
+        .iter()
+        .any(|n| *n == "data.pkl" || n.ends_with("/data.pkl"))
+    {
+        return Err(fail(TORCH_ARCHIVE_HELP.to_string()));
+    }
     let pairs = xla::pairs(&names);
     if let Some(&(a, l)) = pairs.iter().max_by_key(|&&(a, _)| (files[a].1, names[a])) {
         let (assignment, live_range) = (names[a], names[l]);
@@ -597,6 +621,33 @@ mod tests {
             out.write_all(text.as_bytes()).unwrap();
         }
         out.finish().unwrap().into_inner()
+    }
+
+    #[test]
+    fn a_pytorch_archive_and_an_empty_file_say_what_they_are() {
+        // `torch.save`'s layout: `<name>/data.pkl` beside the tensors' storages.
+        let checkpoint = zipped(&[
+            ("model/data.pkl", "\u{80}\u{2}."),
+            ("model/version", "3\n"),
+            ("model/data/0", "0000"),
+        ]);
+        let e = load(&checkpoint, "model.pt").unwrap_err().to_string();
+        assert!(e.contains("a PyTorch archive"), "{e}");
+        assert!(
+            e.contains("_dump_snapshot") && e.contains("profile_memory=True"),
+            "{e}"
+        );
+        let e = load(b"", "empty.json").unwrap_err().to_string();
+        assert_eq!(e, "the file is empty (0 bytes): there is nothing to plan");
+        // A gzip of nothing is empty too, named without its `.gz`.
+        let packed = {
+            use std::io::Write;
+            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            z.write_all(b"").unwrap();
+            z.finish().unwrap()
+        };
+        let e = load(&packed, "trace.json.gz").unwrap_err().to_string();
+        assert!(e.starts_with("the file unpacks to nothing"), "{e}");
     }
 
     #[test]
