@@ -493,7 +493,12 @@ test('the compare panel compares against the strategy shown until another is cho
   await page.goto(`${server.url}?example=convnet-training&strategy=tlsf&panel=compare`);
   await testid('compare-panel').waitFor();
   assert.equal(await testid('compare-strategy').inputValue(), 'tlsf');
+  // Against the plan shown there is nothing to compare: the button waits for another choice.
+  assert.equal(await testid('compare-button').isDisabled(), true);
+  assert.match(await testid('compare-same').innerText(), /^That is the plan shown: choose another strategy or order to compare against it/);
   await testid('compare-strategy').selectOption('bump');
+  assert.equal(await testid('compare-button').isDisabled(), false);
+  assert.equal(await testid('compare-same').count(), 0);
   await testid('compare-button').click();
   await page.waitForFunction(() => /against=bump/.test(location.search));
   // The link opens with the comparison run: both sides, no click.

@@ -90,6 +90,12 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
     );
     let keep_flips = RwSignal::new(true);
     let no_candidates = crate::views::flips::no_candidates(state);
+    // The other side as chosen is the plan shown: nothing to compare until one choice differs.
+    let same_as_shown = Memo::new(move |_| {
+        strategy.get() == state.strategy.get()
+            && order.get() == state.order.get()
+            && (keep_flips.get() || state.flips.with(Vec::is_empty))
+    });
     // The other dump, when it is a file from the disk: no link can carry it.
     let compared_file = RwSignal::new(None::<String>);
     let scenario = move || {
@@ -207,7 +213,7 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                 <label style:display=move || if no_candidates.get() { "none" } else { "" }>
                     <input type="checkbox" data-testid="compare-keep-flips" prop:checked=move || keep_flips.get()
                     on:change=move |ev| keep_flips.set(event_target_checked(&ev)) />" with the flips shown"</label>
-                <button data-testid="compare-button" on:click=move |_| {
+                <button data-testid="compare-button" prop:disabled=move || same_as_shown.get() on:click=move |_| {
                     compared_file.set(None);
                     state.compare_against(Against {
                         strategy: strategy.get_untracked(),
@@ -221,6 +227,17 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                     <input type="file" data-testid="compare-file" multiple accept=".json,.gz,.zip,.csv,.onnx,.tflite,.pickle,.pkl,.txt" on:change=with_file />
                 </label>
             </div>
+            {move || same_as_shown.get().then(|| {
+                let flips = match state.flips.with(Vec::is_empty) {
+                    true => "",
+                    false => ", or leave out the flips",
+                };
+                view! {
+                    <p class="small muted" data-testid="compare-same">
+                        {format!("That is the plan shown: choose another strategy or order{flips} to compare against it, or another dump.")}
+                    </p>
+                }
+            })}
             {sides}
             {move || compared_file.get().filter(|_| state.comparison.with(Option::is_some)).map(|name| view! {
                 <p class="small note" data-testid="compare-file-notice">
