@@ -330,14 +330,15 @@ impl<'a> Search<'a> {
         while node.next < self.candidates.len() {
             let c = self.candidates[node.next] as usize;
             node.next += 1;
-            let twin = self.candidates[base..node.next - 1].iter().any(|&d| {
-                let d = d as usize;
-                self.shape.class[d] == self.shape.class[c] && self.floor[d] == self.floor[c]
-            });
+            // A twin has this floor: in `(floor, rank)` order (floors are as at the node's
+            // entry: every child undoes its placements), those are right before it.
+            let at = self.floor[c];
+            let twin = (self.candidates[base..node.next - 1].iter().rev())
+                .take_while(|&&d| self.floor[d as usize] == at)
+                .any(|&d| self.shape.class[d as usize] == self.shape.class[c]);
             if twin {
                 continue;
             }
-            let at = self.floor[c];
             let Some(mark) = self.try_place(c, lo..hi) else {
                 if self.open_neighbours[c] == 0 {
                     break;
@@ -367,23 +368,39 @@ impl<'a> Search<'a> {
     /// lists its candidates, in `(floor, rank)` order, returning where they start.
     pub(super) fn enter(&mut self, node: &Node, control: &mut Control<'_>) -> Result<usize, Step> {
         let items = &self.shape.items[..];
-        let members = &self.parts[node.part].members;
-        // No buffer goes at or above an unplaced one's floor + size: that one would fit below.
+        let part = &self.parts[node.part];
+        // A buffer placed at `f` leaves what is still to place at each time above `f`: none
+        // goes where the most bytes still to place at one time would pass the capacity.
+        let unplaced = self.sections.maxima.max(part.lo, part.hi)[UNPLACED];
+        let highest = self.capacity.saturating_sub(unplaced);
+        // One pass over the members: the candidates by those bounds, and the least height an
+        // unplaced buffer reaches (no buffer goes at or above an unplaced one's floor + size:
+        // that one would fit below), which prunes them after.
+        let base = self.candidates.len();
         let mut min_height = u64::MAX;
         let mut any = false;
-        for &i in members {
-            let i = i as usize;
-            if !self.placed[i] {
-                any = true;
-                min_height = min_height.min(self.floor[i].saturating_add(items[i].size.max(1)));
+        for &i in &part.members {
+            let u = i as usize;
+            if self.placed[u] {
+                continue;
+            }
+            any = true;
+            let floor = self.floor[u];
+            min_height = min_height.min(floor.saturating_add(items[u].size.max(1)));
+            if floor <= highest && (floor, self.rank[u]) >= node.last {
+                self.candidates.push(i);
             }
         }
         if !any {
             self.record(node.part);
             return Err(Step::Return(Run::Found));
         }
+        let pause = |search: &mut Self, run| {
+            search.candidates.truncate(base);
+            Err(Step::Pause(run))
+        };
         if self.nodes >= self.limit {
-            return Err(Step::Pause(Run::OutOfNodes));
+            return pause(self, Run::OutOfNodes);
         }
         if (self.nodes + 1).is_multiple_of(self.shape.report_every) {
             control.report(Progress {
@@ -391,24 +408,21 @@ impl<'a> Search<'a> {
                 ..self.heard
             });
             if control.stop() {
-                return Err(Step::Pause(Run::Stopped));
+                return pause(self, Run::Stopped);
             }
         }
         self.nodes += 1;
-        // A buffer placed at `f` leaves what is still to place at each time above `f`: none
-        // goes where the most bytes still to place at one time would pass the capacity.
-        let part = &self.parts[node.part];
-        let unplaced = self.sections.maxima.max(part.lo, part.hi)[UNPLACED];
-        let highest = self.capacity.saturating_sub(unplaced);
-        let base = self.candidates.len();
-        for &i in members {
-            let u = i as usize;
-            let key = (self.floor[u], self.rank[u]);
-            if !self.placed[u] && key.0 < min_height && key.0 <= highest && key >= node.last {
-                self.candidates.push(i);
+        let floor = &self.floor;
+        let mut kept = base;
+        for k in base..self.candidates.len() {
+            let c = self.candidates[k];
+            if floor[c as usize] < min_height {
+                self.candidates[kept] = c;
+                kept += 1;
             }
         }
-        let (floor, rank) = (&self.floor, &self.rank);
+        self.candidates.truncate(kept);
+        let rank = &self.rank;
         self.candidates[base..].sort_unstable_by_key(|&i| (floor[i as usize], rank[i as usize]));
         Ok(base)
     }
