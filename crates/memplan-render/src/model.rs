@@ -255,9 +255,13 @@ pub struct StepView {
 
 impl StepView {
     /// The step as the views name it: its name, and its operator in parentheses unless the name
-    /// already says it (`dot_general.181`, not `dot_general.181 (dot_general)`).
+    /// already says it: its last `/` scope starts with the operator, as a word (case aside):
+    /// `dot_general.181`, not `dot_general.181 (dot_general)`; but `padding_1 (Add)`.
     pub fn name_with_op(&self) -> String {
-        let said = self.op.is_empty() || self.name.to_lowercase().contains(&self.op.to_lowercase());
+        let last = self.name.rsplit('/').next().unwrap_or("");
+        let said = self.op.is_empty()
+            || (last.get(..self.op.len())).is_some_and(|head| head.eq_ignore_ascii_case(&self.op))
+                && !(last[self.op.len()..].starts_with(char::is_alphabetic));
         match said {
             true => self.name.to_string(),
             false => format!("{} ({})", self.name, self.op),
@@ -1193,7 +1197,19 @@ pub(crate) mod tests {
             "dot_general.181"
         );
         assert_eq!(step("MatMul_3", "matmul").name_with_op(), "MatMul_3");
+        assert_eq!(
+            step("resnet/layer1/Conv_2", "Conv").name_with_op(),
+            "resnet/layer1/Conv_2"
+        );
         assert_eq!(step("t=5", "").name_with_op(), "t=5");
+        // Said as a word at the start, not inside another.
+        assert_eq!(step("padding_1", "Add").name_with_op(), "padding_1 (Add)");
+        assert_eq!(
+            step("relu2_grad", "relu_grad").name_with_op(),
+            "relu2_grad (relu_grad)"
+        );
+        assert_eq!(step("address", "add").name_with_op(), "address (add)");
+        assert_eq!(step("é", "e").name_with_op(), "é (e)");
     }
 
     #[test]
