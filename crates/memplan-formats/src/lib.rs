@@ -481,9 +481,9 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// The first bytes of a zip archive.
 const ZIP_MAGIC: [u8; 4] = *b"PK\x03\x04";
 
-/// What a PyTorch archive (a checkpoint, a TorchScript or exported program) is not, and what to
-/// record instead.
-const TORCH_ARCHIVE_HELP: &str = "it is a PyTorch archive (`torch.save`, `torch.jit.save` or `torch.export.save`: a model's weights or program), not a record of its memory: record a memory snapshot with `torch.cuda.memory._record_memory_history()`, run the model, then `torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")`; or a profiler trace with `torch.profiler.profile(profile_memory=True)` and `prof.export_chrome_trace(\"trace.json\")`; or export the model with `torch.onnx.export`";
+/// What a PyTorch archive (a checkpoint, a TorchScript program) is not, and what to record
+/// instead.
+const TORCH_ARCHIVE_HELP: &str = "it is a PyTorch archive (`torch.save` or `torch.jit.save`: a model's weights or program), not a record of its memory: record a memory snapshot with `torch.cuda.memory._record_memory_history()`, run the model, then `torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")`; or a profiler trace with `torch.profiler.profile(profile_memory=True)` and `prof.export_chrome_trace(\"trace.json\")`; or export the model with `torch.onnx.export`";
 
 /// The dump in a zip archive: its one file, or an XLA buffer assignment with its live range
 /// (joined, as [`xla`] reads them; of several modules, the one with the largest buffer
@@ -520,12 +520,19 @@ fn unzip(bytes: &[u8], name: &str) -> Result<(String, Vec<u8>, Option<String>), 
         Ok(out)
     };
     let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
-    // `torch.save`, `torch.jit.save` and `torch.export.save` write a zip around a `data.pkl`:
-    // a model's weights or program, which PyTorch users try first.
-    if names
-        .iter()
-        .any(|n| *n == "data.pkl" || n.ends_with("/data.pkl"))
-    {
+    // `torch.save` and `torch.jit.save` write a folder with a `data.pkl` beside its `version`
+    // and the tensors' `data/`: a model's weights or program, which PyTorch users try first.
+    let torch_archive = names.iter().any(|n| {
+        n.strip_suffix("data.pkl")
+            .filter(|dir| dir.ends_with('/'))
+            .is_some_and(|dir| {
+                (names.iter()).any(|m| {
+                    m.strip_prefix(dir)
+                        .is_some_and(|rest| rest == "version" || rest.starts_with("data/"))
+                })
+            })
+    });
+    if torch_archive {
         return Err(fail(TORCH_ARCHIVE_HELP.to_string()));
     }
     let pairs = xla::pairs(&names);
@@ -637,9 +644,13 @@ mod tests {
             e.contains("_dump_snapshot") && e.contains("profile_memory=True"),
             "{e}"
         );
+        // A zip of one pickle named so is that pickle (here, not a snapshot either).
+        let one = zipped(&[("data.pkl", "\u{80}\u{2}.")]);
+        let e = load(&one, "snapshot.zip").unwrap_err().to_string();
+        assert!(!e.contains("PyTorch archive"), "{e}");
         let e = load(b"", "empty.json").unwrap_err().to_string();
         assert_eq!(e, "the file is empty (0 bytes): there is nothing to plan");
-        // A gzip of nothing is empty too, named without its `.gz`.
+        // A gzip of nothing says it unpacks to nothing.
         let packed = {
             use std::io::Write;
             let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
