@@ -6,11 +6,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 # Gzipped KiB. The page's is issue 38's target; the worker's is its size today plus a margin
-# (its target, 450 KiB, is not met yet): lower it as the worker shrinks.
+# (its target, 450 KiB, is not met yet): lower it as the worker shrinks. (Raised from 624 for
+# the unpickler built for speed, 2 KiB for a fifth off a streamed snapshot's load: Cargo.toml.)
 ceiling_kib() {
   case "$1" in
     memplan-web-*) echo 600 ;;
-    memplan-worker_bg.wasm) echo 624 ;;
+    memplan-worker_bg.wasm) echo 626 ;;
     *) echo 0 ;;
   esac
 }

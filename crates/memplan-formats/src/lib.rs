@@ -18,7 +18,7 @@ pub mod hardware;
 pub mod json;
 pub mod minimalloc;
 pub mod onnx;
-pub mod pickle;
+pub use memplan_pickle as pickle;
 
 pub mod report;
 pub mod tflite;
@@ -299,9 +299,8 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
 /// A reader that seeks: what streamed importers take as `&mut dyn ReadSeek`, so each is
 /// compiled once whatever the caller reads from (the wasm bundle's size), and what a caller
 /// holds a dump as when it reads one from several sources (the web worker: a `Blob` or bytes).
-pub trait ReadSeek: std::io::Read + std::io::Seek {}
-
-impl<T: std::io::Read + std::io::Seek> ReadSeek for T {}
+/// The unpickler's, whose crate is below this one.
+pub use memplan_pickle::ReadSeek;
 
 fn load_from_any(
     mut input: &mut dyn ReadSeek,

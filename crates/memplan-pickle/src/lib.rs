@@ -72,6 +72,12 @@ impl Value {
     }
 }
 
+/// A reader that seeks, as a trait object: the unpickler is compiled once whatever the caller
+/// reads from (a file, bytes, a browser's `Blob`).
+pub trait ReadSeek: std::io::Read + std::io::Seek {}
+
+impl<T: std::io::Read + std::io::Seek> ReadSeek for T {}
+
 /// Why a pickle could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("pickle byte {offset}: {message}")]
@@ -110,7 +116,7 @@ pub fn read_streaming<R: std::io::Read + std::io::Seek>(
 
 /// [`read_streaming`] over one reader type, so the unpickler is compiled once (the bundle).
 fn read_from(
-    mut input: &mut dyn crate::ReadSeek,
+    mut input: &mut dyn ReadSeek,
     len: u64,
     stream: Option<Stream<'_>>,
     progress: &mut dyn FnMut(u64),
