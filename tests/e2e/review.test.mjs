@@ -90,6 +90,8 @@ test('a link to a local file says the file is not in it and offers to choose it 
   await page.goto(server.url);
   await testid('file-input').setInputFiles(minimallocFile);
   await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '203');
+  // The link is written a frame after the plan is drawn.
+  await page.waitForFunction(() => /file=/.test(location.search));
   assert.match(page.url(), /file=C\.1048576\.csv/);
   await page.reload();
   await testid('missing-file').waitFor();

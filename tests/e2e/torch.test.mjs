@@ -129,6 +129,8 @@ test('a gzipped profiler trace loads per device with the figures of the independ
   assert.ok(Number(await fragmentation('cuda:1').getAttribute('data-bytes')) > 0);
   // It opens on the device with the largest footprint, not on the CPU's 8 bytes listed first.
   assert.equal(await testid('device-select').inputValue(), String(devices.findIndex((d) => /cuda:1/.test(d))));
+  // The link is written a frame after the plan is drawn.
+  await page.waitForFunction(() => /device=/.test(location.search));
   assert.match(new URL(page.url()).search, /device=cuda%3A1/);
   await page.waitForFunction(() => Number(document.querySelector('[data-testid=timeline-canvas]')?.dataset.reserved) > 0);
   assert.ok(Number(await testid('timeline-canvas').getAttribute('data-reserved')) > 2532893696);
