@@ -233,7 +233,7 @@ pub struct Tensor {
     pub id: Id,
     /// A display name; the id when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<Box<str>>,
+    pub name: Option<Arc<str>>,
     /// The size in bytes. Either this or `shape` (with `dtype`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,

@@ -13,7 +13,9 @@ use rustc_hash::FxHashMap as HashMap;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-use memplan_core::graph::{Device, Frame, Graph, Step, Tensor, site};
+use std::fmt::Write as _;
+
+use memplan_core::graph::{Device, Frame, Graph, Id, Step, Tensor, site};
 use memplan_core::recorded::{Allocation, Recorded, RecordedDevice};
 
 use crate::minimalloc::steps_of_lifetimes;
@@ -74,23 +76,55 @@ impl Stacks {
     }
 }
 
-/// The name of an allocation: its site, its stream when not the default.
-fn allocation_name(site: Option<&str>, size: u64, address: u64, stream: i64) -> String {
-    let mut name = match site {
-        Some(site) => site.to_string(),
-        None => format!("{size} B at 0x{address:x}"),
+/// The name of an allocation: its site, its stream when not the default. Allocations from one
+/// site on one stream share the name (a training loop makes millions of them).
+fn allocation_name(
+    names: &mut FxHashMap<(Arc<str>, i64), Arc<str>>,
+    site: Option<Arc<str>>,
+    size: u64,
+    address: u64,
+    stream: i64,
+) -> Arc<str> {
+    let Some(site) = site else {
+        let mut name = format!("{size} B at 0x{address:x}");
+        if stream != 0 {
+            name.push_str(&format!(" [stream {stream}]"));
+        }
+        return name.into();
     };
-    if stream != 0 {
-        name.push_str(&format!(" [stream {stream}]"));
-    }
-    name
+    (names.entry((site, stream)))
+        .or_insert_with_key(|(site, stream)| match stream {
+            0 => site.clone(),
+            _ => format!("{site} [stream {stream}]").into(),
+        })
+        .clone()
+}
+
+/// An allocation read, its tensor made once the trace is read: the count is unknown until then,
+/// and what grows by doubling is these few fields, not whole tensors (in wasm, whose memory
+/// never shrinks, a tensor list's last doubling and its copy set the import's peak).
+struct Pending {
+    bytes: u64,
+    name: Arc<str>,
+    stack: Arc<[Frame]>,
+    /// The device as the tensor names it ([`DeviceEvents::named`]).
+    device: Option<Arc<str>>,
+}
+
+/// The id of the `t`-th allocation read (of every device).
+fn allocation_id(t: usize) -> Id {
+    let mut id = Id::const_new("alloc");
+    let _ = write!(id, "{t}");
+    id
 }
 
 /// The graph being built, over every device.
 #[derive(Default)]
 pub(crate) struct Allocations {
     pub(crate) stacks: Stacks,
-    tensors: Vec<Tensor>,
+    pending: Vec<Pending>,
+    /// The name of each site on each stream, shared by its allocations.
+    names: FxHashMap<(Arc<str>, i64), Arc<str>>,
     steps: Vec<Step>,
     devices: Vec<Device>,
     recorded: Recorded,
@@ -99,7 +133,7 @@ pub(crate) struct Allocations {
 
 /// One device's events, being read: each method takes the graph being built.
 pub(crate) struct DeviceEvents {
-    device: String,
+    device: Arc<str>,
     first: usize,
     /// Open allocations by address, oldest first: tensor indices.
     open: HashMap<u64, Vec<usize>>,
@@ -128,8 +162,8 @@ impl Allocations {
     /// Starts device `device`, whose events follow.
     pub(crate) fn device(&self, device: String) -> DeviceEvents {
         DeviceEvents {
-            device,
-            first: self.tensors.len(),
+            device: device.into(),
+            first: self.pending.len(),
             open: HashMap::default(),
             lifetimes: Vec::new(),
             orphan_frees: 0,
@@ -138,18 +172,27 @@ impl Allocations {
 
     /// The graph named `name`; `None` when nothing was allocated.
     pub(crate) fn finish(mut self, name: &str) -> Option<Imported> {
-        if self.tensors.is_empty() {
+        if self.pending.is_empty() {
             return None;
         }
-        // The lists grew by doubling, their count unknown until the end: what they did not use
+        // The record grew by doubling, its count unknown until the end: what it did not use
         // goes back now, so that in wasm (whose memory never shrinks) what comes next reuses it.
-        self.tensors.shrink_to_fit();
         self.recorded.allocations.shrink_to_fit();
+        let tensors = (self.pending.into_iter().enumerate())
+            .map(|(t, p)| Tensor {
+                id: allocation_id(t),
+                name: Some(p.name),
+                bytes: Some(p.bytes),
+                device: p.device.as_deref().map(Into::into),
+                stack: p.stack,
+                ..Tensor::default()
+            })
+            .collect();
         Some(Imported {
             graph: Graph {
                 name: name.into(),
                 devices: self.devices,
-                tensors: self.tensors,
+                tensors,
                 steps: self.steps,
                 // Allocations and frees, not a dataflow graph: nothing can be recomputed.
                 remat_candidates: Some(Vec::new()),
@@ -165,8 +208,8 @@ impl DeviceEvents {
     /// The device as its tensors and steps name it: not at all on the graph's first device
     /// (the one whose tensors come first), which is what an absent device means. A snapshot of
     /// one device then holds no copy of its name per allocation and step.
-    fn named(&self) -> Option<&str> {
-        (self.first != 0).then_some(self.device.as_str())
+    fn named(&self) -> Option<&Arc<str>> {
+        (self.first != 0).then_some(&self.device)
     }
 
     /// Event `at` allocates `size` bytes at `address` on `stream`, from `stack`.
@@ -179,16 +222,14 @@ impl DeviceEvents {
         stream: i64,
         stack: Arc<[Frame]>,
     ) {
-        let t = all.tensors.len();
+        let t = all.pending.len();
         self.open.entry(address).or_default().push(t);
         let site = all.stacks.site(&stack);
-        all.tensors.push(Tensor {
-            id: format!("alloc{t}").into(),
-            name: Some(allocation_name(site.as_deref(), size, address, stream).into()),
-            bytes: Some(size),
-            device: self.named().map(Into::into),
+        all.pending.push(Pending {
+            bytes: size,
+            name: allocation_name(&mut all.names, site, size, address, stream),
             stack,
-            ..Tensor::default()
+            device: self.named().cloned(),
         });
         all.recorded.allocations.push(Allocation {
             address,
@@ -210,13 +251,13 @@ impl DeviceEvents {
         all.recorded.allocations[t].freed_at = Some(at);
         // An allocation freed at its own event lives one event.
         self.lifetimes[t - self.first].1 = at.max(start + 1);
-        all.tensors[t].bytes
+        Some(all.pending[t].bytes)
     }
 
     /// Ends the device after `events` events: its schedule, the warnings about what the trace
     /// cannot say, and the allocator's record. A device that allocated nothing is left out.
     pub(crate) fn finish(self, all: &mut Allocations, events: u64, record: DeviceRecord) {
-        let named = self.named().map(str::to_string);
+        let named = self.named().cloned();
         let DeviceEvents {
             device,
             first,
@@ -242,16 +283,15 @@ impl DeviceEvents {
         if lifetimes.is_empty() {
             return;
         }
-        let tensors = &all.tensors;
-        let steps = steps_of_lifetimes(
+        steps_of_lifetimes(
+            &mut all.steps,
             &lifetimes,
-            |i| &tensors[first + i].id,
+            |i| allocation_id(first + i),
             &format!("{device} "),
             named.as_deref(),
         );
-        all.steps.extend(steps);
         all.recorded.devices.push(RecordedDevice {
-            device: device.clone(),
+            device: device.to_string(),
             events,
             reserved: record.reserved,
             reserved_traced: record.reserved_traced,
@@ -260,7 +300,7 @@ impl DeviceEvents {
             ooms: record.ooms,
         });
         all.devices.push(Device {
-            id: device,
+            id: device.to_string(),
             hardware_class: None,
         });
     }

@@ -185,7 +185,8 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
     }
     // Grown by doubling: what the rows did not use goes back (in wasm, for what comes next).
     tensors.shrink_to_fit();
-    let steps = steps_of_lifetimes(&lifetimes, |t| &tensors[t].id, "", None);
+    let mut steps = Vec::new();
+    steps_of_lifetimes(&mut steps, &lifetimes, |t| tensors[t].id.clone(), "", None);
     let graph = Graph {
         tensors,
         steps,
@@ -221,12 +222,13 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
 /// first device when `None`).
 /// They are pinned: they stand for given lifetimes (a problem's, or a recorded run's events),
 /// not for operators whose dataflow would let them move, so no reorder moves them.
-pub(crate) fn steps_of_lifetimes<'a>(
+pub(crate) fn steps_of_lifetimes(
+    out: &mut Vec<Step>,
     lifetimes: &[(u64, u64)],
-    id: impl Fn(usize) -> &'a str,
+    id: impl Fn(usize) -> Id,
     prefix: &str,
     device: Option<&str>,
-) -> Vec<Step> {
+) {
     // Each lifetime's first and last position, from its ends in sorted order: a sweep, where a
     // binary search per end missed the cache at every step on a million rows.
     let ends_sorted = |end: &dyn Fn(&(u64, u64)) -> u64| {
@@ -265,13 +267,14 @@ pub(crate) fn steps_of_lifetimes<'a>(
     let mut writes: Vec<Vec<Id>> = counts.iter().map(|c| Vec::with_capacity(c.0)).collect();
     let mut reads: Vec<Vec<Id>> = counts.iter().map(|c| Vec::with_capacity(c.1)).collect();
     for (i, (&f, &l)) in first.iter().zip(&last).enumerate() {
-        writes[f].push(id(i).into());
+        writes[f].push(id(i));
         if l != f {
-            reads[l].push(id(i).into());
+            reads[l].push(id(i));
         }
     }
-    (times.iter().zip(writes).zip(reads))
-        .map(|((t, writes), reads)| Step {
+    out.reserve_exact(times.len());
+    out.extend(
+        (times.iter().zip(writes).zip(reads)).map(|((t, writes), reads)| Step {
             id: format!("{prefix}t={t}").into(),
             time: Some(*t),
             writes,
@@ -279,8 +282,8 @@ pub(crate) fn steps_of_lifetimes<'a>(
             device: device.map(Into::into),
             pinned: true,
             ..Step::default()
-        })
-        .collect()
+        }),
+    );
 }
 
 /// Writes `problem` as minimalloc CSV, with `offsets` (one per buffer, e.g.
