@@ -13,8 +13,6 @@ use rustc_hash::FxHashMap as HashMap;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-use std::fmt::Write as _;
-
 use memplan_core::graph::{Device, Frame, Graph, Id, Step, Tensor, site};
 use memplan_core::recorded::{Allocation, Recorded, RecordedDevice};
 
@@ -113,9 +111,7 @@ struct Pending {
 
 /// The id of the `t`-th allocation read (of every device).
 fn allocation_id(t: usize) -> Id {
-    let mut id = Id::const_new("alloc");
-    let _ = write!(id, "{t}");
-    id
+    format!("alloc{t}").into()
 }
 
 /// The graph being built, over every device.
