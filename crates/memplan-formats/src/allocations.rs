@@ -301,3 +301,81 @@ impl DeviceEvents {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> DeviceRecord {
+        DeviceRecord {
+            reserved: Vec::new(),
+            reserved_traced: false,
+            allocated: Vec::new(),
+            segments: Vec::new(),
+            ooms: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn allocations_are_named_by_site_and_stream_and_share_the_name() {
+        let mut all = Allocations::default();
+        let user = Frame {
+            function: "forward".into(),
+            file: "model.py".into(),
+            line: 54,
+        };
+        let internal = Frame {
+            function: "torch::unwind::unwind()".into(),
+            file: "??".into(),
+            line: 0,
+        };
+        let at_user = all.stacks.intern([internal.clone(), user].into_iter());
+        let mut cuda0 = all.device("cuda:0".into());
+        cuda0.alloc(&mut all, 0, 0x100, 8, 0, at_user.clone());
+        cuda0.alloc(&mut all, 1, 0x200, 16, 0, at_user.clone());
+        cuda0.alloc(&mut all, 2, 0x300, 32, 7, at_user);
+        assert_eq!(cuda0.free(&mut all, 3, 0x200), Some(16));
+        assert_eq!(cuda0.free(&mut all, 4, 0x999), None);
+        cuda0.finish(&mut all, 5, record());
+        let mut cuda1 = all.device("cuda:1".into());
+        cuda1.alloc(&mut all, 0, 0xab, 4, 0, Arc::from([]));
+        cuda1.finish(&mut all, 1, record());
+        let imported = all.finish("trace").unwrap();
+        let tensors = &imported.graph.tensors;
+        let names: Vec<&str> = tensors.iter().map(|t| t.name.as_deref().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "forward (model.py:54)",
+                "forward (model.py:54)",
+                "forward (model.py:54) [stream 7]",
+                "4 B at 0xab",
+            ]
+        );
+        // One name for the site's allocations on a stream, not a copy each.
+        let name = |t: usize| tensors[t].name.clone().unwrap();
+        assert!(Arc::ptr_eq(&name(0), &name(1)));
+        let ids: Vec<&str> = tensors.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["alloc0", "alloc1", "alloc2", "alloc3"]);
+        let bytes: Vec<Option<u64>> = tensors.iter().map(|t| t.bytes).collect();
+        assert_eq!(bytes, [Some(8), Some(16), Some(32), Some(4)]);
+        // The first device is the one an absent device means; the others are named.
+        let devices: Vec<Option<&str>> = tensors.iter().map(|t| t.device.as_deref()).collect();
+        assert_eq!(devices, [None, None, None, Some("cuda:1")]);
+        // A step per distinct allocation event, each device's own, the tensor it allocates
+        // written there.
+        let steps: Vec<(&str, &[Id])> = (imported.graph.steps.iter())
+            .map(|s| (s.id.as_str(), &s.writes[..]))
+            .collect();
+        assert_eq!(steps.len(), 4);
+        assert_eq!(steps[1], ("cuda:0 t=1", &["alloc1".into()][..]));
+        assert_eq!(steps[3], ("cuda:1 t=0", &["alloc3".into()][..]));
+        assert_eq!(imported.recorded.allocations[1].freed_at, Some(3));
+        assert!(
+            imported
+                .warnings
+                .iter()
+                .any(|w| w.contains("1 frees of memory"))
+        );
+    }
+}
