@@ -3,8 +3,7 @@
 //!
 //! A segment tree over time (compressed to the distinct starts). Each node keeps two unions of
 //! address ranges, merged as they grow: `touching`, of the placed buffers whose live interval
-//! meets the node's span, and `covering`, of those whose interval spans all of it (a leaf keeps
-//! one: a buffer meets a leaf's span only by covering it). A buffer's
+//! meets the node's span, and `covering`, of those whose interval spans all of it. A buffer's
 //! interval splits into canonical nodes (it covers them) whose strict ancestors lie on the
 //! two root paths of its first and last positions (it touches them). So a query for `[a, b]`
 //! reads the `touching` union of its own canonical nodes and the `covering` union of every
@@ -271,11 +270,7 @@ struct Occupancy<W> {
     /// of short lifetimes over a long schedule keeps the tree's top levels out of every insert
     /// and query.
     lowest: usize,
-    /// The nodes above the leaves (node 0 unused)...
     nodes: Vec<Node<W>>,
-    /// ...and each leaf's one union: an item meets a leaf only by covering it, so its
-    /// `touching` and `covering` unions would be the same.
-    leaf_unions: Vec<Ranges<W>>,
     pool: Pool<W>,
     walk: WalkBuffers<W>,
 }
@@ -289,7 +284,6 @@ impl<W: Unit> Occupancy<W> {
             leaves: 0,
             lowest: 1,
             nodes: Vec::new(),
-            leaf_unions: Vec::new(),
             pool: Pool::default(),
             walk: WalkBuffers::default(),
         };
@@ -328,9 +322,7 @@ impl<W: Unit> Occupancy<W> {
             .unwrap_or(1);
         self.lowest = (self.leaves >> longest.ilog2()).max(1);
         self.nodes.clear();
-        self.nodes.resize(self.leaves, Node::default());
-        self.leaf_unions.clear();
-        self.leaf_unions.resize(self.leaves, Ranges::default());
+        self.nodes.resize(2 * self.leaves, Node::default());
         self.pool.clear();
     }
 
@@ -364,68 +356,40 @@ impl<W: Unit> Occupancy<W> {
                 n /= 2;
             }
         }
-        let (leaves, leaf_unions) = (self.leaves, &mut self.leaf_unions);
-        canonical(lo, hi, |n| match n.checked_sub(leaves) {
-            Some(leaf) => {
-                pool.insert(&mut leaf_unions[leaf], offset, end);
-            }
-            None => {
-                let node = &mut nodes[n];
-                pool.insert(&mut node.covering, offset, end);
-                pool.insert(&mut node.touching, offset, end);
-            }
+        canonical(lo, hi, |n| {
+            let node = &mut nodes[n];
+            pool.insert(&mut node.covering, offset, end);
+            pool.insert(&mut node.touching, offset, end);
         });
         true
-    }
-
-    /// The unions a query over the leaf span `(lo, hi)` reads, each once: the `touching` union
-    /// of each of its canonical nodes above the leaves, then the `covering` union of each node
-    /// on the root paths of its end leaves (the leaves among them hold their one union: a
-    /// canonical leaf is an end leaf, so it is read there).
-    fn read_unions(
-        (nodes, leaf_unions, lowest): (&[Node<W>], &[Ranges<W>], usize),
-        (lo, hi): (usize, usize),
-        mut read: impl FnMut(Ranges<W>),
-    ) {
-        let leaves = leaf_unions.len();
-        canonical(lo, hi, |n| {
-            if n < leaves {
-                read(nodes[n].touching);
-            }
-        });
-        root_paths(lo, hi - 1, lowest, |n| {
-            read(match n.checked_sub(leaves) {
-                Some(leaf) => leaf_unions[leaf],
-                None => nodes[n].covering,
-            })
-        });
-    }
-
-    /// What [`Occupancy::read_unions`] reads.
-    fn tree(&self) -> (&[Node<W>], &[Ranges<W>], usize) {
-        (&self.nodes, &self.leaf_unions, self.lowest)
     }
 
     /// How many ranges the unions a query over the leaf span `(lo, hi)` reads hold together.
     fn ranges_read(&self, (lo, hi): (usize, usize)) -> usize {
         let mut read = 0;
-        Self::read_unions(self.tree(), (lo, hi), |r| read += r.len as usize);
+        canonical(lo, hi, |n| read += self.nodes[n].touching.len as usize);
+        root_paths(lo, hi - 1, self.lowest, |n| {
+            read += self.nodes[n].covering.len as usize
+        });
         read
     }
 
     /// A walk through the unions a query over `live` must clear, the longest first (the
     /// likeliest to block).
     fn walk(&mut self, (lo, hi): (usize, usize)) -> Walk<'_, W> {
-        let tree = (&self.nodes[..], &self.leaf_unions[..], self.lowest);
-        let pool = &self.pool;
+        let (nodes, pool) = (&self.nodes, &self.pool);
         let WalkBuffers { unions, cursors } = &mut self.walk;
         unions.clear();
         // The empty unions left out, and the longest first: the likeliest to block. Ordering
         // the rest costs more than it saves. Each node is read once (at a million buffers most
         // are cache misses).
         let mut longest = (0, 0);
-        Self::read_unions(tree, (lo, hi), |union| {
-            let ranges = pool.get(union);
+        let mut add = |n: usize, covering: bool| {
+            let node: &Node<W> = &nodes[n];
+            let ranges = match covering {
+                true => pool.get(node.covering),
+                false => pool.get(node.touching),
+            };
             let len = ranges.len();
             if len > 0 {
                 // Both ends read now, in a loop of independent loads: the walk's first steps
@@ -435,9 +399,15 @@ impl<W: Unit> Occupancy<W> {
                 if len >= longest.0 {
                     longest = (len, unions.len());
                 }
-                unions.push(union);
+                unions.push(if covering {
+                    node.covering
+                } else {
+                    node.touching
+                });
             }
-        });
+        };
+        canonical(lo, hi, |n| add(n, false));
+        root_paths(lo, hi - 1, self.lowest, |n| add(n, true));
         if !unions.is_empty() {
             unions.swap(0, longest.1);
         }
@@ -600,7 +570,6 @@ impl Occupancy<u32> {
                 covering: ranges(n.covering),
             })
             .collect();
-        let leaf_unions = self.leaf_unions.iter().map(|&r| ranges(r)).collect();
         Occupancy {
             grain: self.grain,
             starts: self.starts,
@@ -608,7 +577,6 @@ impl Occupancy<u32> {
             leaves: self.leaves,
             lowest: self.lowest,
             nodes,
-            leaf_unions,
             pool: Pool {
                 slots: self.pool.slots.iter().map(widen).collect(),
                 free: self.pool.free,
