@@ -245,9 +245,10 @@ pub struct Tensor {
     /// Bytes, a power of two; the graph's `alignment` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alignment: Option<u64>,
-    /// The device id; the first device when absent.
+    /// The device id; the first device when absent. Shared: a dump of millions of tensors
+    /// names a few devices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<Box<str>>,
+    pub device: Option<Arc<str>>,
     #[serde(default, skip_serializing_if = "is_intermediate")]
     pub kind: TensorKind,
     /// Its contents outlive the schedule: always-live, never shares bytes.
@@ -408,9 +409,9 @@ pub struct Step {
     /// The operator, e.g. `matmul`.
     #[serde(default, skip_serializing_if = "is_empty")]
     pub op: Box<str>,
-    /// The device id; the first device when absent.
+    /// The device id; the first device when absent. Shared, as a tensor's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<Box<str>>,
+    pub device: Option<Arc<str>>,
     #[serde(default, skip_serializing_if = "is_kernel")]
     pub kind: StepKind,
     #[serde(default)]
@@ -782,7 +783,7 @@ fn resolve<'a>(g: &'a Graph) -> Result<ResolvedGraph, GraphError> {
         });
     }
 
-    let device_of = |owner: &dyn Fn() -> String, id: &Option<Box<str>>| match id {
+    let device_of = |owner: &dyn Fn() -> String, id: &Option<Arc<str>>| match id {
         None => Ok(0),
         Some(id) => lookup(&devices, owner, Element::Device, id),
     };

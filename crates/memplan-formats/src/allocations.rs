@@ -179,7 +179,7 @@ impl Allocations {
                 id: allocation_id(t),
                 name: Some(p.name),
                 bytes: Some(p.bytes),
-                device: p.device.as_deref().map(Into::into),
+                device: p.device,
                 stack: p.stack,
                 ..Tensor::default()
             })
@@ -284,7 +284,7 @@ impl DeviceEvents {
             &lifetimes,
             |i| allocation_id(first + i),
             &format!("{device} "),
-            named.as_deref(),
+            named,
         );
         all.recorded.devices.push(RecordedDevice {
             device: device.to_string(),

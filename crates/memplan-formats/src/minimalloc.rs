@@ -20,6 +20,7 @@
 
 use memplan_core::graph::{Element, Graph, GraphError, Id, ResolvedGraph, Step, Tensor};
 use memplan_core::{Lifetime, Problem};
+use std::sync::Arc;
 
 use crate::FormatError;
 
@@ -227,7 +228,7 @@ pub(crate) fn steps_of_lifetimes(
     lifetimes: &[(u64, u64)],
     id: impl Fn(usize) -> Id,
     prefix: &str,
-    device: Option<&str>,
+    device: Option<Arc<str>>,
 ) {
     // Each lifetime's first and last position, from its ends in sorted order: a sweep, where a
     // binary search per end missed the cache at every step on a million rows.
@@ -279,7 +280,7 @@ pub(crate) fn steps_of_lifetimes(
             time: Some(*t),
             writes,
             reads,
-            device: device.map(Into::into),
+            device: device.clone(),
             pinned: true,
             ..Step::default()
         }),
