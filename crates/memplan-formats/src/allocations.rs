@@ -8,8 +8,6 @@
 //! schedule is one step per distinct allocation event ([`steps_of_lifetimes`]); the allocator's
 //! own record ([`Recorded`]) keeps each allocation's address, stream and free.
 
-use rustc_hash::FxHashMap as HashMap;
-
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -132,7 +130,7 @@ pub(crate) struct DeviceEvents {
     device: Arc<str>,
     first: usize,
     /// Open allocations by address, oldest first: tensor indices.
-    open: HashMap<u64, Vec<usize>>,
+    open: FxHashMap<u64, Vec<usize>>,
     /// Each allocation's live events (tensor `first + i`); [`NEVER_FREED`] until its free.
     lifetimes: Vec<(u64, u64)>,
     orphan_frees: usize,
@@ -160,7 +158,7 @@ impl Allocations {
         DeviceEvents {
             device: device.into(),
             first: self.pending.len(),
-            open: HashMap::default(),
+            open: FxHashMap::default(),
             lifetimes: Vec::new(),
             orphan_frees: 0,
         }
