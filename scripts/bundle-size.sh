@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 ceiling_kib() {
   case "$1" in
     memplan-web-*) echo 600 ;;
-    memplan-worker_bg.wasm) echo 626 ;;
+    memplan-worker_bg.wasm) echo 628 ;;
     *) echo 0 ;;
   esac
 }

@@ -257,9 +257,9 @@ fi
 if want snapshots && [ -f dist/index.html ]; then
   cargo build -q --locked --profile fast -p memplan-cli
   {
-    echo "\`node scripts/snapshot-bench.mjs 64 128 256 400 512 660 1024 csv:250000 csv:1000000 csv:2000000 csv:2400000\` on the release bundle in headless Chromium and with \`target/fast/memplan\` ($today, $cores cores, one run each):"
+    echo "\`node scripts/snapshot-bench.mjs 64 128 256 400 512 660 800 1024 csv:250000 csv:1000000 csv:2000000 csv:2400000\` on the release bundle in headless Chromium and with \`target/fast/memplan\` ($today, $cores cores, one run each):"
     echo
-    node scripts/snapshot-bench.mjs 64 128 256 400 512 660 1024 csv:250000 csv:1000000 csv:2000000 csv:2400000
+    node scripts/snapshot-bench.mjs 64 128 256 400 512 660 800 1024 csv:250000 csv:1000000 csv:2000000 csv:2400000
   } > "$tmp/snapshots"
   replace snapshots "$tmp/snapshots"
 fi
