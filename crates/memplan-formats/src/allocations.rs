@@ -360,6 +360,13 @@ mod tests {
         // The first device is the one an absent device means; the others are named.
         let devices: Vec<Option<&str>> = tensors.iter().map(|t| t.device.as_deref()).collect();
         assert_eq!(devices, [None, None, None, Some("cuda:1")]);
+        // One name per device, shared by its tensors and steps.
+        let on_cuda1 = |d: &Option<Arc<str>>| d.clone().unwrap();
+        let step = imported.graph.steps.last().unwrap();
+        assert!(Arc::ptr_eq(
+            &on_cuda1(&tensors[3].device),
+            &on_cuda1(&step.device)
+        ));
         // A step per distinct allocation event, each device's own, the tensor it allocates
         // written there.
         let steps: Vec<(&str, &[Id])> = (imported.graph.steps.iter())
