@@ -366,12 +366,11 @@ impl PlacedSpan {
     }
 
     /// Whether `b` is `earlier` but for where and when it lives. The pattern names every field, so a
-    /// field added to [`BufferView`] must be placed on one side or the other.
+    /// field added to [`BufferView`] must be placed on one side or the other. The tensors of two
+    /// plans under the same labels are one allocation: compared by address first.
     fn only_change(earlier: &BufferView, b: &BufferView) -> bool {
         let BufferView {
             tensor,
-            name,
-            kind,
             dtype,
             size,
             occupied,
@@ -382,32 +381,16 @@ impl PlacedSpan {
             first: _,
             last: _,
             always_live,
-            producers,
-            consumers,
-            views,
-            stack,
-            allocation,
-            given_offset,
         } = b;
-        (tensor, name, kind, dtype, size, occupied)
-            == (
-                &earlier.tensor,
-                &earlier.name,
-                &earlier.kind,
-                &earlier.dtype,
-                &earlier.size,
-                &earlier.occupied,
-            )
-            && (device, always_live, producers, consumers, views)
+        (Arc::ptr_eq(tensor, &earlier.tensor) || *tensor == earlier.tensor)
+            && (dtype, size, occupied, device, always_live)
                 == (
+                    &earlier.dtype,
+                    &earlier.size,
+                    &earlier.occupied,
                     &earlier.device,
                     &earlier.always_live,
-                    &earlier.producers,
-                    &earlier.consumers,
-                    &earlier.views,
                 )
-            && (stack, allocation, given_offset)
-                == (&earlier.stack, &earlier.allocation, &earlier.given_offset)
     }
 
     fn put(self, b: &mut BufferView) {
@@ -974,14 +957,15 @@ mod tests {
         }
     }
 
-    /// Buffers of tensors `0..n` (ids shared, as under one [`Labels`]), each `(tensor, size,
+    /// Buffers of tensors `0..n` (shared, as under one [`Labels`]), each `(tensor, size,
     /// offset, first)`.
     #[cfg(not(target_arch = "wasm32"))]
-    fn buffers_of(ids: &[Arc<str>], buffers: &[(usize, u64, u64, u32)]) -> Vec<BufferView> {
+    fn buffers_of(
+        tensors: &[Arc<memplan_render::TensorLabel>],
+        buffers: &[(usize, u64, u64, u32)],
+    ) -> Vec<BufferView> {
         let b = |&(t, size, offset, first): &(usize, u64, u64, u32)| BufferView {
-            tensor: ids[t].clone(),
-            name: ids[t].clone(),
-            kind: memplan_core::graph::TensorKind::Intermediate,
+            tensor: tensors[t].clone(),
             dtype: None,
             size,
             occupied: size,
@@ -992,14 +976,24 @@ mod tests {
             first,
             last: first + 1,
             always_live: false,
-            producers: memplan_render::StepIndices::None,
-            consumers: memplan_render::StepIndices::None,
-            views: Arc::from([]),
-            stack: None,
-            allocation: None,
-            given_offset: None,
         };
         buffers.iter().map(b).collect()
+    }
+
+    /// The labels of tensors `t0` to `t{n-1}`.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn tensors(n: usize) -> Vec<Arc<memplan_render::TensorLabel>> {
+        (0..n)
+            .map(|t| {
+                let id: Arc<str> = Arc::from(format!("t{t}"));
+                Arc::new(memplan_render::TensorLabel {
+                    name: id.clone(),
+                    id,
+                    views: Arc::from([]),
+                    ..Default::default()
+                })
+            })
+            .collect()
     }
 
     #[cfg(not(target_arch = "wasm32"))]
@@ -1011,7 +1005,7 @@ mod tests {
             earlier in proptest::collection::vec((0..40usize, 1..4u64, 0..6u64, 0..3u32), 0..30),
             later in proptest::collection::vec((0..40usize, 1..4u64, 0..6u64, 0..3u32), 0..30),
         ) {
-            let ids: Vec<Arc<str>> = (0..40).map(|t| Arc::from(format!("t{t}"))).collect();
+            let ids = tensors(40);
             let dedup = |mut v: Vec<(usize, u64, u64, u32)>| {
                 v.sort_by_key(|b| b.0);
                 v.dedup_by_key(|b| b.0);
@@ -1034,7 +1028,7 @@ mod tests {
             whole in 0..3usize,
             earlier_count in 0..8usize,
         ) {
-            let ids: Vec<Arc<str>> = (0..8).map(|t| Arc::from(format!("t{t}"))).collect();
+            let ids = tensors(8);
             let earlier = buffers_of(&ids, &(0..earlier_count).map(|t| (t, 1, 0, 0)).collect::<Vec<_>>());
             let runs: Vec<Run> = (runs.into_iter())
                 .map(|(e, from, count)| if e { Run::Earlier { from, count } } else { Run::Whole { count } })

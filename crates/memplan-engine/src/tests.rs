@@ -787,20 +787,20 @@ fn a_snapshot_reads_as_its_python_code_in_the_views() {
     let m = s.view_model(&outcome);
     assert!(!m.stacks.is_empty());
     for b in m.buffers.iter() {
-        let Some(k) = b.stack else {
+        let Some(k) = b.tensor.stack else {
             assert!(
-                b.name.contains(" B at 0x"),
+                b.tensor.name.contains(" B at 0x"),
                 "{}: no stack, named {}",
-                b.tensor,
-                b.name
+                b.tensor.id,
+                b.tensor.name
             );
             continue;
         };
         let stack = &m.stacks[k as usize];
         if stack.frames.iter().any(|f| !f.is_internal()) {
             let site = memplan_core::graph::site(&stack.frames).unwrap();
-            assert!(!site.is_internal(), "{} named by {site}", b.tensor);
-            assert_eq!(*b.name, site.to_string());
+            assert!(!site.is_internal(), "{} named by {site}", b.tensor.id);
+            assert_eq!(*b.tensor.name, site.to_string());
         }
     }
     let sites = m.peak_sites(0);
@@ -812,7 +812,7 @@ fn a_snapshot_reads_as_its_python_code_in_the_views() {
     let found = m.search("nn_utils.py");
     assert!(!found.is_empty() && found.len() < m.buffers.len());
     for &b in &found {
-        let frames = &m.stacks[m.buffers[b].stack.unwrap() as usize].frames;
+        let frames = &m.stacks[m.buffers[b].tensor.stack.unwrap() as usize].frames;
         assert!(frames.iter().any(|f| f.file.contains("nn_utils.py")));
     }
     assert!(

@@ -88,7 +88,7 @@ fn dtype_label(dtype: Option<DType>) -> String {
 
 pub fn color_of(buffer: &BufferView, by: ColorBy) -> Rgb {
     match by {
-        ColorBy::Kind => kind_color(buffer.kind),
+        ColorBy::Kind => kind_color(buffer.tensor.kind),
         ColorBy::DType => dtype_color(buffer.dtype),
     }
 }
@@ -98,7 +98,7 @@ pub fn legend(model: &ViewModel, by: ColorBy) -> Vec<(String, Rgb)> {
     match by {
         ColorBy::Kind => TensorKind::ALL
             .into_iter()
-            .filter(|k| model.buffers.iter().any(|b| b.kind == *k))
+            .filter(|k| model.buffers.iter().any(|b| b.tensor.kind == *k))
             .map(|k| (k.name().to_string(), kind_color(k)))
             .collect(),
         ColorBy::DType => {

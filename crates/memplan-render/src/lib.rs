@@ -18,4 +18,4 @@ pub mod raster;
 pub mod scene;
 pub mod svg;
 
-pub use model::{BufferView, DeviceView, Labels, StepIndices, ViewModel};
+pub use model::{BufferView, DeviceView, Labels, StepIndices, TensorLabel, ViewModel};

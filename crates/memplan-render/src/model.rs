@@ -114,15 +114,15 @@ impl<'de> Deserialize<'de> for StepIndices {
     }
 }
 
-/// One planned buffer, as the views show it. The worker sends hundreds of thousands of them
+/// One planned buffer, as the views show it: its tensor, which every plan of the same labels
+/// shares, and where and when this plan puts it. The worker sends hundreds of thousands of them
 /// for a large snapshot, column by column ([`columns`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BufferView {
-    /// The tensor id.
-    pub tensor: Arc<str>,
-    /// The display name (the id when the dump gives none).
-    pub name: Arc<str>,
-    pub kind: TensorKind,
+    /// What no plan changes of it. Shared, not copied: a buffer holds a pointer where it held
+    /// a copy of every field (about 110 bytes in wasm), and a plan's buffers are one vector,
+    /// which at millions of allocations was the largest block the worker asked for.
+    pub tensor: Arc<TensorLabel>,
     pub dtype: Option<DType>,
     pub size: u64,
     /// Its size rounded up to its alignment: the bytes it holds.
@@ -137,6 +137,18 @@ pub struct BufferView {
     pub first: u32,
     pub last: u32,
     pub always_live: bool,
+}
+
+/// What the views show of a buffer's tensor that no plan changes (flips and strategies move a
+/// buffer, never these): one per tensor, shared by the buffers of every plan under the same
+/// [`Labels`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TensorLabel {
+    /// The tensor id.
+    pub id: Arc<str>,
+    /// The display name (the id when the dump gives none).
+    pub name: Arc<str>,
+    pub kind: TensorKind,
     /// Steps (indices into [`ViewModel::steps`]) writing it or a view of it, and reading it, in
     /// schedule order.
     pub producers: StepIndices,
@@ -181,7 +193,8 @@ impl LayoutSource {
 impl BufferView {
     /// Where the source put it: the allocator's address, or the given plan's offset.
     pub fn source_address(&self) -> Option<u64> {
-        self.allocation.map(|a| a.address).or(self.given_offset)
+        let tensor = &self.tensor;
+        tensor.allocation.map(|a| a.address).or(tensor.given_offset)
     }
 }
 
@@ -409,7 +422,7 @@ pub struct ViewModel {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Labels {
     title: String,
-    tensors: Vec<TensorLabel>,
+    tensors: Vec<Arc<TensorLabel>>,
     /// The tensors fused away, in tensor order.
     elided: Vec<usize>,
     /// The tensors the source could not size.
@@ -418,24 +431,8 @@ pub struct Labels {
     loops: Arc<[LoopView]>,
     stacks: Arc<[StackView]>,
     allocator: Arc<[Option<AllocatorDeviceView>]>,
-    /// One per tensor when the dump has an allocator's record.
-    allocations: Option<Arc<[Allocation]>>,
-    /// The plan the dump came with.
-    given: Option<GivenLabels>,
-}
-
-/// The plan a dump came with: who made it, and an offset per tensor it places.
-type GivenLabels = (Arc<str>, Arc<[Option<u64>]>);
-
-#[derive(Debug, Clone, PartialEq)]
-struct TensorLabel {
-    id: Arc<str>,
-    name: Arc<str>,
-    kind: TensorKind,
-    producers: StepIndices,
-    consumers: StepIndices,
-    views: Arc<[ViewInto]>,
-    stack: Option<u32>,
+    /// Who made the plan the dump came with (its offsets are in the tensors' labels).
+    given_planner: Option<Arc<str>>,
 }
 
 impl Labels {
@@ -474,31 +471,35 @@ impl Labels {
             .iter()
             .zip(views)
             .enumerate()
-            .map(|(t, (tensor, views))| TensorLabel {
-                id: tensor.id.as_str().into(),
-                name: (names.entry(tensor.display_name()))
-                    .or_insert_with_key(|&name| name.into())
-                    .clone(),
-                kind: tensor.kind,
-                producers: indices(&uses.producers[t]),
-                consumers: indices(&uses.consumers[t]),
-                views: match views.is_empty() {
-                    true => no_views.clone(),
-                    false => views.into(),
-                },
-                stack: (!tensor.stack.is_empty()).then(|| {
-                    *stack_at.entry(tensor.stack.as_ptr()).or_insert_with(|| {
-                        *stack_index.entry(&tensor.stack).or_insert_with(|| {
-                            stacks.push(StackView {
-                                frames: tensor.stack.clone(),
-                                site: site(&tensor.stack)
-                                    .map_or_else(String::new, |f| f.to_string())
-                                    .into(),
-                            });
-                            stacks.len() as u32 - 1
+            .map(|(t, (tensor, views))| {
+                Arc::new(TensorLabel {
+                    id: tensor.id.as_str().into(),
+                    name: (names.entry(tensor.display_name()))
+                        .or_insert_with_key(|&name| name.into())
+                        .clone(),
+                    kind: tensor.kind,
+                    producers: indices(&uses.producers[t]),
+                    consumers: indices(&uses.consumers[t]),
+                    views: match views.is_empty() {
+                        true => no_views.clone(),
+                        false => views.into(),
+                    },
+                    stack: (!tensor.stack.is_empty()).then(|| {
+                        *stack_at.entry(tensor.stack.as_ptr()).or_insert_with(|| {
+                            *stack_index.entry(&tensor.stack).or_insert_with(|| {
+                                stacks.push(StackView {
+                                    frames: tensor.stack.clone(),
+                                    site: site(&tensor.stack)
+                                        .map_or_else(String::new, |f| f.to_string())
+                                        .into(),
+                                });
+                                stacks.len() as u32 - 1
+                            })
                         })
-                    })
-                }),
+                    }),
+                    allocation: None,
+                    given_offset: None,
+                })
             })
             .collect();
         let mut steps: Vec<StepView> = Vec::with_capacity(graph.steps.len());
@@ -532,15 +533,17 @@ impl Labels {
             loops: loops.into(),
             stacks: stacks.into(),
             allocator: Arc::new([]),
-            allocations: None,
-            given: None,
+            given_planner: None,
         }
     }
 
     /// These labels with the plan the dump came with: `offsets`, one per tensor (`None`: left
     /// to the runtime), by `planner`.
     pub fn with_given_plan(mut self, planner: &str, offsets: &[Option<u64>]) -> Labels {
-        self.given = Some((planner.into(), offsets.into()));
+        self.given_planner = Some(planner.into());
+        for (label, &offset) in self.tensors.iter_mut().zip(offsets) {
+            Arc::make_mut(label).given_offset = offset;
+        }
         self
     }
 
@@ -603,7 +606,9 @@ impl Labels {
         }
         self.allocator = allocator.into();
         if recorded.allocations.len() == graph.tensors.len() {
-            self.allocations = Some(recorded.allocations.as_slice().into());
+            for (label, &allocation) in self.tensors.iter_mut().zip(&recorded.allocations) {
+                Arc::make_mut(label).allocation = Some(allocation);
+            }
         }
         self
     }
@@ -646,12 +651,9 @@ impl ViewModel {
             .iter()
             .enumerate()
             .map(|(b, buffer)| {
-                let label = &labels.tensors[liveness.buffer_tensor[b]];
                 let span = buffer.span(problem.positions);
                 BufferView {
-                    tensor: label.id.clone(),
-                    name: label.name.clone(),
-                    kind: label.kind,
+                    tensor: labels.tensors[liveness.buffer_tensor[b]].clone(),
                     dtype: buffer.dtype,
                     size: buffer.size,
                     occupied: buffer.occupied_size(),
@@ -662,13 +664,6 @@ impl ViewModel {
                     first: span.first,
                     last: span.last,
                     always_live: buffer.lifetime == Lifetime::Always,
-                    producers: label.producers.clone(),
-                    consumers: label.consumers.clone(),
-                    views: label.views.clone(),
-                    stack: label.stack,
-                    allocation: (labels.allocations.as_ref()).map(|a| a[liveness.buffer_tensor[b]]),
-                    given_offset: (labels.given.as_ref())
-                        .and_then(|g| g.1[liveness.buffer_tensor[b]]),
                 }
             })
             .collect();
@@ -703,13 +698,13 @@ impl ViewModel {
             buffers,
             stacks: labels.stacks.clone(),
             allocator: labels.allocator.clone(),
-            given_planner: labels.given.as_ref().map(|g| g.0.clone()),
+            given_planner: labels.given_planner.clone(),
         }
     }
 
     /// What the arena map can show besides memplan's plan; `None`: nothing.
     pub fn layout_source(&self) -> Option<LayoutSource> {
-        if self.buffers.iter().any(|b| b.allocation.is_some()) {
+        if self.buffers.iter().any(|b| b.tensor.allocation.is_some()) {
             Some(LayoutSource::Allocator)
         } else {
             (self.given_planner.clone()).map(LayoutSource::Given)
@@ -744,12 +739,15 @@ impl ViewModel {
         (0..self.buffers.len())
             .filter(|&b| {
                 let x = &self.buffers[b];
-                hit(&x.tensor)
-                    || hit(&x.name)
-                    || x.views.iter().any(|v| hit(&v.tensor) || hit(&v.name))
-                    || x.producers.iter().any(step_hit)
-                    || x.consumers.iter().any(step_hit)
-                    || x.stack.is_some_and(|k| stack_hits[k as usize])
+                hit(&x.tensor.id)
+                    || hit(&x.tensor.name)
+                    || x.tensor
+                        .views
+                        .iter()
+                        .any(|v| hit(&v.tensor) || hit(&v.name))
+                    || x.tensor.producers.iter().any(step_hit)
+                    || x.tensor.consumers.iter().any(step_hit)
+                    || x.tensor.stack.is_some_and(|k| stack_hits[k as usize])
             })
             .collect()
     }
@@ -793,7 +791,7 @@ impl ViewModel {
                 let x = &self.buffers[b];
                 let alive = if x.always_live {
                     Alive::AlwaysLive
-                } else if let Some(a) = x.allocation {
+                } else if let Some(a) = x.tensor.allocation {
                     Alive::UntilFreed {
                         event: a.freed_at,
                         wait: x.last - peak,
@@ -812,7 +810,7 @@ impl ViewModel {
                             })
                             .copied()
                     };
-                    match (at_last(&x.consumers), at_last(&x.producers)) {
+                    match (at_last(&x.tensor.consumers), at_last(&x.tensor.producers)) {
                         (Some(step), _) => Alive::UntilRead {
                             step,
                             wait: x.last - peak,
@@ -830,7 +828,7 @@ impl ViewModel {
                 PeakRow {
                     buffer: b,
                     bytes: x.occupied,
-                    producer: x.producers.first().copied(),
+                    producer: x.tensor.producers.first().copied(),
                     alive,
                 }
             })
@@ -852,6 +850,7 @@ impl ViewModel {
         group_by_site(d.live_at_peak.iter().map(|&b| {
             let x = &self.buffers[b];
             let stack = x
+                .tensor
                 .stack
                 .map_or(no_stack, |k| &self.stacks[k as usize].frames[..]);
             (stack, x.occupied, b)
@@ -922,7 +921,7 @@ impl ViewModel {
 
     /// The index of the buffer of tensor `id`.
     pub fn buffer_of(&self, id: &str) -> Option<usize> {
-        self.buffers.iter().position(|b| *b.tensor == *id)
+        self.buffers.iter().position(|b| *b.tensor.id == *id)
     }
 }
 
@@ -961,9 +960,9 @@ impl ViewModel {
             .iter()
             .filter(|b| b.device == device && b.always_live)
         {
-            match by_kind.iter_mut().find(|(k, _)| *k == b.kind) {
+            match by_kind.iter_mut().find(|(k, _)| *k == b.tensor.kind) {
                 Some((_, bytes)) => *bytes = bytes.saturating_add(b.occupied),
-                None => by_kind.push((b.kind, b.occupied)),
+                None => by_kind.push((b.tensor.kind, b.occupied)),
             }
         }
         by_kind.sort_by_key(|&(kind, bytes)| (std::cmp::Reverse(bytes), kind));
@@ -1051,7 +1050,10 @@ impl ViewModel {
             .iter()
             .filter(|b| b.device == device && b.occupied > 0)
         {
-            let site = b.stack.map_or(NO_STACK, |k| &self.stacks[k as usize].site);
+            let site = b
+                .tensor
+                .stack
+                .map_or(NO_STACK, |k| &self.stacks[k as usize].site);
             let k = index.get(site).copied().unwrap_or(rest);
             let (first, last) = if b.always_live {
                 (0, n.saturating_sub(1))
@@ -1170,6 +1172,36 @@ pub(crate) mod tests {
         model_of(include_str!(
             "../../../static/examples/transformer-decode.json"
         ))
+    }
+
+    #[test]
+    fn plans_under_one_labels_share_each_tensor_where_they_held_a_copy() {
+        let dump = include_str!("../../../static/examples/transformer-training.json");
+        let graph = memplan_formats::json::parse(dump).unwrap();
+        let resolved = graph.resolve().unwrap();
+        let liveness = memplan_core::analyze(&graph, &resolved);
+        let labels = Labels::new(&graph, &resolved, &liveness.uses);
+        let plan_with = |strategy| {
+            let options = memplan_core::PlanOptions {
+                strategy: memplan_core::StrategyChoice::One(strategy),
+                ..Default::default()
+            };
+            let plan = memplan_core::plan(&liveness.problem, &options).unwrap();
+            ViewModel::labelled(&labels, &liveness, &plan)
+        };
+        let (first_fit, bump) = (
+            plan_with(memplan_core::Strategy::FirstFit),
+            plan_with(memplan_core::Strategy::Bump),
+        );
+        assert_ne!(first_fit.buffers, bump.buffers);
+        assert_eq!(first_fit.buffers.len(), bump.buffers.len());
+        for (a, b) in first_fit.buffers.iter().zip(bump.buffers.iter()) {
+            assert!(Arc::ptr_eq(&a.tensor, &b.tensor), "{}", a.tensor.id);
+        }
+        // A buffer is where and when it lives, and a pointer to its tensor: a copy of the
+        // tensor's labels in each (its id, name, steps, views, allocation) was 168 bytes in
+        // wasm, and a plan's buffers are one block, the largest a large snapshot's views ask for.
+        assert!(std::mem::size_of::<BufferView>() <= 72);
     }
 
     #[test]
@@ -1292,12 +1324,15 @@ pub(crate) mod tests {
     fn producers_and_consumers_go_through_views() {
         let m = example();
         let qkv = &m.buffers[m.buffer_of("qkv").unwrap()];
-        assert_eq!(m.step_ids(&qkv.producers), vec!["qkv_proj"]);
+        assert_eq!(m.step_ids(&qkv.tensor.producers), vec!["qkv_proj"]);
         // q, k_new and v_new are views of qkv: their readers read qkv.
-        assert_eq!(m.step_ids(&qkv.consumers), vec!["kv_append", "attention"]);
+        assert_eq!(
+            m.step_ids(&qkv.tensor.consumers),
+            vec!["kv_append", "attention"]
+        );
         assert_eq!(m.position_label(1).as_deref(), Some("loop layers"));
         // And they are listed under it, so no tensor disappears.
-        let views: Vec<&str> = qkv.views.iter().map(|v| v.tensor.as_str()).collect();
+        let views: Vec<&str> = qkv.tensor.views.iter().map(|v| v.tensor.as_str()).collect();
         assert_eq!(views, vec!["q", "k_new", "v_new"]);
         let l = m.loop_at(1).unwrap();
         assert_eq!((l.id.as_str(), l.trip_count), ("layers", Some(24)));
@@ -1310,7 +1345,10 @@ pub(crate) mod tests {
         let graph = memplan_formats::json::parse(text).unwrap();
         let m = example();
         let listed = m.buffers.len()
-            + m.buffers.iter().map(|b| b.views.len()).sum::<usize>()
+            + m.buffers
+                .iter()
+                .map(|b| b.tensor.views.len())
+                .sum::<usize>()
             + m.unplanned.len();
         assert_eq!(listed, graph.tensors.len());
     }
@@ -1336,10 +1374,10 @@ pub(crate) mod tests {
                 Alive::AlwaysLive => assert!(b.always_live),
                 Alive::UntilRead { step, wait } => {
                     assert_eq!(m.steps[step as usize].position, b.last);
-                    assert!(b.consumers.contains(&step));
+                    assert!(b.tensor.consumers.contains(&step));
                     assert_eq!(wait, b.last - peak);
                 }
-                Alive::UntilWritten { step, .. } => assert!(b.producers.contains(&step)),
+                Alive::UntilWritten { step, .. } => assert!(b.tensor.producers.contains(&step)),
                 Alive::UntilPosition { .. } => panic!("a graph's buffers have steps"),
                 Alive::UntilFreed { .. } => panic!("the graph has no allocator's record"),
             }
@@ -1353,11 +1391,12 @@ pub(crate) mod tests {
         assert!(!by_op.is_empty());
         assert!(by_op.iter().all(|&b| {
             let x = &m.buffers[b];
-            x.producers
+            x.tensor
+                .producers
                 .iter()
-                .chain(x.consumers.iter())
+                .chain(x.tensor.consumers.iter())
                 .any(|&s| m.steps[s as usize].op.contains("matmul"))
-                || x.name.contains("matmul")
+                || x.tensor.name.contains("matmul")
         }));
         assert!(m.search("no such thing anywhere").is_empty());
     }
@@ -1367,7 +1406,7 @@ pub(crate) mod tests {
         let m = example();
         let mut rows = m.search("NORM");
         let named = (0..m.buffers.len()).filter(|&b| {
-            m.buffers[b].tensor.contains("norm") || m.buffers[b].name.contains("norm")
+            m.buffers[b].tensor.id.contains("norm") || m.buffers[b].tensor.name.contains("norm")
         });
         assert!(named.clone().count() > 0);
         assert!(named.into_iter().all(|b| rows.contains(&b)));

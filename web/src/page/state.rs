@@ -810,7 +810,7 @@ impl PageState {
             .with(|analysis| {
                 let model = &analysis.as_ref()?.model;
                 let selected = (self.selected.get())
-                    .and_then(|b| model.buffers.get(b).map(|x| x.tensor.to_string()));
+                    .and_then(|b| model.buffers.get(b).map(|x| x.tensor.id.to_string()));
                 let device = (model.devices.len() > 1).then(|| {
                     model.devices[self.device.get().min(model.devices.len() - 1)]
                         .id

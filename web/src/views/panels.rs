@@ -30,7 +30,10 @@ fn alive_text(model: &ViewModel, row: &PeakRow) -> String {
         n => format!(", {n} positions later"),
     };
     match row.alive {
-        Alive::AlwaysLive => format!("always live ({})", model.buffers[row.buffer].kind.name()),
+        Alive::AlwaysLive => format!(
+            "always live ({})",
+            model.buffers[row.buffer].tensor.kind.name()
+        ),
         Alive::UntilRead { step, wait } => {
             format!("read by {}{}", step_text(model, step), waits(wait))
         }
@@ -159,11 +162,11 @@ fn peak_view(state: PageState) -> Option<PeakView> {
         .map(|r| {
             let b = &m.buffers[r.buffer];
             PeakLine {
-                tensor: b.tensor.clone(),
-                name: b.name.clone(),
+                tensor: b.tensor.id.clone(),
+                name: b.tensor.name.clone(),
                 bytes: r.bytes,
                 share: share(r.bytes),
-                producer: match &b.allocation {
+                producer: match &b.tensor.allocation {
                     Some(a) => format!("event {}", a.allocated_at),
                     None => r.producer.map_or("-".into(), |s| step_text(m, s)),
                 },
@@ -220,7 +223,10 @@ fn peak_view(state: PageState) -> Option<PeakView> {
         head,
         sites,
         smaller_sites,
-        traced: m.buffers.first().is_some_and(|b| b.allocation.is_some()),
+        traced: m
+            .buffers
+            .first()
+            .is_some_and(|b| b.tensor.allocation.is_some()),
         lines: lines.into_iter().take(PEAK_ROWS).collect(),
         smaller: (shown.get(PEAK_ROWS..))
             .filter(|rest| !rest.is_empty())
@@ -239,7 +245,7 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
         let b = state.selected.get()?;
         state
             .analysis
-            .with(|a| Some(a.as_ref()?.model.buffers.get(b)?.tensor.clone()))
+            .with(|a| Some(a.as_ref()?.model.buffers.get(b)?.tensor.id.clone()))
     });
     let text =
         move |f: fn(&PeakView) -> Option<String>| move || peak.with(|v| v.as_ref().and_then(f));
@@ -290,7 +296,7 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
                 .model
                 .buffers
                 .iter()
-                .position(|b| *b.tensor == *tensor && Some(b.device) == device)
+                .position(|b| *b.tensor.id == *tensor && Some(b.device) == device)
         });
         if let Some(buffer) = buffer {
             select(state, buffer);
@@ -417,7 +423,7 @@ pub fn Details(state: PageState) -> impl IntoView {
             })
             .collect();
         let views = b
-            .views
+            .tensor.views
             .iter()
             .map(|v| {
                 view! {
@@ -428,28 +434,29 @@ pub fn Details(state: PageState) -> impl IntoView {
                 }
             })
             .collect_view();
-        let has_views = !b.views.is_empty();
+        let has_views = !b.tensor.views.is_empty();
         let stack = b
+            .tensor
             .stack
             .and_then(|k| m.stacks.get(k as usize))
             .map(|st| stack_view(&st.frames));
         Some(
             view! {
                 <section class="panel details" data-testid="details">
-                    <h3 data-testid="details-name">{b.name.clone()}</h3>
-                    <p class="muted small">{format!("{} · {} · {}", b.tensor, b.kind.name(), dtype)}</p>
+                    <h3 data-testid="details-name">{b.tensor.name.clone()}</h3>
+                    <p class="muted small">{format!("{} · {} · {}", b.tensor.id, b.tensor.kind.name(), dtype)}</p>
                     <dl class="facts">
                         <dt>"size"</dt><dd>{format!("{} ({} B; occupies {} B)", bytes(b.size), b.size, b.occupied)}</dd>
                         <dt>"place"</dt><dd>{format!("pool {}{pool}, offset {}; address {}", b.pool, b.offset, b.address)}</dd>
                         <dt>"lives"</dt><dd>{interval_text(m, b)}</dd>
-                        {match &b.allocation {
+                        {match &b.tensor.allocation {
                             Some(a) => view! {
                                 <dt>"allocated"</dt><dd>{memplan_render::model::allocated_text(a)}</dd>
                                 <dt>"ends"</dt><dd>{memplan_render::model::freed_text(a)}</dd>
                             }.into_any(),
                             None => view! {
-                                <dt>"written by"</dt><dd>{step_list(m, &b.producers)}</dd>
-                                <dt>"read by"</dt><dd>{step_list(m, &b.consumers)}</dd>
+                                <dt>"written by"</dt><dd>{step_list(m, &b.tensor.producers)}</dd>
+                                <dt>"read by"</dt><dd>{step_list(m, &b.tensor.consumers)}</dd>
                             }.into_any(),
                         }}
                         {(!loops.is_empty()).then(|| view! { <dt>"loops"</dt><dd>{loops.join("; ")}</dd> })}

@@ -31,8 +31,8 @@ pub fn SpacesPanel(state: PageState) -> impl IntoView {
             .map(|r| (r.tensor.as_str(), None))
             .collect();
         for b in a.model.buffers.iter() {
-            if let Some(name) = names.get_mut(&*b.tensor) {
-                name.get_or_insert(&b.name);
+            if let Some(name) = names.get_mut(&*b.tensor.id) {
+                name.get_or_insert(&b.tensor.name);
             }
         }
         let slot = |id: &str| {

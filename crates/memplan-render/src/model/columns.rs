@@ -25,7 +25,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::model::{BufferView, StepIndices};
+use crate::model::{BufferView, TensorLabel, ViewInto};
 
 /// An allocation as its column holds it: `(address, stream, allocated_at, freed_at)`.
 type AllocationRow = (u64, i64, u64, Option<u64>);
@@ -171,10 +171,10 @@ pub mod steps {
 
 pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result<S::Ok, S::Error> {
     let b = buffers;
-    let (names, name) = names_of(b, |b| &b.tensor, |b| &b.name);
+    let (names, name) = names_of(b, |b| &b.tensor.id, |b| &b.tensor.name);
     let mut fields = serializer.serialize_struct("Columns", 22)?;
     fields.serialize_field("count", &b.len())?;
-    fields.serialize_field("tensor", &Strs(b, |b| &b.tensor))?;
+    fields.serialize_field("tensor", &Strs(b, |b| &b.tensor.id))?;
     fields.serialize_field("names", &names)?;
     field_unless!(fields, "name", name.is_empty(), name);
     fields.serialize_field("size", &column(b, |b| b.size))?;
@@ -187,10 +187,10 @@ pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result
     })?;
     fields.serialize_field("first", &column(b, |b| b.first))?;
     fields.serialize_field("last", &column(b, |b| b.last))?;
-    fields.serialize_field("producers", &column(b, |b| b.producers.clone()))?;
-    fields.serialize_field("consumers", &column(b, |b| b.consumers.clone()))?;
+    fields.serialize_field("producers", &column(b, |b| b.tensor.producers.clone()))?;
+    fields.serialize_field("consumers", &column(b, |b| b.tensor.consumers.clone()))?;
     optional_field(&mut fields, "kind", (b, Form::Sparse), |b| {
-        (b.kind != TensorKind::Intermediate).then_some(b.kind)
+        (b.tensor.kind != TensorKind::Intermediate).then_some(b.tensor.kind)
     })?;
     optional_field(&mut fields, "dtype", (b, Form::Sparse), |b| b.dtype)?;
     optional_field(&mut fields, "device", (b, Form::Sparse), |b| {
@@ -205,19 +205,19 @@ pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result
         .collect();
     field_unless!(fields, "always_live", always_live.is_empty(), always_live);
     optional_field(&mut fields, "views", (b, Form::Sparse), |b| {
-        (!b.views.is_empty()).then(|| b.views.clone())
+        (!b.tensor.views.is_empty()).then(|| b.tensor.views.clone())
     })?;
-    optional_field(&mut fields, "stack", (b, Form::Dense), |b| b.stack)?;
+    optional_field(&mut fields, "stack", (b, Form::Dense), |b| b.tensor.stack)?;
     optional_field(
         &mut fields,
         "allocation",
         (b, Form::Dense),
         |b| -> Option<AllocationRow> {
-            (b.allocation).map(|a| (a.address, a.stream, a.allocated_at, a.freed_at))
+            (b.tensor.allocation).map(|a| (a.address, a.stream, a.allocated_at, a.freed_at))
         },
     )?;
     optional_field(&mut fields, "given_offset", (b, Form::Dense), |b| {
-        b.given_offset
+        b.tensor.given_offset
     })?;
     fields.end()
 }
@@ -311,13 +311,14 @@ impl<'de> Visitor<'de> for Buffers {
             }
             match column.as_str() {
                 "tensor" => map.next_value_seed(dense(out, "tensor").with(|b, v: Arc<str>| {
-                    (b.tensor, b.name) = (v.clone(), v);
+                    let tensor = label(b)?;
+                    (tensor.id, tensor.name) = (v.clone(), v);
                     Ok(())
                 }))?,
                 "names" => names = map.next_value()?,
                 "name" => map.next_value_seed(optional(out, "name").with(|b, i: u32| {
                     if i > 0 {
-                        b.name = (names.get(i as usize - 1).cloned())
+                        label(b)?.name = (names.get(i as usize - 1).cloned())
                             .ok_or_else(|| format!("names name {i} of {}", names.len()))?;
                     }
                     Ok(())
@@ -339,14 +340,14 @@ impl<'de> Visitor<'de> for Buffers {
                     map.next_value_seed(dense(out, "last").with(|b, v| set(&mut b.last, v)))?
                 }
                 "producers" => map.next_value_seed(
-                    dense(out, "producers").with(|b, v| set(&mut b.producers, v)),
+                    dense(out, "producers").with(|b, v| set(&mut label(b)?.producers, v)),
                 )?,
                 "consumers" => map.next_value_seed(
-                    dense(out, "consumers").with(|b, v| set(&mut b.consumers, v)),
+                    dense(out, "consumers").with(|b, v| set(&mut label(b)?.consumers, v)),
                 )?,
-                "kind" => {
-                    map.next_value_seed(sparse(out, "kind").with(|b, v| set(&mut b.kind, v)))?
-                }
+                "kind" => map.next_value_seed(
+                    sparse(out, "kind").with(|b, v| set(&mut label(b)?.kind, v)),
+                )?,
                 "dtype" => map.next_value_seed(
                     sparse(out, "dtype").with(|b, v: DType| set(&mut b.dtype, Some(v))),
                 )?,
@@ -363,12 +364,12 @@ impl<'de> Visitor<'de> for Buffers {
                             .always_live = true;
                     }
                 }
-                "views" => {
-                    map.next_value_seed(sparse(out, "views").with(|b, v| set(&mut b.views, v)))?
-                }
-                "stack" => {
-                    map.next_value_seed(optional(out, "stack").with(|b, v| set(&mut b.stack, v)))?
-                }
+                "views" => map.next_value_seed(
+                    sparse(out, "views").with(|b, v| set(&mut label(b)?.views, v)),
+                )?,
+                "stack" => map.next_value_seed(
+                    optional(out, "stack").with(|b, v| set(&mut label(b)?.stack, v)),
+                )?,
                 "allocation" => map.next_value_seed(optional(out, "allocation").with(
                     |b, v: Option<AllocationRow>| {
                         let allocation =
@@ -378,11 +379,11 @@ impl<'de> Visitor<'de> for Buffers {
                                 allocated_at,
                                 freed_at,
                             });
-                        set(&mut b.allocation, allocation)
+                        set(&mut label(b)?.allocation, allocation)
                     },
                 ))?,
                 "given_offset" => map.next_value_seed(
-                    optional(out, "given_offset").with(|b, v| set(&mut b.given_offset, v)),
+                    optional(out, "given_offset").with(|b, v| set(&mut label(b)?.given_offset, v)),
                 )?,
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
@@ -415,6 +416,11 @@ impl<'de> Visitor<'de> for Buffers {
 fn set<T>(field: &mut T, value: T) -> Result<(), String> {
     *field = value;
     Ok(())
+}
+
+/// The tensor of `b`, which only `b` holds while its columns are read.
+fn label(b: &mut BufferView) -> Result<&mut TensorLabel, String> {
+    Arc::get_mut(&mut b.tensor).ok_or_else(|| "shares its tensor while read".to_string())
 }
 
 /// The dense column `column` of `out`.
@@ -451,12 +457,18 @@ fn at<'a>(out: &'a mut [BufferView], k: u32, column: &str) -> Result<&'a mut Buf
 }
 
 /// `n` buffers with every field at its default until its column sets it, made in one
-/// allocation; the empty lists and the empty id shared (an empty `Arc` allocates too).
+/// allocation, each with a tensor of its own; the empty lists and the empty id shared (an empty
+/// `Arc` allocates too).
 fn blank_buffers(n: usize) -> Arc<[BufferView]> {
-    let blank = BufferView {
-        tensor: Arc::from(""),
-        name: Arc::from(""),
-        kind: TensorKind::Intermediate,
+    let empty: Arc<str> = Arc::from("");
+    let no_views: Arc<[ViewInto]> = Arc::new([]);
+    let blank = || BufferView {
+        tensor: Arc::new(TensorLabel {
+            id: empty.clone(),
+            name: empty.clone(),
+            views: no_views.clone(),
+            ..TensorLabel::default()
+        }),
         dtype: None,
         size: 0,
         occupied: 0,
@@ -467,14 +479,8 @@ fn blank_buffers(n: usize) -> Arc<[BufferView]> {
         first: 0,
         last: 0,
         always_live: false,
-        producers: StepIndices::None,
-        consumers: StepIndices::None,
-        views: Arc::new([]),
-        stack: None,
-        allocation: None,
-        given_offset: None,
     };
-    (0..n).map(|_| blank.clone()).collect()
+    (0..n).map(|_| blank()).collect()
 }
 
 /// A column read into the buffers: dense, value `k` into buffer `k` (an `optional` one may
@@ -560,8 +566,7 @@ impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ViewInto;
-    use crate::model::ViewModel;
+    use crate::model::{StepIndices, ViewModel};
     use proptest::prelude::*;
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -623,11 +628,19 @@ mod tests {
                     (stack, allocation),
                     given_offset,
                 )| {
-                    let tensor: Arc<str> = Arc::from(tensor);
+                    let id: Arc<str> = Arc::from(tensor);
                     BufferView {
-                        name: name.map_or_else(|| tensor.clone(), Arc::from),
-                        tensor,
-                        kind,
+                        tensor: Arc::new(TensorLabel {
+                            name: name.map_or_else(|| id.clone(), Arc::from),
+                            id,
+                            kind,
+                            producers: producers.into_iter().collect(),
+                            consumers: consumers.into_iter().collect(),
+                            views: Arc::from(views),
+                            stack,
+                            allocation,
+                            given_offset,
+                        }),
                         dtype,
                         size,
                         occupied: occupied.unwrap_or(size),
@@ -638,12 +651,6 @@ mod tests {
                         first,
                         last,
                         always_live,
-                        producers: producers.into_iter().collect(),
-                        consumers: consumers.into_iter().collect(),
-                        views: Arc::from(views),
-                        stack,
-                        allocation,
-                        given_offset,
                     }
                 },
             )
@@ -673,9 +680,10 @@ mod tests {
 
     #[test]
     fn names_cross_once_and_are_shared_on_arrival() {
-        let buffer = |tensor: &str, name: &str| BufferView {
-            name: Arc::from(name),
-            ..round_trip_base(tensor)
+        let buffer = |tensor: &str, name: &str| {
+            let mut b = round_trip_base(tensor);
+            Arc::make_mut(&mut b.tensor).name = Arc::from(name);
+            b
         };
         let buffers: Vec<BufferView> = (0..100)
             .map(|k| buffer(&format!("alloc{k}"), "forward (model.py:54)"))
@@ -684,14 +692,27 @@ mod tests {
         assert_eq!(json.matches("forward (model.py:54)").count(), 1, "{json}");
         let back = serde_json::from_str::<Wire>(&json).unwrap().0;
         assert_eq!(*back, *buffers);
-        assert!(Arc::ptr_eq(&back[0].name, &back[99].name));
+        assert!(Arc::ptr_eq(&back[0].tensor.name, &back[99].tensor.name));
     }
 
     fn round_trip_base(tensor: &str) -> BufferView {
+        spanning(tensor, (0, 1))
+    }
+
+    /// A buffer of `tensor` written at step `first` and read at step `last`, living between.
+    fn spanning(tensor: &str, (first, last): (u32, u32)) -> BufferView {
         BufferView {
-            tensor: Arc::from(tensor),
-            name: Arc::from(tensor),
-            kind: TensorKind::Intermediate,
+            tensor: Arc::new(TensorLabel {
+                id: Arc::from(tensor),
+                name: Arc::from(tensor),
+                kind: TensorKind::Intermediate,
+                producers: StepIndices::One(first),
+                consumers: StepIndices::One(last),
+                views: Arc::from([]),
+                stack: None,
+                allocation: None,
+                given_offset: None,
+            }),
             dtype: None,
             size: 64,
             occupied: 64,
@@ -699,15 +720,9 @@ mod tests {
             pool: 0,
             offset: 0,
             address: 0,
-            first: 0,
-            last: 1,
+            first,
+            last,
             always_live: false,
-            producers: StepIndices::One(0),
-            consumers: StepIndices::One(1),
-            views: Arc::from([]),
-            stack: None,
-            allocation: None,
-            given_offset: None,
         }
     }
 
@@ -822,22 +837,14 @@ mod tests {
             BufferView {
                 size: 5,
                 occupied: 8,
-                first: 0,
-                last: 1,
-                producers: StepIndices::One(0),
-                consumers: StepIndices::One(1),
-                ..round_trip_base("a")
+                ..spanning("a", (0, 1))
             },
             BufferView {
                 size: 6,
                 occupied: 6,
                 offset: 5,
                 address: 9,
-                first: 1,
-                last: 2,
-                producers: StepIndices::One(1),
-                consumers: StepIndices::One(2),
-                ..round_trip_base("b")
+                ..spanning("b", (1, 2))
             },
         ];
         assert_eq!(*back, expected);

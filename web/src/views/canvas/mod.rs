@@ -169,7 +169,7 @@ impl Side {
             Side::Other => {
                 let tensor = state
                     .analysis
-                    .with(|a| Some(a.as_ref()?.model.buffers.get(selected)?.tensor.clone()))?;
+                    .with(|a| Some(a.as_ref()?.model.buffers.get(selected)?.tensor.id.clone()))?;
                 self.plan(state)?.model.buffer_of(&tensor)
             }
         }
@@ -181,7 +181,7 @@ impl Side {
         let selected = match (self, buffer) {
             (Side::Shown, b) | (Side::Other, b @ None) => b,
             (Side::Other, Some(b)) => self.plan_untracked(state).and_then(|other| {
-                let tensor = &other.model.buffers.get(b)?.tensor;
+                let tensor = &other.model.buffers.get(b)?.tensor.id;
                 state
                     .analysis
                     .with_untracked(|a| a.as_ref()?.model.buffer_of(tensor))
@@ -651,19 +651,19 @@ fn HoverCard(
         .map_or_else(|| "-".to_string(), |d| d.name().to_string());
     view! {
         <div class="hover-card" data-testid="hover-card" style=style>
-            <div class="name">{b.name.clone()}</div>
-            <div class="muted">{format!("{} · {} · {}", b.tensor, b.kind.name(), dtype)}</div>
+            <div class="name">{b.tensor.name.clone()}</div>
+            <div class="muted">{format!("{} · {} · {}", b.tensor.id, b.tensor.kind.name(), dtype)}</div>
             <div>{format!("size {} ({} B)", bytes(b.size), b.size)}</div>
             <div>{format!("offset {} in pool {} · address {}", b.offset, b.pool, b.address)}</div>
             <div>{interval_text(m, b)}</div>
-            {match &b.allocation {
+            {match &b.tensor.allocation {
                 Some(a) => view! {
                     <div>{memplan_render::model::allocated_text(a)}</div>
                     <div>{memplan_render::model::freed_text(a)}</div>
                 }.into_any(),
                 None => view! {
-                    <div>{format!("producers: {}", step_list(m, &b.producers))}</div>
-                    <div>{format!("consumers: {}", step_list(m, &b.consumers))}</div>
+                    <div>{format!("producers: {}", step_list(m, &b.tensor.producers))}</div>
+                    <div>{format!("consumers: {}", step_list(m, &b.tensor.consumers))}</div>
                 }.into_any(),
             }}
         </div>
