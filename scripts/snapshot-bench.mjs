@@ -45,7 +45,7 @@ function snapshot(size) {
 }
 
 /**
- * The CLI's wall time (s) and peak resident memory (MB) planning `file` (`plan`, its table: the
+ * The CLI's wall time (s) and peak resident memory (MiB) planning `file` (`plan`, its table: the
  * JSON of millions of placements would weigh more than the plan), as `time` prints them, and the
  * allocations `validate` counts (untimed).
  */
@@ -57,7 +57,7 @@ function cliFigures(file) {
   return { seconds, mb: Math.round(kb / 1024), buffers };
 }
 
-/** The peak resident memory (MB) of the renderer processes under `pid` (this script: Playwright starts Chromium as its child). */
+/** The peak resident memory (MiB) of the renderer processes under `pid` (this script: Playwright starts Chromium as its child). */
 function rendererPeakMb(pid) {
   const children = new Map();
   for (const entry of readdirSync('/proc')) {
@@ -129,5 +129,5 @@ for (const input of inputs) {
 console.log('| file | buffers | CLI `plan` | CLI peak memory | page, file to plan | worker memory | page memory | renderer peak memory | page |');
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of results) {
-  console.log(`| ${r.name} | ${r.buffers} | ${r.seconds} s | ${r.mb} MB | ${r.pageSeconds} s | ${r.workerMb} MB | ${r.pageMb} MB | ${r.peak} MB | ${r.outcome} |`);
+  console.log(`| ${r.name} | ${r.buffers} | ${r.seconds} s | ${r.mb} MiB | ${r.pageSeconds} s | ${r.workerMb} MiB | ${r.pageMb} MiB | ${r.peak} MiB | ${r.outcome} |`);
 }

@@ -46,7 +46,7 @@ pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 /// inside the worker's memory (4 GiB at most) with room to spare, as
 /// `scripts/snapshot-bench.mjs` measures it (docs/benchmarks.md). A gzipped trace streams too,
 /// within [`MAX_INPUT_BYTES`] (it unpacks to about twenty times its size).
-pub const MAX_STREAMED_BYTES: u64 = 768 << 20;
+pub const MAX_STREAMED_BYTES: u64 = 1 << 30;
 
 /// Refuses `blob` (named `name`) past what the page reads of its kind: a snapshot or a trace
 /// streams, any other file is read whole.

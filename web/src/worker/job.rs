@@ -60,10 +60,10 @@ impl Reading<'_> {
 /// The most buffers the page plans. A file within the page's byte limits can hold more (a
 /// minimalloc CSV of 64 MiB with short ids, or a snapshot of shallow stacks), and the worker's
 /// memory (wasm's 4 GiB at most) runs out somewhere past this, while it plans and builds the
-/// views, which ends the worker with no message of its own: 3.68 million allocations of a
-/// generated snapshot peak at 3.2 GB, 4.7 million run out as their views are made after their
-/// plan (`scripts/snapshot-bench.mjs` measures it: docs/benchmarks.md, "how far the page goes").
-pub const MAX_BUFFERS: usize = 3_700_000;
+/// views, which ends the worker with no message of its own: 4.71 million allocations of a
+/// generated snapshot (965 MiB) peak at 3,870 MiB, set just past them
+/// (`scripts/snapshot-bench.mjs` measures it: docs/benchmarks.md, "how far the page goes").
+pub const MAX_BUFFERS: usize = 4_750_000;
 
 /// Reads `input` (of any length: a snapshot is read as a stream), naming it `source`; refuses a
 /// dump of more than [`MAX_BUFFERS`] buffers, before it is planned.
