@@ -985,10 +985,8 @@ mod tests {
     fn tensors(n: usize) -> Vec<Arc<memplan_render::TensorLabel>> {
         (0..n)
             .map(|t| {
-                let id: Arc<str> = Arc::from(format!("t{t}"));
                 Arc::new(memplan_render::TensorLabel {
-                    name: id.clone(),
-                    id,
+                    id: format!("t{t}").into(),
                     views: Arc::from([]),
                     ..Default::default()
                 })

@@ -789,10 +789,10 @@ fn a_snapshot_reads_as_its_python_code_in_the_views() {
     for b in m.buffers.iter() {
         let Some(k) = b.tensor.stack else {
             assert!(
-                b.tensor.name.contains(" B at 0x"),
+                b.tensor.display_name().contains(" B at 0x"),
                 "{}: no stack, named {}",
                 b.tensor.id,
-                b.tensor.name
+                b.tensor.display_name()
             );
             continue;
         };
@@ -800,7 +800,7 @@ fn a_snapshot_reads_as_its_python_code_in_the_views() {
         if stack.frames.iter().any(|f| !f.is_internal()) {
             let site = memplan_core::graph::site(&stack.frames).unwrap();
             assert!(!site.is_internal(), "{} named by {site}", b.tensor.id);
-            assert_eq!(*b.tensor.name, site.to_string());
+            assert_eq!(b.tensor.display_name(), site.to_string());
         }
     }
     let sites = m.peak_sites(0);

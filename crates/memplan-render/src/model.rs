@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use rustc_hash::FxHashMap;
 
 use memplan_core::graph::{
-    Frame, Graph, NO_STACK, SiteGroup, Storage, TensorKind, group_by_site, site,
+    Frame, Graph, Id, NO_STACK, SiteGroup, Storage, TensorKind, group_by_site, site,
 };
 use memplan_core::liveness::Uses;
 use memplan_core::recorded::{Allocation, Oom, Recorded, Segment, at_positions};
@@ -144,10 +144,12 @@ pub struct BufferView {
 /// [`Labels`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TensorLabel {
-    /// The tensor id.
-    pub id: Arc<str>,
-    /// The display name (the id when the dump gives none).
-    pub name: Arc<str>,
+    /// The tensor id: held inline up to 12 bytes in wasm (a snapshot's `a1234567`), where an
+    /// `Arc<str>` was an allocation per tensor.
+    pub id: Id,
+    /// Its name where the dump gives one, shared with the graph (a snapshot's allocations share
+    /// a few hundred); [`TensorLabel::display_name`] is what the views show.
+    pub name: Option<Arc<str>>,
     pub kind: TensorKind,
     /// Steps (indices into [`ViewModel::steps`]) writing it or a view of it, and reading it, in
     /// schedule order.
@@ -161,6 +163,13 @@ pub struct TensorLabel {
     pub allocation: Option<Allocation>,
     /// Its offset in the plan the dump came with (XLA's, a minimalloc `offset` column).
     pub given_offset: Option<u64>,
+}
+
+impl TensorLabel {
+    /// Its name, else its id.
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
+    }
 }
 
 /// Whose layout the arena map can show besides memplan's.
@@ -462,8 +471,6 @@ impl Labels {
         // its frames (hashing a snapshot's 40-frame stacks per tensor took a tenth of a load).
         let mut stack_index: HashMap<&[Frame], u32> = HashMap::new();
         let mut stack_at: FxHashMap<*const Frame, u32> = FxHashMap::default();
-        // Names shared: a snapshot's allocations share a few hundred.
-        let mut names: FxHashMap<&str, Arc<str>> = FxHashMap::default();
         // One empty list for the tensors no view takes (an `Arc` allocates even when empty).
         let no_views: Arc<[ViewInto]> = Arc::new([]);
         let tensors = graph
@@ -473,10 +480,9 @@ impl Labels {
             .enumerate()
             .map(|(t, (tensor, views))| {
                 Arc::new(TensorLabel {
-                    id: tensor.id.as_str().into(),
-                    name: (names.entry(tensor.display_name()))
-                        .or_insert_with_key(|&name| name.into())
-                        .clone(),
+                    id: tensor.id.clone(),
+                    // A name that is the id says nothing more (and reads back as none).
+                    name: (tensor.name.clone()).filter(|name| **name != *tensor.id),
                     kind: tensor.kind,
                     producers: indices(&uses.producers[t]),
                     consumers: indices(&uses.consumers[t]),
@@ -619,8 +625,8 @@ impl Labels {
         reason: Unplanned,
     ) -> impl Iterator<Item = UnplannedTensor> {
         tensors.iter().map(move |&t| UnplannedTensor {
-            tensor: self.tensors[t].id.clone(),
-            name: self.tensors[t].name.clone(),
+            tensor: self.tensors[t].id.as_str().into(),
+            name: self.tensors[t].display_name().into(),
             reason,
         })
     }
@@ -740,7 +746,7 @@ impl ViewModel {
             .filter(|&b| {
                 let x = &self.buffers[b];
                 hit(&x.tensor.id)
-                    || hit(&x.tensor.name)
+                    || hit(x.tensor.display_name())
                     || x.tensor
                         .views
                         .iter()
@@ -1175,6 +1181,28 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_label_holds_the_graphs_name_and_no_name_that_is_its_id() {
+        let dump = r#"{"memplan": 1, "tensors": [
+            {"id": "a", "bytes": 64, "name": "attention scores"},
+            {"id": "b", "bytes": 64, "name": "b"},
+            {"id": "c", "bytes": 64},
+            {"id": "d", "bytes": 64}],
+          "steps": [{"id": "s", "writes": ["a", "b", "c"]},
+                    {"id": "t", "reads": ["a", "b", "c"], "writes": ["d"]}]}"#;
+        let graph = memplan_formats::json::parse(dump).unwrap();
+        let resolved = graph.resolve().unwrap();
+        let liveness = memplan_core::analyze(&graph, &resolved);
+        let labels = Labels::new(&graph, &resolved, &liveness.uses);
+        let names: Vec<&str> = (labels.tensors.iter()).map(|t| t.display_name()).collect();
+        assert_eq!(names, ["attention scores", "b", "c", "d"]);
+        // The graph's own allocation, not a copy; none where the name is the id.
+        let given = labels.tensors[0].name.as_ref().unwrap();
+        assert!(Arc::ptr_eq(given, graph.tensors[0].name.as_ref().unwrap()));
+        assert_eq!(labels.tensors[1].name, None);
+        assert_eq!(labels.tensors[2].name, None);
+    }
+
+    #[test]
     fn plans_under_one_labels_share_each_tensor_where_they_held_a_copy() {
         let dump = include_str!("../../../static/examples/transformer-training.json");
         let graph = memplan_formats::json::parse(dump).unwrap();
@@ -1396,7 +1424,7 @@ pub(crate) mod tests {
                 .iter()
                 .chain(x.tensor.consumers.iter())
                 .any(|&s| m.steps[s as usize].op.contains("matmul"))
-                || x.tensor.name.contains("matmul")
+                || x.tensor.display_name().contains("matmul")
         }));
         assert!(m.search("no such thing anywhere").is_empty());
     }
@@ -1406,7 +1434,8 @@ pub(crate) mod tests {
         let m = example();
         let mut rows = m.search("NORM");
         let named = (0..m.buffers.len()).filter(|&b| {
-            m.buffers[b].tensor.id.contains("norm") || m.buffers[b].tensor.name.contains("norm")
+            m.buffers[b].tensor.id.contains("norm")
+                || m.buffers[b].tensor.display_name().contains("norm")
         });
         assert!(named.clone().count() > 0);
         assert!(named.into_iter().all(|b| rows.contains(&b)));

@@ -250,7 +250,7 @@ fn Selected(state: PageState) -> impl IntoView {
                 {move || {
                     let a = state.analysis.get()?;
                     let b = a.model.buffers.get(state.selected.get()?)?;
-                    Some(b.tensor.id.clone())
+                    Some(b.tensor.id.to_string())
                 }}
             </span>
             {move || {

@@ -162,8 +162,8 @@ fn peak_view(state: PageState) -> Option<PeakView> {
         .map(|r| {
             let b = &m.buffers[r.buffer];
             PeakLine {
-                tensor: b.tensor.id.clone(),
-                name: b.tensor.name.clone(),
+                tensor: b.tensor.id.as_str().into(),
+                name: b.tensor.display_name().into(),
                 bytes: r.bytes,
                 share: share(r.bytes),
                 producer: match &b.tensor.allocation {
@@ -245,7 +245,7 @@ pub fn PeakTable(state: PageState) -> impl IntoView {
         let b = state.selected.get()?;
         state
             .analysis
-            .with(|a| Some(a.as_ref()?.model.buffers.get(b)?.tensor.id.clone()))
+            .with(|a| Some(a.as_ref()?.model.buffers.get(b)?.tensor.id.as_str().into()))
     });
     let text =
         move |f: fn(&PeakView) -> Option<String>| move || peak.with(|v| v.as_ref().and_then(f));
@@ -443,7 +443,7 @@ pub fn Details(state: PageState) -> impl IntoView {
         Some(
             view! {
                 <section class="panel details" data-testid="details">
-                    <h3 data-testid="details-name">{b.tensor.name.clone()}</h3>
+                    <h3 data-testid="details-name">{b.tensor.display_name().to_string()}</h3>
                     <p class="muted small">{format!("{} · {} · {}", b.tensor.id, b.tensor.kind.name(), dtype)}</p>
                     <dl class="facts">
                         <dt>"size"</dt><dd>{format!("{} ({} B; occupies {} B)", bytes(b.size), b.size, b.occupied)}</dd>

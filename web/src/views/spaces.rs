@@ -32,7 +32,7 @@ pub fn SpacesPanel(state: PageState) -> impl IntoView {
             .collect();
         for b in a.model.buffers.iter() {
             if let Some(name) = names.get_mut(&*b.tensor.id) {
-                name.get_or_insert(&b.tensor.name);
+                name.get_or_insert(b.tensor.display_name());
             }
         }
         let slot = |id: &str| {

@@ -171,7 +171,7 @@ pub mod steps {
 
 pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result<S::Ok, S::Error> {
     let b = buffers;
-    let (names, name) = names_of(b, |b| &b.tensor.id, |b| &b.tensor.name);
+    let (names, name) = names_of(b, |b| &b.tensor.id, |b| b.tensor.display_name());
     let mut fields = serializer.serialize_struct("Columns", 22)?;
     fields.serialize_field("count", &b.len())?;
     fields.serialize_field("tensor", &Strs(b, |b| &b.tensor.id))?;
@@ -310,16 +310,14 @@ impl<'de> Visitor<'de> for Buffers {
                 *r = "";
             }
             match column.as_str() {
-                "tensor" => map.next_value_seed(dense(out, "tensor").with(|b, v: Arc<str>| {
-                    let tensor = label(b)?;
-                    (tensor.id, tensor.name) = (v.clone(), v);
-                    Ok(())
-                }))?,
+                "tensor" => map
+                    .next_value_seed(dense(out, "tensor").with(|b, v| set(&mut label(b)?.id, v)))?,
                 "names" => names = map.next_value()?,
                 "name" => map.next_value_seed(optional(out, "name").with(|b, i: u32| {
                     if i > 0 {
-                        label(b)?.name = (names.get(i as usize - 1).cloned())
+                        let name = (names.get(i as usize - 1).cloned())
                             .ok_or_else(|| format!("names name {i} of {}", names.len()))?;
+                        label(b)?.name = Some(name);
                     }
                     Ok(())
                 }))?,
@@ -457,15 +455,12 @@ fn at<'a>(out: &'a mut [BufferView], k: u32, column: &str) -> Result<&'a mut Buf
 }
 
 /// `n` buffers with every field at its default until its column sets it, made in one
-/// allocation, each with a tensor of its own; the empty lists and the empty id shared (an empty
-/// `Arc` allocates too).
+/// allocation, each with a tensor of its own; the empty list of views shared (an empty `Arc`
+/// allocates too).
 fn blank_buffers(n: usize) -> Arc<[BufferView]> {
-    let empty: Arc<str> = Arc::from("");
     let no_views: Arc<[ViewInto]> = Arc::new([]);
     let blank = || BufferView {
         tensor: Arc::new(TensorLabel {
-            id: empty.clone(),
-            name: empty.clone(),
             views: no_views.clone(),
             ..TensorLabel::default()
         }),
@@ -567,6 +562,7 @@ impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String
 mod tests {
     use super::*;
     use crate::model::{StepIndices, ViewModel};
+    use memplan_core::graph::Id;
     use proptest::prelude::*;
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -628,10 +624,11 @@ mod tests {
                     (stack, allocation),
                     given_offset,
                 )| {
-                    let id: Arc<str> = Arc::from(tensor);
+                    let id = Id::from(tensor);
                     BufferView {
                         tensor: Arc::new(TensorLabel {
-                            name: name.map_or_else(|| id.clone(), Arc::from),
+                            // A name that is the id is none, as labels hold it.
+                            name: name.filter(|name| *name != id).map(Arc::from),
                             id,
                             kind,
                             producers: producers.into_iter().collect(),
@@ -682,7 +679,7 @@ mod tests {
     fn names_cross_once_and_are_shared_on_arrival() {
         let buffer = |tensor: &str, name: &str| {
             let mut b = round_trip_base(tensor);
-            Arc::make_mut(&mut b.tensor).name = Arc::from(name);
+            Arc::make_mut(&mut b.tensor).name = Some(Arc::from(name));
             b
         };
         let buffers: Vec<BufferView> = (0..100)
@@ -692,7 +689,8 @@ mod tests {
         assert_eq!(json.matches("forward (model.py:54)").count(), 1, "{json}");
         let back = serde_json::from_str::<Wire>(&json).unwrap().0;
         assert_eq!(*back, *buffers);
-        assert!(Arc::ptr_eq(&back[0].tensor.name, &back[99].tensor.name));
+        let name = |b: &BufferView| b.tensor.name.clone().unwrap();
+        assert!(Arc::ptr_eq(&name(&back[0]), &name(&back[99])));
     }
 
     fn round_trip_base(tensor: &str) -> BufferView {
@@ -703,8 +701,8 @@ mod tests {
     fn spanning(tensor: &str, (first, last): (u32, u32)) -> BufferView {
         BufferView {
             tensor: Arc::new(TensorLabel {
-                id: Arc::from(tensor),
-                name: Arc::from(tensor),
+                id: tensor.into(),
+                name: None,
                 kind: TensorKind::Intermediate,
                 producers: StepIndices::One(first),
                 consumers: StepIndices::One(last),

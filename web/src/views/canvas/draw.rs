@@ -210,7 +210,7 @@ pub(super) fn draw(
         // An underscore sits two pixels under the baseline: it must stay on the bar, where its
         // color shows (`ps_0__w1`, not `ps_0  w1`).
         let baseline = y + h / 2.0 + 3.0;
-        if let Some(text) = fit_text(&model.buffers[b].tensor.name, w - 8.0)
+        if let Some(text) = fit_text(model.buffers[b].tensor.display_name(), w - 8.0)
             && !covered(x + 4.0, baseline, text.chars().count() as f64 * CHAR_PX)
         {
             ctx.set_fill_style_str(if dark { "#1b1f24" } else { "#ffffff" });
@@ -268,7 +268,9 @@ pub(super) fn draw(
         Tab::Timeline => {
             // Row labels: the tensor names of the rows shown.
             for r in scene.rects.iter().filter(|r| r.y0 >= v.y0 && r.y0 < v.y1) {
-                if let Some(text) = fit_text(&model.buffers[r.buffer].tensor.name, a.x - 12.0) {
+                if let Some(text) =
+                    fit_text(model.buffers[r.buffer].tensor.display_name(), a.x - 12.0)
+                {
                     let y = py(r.y0) + ROW_PX / 2.0 + 4.0;
                     ctx.set_fill_style_str(if Some(r.buffer) == selected {
                         "#1b1f24"

@@ -651,7 +651,7 @@ fn HoverCard(
         .map_or_else(|| "-".to_string(), |d| d.name().to_string());
     view! {
         <div class="hover-card" data-testid="hover-card" style=style>
-            <div class="name">{b.tensor.name.clone()}</div>
+            <div class="name">{b.tensor.display_name().to_string()}</div>
             <div class="muted">{format!("{} · {} · {}", b.tensor.id, b.tensor.kind.name(), dtype)}</div>
             <div>{format!("size {} ({} B)", bytes(b.size), b.size)}</div>
             <div>{format!("offset {} in pool {} · address {}", b.offset, b.pool, b.address)}</div>
