@@ -366,8 +366,8 @@ impl PlacedSpan {
     }
 
     /// Whether `b` is `earlier` but for where and when it lives. The pattern names every field, so a
-    /// field added to [`BufferView`] must be placed on one side or the other. The tensors of two
-    /// plans under the same labels are one allocation: compared by address first.
+    /// field added to [`BufferView`] must be placed on one side or the other. (`Arc`'s equality
+    /// compares addresses first: the tensors of two plans under the same labels are one.)
     fn only_change(earlier: &BufferView, b: &BufferView) -> bool {
         let BufferView {
             tensor,
@@ -382,15 +382,15 @@ impl PlacedSpan {
             last: _,
             always_live,
         } = b;
-        (Arc::ptr_eq(tensor, &earlier.tensor) || *tensor == earlier.tensor)
-            && (dtype, size, occupied, device, always_live)
-                == (
-                    &earlier.dtype,
-                    &earlier.size,
-                    &earlier.occupied,
-                    &earlier.device,
-                    &earlier.always_live,
-                )
+        (tensor, dtype, size, occupied, device, always_live)
+            == (
+                &earlier.tensor,
+                &earlier.dtype,
+                &earlier.size,
+                &earlier.occupied,
+                &earlier.device,
+                &earlier.always_live,
+            )
     }
 
     fn put(self, b: &mut BufferView) {
@@ -405,9 +405,9 @@ impl PlacedSpan {
 /// placements that moved (a quarter to two fifths of them): about 33 KB, where the buffers
 /// whole are 520 KB.
 ///
-/// The earlier buffer of a tensor is found by the identity of its id: plans under the same
-/// params share their [`Labels`], so their buffers share each id's allocation, and no id is
-/// read, let alone hashed (the address and device are looked up in a sorted list). A buffer
+/// The earlier buffer of a tensor is found by the identity of its label: plans under the same
+/// params share their [`Labels`], so their buffers share each tensor's, and no id is read, let
+/// alone hashed (the address and device are looked up in a sorted list). A buffer
 /// of other labels (new params) finds none and goes whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BuffersSent {
@@ -433,7 +433,7 @@ pub enum Run {
 
 impl BuffersSent {
     pub fn against(earlier: &[BufferView], buffers: &[BufferView]) -> BuffersSent {
-        let id = |b: &BufferView| (Arc::as_ptr(&b.tensor).cast::<u8>() as usize, b.device);
+        let id = |b: &BufferView| (Arc::as_ptr(&b.tensor) as usize, b.device);
         let mut index: Vec<((usize, usize), u32)> = (earlier.iter().enumerate())
             .filter_map(|(k, b)| Some((id(b), u32::try_from(k).ok()?)))
             .collect();
@@ -987,7 +987,6 @@ mod tests {
             .map(|t| {
                 Arc::new(memplan_render::TensorLabel {
                     id: format!("t{t}").into(),
-                    views: Arc::from([]),
                     ..Default::default()
                 })
             })

@@ -295,7 +295,7 @@ pub fn timeline_svg(
         let style = TextStyle::from(("sans-serif", 11)).pos(Pos::new(HPos::Right, VPos::Center));
         for (k, &b) in rows.iter().enumerate().step_by(every) {
             let (x, y) = chart.backend_coord(&(x0, k as f64 + 0.5));
-            let name = &model.buffers[b].tensor.display_name();
+            let name = model.buffers[b].tensor.display_name();
             let name =
                 crate::label::fit(name, (ROW_NAMES_PX as usize - 12) / 6).unwrap_or_default();
             lower
@@ -513,7 +513,7 @@ mod tests {
         };
         let named = timeline_svg(&m, 0, &rows, None, tall).unwrap();
         for &b in &rows {
-            let name = &m.buffers[b].tensor.display_name();
+            let name = m.buffers[b].tensor.display_name();
             assert!(named.contains(&format!(">\n{name}\n</text>")), "{name}");
         }
         assert!(svg.contains(&format!(
