@@ -115,9 +115,7 @@ fn load_files(state: PageState, files: Vec<web_sys::File>) {
             file: Some(name.clone()),
             ..Origin::default()
         };
-        state.missing_file.set(None);
-        state.forget_flips();
-        state.load(bytes, &name, origin)
+        state.load_another(bytes, &name, origin)
     });
 }
 
@@ -132,9 +130,8 @@ fn ExampleButton(
             data-testid=format!("example-{}", example.name)
             on:click=move |ev: web_sys::MouseEvent| {
                 let origin = Origin { example: Some(example.name.to_string()), ..Origin::default() };
-                state.missing_file.set(None);
-                state.forget_flips();
-                state.load_example(example, origin);
+                let bytes = crate::page::fetch::blob_of(example.text.as_bytes());
+                state.load_another(bytes, example.name, origin);
                 // A menu the button sits in folds again.
                 if let Some(menu) = ev
                     .current_target()

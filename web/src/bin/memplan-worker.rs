@@ -172,7 +172,9 @@ fn main() {
             worker.borrow_mut().hear_cancels_live();
         }
         match request(&event.data()) {
-            Ok((r, bytes)) => worker.borrow_mut().handle(r, bytes, &mut post),
+            Ok((r, bytes)) => worker
+                .borrow_mut()
+                .handle(r, bytes, &stopped(&flag), &mut post),
             Err(e) => post(Response::Error(Box::new(e))),
         }
         if worker.borrow().busy() && !driving.get() {
@@ -184,11 +186,7 @@ fn main() {
                 driver_scope.clone(),
                 flag.clone(),
             );
-            let stop = move || {
-                flag.borrow()
-                    .as_ref()
-                    .is_some_and(|f| js_sys::Atomics::load(f, 0).unwrap_or(0) != 0)
-            };
+            let stop = move || stopped(&flag)();
             wasm_bindgen_futures::spawn_local(async move {
                 while worker.borrow_mut().step(&*now, &stop, &mut post) {
                     next_task(&scope).await;
@@ -203,6 +201,15 @@ fn main() {
     warm_up();
     send(&scope, &Response::Ready);
     wasm_bindgen_futures::spawn_local(warm_up_while_idle(idle.0, idle.1));
+}
+
+/// Whether the page raised the stop flag it shares (a cancel came); never where it shares none.
+fn stopped(flag: &RefCell<Option<js_sys::Int32Array>>) -> impl Fn() -> bool + '_ {
+    move || {
+        flag.borrow()
+            .as_ref()
+            .is_some_and(|f| js_sys::Atomics::load(f, 0).unwrap_or(0) != 0)
+    }
 }
 
 /// The worker's linear memory, bytes (wasm memory only grows: this is its peak so far). The
@@ -266,7 +273,7 @@ impl HereWorker {
     pub fn handle(&mut self, request: &str, bytes: Option<Vec<u8>>, answer: &js_sys::Function) {
         let mut post = to_page(answer);
         match read_request(request) {
-            Ok(r) => (self.worker).handle(r, bytes.map(job::input_of), &mut post),
+            Ok(r) => (self.worker).handle(r, bytes.map(job::input_of), &|| false, &mut post),
             Err(e) => post(Response::Error(Box::new(e))),
         }
     }

@@ -102,8 +102,6 @@ pub fn listen(state: PageState) {
             move |e: web_sys::MessageEvent| match read(&e.data()) {
                 None => {}
                 Some(Ok(Message::Load { name, blob })) => {
-                    state.forget_flips();
-                    state.missing_file.set(None);
                     let origin = Origin {
                         posted: Some(name.clone()),
                         ..Origin::default()
@@ -111,7 +109,7 @@ pub fn listen(state: PageState) {
                     if state.embed {
                         POSTED.with(|p| *p.borrow_mut() = Some((name.clone(), blob.clone())));
                     }
-                    state.load(blob, &name, origin);
+                    state.load_another(blob, &name, origin);
                 }
                 Some(Ok(Message::Ready)) => {
                     // Another page's window is of another realm: not `instanceof` this one's

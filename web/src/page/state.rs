@@ -90,6 +90,38 @@ pub struct MissingFile {
     pub posted: bool,
 }
 
+/// What a load of another dump forgets of the one shown (its flips, and the answers about it),
+/// given back if the load ends without a plan (cancelled or failed): the controls stay those of
+/// the plan still shown.
+#[derive(Clone)]
+struct Forgotten {
+    flips: Vec<String>,
+    fit_log: Option<FitAnswer>,
+    params: BTreeMap<String, u64>,
+    fits: Option<FitsAnswer>,
+    sweep: Option<SweepView>,
+    comparison: Option<CompareView>,
+    against: Option<Against>,
+    missing_file: Option<MissingFile>,
+}
+
+/// A dump as the page sent it to the worker.
+#[derive(Clone)]
+struct Dump {
+    bytes: web_sys::Blob,
+    source: String,
+    import: memplan_formats::onnx::Options,
+}
+
+/// The dump the worker plans: the one shown, and the one being loaded until its first plan
+/// comes. A worker terminated by a cancel (the last resort, where the page cannot share a stop
+/// flag with it) is sent the one shown again, so that it holds what the page shows.
+#[derive(Clone, Default)]
+struct Dumps {
+    shown: Option<Dump>,
+    loading: Option<Dump>,
+}
+
 /// What a link asks to show once its dump is loaded.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Restore {
@@ -153,7 +185,7 @@ pub struct PageState {
     /// What is being loaded, while it is.
     pub busy: RwSignal<Option<Busy>>,
     /// A plan of the worker's dump is in progress: cancel asks the worker to stop it and keep
-    /// its best so far (rather than terminating it).
+    /// its best so far.
     pub planning: RwSignal<bool>,
     /// The plan shown is a search's best so far: a cancel ended it early.
     pub cancelled: RwSignal<bool>,
@@ -163,6 +195,9 @@ pub struct PageState {
     pub restore: StoredValue<Option<Restore>>,
     /// The link to the engine, set once in [`PageState::new`].
     link: StoredValue<Option<Link>, LocalStorage>,
+    dumps: StoredValue<Dumps, LocalStorage>,
+    /// While another dump loads: what it forgot of the one shown.
+    forgotten: StoredValue<Option<Forgotten>, LocalStorage>,
     /// The tensors recomputed at their uses (the scenario's flips), by id.
     pub flips: RwSignal<Vec<String>>,
     /// The target field of the flips panel, as typed.
@@ -245,6 +280,8 @@ impl PageState {
             origin: RwSignal::new(Origin::default()),
             restore: StoredValue::new(None),
             link: StoredValue::new_local(None),
+            dumps: StoredValue::new_local(Dumps::default()),
+            forgotten: StoredValue::new_local(None),
             flips: RwSignal::new(url.flips.clone()),
             target: RwSignal::new(url.target.clone()),
             fit_log: RwSignal::new(None),
@@ -302,19 +339,79 @@ impl PageState {
         let routine = self
             .restore
             .with_value(|r| r.as_ref().and_then(|r| r.routine.clone()));
-        let request = Request::Load {
+        let dump = Dump {
+            bytes,
             source: source.to_string(),
-            scenario: self.scenario(),
             import: Default::default(),
+        };
+        self.send_dump(dump, routine);
+    }
+
+    /// Sends `dump` to the worker to load, opening `routine` if it is a program.
+    fn send_dump(self, dump: Dump, routine: Option<String>) {
+        let request = Request::Load {
+            source: dump.source.clone(),
+            scenario: self.scenario(),
+            import: dump.import.clone(),
             routine,
         };
+        let bytes = dump.bytes.clone();
+        self.dumps.update_value(|d| d.loading = Some(dump));
         self.send(request, Some(bytes));
+    }
+
+    /// Loads another dump than the one shown, forgetting the flips and answers of that one
+    /// (given back if the load ends without a plan).
+    pub fn load_another(self, bytes: web_sys::Blob, source: &str, origin: Origin) {
+        if self.forgotten.with_value(Option::is_none) {
+            self.forgotten.set_value(Some(Forgotten {
+                flips: self.flips.get_untracked(),
+                fit_log: self.fit_log.get_untracked(),
+                params: self.params.get_untracked(),
+                fits: self.fits.get_untracked(),
+                sweep: self.sweep.get_untracked(),
+                comparison: self.comparison.get_untracked(),
+                against: self.against.get_untracked(),
+                missing_file: self.missing_file.get_untracked(),
+            }));
+        }
+        self.missing_file.set(None);
+        self.flips.set(Vec::new());
+        self.fit_log.set(None);
+        self.params.set(BTreeMap::new());
+        self.fits.set(None);
+        self.sweep.set(None);
+        self.comparison.set(None);
+        self.against.set(None);
+        self.load(bytes, source, origin);
+    }
+
+    /// A load ended without a plan: what it forgot of the dump shown comes back.
+    fn give_back(self) {
+        self.dumps.update_value(|d| d.loading = None);
+        let Some(f) = self.forgotten.try_update_value(Option::take).flatten() else {
+            return;
+        };
+        self.flips.set(f.flips);
+        self.fit_log.set(f.fit_log);
+        self.params.set(f.params);
+        self.fits.set(f.fits);
+        self.sweep.set(f.sweep);
+        self.comparison.set(f.comparison);
+        self.against.set(f.against);
+        self.missing_file.set(f.missing_file);
     }
 
     /// Imports the loaded bytes again with `import` (an ONNX model's fixed input shapes).
     pub fn reimport(self, import: memplan_formats::onnx::Options) {
         self.busy
             .set(Some(Busy::stage(1, STAGES, "importing again")));
+        self.dumps.update_value(|d| {
+            d.loading = (d.shown.clone()).map(|shown| Dump {
+                import: import.clone(),
+                ..shown
+            })
+        });
         let scenario = self.scenario();
         self.send(Request::Reimport { scenario, import }, None);
     }
@@ -398,6 +495,12 @@ impl PageState {
                 buffers,
             } => {
                 self.done();
+                self.forgotten.set_value(None);
+                self.dumps.update_value(|d| {
+                    if let Some(loaded) = d.loading.take() {
+                        d.shown = Some(loaded);
+                    }
+                });
                 let earlier = self.analysis.get_untracked();
                 match Analysis::received(*analysis, left_out, buffers, earlier.as_deref()) {
                     Ok(analysis) => {
@@ -441,7 +544,13 @@ impl PageState {
                 self.flips.set(log.flip_ids());
                 self.fit_log.set(Some(*log));
             }
-            Response::Cancelled => self.done(),
+            // Nothing new is shown: a load cancelled before its first plan gives back what it
+            // forgot.
+            Response::Cancelled => {
+                self.done();
+                self.restore.set_value(None);
+                self.give_back();
+            }
             Response::Program(report) => self.program.set(report.map(|r| Arc::new(*r))),
             Response::Routine {
                 index,
@@ -489,6 +598,7 @@ impl PageState {
             Response::Error(e) => {
                 self.done();
                 self.restore.set_value(None);
+                self.give_back();
                 self.error.set(Some(*e));
             }
         }
@@ -500,20 +610,39 @@ impl PageState {
         self.planning.set(false);
     }
 
-    /// The cancel button. A job of the loaded dump (a plan, a fit, a sweep) is asked to stop:
-    /// the worker answers with its best so far (or, before it has one, keeps what the page
-    /// shows). A load still parsing in a Web Worker cannot listen, so it is stopped by
-    /// terminating the worker (the last resort), and the page keeps what it shows.
+    /// The cancel button. The worker is asked to stop: a plan, a fit or a sweep answers with
+    /// its best so far (or, before it has one, the page keeps what it shows), and so does a
+    /// load once it plans; a load still reading stops at its next read where the page shares a
+    /// stop flag with the worker. Elsewhere a load still reading cannot listen, so it is stopped
+    /// by terminating the worker (the last resort), and a fresh one is sent the dump shown.
     pub fn cancel(self) {
-        let here = self
-            .link
-            .with_value(|l| l.as_ref().is_some_and(Link::is_here));
-        if self.planning.get_untracked() || here {
+        let heard = self.link.with_value(|l| {
+            l.as_ref()
+                .is_some_and(|l| l.is_here() || l.shares_stop_flag())
+        });
+        let planning = self
+            .busy
+            .with_untracked(|b| b.as_ref().is_some_and(|b| b.stage >= 2));
+        if self.planning.get_untracked() || planning || heard {
             return self.send(Request::Cancel, None);
         }
         self.link.with_value(|l| l.as_ref().map(Link::stop));
         self.done();
         self.restore.set_value(None);
+        self.give_back();
+        let Some(shown) = self.dumps.with_value(|d| d.shown.clone()) else {
+            return;
+        };
+        let routine = self.program.with_untracked(|p| {
+            let routine = p.as_ref()?.routines.get(self.routine.get_untracked())?;
+            Some(routine.routine.clone())
+        });
+        let what = format!(
+            "reading {} again (the cancel stopped the worker)",
+            shown.source
+        );
+        self.busy.set(Some(Busy::stage(0, STAGES, what)));
+        self.send_dump(shown, routine);
     }
 
     /// Opens routine `index` of the loaded program in the views, under its own scenario; the
@@ -626,17 +755,6 @@ impl PageState {
     pub fn set_work_limit(self, work_limit: Option<u64>) {
         self.work_limit.set(work_limit);
         self.replan();
-    }
-
-    /// A new dump starts with no flips, no fit and no param values of the last one's.
-    pub fn forget_flips(self) {
-        self.flips.set(Vec::new());
-        self.fit_log.set(None);
-        self.params.set(BTreeMap::new());
-        self.fits.set(None);
-        self.sweep.set(None);
-        self.comparison.set(None);
-        self.against.set(None);
     }
 
     /// Compares the plan shown with the dump under `scenario`, or with `other` (a file's name

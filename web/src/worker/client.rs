@@ -7,10 +7,10 @@
 //! The worker normally runs in a Web Worker, started after the page's first frame (so that it
 //! has compiled and warmed up its code by the time a file is dropped): the link waits for its
 //! `ready`, sends typed requests (a load's dump as a `Blob`, which the worker reads in chunks),
-//! and cancels: a plan
-//! by asking the worker (at once through the shared stop flag on an isolated page, else between
-//! its steps), a load still parsing by terminating it (the next request starts a fresh one, in
-//! about 50 ms). Where no Web Worker can start (it cannot be created, or its script fails to
+//! and cancels by asking the worker, which hears it at once through the shared stop flag on an
+//! isolated page (a search, or a load at its next read), else between its steps; without the
+//! flag, a load still parsing cannot listen and is stopped by terminating the worker (the next
+//! request starts a fresh one, in about 50 ms). Where no Web Worker can start (it cannot be created, or its script fails to
 //! load), the worker's own module is loaded beside the page's and its `HereWorker` runs on the
 //! page's thread, one request or one job step per task, and the link says so
 //! ([`LinkEvent::PlanningHere`]): the answers are the same, only the page pauses during each
@@ -305,6 +305,13 @@ impl Link {
         if s.here.is_none() && s.thread.is_none() {
             self.start(&mut s);
         }
+    }
+
+    /// Whether the page shares a stop flag with its Web Worker (it is cross-origin isolated):
+    /// a cancel reaches a running search, or a load as it reads, at once.
+    pub fn shares_stop_flag(&self) -> bool {
+        let s = self.state.borrow();
+        s.thread.is_some() && s.stop.is_some()
     }
 
     /// Whether the worker runs on the page's thread, where a cancel is heard between steps.

@@ -57,6 +57,29 @@ impl Reading<'_> {
     }
 }
 
+/// A dump read until a cancel comes: each read first asks `stop` (the page's shared flag, read
+/// once per read the importer makes, a megabyte or more a time for a large dump), and fails once
+/// it is raised, so a load stops within one read of the cancel.
+struct Heeding<'a> {
+    input: &'a mut Input,
+    stop: &'a dyn Fn() -> bool,
+}
+
+impl std::io::Read for Heeding<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if (self.stop)() {
+            return Err(std::io::Error::other("cancelled"));
+        }
+        self.input.read(buf)
+    }
+}
+
+impl std::io::Seek for Heeding<'_> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.input.seek(to)
+    }
+}
+
 /// The most buffers the page plans. A file within the page's byte limits can hold more (a
 /// minimalloc CSV of 64 MiB with short ids, or a snapshot of shallow stacks), and the worker's
 /// memory (wasm's 4 GiB at most) runs out somewhere past this, while it plans and builds the
@@ -68,7 +91,7 @@ pub const MAX_BUFFERS: usize = 4_750_000;
 /// Reads `input` (of any length: a snapshot is read as a stream), naming it `source`; refuses a
 /// dump of more than [`MAX_BUFFERS`] buffers, before it is planned.
 fn load(
-    input: &mut Input,
+    input: &mut dyn memplan_formats::ReadSeek,
     source: &str,
     import: &memplan_formats::onnx::Options,
     post: &mut dyn FnMut(Response),
@@ -107,7 +130,7 @@ fn within(session: Session, source: &str, most: usize) -> Result<Session, WebErr
 /// Reads a program from `input` (all of it: a program is text, within the page's limit for
 /// files read whole) and opens routine `routine` (an id), else the first one its events run.
 fn load_program(
-    input: &mut Input,
+    input: &mut dyn memplan_formats::ReadSeek,
     source: &str,
     routine: Option<&str>,
 ) -> Result<(Session, Option<Program>), WebError> {
@@ -152,6 +175,32 @@ struct Running {
     planning_ms: f64,
     /// When, within `planning_ms`, the best plan's step found its layout.
     found_ms: Option<f64>,
+    /// Where the job plans another dump than the one shown (a load, an import again, a routine
+    /// opened): what it replaces, until its first plan is made.
+    replacing: Option<Box<Replacing>>,
+}
+
+/// What a job planning another dump replaced, and what the page is told of that dump with its
+/// first plan. A job ended before its first plan (cancelled, failed, or dropped for another
+/// request) gives the worker back what it replaced, and the page hears nothing of the dump: the
+/// worker always holds the dump the page shows, whose bytes an import again reads.
+struct Replacing {
+    before: Before,
+    /// The new dump's program and routine, posted just before its first plan.
+    news: Vec<Response>,
+}
+
+/// The worker's hold on the dump shown, before a job replaced it.
+#[allow(clippy::large_enum_variant, reason = "held boxed, in `Replacing`")]
+enum Before {
+    /// A load's or an import's: the bytes (none where the import reads the same ones) and the
+    /// program.
+    Dump {
+        bytes: Option<(String, Input)>,
+        program: Option<Program>,
+    },
+    /// A routine opened: the routine shown before.
+    Routine(usize),
 }
 
 /// The worker's state: the loaded session with its current outcome, or the job planning it,
@@ -245,11 +294,13 @@ fn progress(stage: u32, what: String) -> Response {
 impl Worker {
     /// Answers `request` (with `bytes` for a load), posting responses through `post`. A load or
     /// a plan starts a job: call [`Worker::step`] until it returns `false`, returning to the
-    /// event loop in between so that a cancel can arrive.
+    /// event loop in between so that a cancel can arrive. `stop` says whether a cancel came
+    /// (the page's shared flag, where it has one): a load reads until it does.
     pub fn handle(
         &mut self,
         request: Request,
         bytes: Option<Input>,
+        stop: &dyn Fn() -> bool,
         post: &mut dyn FnMut(Response),
     ) {
         match request {
@@ -263,22 +314,41 @@ impl Worker {
                     return post(failed(WebError::NoBytes { input: source }));
                 };
                 self.abandon();
-                self.import(source, bytes, &import, scenario, routine.as_deref(), post);
+                let read = (source, bytes);
+                let routine = routine.as_deref();
+                self.import(read, false, &import, scenario, routine, stop, post);
             }
             Request::Reimport { scenario, import } => {
-                let Some((source, bytes)) = self.bytes.take() else {
+                self.abandon();
+                let Some(read) = self.bytes.take() else {
                     return post(failed(WebError::NothingLoaded(Operation::ImportAgain)));
                 };
-                self.abandon();
                 // A program opens on the routine it showed.
                 let routine = self.program.as_ref().map(Program::routine_id);
-                self.import(source, bytes, &import, scenario, routine.as_deref(), post);
+                self.import(
+                    read,
+                    true,
+                    &import,
+                    scenario,
+                    routine.as_deref(),
+                    stop,
+                    post,
+                );
             }
             Request::Plan(scenario) => {
+                // A dump not yet planned once is planned under the new scenario instead.
+                if let Some(run) = self.running.take_if(|r| r.replacing.is_some()) {
+                    let best = match run.job {
+                        Job::Plan(plan) => plan.into_best(),
+                        Job::Sweep(_) => None,
+                    };
+                    let previous = best.or(run.previous);
+                    return self.start(run.session, scenario, previous, run.replacing, post);
+                }
                 self.abandon();
                 match self.local.take() {
                     Some(Local { session, outcome }) => {
-                        self.start(session, scenario, Some(outcome), post)
+                        self.start(session, scenario, Some(outcome), None, post)
                     }
                     None => post(failed(WebError::NothingLoaded(Operation::Plan))),
                 }
@@ -296,7 +366,7 @@ impl Worker {
                             ..scenario
                         };
                         post(Response::Fitted(Box::new(log)));
-                        self.start(session, flipped, Some(outcome), post);
+                        self.start(session, flipped, Some(outcome), None, post);
                     }
                     Err(e) => {
                         self.local = Some(Local { session, outcome });
@@ -320,6 +390,7 @@ impl Worker {
                     previous: Some(outcome),
                     planning_ms: 0.0,
                     found_ms: None,
+                    replacing: None,
                 });
             }
             Request::Fits {
@@ -398,23 +469,24 @@ impl Worker {
                 let Some(session) = program.session.routines.get(index).cloned() else {
                     return post(failed(WebError::NothingLoaded(Operation::Plan)));
                 };
-                program.routine = index;
+                let before = Before::Routine(std::mem::replace(&mut program.routine, index));
                 let scenario = program.scenarios[index].clone();
-                post(Response::Routine {
+                let news = vec![Response::Routine {
                     index,
                     id: program.routine_id(),
                     scenario: Box::new(scenario.clone()),
-                });
+                }];
+                let replacing = Some(Box::new(Replacing { before, news }));
                 self.forget_sent();
-                self.local = None;
-                self.start(session, scenario, None, post);
+                self.start(session, scenario, None, replacing, post);
             }
             Request::Export(crate::analysis::ExportKind::ProgramJson) => {
-                let report = self.program.as_ref().and_then(|p| p.report.as_ref());
+                let (program, bytes) = self.dump_shown();
+                let report = program.and_then(|p| p.report.as_ref());
                 post(match report {
                     Some(report) => Response::Exported(crate::analysis::Export {
                         file_name: crate::analysis::file_name(
-                            self.bytes.as_ref().map_or("program", |(s, _)| s.as_str()),
+                            bytes.map_or("program", |(s, _)| s.as_str()),
                             "plan.json",
                         ),
                         mime: "application/json".into(),
@@ -446,41 +518,67 @@ impl Worker {
         }
     }
 
-    /// Reads `bytes`, keeps them, and starts planning.
+    /// Reads `read` (a file's name and bytes) and starts planning it, the worker holding the
+    /// dump shown until its first plan is made (see [`Replacing`]). `again`: the bytes are the
+    /// shown dump's, imported again, and stay held whatever happens. A load that `stop` stops
+    /// (a cancel, while it reads or before it plans) posts nothing: the cancel's own request
+    /// answers.
+    #[allow(clippy::too_many_arguments)]
     fn import(
         &mut self,
-        source: String,
-        mut bytes: Input,
+        read: (String, Input),
+        again: bool,
         import: &memplan_formats::onnx::Options,
         scenario: Scenario,
         routine: Option<&str>,
+        stop: &dyn Fn() -> bool,
         post: &mut dyn FnMut(Response),
     ) {
+        let (source, mut bytes) = read;
         post(progress(1, format!("parsing and checking {source}")));
-        self.forget_sent();
-        let loaded = match load(&mut bytes, &source, import, post) {
+        let mut input = Heeding {
+            input: &mut bytes,
+            stop,
+        };
+        let loaded = match load(&mut input, &source, import, post) {
             Err(WebError::Engine(EngineError::Format {
                 error: memplan_formats::FormatError::IsProgram,
                 ..
-            })) => load_program(&mut bytes, &source, routine),
+            })) => load_program(&mut input, &source, routine),
             other => other.map(|session| (session, None)),
         };
-        self.bytes = Some((source, bytes));
-        match loaded {
-            Ok((session, program)) => {
-                self.program = program;
-                match &self.program {
-                    None => post(Response::Program(None)),
-                    Some(p) => post(Response::Routine {
-                        index: p.routine,
-                        id: p.routine_id(),
-                        scenario: Box::new(scenario.clone()),
-                    }),
+        let loaded = match loaded {
+            Ok(_) | Err(_) if stop() => None,
+            Ok(loaded) => Some(Ok(loaded)),
+            Err(e) => Some(Err(e)),
+        };
+        let read = Some((source, bytes));
+        let (session, program) = match loaded {
+            Some(Ok(loaded)) => loaded,
+            outcome => {
+                if again {
+                    self.bytes = read;
                 }
-                self.start(session, scenario, None, post)
+                if let Some(Err(e)) = outcome {
+                    post(failed(e));
+                }
+                return;
             }
-            Err(e) => post(failed(e)),
-        }
+        };
+        let news = vec![match &program {
+            None => Response::Program(None),
+            Some(p) => Response::Routine {
+                index: p.routine,
+                id: p.routine_id(),
+                scenario: Box::new(scenario.clone()),
+            },
+        }];
+        let bytes = std::mem::replace(&mut self.bytes, read);
+        let program = std::mem::replace(&mut self.program, program);
+        let before = Before::Dump { bytes, program };
+        self.forget_sent();
+        let replacing = Some(Box::new(Replacing { before, news }));
+        self.start(session, scenario, None, replacing, post)
     }
 
     /// Forgets what was sent of the last session: the next plan is of another.
@@ -497,6 +595,7 @@ impl Worker {
         session: Session,
         scenario: Scenario,
         previous: Option<Outcome>,
+        replacing: Option<Box<Replacing>>,
         post: &mut dyn FnMut(Response),
     ) {
         // What the scenario holds that this dump does not know (a link written for another
@@ -521,15 +620,20 @@ impl Worker {
             previous,
             planning_ms: 0.0,
             found_ms: None,
+            replacing,
         });
     }
 
     /// A new request replaces a running job: it keeps its session and its last good outcome,
-    /// and posts nothing.
+    /// and posts nothing; a job planning another dump than the one shown is dropped, and the
+    /// worker holds the one shown again (the page never saw the other).
     fn abandon(&mut self) {
         let Some(run) = self.running.take() else {
             return;
         };
+        if let Some(replacing) = run.replacing {
+            return self.give_back(replacing.before);
+        }
         let outcome = match run.job {
             Job::Plan(plan) => plan.into_best().or(run.previous),
             Job::Sweep(_) => run.previous,
@@ -539,6 +643,35 @@ impl Worker {
                 session: run.session,
                 outcome,
             });
+        }
+    }
+
+    /// The program and the bytes of the dump the page shows: while a load plans, those it
+    /// replaces.
+    fn dump_shown(&self) -> (Option<&Program>, Option<&(String, Input)>) {
+        match self.running.as_ref().and_then(|r| r.replacing.as_deref()) {
+            Some(Replacing {
+                before: Before::Dump { bytes, program },
+                ..
+            }) => (program.as_ref(), bytes.as_ref().or(self.bytes.as_ref())),
+            _ => (self.program.as_ref(), self.bytes.as_ref()),
+        }
+    }
+
+    /// Holds again the dump shown before a job replaced it.
+    fn give_back(&mut self, before: Before) {
+        match before {
+            Before::Dump { bytes, program } => {
+                if bytes.is_some() {
+                    self.bytes = bytes;
+                }
+                self.program = program;
+            }
+            Before::Routine(routine) => {
+                if let Some(program) = self.program.as_mut() {
+                    program.routine = routine;
+                }
+            }
         }
     }
 
@@ -681,6 +814,8 @@ impl Worker {
         }
     }
 
+    /// Ends the running plan with its best plan (a step always leaves one), posting it, after
+    /// what the page is told of a new dump.
     fn finish(&mut self, cancelled: bool, post: &mut dyn FnMut(Response)) {
         let Some(run) = self.running.take() else {
             return;
@@ -693,6 +828,9 @@ impl Worker {
             return;
         };
         post(progress(3, "preparing the views".into()));
+        for news in run.replacing.into_iter().flat_map(|r| r.news) {
+            post(news);
+        }
         let local = Local {
             session: run.session,
             outcome,
@@ -771,13 +909,16 @@ mod tests {
             clock.set(clock.get() + 50.0);
             clock.get()
         };
-        worker.handle(request, bytes.map(|b| input_of(b.to_vec())), &mut |r| {
-            out.push(r)
-        });
+        worker.handle(
+            request,
+            bytes.map(|b| input_of(b.to_vec())),
+            &|| false,
+            &mut |r| out.push(r),
+        );
         let mut steps = 0;
         while worker.busy() {
             if cancel_after == Some(steps) {
-                worker.handle(Request::Cancel, None, &mut |r| out.push(r));
+                worker.handle(Request::Cancel, None, &|| false, &mut |r| out.push(r));
                 break;
             }
             worker.step(&now, &|| false, &mut |r| out.push(r));
@@ -879,9 +1020,9 @@ mod tests {
             },
             Some(b"id,lower,upper,size\na,0,2,100\nb,1,3,50\n"),
         );
-        // Progress, no program (one computation), progress twice, the plan.
+        // Progress twice, then with the plan: progress, no program (one computation), the plan.
         assert_eq!(out.len(), 5);
-        assert!(matches!(&out[1], Response::Program(None)), "{out:?}");
+        assert!(matches!(&out[3], Response::Program(None)), "{out:?}");
         assert!(matches!(
             &out[0],
             Response::Progress {
@@ -1000,9 +1141,12 @@ mod tests {
                 other => panic!("{other:?}"),
             };
         let mut out = Vec::new();
-        worker.handle(Request::Plan(scenario(Strategy::Search)), None, &mut |r| {
-            out.push(r)
-        });
+        worker.handle(
+            Request::Plan(scenario(Strategy::Search)),
+            None,
+            &|| false,
+            &mut |r| out.push(r),
+        );
         let asked = std::cell::Cell::new(0);
         let stop = || {
             asked.set(asked.get() + 1);
@@ -1356,6 +1500,7 @@ mod tests {
                 source: Some("B.csv".into()),
             },
             Some(input_of(other.to_vec())),
+            &|| false,
             &mut |r| post.push(r),
         );
         let Some(Response::Compared(view)) = post.last() else {
@@ -1541,5 +1686,193 @@ mod tests {
             out.iter().any(|r| matches!(r, Response::Program(None))),
             "{out:?}"
         );
+    }
+
+    fn load_request(source: &str) -> Request {
+        Request::Load {
+            source: source.into(),
+            scenario: scenario(Strategy::FirstFit),
+            import: Default::default(),
+            routine: None,
+        }
+    }
+
+    /// The program loaded, routine 0 shown.
+    fn load_program_example(worker: &mut Worker) -> ProgramReport {
+        let example = crate::page::examples::named("serving-program").unwrap();
+        let out = run(
+            worker,
+            load_request(example.name),
+            Some(example.text.as_bytes()),
+        );
+        program_report(&out).clone()
+    }
+
+    /// What the worker shows: the source and routine its plan is of, the program it holds, and
+    /// the bytes an import again reads (as their source).
+    fn shown(worker: &mut Worker) -> (String, Option<usize>, Option<String>) {
+        let out = run(worker, Request::Plan(scenario(Strategy::Bump)), None);
+        let source = planned(&out).0.source.clone();
+        let routine = worker.program.as_ref().map(|p| p.routine);
+        let bytes = worker.bytes.as_ref().map(|(s, _)| s.clone());
+        (source, routine, bytes)
+    }
+
+    #[test]
+    fn a_load_stopped_while_it_reads_posts_nothing_and_leaves_the_dump_shown() {
+        let mut worker = Worker::default();
+        load_program_example(&mut worker);
+        let before = shown(&mut worker);
+        assert!(before.0.starts_with("serving-program"), "{before:?}");
+        // A cancel raises the flag after the load's first read: it stops at its second.
+        let mut rows = String::from("id,lower,upper,size\n");
+        for i in 0..200_000 {
+            rows.push_str(&format!("b{i},{i},{},64\n", i + 2));
+        }
+        let reads = std::cell::Cell::new(0);
+        let stop = || {
+            reads.set(reads.get() + 1);
+            reads.get() > 1
+        };
+        let mut out = Vec::new();
+        let input = Some(input_of(rows.into_bytes()));
+        worker.handle(load_request("big.csv"), input, &stop, &mut |r| out.push(r));
+        assert!(reads.get() >= 2, "the load asked {} times", reads.get());
+        assert!(!worker.busy());
+        assert!(
+            out.iter()
+                .all(|r| matches!(r, Response::Progress { stage: 1, .. })),
+            "{out:?}"
+        );
+        assert_eq!(shown(&mut worker), before);
+        // Stopped once read, before it plans: the same.
+        let mut out = Vec::new();
+        worker.handle(
+            load_request("A.csv"),
+            Some(input_of(A.to_vec())),
+            &|| true,
+            &mut |r| out.push(r),
+        );
+        assert!(!worker.busy(), "{out:?}");
+        assert_eq!(shown(&mut worker), before);
+        // The dump shown can be imported again: its bytes are still held.
+        let out = run(
+            &mut worker,
+            Request::Reimport {
+                scenario: Scenario::default(),
+                import: Default::default(),
+            },
+            None,
+        );
+        assert_eq!(planned(&out).0.source, before.0);
+    }
+
+    #[test]
+    fn a_load_cancelled_before_its_first_plan_gives_back_the_dump_shown_and_tells_the_page_nothing()
+    {
+        let mut worker = Worker::default();
+        let report = load_program_example(&mut worker);
+        let before = shown(&mut worker);
+        let out = run_until(&mut worker, load_request("A.csv"), Some(A), Some(0));
+        assert_eq!(out.last(), Some(&Response::Cancelled), "{out:?}");
+        assert!(
+            !out.iter().any(|r| matches!(
+                r,
+                Response::Program(_) | Response::Routine { .. } | Response::Planned { .. }
+            )),
+            "{out:?}"
+        );
+        assert_eq!(shown(&mut worker), before);
+        // Its program too: the report exports.
+        let out = run(&mut worker, Request::Export(ExportKind::ProgramJson), None);
+        assert!(matches!(&out[0], Response::Exported(_)), "{out:?}");
+        // A failed load leaves it as well, the error said.
+        let out = run(
+            &mut worker,
+            load_request("bad.csv"),
+            Some(b"id,lower\nx,y\n"),
+        );
+        assert!(matches!(out.last(), Some(Response::Error(_))), "{out:?}");
+        assert_eq!(shown(&mut worker), before);
+        // So does a routine opened and cancelled before its plan.
+        let decode = (report.routines.iter())
+            .position(|r| r.routine == "decode_step")
+            .unwrap();
+        let out = run_until(&mut worker, Request::Routine(decode), None, Some(0));
+        assert_eq!(out.last(), Some(&Response::Cancelled), "{out:?}");
+        assert_eq!(shown(&mut worker), before);
+        // Opened to the end, it is shown, and said.
+        let out = run(&mut worker, Request::Routine(decode), None);
+        assert!(
+            out.iter()
+                .any(|r| matches!(r, Response::Routine { index, .. } if *index == decode)),
+            "{out:?}"
+        );
+        assert_eq!(shown(&mut worker).1, Some(decode));
+    }
+
+    #[test]
+    fn a_plan_asked_while_a_load_plans_plans_the_new_dump_and_another_request_drops_it() {
+        let mut worker = Worker::default();
+        load_program_example(&mut worker);
+        let before = shown(&mut worker);
+        // A toggle while the load plans: the load goes on, under the toggle's scenario.
+        let mut out = Vec::new();
+        worker.handle(
+            load_request("A.csv"),
+            Some(input_of(A.to_vec())),
+            &|| false,
+            &mut |r| out.push(r),
+        );
+        out.extend(run(
+            &mut worker,
+            Request::Plan(scenario(Strategy::Bump)),
+            None,
+        ));
+        let (a, _) = planned(&out);
+        assert_eq!(
+            (a.source.as_str(), a.strategy()),
+            ("A.csv", Strategy::Bump.into())
+        );
+        let told = out
+            .iter()
+            .position(|r| matches!(r, Response::Program(None)));
+        let plan = out
+            .iter()
+            .position(|r| matches!(r, Response::Planned { .. }));
+        assert!(told.is_some() && told < plan, "{out:?}");
+        assert_eq!(
+            shown(&mut worker),
+            ("A.csv".into(), None, Some("A.csv".into()))
+        );
+        // While a load plans, an export is of the dump shown, and the load goes on.
+        load_program_example(&mut worker);
+        let mut out = Vec::new();
+        worker.handle(
+            load_request("A.csv"),
+            Some(input_of(A.to_vec())),
+            &|| false,
+            &mut |r| out.push(r),
+        );
+        let mut out = Vec::new();
+        let export = Request::Export(ExportKind::ProgramJson);
+        worker.handle(export, None, &|| false, &mut |r| out.push(r));
+        let Some(Response::Exported(file)) = out.first() else {
+            panic!("{out:?}")
+        };
+        assert_eq!(file.file_name, "serving-program.plan.json");
+        assert!(worker.busy());
+        // Another question about the plan shown drops the load: it is of the dump shown.
+        let out = run(
+            &mut worker,
+            Request::Advise(scenario(Strategy::FirstFit)),
+            None,
+        );
+        assert!(
+            matches!(out.last(), Some(Response::Advised { .. })),
+            "{out:?}"
+        );
+        assert!(!worker.busy());
+        assert_eq!(shown(&mut worker), before);
     }
 }

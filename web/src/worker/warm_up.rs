@@ -97,7 +97,7 @@ impl WarmUp {
                 };
                 let bytes = puzzle(200, 80, 30, 37).into_bytes();
                 self.worker
-                    .handle(load, Some(super::job::input_of(bytes)), &mut sink);
+                    .handle(load, Some(super::job::input_of(bytes)), &never, &mut sink);
                 self.phase = Phase::Loading;
             }
             Phase::Loading => {
@@ -107,7 +107,8 @@ impl WarmUp {
                         work_limit: Some(WARM_UP_ROUND_WORK),
                         ..Scenario::default()
                     };
-                    self.worker.handle(Request::Plan(search), None, &mut sink);
+                    self.worker
+                        .handle(Request::Plan(search), None, &never, &mut sink);
                     self.phase = Phase::Searching;
                 }
             }
