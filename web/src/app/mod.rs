@@ -427,7 +427,10 @@ pub fn App() -> impl IntoView {
                             )}
                         </span>
                     })}
-                    <button data-testid="cancel" on:click=move |_| state.cancel()>"cancel"</button>
+                    <button data-testid="cancel" prop:disabled=move || state.cancelling.get()
+                        on:click=move |_| state.cancel()>
+                        {move || if state.cancelling.get() { "cancelling…" } else { "cancel" }}
+                    </button>
                 </div>
             })}
             {move || state.error.get().map(|message| view! {

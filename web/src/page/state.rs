@@ -187,6 +187,9 @@ pub struct PageState {
     /// A plan of the worker's dump is in progress: cancel asks the worker to stop it and keep
     /// its best so far.
     pub planning: RwSignal<bool>,
+    /// A cancel was asked of the worker, which has not answered yet (a step it cannot stop
+    /// ends first: a greedy layout of millions of buffers).
+    pub cancelling: RwSignal<bool>,
     /// The plan shown is a search's best so far: a cancel ended it early.
     pub cancelled: RwSignal<bool>,
     /// Where the dump shown came from.
@@ -276,6 +279,7 @@ impl PageState {
             embed: url.embed,
             busy: RwSignal::new(None),
             planning: RwSignal::new(false),
+            cancelling: RwSignal::new(false),
             cancelled: RwSignal::new(false),
             origin: RwSignal::new(Origin::default()),
             restore: StoredValue::new(None),
@@ -608,22 +612,26 @@ impl PageState {
     fn done(self) {
         self.busy.set(None);
         self.planning.set(false);
+        self.cancelling.set(false);
     }
 
     /// The cancel button. The worker is asked to stop: a plan, a fit or a sweep answers with
-    /// its best so far (or, before it has one, the page keeps what it shows), and so does a
-    /// load once it plans; a load still reading stops at its next read where the page shares a
-    /// stop flag with the worker. Elsewhere a load still reading cannot listen, so it is stopped
-    /// by terminating the worker (the last resort), and a fresh one is sent the dump shown.
+    /// its best so far (or, before it has one, the page keeps what it shows); a load keeps its
+    /// plan only once the page was shown its search's best so far, else it is dropped and the
+    /// page keeps what it shows. Where the page shares a stop flag with the worker, a load hears
+    /// it at its next read, or at its plan; elsewhere a load cannot listen until its plan is
+    /// made, so it is stopped by terminating the worker (the last resort), and a fresh one is
+    /// sent the dump shown.
     pub fn cancel(self) {
         let heard = self.link.with_value(|l| {
             l.as_ref()
                 .is_some_and(|l| l.is_here() || l.shares_stop_flag())
         });
-        let planning = self
+        let searching = self
             .busy
-            .with_untracked(|b| b.as_ref().is_some_and(|b| b.stage >= 2));
-        if self.planning.get_untracked() || planning || heard {
+            .with_untracked(|b| b.as_ref().is_some_and(|b| b.solver.is_some()));
+        if self.planning.get_untracked() || searching || heard {
+            self.cancelling.set(true);
             return self.send(Request::Cancel, None);
         }
         self.link.with_value(|l| l.as_ref().map(Link::stop));

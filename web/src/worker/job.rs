@@ -707,11 +707,14 @@ impl Worker {
         let mut last = now();
         let started = last;
         let mut found = FoundAt::default();
+        // Whether the page was shown a best plan so far of this step.
+        let mut best_shown = false;
         let mut heard = |p: Progress| {
             let t = now();
             found.hear(&p, t - started);
             if t - last >= PROGRESS_EVERY_MS {
                 last = t;
+                best_shown = true;
                 post(Response::Progress {
                     stage: 2,
                     of: STAGES,
@@ -763,6 +766,14 @@ impl Worker {
             Ok(JobStep::Plan(step)) => {
                 if step.kept {
                     run.found_ms = found.ms().map(|ms| before + ms);
+                }
+                // A load (or a routine opened) cancelled before the page was shown any plan of
+                // it is dropped: the page keeps what it shows at once, with none of the new
+                // dump's views to make (for a gigabyte snapshot, most of its load). Once it
+                // was shown a search's best so far, a cancel keeps it, as for any plan.
+                if step.cancelled && done == 0 && !best_shown && run.replacing.is_some() {
+                    self.abandon();
+                    return false;
                 }
                 if step.cancelled {
                     self.finish(true, post);
@@ -1874,5 +1885,61 @@ mod tests {
         );
         assert!(!worker.busy());
         assert_eq!(shown(&mut worker), before);
+    }
+
+    #[test]
+    fn a_load_cancelled_before_the_page_saw_a_plan_of_it_is_dropped_and_after_keeps_it() {
+        let load = || Request::Load {
+            source: "A.csv".into(),
+            scenario: scenario(Strategy::Search),
+            import: Default::default(),
+            routine: None,
+        };
+        let mut worker = Worker::default();
+        worker.hear_cancels_live();
+        load_program_example(&mut worker);
+        let before = shown(&mut worker);
+        // No time passes: no progress, so no best so far, reaches the page.
+        let mut out = Vec::new();
+        worker.handle(load(), Some(input_of(A.to_vec())), &|| false, &mut |r| {
+            out.push(r)
+        });
+        assert!(!worker.step(&|| 0.0, &|| true, &mut |r| out.push(r)));
+        worker.handle(Request::Cancel, None, &|| true, &mut |r| out.push(r));
+        assert_eq!(out.last(), Some(&Response::Cancelled), "{out:?}");
+        assert!(
+            !out.iter()
+                .any(|r| matches!(r, Response::Planned { .. } | Response::Program(_))),
+            "{out:?}"
+        );
+        assert_eq!(shown(&mut worker), before);
+        // The search's best so far shown, a cancel after it keeps it: A is shown, cut short.
+        let clock = std::cell::Cell::new(0.0);
+        let now = || {
+            clock.set(clock.get() + 50.0);
+            clock.get()
+        };
+        let mut out = Vec::new();
+        worker.handle(load(), Some(input_of(A.to_vec())), &|| false, &mut |r| {
+            out.push(r)
+        });
+        let later = || clock.get() > 300.0;
+        assert!(!worker.step(&now, &later, &mut |r| out.push(r)));
+        assert!(
+            out.iter().any(|r| matches!(
+                r,
+                Response::Progress {
+                    best_bytes: Some(_),
+                    ..
+                }
+            )),
+            "{out:?}"
+        );
+        let (a, cancelled) = planned(&out);
+        assert_eq!((a.source.as_str(), cancelled), ("A.csv", true));
+        assert!(
+            out.iter().any(|r| matches!(r, Response::Program(None))),
+            "{out:?}"
+        );
     }
 }
