@@ -172,7 +172,7 @@ test('past 200 allocation sites at the peak, the grouped table lists the largest
   healthy('sites');
 });
 
-test('a snapshot past the 64 MiB the page reads whole streams in the worker: progress rises, cancel ends it, and it loads', async () => {
+test('a snapshot past the 64 MiB the page reads whole streams in the worker: progress rises, cancel ends it while it reads and while it plans, and it loads', async () => {
   // About 70 MiB: a training loop's events with the interpreter's frames, written as
   // `_dump_snapshot()` writes them (scripts/gen-snapshot.py prints its allocations).
   const file = join(output, 'streamed.pickle');
@@ -190,6 +190,11 @@ test('a snapshot past the 64 MiB the page reads whole streams in the worker: pro
   assert.equal(Number(await testid('progress').getAttribute('data-read-of')), 2 * statSync(file).size, 'read twice: the memo, then the values');
   assert.match(await testid('progress').innerText(), /reading streamed\.pickle: \d+%/);
   await cancel();
+  // Cancelled while it plans (no search's best so far shown): dropped, as while reading.
+  const cancelPlanning = await cancellable();
+  await testid('file-input').setInputFiles(file);
+  await page.waitForFunction(() => /planning with/.test(document.querySelector('[data-testid=progress]')?.innerText ?? ''), null, { timeout: 120000 });
+  await cancelPlanning();
   await testid('file-input').setInputFiles(file);
   await page.waitForFunction(
     () => document.querySelector('[data-testid=error]') || (document.querySelector('[data-testid=summary]')?.innerText.includes('PyTorch memory snapshot') && !document.querySelector('[data-testid=progress]')),
