@@ -1,7 +1,7 @@
 // Cancelling a load keeps the plan shown, its controls, and a worker that holds its dump:
 // whether the page shares a stop flag with the worker (cross-origin isolated, as Trunk.toml
 // serves it) or not (a host that cannot send those headers), and whether the load was reading
-// or planning.
+// or planning. So does a worker that runs out of memory under a load, which says so.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
@@ -74,6 +74,49 @@ test('a load cancelled while its search runs shows its best plan so far', async 
     await page.waitForFunction((b) => document.querySelector('[data-testid=peak-bytes]').dataset.bytes === String(b), firstFit.footprint_bytes);
     assert.equal(await testid('error').count(), 0);
     assert.deepEqual(page.problems, []);
+  } finally {
+    await closePage(opened);
+  }
+});
+
+test('a worker out of memory under a load says so, naming the file and the CLI, and the page keeps what it shows', async () => {
+  const opened = await openPage();
+  const { page, server } = opened;
+  const { testid } = hooks(() => page);
+  try {
+    const { text } = bigDump(20e6);
+    const file = join(output, 'too-big.json');
+    await writeFile(file, text);
+    await page.goto(server.url);
+    await testid('summary').waitFor();
+    const before = await testid('tensor-count').innerText();
+    // The worker's warm-up rounds end (they leave their memory free for the next to reuse).
+    await page.waitForTimeout(3000);
+    const [worker] = page.workers();
+    // Wasm's memory grown to its 4 GiB from outside the worker's allocator: the allocator's
+    // next growth fails, as it would past a large dump's needs.
+    const held = await worker.evaluate(async () => {
+      const wasm = await wasm_bindgen();
+      wasm.memory.grow(65536 - wasm.memory.buffer.byteLength / 65536);
+      return wasm.memory.buffer.byteLength;
+    });
+    assert.equal(held, 4 * 2 ** 30);
+    await testid('file-input').setInputFiles(file);
+    await testid('error').waitFor({ timeout: 60000 });
+    assert.match(await testid('error').innerText(),
+      /^too-big\.json: the worker ran out of memory: it held 4\.00 GiB and asked for [\d.]+ [KMG]?i?B more, past what a browser gives a page's worker \(4 GiB at most\); the CLI has no such limit \(`memplan plan too-big\.json`\)/);
+    const said = await testid('error').innerText();
+    await idle(page);
+    assert.equal(await testid('tensor-count').innerText(), before);
+    assert.equal(await testid('error').innerText(), said, 'the plan of the dump sent again leaves the error on screen');
+    await page.screenshot({ path: join(output, 'out-of-memory.png') });
+    // A fresh worker was sent the dump shown: a toggle plans it.
+    await page.locator('[data-testid=error] .dismiss').click();
+    await testid('strategy-select').selectOption('bump');
+    await page.waitForFunction(() => /strategy=bump/.test(location.search));
+    await idle(page);
+    assert.equal(await testid('error').count(), 0);
+    assert.equal(await testid('tensor-count').innerText(), before);
   } finally {
     await closePage(opened);
   }

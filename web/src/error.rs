@@ -69,6 +69,17 @@ pub enum WebError {
         most: u64,
         what: String,
     },
+    /// The worker ran out of memory (wasm's 4 GiB at most) working on `name`.
+    #[error(
+        "{name}: the worker ran out of memory: it held {} and asked for {} more, past what a browser gives a page's worker (4 GiB at most); the CLI has no such limit (`memplan plan {name}`)",
+        memplan_human::bytes(*held),
+        memplan_human::bytes(*requested)
+    )]
+    OutOfMemory {
+        name: String,
+        requested: u64,
+        held: u64,
+    },
     /// A dump whose buffers are more than the worker can plan and draw.
     #[error(
         "{name}: {} buffers are more than the {} this page plans (its worker's memory, 4 GiB at most, holds the plan and views of about that many); the CLI plans it (`memplan plan {name}`)",

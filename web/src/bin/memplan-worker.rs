@@ -13,12 +13,31 @@ use std::rc::Rc;
 
 use memplan_web::error::{Message, WebError};
 use memplan_web::worker::job::{self, Input, Worker};
+use memplan_web::worker::memory;
 use memplan_web::worker::protocol::{self, Request, Response, read_request};
 use memplan_web::worker::warm_up::{WarmUp, warm_up};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+/// The system's allocator, saying to the page what ran out before the worker ends.
+#[global_allocator]
+static ALLOCATOR: memory::Reporting<std::alloc::System> =
+    memory::Reporting::new(std::alloc::System, out_of_memory);
+
+/// Posts to the page the size an allocation asked for and the memory the worker holds, as a
+/// `Float64Array` (no answer is one), before the worker ends; nothing of it is in the worker's
+/// memory. On the page's thread there is no worker to end: the page's own handler hears it.
+fn out_of_memory(requested: usize) {
+    let Ok(scope) = js_sys::global().dyn_into::<DedicatedWorkerGlobalScope>() else {
+        return;
+    };
+    let report = js_sys::Float64Array::new_with_length(2);
+    report.set_index(0, requested as f64);
+    report.set_index(1, memory_bytes());
+    let _ = scope.post_message(&report);
+}
 
 /// Reads `{request, bytes}`: the request as JSON text, the dump (for a load) as a `Blob`.
 fn request(data: &JsValue) -> Result<(Request, Option<Input>), WebError> {
@@ -217,10 +236,11 @@ fn stopped(flag: &RefCell<Option<js_sys::Int32Array>>) -> impl Fn() -> bool + '_
 #[wasm_bindgen]
 pub fn memory_bytes() -> f64 {
     let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
-    memory
-        .buffer()
-        .unchecked_into::<js_sys::ArrayBuffer>()
-        .byte_length() as f64
+    // Read as a JS number: `ArrayBuffer::byte_length` is a u32, which 4 GiB passes.
+    js_sys::Reflect::get(&memory.buffer(), &JsValue::from_str("byteLength"))
+        .ok()
+        .and_then(|n| n.as_f64())
+        .unwrap_or(0.0)
 }
 
 /// Posts `r` as UTF-8 JSON in an `ArrayBuffer` the page takes over (transferred, not copied

@@ -120,6 +120,9 @@ struct Dump {
 struct Dumps {
     shown: Option<Dump>,
     loading: Option<Dump>,
+    /// The one loading is the one shown, sent again: its plan leaves the error that ended the
+    /// last worker on screen.
+    again: bool,
 }
 
 /// What a link asks to show once its dump is loaded.
@@ -360,7 +363,10 @@ impl PageState {
             routine,
         };
         let bytes = dump.bytes.clone();
-        self.dumps.update_value(|d| d.loading = Some(dump));
+        self.dumps.update_value(|d| {
+            d.loading = Some(dump);
+            d.again = false;
+        });
         self.send(request, Some(bytes));
     }
 
@@ -392,7 +398,10 @@ impl PageState {
 
     /// A load ended without a plan: what it forgot of the dump shown comes back.
     fn give_back(self) {
-        self.dumps.update_value(|d| d.loading = None);
+        self.dumps.update_value(|d| {
+            d.loading = None;
+            d.again = false;
+        });
         let Some(f) = self.forgotten.try_update_value(Option::take).flatten() else {
             return;
         };
@@ -414,7 +423,8 @@ impl PageState {
             d.loading = (d.shown.clone()).map(|shown| Dump {
                 import: import.clone(),
                 ..shown
-            })
+            });
+            d.again = false;
         });
         let scenario = self.scenario();
         self.send(Request::Reimport { scenario, import }, None);
@@ -448,11 +458,31 @@ impl PageState {
                     "{why}; planning on this page instead, which pauses while it works"
                 ))
             }),
-            LinkEvent::Failed(e) => {
-                self.done();
-                self.restore.set_value(None);
-                self.error.set(Some(e));
+            LinkEvent::Failed(e) => self.worker_ended(e),
+            LinkEvent::OutOfMemory { requested, held } => {
+                let name = self.dumps.with_value(|d| {
+                    (d.loading.as_ref().or(d.shown.as_ref())).map(|d| d.source.clone())
+                });
+                self.worker_ended(WebError::OutOfMemory {
+                    name: name.unwrap_or_default(),
+                    requested,
+                    held,
+                })
             }
+        }
+    }
+
+    /// The Web Worker ended with `e`, holding nothing any more. Where it was loading another
+    /// dump, the page shows the one before, and a fresh worker is sent that one; where it was
+    /// working on the dump shown, that is not sent again (it would end the same way).
+    fn worker_ended(self, e: WebError) {
+        self.done();
+        self.restore.set_value(None);
+        let another = self.forgotten.with_value(Option::is_some);
+        self.give_back();
+        self.error.set(Some(e));
+        if another {
+            self.load_shown_again("the worker ended");
         }
     }
 
@@ -500,16 +530,21 @@ impl PageState {
             } => {
                 self.done();
                 self.forgotten.set_value(None);
-                self.dumps.update_value(|d| {
+                let again = self.dumps.try_update_value(|d| {
                     if let Some(loaded) = d.loading.take() {
                         d.shown = Some(loaded);
                     }
+                    std::mem::take(&mut d.again)
                 });
+                let kept = again.unwrap_or(false).then(|| self.error.get_untracked());
                 let earlier = self.analysis.get_untracked();
                 match Analysis::received(*analysis, left_out, buffers, earlier.as_deref()) {
                     Ok(analysis) => {
                         self.apply(analysis);
                         self.cancelled.set(cancelled);
+                        if let Some(error) = kept {
+                            self.error.set(error);
+                        }
                     }
                     Err(e) => self.error.set(Some(WebError::Answer(e))),
                 }
@@ -638,6 +673,12 @@ impl PageState {
         self.done();
         self.restore.set_value(None);
         self.give_back();
+        self.load_shown_again("the cancel stopped the worker");
+    }
+
+    /// Sends a fresh worker the dump shown (`why`: why the last one ended), under the page's
+    /// scenario and routine; the views keep their selection and zoom when it answers.
+    fn load_shown_again(self, why: &str) {
         let Some(shown) = self.dumps.with_value(|d| d.shown.clone()) else {
             return;
         };
@@ -645,12 +686,10 @@ impl PageState {
             let routine = p.as_ref()?.routines.get(self.routine.get_untracked())?;
             Some(routine.routine.clone())
         });
-        let what = format!(
-            "reading {} again (the cancel stopped the worker)",
-            shown.source
-        );
+        let what = format!("reading {} again ({why})", shown.source);
         self.busy.set(Some(Busy::stage(0, STAGES, what)));
         self.send_dump(shown, routine);
+        self.dumps.update_value(|d| d.again = true);
     }
 
     /// Opens routine `index` of the loaded program in the views, under its own scenario; the

@@ -51,6 +51,9 @@ pub enum LinkEvent {
     /// The Web Worker failed while working (the next request starts a fresh one), or sent what
     /// cannot be read.
     Failed(WebError),
+    /// The Web Worker ran out of memory and ended (the next request starts a fresh one): the
+    /// bytes it asked for, and those it held.
+    OutOfMemory { requested: u64, held: u64 },
 }
 
 /// The Web Worker's message and error handlers, kept alive while it runs.
@@ -366,6 +369,15 @@ impl Link {
     fn listen(&self, worker: &web_sys::Worker) -> Handlers {
         let link = self.clone();
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+            // What ran out, posted by the worker's allocator as it ends: the error that ends it
+            // says no more, so it is not heard.
+            if let Some(report) = event.data().dyn_ref::<js_sys::Float64Array>() {
+                if let Ok(mut s) = link.state.try_borrow_mut() {
+                    terminate(&mut s);
+                }
+                let (requested, held) = (report.get_index(0) as u64, report.get_index(1) as u64);
+                return (link.on_event)(LinkEvent::OutOfMemory { requested, held });
+            }
             let bytes = (event.data().dyn_into::<js_sys::Uint8Array>())
                 .unwrap_or_else(|_| js_sys::Uint8Array::new_with_length(0));
             match read_answer(&mut JsBytes::of(bytes)) {
