@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { bigDump, closePage, fastCli, hooks, openPage, output, root } from './harness.mjs';
+import { bigDump, closePage, fastCli, hooks, openPage, output, root, syntheticCsv } from './harness.mjs';
 
 const idle = (page) => page.waitForFunction(() => !document.querySelector('[data-testid=progress]'), null, { timeout: 120000 });
 
@@ -117,6 +117,50 @@ test('a worker out of memory under a load says so, naming the file and the CLI, 
     await idle(page);
     assert.equal(await testid('error').count(), 0);
     assert.equal(await testid('tensor-count').innerText(), before);
+  } finally {
+    await closePage(opened);
+  }
+});
+
+test('a file chosen right after a cancel loads, with nothing of the cancelled load or the flips before it', async () => {
+  const opened = await openPage();
+  const { page, server } = opened;
+  const { testid, bytesOf } = hooks(() => page);
+  try {
+    // A million buffers: first-fit lays them out in a step no cancel interrupts.
+    const file = join(output, 'cancelled.csv');
+    await writeFile(file, syntheticCsv(1000000));
+    const csv = join(root, 'tests/data/minimalloc/D.1048576.csv');
+    const d = JSON.parse(fastCli('plan', csv, '--json', '--strategy', 'first-fit'));
+    await page.goto(`${server.url}?example=convnet-training&panel=flips&strategy=first-fit`);
+    await testid('flips-table').waitFor();
+    await testid('flip-relu0').check();
+    await page.waitForFunction(() => /flip=relu0/.test(location.search));
+    await idle(page);
+    // Every tensor count the page shows from now on.
+    await page.evaluate(() => {
+      window.counts = new Set();
+      const count = () => window.counts.add(document.querySelector('[data-testid=tensor-count]')?.textContent);
+      new MutationObserver(count).observe(document.body, { subtree: true, childList: true, characterData: true });
+    });
+    await testid('file-input').setInputFiles(file);
+    await page.waitForFunction(() => /planning with first-fit/.test(document.querySelector('[data-testid=progress]')?.innerText ?? ''), null, { timeout: 120000 });
+    // The next file is sent while the worker still lays out the cancelled one: that request
+    // must not lower the stop flag under it, nor a late "cancelled" undo the next load.
+    await testid('cancel').click();
+    await testid('file-input').setInputFiles(csv);
+    await page.waitForFunction((n) => document.querySelector('[data-testid=tensor-count]')?.textContent === String(n), d.placements.length, { timeout: 120000 });
+    await idle(page);
+    assert.equal(await testid('error').count(), 0);
+    assert.equal(await bytesOf('peak-bytes'), d.footprint_bytes);
+    assert.ok(!(await page.evaluate(() => window.counts.has('1000000'))), 'the cancelled load was never shown');
+    assert.doesNotMatch(await page.evaluate(() => location.search), /flip=/, 'the flips of the dump before are not given back to this one');
+    // The worker holds D: a toggle plans it.
+    await testid('strategy-select').selectOption('bump');
+    await page.waitForFunction(() => /strategy=bump/.test(location.search));
+    await idle(page);
+    assert.equal(await testid('tensor-count').innerText(), String(d.placements.length));
+    assert.equal(await testid('error').count(), 0);
   } finally {
     await closePage(opened);
   }

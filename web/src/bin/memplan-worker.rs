@@ -191,9 +191,17 @@ fn main() {
             worker.borrow_mut().hear_cancels_live();
         }
         match request(&event.data()) {
-            Ok((r, bytes)) => worker
-                .borrow_mut()
-                .handle(r, bytes, &stopped(&flag), &mut post),
+            Ok((r, bytes)) => {
+                // A request after a cancel starts afresh: the flag the cancel raised goes down.
+                if !matches!(r, Request::Cancel)
+                    && let Some(f) = flag.borrow().as_ref()
+                {
+                    let _ = js_sys::Atomics::store(f, 0, 0);
+                }
+                worker
+                    .borrow_mut()
+                    .handle(r, bytes, &stopped(&flag), &mut post)
+            }
             Err(e) => post(Response::Error(Box::new(e))),
         }
         if worker.borrow().busy() && !driving.get() {

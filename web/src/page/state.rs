@@ -105,6 +105,14 @@ struct Forgotten {
     missing_file: Option<MissingFile>,
 }
 
+/// The jobs asked of the worker (requests that end in an answer that ends the page's progress)
+/// and how many there were when the last cancel was sent.
+#[derive(Clone, Copy, Default)]
+struct Jobs {
+    asked: u64,
+    cancelled: Option<u64>,
+}
+
 /// A dump as the page sent it to the worker.
 #[derive(Clone)]
 struct Dump {
@@ -202,6 +210,7 @@ pub struct PageState {
     /// The link to the engine, set once in [`PageState::new`].
     link: StoredValue<Option<Link>, LocalStorage>,
     dumps: StoredValue<Dumps, LocalStorage>,
+    jobs: StoredValue<Jobs>,
     /// While another dump loads: what it forgot of the one shown.
     forgotten: StoredValue<Option<Forgotten>, LocalStorage>,
     /// The tensors recomputed at their uses (the scenario's flips), by id.
@@ -288,6 +297,7 @@ impl PageState {
             restore: StoredValue::new(None),
             link: StoredValue::new_local(None),
             dumps: StoredValue::new_local(Dumps::default()),
+            jobs: StoredValue::new(Jobs::default()),
             forgotten: StoredValue::new_local(None),
             flips: RwSignal::new(url.flips.clone()),
             target: RwSignal::new(url.target.clone()),
@@ -443,6 +453,12 @@ impl PageState {
     }
 
     fn send(self, request: Request, bytes: Option<web_sys::Blob>) {
+        // The worker answers in order: a cancel's answer is stale once a job was asked after it.
+        match request {
+            Request::Cancel => self.jobs.update_value(|j| j.cancelled = Some(j.asked)),
+            Request::Export(_) | Request::ReadHardware { .. } => {}
+            _ => self.jobs.update_value(|j| j.asked += 1),
+        }
         let link = self.link.with_value(Clone::clone);
         if let Some(link) = link {
             link.send(request, bytes);
@@ -584,8 +600,12 @@ impl PageState {
                 self.fit_log.set(Some(*log));
             }
             // Nothing new is shown: a load cancelled before its first plan gives back what it
-            // forgot.
+            // forgot. A job asked after the cancel is under way: its answers say the rest.
             Response::Cancelled => {
+                self.cancelling.set(false);
+                if self.jobs.with_value(|j| j.cancelled != Some(j.asked)) {
+                    return;
+                }
                 self.done();
                 self.restore.set_value(None);
                 self.give_back();

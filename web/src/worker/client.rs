@@ -283,8 +283,11 @@ impl Link {
         }
         if let Some(flag) = &s.stop {
             let _ = js_sys::Reflect::set(&message, &"stop".into(), &flag.buffer());
-            let raised = matches!(request, Request::Cancel);
-            let _ = js_sys::Atomics::store(flag, 0, i32::from(raised));
+            // Raised here, lowered by the worker as it takes the next request: a request sent
+            // right after a cancel does not lower it under the job the cancel stops.
+            if matches!(request, Request::Cancel) {
+                let _ = js_sys::Atomics::store(flag, 0, 1);
+            }
         }
         let Some(thread) = s.thread.as_mut() else {
             return;
