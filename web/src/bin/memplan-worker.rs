@@ -178,6 +178,8 @@ fn main() {
     let now = Rc::new(move || clock.as_ref().map_or(0.0, |p| p.now()));
     let driver_scope = scope.clone();
     let flag: Rc<RefCell<Option<js_sys::Int32Array>>> = Rc::default();
+    // The jobs asked of this worker, numbered as the page numbers them.
+    let jobs: Rc<Cell<i32>> = Rc::default();
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let mut post = post.clone();
         // Only an isolated page sends `stop`: elsewhere `SharedArrayBuffer` is not even defined.
@@ -192,28 +194,26 @@ fn main() {
         }
         match request(&event.data()) {
             Ok((r, bytes)) => {
-                // A request after a cancel starts afresh: the flag the cancel raised goes down.
-                if !matches!(r, Request::Cancel)
-                    && let Some(f) = flag.borrow().as_ref()
-                {
-                    let _ = js_sys::Atomics::store(f, 0, 0);
+                if r.is_job() {
+                    jobs.set(jobs.get() + 1);
                 }
                 worker
                     .borrow_mut()
-                    .handle(r, bytes, &stopped(&flag), &mut post)
+                    .handle(r, bytes, &stopped(&flag, &jobs), &mut post)
             }
             Err(e) => post(Response::Error(Box::new(e))),
         }
         if worker.borrow().busy() && !driving.get() {
             driving.set(true);
-            let (worker, driving, now, scope, flag) = (
+            let (worker, driving, now, scope, flag, jobs) = (
                 worker.clone(),
                 driving.clone(),
                 now.clone(),
                 driver_scope.clone(),
                 flag.clone(),
+                jobs.clone(),
             );
-            let stop = move || stopped(&flag)();
+            let stop = move || stopped(&flag, &jobs)();
             wasm_bindgen_futures::spawn_local(async move {
                 while worker.borrow_mut().step(&*now, &stop, &mut post) {
                     next_task(&scope).await;
@@ -230,12 +230,16 @@ fn main() {
     wasm_bindgen_futures::spawn_local(warm_up_while_idle(idle.0, idle.1));
 }
 
-/// Whether the page raised the stop flag it shares (a cancel came); never where it shares none.
-fn stopped(flag: &RefCell<Option<js_sys::Int32Array>>) -> impl Fn() -> bool + '_ {
+/// Whether a cancel came for the job running, the last of `jobs`: the page's shared flag holds
+/// the number of the last job a cancel stops. Never where the page shares no flag.
+fn stopped<'a>(
+    flag: &'a RefCell<Option<js_sys::Int32Array>>,
+    jobs: &'a Cell<i32>,
+) -> impl Fn() -> bool + 'a {
     move || {
         flag.borrow()
             .as_ref()
-            .is_some_and(|f| js_sys::Atomics::load(f, 0).unwrap_or(0) != 0)
+            .is_some_and(|f| js_sys::Atomics::load(f, 0).unwrap_or(0) >= jobs.get())
     }
 }
 

@@ -105,8 +105,8 @@ struct Forgotten {
     missing_file: Option<MissingFile>,
 }
 
-/// The jobs asked of the worker (requests that end in an answer that ends the page's progress)
-/// and how many there were when the last cancel was sent.
+/// The jobs asked of the worker ([`Request::is_job`]: requests whose answer ends the page's
+/// progress) and how many there were when the last cancel was sent.
 #[derive(Clone, Copy, Default)]
 struct Jobs {
     asked: u64,
@@ -454,10 +454,10 @@ impl PageState {
 
     fn send(self, request: Request, bytes: Option<web_sys::Blob>) {
         // The worker answers in order: a cancel's answer is stale once a job was asked after it.
-        match request {
-            Request::Cancel => self.jobs.update_value(|j| j.cancelled = Some(j.asked)),
-            Request::Export(_) | Request::ReadHardware { .. } => {}
-            _ => self.jobs.update_value(|j| j.asked += 1),
+        if request.is_job() {
+            self.jobs.update_value(|j| j.asked += 1);
+        } else if request == Request::Cancel {
+            self.jobs.update_value(|j| j.cancelled = Some(j.asked));
         }
         let link = self.link.with_value(Clone::clone);
         if let Some(link) = link {

@@ -224,9 +224,13 @@ struct State {
     /// Whether the worker has been sent a request: one that has not owes no answer, and
     /// [`Link::stop`] keeps it, warm.
     asked: bool,
-    /// The stop flag shared with the Web Worker (a cancel raises it, a new request lowers
-    /// it): only on a cross-origin isolated page, where `SharedArrayBuffer` exists.
+    /// The stop flag shared with the Web Worker: only on a cross-origin isolated page, where
+    /// `SharedArrayBuffer` exists. A cancel sets it to the number of the last job sent
+    /// ([`Request::is_job`], counted from 1 for each Web Worker), and the worker stops the jobs
+    /// numbered up to it: not one asked after the cancel, wherever it is in the worker's queue.
     stop: Option<js_sys::Int32Array>,
+    /// The jobs sent to this Web Worker.
+    jobs: i32,
 }
 
 /// The page's link to the engine. Cloning it gives another handle to the same link.
@@ -281,12 +285,13 @@ impl Link {
         if let Some(bytes) = &bytes {
             let _ = js_sys::Reflect::set(&message, &"bytes".into(), bytes);
         }
+        if request.is_job() {
+            s.jobs += 1;
+        }
         if let Some(flag) = &s.stop {
             let _ = js_sys::Reflect::set(&message, &"stop".into(), &flag.buffer());
-            // Raised here, lowered by the worker as it takes the next request: a request sent
-            // right after a cancel does not lower it under the job the cancel stops.
             if matches!(request, Request::Cancel) {
-                let _ = js_sys::Atomics::store(flag, 0, 1);
+                let _ = js_sys::Atomics::store(flag, 0, s.jobs);
             }
         }
         let Some(thread) = s.thread.as_mut() else {
@@ -349,6 +354,7 @@ impl Link {
                     _handlers: handlers,
                 });
                 s.stop = shared_stop();
+                s.jobs = 0;
                 s.asked = false;
             }
             Err(e) => {

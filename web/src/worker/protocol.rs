@@ -69,6 +69,18 @@ pub enum Request {
     Cancel,
 }
 
+impl Request {
+    /// Whether it asks for a job, whose answer ends the page's progress: every request but a
+    /// cancel, an export and a hardware file read. The page and the worker number jobs alike,
+    /// so a cancel names the last job it stops (the shared stop flag holds that number).
+    pub fn is_job(&self) -> bool {
+        !matches!(
+            self,
+            Request::Cancel | Request::Export(_) | Request::ReadHardware { .. }
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Response {
