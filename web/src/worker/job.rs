@@ -1708,6 +1708,23 @@ mod tests {
         }
     }
 
+    /// Hands the worker a load of A under `strategy`, its job not run; what it posted.
+    fn start_loading_a(
+        worker: &mut Worker,
+        strategy: Strategy,
+        stop: &dyn Fn() -> bool,
+    ) -> Vec<Response> {
+        let mut out = Vec::new();
+        let load = Request::Load {
+            source: "A.csv".into(),
+            scenario: scenario(strategy),
+            import: Default::default(),
+            routine: None,
+        };
+        worker.handle(load, Some(input_of(A.to_vec())), stop, &mut |r| out.push(r));
+        out
+    }
+
     /// The program loaded, routine 0 shown.
     fn load_program_example(worker: &mut Worker) -> ProgramReport {
         let example = crate::page::examples::named("serving-program").unwrap();
@@ -1757,13 +1774,7 @@ mod tests {
         );
         assert_eq!(shown(&mut worker), before);
         // Stopped once read, before it plans: the same.
-        let mut out = Vec::new();
-        worker.handle(
-            load_request("A.csv"),
-            Some(input_of(A.to_vec())),
-            &|| true,
-            &mut |r| out.push(r),
-        );
+        let out = start_loading_a(&mut worker, Strategy::FirstFit, &|| true);
         assert!(!worker.busy(), "{out:?}");
         assert_eq!(shown(&mut worker), before);
         // The dump shown can be imported again: its bytes are still held.
@@ -1828,13 +1839,7 @@ mod tests {
         load_program_example(&mut worker);
         let before = shown(&mut worker);
         // A toggle while the load plans: the load goes on, under the toggle's scenario.
-        let mut out = Vec::new();
-        worker.handle(
-            load_request("A.csv"),
-            Some(input_of(A.to_vec())),
-            &|| false,
-            &mut |r| out.push(r),
-        );
+        let mut out = start_loading_a(&mut worker, Strategy::FirstFit, &|| false);
         out.extend(run(
             &mut worker,
             Request::Plan(scenario(Strategy::Bump)),
@@ -1858,13 +1863,7 @@ mod tests {
         );
         // While a load plans, an export is of the dump shown, and the load goes on.
         load_program_example(&mut worker);
-        let mut out = Vec::new();
-        worker.handle(
-            load_request("A.csv"),
-            Some(input_of(A.to_vec())),
-            &|| false,
-            &mut |r| out.push(r),
-        );
+        start_loading_a(&mut worker, Strategy::FirstFit, &|| false);
         let mut out = Vec::new();
         let export = Request::Export(ExportKind::ProgramJson);
         worker.handle(export, None, &|| false, &mut |r| out.push(r));
@@ -1889,21 +1888,12 @@ mod tests {
 
     #[test]
     fn a_load_cancelled_before_the_page_saw_a_plan_of_it_is_dropped_and_after_keeps_it() {
-        let load = || Request::Load {
-            source: "A.csv".into(),
-            scenario: scenario(Strategy::Search),
-            import: Default::default(),
-            routine: None,
-        };
         let mut worker = Worker::default();
         worker.hear_cancels_live();
         load_program_example(&mut worker);
         let before = shown(&mut worker);
         // No time passes: no progress, so no best so far, reaches the page.
-        let mut out = Vec::new();
-        worker.handle(load(), Some(input_of(A.to_vec())), &|| false, &mut |r| {
-            out.push(r)
-        });
+        let mut out = start_loading_a(&mut worker, Strategy::Search, &|| false);
         assert!(!worker.step(&|| 0.0, &|| true, &mut |r| out.push(r)));
         worker.handle(Request::Cancel, None, &|| true, &mut |r| out.push(r));
         assert_eq!(out.last(), Some(&Response::Cancelled), "{out:?}");
@@ -1919,10 +1909,7 @@ mod tests {
             clock.set(clock.get() + 50.0);
             clock.get()
         };
-        let mut out = Vec::new();
-        worker.handle(load(), Some(input_of(A.to_vec())), &|| false, &mut |r| {
-            out.push(r)
-        });
+        let mut out = start_loading_a(&mut worker, Strategy::Search, &|| false);
         let later = || clock.get() > 300.0;
         assert!(!worker.step(&now, &later, &mut |r| out.push(r)));
         assert!(
