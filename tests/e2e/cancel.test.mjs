@@ -122,6 +122,40 @@ test('a worker out of memory under a load says so, naming the file and the CLI, 
   }
 });
 
+test('a worker out of memory under a plan of the dump shown says so, and the next plan sends a fresh one that dump', async () => {
+  const opened = await openPage();
+  const { page, server } = opened;
+  const { testid } = hooks(() => page);
+  try {
+    const file = join(output, 'replanned.csv');
+    await writeFile(file, syntheticCsv(300000));
+    await page.goto(`${server.url}?strategy=first-fit`);
+    await testid('summary').waitFor();
+    await testid('file-input').setInputFiles(file);
+    await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '300000', null, { timeout: 120000 });
+    await idle(page);
+    const [worker] = page.workers();
+    await worker.evaluate(async () => {
+      const wasm = await wasm_bindgen();
+      wasm.memory.grow(65536 - wasm.memory.buffer.byteLength / 65536);
+    });
+    // Another strategy's plan of the dump shown needs more than the worker has left.
+    await testid('strategy-select').selectOption('best-fit');
+    await testid('error').waitFor({ timeout: 60000 });
+    assert.match(await testid('error').innerText(), /^replanned\.csv: the worker ran out of memory: it held 4\.00 GiB/);
+    await idle(page);
+    assert.equal(await testid('tensor-count').innerText(), '300000', 'the plan shown stays');
+    // The next plan asked sends a fresh worker the dump, under that plan's scenario.
+    await testid('strategy-select').selectOption('bump');
+    await page.waitForFunction(() => /strategy=bump/.test(location.search) && !document.querySelector('[data-testid=progress]')
+      && !document.querySelector('[data-testid=error]'), null, { timeout: 120000 });
+    assert.equal(await testid('tensor-count').innerText(), '300000');
+    assert.equal(await testid('peak-bytes').getAttribute('data-bytes'), JSON.parse(fastCli('plan', file, '--json', '--strategy', 'bump')).footprint_bytes.toString());
+  } finally {
+    await closePage(opened);
+  }
+});
+
 test('a file chosen right after a cancel loads, with nothing of the cancelled load or the flips before it', async () => {
   const opened = await openPage();
   const { page, server } = opened;

@@ -131,6 +131,9 @@ struct Dumps {
     /// The one loading is the one shown, sent again: its plan leaves the error that ended the
     /// last worker on screen.
     again: bool,
+    /// The worker ended working on the dump shown and holds nothing: the next plan asked of it
+    /// sends it the dump again, under that plan's scenario.
+    lost: bool,
 }
 
 /// What a link asks to show once its dump is loaded.
@@ -376,6 +379,7 @@ impl PageState {
         self.dumps.update_value(|d| {
             d.loading = Some(dump);
             d.again = false;
+            d.lost = false;
         });
         self.send(request, Some(bytes));
     }
@@ -490,15 +494,17 @@ impl PageState {
 
     /// The Web Worker ended with `e`, holding nothing any more. Where it was loading another
     /// dump, the page shows the one before, and a fresh worker is sent that one; where it was
-    /// working on the dump shown, that is not sent again (it would end the same way).
+    /// working on the dump shown, that is sent again only with the next plan asked (the same
+    /// one would end the same way).
     fn worker_ended(self, e: WebError) {
         self.done();
         self.restore.set_value(None);
         let another = self.forgotten.with_value(Option::is_some);
         self.give_back();
         self.error.set(Some(e));
-        if another {
-            self.load_shown_again("the worker ended");
+        match another {
+            true => self.load_shown_again("the worker ended", true),
+            false => self.dumps.update_value(|d| d.lost = true),
         }
     }
 
@@ -693,12 +699,13 @@ impl PageState {
         self.done();
         self.restore.set_value(None);
         self.give_back();
-        self.load_shown_again("the cancel stopped the worker");
+        self.load_shown_again("the cancel stopped the worker", false);
     }
 
     /// Sends a fresh worker the dump shown (`why`: why the last one ended), under the page's
-    /// scenario and routine; the views keep their selection and zoom when it answers.
-    fn load_shown_again(self, why: &str) {
+    /// scenario and routine; the views keep their selection and zoom when it answers, and the
+    /// error on screen stays where `keep_error`.
+    fn load_shown_again(self, why: &str, keep_error: bool) {
         let Some(shown) = self.dumps.with_value(|d| d.shown.clone()) else {
             return;
         };
@@ -709,7 +716,7 @@ impl PageState {
         let what = format!("reading {} again ({why})", shown.source);
         self.busy.set(Some(Busy::stage(0, STAGES, what)));
         self.send_dump(shown, routine);
-        self.dumps.update_value(|d| d.again = true);
+        self.dumps.update_value(|d| d.again = keep_error);
     }
 
     /// Opens routine `index` of the loaded program in the views, under its own scenario; the
@@ -951,6 +958,9 @@ impl PageState {
     fn replan(self) {
         if self.analysis.get_untracked().is_none() {
             return;
+        }
+        if self.dumps.with_value(|d| d.lost) {
+            return self.load_shown_again("the last worker ended", false);
         }
         let what = format!("planning with {}", self.strategy.get_untracked());
         self.busy.set(Some(Busy::stage(2, STAGES, what)));
