@@ -212,7 +212,9 @@ pub struct PageState {
     pub restore: StoredValue<Option<Restore>>,
     /// The link to the engine, set once in [`PageState::new`].
     link: StoredValue<Option<Link>, LocalStorage>,
+    /// The dump shown and the one loading, as sent to the worker.
     dumps: StoredValue<Dumps, LocalStorage>,
+    /// The jobs asked, to tell a stale cancel's answer.
     jobs: StoredValue<Jobs>,
     /// While another dump loads: what it forgot of the one shown.
     forgotten: StoredValue<Option<Forgotten>, LocalStorage>,
