@@ -199,3 +199,31 @@ test('a file chosen right after a cancel loads, with nothing of the cancelled lo
     await closePage(opened);
   }
 });
+
+test('a file chosen while another still parses loads, and the other failing after it undoes nothing', async () => {
+  const opened = await openPage();
+  const { page, server } = opened;
+  const { testid, bytesOf } = hooks(() => page);
+  try {
+    // Valid JSON up to its last bytes, refused once all of it is read.
+    const file = join(output, 'fails-late.json');
+    await writeFile(file, bigDump(40e6).text.slice(0, -1));
+    const csv = join(root, 'tests/data/minimalloc/D.1048576.csv');
+    const d = JSON.parse(fastCli('plan', csv, '--json'));
+    await page.goto(`${server.url}?example=convnet-training&panel=flips`);
+    await testid('flips-table').waitFor();
+    await testid('flip-relu0').check();
+    await page.waitForFunction(() => /flip=relu0/.test(location.search));
+    await idle(page);
+    await testid('file-input').setInputFiles(file);
+    await page.waitForFunction(() => /parsing and checking fails-late\.json/.test(document.querySelector('[data-testid=progress]')?.innerText ?? ''));
+    await testid('file-input').setInputFiles(csv);
+    await page.waitForFunction((n) => document.querySelector('[data-testid=tensor-count]')?.textContent === String(n), d.placements.length, { timeout: 60000 });
+    await idle(page);
+    assert.equal(await bytesOf('peak-bytes'), d.footprint_bytes);
+    assert.equal(await testid('error').count(), 0, 'the failed load, which D replaced, says nothing');
+    assert.doesNotMatch(await page.evaluate(() => location.search), /flip=/, 'the flips of the dump before are not given back to D');
+  } finally {
+    await closePage(opened);
+  }
+});

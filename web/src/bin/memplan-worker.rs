@@ -172,14 +172,14 @@ fn main() {
     let worker = Rc::new(RefCell::new(Worker::default()));
     let driving = Rc::new(Cell::new(false));
     let idle = (scope.clone(), worker.clone());
-    let poster = scope.clone();
-    let post = move |r: Response| send(&poster, &r);
+    // The jobs asked of this worker, numbered as the page numbers them.
+    let jobs: Rc<Cell<i32>> = Rc::default();
+    let (poster, job) = (scope.clone(), jobs.clone());
+    let post = move |r: Response| send(&poster, &r, job.get());
     let clock = scope.performance();
     let now = Rc::new(move || clock.as_ref().map_or(0.0, |p| p.now()));
     let driver_scope = scope.clone();
     let flag: Rc<RefCell<Option<js_sys::Int32Array>>> = Rc::default();
-    // The jobs asked of this worker, numbered as the page numbers them.
-    let jobs: Rc<Cell<i32>> = Rc::default();
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let mut post = post.clone();
         // Only an isolated page sends `stop`: elsewhere `SharedArrayBuffer` is not even defined.
@@ -226,7 +226,7 @@ fn main() {
     onmessage.forget();
     // The search's code, compiled before it is asked for.
     warm_up();
-    send(&scope, &Response::Ready);
+    send(&scope, &Response::Ready, 0);
     wasm_bindgen_futures::spawn_local(warm_up_while_idle(idle.0, idle.1));
 }
 
@@ -260,9 +260,16 @@ pub fn memory_bytes() -> f64 {
 /// would be decoded here and encoded again on the page. The JSON leaves the worker's memory in
 /// chunks as it is written ([`ChunksOut`]), so the answer never sits in it whole beside the
 /// analysis it is made of (wasm memory, once grown, stays grown).
-fn send(scope: &DedicatedWorkerGlobalScope, r: &Response) {
+/// With it, as `{answer, job}`, the number of the job it answers where a later one supersedes
+/// it ([`Response::superseded_by_later_jobs`]): the page checks it before it reads the answer.
+fn send(scope: &DedicatedWorkerGlobalScope, r: &Response, job: i32) {
     let array = encode(r);
-    let _ = scope.post_message_with_transfer(&array, &js_sys::Array::of1(&array.buffer()));
+    let message = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&message, &JsValue::from_str("answer"), &array);
+    if r.superseded_by_later_jobs() {
+        let _ = js_sys::Reflect::set(&message, &JsValue::from_str("job"), &job.into());
+    }
+    let _ = scope.post_message_with_transfer(&message, &js_sys::Array::of1(&array.buffer()));
 }
 
 /// `r` as UTF-8 JSON, in JS memory.

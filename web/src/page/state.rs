@@ -105,14 +105,6 @@ struct Forgotten {
     missing_file: Option<MissingFile>,
 }
 
-/// The jobs asked of the worker ([`Request::is_job`]: requests whose answer ends the page's
-/// progress) and how many there were when the last cancel was sent.
-#[derive(Clone, Copy, Default)]
-struct Jobs {
-    asked: u64,
-    cancelled: Option<u64>,
-}
-
 /// A dump as the page sent it to the worker.
 #[derive(Clone)]
 struct Dump {
@@ -214,8 +206,6 @@ pub struct PageState {
     link: StoredValue<Option<Link>, LocalStorage>,
     /// The dump shown and the one loading, as sent to the worker.
     dumps: StoredValue<Dumps, LocalStorage>,
-    /// The jobs asked, to tell a stale cancel's answer.
-    jobs: StoredValue<Jobs>,
     /// While another dump loads: what it forgot of the one shown.
     forgotten: StoredValue<Option<Forgotten>, LocalStorage>,
     /// The tensors recomputed at their uses (the scenario's flips), by id.
@@ -302,7 +292,6 @@ impl PageState {
             restore: StoredValue::new(None),
             link: StoredValue::new_local(None),
             dumps: StoredValue::new_local(Dumps::default()),
-            jobs: StoredValue::new(Jobs::default()),
             forgotten: StoredValue::new_local(None),
             flips: RwSignal::new(url.flips.clone()),
             target: RwSignal::new(url.target.clone()),
@@ -459,12 +448,6 @@ impl PageState {
     }
 
     fn send(self, request: Request, bytes: Option<web_sys::Blob>) {
-        // The worker answers in order: a cancel's answer is stale once a job was asked after it.
-        if request.is_job() {
-            self.jobs.update_value(|j| j.asked += 1);
-        } else if request == Request::Cancel {
-            self.jobs.update_value(|j| j.cancelled = Some(j.asked));
-        }
         let link = self.link.with_value(Clone::clone);
         if let Some(link) = link {
             link.send(request, bytes);
@@ -608,12 +591,8 @@ impl PageState {
                 self.fit_log.set(Some(*log));
             }
             // Nothing new is shown: a load cancelled before its first plan gives back what it
-            // forgot. A job asked after the cancel is under way: its answers say the rest.
+            // forgot.
             Response::Cancelled => {
-                self.cancelling.set(false);
-                if self.jobs.with_value(|j| j.cancelled != Some(j.asked)) {
-                    return;
-                }
                 self.done();
                 self.restore.set_value(None);
                 self.give_back();

@@ -229,7 +229,7 @@ struct State {
     /// ([`Request::is_job`], counted from 1 for each Web Worker), and the worker stops the jobs
     /// numbered up to it: not one asked after the cancel, wherever it is in the worker's queue.
     stop: Option<js_sys::Int32Array>,
-    /// The jobs sent to this Web Worker.
+    /// The jobs sent to this Web Worker: an answer it numbers with an earlier one is stale.
     jobs: i32,
 }
 
@@ -387,7 +387,17 @@ impl Link {
                 let (requested, held) = (report.get_index(0) as u64, report.get_index(1) as u64);
                 return (link.on_event)(LinkEvent::OutOfMemory { requested, held });
             }
-            let bytes = (event.data().dyn_into::<js_sys::Uint8Array>())
+            let data = event.data();
+            let get = |key: &str| js_sys::Reflect::get(&data, &key.into()).unwrap_or_default();
+            // An answer a later job supersedes (a cancelled search's best, a failed load's
+            // error, a late "cancelled"): the later job's answers say what the page shows, so
+            // it is not even read.
+            let job = get("job").as_f64();
+            let sent = link.state.try_borrow().map_or(0, |s| s.jobs);
+            if job.is_some_and(|job| job < f64::from(sent)) {
+                return;
+            }
+            let bytes = (get("answer").dyn_into::<js_sys::Uint8Array>())
                 .unwrap_or_else(|_| js_sys::Uint8Array::new_with_length(0));
             match read_answer(&mut JsBytes::of(bytes)) {
                 Ok(Response::Ready) => {

@@ -150,6 +150,27 @@ pub enum Response {
     Error(Box<WebError>),
 }
 
+impl Response {
+    /// Whether a later job's answers supersede it: what the page shows of the dump and its plan
+    /// (a job's progress, its plan, a fit's flips, the program and routine, a cancel's or an
+    /// error's end). The Web Worker numbers each such answer with its job
+    /// ([`Request::is_job`]), and the page drops one whose job a later job replaced; a question's
+    /// answer (an export, a diff, a sweep, ...) is shown whenever it comes.
+    pub fn superseded_by_later_jobs(&self) -> bool {
+        matches!(
+            self,
+            Response::Progress { .. }
+                | Response::Planned { .. }
+                | Response::Fitted(_)
+                | Response::Program(_)
+                | Response::Routine { .. }
+                | Response::Unknown(_)
+                | Response::Cancelled
+                | Response::Error(_)
+        )
+    }
+}
+
 /// How far a dump read as a stream is: `done` of `of` (a snapshot is read twice, so `of` is
 /// twice its length).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
