@@ -225,12 +225,24 @@ struct State {
     /// [`Link::stop`] keeps it, warm.
     asked: bool,
     /// The stop flag shared with the Web Worker: only on a cross-origin isolated page, where
-    /// `SharedArrayBuffer` exists. A cancel sets it to the number of the last job sent
+    /// `SharedArrayBuffer` exists. A cancel sets it to the number of the last job posted
     /// ([`Request::is_job`], counted from 1 for each Web Worker), and the worker stops the jobs
     /// numbered up to it: not one asked after the cancel, wherever it is in the worker's queue.
     stop: Option<js_sys::Int32Array>,
-    /// The jobs sent to this Web Worker: an answer it numbers with an earlier one is stale.
+    /// The jobs posted to this Web Worker: an answer it numbers with an earlier one is stale.
     jobs: i32,
+}
+
+impl State {
+    /// Posts `message` to the Web Worker, counting it where it asks for a job: the worker
+    /// numbers the jobs it is posted (a request replaced before the worker was ready never
+    /// reaches it, and is not counted).
+    fn post(&mut self, message: &js_sys::Object, job: bool) {
+        if let Some(thread) = &self.thread {
+            let _ = thread.worker.post_message(message);
+            self.jobs += i32::from(job);
+        }
+    }
 }
 
 /// The page's link to the engine. Cloning it gives another handle to the same link.
@@ -285,26 +297,22 @@ impl Link {
         if let Some(bytes) = &bytes {
             let _ = js_sys::Reflect::set(&message, &"bytes".into(), bytes);
         }
-        if request.is_job() {
-            s.jobs += 1;
-        }
         if let Some(flag) = &s.stop {
             let _ = js_sys::Reflect::set(&message, &"stop".into(), &flag.buffer());
             if matches!(request, Request::Cancel) {
                 let _ = js_sys::Atomics::store(flag, 0, s.jobs);
             }
         }
-        let Some(thread) = s.thread.as_mut() else {
-            return;
-        };
-        if thread.ready {
-            let _ = thread.worker.post_message(&message);
-        } else {
-            thread.pending = Some(Pending {
-                message,
-                request,
-                bytes,
-            });
+        match s.thread.as_mut() {
+            Some(thread) if thread.ready => s.post(&message, request.is_job()),
+            Some(thread) => {
+                thread.pending = Some(Pending {
+                    message,
+                    request,
+                    bytes,
+                })
+            }
+            None => {}
         }
     }
 
@@ -402,11 +410,12 @@ impl Link {
             match read_answer(&mut JsBytes::of(bytes)) {
                 Ok(Response::Ready) => {
                     let mut s = link.state.borrow_mut();
-                    if let Some(thread) = s.thread.as_mut() {
+                    let pending = s.thread.as_mut().and_then(|thread| {
                         thread.ready = true;
-                        if let Some(p) = thread.pending.take() {
-                            let _ = thread.worker.post_message(&p.message);
-                        }
+                        thread.pending.take()
+                    });
+                    if let Some(p) = pending {
+                        s.post(&p.message, p.request.is_job());
                     }
                 }
                 // Read in this task, shown in the next: a large plan's answer is two tasks of
