@@ -10,11 +10,12 @@
 //! and cancels by asking the worker, which hears it at once through the shared stop flag on an
 //! isolated page (a search, or a load at its next read), else between its steps; without the
 //! flag, a load still parsing cannot listen and is stopped by terminating the worker (the next
-//! request starts a fresh one, in about 50 ms). Where no Web Worker can start (it cannot be created, or its script fails to
-//! load), the worker's own module is loaded beside the page's and its `HereWorker` runs on the
-//! page's thread, one request or one job step per task, and the link says so
-//! ([`LinkEvent::PlanningHere`]): the answers are the same, only the page pauses during each
-//! step.
+//! request starts a fresh one, in about 50 ms). The link and the worker number jobs alike: an
+//! answer of a job a later one replaced is dropped unread. Where no Web Worker can start (it
+//! cannot be created, or its script fails to load), the worker's own module is loaded beside the
+//! page's and its `HereWorker` runs on the page's thread, one request or one job step per task,
+//! and the link says so ([`LinkEvent::PlanningHere`]): the answers are the same, only the page
+//! pauses during each step.
 //!
 //! Architecture invariant: the page's module never links the engine's planning or importing
 //! (not [`super::job::Worker`], nor anything that calls it); it sends requests and draws
