@@ -547,19 +547,17 @@ impl Worker {
             })) => load_program(&mut input, &source, routine),
             other => other.map(|session| (session, None)),
         };
-        let loaded = match loaded {
-            Ok(_) | Err(_) if stop() => None,
-            Ok(loaded) => Some(Ok(loaded)),
-            Err(e) => Some(Err(e)),
-        };
+        let stopped = stop();
         let read = Some((source, bytes));
         let (session, program) = match loaded {
-            Some(Ok(loaded)) => loaded,
+            Ok(loaded) if !stopped => loaded,
             outcome => {
                 if again {
                     self.bytes = read;
                 }
-                if let Some(Err(e)) = outcome {
+                if let Err(e) = outcome
+                    && !stopped
+                {
                     post(failed(e));
                 }
                 return;
@@ -1699,10 +1697,10 @@ mod tests {
         );
     }
 
-    fn load_request(source: &str) -> Request {
+    fn load_request(source: &str, strategy: Strategy) -> Request {
         Request::Load {
             source: source.into(),
-            scenario: scenario(Strategy::FirstFit),
+            scenario: scenario(strategy),
             import: Default::default(),
             routine: None,
         }
@@ -1715,12 +1713,7 @@ mod tests {
         stop: &dyn Fn() -> bool,
     ) -> Vec<Response> {
         let mut out = Vec::new();
-        let load = Request::Load {
-            source: "A.csv".into(),
-            scenario: scenario(strategy),
-            import: Default::default(),
-            routine: None,
-        };
+        let load = load_request("A.csv", strategy);
         worker.handle(load, Some(input_of(A.to_vec())), stop, &mut |r| out.push(r));
         out
     }
@@ -1730,7 +1723,7 @@ mod tests {
         let example = crate::page::examples::named("serving-program").unwrap();
         let out = run(
             worker,
-            load_request(example.name),
+            load_request(example.name, Strategy::FirstFit),
             Some(example.text.as_bytes()),
         );
         program_report(&out).clone()
@@ -1764,7 +1757,12 @@ mod tests {
         };
         let mut out = Vec::new();
         let input = Some(input_of(rows.into_bytes()));
-        worker.handle(load_request("big.csv"), input, &stop, &mut |r| out.push(r));
+        worker.handle(
+            load_request("big.csv", Strategy::FirstFit),
+            input,
+            &stop,
+            &mut |r| out.push(r),
+        );
         assert!(reads.get() >= 2, "the load asked {} times", reads.get());
         assert!(!worker.busy());
         assert!(
@@ -1795,7 +1793,12 @@ mod tests {
         let mut worker = Worker::default();
         let report = load_program_example(&mut worker);
         let before = shown(&mut worker);
-        let out = run_until(&mut worker, load_request("A.csv"), Some(A), Some(0));
+        let out = run_until(
+            &mut worker,
+            load_request("A.csv", Strategy::FirstFit),
+            Some(A),
+            Some(0),
+        );
         assert_eq!(out.last(), Some(&Response::Cancelled), "{out:?}");
         assert!(
             !out.iter().any(|r| matches!(
@@ -1811,7 +1814,7 @@ mod tests {
         // A failed load leaves it as well, the error said.
         let out = run(
             &mut worker,
-            load_request("bad.csv"),
+            load_request("bad.csv", Strategy::FirstFit),
             Some(b"id,lower\nx,y\n"),
         );
         assert!(matches!(out.last(), Some(Response::Error(_))), "{out:?}");

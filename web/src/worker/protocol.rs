@@ -70,9 +70,9 @@ pub enum Request {
 }
 
 impl Request {
-    /// Whether it asks for a job, whose answer ends the page's progress: every request but a
-    /// cancel, an export and a hardware file read. The page and the worker number jobs alike,
-    /// so a cancel names the last job it stops (the shared stop flag holds that number).
+    /// Whether it asks for a job: every request but a cancel, an export and a hardware file
+    /// read. The page's link and the worker number jobs alike, so a cancel names the last job
+    /// it stops (the shared stop flag holds that number), and an answer names its job.
     pub fn is_job(&self) -> bool {
         !matches!(
             self,
