@@ -11,6 +11,7 @@
 //! model then allocates its placements, not ten thousand strings and lists.
 
 pub mod columns;
+mod packed;
 
 use std::borrow::Cow;
 use std::sync::Arc;

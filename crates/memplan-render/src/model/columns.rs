@@ -10,7 +10,8 @@
 //! snapshot, a copy of every buffer while the answer is written), and read straight into them:
 //! the first column (`tensor`) makes the buffers, each later one sets its field in each as its
 //! values arrive (read into columns first, they were a transient copy of every buffer in the
-//! page's memory, which never shrinks).
+//! page's memory, which never shrinks). Columns of integers (sizes, offsets, positions, steps,
+//! stacks, allocations) are packed, each into one string ([`super::packed`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,10 +26,8 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::model::{BufferView, TensorLabel, ViewInto};
-
-/// An allocation as its column holds it: `(address, stream, allocated_at, freed_at)`.
-type AllocationRow = (u64, i64, u64, Option<u64>);
+use crate::model::packed::{Packer, Unpacker};
+use crate::model::{BufferView, StepIndices, TensorLabel, ViewInto};
 
 /// A column written straight from the items, one value each: nothing is copied to write it
 /// (a snapshot's columns, gathered first, were a transient copy of every buffer).
@@ -49,8 +48,30 @@ impl<I> Serialize for Strs<'_, I> {
     }
 }
 
-fn column<I, T, F: Fn(&I) -> T>(items: &[I], value: F) -> Column<'_, I, F> {
-    Column(items, value)
+/// A packed column of `N` interleaved fields, written straight from the items: `push` packs
+/// each item's values.
+struct Packed<'a, I, F, const N: usize>(&'a [I], F);
+
+impl<I, F: Fn(&I, &mut Packer<N>), const N: usize> Serialize for Packed<'_, I, F, N> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut packer = Packer::default();
+        for item in self.0 {
+            (self.1)(item, &mut packer);
+        }
+        serializer.serialize_str(&packer.finish())
+    }
+}
+
+fn packed<I, F: Fn(&I, &mut Packer<N>), const N: usize>(
+    items: &[I],
+    push: F,
+) -> Packed<'_, I, F, N> {
+    Packed(items, push)
+}
+
+/// One integer of each item, packed.
+fn packed_ints<I>(items: &[I], value: impl Fn(&I) -> u64) -> impl Serialize {
+    packed(items, move |item, p: &mut Packer<1>| p.push(0, value(item)))
 }
 
 /// `(k, value)` for each item whose `value` is `Some`, written straight from them.
@@ -114,7 +135,8 @@ pub mod steps {
         /// Empty when no step names its operator.
         #[serde(default)]
         op: Vec<String>,
-        position: Vec<u32>,
+        /// Packed.
+        position: String,
     }
 
     pub fn serialize<S: Serializer>(steps: &[StepView], serializer: S) -> Result<S::Ok, S::Error> {
@@ -125,7 +147,7 @@ pub mod steps {
         field_unless!(fields, "name", name.is_empty(), name);
         field_unless!(fields, "names", names.is_empty(), names);
         field_unless!(fields, "op", no_op, Strs(steps, |s| &s.op));
-        fields.serialize_field("position", &column(steps, |s| s.position))?;
+        fields.serialize_field("position", &packed_ints(steps, |s| s.position.into()))?;
         fields.end()
     }
 
@@ -134,10 +156,12 @@ pub mod steps {
     ) -> Result<Arc<[StepView]>, D::Error> {
         let c = StepColumns::deserialize(deserializer)?;
         let n = c.id.len();
+        let position = unpack_ints(&c.position, |p| u32::try_from(p).ok())
+            .map_err(|e| de::Error::custom(format!("step column `position` {e}")))?;
         let short = [("name", c.name.len()), ("op", c.op.len())]
             .into_iter()
             .filter(|(_, len)| *len > 0)
-            .chain([("position", c.position.len())])
+            .chain([("position", position.len())])
             .find(|(_, len)| *len != n);
         if let Some((column, len)) = short {
             return Err(serde::de::Error::custom(format!(
@@ -163,10 +187,22 @@ pub mod steps {
                 },
                 id,
                 op: ops.next().unwrap_or_default(),
-                position: c.position[k],
+                position: position[k],
             })
             .collect())
     }
+}
+
+/// The integers of a packed column of one field, each converted by `convert` (`None`: out of
+/// its range).
+fn unpack_ints<T>(text: &str, convert: impl Fn(u64) -> Option<T>) -> Result<Vec<T>, String> {
+    let mut values = Unpacker::<1>::new(text);
+    let mut out = Vec::new();
+    while !values.is_done() {
+        let value = values.next(0)?;
+        out.push(convert(value).ok_or_else(|| format!("holds {value}, out of range"))?);
+    }
+    Ok(out)
 }
 
 pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result<S::Ok, S::Error> {
@@ -176,19 +212,24 @@ pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result
     fields.serialize_field("count", &b.len())?;
     fields.serialize_field("tensor", &Strs(b, |b| &b.tensor.id))?;
     fields.serialize_field("names", &names)?;
-    field_unless!(fields, "name", name.is_empty(), name);
-    fields.serialize_field("size", &column(b, |b| b.size))?;
+    field_unless!(
+        fields,
+        "name",
+        name.is_empty(),
+        packed_ints(&name, |&i| i.into())
+    );
+    fields.serialize_field("size", &packed_ints(b, |b| b.size))?;
     optional_field(&mut fields, "occupied", (b, Form::Sparse), |b| {
         (b.occupied != b.size).then_some(b.occupied)
     })?;
-    fields.serialize_field("offset", &column(b, |b| b.offset))?;
+    fields.serialize_field("offset", &packed_ints(b, |b| b.offset))?;
     optional_field(&mut fields, "address", (b, Form::Sparse), |b| {
         (b.address != b.offset).then_some(b.address)
     })?;
-    fields.serialize_field("first", &column(b, |b| b.first))?;
-    fields.serialize_field("last", &column(b, |b| b.last))?;
-    fields.serialize_field("producers", &column(b, |b| b.tensor.producers.clone()))?;
-    fields.serialize_field("consumers", &column(b, |b| b.tensor.consumers.clone()))?;
+    fields.serialize_field("first", &packed_ints(b, |b| b.first.into()))?;
+    fields.serialize_field("last", &packed_ints(b, |b| b.last.into()))?;
+    fields.serialize_field("producers", &steps_column(b, |b| &b.tensor.producers))?;
+    fields.serialize_field("consumers", &steps_column(b, |b| &b.tensor.consumers))?;
     optional_field(&mut fields, "kind", (b, Form::Sparse), |b| {
         (b.tensor.kind != TensorKind::Intermediate).then_some(b.tensor.kind)
     })?;
@@ -207,19 +248,72 @@ pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result
     optional_field(&mut fields, "views", (b, Form::Sparse), |b| {
         (!b.tensor.views.is_empty()).then(|| b.tensor.views.clone())
     })?;
-    optional_field(&mut fields, "stack", (b, Form::Dense), |b| b.tensor.stack)?;
-    optional_field(
-        &mut fields,
+    let no_stack = b.iter().all(|b| b.tensor.stack.is_none());
+    field_unless!(
+        fields,
+        "stack",
+        no_stack,
+        packed_ints(b, |b| b.tensor.stack.map_or(0, |s| u64::from(s) + 1))
+    );
+    let no_allocation = b.iter().all(|b| b.tensor.allocation.is_none());
+    field_unless!(
+        fields,
         "allocation",
-        (b, Form::Dense),
-        |b| -> Option<AllocationRow> {
-            (b.tensor.allocation).map(|a| (a.address, a.stream, a.allocated_at, a.freed_at))
-        },
-    )?;
+        no_allocation,
+        packed(b, |b, p: &mut Packer<5>| push_allocation(
+            p,
+            b.tensor.allocation
+        ))
+    );
     optional_field(&mut fields, "given_offset", (b, Form::Dense), |b| {
         b.tensor.given_offset
     })?;
     fields.end()
+}
+
+/// Per buffer, how many steps `steps` lists and then each (field 1).
+fn steps_column<'a>(
+    buffers: &'a [BufferView],
+    steps: impl Fn(&BufferView) -> &StepIndices + 'a,
+) -> impl Serialize + 'a {
+    packed(buffers, move |b, p: &mut Packer<2>| {
+        let steps = steps(b);
+        p.push(0, steps.len() as u64);
+        for &s in steps.iter() {
+            p.push(1, s.into());
+        }
+    })
+}
+
+/// An allocation, packed: 0 for none; else 1 (not freed) or 2 (freed), its address, stream and
+/// events, each in its own field.
+fn push_allocation(p: &mut Packer<5>, allocation: Option<Allocation>) {
+    let Some(a) = allocation else {
+        return p.push(0, 0);
+    };
+    p.push(0, if a.freed_at.is_some() { 2 } else { 1 });
+    p.push(1, a.address);
+    p.push(2, a.stream as u64);
+    p.push(3, a.allocated_at);
+    if let Some(freed_at) = a.freed_at {
+        p.push(4, freed_at);
+    }
+}
+
+/// An allocation [`push_allocation`] packed.
+fn next_allocation(u: &mut Unpacker<5>) -> Result<Option<Allocation>, String> {
+    let freed = match u.next(0)? {
+        0 => return Ok(None),
+        1 => false,
+        2 => true,
+        tag => return Err(format!("holds allocation tag {tag}")),
+    };
+    Ok(Some(Allocation {
+        address: u.next(1)?,
+        stream: u.next(2)? as i64,
+        allocated_at: u.next(3)?,
+        freed_at: freed.then(|| u.next(4)).transpose()?,
+    }))
 }
 
 /// How a column lays out its values.
@@ -313,35 +407,48 @@ impl<'de> Visitor<'de> for Buffers {
                 "tensor" => map
                     .next_value_seed(dense(out, "tensor").with(|b, v| set(&mut label(b)?.id, v)))?,
                 "names" => names = map.next_value()?,
-                "name" => map.next_value_seed(optional(out, "name").with(|b, i: u32| {
-                    if i > 0 {
-                        let name = (names.get(i as usize - 1).cloned())
-                            .ok_or_else(|| format!("names name {i} of {}", names.len()))?;
-                        label(b)?.name = Some(name);
-                    }
-                    Ok(())
-                }))?,
-                "size" => map.next_value_seed(dense(out, "size").with(|b, v| {
-                    (b.size, b.occupied) = (v, v);
-                    Ok(())
-                }))?,
-                "offset" => map.next_value_seed(dense(out, "offset").with(|b, v| {
-                    (b.offset, b.address) = (v, v);
-                    Ok(())
-                }))?,
+                "name" => {
+                    map.next_value_seed(optional(out, "name").unpack(|b, u: &mut Unpacker<1>| {
+                        let i = u.next(0)?;
+                        if i > 0 {
+                            let name = (names.get(i as usize - 1).cloned())
+                                .ok_or_else(|| format!("names name {i} of {}", names.len()))?;
+                            label(b)?.name = Some(name);
+                        }
+                        Ok(())
+                    }))?
+                }
+                "size" => {
+                    map.next_value_seed(dense(out, "size").unpack(|b, u: &mut Unpacker<1>| {
+                        let v = u.next(0)?;
+                        (b.size, b.occupied) = (v, v);
+                        Ok(())
+                    }))?
+                }
+                "offset" => {
+                    map.next_value_seed(dense(out, "offset").unpack(|b, u: &mut Unpacker<1>| {
+                        let v = u.next(0)?;
+                        (b.offset, b.address) = (v, v);
+                        Ok(())
+                    }))?
+                }
                 "occupied" => occupied = map.next_value()?,
                 "address" => address = map.next_value()?,
-                "first" => {
-                    map.next_value_seed(dense(out, "first").with(|b, v| set(&mut b.first, v)))?
-                }
-                "last" => {
-                    map.next_value_seed(dense(out, "last").with(|b, v| set(&mut b.last, v)))?
-                }
+                "first" => map.next_value_seed(
+                    dense(out, "first")
+                        .unpack(|b, u: &mut Unpacker<1>| set(&mut b.first, u32_of(u.next(0)?)?)),
+                )?,
+                "last" => map.next_value_seed(
+                    dense(out, "last")
+                        .unpack(|b, u: &mut Unpacker<1>| set(&mut b.last, u32_of(u.next(0)?)?)),
+                )?,
                 "producers" => map.next_value_seed(
-                    dense(out, "producers").with(|b, v| set(&mut label(b)?.producers, v)),
+                    dense(out, "producers")
+                        .unpack(|b, u| set(&mut label(b)?.producers, next_steps(u)?)),
                 )?,
                 "consumers" => map.next_value_seed(
-                    dense(out, "consumers").with(|b, v| set(&mut label(b)?.consumers, v)),
+                    dense(out, "consumers")
+                        .unpack(|b, u| set(&mut label(b)?.consumers, next_steps(u)?)),
                 )?,
                 "kind" => map.next_value_seed(
                     sparse(out, "kind").with(|b, v| set(&mut label(b)?.kind, v)),
@@ -365,21 +472,19 @@ impl<'de> Visitor<'de> for Buffers {
                 "views" => map.next_value_seed(
                     sparse(out, "views").with(|b, v| set(&mut label(b)?.views, v)),
                 )?,
-                "stack" => map.next_value_seed(
-                    optional(out, "stack").with(|b, v| set(&mut label(b)?.stack, v)),
+                "stack" => {
+                    map.next_value_seed(optional(out, "stack").unpack(|b, u: &mut Unpacker<1>| {
+                        let stack = match u.next(0)? {
+                            0 => None,
+                            s => Some(u32_of(s - 1)?),
+                        };
+                        set(&mut label(b)?.stack, stack)
+                    }))?
+                }
+                "allocation" => map.next_value_seed(
+                    optional(out, "allocation")
+                        .unpack(|b, u| set(&mut label(b)?.allocation, next_allocation(u)?)),
                 )?,
-                "allocation" => map.next_value_seed(optional(out, "allocation").with(
-                    |b, v: Option<AllocationRow>| {
-                        let allocation =
-                            v.map(|(address, stream, allocated_at, freed_at)| Allocation {
-                                address,
-                                stream,
-                                allocated_at,
-                                freed_at,
-                            });
-                        set(&mut label(b)?.allocation, allocation)
-                    },
-                ))?,
                 "given_offset" => map.next_value_seed(
                     optional(out, "given_offset").with(|b, v| set(&mut label(b)?.given_offset, v)),
                 )?,
@@ -409,6 +514,17 @@ impl<'de> Visitor<'de> for Buffers {
         }
         Ok(buffers)
     }
+}
+
+/// A packed value that must fit a `u32` (a position, a step, a stack).
+fn u32_of(value: u64) -> Result<u32, String> {
+    u32::try_from(value).map_err(|_| format!("holds {value}, past a u32"))
+}
+
+/// Steps [`steps_column`] packed.
+fn next_steps(u: &mut Unpacker<2>) -> Result<StepIndices, String> {
+    let count = u.next(0)?;
+    (0..count).map(|_| u32_of(u.next(1)?)).collect()
 }
 
 fn set<T>(field: &mut T, value: T) -> Result<(), String> {
@@ -498,6 +614,71 @@ impl<'a> ColumnInto<'a> {
             set,
             value: PhantomData,
         }
+    }
+}
+
+impl<'a> ColumnInto<'a> {
+    /// The column, packed ([`packed`]): `set` reads each buffer's values into it.
+    fn unpack<F: FnMut(&mut BufferView, &mut Unpacker<N>) -> Result<(), String>, const N: usize>(
+        self,
+        set: F,
+    ) -> Unpacking<'a, F, N> {
+        Unpacking { column: self, set }
+    }
+}
+
+/// A packed column and what it sets in each buffer.
+struct Unpacking<'a, F, const N: usize> {
+    column: ColumnInto<'a>,
+    set: F,
+}
+
+impl<'de, F: FnMut(&mut BufferView, &mut Unpacker<N>) -> Result<(), String>, const N: usize>
+    DeserializeSeed<'de> for Unpacking<'_, F, N>
+{
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de, F: FnMut(&mut BufferView, &mut Unpacker<N>) -> Result<(), String>, const N: usize>
+    Visitor<'de> for Unpacking<'_, F, N>
+{
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "packed buffer column `{}`", self.column.column)
+    }
+
+    /// Values past the buffers are read into a blank one, only to count them for the error.
+    fn visit_str<E: de::Error>(mut self, text: &str) -> Result<(), E> {
+        let ColumnInto {
+            out,
+            column,
+            optional,
+            ..
+        } = self.column;
+        let mut values = Unpacker::new(text);
+        let n = out.len();
+        let mut past = None;
+        let mut len = 0;
+        while !values.is_done() {
+            let b = match out.get_mut(len) {
+                Some(b) => b,
+                None => past.get_or_insert_with(|| blank_buffers(1)[0].clone()),
+            };
+            (self.set)(b, &mut values)
+                .map_err(|e| E::custom(format!("buffer column `{column}`, buffer {len}: {e}")))?;
+            len += 1;
+        }
+        if len != n && !(optional && len == 0) {
+            return Err(E::custom(format!(
+                "buffer column `{column}` has {len} entries for {n} buffers"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -752,71 +933,137 @@ mod tests {
         }
     }
 
+    /// `values` as a packed column of one field.
+    fn p(values: &[u64]) -> String {
+        let mut packer = Packer::<1>::default();
+        for &v in values {
+            packer.push(0, v);
+        }
+        packer.finish()
+    }
+
+    /// Each buffer's steps, as `producers` and `consumers` pack them.
+    fn steps(lists: &[&[u64]]) -> String {
+        let mut packer = Packer::<2>::default();
+        for list in lists {
+            packer.push(0, list.len() as u64);
+            for &s in *list {
+                packer.push(1, s);
+            }
+        }
+        packer.finish()
+    }
+
+    /// The columns every buffer needs, of two buffers `a` and `b` with `size`, and then `more`.
+    fn two_buffers(size: &[u64], more: &str) -> String {
+        let (zeros, none) = (p(&[0, 0]), steps(&[&[], &[]]));
+        format!(
+            r#"{{"count":2,"tensor":["a","b"],"names":[],"size":"{}","offset":"{zeros}","first":"{zeros}","last":"{zeros}","producers":"{none}","consumers":"{none}"{more}}}"#,
+            p(size)
+        )
+    }
+
     #[test]
     fn columns_that_do_not_fit_their_buffers_are_refused() {
-        let json = r#"{"count":2,"tensor":["a","b"],"names":[],"size":[1],"offset":[0,0],"first":[0,0],"last":[0,0],"producers":[[],[]],"consumers":[[],[]]}"#;
-        let e = serde_json::from_str::<Wire>(json).unwrap_err().to_string();
-        assert!(
-            e.contains("buffer column `size` has 1 entries for 2 buffers"),
-            "{e}"
-        );
-        let json = r#"{"count":1,"tensor":["a"],"names":[],"size":[1],"offset":[0],"first":[0],"last":[0],"producers":[[]],"consumers":[[]],"pool":[[3,1]]}"#;
-        let e = serde_json::from_str::<Wire>(json).unwrap_err().to_string();
-        assert!(
-            e.contains("buffer column `pool` names buffer 3 of 1"),
-            "{e}"
-        );
         let refusal = |json: &str| serde_json::from_str::<Wire>(json).unwrap_err().to_string();
+        let one = format!(
+            r#"{{"count":1,"tensor":["a"],"size":"{0}","offset":"{0}","first":"{0}","last":"{0}","#,
+            p(&[0])
+        );
         for (json, expected) in [
             (
-                r#"{"tensor":["a"],"count":1}"#,
+                two_buffers(&[1], ""),
+                "buffer column `size` has 1 entries for 2 buffers",
+            ),
+            (
+                two_buffers(&[1, 2, 3], ""),
+                "buffer column `size` has 3 entries for 2 buffers",
+            ),
+            (
+                two_buffers(&[1, 2], r#","stack":"A""#),
+                "buffer column `stack` has 1 entries for 2 buffers",
+            ),
+            (
+                two_buffers(&[1, 2], r#","stack":"g""#),
+                "buffer column `stack`, buffer 0: ends inside a value",
+            ),
+            (
+                two_buffers(&[1, 2], r#","stack":"A,""#),
+                "buffer column `stack`, buffer 1: holds `,`, not a digit",
+            ),
+            (
+                two_buffers(&[1, 2], r#","first":[0,0]"#),
+                "expected packed buffer column `first`",
+            ),
+            (
+                two_buffers(&[1, 2], &format!(r#","last":"{}""#, p(&[0, 1 << 32]))),
+                "buffer column `last`, buffer 1: holds 4294967296, past a u32",
+            ),
+            (
+                two_buffers(&[1, 2], &format!(r#","allocation":"{}""#, p(&[3]))),
+                "buffer column `allocation`, buffer 0: holds allocation tag 3",
+            ),
+            (
+                format!(
+                    r#"{one}"producers":"{0}","consumers":"{0}","pool":[[3,1]]}}"#,
+                    steps(&[&[]])
+                ),
+                "buffer column `pool` names buffer 3 of 1",
+            ),
+            (
+                r#"{"tensor":["a"],"count":1}"#.into(),
                 "buffer column `tensor` comes before `count`",
             ),
             (
-                r#"{"count":1,"name":[0],"tensor":["a"]}"#,
+                r#"{"count":1,"name":"A","tensor":["a"]}"#.into(),
                 "buffer column `name` comes before `tensor`",
             ),
             (
-                r#"{"count":1,"tensor":["a"],"size":[1],"offset":[0],"first":[0],"last":[0]}"#,
-                "missing field `producers`",
+                format!(r#"{one}"producers":"A"}}"#),
+                "missing field `consumers`",
             ),
             (
-                r#"{"count":1,"size":[1],"tensor":["a"]}"#,
+                r#"{"count":1,"size":"C","tensor":["a"]}"#.into(),
                 "missing field `offset`",
             ),
             (
-                r#"{"size":[1]}"#,
+                r#"{"size":"C"}"#.into(),
                 "buffer column `size` comes before `count`",
             ),
-            (r#"{}"#, "missing field `count`"),
+            (r#"{}"#.into(), "missing field `count`"),
             (
-                r#"{"count":5000000000}"#,
+                r#"{"count":5000000000}"#.into(),
                 "5000000000 buffers are past what columns can name",
             ),
             (
-                r#"{"count":2,"tensor":["a","b"],"names":["x"],"name":[0,2]}"#,
-                "buffer 1 names name 2 of 1",
+                format!(
+                    r#"{{"count":2,"tensor":["a","b"],"names":["x"],"name":"{}"}}"#,
+                    p(&[0, 2])
+                ),
+                "buffer column `name`, buffer 1: names name 2 of 1",
             ),
-            (
-                r#"{"count":2,"tensor":["a","b"],"size":[1,2,3]}"#,
-                "buffer column `size` has 3 entries for 2 buffers",
-            ),
-            (r#"[1]"#, "expected buffer columns"),
+            (r#"[1]"#.into(), "expected buffer columns"),
         ] {
-            let e = refusal(json);
+            let e = refusal(&json);
             assert!(e.contains(expected), "{json}: {e}");
         }
     }
 
     #[test]
     fn steps_that_name_a_name_past_the_names_are_refused() {
-        let json = r#"{"id":["a","b"],"name":[0,2],"names":["x"],"position":[0,1]}"#;
-        let e = serde_json::from_str::<StepWire>(json)
+        let json = format!(
+            r#"{{"id":["a","b"],"name":[0,2],"names":["x"],"position":"{}"}}"#,
+            p(&[0, 1])
+        );
+        let e = serde_json::from_str::<StepWire>(&json)
             .unwrap_err()
             .to_string();
         assert!(e.contains("step 1 names name 2 of 1"), "{e}");
-        let json = r#"{"id":["a","b"],"name":[0,1],"names":["x"],"position":[0]}"#;
-        let e = serde_json::from_str::<StepWire>(json)
+        let json = format!(
+            r#"{{"id":["a","b"],"name":[0,1],"names":["x"],"position":"{}"}}"#,
+            p(&[0])
+        );
+        let e = serde_json::from_str::<StepWire>(&json)
             .unwrap_err()
             .to_string();
         assert!(
@@ -829,8 +1076,16 @@ mod tests {
     fn columns_read_in_any_order_after_the_tensors() {
         // `occupied` and `address` before the columns they differ from; an empty optional column;
         // a column this reader does not know.
-        let json = r#"{"count":2,"tensor":["a","b"],"address":[[1,9]],"occupied":[[0,8]],"stack":[],"later":{"x":1},"size":[5,6],"offset":[0,5],"first":[0,1],"last":[1,2],"producers":[[0],[1]],"consumers":[[1],[2]]}"#;
-        let back = serde_json::from_str::<Wire>(json).unwrap().0;
+        let json = format!(
+            r#"{{"count":2,"tensor":["a","b"],"address":[[1,9]],"occupied":[[0,8]],"stack":"","later":{{"x":1}},"size":"{}","offset":"{}","first":"{}","last":"{}","producers":"{}","consumers":"{}"}}"#,
+            p(&[5, 6]),
+            p(&[0, 5]),
+            p(&[0, 1]),
+            p(&[1, 2]),
+            steps(&[&[0], &[1]]),
+            steps(&[&[1], &[2]]),
+        );
+        let back = serde_json::from_str::<Wire>(&json).unwrap().0;
         let expected: [BufferView; 2] = [
             BufferView {
                 size: 5,
