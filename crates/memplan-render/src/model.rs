@@ -222,12 +222,14 @@ pub struct StackView {
 pub struct AllocatorDeviceView {
     /// The reserved bytes at each position (the most in the position's window of events);
     /// empty where the record has none for the device (unknown, not zero).
+    #[serde(with = "crate::model::packed::ints")]
     pub reserved: Vec<u64>,
     /// Whether `reserved` follows the trace; `false`: the one figure known, when the dump was
     /// written, at every position.
     pub reserved_traced: bool,
     /// The allocator's own allocated total at each position, when the trace gives it (empty
     /// otherwise): it counts memory allocated before the trace began.
+    #[serde(with = "crate::model::packed::ints")]
     pub allocated: Vec<u64>,
     /// The segments at the dump, by address.
     pub segments: Vec<Segment>,
@@ -395,6 +397,7 @@ pub struct DeviceView {
     /// The occupied bytes of the always-live buffers (the curve's floor).
     pub always_live_bytes: u64,
     pub lower_bound: u64,
+    #[serde(with = "crate::model::packed::ints")]
     pub curve: Vec<u64>,
     pub peak_position: Option<u32>,
     /// Buffer indices live at the peak position.

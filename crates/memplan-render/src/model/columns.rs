@@ -26,7 +26,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::model::packed::{Packer, Unpacker};
+use crate::model::packed::{Packer, Unpacker, Words, unpack};
 use crate::model::{BufferView, StepIndices, TensorLabel, ViewInto};
 
 /// A column written straight from the items, one value each: nothing is copied to write it
@@ -126,7 +126,8 @@ pub mod steps {
 
     #[derive(Deserialize)]
     struct StepColumns {
-        id: Vec<Arc<str>>,
+        /// Packed.
+        id: Words<String>,
         /// Per step, `k + 1` for `names[k]`, or 0 for its id; empty when every name is.
         #[serde(default)]
         name: Vec<u32>,
@@ -143,7 +144,7 @@ pub mod steps {
         let (names, name) = names_of(steps, |s| &s.id, |s| &s.name);
         let no_op = !steps.iter().any(|s| !s.op.is_empty());
         let mut fields = serializer.serialize_struct("StepColumns", 5)?;
-        fields.serialize_field("id", &Strs(steps, |s| &s.id))?;
+        fields.serialize_field("id", &Words::pack(steps.iter().map(|s| &*s.id)))?;
         field_unless!(fields, "name", name.is_empty(), name);
         field_unless!(fields, "names", names.is_empty(), names);
         field_unless!(fields, "op", no_op, Strs(steps, |s| &s.op));
@@ -155,8 +156,14 @@ pub mod steps {
         deserializer: D,
     ) -> Result<Arc<[StepView]>, D::Error> {
         let c = StepColumns::deserialize(deserializer)?;
-        let n = c.id.len();
-        let position = unpack_ints(&c.position, |p| u32::try_from(p).ok())
+        let mut ids: Vec<Arc<str>> = Vec::new();
+        (c.id.unpack(|id| {
+            ids.push(id.into());
+            Ok(())
+        }))
+        .map_err(|e| de::Error::custom(format!("step column `id` {e}")))?;
+        let n = ids.len();
+        let position = unpack(&c.position, |p| u32::try_from(p).ok())
             .map_err(|e| de::Error::custom(format!("step column `position` {e}")))?;
         let short = [("name", c.name.len()), ("op", c.op.len())]
             .into_iter()
@@ -179,7 +186,7 @@ pub mod steps {
         // Checked first, so the steps are made straight into their `Arc` (collected through a
         // `Result`, they were made in a vector and then moved).
         let mut ops = c.op.into_iter();
-        Ok((c.id.into_iter().enumerate())
+        Ok((ids.into_iter().enumerate())
             .map(|(k, id)| StepView {
                 name: match c.name.get(k).copied().unwrap_or(0) {
                     0 => id.clone(),
@@ -193,24 +200,12 @@ pub mod steps {
     }
 }
 
-/// The integers of a packed column of one field, each converted by `convert` (`None`: out of
-/// its range).
-fn unpack_ints<T>(text: &str, convert: impl Fn(u64) -> Option<T>) -> Result<Vec<T>, String> {
-    let mut values = Unpacker::<1>::new(text);
-    let mut out = Vec::new();
-    while !values.is_done() {
-        let value = values.next(0)?;
-        out.push(convert(value).ok_or_else(|| format!("holds {value}, out of range"))?);
-    }
-    Ok(out)
-}
-
 pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result<S::Ok, S::Error> {
     let b = buffers;
     let (names, name) = names_of(b, |b| &b.tensor.id, |b| b.tensor.display_name());
     let mut fields = serializer.serialize_struct("Columns", 22)?;
     fields.serialize_field("count", &b.len())?;
-    fields.serialize_field("tensor", &Strs(b, |b| &b.tensor.id))?;
+    fields.serialize_field("tensor", &Words::pack(b.iter().map(|b| &*b.tensor.id)))?;
     fields.serialize_field("names", &names)?;
     field_unless!(
         fields,
@@ -404,8 +399,26 @@ impl<'de> Visitor<'de> for Buffers {
                 *r = "";
             }
             match column.as_str() {
-                "tensor" => map
-                    .next_value_seed(dense(out, "tensor").with(|b, v| set(&mut label(b)?.id, v)))?,
+                "tensor" => {
+                    let words: Words<String> = map.next_value()?;
+                    let (n, mut k) = (out.len(), 0);
+                    let count = words.unpack(|id| {
+                        if let Some(b) = out.get_mut(k) {
+                            label(b)?.id = id.into();
+                        }
+                        k += 1;
+                        Ok(())
+                    });
+                    match count.map_err(|e| format!("buffer column `tensor` {e}")) {
+                        Ok(len) if len as usize == n => {}
+                        Ok(len) => {
+                            return Err(de::Error::custom(format!(
+                                "buffer column `tensor` has {len} entries for {n} buffers"
+                            )));
+                        }
+                        Err(e) => return Err(de::Error::custom(e)),
+                    }
+                }
                 "names" => names = map.next_value()?,
                 "name" => {
                     map.next_value_seed(optional(out, "name").unpack(|b, u: &mut Unpacker<1>| {
@@ -933,6 +946,11 @@ mod tests {
         }
     }
 
+    /// `ids` as a column of strings.
+    fn words(ids: &[&str]) -> String {
+        serde_json::to_string(&Words::pack(ids.iter().copied())).unwrap()
+    }
+
     /// `values` as a packed column of one field.
     fn p(values: &[u64]) -> String {
         let mut packer = Packer::<1>::default();
@@ -958,7 +976,8 @@ mod tests {
     fn two_buffers(size: &[u64], more: &str) -> String {
         let (zeros, none) = (p(&[0, 0]), steps(&[&[], &[]]));
         format!(
-            r#"{{"count":2,"tensor":["a","b"],"names":[],"size":"{}","offset":"{zeros}","first":"{zeros}","last":"{zeros}","producers":"{none}","consumers":"{none}"{more}}}"#,
+            r#"{{"count":2,"tensor":{},"names":[],"size":"{}","offset":"{zeros}","first":"{zeros}","last":"{zeros}","producers":"{none}","consumers":"{none}"{more}}}"#,
+            words(&["a", "b"]),
             p(size)
         )
     }
@@ -967,8 +986,9 @@ mod tests {
     fn columns_that_do_not_fit_their_buffers_are_refused() {
         let refusal = |json: &str| serde_json::from_str::<Wire>(json).unwrap_err().to_string();
         let one = format!(
-            r#"{{"count":1,"tensor":["a"],"size":"{0}","offset":"{0}","first":"{0}","last":"{0}","#,
-            p(&[0])
+            r#"{{"count":1,"tensor":{1},"size":"{0}","offset":"{0}","first":"{0}","last":"{0}","#,
+            p(&[0]),
+            words(&["a"])
         );
         for (json, expected) in [
             (
@@ -1011,11 +1031,11 @@ mod tests {
                 "buffer column `pool` names buffer 3 of 1",
             ),
             (
-                r#"{"tensor":["a"],"count":1}"#.into(),
+                format!(r#"{{"tensor":{},"count":1}}"#, words(&["a"])),
                 "buffer column `tensor` comes before `count`",
             ),
             (
-                r#"{"count":1,"name":"A","tensor":["a"]}"#.into(),
+                format!(r#"{{"count":1,"name":"A","tensor":{}}}"#, words(&["a"])),
                 "buffer column `name` comes before `tensor`",
             ),
             (
@@ -1023,7 +1043,7 @@ mod tests {
                 "missing field `consumers`",
             ),
             (
-                r#"{"count":1,"size":"C","tensor":["a"]}"#.into(),
+                format!(r#"{{"count":1,"size":"C","tensor":{}}}"#, words(&["a"])),
                 "missing field `offset`",
             ),
             (
@@ -1037,10 +1057,19 @@ mod tests {
             ),
             (
                 format!(
-                    r#"{{"count":2,"tensor":["a","b"],"names":["x"],"name":"{}"}}"#,
+                    r#"{{"count":2,"tensor":{},"names":["x"],"name":"{}"}}"#,
+                    words(&["a", "b"]),
                     p(&[0, 2])
                 ),
                 "buffer column `name`, buffer 1: names name 2 of 1",
+            ),
+            (
+                format!(r#"{{"count":2,"tensor":{}}}"#, words(&["a"])),
+                "buffer column `tensor` has 1 entries for 2 buffers",
+            ),
+            (
+                r#"{"count":1,"tensor":{"stems":[],"packed":"AA"}}"#.into(),
+                "buffer column `tensor` names stem 0 of 0",
             ),
             (r#"[1]"#.into(), "expected buffer columns"),
         ] {
@@ -1052,7 +1081,8 @@ mod tests {
     #[test]
     fn steps_that_name_a_name_past_the_names_are_refused() {
         let json = format!(
-            r#"{{"id":["a","b"],"name":[0,2],"names":["x"],"position":"{}"}}"#,
+            r#"{{"id":{},"name":[0,2],"names":["x"],"position":"{}"}}"#,
+            words(&["a", "b"]),
             p(&[0, 1])
         );
         let e = serde_json::from_str::<StepWire>(&json)
@@ -1060,7 +1090,8 @@ mod tests {
             .to_string();
         assert!(e.contains("step 1 names name 2 of 1"), "{e}");
         let json = format!(
-            r#"{{"id":["a","b"],"name":[0,1],"names":["x"],"position":"{}"}}"#,
+            r#"{{"id":{},"name":[0,1],"names":["x"],"position":"{}"}}"#,
+            words(&["a", "b"]),
             p(&[0])
         );
         let e = serde_json::from_str::<StepWire>(&json)
@@ -1077,7 +1108,8 @@ mod tests {
         // `occupied` and `address` before the columns they differ from; an empty optional column;
         // a column this reader does not know.
         let json = format!(
-            r#"{{"count":2,"tensor":["a","b"],"address":[[1,9]],"occupied":[[0,8]],"stack":"","later":{{"x":1}},"size":"{}","offset":"{}","first":"{}","last":"{}","producers":"{}","consumers":"{}"}}"#,
+            r#"{{"count":2,"tensor":{},"address":[[1,9]],"occupied":[[0,8]],"stack":"","later":{{"x":1}},"size":"{}","offset":"{}","first":"{}","last":"{}","producers":"{}","consumers":"{}"}}"#,
+            words(&["a", "b"]),
             p(&[5, 6]),
             p(&[0, 5]),
             p(&[0, 1]),

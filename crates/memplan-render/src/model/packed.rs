@@ -34,14 +34,14 @@ const MORE: u8 = 1 << BITS;
 
 /// Writes a packed column of up to `FIELDS` interleaved fields.
 pub struct Packer<const FIELDS: usize> {
-    out: String,
+    out: Vec<u8>,
     previous: [u64; FIELDS],
 }
 
 impl<const FIELDS: usize> Default for Packer<FIELDS> {
     fn default() -> Self {
         Packer {
-            out: String::new(),
+            out: Vec::new(),
             previous: [0; FIELDS],
         }
     }
@@ -57,7 +57,7 @@ impl<const FIELDS: usize> Packer<FIELDS> {
             let digit = (zigzag & u64::from(MORE - 1)) as u8;
             zigzag >>= BITS;
             let more = if zigzag == 0 { 0 } else { MORE };
-            self.out.push(char::from(DIGITS[usize::from(digit | more)]));
+            self.out.push(DIGITS[usize::from(digit | more)]);
             if zigzag == 0 {
                 return;
             }
@@ -65,7 +65,7 @@ impl<const FIELDS: usize> Packer<FIELDS> {
     }
 
     pub fn finish(self) -> String {
-        self.out
+        String::from_utf8(self.out).expect("digits are ASCII")
     }
 }
 
@@ -118,6 +118,111 @@ impl<'a, const FIELDS: usize> Unpacker<'a, FIELDS> {
     }
 }
 
+/// The values of a packed column of one field, each converted by `convert` (`None`: out of its
+/// range).
+pub fn unpack<T>(text: &str, convert: impl Fn(u64) -> Option<T>) -> Result<Vec<T>, String> {
+    let mut values = Unpacker::<1>::new(text);
+    let mut out = Vec::new();
+    while !values.is_done() {
+        let value = values.next(0)?;
+        out.push(convert(value).ok_or_else(|| format!("holds {value}, out of range"))?);
+    }
+    Ok(out)
+}
+
+/// Strings as the wire packs a long column of them: each is a stem and the decimal number that
+/// ends it (`alloc` and 41, `cuda:0 t=` and 7), the distinct stems listed once, and per string
+/// its stem's index and its number (0 for none, else the number plus one), packed. A snapshot's
+/// million ids are a few stems and numbers that rise by one: a character or two each. A string
+/// without such a number (or whose digits start with a zero, which a number would drop) is a
+/// stem whole.
+#[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Words<S> {
+    pub stems: Vec<S>,
+    pub packed: String,
+}
+
+impl<'a> Words<&'a str> {
+    pub fn pack(words: impl Iterator<Item = &'a str>) -> Self {
+        let mut stems = Vec::new();
+        // The type the graph's id index is (one instantiation in the bundle).
+        let mut index: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+        let mut packer = Packer::<2>::default();
+        for word in words {
+            let digits = word.bytes().rev().take_while(u8::is_ascii_digit).count();
+            let split = (1..=19).contains(&digits)
+                && (digits == 1 || !word[word.len() - digits..].starts_with('0'));
+            let (stem, number) = match split {
+                true => {
+                    let (stem, digits) = word.split_at(word.len() - digits);
+                    (stem, digits.parse::<u64>().map_or(0, |n| n + 1))
+                }
+                false => (word, 0),
+            };
+            let k = match index.get(stem) {
+                Some(&k) => k,
+                None => {
+                    stems.push(stem);
+                    index.insert(stem, stems.len() - 1);
+                    stems.len() - 1
+                }
+            };
+            packer.push(0, k as u64);
+            packer.push(1, number);
+        }
+        Words {
+            stems,
+            packed: packer.finish(),
+        }
+    }
+}
+
+impl<S: AsRef<str>> Words<S> {
+    /// Hands each string to `each`, in order; how many there were.
+    pub fn unpack(&self, mut each: impl FnMut(&str) -> Result<(), String>) -> Result<u32, String> {
+        let mut values = Unpacker::<2>::new(&self.packed);
+        let mut word = String::new();
+        let mut count = 0u32;
+        while !values.is_done() {
+            let k = values.next(0)?;
+            let stem = usize::try_from(k).ok().and_then(|k| self.stems.get(k));
+            let stem = stem.ok_or_else(|| format!("names stem {k} of {}", self.stems.len()))?;
+            word.clear();
+            word.push_str(stem.as_ref());
+            match values.next(1)? {
+                0 => {}
+                n => {
+                    use std::fmt::Write;
+                    let _ = write!(word, "{}", n - 1);
+                }
+            }
+            each(&word)?;
+            count = count.checked_add(1).ok_or("holds more than 2^32 strings")?;
+        }
+        Ok(count)
+    }
+}
+
+/// A list of integers as one packed string: `#[serde(with = "crate::model::packed::ints")]` on
+/// a `Vec<u64>` (a usage curve holds a value per position, a snapshot's millions).
+pub mod ints {
+    use super::{Packer, unpack};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(values: &[u64], serializer: S) -> Result<S::Ok, S::Error> {
+        let mut packer = Packer::<1>::default();
+        for &value in values {
+            packer.push(0, value);
+        }
+        serializer.serialize_str(&packer.finish())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u64>, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        unpack(&text, Some).map_err(|e| serde::de::Error::custom(format!("packed integers {e}")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +262,55 @@ mod tests {
             assert_eq!(unpacker.next(0), Ok(value));
             assert_eq!(unpacker.next(0), Ok(0));
         }
+    }
+
+    proptest! {
+        /// Whatever the strings, they read back in order.
+        #[test]
+        fn words_read_back(words in prop::collection::vec("[a-c]{0,2}[0-9]{0,21}", 0..20)) {
+            let packed = Words::pack(words.iter().map(String::as_str));
+            let mut back = Vec::new();
+            let count = packed.unpack(|w| {
+                back.push(w.to_string());
+                Ok(())
+            });
+            prop_assert_eq!(count, Ok(words.len() as u32));
+            prop_assert_eq!(back, words);
+        }
+    }
+
+    #[test]
+    fn ids_with_rising_numbers_share_their_stem_and_take_a_character_or_two() {
+        let ids: Vec<String> = (0..1000).map(|k| format!("alloc{k}")).collect();
+        let packed = Words::pack(ids.iter().map(String::as_str));
+        assert_eq!(packed.stems, ["alloc"]);
+        assert_eq!(packed.packed.len(), 2000);
+        let leading = Words::pack(["t=007", "x", "x1"].into_iter());
+        assert_eq!(leading.stems, ["t=007", "x"]);
+        let bad = Words::<&str> {
+            stems: vec!["a"],
+            packed: "CA".into(),
+        };
+        assert_eq!(bad.unpack(|_| Ok(())), Err("names stem 1 of 1".into()));
+    }
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Curve(#[serde(with = "super::ints")] Vec<u64>);
+
+    #[test]
+    fn a_list_crosses_as_one_string_and_reads_back() {
+        let curve = Curve(vec![0, 5, 5, 4, u64::MAX, 7]);
+        let json = serde_json::to_string(&curve).unwrap();
+        // Steps 0, +5, 0, -1, -5 (wrapping to the top) and +8: a character each.
+        assert_eq!(json, r#""AKABJQ""#);
+        assert_eq!(serde_json::from_str::<Curve>(&json).unwrap(), curve);
+        let e = serde_json::from_str::<Curve>(r#""AK!""#).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("packed integers holds `!`, not a digit"),
+            "{e}"
+        );
+        assert!(serde_json::from_str::<Curve>("[0, 5]").is_err());
     }
 
     #[test]
