@@ -384,6 +384,19 @@ impl Link {
         (self.on_event)(LinkEvent::PlanningHere(why));
     }
 
+    /// Tells the page `event` in the next task, after what the worker said before it: an
+    /// answer is shown a task after it is read, so the end of a worker that posted a progress
+    /// message just before it ran out of memory must come after that message, not before (the
+    /// page then showed the progress of a worker that had ended, for good). Timers run first
+    /// in, first out.
+    fn in_order(&self, event: LinkEvent) {
+        let on_event = self.on_event.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            next_task().await;
+            on_event(event);
+        })
+    }
+
     fn listen(&self, worker: &web_sys::Worker) -> Handlers {
         let link = self.clone();
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
@@ -394,7 +407,7 @@ impl Link {
                     terminate(&mut s);
                 }
                 let (requested, held) = (report.get_index(0) as u64, report.get_index(1) as u64);
-                return (link.on_event)(LinkEvent::OutOfMemory { requested, held });
+                return link.in_order(LinkEvent::OutOfMemory { requested, held });
             }
             let data = event.data();
             let get = |key: &str| js_sys::Reflect::get(&data, &key.into()).unwrap_or_default();
@@ -420,16 +433,9 @@ impl Link {
                     }
                 }
                 // Read in this task, shown in the next: a large plan's answer is two tasks of
-                // the page's, not one twice as long (answers stay in order: timers run first
-                // in, first out).
-                Ok(response) => {
-                    let on_event = link.on_event.clone();
-                    wasm_bindgen_futures::spawn_local(async move {
-                        next_task().await;
-                        on_event(LinkEvent::Answer(response));
-                    })
-                }
-                Err(e) => (link.on_event)(LinkEvent::Failed(e)),
+                // the page's, not one twice as long.
+                Ok(response) => link.in_order(LinkEvent::Answer(response)),
+                Err(e) => link.in_order(LinkEvent::Failed(e)),
             }
         });
         let link = self.clone();
@@ -444,7 +450,7 @@ impl Link {
             if ready {
                 // It failed while working: the next request starts a fresh one.
                 drop(s);
-                return (link.on_event)(LinkEvent::Failed(WebError::WorkerFailed { detail }));
+                return link.in_order(LinkEvent::Failed(WebError::WorkerFailed { detail }));
             }
             // It never became ready (its script failed to load): plan here, starting with what
             // it was asked.
