@@ -1,13 +1,15 @@
-//! Long columns of integers as the wire packs them: one JSON string per column, each value the
+//! Long columns as the wire packs them, each into one JSON string. Integers: each value the
 //! step from the value before it in its field (wrapping, so any `u64` follows any), zigzagged
 //! so small steps either way are small numbers, in base-64 digits of five bits and a
-//! continuation bit, least significant first (source maps' VLQ, over all 64 bits).
+//! continuation bit, least significant first (source maps' VLQ, over all 64 bits). Strings
+//! ([`Words`]): a stem and the number that ends each, the stems listed once.
 //!
 //! Why: a snapshot's view model is a million buffers whose positions rise by one, whose sizes
-//! repeat and whose addresses are near each other. As JSON numbers each took up to twenty
-//! characters and a parse per number, and the page parsed the answer in wasm; packed, most take
-//! one to four characters of one string, read by a loop over its bytes. (The `vlq` crate packs
-//! only what an `i64` holds and loses the top bit of larger magnitudes; the wire needs `u64`.)
+//! repeat, whose addresses are near each other and whose ids count up. As JSON each number took
+//! up to twenty characters and a parse of its own, and the page parsed the answer in wasm;
+//! packed, most take one to four characters of one string, read by a loop over its bytes. (The
+//! `vlq` crate packs only what an `i64` holds and loses the top bit of larger magnitudes; the
+//! wire needs `u64`.)
 //!
 //! A column may interleave several fields (an allocation's address, stream and events): each
 //! field keeps its own previous value, so each steps from its own.
