@@ -11,7 +11,7 @@
 //! the first column (`tensor`) makes the buffers, each later one sets its field in each as its
 //! values arrive (read into columns first, they were a transient copy of every buffer in the
 //! page's memory, which never shrinks). Columns of integers (sizes, offsets, positions, steps,
-//! stacks, allocations) are packed, each into one string (`model::packed`).
+//! stacks, allocations) and of ids are packed, each into one string (`model::packed`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
