@@ -23,10 +23,10 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde::ser::SerializeStruct;
+use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::model::packed::{Packer, Unpacker, Words, unpack};
+use crate::model::packed::{CHUNK, Packer, Unpacker, Words, pack, unpack};
 use crate::model::{BufferView, StepIndices, TensorLabel, ViewInto};
 
 /// A column written straight from the items, one value each: nothing is copied to write it
@@ -55,10 +55,14 @@ struct Packed<'a, I, F, const N: usize>(&'a [I], F);
 impl<I, F: Fn(&I, &mut Packer<N>), const N: usize> Serialize for Packed<'_, I, F, N> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut packer = Packer::default();
-        for item in self.0 {
-            (self.1)(item, &mut packer);
+        let mut chunks = serializer.serialize_seq(Some(self.0.len().div_ceil(CHUNK)))?;
+        for items in self.0.chunks(CHUNK) {
+            for item in items {
+                (self.1)(item, &mut packer);
+            }
+            chunks.serialize_element(&packer.take())?;
         }
-        serializer.serialize_str(&packer.finish())
+        chunks.end()
     }
 }
 
@@ -137,7 +141,7 @@ pub mod steps {
         #[serde(default)]
         op: Vec<String>,
         /// Packed.
-        position: String,
+        position: Vec<String>,
     }
 
     pub fn serialize<S: Serializer>(steps: &[StepView], serializer: S) -> Result<S::Ok, S::Error> {
@@ -148,7 +152,7 @@ pub mod steps {
         field_unless!(fields, "name", name.is_empty(), name);
         field_unless!(fields, "names", names.is_empty(), names);
         field_unless!(fields, "op", no_op, Strs(steps, |s| &s.op));
-        fields.serialize_field("position", &packed_ints(steps, |s| s.position.into()))?;
+        fields.serialize_field("position", &pack(steps.iter().map(|s| s.position.into())))?;
         fields.end()
     }
 
@@ -650,7 +654,7 @@ impl<'de, F: FnMut(&mut BufferView, &mut Unpacker<N>) -> Result<(), String>, con
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_str(self)
+        deserializer.deserialize_seq(self)
     }
 }
 
@@ -664,28 +668,33 @@ impl<'de, F: FnMut(&mut BufferView, &mut Unpacker<N>) -> Result<(), String>, con
     }
 
     /// Values past the buffers are read into a blank one, only to count them for the error.
-    fn visit_str<E: de::Error>(mut self, text: &str) -> Result<(), E> {
+    fn visit_seq<S: SeqAccess<'de>>(mut self, mut chunks: S) -> Result<(), S::Error> {
         let ColumnInto {
             out,
             column,
             optional,
             ..
         } = self.column;
-        let mut values = Unpacker::new(text);
         let n = out.len();
         let mut past = None;
         let mut len = 0;
-        while !values.is_done() {
-            let b = match out.get_mut(len) {
-                Some(b) => b,
-                None => past.get_or_insert_with(|| blank_buffers(1)[0].clone()),
-            };
-            (self.set)(b, &mut values)
-                .map_err(|e| E::custom(format!("buffer column `{column}`, buffer {len}: {e}")))?;
-            len += 1;
+        let mut previous = [0; N];
+        while let Some(text) = chunks.next_element::<String>()? {
+            let mut values = Unpacker::resume(&text, previous);
+            while !values.is_done() {
+                let b = match out.get_mut(len) {
+                    Some(b) => b,
+                    None => past.get_or_insert_with(|| blank_buffers(1)[0].clone()),
+                };
+                (self.set)(b, &mut values).map_err(|e| {
+                    de::Error::custom(format!("buffer column `{column}`, buffer {len}: {e}"))
+                })?;
+                len += 1;
+            }
+            previous = values.previous();
         }
         if len != n && !(optional && len == 0) {
-            return Err(E::custom(format!(
+            return Err(de::Error::custom(format!(
                 "buffer column `{column}` has {len} entries for {n} buffers"
             )));
         }
@@ -867,6 +876,28 @@ mod tests {
         }
     }
 
+    /// A column longer than a string's items goes on in the next string, each field stepping on
+    /// from where the last left it.
+    #[test]
+    fn columns_past_a_string_read_back_whole() {
+        let buffers: Vec<BufferView> = (0..CHUNK as u32 + 3)
+            .map(|k| {
+                let mut b = spanning(&format!("alloc{k}"), (k, k + 2));
+                b.size = u64::from(k % 7) << 20;
+                Arc::make_mut(&mut b.tensor).allocation = Some(Allocation {
+                    address: 0x7f00_0000_0000 + u64::from(k) * 4096,
+                    stream: i64::from(k % 3) - 1,
+                    allocated_at: u64::from(k) * 3,
+                    freed_at: (k % 5 != 0).then_some(u64::from(k) * 3 + 7),
+                });
+                b
+            })
+            .collect();
+        let json = serde_json::to_string(&Wire(buffers.clone().into())).unwrap();
+        assert!(json.contains(r#""size":[""#), "{}", &json[..200]);
+        assert_eq!(round_trip(&buffers), buffers);
+    }
+
     #[test]
     fn names_cross_once_and_are_shared_on_arrival() {
         let buffer = |tensor: &str, name: &str| {
@@ -951,11 +982,7 @@ mod tests {
 
     /// `values` as a packed column of one field.
     fn p(values: &[u64]) -> String {
-        let mut packer = Packer::<1>::default();
-        for &v in values {
-            packer.push(0, v);
-        }
-        packer.finish()
+        serde_json::to_string(&pack(values.iter().copied())).unwrap()
     }
 
     /// Each buffer's steps, as `producers` and `consumers` pack them.
@@ -967,14 +994,14 @@ mod tests {
                 packer.push(1, s);
             }
         }
-        packer.finish()
+        serde_json::to_string(&[packer.finish()]).unwrap()
     }
 
     /// The columns every buffer needs, of two buffers `a` and `b` with `size`, and then `more`.
     fn two_buffers(size: &[u64], more: &str) -> String {
         let (zeros, none) = (p(&[0, 0]), steps(&[&[], &[]]));
         format!(
-            r#"{{"count":2,"tensor":{},"names":[],"size":"{}","offset":"{zeros}","first":"{zeros}","last":"{zeros}","producers":"{none}","consumers":"{none}"{more}}}"#,
+            r#"{{"count":2,"tensor":{},"names":[],"size":{},"offset":{zeros},"first":{zeros},"last":{zeros},"producers":{none},"consumers":{none}{more}}}"#,
             words(&["a", "b"]),
             p(size)
         )
@@ -984,7 +1011,7 @@ mod tests {
     fn columns_that_do_not_fit_their_buffers_are_refused() {
         let refusal = |json: &str| serde_json::from_str::<Wire>(json).unwrap_err().to_string();
         let one = format!(
-            r#"{{"count":1,"tensor":{1},"size":"{0}","offset":"{0}","first":"{0}","last":"{0}","#,
+            r#"{{"count":1,"tensor":{1},"size":{0},"offset":{0},"first":{0},"last":{0},"#,
             p(&[0]),
             words(&["a"])
         );
@@ -998,32 +1025,32 @@ mod tests {
                 "buffer column `size` has 3 entries for 2 buffers",
             ),
             (
-                two_buffers(&[1, 2], r#","stack":"A""#),
+                two_buffers(&[1, 2], r#","stack":["A"]"#),
                 "buffer column `stack` has 1 entries for 2 buffers",
             ),
             (
-                two_buffers(&[1, 2], r#","stack":"g""#),
+                two_buffers(&[1, 2], r#","stack":["g"]"#),
                 "buffer column `stack`, buffer 0: ends inside a value",
             ),
             (
-                two_buffers(&[1, 2], r#","stack":"A,""#),
+                two_buffers(&[1, 2], r#","stack":["A,"]"#),
                 "buffer column `stack`, buffer 1: holds `,`, not a digit",
             ),
             (
                 two_buffers(&[1, 2], r#","first":[0,0]"#),
-                "expected packed buffer column `first`",
+                "invalid type: integer `0`, expected a string",
             ),
             (
-                two_buffers(&[1, 2], &format!(r#","last":"{}""#, p(&[0, 1 << 32]))),
+                two_buffers(&[1, 2], &format!(r#","last":{}"#, p(&[0, 1 << 32]))),
                 "buffer column `last`, buffer 1: holds 4294967296, past a u32",
             ),
             (
-                two_buffers(&[1, 2], &format!(r#","allocation":"{}""#, p(&[3]))),
+                two_buffers(&[1, 2], &format!(r#","allocation":{}"#, p(&[3]))),
                 "buffer column `allocation`, buffer 0: holds allocation tag 3",
             ),
             (
                 format!(
-                    r#"{one}"producers":"{0}","consumers":"{0}","pool":[[3,1]]}}"#,
+                    r#"{one}"producers":{0},"consumers":{0},"pool":[[3,1]]}}"#,
                     steps(&[&[]])
                 ),
                 "buffer column `pool` names buffer 3 of 1",
@@ -1033,19 +1060,19 @@ mod tests {
                 "buffer column `tensor` comes before `count`",
             ),
             (
-                format!(r#"{{"count":1,"name":"A","tensor":{}}}"#, words(&["a"])),
+                format!(r#"{{"count":1,"name":["A"],"tensor":{}}}"#, words(&["a"])),
                 "buffer column `name` comes before `tensor`",
             ),
             (
-                format!(r#"{one}"producers":"A"}}"#),
+                format!(r#"{one}"producers":["A"]}}"#),
                 "missing field `consumers`",
             ),
             (
-                format!(r#"{{"count":1,"size":"C","tensor":{}}}"#, words(&["a"])),
+                format!(r#"{{"count":1,"size":["C"],"tensor":{}}}"#, words(&["a"])),
                 "missing field `offset`",
             ),
             (
-                r#"{"size":"C"}"#.into(),
+                r#"{"size":["C"]}"#.into(),
                 "buffer column `size` comes before `count`",
             ),
             (r#"{}"#.into(), "missing field `count`"),
@@ -1055,7 +1082,7 @@ mod tests {
             ),
             (
                 format!(
-                    r#"{{"count":2,"tensor":{},"names":["x"],"name":"{}"}}"#,
+                    r#"{{"count":2,"tensor":{},"names":["x"],"name":{}}}"#,
                     words(&["a", "b"]),
                     p(&[0, 2])
                 ),
@@ -1066,7 +1093,7 @@ mod tests {
                 "buffer column `tensor` has 1 entries for 2 buffers",
             ),
             (
-                r#"{"count":1,"tensor":{"stems":[],"packed":"AA"}}"#.into(),
+                r#"{"count":1,"tensor":{"stems":[],"packed":["AA"]}}"#.into(),
                 "buffer column `tensor` names stem 0 of 0",
             ),
             (r#"[1]"#.into(), "expected buffer columns"),
@@ -1079,7 +1106,7 @@ mod tests {
     #[test]
     fn steps_that_name_a_name_past_the_names_are_refused() {
         let json = format!(
-            r#"{{"id":{},"name":[0,2],"names":["x"],"position":"{}"}}"#,
+            r#"{{"id":{},"name":[0,2],"names":["x"],"position":{}}}"#,
             words(&["a", "b"]),
             p(&[0, 1])
         );
@@ -1088,7 +1115,7 @@ mod tests {
             .to_string();
         assert!(e.contains("step 1 names name 2 of 1"), "{e}");
         let json = format!(
-            r#"{{"id":{},"name":[0,1],"names":["x"],"position":"{}"}}"#,
+            r#"{{"id":{},"name":[0,1],"names":["x"],"position":{}}}"#,
             words(&["a", "b"]),
             p(&[0])
         );
@@ -1106,7 +1133,7 @@ mod tests {
         // `occupied` and `address` before the columns they differ from; an empty optional column;
         // a column this reader does not know.
         let json = format!(
-            r#"{{"count":2,"tensor":{},"address":[[1,9]],"occupied":[[0,8]],"stack":"","later":{{"x":1}},"size":"{}","offset":"{}","first":"{}","last":"{}","producers":"{}","consumers":"{}"}}"#,
+            r#"{{"count":2,"tensor":{},"address":[[1,9]],"occupied":[[0,8]],"stack":[],"later":{{"x":1}},"size":{},"offset":{},"first":{},"last":{},"producers":{},"consumers":{}}}"#,
             words(&["a", "b"]),
             p(&[5, 6]),
             p(&[0, 5]),

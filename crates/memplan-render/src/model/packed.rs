@@ -12,7 +12,12 @@
 //! wire needs `u64`.)
 //!
 //! A column may interleave several fields (an allocation's address, stream and events): each
-//! field keeps its own previous value, so each steps from its own.
+//! field keeps its own previous value, so each steps from its own. A column is written as a list
+//! of strings of at most [`CHUNK`] items each, its fields stepping on across them, so neither the
+//! worker writing it nor the page reading it holds a whole column's text at once.
+
+/// The most items one string of a column packs.
+pub const CHUNK: usize = 1 << 16;
 
 /// The digits, by value.
 const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -66,8 +71,13 @@ impl<const FIELDS: usize> Packer<FIELDS> {
         }
     }
 
-    pub fn finish(self) -> String {
-        String::from_utf8(self.out).expect("digits are ASCII")
+    /// What is packed since the last take; the fields step on from their values.
+    pub fn take(&mut self) -> String {
+        String::from_utf8(std::mem::take(&mut self.out)).expect("digits are ASCII")
+    }
+
+    pub fn finish(mut self) -> String {
+        self.take()
     }
 }
 
@@ -78,11 +88,17 @@ pub struct Unpacker<'a, const FIELDS: usize> {
 }
 
 impl<'a, const FIELDS: usize> Unpacker<'a, FIELDS> {
-    pub fn new(text: &'a str) -> Self {
+    /// The next string of a column, its fields stepping from `previous` (what
+    /// [`Unpacker::previous`] said at the end of the string before).
+    pub fn resume(text: &'a str, previous: [u64; FIELDS]) -> Self {
         Unpacker {
             bytes: text.as_bytes(),
-            previous: [0; FIELDS],
+            previous,
         }
+    }
+
+    pub fn previous(&self) -> [u64; FIELDS] {
+        self.previous
     }
 
     /// Whether every value is read.
@@ -122,14 +138,32 @@ impl<'a, const FIELDS: usize> Unpacker<'a, FIELDS> {
 
 /// The values of a packed column of one field, each converted by `convert` (`None`: out of its
 /// range).
-pub fn unpack<T>(text: &str, convert: impl Fn(u64) -> Option<T>) -> Result<Vec<T>, String> {
-    let mut values = Unpacker::<1>::new(text);
+pub fn unpack<T>(chunks: &[String], convert: impl Fn(u64) -> Option<T>) -> Result<Vec<T>, String> {
+    let mut previous = [0; 1];
     let mut out = Vec::new();
-    while !values.is_done() {
-        let value = values.next(0)?;
-        out.push(convert(value).ok_or_else(|| format!("holds {value}, out of range"))?);
+    for text in chunks {
+        let mut values = Unpacker::<1>::resume(text, previous);
+        while !values.is_done() {
+            let value = values.next(0)?;
+            out.push(convert(value).ok_or_else(|| format!("holds {value}, out of range"))?);
+        }
+        previous = values.previous();
     }
     Ok(out)
+}
+
+/// `values`, packed in strings of at most [`CHUNK`].
+pub fn pack(values: impl Iterator<Item = u64>) -> Vec<String> {
+    let mut packer = Packer::<1>::default();
+    let mut chunks = Vec::new();
+    for (k, value) in values.enumerate() {
+        if k > 0 && k % CHUNK == 0 {
+            chunks.push(packer.take());
+        }
+        packer.push(0, value);
+    }
+    chunks.push(packer.finish());
+    chunks
 }
 
 /// Strings as the wire packs a long column of them: each is a stem and the decimal number that
@@ -141,7 +175,7 @@ pub fn unpack<T>(text: &str, convert: impl Fn(u64) -> Option<T>) -> Result<Vec<T
 #[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Words<S> {
     pub stems: Vec<S>,
-    pub packed: String,
+    pub packed: Vec<String>,
 }
 
 impl<'a> Words<&'a str> {
@@ -150,7 +184,11 @@ impl<'a> Words<&'a str> {
         // The type the graph's id index is (one instantiation in the bundle).
         let mut index: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
         let mut packer = Packer::<2>::default();
-        for word in words {
+        let mut packed = Vec::new();
+        for (n, word) in words.enumerate() {
+            if n > 0 && n % CHUNK == 0 {
+                packed.push(packer.take());
+            }
             let digits = word.bytes().rev().take_while(u8::is_ascii_digit).count();
             let split = (1..=19).contains(&digits)
                 && (digits == 1 || !word[word.len() - digits..].starts_with('0'));
@@ -172,34 +210,36 @@ impl<'a> Words<&'a str> {
             packer.push(0, k as u64);
             packer.push(1, number);
         }
-        Words {
-            stems,
-            packed: packer.finish(),
-        }
+        packed.push(packer.finish());
+        Words { stems, packed }
     }
 }
 
 impl<S: AsRef<str>> Words<S> {
     /// Hands each string to `each`, in order; how many there were.
     pub fn unpack(&self, mut each: impl FnMut(&str) -> Result<(), String>) -> Result<u32, String> {
-        let mut values = Unpacker::<2>::new(&self.packed);
+        let mut previous = [0; 2];
         let mut word = String::new();
         let mut count = 0u32;
-        while !values.is_done() {
-            let k = values.next(0)?;
-            let stem = usize::try_from(k).ok().and_then(|k| self.stems.get(k));
-            let stem = stem.ok_or_else(|| format!("names stem {k} of {}", self.stems.len()))?;
-            word.clear();
-            word.push_str(stem.as_ref());
-            match values.next(1)? {
-                0 => {}
-                n => {
-                    use std::fmt::Write;
-                    let _ = write!(word, "{}", n - 1);
+        for text in &self.packed {
+            let mut values = Unpacker::<2>::resume(text, previous);
+            while !values.is_done() {
+                let k = values.next(0)?;
+                let stem = usize::try_from(k).ok().and_then(|k| self.stems.get(k));
+                let stem = stem.ok_or_else(|| format!("names stem {k} of {}", self.stems.len()))?;
+                word.clear();
+                word.push_str(stem.as_ref());
+                match values.next(1)? {
+                    0 => {}
+                    n => {
+                        use std::fmt::Write;
+                        let _ = write!(word, "{}", n - 1);
+                    }
                 }
+                each(&word)?;
+                count = count.checked_add(1).ok_or("holds more than 2^32 strings")?;
             }
-            each(&word)?;
-            count = count.checked_add(1).ok_or("holds more than 2^32 strings")?;
+            previous = values.previous();
         }
         Ok(count)
     }
@@ -208,20 +248,16 @@ impl<S: AsRef<str>> Words<S> {
 /// A list of integers as one packed string: `#[serde(with = "crate::model::packed::ints")]` on
 /// a `Vec<u64>` (a usage curve holds a value per position, a snapshot's millions).
 pub mod ints {
-    use super::{Packer, unpack};
+    use super::{pack, unpack};
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(values: &[u64], serializer: S) -> Result<S::Ok, S::Error> {
-        let mut packer = Packer::<1>::default();
-        for &value in values {
-            packer.push(0, value);
-        }
-        serializer.serialize_str(&packer.finish())
+        serializer.collect_seq(pack(values.iter().copied()))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u64>, D::Error> {
-        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-        unpack(&text, Some).map_err(|e| serde::de::Error::custom(format!("packed integers {e}")))
+        let chunks = Vec::<String>::deserialize(deserializer)?;
+        unpack(&chunks, Some).map_err(|e| serde::de::Error::custom(format!("packed integers {e}")))
     }
 }
 
@@ -239,7 +275,7 @@ mod tests {
                 packer.push(field, value);
             }
             let text = packer.finish();
-            let mut unpacker = Unpacker::<3>::new(&text);
+            let mut unpacker = Unpacker::<3>::resume(&text, [0; 3]);
             for &(field, value) in &values {
                 prop_assert_eq!(unpacker.next(field), Ok(value));
             }
@@ -260,7 +296,7 @@ mod tests {
             packer.push(0, 0);
             let text = packer.finish();
             assert!(text.len() <= 2 * 13, "{text}");
-            let mut unpacker = Unpacker::<1>::new(&text);
+            let mut unpacker = Unpacker::<1>::resume(&text, [0; 1]);
             assert_eq!(unpacker.next(0), Ok(value));
             assert_eq!(unpacker.next(0), Ok(0));
         }
@@ -286,12 +322,12 @@ mod tests {
         let ids: Vec<String> = (0..1000).map(|k| format!("alloc{k}")).collect();
         let packed = Words::pack(ids.iter().map(String::as_str));
         assert_eq!(packed.stems, ["alloc"]);
-        assert_eq!(packed.packed.len(), 2000);
+        assert_eq!(packed.packed.concat().len(), 2000);
         let leading = Words::pack(["t=007", "x", "x1"].into_iter());
         assert_eq!(leading.stems, ["t=007", "x"]);
         let bad = Words::<&str> {
             stems: vec!["a"],
-            packed: "CA".into(),
+            packed: vec!["CA".into()],
         };
         assert_eq!(bad.unpack(|_| Ok(())), Err("names stem 1 of 1".into()));
     }
@@ -304,20 +340,25 @@ mod tests {
         let curve = Curve(vec![0, 5, 5, 4, u64::MAX, 7]);
         let json = serde_json::to_string(&curve).unwrap();
         // Steps 0, +5, 0, -1, -5 (wrapping to the top) and +8: a character each.
-        assert_eq!(json, r#""AKABJQ""#);
+        assert_eq!(json, r#"["AKABJQ"]"#);
         assert_eq!(serde_json::from_str::<Curve>(&json).unwrap(), curve);
-        let e = serde_json::from_str::<Curve>(r#""AK!""#).unwrap_err();
+        let e = serde_json::from_str::<Curve>(r#"["AK!"]"#).unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("packed integers holds `!`, not a digit"),
             "{e}"
         );
         assert!(serde_json::from_str::<Curve>("[0, 5]").is_err());
+        // A column past a string's items goes on in the next, each field stepping on.
+        let long = Curve((0..CHUNK as u64 * 2 + 3).map(|k| k * 3).collect());
+        let json = serde_json::to_string(&long).unwrap();
+        assert_eq!(json.matches('"').count(), 6, "three strings");
+        assert_eq!(serde_json::from_str::<Curve>(&json).unwrap(), long);
     }
 
     #[test]
     fn what_no_packer_writes_is_refused() {
-        let next = |text: &str| Unpacker::<1>::new(text).next(0);
+        let next = |text: &str| Unpacker::<1>::resume(text, [0; 1]).next(0);
         assert_eq!(next("g"), Err("ends inside a value".into()));
         assert_eq!(next("A,"), Ok(0));
         assert_eq!(next(","), Err("holds `,`, not a digit".into()));
