@@ -23,10 +23,10 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde::ser::{SerializeSeq, SerializeStruct};
+use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::model::packed::{CHUNK, Packer, Unpacker, Words, pack, unpack};
+use crate::model::packed::{Packer, Unpacker, Words, packed, packed_ints, unpack};
 use crate::model::{BufferView, StepIndices, TensorLabel, ViewInto};
 
 /// A column written straight from the items, one value each: nothing is copied to write it
@@ -46,36 +46,6 @@ impl<I> Serialize for Strs<'_, I> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq(self.0.iter().map(self.1))
     }
-}
-
-/// A packed column of `N` interleaved fields, written straight from the items: `push` packs
-/// each item's values.
-struct Packed<'a, I, F, const N: usize>(&'a [I], F);
-
-impl<I, F: Fn(&I, &mut Packer<N>), const N: usize> Serialize for Packed<'_, I, F, N> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut packer = Packer::default();
-        let mut chunks = serializer.serialize_seq(Some(self.0.len().div_ceil(CHUNK)))?;
-        for items in self.0.chunks(CHUNK) {
-            for item in items {
-                (self.1)(item, &mut packer);
-            }
-            chunks.serialize_element(&packer.take())?;
-        }
-        chunks.end()
-    }
-}
-
-fn packed<I, F: Fn(&I, &mut Packer<N>), const N: usize>(
-    items: &[I],
-    push: F,
-) -> Packed<'_, I, F, N> {
-    Packed(items, push)
-}
-
-/// One integer of each item, packed.
-fn packed_ints<I>(items: &[I], value: impl Fn(&I) -> u64) -> impl Serialize {
-    packed(items, move |item, p: &mut Packer<1>| p.push(0, value(item)))
 }
 
 /// `(k, value)` for each item whose `value` is `Some`, written straight from them.
@@ -152,7 +122,7 @@ pub mod steps {
         field_unless!(fields, "name", name.is_empty(), name);
         field_unless!(fields, "names", names.is_empty(), names);
         field_unless!(fields, "op", no_op, Strs(steps, |s| &s.op));
-        fields.serialize_field("position", &pack(steps.iter().map(|s| s.position.into())))?;
+        fields.serialize_field("position", &packed_ints(steps, |s| s.position.into()))?;
         fields.end()
     }
 
@@ -413,15 +383,9 @@ impl<'de> Visitor<'de> for Buffers {
                         k += 1;
                         Ok(())
                     });
-                    match count.map_err(|e| format!("buffer column `tensor` {e}")) {
-                        Ok(len) if len as usize == n => {}
-                        Ok(len) => {
-                            return Err(de::Error::custom(format!(
-                                "buffer column `tensor` has {len} entries for {n} buffers"
-                            )));
-                        }
-                        Err(e) => return Err(de::Error::custom(e)),
-                    }
+                    (count.map_err(|e| format!("buffer column `tensor` {e}")))
+                        .and_then(|len| counted("tensor", len as usize, n, false))
+                        .map_err(de::Error::custom)?;
                 }
                 "names" => names = map.next_value()?,
                 "name" => {
@@ -530,6 +494,17 @@ impl<'de> Visitor<'de> for Buffers {
             }
         }
         Ok(buffers)
+    }
+}
+
+/// Whether a dense column read `len` entries for `n` buffers, as it must (an `optional` one
+/// may also be empty).
+fn counted(column: &str, len: usize, n: usize, optional: bool) -> Result<(), String> {
+    match len == n || (optional && len == 0) {
+        true => Ok(()),
+        false => Err(format!(
+            "buffer column `{column}` has {len} entries for {n} buffers"
+        )),
     }
 }
 
@@ -693,12 +668,7 @@ impl<'de, F: FnMut(&mut BufferView, &mut Unpacker<N>) -> Result<(), String>, con
             }
             previous = values.previous();
         }
-        if len != n && !(optional && len == 0) {
-            return Err(de::Error::custom(format!(
-                "buffer column `{column}` has {len} entries for {n} buffers"
-            )));
-        }
-        Ok(())
+        counted(column, len, n, optional).map_err(de::Error::custom)
     }
 }
 
@@ -749,13 +719,7 @@ impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String
             }
             len += 1;
         }
-        if len != out.len() && !(optional && len == 0) {
-            return Err(de::Error::custom(format!(
-                "buffer column `{column}` has {len} entries for {} buffers",
-                out.len()
-            )));
-        }
-        Ok(())
+        counted(column, len, out.len(), optional).map_err(de::Error::custom)
     }
 }
 
@@ -880,7 +844,7 @@ mod tests {
     /// from where the last left it.
     #[test]
     fn columns_past_a_string_read_back_whole() {
-        let buffers: Vec<BufferView> = (0..CHUNK as u32 + 3)
+        let buffers: Vec<BufferView> = (0..crate::model::packed::CHUNK as u32 + 3)
             .map(|k| {
                 let mut b = spanning(&format!("alloc{k}"), (k, k + 2));
                 b.size = u64::from(k % 7) << 20;
@@ -894,7 +858,18 @@ mod tests {
             })
             .collect();
         let json = serde_json::to_string(&Wire(buffers.clone().into())).unwrap();
-        assert!(json.contains(r#""size":[""#), "{}", &json[..200]);
+        let columns: serde_json::Value = serde_json::from_str(&json).unwrap();
+        for column in ["size", "first", "allocation"] {
+            assert_eq!(
+                columns[column].as_array().map(Vec::len),
+                Some(2),
+                "{column}"
+            );
+        }
+        assert_eq!(
+            columns["tensor"]["packed"].as_array().map(Vec::len),
+            Some(2)
+        );
         assert_eq!(round_trip(&buffers), buffers);
     }
 
@@ -982,7 +957,7 @@ mod tests {
 
     /// `values` as a packed column of one field.
     fn p(values: &[u64]) -> String {
-        serde_json::to_string(&pack(values.iter().copied())).unwrap()
+        serde_json::to_string(&packed_ints(values, |&v| v)).unwrap()
     }
 
     /// Each buffer's steps, as `producers` and `consumers` pack them.

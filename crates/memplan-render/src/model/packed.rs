@@ -152,18 +152,35 @@ pub fn unpack<T>(chunks: &[String], convert: impl Fn(u64) -> Option<T>) -> Resul
     Ok(out)
 }
 
-/// `values`, packed in strings of at most [`CHUNK`].
-pub fn pack(values: impl Iterator<Item = u64>) -> Vec<String> {
-    let mut packer = Packer::<1>::default();
-    let mut chunks = Vec::new();
-    for (k, value) in values.enumerate() {
-        if k > 0 && k % CHUNK == 0 {
-            chunks.push(packer.take());
+/// A packed column of `N` interleaved fields, written straight from the items: `push` packs
+/// each item's values.
+pub struct Packed<'a, I, F, const N: usize>(&'a [I], F);
+
+impl<I, F: Fn(&I, &mut Packer<N>), const N: usize> serde::Serialize for Packed<'_, I, F, N> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut packer = Packer::default();
+        let mut chunks = serializer.serialize_seq(Some(self.0.len().div_ceil(CHUNK)))?;
+        for items in self.0.chunks(CHUNK) {
+            for item in items {
+                (self.1)(item, &mut packer);
+            }
+            chunks.serialize_element(&packer.take())?;
         }
-        packer.push(0, value);
+        chunks.end()
     }
-    chunks.push(packer.finish());
-    chunks
+}
+
+pub fn packed<I, F: Fn(&I, &mut Packer<N>), const N: usize>(
+    items: &[I],
+    push: F,
+) -> Packed<'_, I, F, N> {
+    Packed(items, push)
+}
+
+/// One integer of each item, packed.
+pub fn packed_ints<I>(items: &[I], value: impl Fn(&I) -> u64) -> impl serde::Serialize {
+    packed(items, move |item, p: &mut Packer<1>| p.push(0, value(item)))
 }
 
 /// Strings as the wire packs a long column of them: each is a stem and the decimal number that
@@ -248,11 +265,11 @@ impl<S: AsRef<str>> Words<S> {
 /// A list of integers as one packed string: `#[serde(with = "crate::model::packed::ints")]` on
 /// a `Vec<u64>` (a usage curve holds a value per position, a snapshot's millions).
 pub mod ints {
-    use super::{pack, unpack};
+    use super::{packed_ints, unpack};
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(values: &[u64], serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(pack(values.iter().copied()))
+        serde::Serialize::serialize(&packed_ints(values, |&v| v), serializer)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u64>, D::Error> {
