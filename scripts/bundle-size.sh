@@ -8,12 +8,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # Gzipped KiB. The page's is issue 38's target; the worker's is its size today plus a margin
 # (its target, 450 KiB, is not met yet): lower it as the worker shrinks. (Raised from 624 for
 # the unpickler built for speed, 2 KiB for a fifth off a streamed snapshot's load: Cargo.toml;
-# and 2 KiB for the view model's packed strings and curves, a large answer's size halved:
+# and 1 KiB for the view model's packed strings and curves, a large answer's size halved:
 # crates/memplan-render/src/model/packed.rs.)
 ceiling_kib() {
   case "$1" in
     memplan-web-*) echo 600 ;;
-    memplan-worker_bg.wasm) echo 630 ;;
+    memplan-worker_bg.wasm) echo 629 ;;
     *) echo 0 ;;
   esac
 }
