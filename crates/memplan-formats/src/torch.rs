@@ -210,7 +210,7 @@ impl Reader {
         let Some(Value::Str(action)) = e.get("action") else {
             return Err(bad(format!("{} has no `action`", at())));
         };
-        match &*action {
+        match &**action {
             "alloc" => {
                 let address = field(e, "addr", &at)?;
                 let size = field(e, "size", &at)?;

@@ -20,16 +20,24 @@ use std::rc::Rc;
 pub const MAX_DEPTH: usize = 200;
 
 /// A value a pickle builds. Containers are shared (`Rc`), as the memo shares them in Python.
+///
+/// Two words: a snapshot's trace is tens of millions of values moved through the stack, and a
+/// value that fits two registers moves without a copy through memory. So every payload is one
+/// word: strings, bytes and tuples behind a thin `Rc`, and integers past 64 bits (Python's are
+/// unbounded; a snapshot's addresses and sizes fit 64) boxed.
 #[derive(Debug, Clone)]
+#[repr(u64)]
 pub enum Value {
     None,
     Bool(bool),
-    Int(i128),
+    Int(i64),
+    /// An integer past 64 bits, up to 128.
+    BigInt(Rc<i128>),
     Float(f64),
-    Str(Rc<str>),
-    Bytes(Rc<[u8]>),
+    Str(Rc<Box<str>>),
+    Bytes(Rc<Box<[u8]>>),
     List(Rc<RefCell<Vec<Value>>>),
-    Tuple(Rc<[Value]>),
+    Tuple(Rc<Box<[Value]>>),
     Dict(Rc<RefCell<Vec<(Value, Value)>>>),
     Set(Rc<RefCell<Vec<Value>>>),
 }
@@ -44,7 +52,8 @@ impl Value {
 
     pub fn as_int(&self) -> Option<i128> {
         match self {
-            Value::Int(i) => Some(*i),
+            Value::Int(i) => Some(i128::from(*i)),
+            Value::BigInt(i) => Some(**i),
             Value::Bool(b) => Some(i128::from(*b)),
             _ => None,
         }
@@ -414,6 +423,7 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
     /// the buffer holds both and the opcode builds data (not FRAME): both passes then read it
     /// straight from the buffer. `None` leaves it to the checked reads ([`Decoder::take`]),
     /// which fill the buffer, skip frames and name what is wrong.
+    #[inline(always)]
     fn buffered(&self) -> Option<(u8, usize, usize)> {
         let ahead = &self.buf[self.start..self.end];
         let &op = ahead.first()?;
@@ -517,8 +527,8 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
             b'N' => Op::Value(Value::None),
             0x88 => Op::Value(Value::Bool(true)),
             0x89 => Op::Value(Value::Bool(false)),
-            b'J' => Op::Value(Value::Int(i128::from(le(raw) as u32 as i32))),
-            b'K' | b'M' => Op::Value(Value::Int(i128::from(le(raw)))),
+            b'J' => Op::Value(Value::Int(i64::from(le(raw) as u32 as i32))),
+            b'K' | b'M' => Op::Value(Value::Int(le(raw) as i64)),
             0x8a | 0x8b => {
                 let n = raw.len();
                 let mut v: i128 = 0;
@@ -528,7 +538,7 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
                 if n > 0 && n < 16 && raw[n - 1] & 0x80 != 0 {
                     v -= 1i128 << (8 * n);
                 }
-                Op::Value(Value::Int(v))
+                Op::Value(i64::try_from(v).map_or_else(|_| Value::BigInt(Rc::new(v)), Value::Int))
             }
             b'G' => Op::Value(Value::Float(f64::from_be_bytes(
                 raw.try_into().expect("8 bytes"),
@@ -814,6 +824,39 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
         Ok(())
     }
 
+    /// After a `MARK`: a run of memo fetches closed by `APPENDS` (a snapshot's stacks: each
+    /// event's frames fetched from the memo, most of the trace's opcodes), when the buffer holds it whole and the memo every entry, appended
+    /// at once with no stack in between. `false` leaves it to the opcodes one by one.
+    fn fetched_run(&mut self) -> Result<bool, PickleError> {
+        let ahead = &self.input.buf[self.input.start..self.input.end];
+        let mut at = 0;
+        let mut items = Vec::new();
+        let mut depth = 0;
+        loop {
+            let (index, n) = match ahead.get(at) {
+                Some(b'h') => match ahead.get(at + 1) {
+                    Some(&i) => (usize::from(i), 2),
+                    None => return Ok(false),
+                },
+                Some(b'j') => match ahead.get(at + 1..at + 5) {
+                    Some(raw) => (index(raw), 5),
+                    None => return Ok(false),
+                },
+                Some(b'e') if !items.is_empty() => break,
+                _ => return Ok(false),
+            };
+            let Some((v, d)) = self.fetched.slot(index).and_then(|s| self.memo[s].as_ref()) else {
+                return Ok(false);
+            };
+            depth = depth.max(*d);
+            items.push(v.clone());
+            at += n;
+        }
+        self.input.advance(at + 1);
+        self.append(items, depth)?;
+        Ok(true)
+    }
+
     fn run(mut self) -> Result<Value, PickleError> {
         loop {
             let at = self.input.at;
@@ -828,7 +871,9 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
                 }
                 Op::Stop => return self.pop(),
                 Op::Mark => {
-                    self.stack.push(Item::Mark);
+                    if !self.fetched_run()? {
+                        self.stack.push(Item::Mark);
+                    }
                     continue;
                 }
                 Op::Pop => {
@@ -847,7 +892,7 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
                 }
                 Op::Value(v) => v,
                 Op::Text(raw, text_at) => match std::str::from_utf8(raw) {
-                    Ok(s) => Value::Str(Rc::from(s)),
+                    Ok(s) => Value::Str(Rc::new(s.into())),
                     Err(_) => {
                         return Err(PickleError {
                             offset: text_at,
@@ -855,14 +900,14 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
                         });
                     }
                 },
-                Op::Bytes(raw) => Value::Bytes(Rc::from(raw)),
+                Op::Bytes(raw) => Value::Bytes(Rc::new(raw.into())),
                 Op::EmptyDict => Value::Dict(Rc::default()),
                 Op::EmptyList => Value::List(Rc::default()),
-                Op::EmptyTuple => Value::Tuple(Rc::from(Vec::new())),
+                Op::EmptyTuple => Value::Tuple(Rc::new(Box::new([]))),
                 Op::EmptySet => Value::Set(Rc::default()),
                 Op::Tuple => {
                     let (items, d) = self.pop_mark()?;
-                    self.push_at(Value::Tuple(Rc::from(items)), d + 1)?;
+                    self.push_at(Value::Tuple(Rc::new(items.into())), d + 1)?;
                     continue;
                 }
                 Op::TupleN(n) => {
@@ -874,7 +919,7 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
                         items.push(v);
                     }
                     items.reverse();
-                    self.push_at(Value::Tuple(Rc::from(items)), depth + 1)?;
+                    self.push_at(Value::Tuple(Rc::new(items.into())), depth + 1)?;
                     continue;
                 }
                 Op::List => {
@@ -956,7 +1001,7 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
 /// Whether stack item `i` is a key of the root dict (the stack's bottom): alone on it (a batch
 /// of one pair), or at a key's place in its batch after the mark right above it.
 fn is_root_key(s: &[Item], i: usize, key: &str) -> bool {
-    let is_key = matches!(s.get(i), Some(Item::Value(Value::Str(k), _)) if &**k == key);
+    let is_key = matches!(s.get(i), Some(Item::Value(Value::Str(k), _)) if &***k == key);
     let root = matches!(s.first(), Some(Item::Value(Value::Dict(_), _)));
     is_key
         && root
@@ -971,6 +1016,7 @@ fn same_key(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::BigInt(x), Value::BigInt(y)) => x == y,
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::None, Value::None) => true,
         _ => false,
@@ -1073,6 +1119,89 @@ mod tests {
         // A list memoized empty and filled afterwards is seen filled through the memo.
         let v = read(b"\x80\x04]\x94K\x07a(h\x00h\x00l.").unwrap();
         assert_eq!(v.items().unwrap()[0].items().unwrap()[0].as_int(), Some(7));
+    }
+
+    /// A reader that hands over one byte per read: the buffer then never holds a run of memo
+    /// fetches ahead, so every fetch takes the opcode-by-opcode path.
+    struct Trickle<'a>(std::io::Cursor<&'a [u8]>);
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(1);
+            self.0.read(&mut buf[..n])
+        }
+    }
+
+    impl std::io::Seek for Trickle<'_> {
+        fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+            self.0.seek(to)
+        }
+    }
+
+    fn trickled(bytes: &[u8]) -> Result<Value, PickleError> {
+        let len = bytes.len() as u64;
+        read_streaming(Trickle(std::io::Cursor::new(bytes)), len, None, &mut |_| {})
+    }
+
+    #[test]
+    fn a_run_of_memo_fetches_reads_as_the_fetches_one_by_one() {
+        // (xs, xs[::-1]) for 300 memoized strings: the second list is one run of fetches,
+        // `LONG_BINGET` for indices past 255, `BINGET` below.
+        let mut bytes = b"\x80\x04](".to_vec();
+        for i in 0..300 {
+            let s = i.to_string();
+            bytes.extend([0x8c, s.len() as u8]);
+            bytes.extend(s.as_bytes());
+            bytes.push(0x94);
+        }
+        bytes.extend(b"e](");
+        for i in (0..300u32).rev() {
+            match u8::try_from(i) {
+                Ok(i) => bytes.extend([b'h', i]),
+                Err(_) => {
+                    bytes.push(b'j');
+                    bytes.extend(i.to_le_bytes());
+                }
+            }
+        }
+        bytes.extend(b"e\x86.");
+        let whole = read(&bytes).unwrap();
+        let lists = whole.items().unwrap();
+        let (xs, back) = (lists[0].items().unwrap(), lists[1].items().unwrap());
+        assert_eq!(back.len(), 300);
+        for (k, v) in back.iter().enumerate() {
+            assert_eq!(v.as_str(), xs[299 - k].as_str());
+        }
+        assert_eq!(
+            format!("{whole:?}"),
+            format!("{:?}", trickled(&bytes).unwrap())
+        );
+
+        // A run that a `LIST` closes, not `APPENDS`, and one that fetches what was never
+        // stored: each read as the opcodes one by one read it.
+        let listed = b"\x80\x04\x8c\x01a\x94\x8c\x01b\x94(h\x00h\x01h\x00l\x86.";
+        let v = read(listed).unwrap();
+        assert_eq!(format!("{v:?}"), format!("{:?}", trickled(listed).unwrap()));
+        let list = v.items().unwrap()[1].items().unwrap();
+        let texts: Vec<_> = list.iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(texts, ["a", "b", "a"]);
+        let unstored = b"\x80\x04\x8c\x01a\x94](h\x00h\x07e.";
+        let (fast, slow) = (read(unstored).unwrap_err(), trickled(unstored).unwrap_err());
+        assert_eq!(fast, slow);
+        assert!(
+            fast.to_string().contains("memo entry 7 was never stored"),
+            "{fast}"
+        );
+    }
+
+    #[test]
+    fn a_run_of_memo_fetches_into_a_streamed_list_is_streamed() {
+        // x = {'a': 7}; pickle.dumps({'p': x, 'device_traces': [[x, x], [x]]}, 4)
+        let bytes: &[u8] = b"\x80\x04\x953\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01p\x94}\x94\x8c\x01a\x94K\x07s\x8c\rdevice_traces\x94]\x94(]\x94(h\x02h\x02e]\x94h\x02aeu.";
+        let (got, root) = streamed(bytes);
+        assert_eq!(got, vec![(0, 7), (0, 7), (1, 7)]);
+        let lists = root.get("device_traces").unwrap().items().unwrap();
+        assert!(lists.iter().all(|l| l.items().unwrap().is_empty()));
     }
 
     /// Reads `bytes` streaming `device_traces`' items: what was streamed, and the root.
