@@ -245,6 +245,36 @@ test('a host page hands a dump to the embedded explorer by postMessage', async (
   assert.equal(await testid('tensor-count').textContent(), '3');
 });
 
+test('a question answered while a plan asked after it runs leaves the page busy with that plan', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(`${server.url}?example=decoder-serving&panel=devices`);
+  await testid('devices-panel').waitFor();
+  await testid('hardware-select').selectOption('l4-24gb');
+  await testid('usable-bytes').waitFor();
+  await page.waitForFunction(() => document.querySelector('.app').getAttribute('aria-busy') === 'false');
+  // The question and then a plan, in one task: the worker answers the question before it hears
+  // of the plan, and the page hears that answer while the plan is still to come.
+  const busyWhenAnswered = await page.evaluate(() => new Promise((resolve) => {
+    const observer = new MutationObserver(() => {
+      if (document.querySelector('[data-testid=fits-result]')) {
+        observer.disconnect();
+        resolve(document.querySelector('.app').getAttribute('aria-busy'));
+      }
+    });
+    observer.observe(document.body, { childList: true, subtree: true });
+    document.querySelector('[data-testid=fits-button-B]').click();
+    const strategy = document.querySelector('[data-testid=strategy-select]');
+    strategy.value = 'bump';
+    strategy.dispatchEvent(new Event('change', { bubbles: true }));
+  }));
+  assert.equal(busyWhenAnswered, 'true', 'the page is busy with the plan asked after the question');
+  // The plan comes, and with it the end of the work; the answer stays.
+  await page.waitForFunction(() => document.querySelector('.app').getAttribute('aria-busy') === 'false');
+  const bump = JSON.parse(cli('plan', join(root, 'static/examples/decoder-serving.json'), '--json', '--strategy', 'bump')).footprint_bytes;
+  assert.equal(await bytesOf('peak-bytes'), bump);
+  await testid('fits-result').waitFor();
+});
+
 test("a plan arriving while a param is being typed keeps the box and what is typed in it", async () => {
   await page.setViewportSize({ width: 1400, height: 900 });
   await page.goto(`${server.url}?example=decoder-serving&panel=devices`);

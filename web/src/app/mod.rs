@@ -343,8 +343,11 @@ pub fn App() -> impl IntoView {
     let loaded = move || state.analysis.with(Option::is_some);
 
     view! {
+        // Busy while the worker works, from the first moment (the bar waits PROGRESS_DELAY):
+        // assistive technology then waits for the views it is about to change.
         <div
             class="app"
+            aria-busy=move || working.get().to_string()
             class:embed=state.embed
             class:dragging=move || dragging.get()
             on:dragover=move |ev: web_sys::DragEvent| {

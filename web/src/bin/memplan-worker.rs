@@ -260,14 +260,18 @@ pub fn memory_bytes() -> f64 {
 /// would be decoded here and encoded again on the page. The JSON leaves the worker's memory in
 /// chunks as it is written ([`ChunksOut`]), so the answer never sits in it whole beside the
 /// analysis it is made of (wasm memory, once grown, stays grown).
-/// With it, as `{answer, job}`, the number of the job it answers where a later one supersedes
-/// it ([`Response::superseded_by_later_jobs`]): the page checks it before it reads the answer.
+/// With it, as `{answer, job, replaceable}`, the number of the last job the worker was asked
+/// when it answered (the job a question's answer answers: questions are answered as they are
+/// asked), and whether a later job supersedes it ([`Response::superseded_by_later_jobs`]): the
+/// page checks both before it reads the answer.
 fn send(scope: &DedicatedWorkerGlobalScope, r: &Response, job: i32) {
     let array = encode(r);
     let message = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&message, &JsValue::from_str("answer"), &array);
+    let set = |key: &str, value: &JsValue| js_sys::Reflect::set(&message, &key.into(), value);
+    let _ = set("answer", &array);
+    let _ = set("job", &job.into());
     if r.superseded_by_later_jobs() {
-        let _ = js_sys::Reflect::set(&message, &JsValue::from_str("job"), &job.into());
+        let _ = set("replaceable", &JsValue::TRUE);
     }
     let _ = scope.post_message_with_transfer(&message, &js_sys::Array::of1(&array.buffer()));
 }

@@ -457,7 +457,8 @@ impl PageState {
     /// What the link says: an answer becomes page state.
     fn hear(self, event: LinkEvent) {
         match event {
-            LinkEvent::Answer(response) => self.receive(response),
+            LinkEvent::Answer(response) => self.receive(response, false),
+            LinkEvent::EarlierAnswer(response) => self.receive(response, true),
             LinkEvent::PlanningHere(why) => self.notices.update(|n| {
                 n.push(format!(
                     "{why}; planning on this page instead, which pauses while it works"
@@ -493,8 +494,14 @@ impl PageState {
         }
     }
 
-    /// Turns an answer of the worker into page state.
-    fn receive(self, response: Response) {
+    /// Turns an answer of the worker into page state; `earlier`: it answers what was asked
+    /// before the job the worker works on now, which keeps the page busy.
+    fn receive(self, response: Response, earlier: bool) {
+        let answered = || {
+            if !earlier {
+                self.done()
+            }
+        };
         match response {
             Response::Ready => {}
             Response::Progress {
@@ -557,19 +564,19 @@ impl PageState {
                 }
             }
             Response::Compared(view) => {
-                self.done();
+                answered();
                 self.comparison.set(Some(*view));
             }
             Response::Swept(sweep) => {
-                self.done();
+                answered();
                 self.sweep.set(Some(*sweep));
             }
             Response::Fits(fits) => {
-                self.done();
+                answered();
                 self.fits.set(Some(*fits));
             }
             Response::Advised { scenario, answer } => {
-                self.done();
+                answered();
                 let source = (self
                     .analysis
                     .with_untracked(|a| a.as_ref().map(|a| a.source.clone())))

@@ -47,6 +47,9 @@ const WORKER_MODULE: &str = "memplanWorkerModule";
 pub enum LinkEvent {
     /// The worker's answer.
     Answer(Response),
+    /// The worker's answer to what was asked before the last job the page posted, which the
+    /// worker works on now: a question's, shown while the page stays busy with that job.
+    EarlierAnswer(Response),
     /// No Web Worker could start: from now on the page plans on its own thread.
     PlanningHere(WebError),
     /// The Web Worker failed while working (the next request starts a fresh one), or sent what
@@ -413,10 +416,11 @@ impl Link {
             let get = |key: &str| js_sys::Reflect::get(&data, &key.into()).unwrap_or_default();
             // An answer a later job supersedes (a cancelled search's best, a failed load's
             // error, a late "cancelled"): the later job's answers say what the page shows, so
-            // it is not even read.
-            let job = get("job").as_f64();
+            // it is not even read. Any other answer given before a later job was posted is
+            // shown while that job goes on.
             let sent = link.state.try_borrow().map_or(0, |s| s.jobs);
-            if job.is_some_and(|job| job < f64::from(sent)) {
+            let earlier = get("job").as_f64().is_some_and(|job| job < f64::from(sent));
+            if earlier && get("replaceable").is_truthy() {
                 return;
             }
             let bytes = (get("answer").dyn_into::<js_sys::Uint8Array>())
@@ -434,6 +438,7 @@ impl Link {
                 }
                 // Read in this task, shown in the next: a large plan's answer is two tasks of
                 // the page's, not one twice as long.
+                Ok(response) if earlier => link.in_order(LinkEvent::EarlierAnswer(response)),
                 Ok(response) => link.in_order(LinkEvent::Answer(response)),
                 Err(e) => link.in_order(LinkEvent::Failed(e)),
             }

@@ -153,9 +153,10 @@ pub enum Response {
 impl Response {
     /// Whether a later job's answers supersede it: what the page shows of the dump and its plan
     /// (a job's progress, its plan, a fit's flips, the program and routine, a cancel's or an
-    /// error's end). The Web Worker numbers each such answer with its job
-    /// ([`Request::is_job`]), and the page drops one whose job a later job replaced; a question's
-    /// answer (an export, a diff, a sweep, ...) is shown whenever it comes.
+    /// error's end). The Web Worker numbers each answer with the last job it was asked
+    /// ([`Request::is_job`]), and the page drops one of these whose job a later job replaced; a
+    /// question's answer (an export, a diff, a sweep, ...) is shown whenever it comes, and where
+    /// a later job was posted, the page stays busy with that one.
     pub fn superseded_by_later_jobs(&self) -> bool {
         matches!(
             self,
