@@ -275,6 +275,31 @@ test('a question answered while a plan asked after it runs leaves the page busy 
   await testid('fits-result').waitFor();
 });
 
+test('a largest-that-fits answer asked before a param changed is not shown for the new value', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  const serving = join(root, 'static/examples/decoder-serving.json');
+  await page.goto(`${server.url}?example=decoder-serving&panel=devices`);
+  await testid('devices-panel').waitFor();
+  await testid('hardware-select').selectOption('l4-24gb');
+  await testid('usable-bytes').waitFor();
+  await page.waitForFunction(() => document.querySelector('.app').getAttribute('aria-busy') === 'false');
+  // The question under S=4096 and then S=512, in one task: its answer comes after the change.
+  await page.evaluate(() => {
+    document.querySelector('[data-testid=fits-button-B]').click();
+    const s = document.querySelector('[data-testid=param-value-S]');
+    s.value = '512';
+    s.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+  const atS512 = JSON.parse(cli('plan', serving, '--json', '--set', 'S=512')).footprint_bytes;
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid="peak-bytes"]')?.dataset.bytes) === b
+    && document.querySelector('.app').getAttribute('aria-busy') === 'false', atS512);
+  assert.equal(await page.locator('[data-testid=fits-result]').count(), 0, 'no answer for S=4096 shown at S=512');
+  // Asked again, under S=512, it is shown: the largest the CLI finds there.
+  const wide = JSON.parse(cli('fits', serving, '--json', '--device-class', 'l4-24gb', '--util', '0.9', '--param', 'B', '--set', 'S=512'));
+  await testid('fits-button-B').click();
+  await page.waitForFunction((n) => document.querySelector('[data-testid=fits-result]')?.dataset.largest === String(n), wide.largest);
+});
+
 test("a plan arriving while a param is being typed keeps the box and what is typed in it", async () => {
   await page.setViewportSize({ width: 1400, height: 900 });
   await page.goto(`${server.url}?example=decoder-serving&panel=devices`);

@@ -222,6 +222,9 @@ pub struct PageState {
     pub params: RwSignal<BTreeMap<String, u64>>,
     /// The last "largest that fits" answer.
     pub fits: RwSignal<Option<FitsAnswer>>,
+    /// The scenario the last "largest that fits" was asked under: its answer holds for that
+    /// device and those params only (the page clears it when they change).
+    fits_asked: StoredValue<Option<Scenario>>,
     /// The last sweep, and how many targets the next one fits.
     pub sweep: RwSignal<Option<SweepView>>,
     pub sweep_points: RwSignal<usize>,
@@ -305,6 +308,7 @@ impl PageState {
             util: RwSignal::new(url.util),
             params: RwSignal::new(url.params.clone()),
             fits: RwSignal::new(None),
+            fits_asked: StoredValue::new(None),
             sweep: RwSignal::new(None),
             sweep_points: RwSignal::new(memplan_engine::DEFAULT_SWEEP_POINTS),
             comparison: RwSignal::new(None),
@@ -573,7 +577,17 @@ impl PageState {
             }
             Response::Fits(fits) => {
                 answered();
-                self.fits.set(Some(*fits));
+                // Asked before the device or a param changed, it would name the largest value
+                // for those: not shown.
+                let now = self.scenario();
+                let holds = self.fits_asked.with_value(|asked| {
+                    (asked.as_ref()).is_some_and(|asked| {
+                        (asked.params == now.params) && (asked.device_class == now.device_class)
+                    })
+                });
+                if holds {
+                    self.fits.set(Some(*fits));
+                }
             }
             Response::Advised { scenario, answer } => {
                 answered();
@@ -906,6 +920,7 @@ impl PageState {
     pub fn find_largest(self, param: String, lo: u64, hi: Option<u64>) {
         if self.analysis.get_untracked().is_some() {
             let scenario = self.scenario();
+            self.fits_asked.set_value(Some(scenario.clone()));
             let request = Request::Fits {
                 scenario,
                 param,
