@@ -106,7 +106,7 @@ pub(super) fn follow_link(state: PageState, key: StoredValue<String>) {
                     .and_then(memplan_formats::hardware::bundled)
                     .map(|c| (c.class, c.memory)),
             );
-            state.fits.set(None);
+            state.forget_fits();
             state.restore.set_value(Some(restore.clone()));
             state.load_example(e, restore.origin);
             return;

@@ -222,9 +222,11 @@ pub struct PageState {
     pub params: RwSignal<BTreeMap<String, u64>>,
     /// The last "largest that fits" answer.
     pub fits: RwSignal<Option<FitsAnswer>>,
-    /// The scenario the last "largest that fits" was asked under: its answer holds for that
-    /// device and those params only (the page clears it when they change).
-    fits_asked: StoredValue<Option<Scenario>>,
+    /// How often the "largest that fits" answer was cleared (the device, a param, the routine
+    /// or the dump changed: [`PageState::forget_fits`]), now and when it was last asked: an
+    /// answer asked before it was cleared names the largest value for what changed, and is not
+    /// shown.
+    fits_cleared: StoredValue<(u32, u32)>,
     /// The last sweep, and how many targets the next one fits.
     pub sweep: RwSignal<Option<SweepView>>,
     pub sweep_points: RwSignal<usize>,
@@ -308,7 +310,7 @@ impl PageState {
             util: RwSignal::new(url.util),
             params: RwSignal::new(url.params.clone()),
             fits: RwSignal::new(None),
-            fits_asked: StoredValue::new(None),
+            fits_cleared: StoredValue::new((0, 0)),
             sweep: RwSignal::new(None),
             sweep_points: RwSignal::new(memplan_engine::DEFAULT_SWEEP_POINTS),
             comparison: RwSignal::new(None),
@@ -398,7 +400,7 @@ impl PageState {
         self.flips.set(Vec::new());
         self.fit_log.set(None);
         self.params.set(BTreeMap::new());
-        self.fits.set(None);
+        self.forget_fits();
         self.sweep.set(None);
         self.comparison.set(None);
         self.against.set(None);
@@ -577,15 +579,7 @@ impl PageState {
             }
             Response::Fits(fits) => {
                 answered();
-                // Asked before the device or a param changed, it would name the largest value
-                // for those: not shown.
-                let now = self.scenario();
-                let holds = self.fits_asked.with_value(|asked| {
-                    (asked.as_ref()).is_some_and(|asked| {
-                        (asked.params == now.params) && (asked.device_class == now.device_class)
-                    })
-                });
-                if holds {
+                if self.fits_cleared.with_value(|(now, asked)| now == asked) {
                     self.fits.set(Some(*fits));
                 }
             }
@@ -738,7 +732,7 @@ impl PageState {
         self.applied.set(None);
         self.comparison.set(None);
         self.sweep.set(None);
-        self.fits.set(None);
+        self.forget_fits();
         self.busy
             .set(Some(Busy::stage(2, STAGES, "opening the routine")));
         self.planning.set(true);
@@ -912,15 +906,23 @@ impl PageState {
     /// Re-plans with the device class, utilization or a param changed by `change`.
     pub fn change_device(self, change: impl FnOnce()) {
         change();
-        self.fits.set(None);
+        self.forget_fits();
         self.replan();
+    }
+
+    /// Clears the "largest that fits" answer: the device, a param, the routine or the dump
+    /// changed, and an answer still to come is for the ones before.
+    pub fn forget_fits(self) {
+        self.fits.set(None);
+        self.fits_cleared
+            .update_value(|(now, _)| *now = now.wrapping_add(1));
     }
 
     /// Asks for the largest value of `param` in `lo..=hi` that fits the device.
     pub fn find_largest(self, param: String, lo: u64, hi: Option<u64>) {
         if self.analysis.get_untracked().is_some() {
             let scenario = self.scenario();
-            self.fits_asked.set_value(Some(scenario.clone()));
+            self.fits_cleared.update_value(|(now, asked)| *asked = *now);
             let request = Request::Fits {
                 scenario,
                 param,
