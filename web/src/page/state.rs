@@ -222,10 +222,9 @@ pub struct PageState {
     pub params: RwSignal<BTreeMap<String, u64>>,
     /// The last "largest that fits" answer.
     pub fits: RwSignal<Option<FitsAnswer>>,
-    /// How often the "largest that fits" answer was cleared (the device, a param, the routine
-    /// or the dump changed: [`PageState::forget_fits`]), now and when it was last asked: an
-    /// answer asked before it was cleared names the largest value for what changed, and is not
-    /// shown.
+    /// How often the "largest that fits" answer was cleared (the scenario, the routine or the
+    /// dump changed: [`PageState::forget_fits`]), now and when it was last asked: an answer
+    /// asked before it was cleared names the largest value for what changed, and is not shown.
     fits_cleared: StoredValue<(u32, u32)>,
     /// The last sweep, and how many targets the next one fits.
     pub sweep: RwSignal<Option<SweepView>>,
@@ -906,12 +905,12 @@ impl PageState {
     /// Re-plans with the device class, utilization or a param changed by `change`.
     pub fn change_device(self, change: impl FnOnce()) {
         change();
-        self.forget_fits();
         self.replan();
     }
 
-    /// Clears the "largest that fits" answer: the device, a param, the routine or the dump
-    /// changed, and an answer still to come is for the ones before.
+    /// Clears the "largest that fits" answer: the scenario (the device, a param, a flip, the
+    /// strategy, ...), the routine or the dump changed, and the answer, shown or still to come,
+    /// names the largest value under the ones before.
     pub fn forget_fits(self) {
         self.fits.set(None);
         self.fits_cleared
@@ -955,6 +954,7 @@ impl PageState {
         self.busy
             .set(Some(Busy::stage(2, STAGES, format!("fitting to {target}"))));
         self.planning.set(true);
+        self.forget_fits();
         let scenario = self.scenario();
         self.send(Request::Fit { scenario, target }, None);
     }
@@ -970,6 +970,7 @@ impl PageState {
         let what = format!("planning with {}", self.strategy.get_untracked());
         self.busy.set(Some(Busy::stage(2, STAGES, what)));
         self.planning.set(true);
+        self.forget_fits();
         self.send(Request::Plan(self.scenario()), None);
     }
 
