@@ -824,9 +824,10 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
         Ok(())
     }
 
-    /// After a `MARK`: a run of memo fetches closed by `APPENDS` (a snapshot's stacks: each
-    /// event's frames fetched from the memo, most of the trace's opcodes), when the buffer holds it whole and the memo every entry, appended
-    /// at once with no stack in between. `false` leaves it to the opcodes one by one.
+    /// After a `MARK`: a run of memo fetches closed by `APPENDS` (a snapshot's stacks: an
+    /// allocation's frames, fetched from the memo, are most of its event's opcodes), when the
+    /// buffer holds it whole and the memo every entry, appended at once with no stack in
+    /// between. `false` leaves it to the opcodes one by one, which name what is wrong.
     fn fetched_run(&mut self) -> Result<bool, PickleError> {
         let ahead = &self.input.buf[self.input.start..self.input.end];
         let mut at = 0;
