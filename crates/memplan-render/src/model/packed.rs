@@ -136,19 +136,34 @@ impl<'a, const FIELDS: usize> Unpacker<'a, FIELDS> {
     }
 }
 
-/// The values of a packed column of one field, each converted by `convert` (`None`: out of its
-/// range).
-pub fn unpack<T>(chunks: &[String], convert: impl Fn(u64) -> Option<T>) -> Result<Vec<T>, String> {
-    let mut previous = [0; 1];
-    let mut out = Vec::new();
+/// Reads a column's strings in order, the fields stepping on across them: `item` reads one
+/// item's values each time, until every string is read. Inlined into its two readers: called,
+/// it cost the page's bundle 87 bytes more gzipped.
+#[inline(always)]
+fn each_item<const N: usize>(
+    chunks: &[String],
+    mut item: impl FnMut(&mut Unpacker<N>) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut previous = [0; N];
     for text in chunks {
-        let mut values = Unpacker::<1>::resume(text, previous);
+        let mut values = Unpacker::resume(text, previous);
         while !values.is_done() {
-            let value = values.next(0)?;
-            out.push(convert(value).ok_or_else(|| format!("holds {value}, out of range"))?);
+            item(&mut values)?;
         }
         previous = values.previous();
     }
+    Ok(())
+}
+
+/// The values of a packed column of one field, each converted by `convert` (`None`: out of its
+/// range).
+pub fn unpack<T>(chunks: &[String], convert: impl Fn(u64) -> Option<T>) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    each_item(chunks, |values: &mut Unpacker<1>| {
+        let value = values.next(0)?;
+        out.push(convert(value).ok_or_else(|| format!("holds {value}, out of range"))?);
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -235,29 +250,25 @@ impl<'a> Words<&'a str> {
 impl<S: AsRef<str>> Words<S> {
     /// Hands each string to `each`, in order; how many there were.
     pub fn unpack(&self, mut each: impl FnMut(&str) -> Result<(), String>) -> Result<u32, String> {
-        let mut previous = [0; 2];
         let mut word = String::new();
         let mut count = 0u32;
-        for text in &self.packed {
-            let mut values = Unpacker::<2>::resume(text, previous);
-            while !values.is_done() {
-                let k = values.next(0)?;
-                let stem = usize::try_from(k).ok().and_then(|k| self.stems.get(k));
-                let stem = stem.ok_or_else(|| format!("names stem {k} of {}", self.stems.len()))?;
-                word.clear();
-                word.push_str(stem.as_ref());
-                match values.next(1)? {
-                    0 => {}
-                    n => {
-                        use std::fmt::Write;
-                        let _ = write!(word, "{}", n - 1);
-                    }
+        each_item(&self.packed, |values: &mut Unpacker<2>| {
+            let k = values.next(0)?;
+            let stem = usize::try_from(k).ok().and_then(|k| self.stems.get(k));
+            let stem = stem.ok_or_else(|| format!("names stem {k} of {}", self.stems.len()))?;
+            word.clear();
+            word.push_str(stem.as_ref());
+            match values.next(1)? {
+                0 => {}
+                n => {
+                    use std::fmt::Write;
+                    let _ = write!(word, "{}", n - 1);
                 }
-                each(&word)?;
-                count = count.checked_add(1).ok_or("holds more than 2^32 strings")?;
             }
-            previous = values.previous();
-        }
+            each(&word)?;
+            count = count.checked_add(1).ok_or("holds more than 2^32 strings")?;
+            Ok(())
+        })?;
         Ok(count)
     }
 }
