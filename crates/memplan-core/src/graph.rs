@@ -751,6 +751,68 @@ fn index_ids<'a>(
     Ok(map)
 }
 
+/// Finds a step's tensors by id, asking first whether the id is the tensor after the one it
+/// found last, which one comparison answers: a dump made from events names its tensors in the
+/// order it made them (each of a snapshot's allocations writes the next tensor, and most of its
+/// frees read the one after the last freed), and a lookup in a map of millions of ids is a
+/// cache miss or two. Ids are unique (checked before), so a match is the map's answer. Where the
+/// guesses miss more than they hit (a minimalloc CSV's rows are in no order of time) it stops
+/// guessing, so a graph in no order pays a few dozen comparisons.
+struct Finder<'a> {
+    tensors: &'a [Tensor],
+    index: &'a Ids<'a>,
+    next: usize,
+    hits: usize,
+    misses: usize,
+}
+
+impl<'a> Finder<'a> {
+    /// Misses past the hits at which a finder stops guessing.
+    const MOST_MISSES_AHEAD: usize = 64;
+
+    fn new(tensors: &'a [Tensor], index: &'a Ids<'a>) -> Self {
+        Finder {
+            tensors,
+            index,
+            next: 0,
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    fn find(&mut self, id: &str) -> Option<usize> {
+        let guessing = self.misses <= self.hits + Self::MOST_MISSES_AHEAD;
+        let guessed = guessing && self.tensors.get(self.next).is_some_and(|t| t.id == id);
+        let found = match guessed {
+            true => {
+                self.hits += 1;
+                self.next
+            }
+            false => {
+                self.misses += usize::from(guessing);
+                *self.index.get(id)?
+            }
+        };
+        self.next = found + 1;
+        Some(found)
+    }
+
+    /// Each of `ids`, or the error naming the first that names no tensor.
+    fn find_all<'f>(
+        &'f mut self,
+        ids: &'f [Id],
+        owner: &'f dyn Fn() -> String,
+    ) -> impl Iterator<Item = Result<usize, GraphError>> + 'f {
+        (ids.iter()).map(move |id| {
+            self.find(id).ok_or_else(|| GraphError::Dangling {
+                owner: owner(),
+                what: Element::Tensor,
+                id: id.to_string(),
+            })
+        })
+    }
+}
+
 fn lookup(
     map: &Ids<'_>,
     owner: impl FnOnce() -> String,
@@ -770,7 +832,7 @@ pub fn align_up(value: u64, alignment: u64) -> Option<u64> {
     Some(value.checked_add(alignment - 1)? & !(alignment - 1))
 }
 
-fn resolve<'a>(g: &'a Graph) -> Result<ResolvedGraph, GraphError> {
+fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
     let device_ids = g.device_ids();
     let devices = index_ids(Element::Device, device_ids.iter().map(String::as_str))?;
     let tensor_index = index_ids(Element::Tensor, g.tensors.iter().map(|t| t.id.as_str()))?;
@@ -836,18 +898,20 @@ fn resolve<'a>(g: &'a Graph) -> Result<ResolvedGraph, GraphError> {
     let mut steps = Vec::with_capacity(g.steps.len());
     let mut reads = Lists::default();
     let mut writes = Lists::default();
+    // Reads and writes each follow an order of their own.
+    let (mut read, mut written) = (
+        Finder::new(&g.tensors, &tensor_index),
+        Finder::new(&g.tensors, &tensor_index),
+    );
     for s in &g.steps {
         let owner = || format!("step `{}`", s.id);
-        let index = &tensor_index;
-        let ids =
-            |ids: &'a [Id]| (ids.iter()).map(move |id| lookup(index, owner, Element::Tensor, id));
         if s.writes.is_empty() {
             return Err(GraphError::StepWritesNothing {
                 step: s.id.to_string(),
             });
         }
-        reads.try_push(ids(&s.reads))?;
-        writes.try_push(ids(&s.writes))?;
+        reads.try_push(read.find_all(&s.reads, &owner))?;
+        writes.try_push(written.find_all(&s.writes, &owner))?;
         steps.push(ResolvedStep {
             device: device_of(&owner, &s.device)?,
             loop_index: match &s.loop_id {
@@ -1245,6 +1309,48 @@ mod site_tests {
 mod index_tests {
     use super::testing::{step, tensor};
     use super::*;
+
+    proptest::proptest! {
+        /// Guessing or not, a finder answers as the map does: for ids in order, in runs, at
+        /// random, and ids of no tensor.
+        #[test]
+        fn a_finder_answers_as_the_map_does(
+            n in 1usize..40,
+            asked in proptest::collection::vec((0usize..50, 1usize..6), 0..200),
+        ) {
+            let tensors: Vec<Tensor> = (0..n).map(|i| tensor(&format!("t{i}"), 8)).collect();
+            let index = index_ids(Element::Tensor, tensors.iter().map(|t| t.id.as_str())).unwrap();
+            let mut finder = Finder::new(&tensors, &index);
+            // A run of `len` ids from `start` on, which may pass the last tensor.
+            for (start, len) in asked {
+                for i in start..start + len {
+                    let id = format!("t{i}");
+                    proptest::prop_assert_eq!(finder.find(&id), index.get(id.as_str()).copied());
+                }
+            }
+        }
+    }
+
+    /// Guesses stop once they miss more than they hit, and are made while they hit.
+    #[test]
+    fn a_finder_guesses_while_its_guesses_pay() {
+        let tensors: Vec<Tensor> = (0..1000).map(|i| tensor(&format!("t{i}"), 8)).collect();
+        let index = index_ids(Element::Tensor, tensors.iter().map(|t| t.id.as_str())).unwrap();
+        let mut finder = Finder::new(&tensors, &index);
+        for i in 0..500 {
+            finder.find(&format!("t{i}"));
+        }
+        assert_eq!((finder.hits, finder.misses), (500, 0));
+        // Backwards, every guess misses: it stops after 64 misses past its hits.
+        let mut finder = Finder::new(&tensors, &index);
+        for i in (0..1000).rev() {
+            finder.find(&format!("t{i}"));
+        }
+        assert_eq!(
+            (finder.hits, finder.misses),
+            (0, Finder::MOST_MISSES_AHEAD + 1)
+        );
+    }
 
     /// A tensor is found by its id once resolved, from a reorder too; the index, made at the
     /// first lookup, leaves the resolved graph equal to one that has not made it.
