@@ -5,7 +5,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-# Gzipped KiB. The page's is issue 38's target; the worker's is its size today plus a margin
+# Gzipped KiB, each 1,024 bytes: a bundle passes its ceiling at its first byte over, not at the
+# next whole KiB. The page's is issue 38's target; the worker's is its size today plus a margin
 # (its target, 450 KiB, is not met yet): lower it as the worker shrinks. (Raised from 624 for
 # the unpickler built for speed, 2 KiB for a fifth off a streamed snapshot's load: Cargo.toml;
 # and 1 KiB for the view model's packed strings and curves, a large answer's size halved:
@@ -13,7 +14,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 ceiling_kib() {
   case "$1" in
     memplan-web-*) echo 600 ;;
-    memplan-worker_bg.wasm) echo 629 ;;
+    memplan-worker_bg.wasm) echo 630 ;;
     *) echo 0 ;;
   esac
 }
@@ -23,11 +24,16 @@ for wasm in "$root"/dist/*.wasm; do
   name=$(basename "$wasm")
   raw=$(wc -c < "$wasm")
   gz=$(gzip -9 -c "$wasm" | wc -c)
-  printf 'wasm bundle %s: %d bytes raw (%d KiB), %d bytes gzipped (%d KiB)\n' \
-    "$name" "$raw" $((raw / 1024)) "$gz" $((gz / 1024))
   most=$(ceiling_kib "$name")
-  if [ "$most" -gt 0 ] && [ $((gz / 1024)) -gt "$most" ]; then
-    printf 'bundle-size: %s is %d KiB gzipped, past its ceiling of %d KiB\n' "$name" $((gz / 1024)) "$most" >&2
+  room=""
+  if [ "$most" -gt 0 ] && [ "$gz" -le $((most * 1024)) ]; then
+    room=$(printf ', %d bytes under its ceiling of %d KiB' $((most * 1024 - gz)) "$most")
+  fi
+  printf 'wasm bundle %s: %d bytes raw (%d KiB), %d bytes gzipped (%d KiB)%s\n' \
+    "$name" "$raw" $((raw / 1024)) "$gz" $((gz / 1024)) "$room"
+  if [ "$most" -gt 0 ] && [ "$gz" -gt $((most * 1024)) ]; then
+    printf 'bundle-size: %s is %d bytes gzipped, past its ceiling of %d KiB (%d bytes)\n' \
+      "$name" "$gz" "$most" $((most * 1024)) >&2
     status=1
   fi
 done
