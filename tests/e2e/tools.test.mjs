@@ -71,7 +71,7 @@ test('fit meets a budget, shows its plan log and applies its flips; the link kee
   await page.goto(`${server.url}?example=convnet-training&panel=flips`);
   await testid('flips-table').waitFor();
   assert.equal(await testid('no-candidates').count(), 0);
-  assert.match(await testid('search').getAttribute('placeholder'), /ops, steps/);
+  assert.match(await testid('search').getAttribute('placeholder'), /tensors, ops/);
   const baseline = await bytesOf('peak-bytes');
   const budget = Math.floor(baseline * 0.8);
   await testid('budget-input').fill(String(budget));

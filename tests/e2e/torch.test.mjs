@@ -65,7 +65,7 @@ test("a snapshot's tensors are named by the user's frames, its peak groups by si
   await shot('snapshot-sites');
 
   // The search matches any frame: a file deep in the stack, and a file:line; its field says so.
-  assert.match(await testid('search').getAttribute('placeholder'), /their stacks/);
+  assert.match(await testid('search').getAttribute('placeholder'), /tensors, stacks/);
   const all = await items();
   await testid('search').fill('nn_utils.py');
   await page.waitForFunction((all) => Number(document.querySelector('[data-testid=timeline-canvas]')?.dataset.items) < all, all);

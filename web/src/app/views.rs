@@ -130,7 +130,7 @@ pub(super) fn Views(state: PageState, search_input: NodeRef<Input>) -> impl Into
                         class="search"
                         type="search"
                         // A dump with stacks is searched by its frames too (file, line, function).
-                        placeholder=move || if has_stacks.get() { "search tensors and their stacks ( / )" } else { "search tensors, ops, steps ( / )" }
+                        placeholder=move || if has_stacks.get() { "search tensors, stacks (/)" } else { "search tensors, ops (/)" }
                         data-testid="search"
                         prop:value=move || state.search.get()
                         on:input=move |ev| {
