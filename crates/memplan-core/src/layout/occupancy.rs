@@ -762,7 +762,8 @@ const LISTING_PER_RANGE: u64 = 4;
 /// A greedy decode places each item by the items placed before it alone (their sizes,
 /// alignments, live intervals and offsets), so a decode whose order starts with the same items
 /// as an earlier one gives them the same offsets: it takes them without a walk and resumes at
-/// the first difference. A rematerialization flip changes a few intervals, often late in the
+/// the first difference; one of the same items in the same order is that decode, and is not
+/// made again (a flip on one device, or of one dtype, leaves the other regions as they were). A rematerialization flip changes a few intervals, often late in the
 /// size order, so a relayout after one resumes part-way; past that point [`Resume`] still
 /// gives most items their earlier offsets without a walk.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -818,13 +819,8 @@ fn place_listing_up_to(
     mut earlier: Option<&mut Decode>,
     extent_limit: u64,
 ) -> Option<RegionLayout> {
-    let mut taken = match earlier.as_mut().and_then(|d| d.scratch.0.take()) {
-        Some(mut taken) => {
-            taken.reset(items, scan_most);
-            taken
-        }
-        None => Taken::new(items, scan_most),
-    };
+    let scratch = earlier.as_mut().and_then(|d| d.scratch.0.take());
+    let mut changed = earlier.as_mut().and_then(|d| d.changed.0.take());
     let shared_with = |decode: &[(Item, u64)]| {
         decode
             .iter()
@@ -832,7 +828,6 @@ fn place_listing_up_to(
             .take_while(|&(&(item, _), &i)| item == items[i as usize])
             .count()
     };
-    let mut changed = earlier.as_mut().and_then(|d| d.changed.0.take());
     let (resumed, shared): (&[(Item, u64)], usize) = match &earlier {
         Some(d) => [&d.first, &d.latest]
             .into_iter()
@@ -840,6 +835,22 @@ fn place_listing_up_to(
             .max_by_key(|&(_, shared)| shared)
             .unwrap_or_default(),
         None => (&[], 0),
+    };
+    // The same items in the same order: the earlier decode is this one (a flip elsewhere left
+    // the region as it was).
+    if shared == order.len() && resumed.len() == order.len() {
+        let layout = decoded(items, order, resumed, extent_limit);
+        if let Some(earlier) = earlier {
+            (earlier.scratch.0, earlier.changed.0) = (scratch, changed);
+        }
+        return layout;
+    }
+    let mut taken = match scratch {
+        Some(mut taken) => {
+            taken.reset(items, scan_most);
+            taken
+        }
+        None => Taken::new(items, scan_most),
     };
     // The listing index, only where it is used (`best-fit` in the tree): ranks are places in
     // `order`.
@@ -909,6 +920,24 @@ fn place_listing_up_to(
 /// How many items a decode places between two questions to its `stop`: at a hundred thousand
 /// buffers a decode takes a good part of a second, which a time limit should not overrun.
 pub(crate) const STOP_EVERY: usize = 1024;
+
+/// The layout of a decode of `items` in `order` whose every placement is `placed` (an earlier
+/// decode of the same items in the same order); `None` past `extent_limit`, as the decode.
+fn decoded(
+    items: &[Item],
+    order: &[u32],
+    placed: &[(Item, u64)],
+    extent_limit: u64,
+) -> Option<RegionLayout> {
+    let (mut offsets, mut extent) = (vec![0; items.len()], 0);
+    for (&i, &(item, offset)) in order.iter().zip(placed) {
+        if item.size > 0 {
+            offsets[i as usize] = offset;
+            extent = extent.max(offset + item.size);
+        }
+    }
+    (extent <= extent_limit).then_some(RegionLayout { offsets, extent })
+}
 
 /// The one loop of every decode here: places the items of `order` on `taken` (emptied by the
 /// caller): the first `prefix.0` at the offsets `prefix.1(rank, item)` already known, the rest
