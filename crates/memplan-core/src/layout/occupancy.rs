@@ -763,9 +763,10 @@ const LISTING_PER_RANGE: u64 = 4;
 /// alignments, live intervals and offsets), so a decode whose order starts with the same items
 /// as an earlier one gives them the same offsets: it takes them without a walk and resumes at
 /// the first difference; one of the same items in the same order is that decode, and is not
-/// made again (a flip on one device, or of one dtype, leaves the other regions as they were). A rematerialization flip changes a few intervals, often late in the
-/// size order, so a relayout after one resumes part-way; past that point [`Resume`] still
-/// gives most items their earlier offsets without a walk.
+/// made again (a flip on one device, or of one dtype, leaves the other regions as they were).
+/// A rematerialization flip changes a few intervals, often late in the size order, so a
+/// relayout after one resumes part-way; past that point [`Resume`] still gives most items their
+/// earlier offsets without a walk.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Decode {
     first: Vec<(Item, u64)>,
