@@ -38,6 +38,9 @@ pub enum Value {
     Bytes(Rc<Box<[u8]>>),
     List(Rc<RefCell<Vec<Value>>>),
     Tuple(Rc<Box<[Value]>>),
+    /// Its pairs in the order set, a key set again among them: [`Value::get`] reads the last,
+    /// as Python keeps it. Setting a pair checks no earlier key (a dict of many keys would
+    /// cost the square of their number).
     Dict(Rc<RefCell<Vec<(Value, Value)>>>),
     Set(Rc<RefCell<Vec<Value>>>),
 }
@@ -59,13 +62,13 @@ impl Value {
         }
     }
 
-    /// The value of `key` in a dict with string keys.
+    /// The value of `key` in a dict with string keys: the last one set, as in Python.
     pub fn get(&self, key: &str) -> Option<Value> {
         match self {
             Value::Dict(d) => d
                 .borrow()
                 .iter()
-                .find(|(k, _)| k.as_str() == Some(key))
+                .rfind(|(k, _)| k.as_str() == Some(key))
                 .map(|(_, v)| v.clone()),
             _ => None,
         }
@@ -806,12 +809,9 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
             Item::Value(v, _) => v,
             Item::Mark => Value::None,
         });
+        // Appended as they come, a key set again too: [`Value::get`] reads the last.
         while let (Some(k), Some(v)) = (it.next(), it.next()) {
-            // A later key replaces an earlier equal one, as in Python.
-            match d.iter_mut().find(|(old, _)| same_key(old, &k)) {
-                Some(slot) => slot.1 = v,
-                None => d.push((k, v)),
-            }
+            d.push((k, v));
         }
         Ok(())
     }
@@ -1013,17 +1013,6 @@ fn is_root_key(s: &[Item], i: usize, key: &str) -> bool {
                 && !s[2..i].iter().any(|x| matches!(x, Item::Mark))))
 }
 
-fn same_key(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::Int(x), Value::Int(y)) => x == y,
-        (Value::BigInt(x), Value::BigInt(y)) => x == y,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::None, Value::None) => true,
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1035,6 +1024,46 @@ mod tests {
         for n in 0..=bytes.len() {
             assert_eq!(le(&bytes[..n]), shifted(&bytes[..n]), "{n} bytes");
         }
+    }
+
+    /// A key set again reads as the value set last, as Python reads it, however it was set:
+    /// by `SETITEMS`, `SETITEM` or `DICT` (the bytes as `pickle.loads` reads them: `{'a': 2,
+    /// 'b': 5}`, `{'a': 3}`, `{'a': 4}`).
+    #[test]
+    fn a_key_set_again_reads_as_its_last_value() {
+        let cases: [(&[u8], i128); 3] = [
+            (b"\x80\x02}(X\x01\x00\x00\x00aK\x01X\x01\x00\x00\x00bK\x05X\x01\x00\x00\x00aK\x02u.", 2),
+            (b"\x80\x02}X\x01\x00\x00\x00aK\x01sX\x01\x00\x00\x00aK\x03s.", 3),
+            (b"\x80\x02(X\x01\x00\x00\x00aK\x01X\x01\x00\x00\x00aK\x04d.", 4),
+        ];
+        for (bytes, a) in cases {
+            let dict = read(bytes).unwrap();
+            assert_eq!(dict.get("a").and_then(|v| v.as_int()), Some(a));
+        }
+        let dict = read(cases[0].0).unwrap();
+        assert_eq!(dict.get("b").and_then(|v| v.as_int()), Some(5));
+        assert!(dict.get("c").is_none());
+    }
+
+    /// A dict keeps its pairs in the order set, a key set again among them.
+    #[test]
+    fn a_dict_keeps_its_pairs_in_the_order_set() {
+        let keys: Vec<u32> = (0..1000).chain([5]).collect();
+        let mut bytes = b"\x80\x02}(".to_vec();
+        for &k in &keys {
+            bytes.push(b'J');
+            bytes.extend(k.to_le_bytes());
+            bytes.extend(b"K\x01");
+        }
+        bytes.extend(b"u.");
+        let Value::Dict(d) = read(&bytes).unwrap() else {
+            panic!("not a dict");
+        };
+        let read: Vec<i128> = d.borrow().iter().filter_map(|(k, _)| k.as_int()).collect();
+        assert_eq!(
+            read,
+            keys.iter().map(|&k| i128::from(k)).collect::<Vec<_>>()
+        );
     }
 
     #[test]
