@@ -167,6 +167,9 @@ struct Reader {
     on: Option<(usize, DeviceEvents, Trace)>,
     /// Devices done, with what their trace says of segments and out-of-memory events.
     done: Vec<(usize, DeviceEvents, Trace)>,
+    /// Whether each device index is done, asked at each change of device (a file can list
+    /// millions).
+    done_devices: Vec<bool>,
     /// Frame ids by the frame dict's address: a snapshot shares its frame dicts, so most
     /// frames are found without reading their strings. Each dict is kept alive while its
     /// address is a key (so the address cannot be reused); the table is emptied when full.
@@ -193,9 +196,13 @@ impl Reader {
     fn event(&mut self, d: usize, e: &Value) -> Result<(), FormatError> {
         if self.on.as_ref().is_none_or(|on| on.0 != d) {
             if let Some(on) = self.on.take() {
+                if self.done_devices.len() <= on.0 {
+                    self.done_devices.resize(on.0 + 1, false);
+                }
+                self.done_devices[on.0] = true;
                 self.done.push(on);
             }
-            if self.done.iter().any(|on| on.0 == d) {
+            if self.done_devices.get(d).copied().unwrap_or(false) {
                 return Err(bad(format!(
                     "device_traces[{d}]'s events come in two parts; a snapshot lists each device's events together"
                 )));
@@ -372,6 +379,32 @@ mod tests {
         let e = parse(bytes).unwrap_err();
         assert!(
             e.to_string().contains("device_traces[0][1] has no `addr`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_device_whose_events_come_in_two_parts_is_refused() {
+        // {'device_traces': [L0, L1]}, then one more event appended to L0 (fetched from the
+        // memo) after L1's: what pickle.loads reads as [[a16, a48], [a32]].
+        let event = |addr: u8| {
+            let mut e =
+                b"}(X\x06\x00\x00\x00actionX\x05\x00\x00\x00allocX\x04\x00\x00\x00addrK".to_vec();
+            e.extend([addr]);
+            e.extend(b"X\x04\x00\x00\x00sizeK\x08ua");
+            e
+        };
+        let mut bytes = b"\x80\x02}X\x0d\x00\x00\x00device_traces](]q\x01".to_vec();
+        bytes.extend(event(16));
+        bytes.extend(b"]");
+        bytes.extend(event(32));
+        bytes.extend(b"esh\x01");
+        bytes.extend(event(48));
+        bytes.extend(b"0.");
+        let e = parse(&bytes).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("device_traces[0]'s events come in two parts"),
             "{e}"
         );
     }

@@ -205,13 +205,20 @@ fn read(bytes: &[u8]) -> Result<(Imported, Vec<Instance>), FormatError> {
         b.steps.push(inputs_step(inputs));
     }
     b.run(0, main, "op")?;
-    // The outputs live to the end: the last step reads those it does not write.
+    // The outputs live to the end: the last step reads those it does not write (each once;
+    // a set, as a model can list many).
     if let Some(last) = b.steps.last_mut() {
-        for o in outputs {
-            if !last.writes.contains(&o) && !last.reads.contains(&o) {
-                last.reads.push(o);
-            }
-        }
+        let mut used: rustc_hash::FxHashSet<&str> = last
+            .writes
+            .iter()
+            .chain(&last.reads)
+            .map(Id::as_str)
+            .collect();
+        let unread: Vec<Id> = (outputs.iter())
+            .filter(|o| used.insert(o.as_str()))
+            .cloned()
+            .collect();
+        last.reads.extend(unread);
     }
     let given_plan = b.offline_plan()?;
     let mut warnings = Vec::new();
@@ -330,7 +337,8 @@ impl<'a> Builder<'a> {
     /// Makes the main subgraph's inputs or outputs of `kind`, planned as the runtime plans them
     /// (from the start, or to the end), not always-live.
     fn mark(&mut self, ids: &[Id], kind: TensorKind) {
-        for t in self.tensors.iter_mut().filter(|t| ids.contains(&t.id)) {
+        let ids: rustc_hash::FxHashSet<&str> = ids.iter().map(Id::as_str).collect();
+        for t in (self.tensors.iter_mut()).filter(|t| ids.contains(t.id.as_str())) {
             if t.kind != TensorKind::Constant {
                 t.kind = kind;
                 t.always_live = Some(false);
