@@ -809,12 +809,10 @@ impl<'a> Finder<'a> {
         ids: &'f [Id],
         owner: &'f dyn Fn() -> String,
     ) -> impl Iterator<Item = Result<usize, GraphError>> + 'f {
-        (ids.iter()).map(move |id| {
-            self.find(id).ok_or_else(|| GraphError::Dangling {
-                owner: owner(),
-                what: Element::Tensor,
-                id: id.to_string(),
-            })
+        // A miss is the map's: `lookup` says why.
+        (ids.iter()).map(move |id| match self.find(id) {
+            Some(found) => Ok(found),
+            None => lookup(self.index, owner, Element::Tensor, id),
         })
     }
 }
