@@ -495,14 +495,21 @@ fn unzip(bytes: &[u8], name: &str) -> Result<(String, Vec<u8>, Option<String>), 
     };
     let mut archive =
         zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| fail(e.to_string()))?;
+    // The files, and each archive entry's index among them: names are found through the
+    // archive's own index (a list scanned per name is quadratic, and a zip of a few MB may list
+    // a hundred thousand names).
     let mut files: Vec<(String, u64)> = Vec::new();
-    for i in 0..archive.len() {
+    let mut file_of = vec![None; archive.len()];
+    for (i, file) in file_of.iter_mut().enumerate() {
         if let Ok(f) = archive.by_index_raw(i)
             && f.is_file()
         {
+            *file = Some(files.len());
             files.push((f.name().to_string(), f.size()));
         }
     }
+    let index = archive.clone();
+    let find = |name: &str| index.index_for_name(name).and_then(|i| file_of[i]);
     let mut read = |entry: &str| -> Result<Vec<u8>, FormatError> {
         let file = archive
             .by_name(entry)
@@ -519,22 +526,17 @@ fn unzip(bytes: &[u8], name: &str) -> Result<(String, Vec<u8>, Option<String>), 
         Ok(out)
     };
     let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
-    // `torch.save` and `torch.jit.save` write a folder with a `data.pkl` beside its `version`
-    // and the tensors' `data/`: a model's weights or program, which PyTorch users try first.
+    // `torch.save` and `torch.jit.save` write a folder with a `data.pkl` beside its `version`:
+    // a model's weights or program, which PyTorch users try first.
     let torch_archive = names.iter().any(|n| {
         n.strip_suffix("data.pkl")
             .filter(|dir| dir.ends_with('/'))
-            .is_some_and(|dir| {
-                (names.iter()).any(|m| {
-                    m.strip_prefix(dir)
-                        .is_some_and(|rest| rest == "version" || rest.starts_with("data/"))
-                })
-            })
+            .is_some_and(|dir| find(&format!("{dir}version")).is_some())
     });
     if torch_archive {
         return Err(fail(TORCH_ARCHIVE_HELP.to_string()));
     }
-    let pairs = xla::pairs(&names);
+    let pairs = xla::pairs_by(&names, find);
     if let Some(&(a, l)) = pairs.iter().max_by_key(|&&(a, _)| (files[a].1, names[a])) {
         let (assignment, live_range) = (names[a], names[l]);
         let joined = xla::join(&read(assignment)?, &read(live_range)?);
@@ -623,6 +625,10 @@ mod tests {
         let options = zip::write::SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Stored);
         for (name, text) in files {
+            if name.ends_with('/') {
+                out.add_directory(*name, options).unwrap();
+                continue;
+            }
             out.start_file(*name, options).unwrap();
             out.write_all(text.as_bytes()).unwrap();
         }
@@ -685,6 +691,39 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("zip archive: "), "{e}");
+    }
+
+    #[test]
+    fn a_zip_of_many_files_finds_its_pairs_and_archives_by_name() {
+        let pair = include_str!("testdata/xla-pair.txt");
+        let at = pair.find(xla::LIVE_RANGE).unwrap();
+        let (assignment, live_range) = (&pair[..at], &pair[at..]);
+        // Folders first: an entry's index in the archive is not its index among the files.
+        let mut entries: Vec<(String, &str)> =
+            (0..64).map(|i| (format!("dump/d{i}/"), "")).collect();
+        entries.extend((0..2000).map(|i| (format!("dump/module_{i:04}.txt"), "HloModule m")));
+        entries.extend([
+            ("dump/b-live-range.txt".to_string(), live_range),
+            (
+                "dump/a-buffer-assignment.txt".to_string(),
+                "BufferAssignment:\n",
+            ),
+            ("dump/b-buffer-assignment.txt".to_string(), assignment),
+            ("dump/a-live-range.txt".to_string(), "BufferLiveRange:\n"),
+        ]);
+        let named: Vec<(&str, &str)> = entries.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+        let loaded = load(&zipped(&named), "dump.zip").unwrap();
+        assert_eq!(loaded.graph, xla::parse(pair).unwrap().graph);
+        let note = loaded.warnings.join(" ");
+        assert!(
+            note.contains("2 XLA modules") && note.contains("b-buffer-assignment"),
+            "{note}"
+        );
+        // A `torch.save` folder listed after them all is still a PyTorch archive.
+        let mut archive = named.clone();
+        archive.extend([("model/data.pkl", "\u{80}\u{2}."), ("model/version", "3\n")]);
+        let e = load(&zipped(&archive), "model.pt").unwrap_err().to_string();
+        assert!(e.contains("a PyTorch archive"), "{e}");
     }
 
     #[test]

@@ -67,15 +67,23 @@ pub fn companion(name: &str) -> Option<String> {
 }
 
 /// The pairs among file `names`: `(buffer assignment, live range)` indices into `names`, in
-/// the order of the buffer assignments.
+/// the order of the buffer assignments. Each companion is looked for in the list: for the few
+/// files a reader chooses at once; [`pairs_by`] takes an index.
 pub fn pairs<S: AsRef<str>>(names: &[S]) -> Vec<(usize, usize)> {
+    pairs_by(names, |other| {
+        names.iter().position(|m| m.as_ref() == other)
+    })
+}
+
+/// [`pairs`], where `find` gives the index of a name in `names` (an archive's own index of its
+/// entries: a zip may list hundreds of thousands).
+pub fn pairs_by<S: AsRef<str>>(
+    names: &[S],
+    find: impl Fn(&str) -> Option<usize>,
+) -> Vec<(usize, usize)> {
     (names.iter().enumerate())
         .filter(|(_, n)| n.as_ref().ends_with(ASSIGNMENT_SUFFIX))
-        .filter_map(|(a, n)| {
-            let other = companion(n.as_ref())?;
-            let l = names.iter().position(|m| m.as_ref() == other)?;
-            Some((a, l))
-        })
+        .filter_map(|(a, n)| Some((a, find(&companion(n.as_ref())?)?)))
         .collect()
 }
 
