@@ -260,7 +260,12 @@ test('details: views listed under their base, loops named, nothing of the dump m
   assert.equal(await testid('details-name').innerText(), 'qkv');
   const views = await testid('details-views').innerText();
   for (const v of ['q', 'k_new', 'v_new']) assert.ok(views.includes(v), views);
-  assert.match(await testid('details').innerText(), /loop layers ×24/);
+  const text = await testid('details').innerText();
+  assert.match(text, /loop layers ×24/);
+  // Its id, kind and dtype; its lifetime in words.
+  assert.match(text, /qkv · \w+ · (f|bf|i|u)\d+/, text);
+  assert.match(text, /positions? \d+( to \d+)? \(/, text);
+  assert.doesNotMatch(text, /\.\.=/, text);
   // The details panel does not cover the chart.
   const chart = await testid('timeline-canvas').boundingBox();
   const details = await testid('details').boundingBox();

@@ -61,7 +61,11 @@ test("a snapshot's tensors are named by the user's frames, its peak groups by si
   await testid('details-stack').waitFor();
   assert.match(await testid('details-stack').innerText(), /model\.py:\d+/);
   assert.match(await testid('stack-internal').innerText(), /framework frame/);
-  assert.match(await testid('details').innerText(), /allocated at event \d+ at 0x[0-9a-f]+/);
+  const details = await testid('details').innerText();
+  assert.match(details, /allocated at event \d+ at 0x[0-9a-f]+/);
+  // No dtype in a snapshot: none is shown (no "-"); the lifetime reads in words.
+  assert.match(details, /^alloc\d+ · intermediate$/m, details);
+  assert.match(details, /positions \d+ to \d+ \(cuda:0 t=\d+ to cuda:0 t=\d+\)/, details);
   await shot('snapshot-sites');
 
   // The search matches any frame: a file deep in the stack, and a file:line; its field says so.

@@ -12,7 +12,7 @@ use wasm_bindgen::JsCast;
 
 use crate::page::state::PageState;
 use crate::page::url::Tab;
-use crate::views::canvas::{interval_text, step_list};
+use crate::views::canvas::{identity_text, interval_text, step_list};
 
 /// A step as a reader names it ([`memplan_render::model::StepView::name_with_op`]).
 fn step_text(model: &ViewModel, step: u32) -> String {
@@ -402,12 +402,21 @@ pub fn Details(state: PageState) -> impl IntoView {
                 .into_any(),
             );
         };
-        let dtype = b.dtype.map_or("-", |d| d.name());
         let pool = m
             .devices
             .get(b.device)
             .and_then(|d| d.pools.get(b.pool))
             .map_or_else(String::new, |p| format!(" ({})", p.role.name()));
+        // What a reader would ask only where it differs: the bytes its alignment rounds it up
+        // to, and its address where its pool does not start at 0.
+        let occupies = match b.occupied != b.size {
+            true => format!("; occupies {} B", b.occupied),
+            false => String::new(),
+        };
+        let address = match b.address != b.offset {
+            true => format!("; address {}", b.address),
+            false => String::new(),
+        };
         let loops: Vec<String> = m
             .loops
             .iter()
@@ -444,10 +453,10 @@ pub fn Details(state: PageState) -> impl IntoView {
             view! {
                 <section class="panel details" data-testid="details">
                     <h3 data-testid="details-name">{b.tensor.display_name().to_string()}</h3>
-                    <p class="muted small">{format!("{} · {} · {}", b.tensor.id, b.tensor.kind.name(), dtype)}</p>
+                    <p class="muted small">{identity_text(b)}</p>
                     <dl class="facts">
-                        <dt>"size"</dt><dd>{format!("{} ({} B; occupies {} B)", bytes(b.size), b.size, b.occupied)}</dd>
-                        <dt>"place"</dt><dd>{format!("pool {}{pool}, offset {}; address {}", b.pool, b.offset, b.address)}</dd>
+                        <dt>"size"</dt><dd>{format!("{} ({} B{occupies})", bytes(b.size), b.size)}</dd>
+                        <dt>"place"</dt><dd>{format!("pool {}{pool}, offset {}{address}", b.pool, b.offset)}</dd>
                         <dt>"lives"</dt><dd>{interval_text(m, b)}</dd>
                         {match &b.tensor.allocation {
                             Some(a) => view! {

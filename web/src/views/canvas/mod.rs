@@ -624,17 +624,24 @@ pub fn step_list(model: &ViewModel, steps: &[u32]) -> String {
 /// When a buffer lives, in positions and what runs there.
 pub fn interval_text(model: &ViewModel, b: &memplan_render::BufferView) -> String {
     let label = |p: u32| model.position_label(p).unwrap_or_default();
-    if b.always_live {
-        "always live".to_string()
-    } else {
-        format!(
-            "positions {}..={} ({} .. {})",
+    match (b.always_live, b.first == b.last) {
+        (true, _) => "always live".to_string(),
+        (false, true) => format!("position {} ({})", b.first, label(b.first)),
+        (false, false) => format!(
+            "positions {} to {} ({} to {})",
             b.first,
             b.last,
             label(b.first),
             label(b.last)
-        )
+        ),
     }
+}
+
+/// What heads a buffer's card and details: its id, kind and dtype (where the dump gives one).
+pub fn identity_text(b: &memplan_render::BufferView) -> String {
+    let dtype = b.dtype.map_or("", |d| d.name());
+    let sep = if dtype.is_empty() { "" } else { " · " };
+    format!("{} · {}{sep}{dtype}", b.tensor.id, b.tensor.kind.name())
 }
 
 /// The card under the cursor: what the buffer is, where and when it lives, who writes and reads it.
@@ -646,13 +653,10 @@ fn HoverCard(
 ) -> impl IntoView {
     let m = &model.model;
     let b = &m.buffers[buffer];
-    let dtype = b
-        .dtype
-        .map_or_else(|| "-".to_string(), |d| d.name().to_string());
     view! {
         <div class="hover-card" data-testid="hover-card" style=style>
             <div class="name">{b.tensor.display_name().to_string()}</div>
-            <div class="muted">{format!("{} · {} · {}", b.tensor.id, b.tensor.kind.name(), dtype)}</div>
+            <div class="muted">{identity_text(b)}</div>
             <div>{format!("size {} ({} B)", bytes(b.size), b.size)}</div>
             <div>{format!("offset {} in pool {} · address {}", b.offset, b.pool, b.address)}</div>
             <div>{interval_text(m, b)}</div>
