@@ -221,15 +221,32 @@ pub const PORTFOLIO_MOST_ITEMS: usize = 150_000;
 /// flip of a rematerialization fit re-plans in milliseconds.
 pub const BEST_SEARCH_WORK: u64 = 2_500_000;
 
-/// Within `best`, the work of the exact search, on the regions where it runs (those whose
-/// first round [`BEST_SEARCH_WORK`] covers: up to about 320 buffers). Its nodes are what moves
-/// a layout towards the floor, and past the first rounds they come cheap to a small region:
-/// this buys about 20,000 nodes on 300 buffers, a tenth of a second natively or a little more
-/// on the costliest (docs/benchmarks.md measures it on each minimalloc file), where `search`
-/// by name spends twice that and a time limit as long as the caller gives. With a tenth of
-/// it, `best` stopped 15% above the proven bound on puzzles its search solves (minimalloc's E,
-/// upstream's G) and on packed instances whose optimum is the bound (scripts/gen-packed.py).
-pub const BEST_EXACT_WORK: u64 = 25_000_000;
+/// Within `best`, the work of the exact search, in buffer visits ([`best_node_cost`]), on the
+/// regions where it runs (those whose first round [`BEST_SEARCH_WORK`] covers: up to about
+/// 320 buffers). Its nodes are what moves a layout towards the floor, and past the first
+/// rounds they come cheap to a small region: this buys about 20,000 nodes on 300 sparse
+/// buffers, 37,000 on minimalloc's A and 19,000 on D, the densest, each under a tenth of a
+/// second natively (docs/benchmarks.md measures it on each minimalloc file), where `search` by
+/// name spends more and a time limit as long as the caller gives. With a tenth of it, `best`
+/// stopped 15% above the proven bound on puzzles its search solves (minimalloc's E, upstream's
+/// G) and on packed instances whose optimum is the bound (scripts/gen-packed.py).
+pub const BEST_EXACT_WORK: u64 = 50_000_000;
+
+/// What a node of `best`'s exact search costs, in buffer visits, on `n` buffers that make
+/// `visits` conflict visits ([`total_overlaps`]: each buffer's neighbours and itself): its
+/// entry scans the part's unplaced buffers (8 a buffer), or its placement walks the placed
+/// buffer's neighbours, raising their floors and the sections under them (22 a neighbour),
+/// whichever is more. A node's time follows its neighbours: measured with fixed budgets on
+/// minimalloc's A-F and on packed instances, 0.031 µs a neighbour, within 0.7 to 1.7 times
+/// that, where the buffer count alone was off by 0.6 to 3.2 times. The walk counts only where a
+/// buffer meets more than a third of the others: there it keeps the densest puzzle, D (119
+/// neighbours a buffer, twice A's, and twice A's time a node), under a tenth of a second. At
+/// the weight a node's time would give it, A (61 a buffer) would get fewer nodes than find its
+/// layout; at none, D took 0.11 s for the same layout.
+fn best_node_cost(n: usize, visits: u64) -> u64 {
+    let n = (n as u64).max(1);
+    (8 * n).max(22 * visits / n)
+}
 
 /// Whether `search`, given `work` conflict visits on a region of `n` buffers, runs its exact
 /// part: asked for by name, always; within `best`, where the nodes that [`BEST_SEARCH_WORK`]
@@ -1274,11 +1291,12 @@ fn layout_region(
             }
             // The portfolio's layout to fall back on, the local search as a warm start only
             // when the first round does not settle it, and a node budget of the same work.
-            let exact_work = match in_best {
-                true => options.work_limit.min(BEST_EXACT_WORK),
-                false => work,
+            let limit = match in_best {
+                true => {
+                    options.work_limit.min(BEST_EXACT_WORK) / best_node_cost(items.len(), visits)
+                }
+                false => node_limit(work, items.len()),
             };
-            let limit = node_limit(exact_work, items.len());
             let m = exact::minimize(
                 (items, durations),
                 &neighbours,
