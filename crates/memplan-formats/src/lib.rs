@@ -508,8 +508,19 @@ fn unzip(bytes: &[u8], name: &str) -> Result<(String, Vec<u8>, Option<String>), 
             files.push((f.name().to_string(), f.size()));
         }
     }
-    let index = archive.clone();
-    let find = |name: &str| index.index_for_name(name).and_then(|i| file_of[i]);
+    let find = |name: &str| archive.index_for_name(name).and_then(|i| file_of[i]);
+    let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+    // `torch.save` and `torch.jit.save` write a folder with a `data.pkl` beside its `version`:
+    // a model's weights or program, which PyTorch users try first.
+    let torch_archive = names.iter().any(|n| {
+        n.strip_suffix("data.pkl")
+            .filter(|dir| dir.ends_with('/'))
+            .is_some_and(|dir| find(&format!("{dir}version")).is_some())
+    });
+    if torch_archive {
+        return Err(fail(TORCH_ARCHIVE_HELP.to_string()));
+    }
+    let pairs = xla::pairs_by(&names, find);
     let mut read = |entry: &str| -> Result<Vec<u8>, FormatError> {
         let file = archive
             .by_name(entry)
@@ -525,18 +536,6 @@ fn unzip(bytes: &[u8], name: &str) -> Result<(String, Vec<u8>, Option<String>), 
         }
         Ok(out)
     };
-    let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
-    // `torch.save` and `torch.jit.save` write a folder with a `data.pkl` beside its `version`:
-    // a model's weights or program, which PyTorch users try first.
-    let torch_archive = names.iter().any(|n| {
-        n.strip_suffix("data.pkl")
-            .filter(|dir| dir.ends_with('/'))
-            .is_some_and(|dir| find(&format!("{dir}version")).is_some())
-    });
-    if torch_archive {
-        return Err(fail(TORCH_ARCHIVE_HELP.to_string()));
-    }
-    let pairs = xla::pairs_by(&names, find);
     if let Some(&(a, l)) = pairs.iter().max_by_key(|&&(a, _)| (files[a].1, names[a])) {
         let (assignment, live_range) = (names[a], names[l]);
         let joined = xla::join(&read(assignment)?, &read(live_range)?);
