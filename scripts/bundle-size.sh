@@ -9,12 +9,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # next whole KiB. The page's is issue 38's target; the worker's is its size today plus a margin
 # (its target, 450 KiB, is not met yet): lower it as the worker shrinks. (Raised from 624 for
 # the unpickler built for speed, 2 KiB for a fifth off a streamed snapshot's load: Cargo.toml;
-# and 1 KiB for the view model's packed strings and curves, a large answer's size halved:
-# crates/memplan-render/src/model/packed.rs.)
+# 1 KiB for the view model's packed strings and curves, a large answer's size halved:
+# crates/memplan-render/src/model/packed.rs; and 1 KiB for the unpickler's passes in calls of
+# their own, which the browser optimizes where one call ran in baseline code, a fifth off the
+# worker's time on a snapshot: crates/memplan-pickle/src/lib.rs, `OPS_PER_CALL`.)
 ceiling_kib() {
   case "$1" in
     memplan-web-*) echo 600 ;;
-    memplan-worker_bg.wasm) echo 630 ;;
+    memplan-worker_bg.wasm) echo 631 ;;
     *) echo 0 ;;
   esac
 }
