@@ -532,16 +532,14 @@ fn convolutions_and_pools(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let kernel: Vec<u64> = match attr_ints(node, "kernel_shape") {
         Some(k) => k.iter().map(|&v| u64::try_from(v).unwrap_or(0)).collect(),
         None if op.ends_with("Pool") => return fail("a pool without kernel_shape"),
-        None => shape(1)?[2..]
-            .iter()
-            .map(|d| d.known())
-            .collect::<Option<_>>()
+        None => (shape(1)?.get(2..))
+            .and_then(|dims| dims.iter().map(|d| d.known()).collect::<Option<_>>())
             .ok_or("the weights' spatial dims are unknown")?,
     };
     let spatial = window(node, x, &kernel, op == "ConvTranspose")
         .ok_or("the spatial dims cannot be computed")?;
     let channels = match op {
-        "Conv" => shape(1)?[0].clone(),
+        "Conv" => (shape(1)?.first().cloned()).ok_or("the weights' channels are unknown")?,
         "ConvTranspose" => {
             let group = attr_i(node, "group", 1).max(1) as u64;
             shape(1)?
@@ -1055,7 +1053,9 @@ fn slice(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         };
         out[a] = D::n(len as u64);
         if let (Some(v), true) = (&folded, x.len() == 1) {
-            folded = Some((0..len).map(|k| v[(s + k * step) as usize]).collect());
+            folded = (0..len)
+                .map(|k| v.get((s + k * step) as usize).copied())
+                .collect();
         }
     }
     if x.len() != 1 {

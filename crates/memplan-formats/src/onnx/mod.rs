@@ -587,6 +587,62 @@ mod tests {
         assert!(e.contains("`data`") && e.contains("its inputs: x"), "{e}");
     }
 
+    /// A convolution whose weights have too few dims for what it reads of them (found by
+    /// fuzzing: the channel count indexed an empty shape) leaves its output unsized with the
+    /// reason, as any inference that stops does.
+    #[test]
+    fn a_convolution_with_weights_of_too_few_dims_is_unsized_not_a_panic() {
+        let value = |name: &str, dims: &[i64]| proto::ValueInfoProto {
+            name: name.into(),
+            r#type: Some(proto::TypeProto {
+                tensor_type: Some(proto::TensorTypeProto {
+                    elem_type: 1,
+                    shape: Some(proto::TensorShapeProto {
+                        dim: (dims.iter())
+                            .map(|&d| proto::Dimension {
+                                dim_value: Some(d),
+                                dim_param: None,
+                            })
+                            .collect(),
+                    }),
+                }),
+            }),
+        };
+        // With `kernel_shape` the weights give only the channels; without, their spatial dims.
+        for (kernel_shape, weights) in [(Some(vec![3, 3]), &[][..]), (None, &[4][..])] {
+            let attribute = (kernel_shape.into_iter())
+                .map(|ints| proto::AttributeProto {
+                    name: "kernel_shape".into(),
+                    ints,
+                    ..proto::AttributeProto::default()
+                })
+                .collect();
+            let model = proto::ModelProto {
+                graph: Some(proto::GraphProto {
+                    input: vec![value("x", &[1, 3, 8, 8]), value("w", weights)],
+                    node: vec![proto::NodeProto {
+                        op_type: "Conv".into(),
+                        input: vec!["x".into(), "w".into()],
+                        output: vec!["y".into()],
+                        attribute,
+                        ..proto::NodeProto::default()
+                    }],
+                    output: vec![proto::ValueInfoProto {
+                        name: "y".into(),
+                        r#type: None,
+                    }],
+                    ..proto::GraphProto::default()
+                }),
+                ..proto::ModelProto::default()
+            };
+            let imported = parse(&model.encode_to_vec(), &Options::default()).unwrap();
+            let y = imported.graph.tensors.iter().find(|t| t.id == "y").unwrap();
+            assert!(y.size_unknown, "{weights:?}");
+            let warnings = imported.warnings.join("\n");
+            assert!(warnings.contains("weights"), "{warnings}");
+        }
+    }
+
     #[test]
     fn control_flow_is_refused_with_a_reason() {
         let model = proto::ModelProto {
