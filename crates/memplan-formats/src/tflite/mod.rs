@@ -108,6 +108,14 @@ fn operator_names(model: &Model) -> Vec<String> {
         .collect()
 }
 
+/// The most subgraphs that may run within one another (each a control-flow operator's).
+const MOST_NESTED: usize = 64;
+
+/// The most subgraph runs a model may expand to: a run is a copy of its subgraph's tensors, and
+/// a subgraph whose operator runs the next twice (both branches of an `IF`) doubles the runs at
+/// each level.
+const MOST_RUNS: usize = 10_000;
+
 /// The graph being built while the subgraphs are walked.
 struct Builder<'a> {
     model: Model<'a>,
@@ -282,6 +290,11 @@ fn inputs_step(writes: Vec<Id>) -> Step {
 impl<'a> Builder<'a> {
     /// Adds the tensors of subgraph `s` once more (ids prefixed with `prefix`): an instance.
     fn instance(&mut self, s: usize, prefix: &str) -> Result<usize, FormatError> {
+        if self.instances.len() >= MOST_RUNS {
+            return Err(bad(format!(
+                "its control-flow operators run its subgraphs more than {MOST_RUNS} times"
+            )));
+        }
         let sg = self.subgraphs[s];
         let mut ids = Vec::new();
         if let Some(tensors) = sg.tensors() {
@@ -364,6 +377,11 @@ impl<'a> Builder<'a> {
         if self.running.contains(&s) {
             return Err(bad(format!(
                 "subgraph {s} runs itself (through a control-flow operator)"
+            )));
+        }
+        if self.running.len() >= MOST_NESTED {
+            return Err(bad(format!(
+                "its control-flow operators run subgraphs within subgraphs more than {MOST_NESTED} deep"
             )));
         }
         self.running.push(s);
@@ -725,6 +743,77 @@ mod tests {
         // Either branch's output may be the IF's.
         assert_eq!(g.steps[4].reads, ["op0/0/t_y", "op0/1/e_y"]);
         g.resolve().unwrap();
+    }
+
+    /// A model of `n` subgraphs, each of one tensor, the first `n - 1` running the next from
+    /// their one operator, an `IF` whose branches are the next and, when `doubling`, the next
+    /// again (`2^(n-1)` runs of the last), else the last (a chain `n - 1` deep).
+    fn nested_ifs(n: i32, doubling: bool) -> Vec<u8> {
+        use flatbuffers::{FlatBufferBuilder, WIPOffset};
+        let slot = schema::slot;
+        let mut b = FlatBufferBuilder::new();
+        let mut subgraphs = Vec::new();
+        for k in 0..n {
+            let (name, shape) = (b.create_string("x"), b.create_vector(&[1i32]));
+            let t = b.start_table();
+            b.push_slot_always(slot(0), shape);
+            b.push_slot_always(slot(3), name);
+            let tensor = b.end_table(t);
+            let mut operators = Vec::new();
+            if k + 1 < n {
+                let o = b.start_table();
+                b.push_slot::<i32>(slot(0), k + 1, 0);
+                b.push_slot::<i32>(slot(1), if doubling { k + 1 } else { n - 1 }, 0);
+                let options = b.end_table(o);
+                let (ins, outs) = (b.create_vector(&[0i32]), b.create_vector(&[0i32]));
+                let o = b.start_table();
+                b.push_slot_always(slot(1), ins);
+                b.push_slot_always(slot(2), outs);
+                b.push_slot::<u8>(slot(3), schema::IF_OPTIONS, 0);
+                b.push_slot_always(slot(4), options);
+                operators.push(b.end_table(o));
+            }
+            let tensors = b.create_vector(&[tensor]);
+            let (ins, outs) = (b.create_vector(&[0i32]), b.create_vector(&[0i32]));
+            let operators = b.create_vector(&operators);
+            let g = b.start_table();
+            b.push_slot_always(slot(0), tensors);
+            b.push_slot_always(slot(1), ins);
+            b.push_slot_always(slot(2), outs);
+            b.push_slot_always(slot(3), operators);
+            subgraphs.push(b.end_table(g));
+        }
+        let c = b.start_table();
+        b.push_slot::<i32>(slot(3), 118, 0);
+        let codes: Vec<WIPOffset<_>> = vec![b.end_table(c)];
+        let (codes, subgraphs) = (b.create_vector(&codes), b.create_vector(&subgraphs));
+        let m = b.start_table();
+        b.push_slot_always(slot(1), codes);
+        b.push_slot_always(slot(2), subgraphs);
+        let model = b.end_table(m);
+        b.finish(model, Some("TFL3"));
+        b.finished_data().to_vec()
+    }
+
+    /// Control flow that runs its subgraphs exponentially many times, or nests them deeper
+    /// than any model does, is refused at once: 40 levels of `IF`s running the next twice were
+    /// 2^39 runs to build (a hang), and a chain of 20,000 a recursion as deep, which overflowed
+    /// a test thread's stack.
+    #[test]
+    fn control_flow_past_the_runs_or_the_nesting_a_model_has_is_refused() {
+        let (imported, _) = read(&nested_ifs(4, true)).unwrap();
+        assert_eq!(imported.graph.tensors.len(), 1 + 2 + 4 + 8);
+        let e = parse(&nested_ifs(40, true)).unwrap_err().to_string();
+        assert!(
+            e.ends_with("run its subgraphs more than 10000 times"),
+            "{e}"
+        );
+        let deepest = MOST_NESTED as i32;
+        assert!(read(&nested_ifs(deepest, false)).is_ok());
+        let e = parse(&nested_ifs(deepest + 1, false))
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("within subgraphs more than 64 deep"), "{e}");
     }
 
     #[test]
