@@ -765,6 +765,64 @@ mod tests {
         assert_eq!(plan.devices[0].used_at_end_bytes, 0);
     }
 
+    /// A chain of `n` contexts, each with a routine of one tensor, each created, run 3 times
+    /// and released.
+    fn nested(n: usize) -> String {
+        let contexts: Vec<String> = (0..n)
+            .map(|i| {
+                let parent = match i {
+                    0 => String::new(),
+                    _ => format!(r#", "parent": "c{}""#, i - 1),
+                };
+                format!(
+                    r#"{{"id": "c{i}"{parent}, "routines": [{{"id": "r{i}",
+                      "tensors": [{{"id": "t", "bytes": 64}}],
+                      "steps": [{{"id": "s", "writes": ["t"]}}]}}]}}"#
+                )
+            })
+            .collect();
+        let mut events: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"event": "create", "context": "c{i}"}}"#))
+            .collect();
+        for _ in 0..3 {
+            events.extend((0..n).map(|i| format!(r#"{{"event": "run", "routine": "r{i}"}}"#)));
+        }
+        events.extend(
+            (0..n)
+                .rev()
+                .map(|i| format!(r#"{{"event": "release", "context": "c{i}"}}"#)),
+        );
+        format!(
+            r#"{{"memplan": 1, "program": {{"contexts": [{}], "events": [{}]}}}}"#,
+            contexts.join(", "),
+            events.join(", ")
+        )
+    }
+
+    /// A program of more contexts than [`MAX_CONTEXTS`] is refused in one line (20,000 nested
+    /// contexts, a 5 MB file, planned for more than five minutes); one of as many plans, each
+    /// run weighing the contexts below it as its lineage's and those above as others'.
+    #[test]
+    fn a_program_of_more_contexts_than_the_limit_is_refused() {
+        use memplan_core::program::MAX_CONTEXTS;
+        let e = error(&nested(MAX_CONTEXTS + 1));
+        assert_eq!(
+            e,
+            format!(
+                "test: at `program.contexts`: {} contexts: a program may have at most {MAX_CONTEXTS} (each run's plan weighs every live context)",
+                MAX_CONTEXTS + 1
+            )
+        );
+        let (_, report) = planned(&nested(MAX_CONTEXTS));
+        let runs = &report.plan.runs;
+        assert_eq!(runs.len(), 3 * MAX_CONTEXTS);
+        let last = MAX_CONTEXTS - 1;
+        for (k, run) in runs.iter().take(MAX_CONTEXTS).enumerate() {
+            assert_eq!(run.lineage_other_bytes, 64 * k as u64, "{run:?}");
+            assert_eq!(run.other_contexts.len(), last - k, "{run:?}");
+        }
+    }
+
     #[test]
     fn programs_are_validated_with_errors_that_name_the_context_and_routine() {
         let e = error(&tiny("", 999, LIFE));

@@ -15,7 +15,9 @@
 use std::fmt;
 
 use memplan_core::graph::Device;
-use memplan_core::program::{Context, Event, Program, ProgramError, ResolvedProgram, Routine};
+use memplan_core::program::{
+    Context, Event, MAX_CONTEXTS, Program, ProgramError, ResolvedProgram, Routine,
+};
 use memplan_core::{Graph, ResolvedGraph};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -497,6 +499,15 @@ fn parse_program(mut top: Map<String, Value>) -> Result<ParsedProgram, FormatErr
         None => Vec::new(),
         Some(v) => from_value(v.clone(), "devices")?,
     };
+    if fields.contexts.len() > MAX_CONTEXTS {
+        return Err(FormatError::structure(
+            "program.contexts",
+            &format!(
+                "{} contexts: a program may have at most {MAX_CONTEXTS} (each run's plan weighs every live context)",
+                fields.contexts.len()
+            ),
+        ));
+    }
     let mut contexts = Vec::with_capacity(fields.contexts.len());
     let mut graphs = Vec::new();
     for (c, context) in fields.contexts.into_iter().enumerate() {
