@@ -372,7 +372,11 @@ fn starting_at_zero(mut series: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 }
 
 /// For each memory event (in time order), the spans of its thread that enclose it, innermost
-/// first: one sweep per thread over its spans in start order, keeping those still open.
+/// first: one sweep per thread over its spans in start order, keeping those still open. The
+/// open spans are pruned only when the earliest end among them has passed, and an event whose
+/// open spans are those of the event before takes that event's stack: a trace of 20,000
+/// nested operators around 20,000 allocations (5.8 MB) pruned and interned all 20,000 at
+/// each allocation, 59 s.
 fn enclosing_stacks(
     memory: &[Memory],
     (spans, frames): (&HashMap<Thread, Vec<Span>>, &[Frame]),
@@ -391,16 +395,35 @@ fn enclosing_stacks(
         };
         let mut next = 0;
         let mut open: Vec<&Span> = Vec::new();
+        // The earliest end among the open spans, and the stack of the last event (`None` once
+        // the open spans change).
+        let mut earliest_end = f64::INFINITY;
+        let mut last: Option<std::sync::Arc<[Frame]>> = None;
+        let close_before = |open: &mut Vec<&Span>, at: f64, earliest_end: &mut f64| {
+            if *earliest_end < at {
+                open.retain(|o| o.end >= at);
+                *earliest_end = open.iter().map(|o| o.end).fold(f64::INFINITY, f64::min);
+                return true;
+            }
+            false
+        };
         for k in events {
             let t = memory[k].ts;
             while next < list.len() && list[next].start <= t {
                 let s = &list[next];
-                open.retain(|o| o.end >= s.start);
+                close_before(&mut open, s.start, &mut earliest_end);
                 open.push(s);
+                earliest_end = earliest_end.min(s.end);
+                last = None;
                 next += 1;
             }
-            open.retain(|o| o.end >= t);
-            out[k] = stacks.intern(open.iter().rev().map(|s| frames[s.frame as usize].clone()));
+            if close_before(&mut open, t, &mut earliest_end) {
+                last = None;
+            }
+            let stack = last.get_or_insert_with(|| {
+                stacks.intern(open.iter().rev().map(|s| frames[s.frame as usize].clone()))
+            });
+            out[k] = stack.clone();
         }
     }
     out
@@ -420,6 +443,45 @@ mod tests {
         format!(
             r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}"#
         )
+    }
+
+    /// Each allocation's stack is the spans open at it, innermost first, as the operators open
+    /// and close around it: ones that overlap without nesting, one that ends at the allocation
+    /// (it still encloses it), one that ended before, and runs of allocations in the same spans.
+    #[test]
+    fn allocations_take_the_spans_open_at_them_as_they_open_and_close() {
+        let events = [
+            op("outer", 0, 1000),
+            op("a", 10, 100),
+            op("b", 50, 100),
+            op("c", 300, 20),
+            memory(20, 0x100, 8, 1024),
+            memory(60, 0x200, 8, 1024),
+            memory(70, 0x300, 8, 1024),
+            memory(110, 0x400, 8, 1024),
+            memory(200, 0x500, 8, 1024),
+            memory(320, 0x600, 8, 1024),
+            memory(400, 0x700, 8, 1024),
+        ];
+        let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+        let imported = parse(&text).unwrap();
+        let stacks: Vec<Vec<&str>> = (imported.graph.tensors.iter())
+            .map(|t| t.stack.iter().map(|f| f.function.as_str()).collect())
+            .collect();
+        assert_eq!(
+            stacks,
+            [
+                vec!["a", "outer"],
+                vec!["b", "a", "outer"],
+                vec!["b", "a", "outer"],
+                vec!["b", "a", "outer"],
+                vec!["outer"],
+                vec!["c", "outer"],
+                vec!["outer"],
+            ]
+        );
+        let shared = &imported.graph.tensors;
+        assert!(std::sync::Arc::ptr_eq(&shared[1].stack, &shared[2].stack));
     }
 
     #[test]
