@@ -77,8 +77,9 @@ for target in "${targets[@]}"; do
   artifacts="target/fuzz/artifacts/$target/"
   mkdir -p "$artifacts"
   # Leaks are not failures: a pickle's memo can make a container hold itself, which reference
-  # counting never frees (crates/memplan-pickle); what it holds is bounded by the file.
-  if ! cargo +nightly fuzz run --fuzz-dir tests/fuzz --target-dir target/fuzz/build -O "$target" "$corpus/$target" -- \
+  # counting never frees (crates/memplan-pickle); what it holds is bounded by the file. Both
+  # the fuzzer's check (-detect_leaks) and the sanitizer's at exit (ASAN_OPTIONS) are off.
+  if ! ASAN_OPTIONS=detect_leaks=0 cargo +nightly fuzz run --fuzz-dir tests/fuzz --target-dir target/fuzz/build -O "$target" "$corpus/$target" -- \
     -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=3000 -timeout=20 \
     -detect_leaks=0 -artifact_prefix="$artifacts" -print_final_stats=1; then
     echo "fuzz: $target crashed; the input is in $artifacts" >&2
