@@ -124,14 +124,13 @@ fn drop_bounded(values: Vec<Value>, pairs: Vec<(Value, Value)>) {
 /// last of before dropping that, so the drop it leaves is of an empty container.
 #[cold]
 #[inline(never)]
-fn drop_in_a_loop(mut left: Vec<Value>, pairs: Vec<(Value, Value)>) {
+fn drop_in_a_loop(mut left: Vec<Value>, mut pairs: Vec<(Value, Value)>) {
     let take_pairs = |left: &mut Vec<Value>, pairs: &mut Vec<(Value, Value)>| {
         for (k, v) in pairs.drain(..) {
             left.push(k);
             left.push(v);
         }
     };
-    let mut pairs = pairs;
     take_pairs(&mut left, &mut pairs);
     while let Some(mut value) = left.pop() {
         match &mut value {
