@@ -330,6 +330,27 @@ pub(super) const UNARY: &[&str] = &[
     "Shrink",
     "GroupNormalization",
     "CumSum",
+    "CumProd",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "Hardmax",
+    "LpNormalization",
+    "MeanVarianceNormalization",
+    "RMSNormalization",
+    "RotaryEmbedding",
+    "Trilu",
+    "BitwiseNot",
+    "ReverseSequence",
+    "ScatterND",
+    "ScatterElements",
+    "Scatter",
 ];
 
 pub(super) const BINARY: &[&str] = &[
@@ -353,6 +374,9 @@ pub(super) const BINARY: &[&str] = &[
     "Where",
     "Mod",
     "BitShift",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
 ];
 
 /// What stopped shape inference at a node (the import says it as a warning, naming the node).
@@ -392,6 +416,22 @@ impl Inputs<'_> {
     fn konst(&self, k: usize) -> Option<Vec<i64>> {
         self.inputs.get(k).and_then(|v| v.konst.clone())
     }
+
+    /// The input at position `k` of the node's own list, where an optional input left out is
+    /// an empty name (`inputs` holds only those given); `None` when it is left out.
+    fn at(&self, k: usize) -> Option<&Val> {
+        let names = &self.node.input;
+        if names.get(k).is_none_or(|name| name.is_empty()) {
+            return None;
+        }
+        let given = names[..k].iter().filter(|name| !name.is_empty()).count();
+        self.inputs.get(given)
+    }
+
+    /// The shape of the input at position `k` of the node's own list ([`Inputs::at`]).
+    fn shape_at(&self, k: usize) -> Result<&Shape, InferStop> {
+        (self.at(k).and_then(|v| v.shape.as_ref())).ok_or(InferStop::UnknownInput(k))
+    }
 }
 
 /// One output of `shape` and `dtype`.
@@ -423,12 +463,11 @@ pub(super) fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>,
         "Dropout" => dropout(&n),
         "Cast" => cast(&n),
         _ if BINARY.contains(&op) => binary(&n),
-        "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" | "LpPool" => {
-            convolutions_and_pools(&n)
-        }
+        "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" | "LpPool" | "DeformConv"
+        | "ConvInteger" | "QLinearConv" => convolutions_and_pools(&n),
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => global_pools(&n),
         "Gemm" => gemm(&n),
-        "MatMul" | "MatMulInteger" => matmul(&n),
+        "MatMul" | "MatMulInteger" | "QLinearMatMul" => matmul(&n),
         "Concat" => concat(&n),
         "Split" => split(&n),
         "Reshape" => reshape(&n),
@@ -438,9 +477,8 @@ pub(super) fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>,
         "Pad" => pad(&n),
         "Resize" | "Upsample" => resize(&n),
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL2"
-        | "ReduceL1" | "ReduceLogSumExp" | "ReduceSumSquare" | "ArgMax" | "ArgMin" => {
-            reductions(&n)
-        }
+        | "ReduceL1" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" | "ArgMax"
+        | "ArgMin" => reductions(&n),
         "Expand" => expand(&n),
         "Shape" => shape_op(&n),
         "Size" => size(&n),
@@ -451,6 +489,21 @@ pub(super) fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>,
         "Constant" => constant(&n),
         "TopK" => top_k(&n),
         "Tile" => tile(&n),
+        "IsNaN" | "IsInf" => one(n.shape(0)?.clone(), Some("bool")),
+        "CastLike" => cast(&n),
+        "EyeLike" | "RandomNormalLike" | "RandomUniformLike" | "Bernoulli" => like(&n),
+        "GatherElements" => one(n.shape(1)?.clone(), n.dtype0),
+        "GatherND" => gather_nd(&n),
+        "OneHot" => one_hot(&n),
+        "DepthToSpace" | "SpaceToDepth" => depth_and_space(&n),
+        "Det" => determinant(&n),
+        "QuantizeLinear" | "DequantizeLinear" | "DynamicQuantizeLinear" => quantization(&n),
+        "Einsum" => einsum(&n),
+        "LSTM" | "GRU" | "RNN" => recurrent(&n),
+        "Attention" => attention(&n),
+        "SoftmaxCrossEntropyLoss" | "NegativeLogLikelihoodLoss" => losses(&n),
+        "GridSample" => grid_sample(&n),
+        "RoiAlign" => roi_align(&n),
         _ => Err(InferStop::UnknownOp),
     }
 }
@@ -466,6 +519,21 @@ fn unary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         konst: None,
         floats: None,
     }];
+    if op == "LayerNormalization" && node.output.len() > 1 {
+        // The mean and inverse standard deviation: one per normalized group, in `stash_type`.
+        let x = shape(0)?;
+        let a = axis(attr_i(node, "axis", -1), x.len()).ok_or("the axis is out of range")?;
+        let mut per_group = x[..a].to_vec();
+        per_group.resize(x.len(), D::n(1));
+        let stash = dtype_name(attr_i(node, "stash_type", 1) as i32);
+        for _ in 1..node.output.len() {
+            out.push(Val {
+                shape: Some(per_group.clone()),
+                dtype: stash,
+                ..Val::default()
+            });
+        }
+    }
     if op == "BatchNormalization" {
         // Training-mode outputs: the running mean and variance, per channel.
         let c = shape(0)?.get(1).cloned().unwrap_or(D::n(1));
@@ -485,7 +553,8 @@ fn unary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
 fn dropout(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let dtype0 = n.dtype0;
     let shape = |k: usize| n.shape(k);
-    // The mask output is left unsized, as onnx's own shape inference leaves it.
+    // The mask output is left unsized, as onnx's own shape inference leaves it in older
+    // opsets: its element type changed with the opset, which this inference does not read.
     Ok(vec![Val {
         shape: Some(shape(0)?.clone()),
         dtype: dtype0,
@@ -494,12 +563,15 @@ fn dropout(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     }])
 }
 
-/// `Cast`.
+/// `Cast`, `CastLike`.
 fn cast(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let node = n.node;
     let shape = |k: usize| n.shape(k);
     let konst = |k: usize| n.konst(k);
-    let to = dtype_name(attr_i(node, "to", 1) as i32);
+    let to = match n.op {
+        "CastLike" => n.inputs.get(1).and_then(|v| v.dtype),
+        _ => dtype_name(attr_i(node, "to", 1) as i32),
+    };
     Ok(vec![Val {
         shape: Some(shape(0)?.clone()),
         dtype: to,
@@ -524,37 +596,44 @@ fn binary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     one(out, dtype)
 }
 
-/// `Conv`, `ConvTranspose`, `MaxPool`, `AveragePool`, `LpPool`.
+/// `Conv`, `ConvTranspose`, `MaxPool`, `AveragePool`, `LpPool`, and the convolutions of
+/// other inputs or element types: `DeformConv`, `ConvInteger`, `QLinearConv`.
 fn convolutions_and_pools(n: &Inputs) -> Result<Vec<Val>, InferStop> {
-    let (node, op, dtype0) = (n.node, n.op, n.dtype0);
-    let shape = |k: usize| n.shape(k);
-    let x = shape(0)?;
+    let (node, op) = (n.node, n.op);
+    let x = n.shape(0)?;
+    // The weights: after the input's scale and zero point in `QLinearConv`.
+    let weights = || n.shape_at(if op == "QLinearConv" { 3 } else { 1 });
+    let dtype = match op {
+        "ConvInteger" => Some("i32"),
+        "QLinearConv" => n.at(7).and_then(|v| v.dtype),
+        _ => n.dtype0,
+    };
     let kernel: Vec<u64> = match attr_ints(node, "kernel_shape") {
         Some(k) => k.iter().map(|&v| u64::try_from(v).unwrap_or(0)).collect(),
         None if op.ends_with("Pool") => return fail("a pool without kernel_shape"),
-        None => (shape(1)?.get(2..))
+        None => (weights()?.get(2..))
             .and_then(|dims| dims.iter().map(|d| d.known()).collect::<Option<_>>())
             .ok_or("the weights' spatial dims are unknown")?,
     };
     let spatial = window(node, x, &kernel, op == "ConvTranspose")
         .ok_or("the spatial dims cannot be computed")?;
     let channels = match op {
-        "Conv" => (shape(1)?.first().cloned()).ok_or("the weights' channels are unknown")?,
         "ConvTranspose" => {
             let group = attr_i(node, "group", 1).max(1) as u64;
-            shape(1)?
+            weights()?
                 .get(1)
                 .and_then(|d| d.known())
                 .map(|c| D::n(c * group))
                 .ok_or("the weights' channels are unknown")?
         }
-        _ => x[1].clone(),
+        _ if op.ends_with("Pool") => x[1].clone(),
+        _ => (weights()?.first().cloned()).ok_or("the weights' channels are unknown")?,
     };
     let mut out = vec![x[0].clone(), channels];
     out.extend(spatial);
     let mut vals = vec![Val {
         shape: Some(out.clone()),
-        dtype: dtype0,
+        dtype,
         konst: None,
         floats: None,
     }];
@@ -600,11 +679,12 @@ fn gemm(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     one(vec![m.clone(), n.clone()], dtype0)
 }
 
-/// `MatMul`, `MatMulInteger`.
+/// `MatMul`, `MatMulInteger`, `QLinearMatMul`.
 fn matmul(n: &Inputs) -> Result<Vec<Val>, InferStop> {
-    let (op, dtype0) = (n.op, n.dtype0);
-    let shape = |k: usize| n.shape(k);
-    let (a, b) = (shape(0)?.clone(), shape(1)?.clone());
+    let op = n.op;
+    // `QLinearMatMul`'s second matrix follows the first's scale and zero point.
+    let b = if op == "QLinearMatMul" { 3 } else { 1 };
+    let (a, b) = (n.shape(0)?.clone(), n.shape_at(b)?.clone());
     let (a2, b2) = (
         if a.len() == 1 {
             vec![D::n(1), a[0].clone()]
@@ -629,14 +709,12 @@ fn matmul(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     if b.len() > 1 {
         out.push(b2[b2.len() - 1].clone());
     }
-    one(
-        out,
-        if op == "MatMulInteger" {
-            Some("i32")
-        } else {
-            dtype0
-        },
-    )
+    let dtype = match op {
+        "MatMulInteger" => Some("i32"),
+        "QLinearMatMul" => n.at(7).and_then(|v| v.dtype),
+        _ => n.dtype0,
+    };
+    one(out, dtype)
 }
 
 /// `Concat`.
@@ -1190,4 +1268,364 @@ fn tile(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         .collect::<Option<_>>()
         .ok_or("tiling overflows")?;
     one(out, dtype0)
+}
+
+/// `a + b`, where both are known, or multiples of one param.
+fn add(a: &D, b: &D) -> Option<D> {
+    match (&a.p, &b.p) {
+        (None, None) => Some(D::n(a.k.checked_add(b.k)?)),
+        (p, q) if p == q => Some(D {
+            k: a.k.checked_add(b.k)?,
+            p: p.clone(),
+        }),
+        (_, None) if b.k == 0 => Some(a.clone()),
+        (None, _) if a.k == 0 => Some(b.clone()),
+        _ => None,
+    }
+}
+
+/// `d / by`, where `by` divides its multiple.
+fn div(d: &D, by: u64) -> Option<D> {
+    (by != 0 && d.k.is_multiple_of(by)).then(|| D {
+        k: d.k / by,
+        p: d.p.clone(),
+    })
+}
+
+/// `EyeLike`, `RandomNormalLike`, `RandomUniformLike`, `Bernoulli`: the input's shape, in the
+/// element type `dtype` names (the input's when absent).
+fn like(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let dtype = match attr(n.node, "dtype") {
+        Some(a) => dtype_name(a.i as i32),
+        None => n.dtype0,
+    };
+    one(n.shape(0)?.clone(), dtype)
+}
+
+/// `GatherND`: the indices' shape but its last dim, which indexes that many dims of the data
+/// after the batch dims; the rest of the data's dims follow.
+fn gather_nd(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (data, indices) = (n.shape(0)?, n.shape(1)?);
+    let batch =
+        usize::try_from(attr_i(n.node, "batch_dims", 0)).map_err(|_| "negative batch_dims")?;
+    let (last, outer) = indices.split_last().ok_or("the indices are a scalar")?;
+    let depth = (last.known())
+        .and_then(|m| usize::try_from(m).ok())
+        .ok_or("the indices' last dim is symbolic")?;
+    let rest = (batch.checked_add(depth))
+        .and_then(|from| data.get(from..))
+        .ok_or("the indices reach past the data's rank")?;
+    let mut out = outer.to_vec();
+    out.extend_from_slice(rest);
+    one(out, n.dtype0)
+}
+
+/// `OneHot`: the indices' shape with the depth inserted at `axis`, in the values' element type.
+fn one_hot(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let indices = n.shape(0)?;
+    let depth = (n.konst(1).and_then(|d| d.first().copied()))
+        .and_then(|d| u64::try_from(d).ok())
+        .ok_or("the depth is not a constant")?;
+    let at =
+        axis(attr_i(n.node, "axis", -1), indices.len() + 1).ok_or("the axis is out of range")?;
+    let mut out = indices.clone();
+    out.insert(at, D::n(depth));
+    one(out, n.inputs.get(2).and_then(|v| v.dtype))
+}
+
+/// `DepthToSpace`, `SpaceToDepth`: channels traded for height and width, `blocksize` each.
+fn depth_and_space(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let x = n.shape(0)?;
+    let b = u64::try_from(attr_i(n.node, "blocksize", 0))
+        .ok()
+        .filter(|&b| b > 0)
+        .ok_or("no blocksize")?;
+    let [batch, c, h, w] = &x[..] else {
+        return fail("the input is not 4-D");
+    };
+    let square = b.checked_mul(b).ok_or("the blocksize overflows")?;
+    let grown = |d: &D| d.mul(&D::n(b));
+    let out = match n.op {
+        "DepthToSpace" => [Some(batch.clone()), div(c, square), grown(h), grown(w)],
+        _ => [
+            Some(batch.clone()),
+            c.mul(&D::n(square)),
+            div(h, b),
+            div(w, b),
+        ],
+    };
+    let out: Option<Shape> = out.into_iter().collect();
+    one(out.ok_or("the blocks do not divide the dims")?, n.dtype0)
+}
+
+/// `Det`: one value per matrix of the batch.
+fn determinant(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let x = n.shape(0)?;
+    let batch = x.len().checked_sub(2).ok_or("the input is not a matrix")?;
+    one(x[..batch].to_vec(), n.dtype0)
+}
+
+/// `QuantizeLinear`, `DequantizeLinear`, `DynamicQuantizeLinear`: the input's shape, in the
+/// element type of the zero point (`QuantizeLinear`, 8-bit unsigned without one) or of the
+/// scale (`DequantizeLinear`), unless `output_dtype` names one; `DynamicQuantizeLinear` also
+/// gives its scale and zero point, scalars.
+fn quantization(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let x = n.shape(0)?.clone();
+    let named = (attr(n.node, "output_dtype").filter(|a| a.i != 0)).map(|a| dtype_name(a.i as i32));
+    let dtype_at = |k: usize| n.at(k).and_then(|v| v.dtype);
+    match n.op {
+        "QuantizeLinear" => one(x, named.unwrap_or_else(|| dtype_at(2).or(Some("u8")))),
+        "DequantizeLinear" => one(x, named.unwrap_or_else(|| dtype_at(1))),
+        _ => Ok(vec![
+            Val {
+                shape: Some(x),
+                dtype: Some("u8"),
+                ..Val::default()
+            },
+            Val {
+                shape: Some(Vec::new()),
+                dtype: Some("f32"),
+                ..Val::default()
+            },
+            Val {
+                shape: Some(Vec::new()),
+                dtype: Some("u8"),
+                ..Val::default()
+            },
+        ]),
+    }
+}
+
+/// `Einsum`: each output label's dim, read where the label labels an input's dim; the
+/// ellipsis's dims broadcast across the inputs. Without `->`, the output is the ellipsis and
+/// then the labels used once, in alphabetical order.
+fn einsum(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let equation = attr(n.node, "equation").ok_or("no equation")?;
+    let equation: String = String::from_utf8_lossy(&equation.s)
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    let (lhs, rhs) = match equation.split_once("->") {
+        Some((l, r)) => (l, Some(r)),
+        None => (equation.as_str(), None),
+    };
+    // Labels are ASCII letters: a term's bytes are its labels and the ellipsis.
+    if !equation.is_ascii() {
+        return fail("a label is not a letter");
+    }
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != n.inputs.len() {
+        return fail("the equation's terms are not the inputs");
+    }
+    // Per label (by its ASCII code, so in alphabetical order): its dim and how many use it.
+    let mut labels: Vec<Option<(D, usize)>> = vec![None; 128];
+    let mut ellipses: Vec<Shape> = Vec::new();
+    for (k, term) in terms.iter().enumerate() {
+        let shape = n.shape(k)?;
+        let (before, after) = match term.split_once("...") {
+            Some((b, a)) => (b, Some(a)),
+            None => (*term, None),
+        };
+        let named = before.chars().count() + after.map_or(0, |a| a.chars().count());
+        let elided = shape
+            .len()
+            .checked_sub(named)
+            .ok_or("a term has more labels than dims")?;
+        if after.is_none() && elided != 0 {
+            return fail("a term has fewer labels than dims");
+        }
+        let tail = before.len() + elided;
+        ellipses.push(shape[before.len()..tail].to_vec());
+        let labelled = before.chars().zip(&shape[..before.len()]);
+        let labelled = labelled.chain(after.unwrap_or("").chars().zip(&shape[tail..]));
+        for (label, d) in labelled {
+            if !label.is_ascii_alphabetic() {
+                return fail("a label is not a letter");
+            }
+            let (kept, uses) = labels[label as usize].get_or_insert_with(|| (d.clone(), 0));
+            *uses += 1;
+            if *kept == D::n(1) {
+                *kept = d.clone();
+            } else if *d != D::n(1) && d != kept {
+                return fail("a label labels dims of different sizes");
+            }
+        }
+    }
+    let ellipsis =
+        broadcast(&ellipses.iter().collect::<Vec<_>>()).ok_or("the ellipses do not broadcast")?;
+    let out = match rhs {
+        Some(rhs) => {
+            let (before, after) = match rhs.split_once("...") {
+                Some((b, a)) => (b, Some(a)),
+                None => (rhs, None),
+            };
+            let label = |c: char| {
+                (labels.get(c as usize).and_then(Option::as_ref))
+                    .map(|(d, _)| d.clone())
+                    .ok_or("an output label labels no input")
+            };
+            let mut out: Shape = before.chars().map(label).collect::<Result<_, _>>()?;
+            if let Some(after) = after {
+                out.extend(ellipsis);
+                out.extend(after.chars().map(label).collect::<Result<Vec<_>, _>>()?);
+            }
+            out
+        }
+        None => {
+            let once = (labels.iter().flatten())
+                .filter(|(_, uses)| *uses == 1)
+                .map(|(d, _)| d.clone());
+            ellipsis.into_iter().chain(once).collect()
+        }
+    };
+    one(out, n.dtype0)
+}
+
+/// `LSTM`, `GRU`, `RNN`: the sequence of hidden states and the last one (and `LSTM`'s last
+/// cell state), one per direction, `hidden_size` wide (else as the recurrence weights say).
+fn recurrent(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let x = n.shape(0)?;
+    let [a, b, _] = &x[..] else {
+        return fail("the input is not 3-D");
+    };
+    let batch_first = attr_i(n.node, "layout", 0) == 1;
+    let (sequence, batch) = if batch_first { (b, a) } else { (a, b) };
+    let hidden = match attr(n.node, "hidden_size") {
+        Some(h) => u64::try_from(h.i).ok().map(D::n),
+        None => n.shape_at(2).ok().and_then(|r| r.get(2).cloned()),
+    };
+    let hidden = hidden.ok_or("no hidden_size")?;
+    let directions = match attr(n.node, "direction").map(|a| a.s.as_slice()) {
+        Some(b"bidirectional") => D::n(2),
+        _ => D::n(1),
+    };
+    let (all, last) = if batch_first {
+        (
+            vec![
+                batch.clone(),
+                sequence.clone(),
+                directions.clone(),
+                hidden.clone(),
+            ],
+            vec![batch.clone(), directions, hidden],
+        )
+    } else {
+        (
+            vec![
+                sequence.clone(),
+                directions.clone(),
+                batch.clone(),
+                hidden.clone(),
+            ],
+            vec![directions, batch.clone(), hidden],
+        )
+    };
+    let outputs = if n.op == "LSTM" { 3 } else { 2 };
+    Ok((0..outputs)
+        .map(|k| Val {
+            shape: Some(if k == 0 { all.clone() } else { last.clone() }),
+            dtype: n.dtype0,
+            ..Val::default()
+        })
+        .collect())
+}
+
+/// `Attention`: queries, keys and values as `[batch, heads, sequence, head size]`, or
+/// `[batch, sequence, heads * head size]` with the heads as attributes; a past key and value
+/// lengthen the keys' sequence. Gives the output, the present key and value, and the
+/// query-key products.
+fn attention(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (q, k, v) = (n.shape(0)?, n.shape(1)?, n.shape(2)?);
+    let heads = |name: &str| {
+        attr(n.node, name)
+            .and_then(|a| u64::try_from(a.i).ok())
+            .filter(|&h| h > 0)
+            .ok_or("the heads of a 3-D input are not given")
+    };
+    let (batch, q_heads, q_sequence, kv_heads, kv_sequence, head, v_head) =
+        match (&q[..], &k[..], &v[..]) {
+            ([b, qh, qs, _], [_, kh, ks, hs], [_, _, _, vs]) => {
+                (b, qh.clone(), qs, kh.clone(), ks, hs.clone(), vs.clone())
+            }
+            ([b, qs, _], [_, ks, kw], [_, _, vw]) => {
+                let (qh, kh) = (heads("q_num_heads")?, heads("kv_num_heads")?);
+                let head = div(kw, kh).ok_or("the keys' width is not a multiple of the heads")?;
+                let v_head =
+                    div(vw, kh).ok_or("the values' width is not a multiple of the heads")?;
+                (b, D::n(qh), qs, D::n(kh), ks, head, v_head)
+            }
+            _ => return fail("the queries, keys and values are not all 3-D or all 4-D"),
+        };
+    let total = match n.shape_at(4).ok().and_then(|p| p.get(2)) {
+        Some(past) => add(past, kv_sequence).ok_or("adding symbolic sequence lengths")?,
+        None => kv_sequence.clone(),
+    };
+    let output = match q.len() {
+        4 => vec![
+            batch.clone(),
+            q_heads.clone(),
+            q_sequence.clone(),
+            v_head.clone(),
+        ],
+        _ => {
+            let width = q_heads.mul(&v_head).ok_or("the output's width overflows")?;
+            vec![batch.clone(), q_sequence.clone(), width]
+        }
+    };
+    let shapes = [
+        output,
+        vec![batch.clone(), kv_heads.clone(), total.clone(), head],
+        vec![batch.clone(), kv_heads, total.clone(), v_head],
+        vec![batch.clone(), q_heads, q_sequence.clone(), total],
+    ];
+    Ok((shapes.into_iter())
+        .map(|shape| Val {
+            shape: Some(shape),
+            dtype: n.dtype0,
+            ..Val::default()
+        })
+        .collect())
+}
+
+/// `SoftmaxCrossEntropyLoss`, `NegativeLogLikelihoodLoss`: a scalar, or the labels' shape
+/// with `reduction` `none`; `SoftmaxCrossEntropyLoss`'s log probabilities are the scores'.
+fn losses(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (scores, labels) = (n.shape(0)?, n.shape(1)?);
+    let loss = match attr(n.node, "reduction").map(|a| a.s.as_slice()) {
+        Some(b"none") => labels.clone(),
+        _ => Vec::new(),
+    };
+    Ok([loss, scores.clone()]
+        .into_iter()
+        .map(|shape| Val {
+            shape: Some(shape),
+            dtype: n.dtype0,
+            ..Val::default()
+        })
+        .collect())
+}
+
+/// `GridSample`: the input's batch and channels at the grid's points.
+fn grid_sample(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (x, grid) = (n.shape(0)?, n.shape(1)?);
+    let points = grid
+        .get(1..grid.len().saturating_sub(1))
+        .ok_or("the grid has too few dims")?;
+    let mut out = x.get(..2).ok_or("the input has too few dims")?.to_vec();
+    out.extend_from_slice(points);
+    one(out, n.dtype0)
+}
+
+/// `RoiAlign`: per region, the input's channels at `output_height` by `output_width`.
+fn roi_align(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (x, rois) = (n.shape(0)?, n.shape(1)?);
+    let (Some(regions), Some(channels)) = (rois.first(), x.get(1)) else {
+        return fail("the input or the regions have too few dims");
+    };
+    let side = |name: &str| u64::try_from(attr_i(n.node, name, 1)).map(D::n);
+    let (h, w) = (side("output_height"), side("output_width"));
+    let (Ok(h), Ok(w)) = (h, w) else {
+        return fail("a negative output size");
+    };
+    one(vec![regions.clone(), channels.clone(), h, w], n.dtype0)
 }
