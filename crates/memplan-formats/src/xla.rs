@@ -785,25 +785,46 @@ fn alias_in_place(
         }
         root
     }
-    let mut ending: HashMap<u64, Vec<usize>> = HashMap::default();
-    for &v in &a.values {
-        ending.entry(interval(v).1).or_default().push(v);
+    // The values ending at each time, by their first byte, with the longest one's length: a
+    // value starting then meets only those whose bytes it overlaps, found by bisection, where
+    // trying each one made thousands of values ending where thousands start (a loop's tuple)
+    // cost their product.
+    let mut ending: HashMap<u64, (Vec<(u64, usize)>, u64)> = HashMap::default();
+    for (order, &v) in a.values.iter().enumerate() {
+        let (d0, d1) = bytes(v);
+        let (dying, longest) = ending.entry(interval(v).1).or_default();
+        dying.push((d0, order));
+        *longest = (*longest).max(d1 - d0);
+    }
+    for (dying, _) in ending.values_mut() {
+        dying.sort_unstable();
     }
     let mut merged = 0;
     let mut by_start: Vec<usize> = a.values.clone();
     by_start.sort_by_key(|&v| (interval(v).0, v));
+    let mut met: Vec<usize> = Vec::new();
     for b in by_start {
         let (start, _) = interval(b);
-        let Some(dying) = ending.get(&start) else {
+        let Some((dying, longest)) = ending.get(&start) else {
             continue;
         };
-        for &d in dying {
-            let (rd, rb) = (find(&mut parent, d), find(&mut parent, b));
-            if rd == rb || interval(d).0 == start {
-                continue;
+        let (b0, b1) = bytes(b);
+        // Those starting below `b`'s end and reaching past its start, in the allocation's order.
+        met.clear();
+        let below = dying.partition_point(|&(d0, _)| d0 < b1);
+        for &(d0, order) in dying[..below].iter().rev() {
+            if d0.saturating_add(*longest) <= b0 {
+                break;
             }
-            let ((d0, d1), (b0, b1)) = (bytes(d), bytes(b));
-            if d0 >= b1 || b0 >= d1 {
+            if bytes(a.values[order]).1 > b0 {
+                met.push(order);
+            }
+        }
+        met.sort_unstable();
+        for d in met.iter().map(|&order| a.values[order]) {
+            let rd = find(&mut parent, d);
+            let rb = find(&mut parent, b);
+            if rd == rb || interval(d).0 == start {
                 continue;
             }
             // The larger root keeps its bytes; the other set must lie inside them.
@@ -968,6 +989,107 @@ mod tests {
                 .iter()
                 .all(|t| t.view_of.as_deref() == Some("v.0"))
         );
+        i.graph.resolve().unwrap();
+    }
+
+    /// The in-place rule as first written, over every pair of a value ending and one starting
+    /// at the same instruction: each value's root, from `(start, end, offset, size)` in the
+    /// allocation's order.
+    fn in_place_roots_pair_by_pair(values: &[(u64, u64, u64, u64)]) -> Vec<usize> {
+        let mut root: Vec<usize> = (0..values.len()).collect();
+        let find = |root: &[usize], mut v: usize| {
+            while root[v] != v {
+                v = root[v];
+            }
+            v
+        };
+        let bytes = |v: usize| (values[v].2, values[v].2 + values[v].3);
+        let mut by_start: Vec<usize> = (0..values.len()).collect();
+        by_start.sort_by_key(|&v| (values[v].0, v));
+        for b in by_start {
+            let start = values[b].0;
+            for d in (0..values.len()).filter(|&d| values[d].1 == start && values[d].0 != start) {
+                let (rd, rb) = (find(&root, d), find(&root, b));
+                let ((d0, d1), (b0, b1)) = (bytes(d), bytes(b));
+                if rd == rb || d0 >= b1 || b0 >= d1 {
+                    continue;
+                }
+                let (keep, other) = if values[rd].3 >= values[rb].3 {
+                    (rd, rb)
+                } else {
+                    (rb, rd)
+                };
+                let ((k0, k1), (o0, o1)) = (bytes(keep), bytes(other));
+                if o0 >= k0 && o1 <= k1 {
+                    root[other] = keep;
+                }
+            }
+        }
+        (0..values.len()).map(|v| find(&root, v)).collect()
+    }
+
+    proptest::proptest! {
+        /// The in-place views of random temp values (on a few offsets and times, so many meet)
+        /// are those the pair-by-pair rule gives.
+        #[test]
+        fn in_place_views_are_those_of_the_pair_by_pair_rule(
+            values in proptest::collection::vec((0u64..7, 0u64..4, 0u64..8, 0u64..4), 1..40),
+        ) {
+            let values: Vec<(u64, u64, u64, u64)> = (values.iter())
+                .map(|&(start, long, slot, size)| (start, (start + long).min(7), 64 * slot, 64 * size))
+                .collect();
+            let mut text = String::from("BufferAssignment:\nallocation 0: size 704, preallocated-temp:\n");
+            for (k, &(_, _, offset, size)) in values.iter().enumerate() {
+                text += &format!(" value: <{k} v.{k} @0> (size={size},offset={offset}): f32[]\n");
+            }
+            text += "HloLiveRange (max 8):\n  InstructionSequence:\n";
+            for t in 0..8 {
+                text += &format!("    {t}:t.{t}\n");
+            }
+            text += "  BufferLiveRange:\n";
+            for (k, &(start, end, _, _)) in values.iter().enumerate() {
+                text += &format!("    v.{k}{{}}:{start}-{end}\n");
+            }
+            let tensors = parse(&text).unwrap().graph.tensors;
+            for (k, root) in in_place_roots_pair_by_pair(&values).into_iter().enumerate() {
+                let expected = (root != k).then(|| format!("v.{root}"));
+                proptest::prop_assert_eq!(tensors[k].view_of.as_deref(), expected.as_deref());
+            }
+        }
+    }
+
+    /// Many values end where many start, in one temp allocation (the elements of a tuple given
+    /// to a loop, and of the loop's result): each new value written over an old one's bytes is
+    /// a view of it, and no other pair is.
+    #[test]
+    fn in_place_writes_among_many_values_ending_and_starting_at_once_pair_by_their_bytes() {
+        let n = 20_000;
+        let mut text = format!(
+            "BufferAssignment:\nallocation 0: size {}, preallocated-temp:\n",
+            64 * n
+        );
+        for (name, first) in [("old", 0), ("new", n)] {
+            for k in 0..n {
+                let (id, offset) = (first + k, 64 * k);
+                text += &format!(
+                    " value: <{id} {name}{{{k}}} @0> (size=64,offset={offset}): f32[16]{{0}}\n"
+                );
+            }
+        }
+        text += "HloLiveRange (max 3):\n  InstructionSequence:\n    0:old\n    1:new\n    2:end\n";
+        text += "  BufferLiveRange:\n";
+        for (name, range) in [("old", "0-1"), ("new", "1-2")] {
+            for k in 0..n {
+                text += &format!("    {name}{{{k}}}:{range}\n");
+            }
+        }
+        let i = parse(&text).unwrap();
+        let tensors = &i.graph.tensors;
+        assert_eq!(tensors.len(), 2 * n);
+        for (old, new) in tensors[..n].iter().zip(&tensors[n..]) {
+            assert_eq!(old.view_of, None);
+            assert_eq!(new.view_of.as_deref(), Some(old.id.as_str()));
+        }
         i.graph.resolve().unwrap();
     }
 
