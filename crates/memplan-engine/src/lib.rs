@@ -384,6 +384,18 @@ impl SweepJob {
     }
 }
 
+/// Why a bisection of [`Session::largest_fitting_unless`] ended without its answer.
+enum Ended {
+    Failed(EngineError),
+    Stopped,
+}
+
+impl From<EngineError> for Ended {
+    fn from(e: EngineError) -> Ended {
+        Ended::Failed(e)
+    }
+}
+
 /// The answer of a "largest that fits" query, with both witnesses of the checked bisection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fits {
@@ -1207,20 +1219,60 @@ impl Session {
         lo: u64,
         hi: Option<u64>,
     ) -> Result<Fits, EngineError> {
+        let fits = self.largest_fitting_unless(scenario, param, lo, hi, &|| false)?;
+        Ok(fits.expect("only a stop leaves a bisection without its answer"))
+    }
+
+    /// [`Session::largest_fitting`], asking `stopped` after each plan it makes: `None` once it
+    /// says so (a caller's cancel), with no answer, as one plan short of the bisection's end
+    /// says nothing of the largest.
+    pub fn largest_fitting_unless(
+        &self,
+        scenario: &Scenario,
+        param: &str,
+        lo: u64,
+        hi: Option<u64>,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<Option<Fits>, EngineError> {
+        match self.bisect(scenario, param, lo, hi, stopped) {
+            Ok(fits) => Ok(Some(fits)),
+            Err(Ended::Stopped) => Ok(None),
+            Err(Ended::Failed(e)) => Err(e),
+        }
+    }
+
+    /// The bisection of [`Session::largest_fitting_unless`], each plan made under `stopped`.
+    fn bisect(
+        &self,
+        scenario: &Scenario,
+        param: &str,
+        lo: u64,
+        hi: Option<u64>,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<Fits, Ended> {
         let budget = self
             .budget(scenario)?
             .ok_or_else(|| EngineError::NoDevice {
                 input: self.source.clone(),
             })?;
         if !self.graph.params.contains_key(param) {
-            return Err(self.unknown_param(param));
+            return Err(self.unknown_param(param).into());
         }
         // The footprint at `value` (the largest device's), or `None` when sizes overflow.
-        let footprint = |value: u64| -> Result<Option<u64>, EngineError> {
+        let footprint = |value: u64| -> Result<Option<u64>, Ended> {
             let mut s = scenario.clone();
             s.params.insert(param.to_string(), value);
             s.device_class = None;
-            match self.plan(&s) {
+            let mut stop = || stopped();
+            let mut control = Control {
+                should_stop: Some(&mut stop),
+                ..Control::default()
+            };
+            let planned = self.plan_with(&s, &mut control);
+            if stopped() {
+                return Err(Ended::Stopped);
+            }
+            match planned {
                 Ok(o) => Ok(Some(
                     o.plan
                         .devices
@@ -1240,7 +1292,7 @@ impl Session {
                         | ProblemError::SizeOverflow { .. },
                     ..
                 }) => Ok(None),
-                Err(e) => Err(e),
+                Err(e) => Err(Ended::Failed(e)),
             }
         };
         let fits = |f: Option<u64>| f.is_some_and(|f| f <= budget.usable_bytes);
@@ -1255,13 +1307,13 @@ impl Session {
                 let at = footprint(x)?;
                 let next = if x < hi { footprint(x + 1)? } else { None };
                 if !fits(at) || (x < hi && fits(next)) {
-                    return Err(EngineError::NotMonotone {
+                    return Err(Ended::Failed(EngineError::NotMonotone {
                         input: self.source.clone(),
                         param: param.to_string(),
                         lower: lo,
                         higher: hi,
                         answer: x,
-                    });
+                    }));
                 }
                 (at, next)
             }

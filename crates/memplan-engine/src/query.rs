@@ -141,8 +141,26 @@ impl Ask for FitsQuery {
     type Answer = FitsAnswer;
     fn ask(&self, session: &Session, _: &mut Control) -> Result<FitsAnswer, EngineError> {
         let fits = session.largest_fitting(&self.scenario, &self.param, self.lo, self.hi)?;
+        Ok(self.answer(&fits))
+    }
+}
+
+impl FitsQuery {
+    /// [`Ask::ask`], asking `stopped` after each plan: `None` once it says so (a cancel), as
+    /// [`Session::largest_fitting_unless`].
+    pub fn ask_unless(
+        &self,
+        session: &Session,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<Option<FitsAnswer>, EngineError> {
+        let (scenario, param) = (&self.scenario, &self.param);
+        let fits = session.largest_fitting_unless(scenario, param, self.lo, self.hi, stopped)?;
+        Ok(fits.map(|fits| self.answer(&fits)))
+    }
+
+    fn answer(&self, fits: &crate::Fits) -> FitsAnswer {
         let class = (self.scenario.device_class.as_ref()).map_or("", |d| d.class.as_str());
-        Ok(FitsAnswer::of(class, (self.lo, self.hi), &fits))
+        FitsAnswer::of(class, (self.lo, self.hi), fits)
     }
 }
 

@@ -347,6 +347,32 @@ fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
     ));
 }
 
+/// A stop heard after any plan of the bisection ends it without an answer; never heard, the
+/// answer is the one [`Session::largest_fitting`] gives.
+#[test]
+fn a_stop_ends_the_largest_fitting_without_an_answer() {
+    let s = session(SERVING);
+    let scenario = Scenario {
+        params: [("S".to_string(), 4096)].into(),
+        device_class: on("l4-24gb", 0.9),
+        ..Scenario::default()
+    };
+    let whole = s.largest_fitting(&scenario, "B", 1, Some(512)).unwrap();
+    let never = s.largest_fitting_unless(&scenario, "B", 1, Some(512), &|| false);
+    assert_eq!(never.unwrap().as_ref(), Some(&whole));
+    for plans in [0, 1, 5, whole.probes - 1] {
+        let asked = std::cell::Cell::new(0);
+        // Yes from its question after the first `plans`: asked at least once after each
+        // plan, it says so by the last plan at the latest.
+        let stopped = || {
+            asked.set(asked.get() + 1);
+            asked.get() > plans
+        };
+        let fits = s.largest_fitting_unless(&scenario, "B", 1, Some(512), &stopped);
+        assert_eq!(fits.unwrap(), None, "after {plans} plans");
+    }
+}
+
 #[test]
 fn spaces_of_an_example() {
     let s = session(SERVING);

@@ -409,8 +409,10 @@ impl Worker {
                     lo,
                     hi,
                 };
-                post(match query.ask(&local.session, &mut Control::default()) {
-                    Ok(fits) => Response::Fits(Box::new(fits)),
+                // A cancel heard between its plans ends it without an answer.
+                post(match query.ask_unless(&local.session, stop) {
+                    Ok(Some(fits)) => Response::Fits(Box::new(fits)),
+                    Ok(None) => Response::Cancelled,
                     Err(e) => failed(e),
                 });
             }
@@ -1000,6 +1002,44 @@ mod tests {
         assert_eq!(load("A.csv", A), Decodes::default());
         let mlp = include_bytes!("../../../static/examples/mlp-training.json");
         assert_ne!(load("mlp-training.json", mlp), Decodes::default());
+    }
+
+    /// A cancel heard between the plans of a "largest that fits" ends it without an answer,
+    /// and the dump stays loaded: the same question asked again is answered.
+    #[test]
+    fn a_cancel_ends_a_largest_fitting_without_an_answer() {
+        let mut worker = Worker::default();
+        let serving = include_bytes!("../../../static/examples/decoder-serving.json");
+        let load = load_request("decoder-serving.json", Strategy::FirstFit);
+        assert!(!planned(&run(&mut worker, load, Some(serving))).1);
+        let l4 = memplan_formats::hardware::bundled("l4-24gb").unwrap();
+        let fits = Request::Fits {
+            scenario: Scenario {
+                params: [("S".to_string(), 4096)].into(),
+                device_class: Some(memplan_engine::DeviceClass {
+                    class: l4.class,
+                    terms: l4.memory,
+                    util: 0.9,
+                }),
+                ..Scenario::default()
+            },
+            param: "B".into(),
+            lo: 1,
+            hi: Some(512),
+        };
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 3
+        };
+        let mut out = Vec::new();
+        worker.handle(fits.clone(), None, &stop, &mut |r| out.push(r));
+        assert_eq!(out, [Response::Cancelled]);
+        let out = run(&mut worker, fits, None);
+        assert!(
+            matches!(&out[..], [Response::Fits(f)] if f.largest.is_some()),
+            "{out:?}"
+        );
     }
 
     /// Loads minimalloc A, planned with first-fit.
