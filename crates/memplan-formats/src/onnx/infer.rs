@@ -428,6 +428,11 @@ impl Inputs<'_> {
         self.inputs.get(given)
     }
 
+    /// The integer contents of the input at position `k` of the node's own list.
+    fn konst_at(&self, k: usize) -> Option<Vec<i64>> {
+        self.at(k).and_then(|v| v.konst.clone())
+    }
+
     /// The shape of the input at position `k` of the node's own list ([`Inputs::at`]).
     fn shape_at(&self, k: usize) -> Result<&Shape, InferStop> {
         (self.at(k).and_then(|v| v.shape.as_ref())).ok_or(InferStop::UnknownInput(k))
@@ -905,41 +910,46 @@ fn squeeze(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     }])
 }
 
-/// `Pad`.
+/// `Pad`: the pads (before, then after) of each axis listed (opset 18's `axes`), or of every
+/// axis; an axis padded by nothing keeps its dim, symbolic or not.
 fn pad(n: &Inputs) -> Result<Vec<Val>, InferStop> {
-    let (node, dtype0) = (n.node, n.dtype0);
-    let shape = |k: usize| n.shape(k);
-    let konst = |k: usize| n.konst(k);
-    let x = shape(0)?;
-    let pads = attr_ints(node, "pads")
-        .or_else(|| konst(1))
+    let x = n.shape(0)?;
+    let pads = attr_ints(n.node, "pads")
+        .or_else(|| n.konst(1))
         .ok_or("the pads are not constant")?;
-    if pads.len() != 2 * x.len() {
-        return fail("the pads do not match the rank");
+    let axes: Vec<usize> = match n.konst_at(3) {
+        Some(axes) => (axes.iter().map(|&a| axis(a, x.len())))
+            .collect::<Option<_>>()
+            .ok_or("an axis is out of range")?,
+        None => (0..x.len()).collect(),
+    };
+    if pads.len() != 2 * axes.len() {
+        return fail("the pads do not match the axes");
     }
-    let out = x
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let v = i64::try_from(d.known()?)
-                .ok()?
-                .checked_add(pads[i])?
-                .checked_add(pads[i + x.len()])?;
-            u64::try_from(v).ok().map(D::n)
-        })
-        .collect::<Option<_>>()
-        .ok_or("padding a symbolic dim")?;
-    one(out, dtype0)
+    let mut out = x.clone();
+    for (k, &a) in axes.iter().enumerate() {
+        let pad = pads[k]
+            .checked_add(pads[k + axes.len()])
+            .ok_or("the pads overflow")?;
+        if pad == 0 {
+            continue;
+        }
+        let padded = (x[a].known())
+            .and_then(|d| i64::try_from(d).ok())
+            .and_then(|d| d.checked_add(pad))
+            .ok_or("padding a symbolic dim")?;
+        out[a] = D::n(u64::try_from(padded).map_err(|_| "the pads remove more than the dim")?);
+    }
+    one(out, n.dtype0)
 }
 
 /// `Resize`, `Upsample`.
 fn resize(n: &Inputs) -> Result<Vec<Val>, InferStop> {
-    let (node, inputs, op, dtype0) = (n.node, n.inputs, n.op, n.dtype0);
-    let shape = |k: usize| n.shape(k);
-    let konst = |k: usize| n.konst(k);
-    let x = shape(0)?;
-    // Resize: (X, roi, scales, sizes); Upsample: (X, scales).
-    let sizes = if op == "Resize" { konst(3) } else { None };
+    let (node, op, dtype0) = (n.node, n.op, n.dtype0);
+    let x = n.shape(0)?;
+    // Resize: (X, roi, scales, sizes), by position (the roi, and the scales where the sizes
+    // are given, are often left out: an empty name); Upsample: (X, scales).
+    let sizes = if op == "Resize" { n.konst_at(3) } else { None };
     if let Some(sizes) = sizes.filter(|s| s.len() == x.len()) {
         return one(
             sizes.iter().map(|&v| D::n(v.max(0) as u64)).collect(),
@@ -947,8 +957,7 @@ fn resize(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         );
     }
     let scale_input = if op == "Resize" { 2 } else { 1 };
-    let scales = inputs
-        .get(scale_input)
+    let scales = (n.at(scale_input))
         .and_then(|v| v.floats.clone())
         .or_else(|| attr(node, "scales").map(|a| a.floats.iter().map(|&f| f64::from(f)).collect()))
         .filter(|s| s.len() == x.len())
@@ -1100,10 +1109,11 @@ fn slice(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         (Some(s), Some(e)) => (s, e),
         _ => return fail("the slice bounds are not constant"),
     };
+    // By position: the axes may be left out (an empty name) where the steps are given.
     let axes = attr_ints(node, "axes")
-        .or_else(|| konst(3))
+        .or_else(|| n.konst_at(3))
         .unwrap_or_else(|| (0..starts.len() as i64).collect());
-    let steps = konst(4).unwrap_or_else(|| vec![1; starts.len()]);
+    let steps = n.konst_at(4).unwrap_or_else(|| vec![1; starts.len()]);
     let mut out = x.clone();
     let mut folded = konst(0);
     for (j, &a) in axes.iter().enumerate() {

@@ -590,27 +590,80 @@ mod tests {
         assert!(e.contains("`data`") && e.contains("its inputs: x"), "{e}");
     }
 
-    /// A convolution whose weights have too few dims for what it reads of them (found by
-    /// fuzzing: the channel count indexed an empty shape) leaves its output unsized with the
-    /// reason, as any inference that stops does.
-    #[test]
-    fn a_convolution_with_weights_of_too_few_dims_is_unsized_not_a_panic() {
-        let value = |name: &str, dims: &[i64]| proto::ValueInfoProto {
+    /// An `f32` graph input of fixed `dims`.
+    fn input(name: &str, dims: &[i64]) -> proto::ValueInfoProto {
+        let dim = (dims.iter())
+            .map(|&d| proto::Dimension {
+                dim_value: Some(d),
+                dim_param: None,
+            })
+            .collect();
+        proto::ValueInfoProto {
             name: name.into(),
             r#type: Some(proto::TypeProto {
                 tensor_type: Some(proto::TensorTypeProto {
                     elem_type: 1,
-                    shape: Some(proto::TensorShapeProto {
-                        dim: (dims.iter())
-                            .map(|&d| proto::Dimension {
-                                dim_value: Some(d),
-                                dim_param: None,
-                            })
-                            .collect(),
-                    }),
+                    shape: Some(proto::TensorShapeProto { dim }),
                 }),
             }),
+        }
+    }
+
+    /// A one-dimensional `i64` (`floats`: `f32`) initializer.
+    fn constant(name: &str, ints: &[i64], floats: &[f32]) -> proto::TensorProto {
+        proto::TensorProto {
+            name: name.into(),
+            dims: vec![(ints.len() + floats.len()) as i64],
+            data_type: if floats.is_empty() { 7 } else { 1 },
+            int64_data: ints.to_vec(),
+            float_data: floats.to_vec(),
+            ..proto::TensorProto::default()
+        }
+    }
+
+    /// The bytes inference gives output `y` of a model of one `node` over `inputs` and
+    /// `initializers`, with no declared shape for `y`; `None` when it leaves it unsized.
+    fn inferred_bytes(
+        inputs: Vec<proto::ValueInfoProto>,
+        initializers: Vec<proto::TensorProto>,
+        node: proto::NodeProto,
+    ) -> Option<u64> {
+        let model = proto::ModelProto {
+            graph: Some(proto::GraphProto {
+                input: inputs,
+                initializer: initializers,
+                node: vec![node],
+                output: vec![proto::ValueInfoProto {
+                    name: "y".into(),
+                    r#type: None,
+                }],
+                ..proto::GraphProto::default()
+            }),
+            ..proto::ModelProto::default()
         };
+        let graph = parse(&model.encode_to_vec(), &Options::default())
+            .unwrap()
+            .graph;
+        let resolved = graph.resolve().unwrap();
+        let y = resolved.tensor_of(&graph, "y").unwrap();
+        (!graph.tensors[y].size_unknown).then_some(resolved.tensors[y].bytes)
+    }
+
+    fn node(op: &str, inputs: &[&str], attribute: Vec<proto::AttributeProto>) -> proto::NodeProto {
+        proto::NodeProto {
+            op_type: op.into(),
+            input: inputs.iter().map(|&i| i.into()).collect(),
+            output: vec!["y".into()],
+            attribute,
+            ..proto::NodeProto::default()
+        }
+    }
+
+    /// A convolution whose weights have too few dims for what it reads of them (found by
+    /// fuzzing: the channel count indexed an empty shape) leaves its output unsized, as any
+    /// inference that stops does, where it panicked.
+    #[test]
+    fn a_convolution_with_weights_of_too_few_dims_is_unsized_not_a_panic() {
         // With `kernel_shape` the weights give only the channels; without, their spatial dims.
         for (kernel_shape, weights) in [(Some(vec![3, 3]), &[][..]), (None, &[4][..])] {
             let attribute = (kernel_shape.into_iter())
@@ -620,74 +673,20 @@ mod tests {
                     ..proto::AttributeProto::default()
                 })
                 .collect();
-            let model = proto::ModelProto {
-                graph: Some(proto::GraphProto {
-                    input: vec![value("x", &[1, 3, 8, 8]), value("w", weights)],
-                    node: vec![proto::NodeProto {
-                        op_type: "Conv".into(),
-                        input: vec!["x".into(), "w".into()],
-                        output: vec!["y".into()],
-                        attribute,
-                        ..proto::NodeProto::default()
-                    }],
-                    output: vec![proto::ValueInfoProto {
-                        name: "y".into(),
-                        r#type: None,
-                    }],
-                    ..proto::GraphProto::default()
-                }),
-                ..proto::ModelProto::default()
-            };
-            let imported = parse(&model.encode_to_vec(), &Options::default()).unwrap();
-            let y = imported.graph.tensors.iter().find(|t| t.id == "y").unwrap();
-            assert!(y.size_unknown, "{weights:?}");
-            let warnings = imported.warnings.join("\n");
-            assert!(warnings.contains("weights"), "{warnings}");
+            let inputs = vec![input("x", &[1, 3, 8, 8]), input("w", weights)];
+            let conv = node("Conv", &["x", "w"], attribute);
+            assert_eq!(
+                inferred_bytes(inputs, Vec::new(), conv),
+                None,
+                "{weights:?}"
+            );
         }
-    }
-
-    #[test]
-    fn control_flow_is_refused_with_a_reason() {
-        let model = proto::ModelProto {
-            graph: Some(proto::GraphProto {
-                node: vec![proto::NodeProto {
-                    name: "loop".into(),
-                    op_type: "Loop".into(),
-                    output: vec!["y".into()],
-                    ..proto::NodeProto::default()
-                }],
-                ..proto::GraphProto::default()
-            }),
-            ..proto::ModelProto::default()
-        };
-        let e = parse(&model.encode_to_vec(), &Options::default()).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("node `loop` is Loop: control flow is not imported"),
-            "{e}"
-        );
     }
 
     /// `Einsum`'s labels, explicit and implicit (the ellipsis first, then the labels used
     /// once, in order), and an equation of labels that are not letters, which stops inference.
     #[test]
     fn einsum_reads_its_equation_and_stops_at_one_it_cannot_read() {
-        let value = |name: &str, dims: &[i64]| proto::ValueInfoProto {
-            name: name.into(),
-            r#type: Some(proto::TypeProto {
-                tensor_type: Some(proto::TensorTypeProto {
-                    elem_type: 1,
-                    shape: Some(proto::TensorShapeProto {
-                        dim: (dims.iter())
-                            .map(|&d| proto::Dimension {
-                                dim_value: Some(d),
-                                dim_param: None,
-                            })
-                            .collect(),
-                    }),
-                }),
-            }),
-        };
         type Case<'a> = (&'a str, &'a [i64], &'a [i64], Option<u64>);
         let cases: [Case; 3] = [
             (
@@ -700,36 +699,44 @@ mod tests {
             ("\u{e9}i,\u{e9}i->i", &[2, 3], &[2, 3], None),
         ];
         for (equation, a, b, bytes) in cases {
-            let model = proto::ModelProto {
-                graph: Some(proto::GraphProto {
-                    input: vec![value("a", a), value("b", b)],
-                    node: vec![proto::NodeProto {
-                        op_type: "Einsum".into(),
-                        input: vec!["a".into(), "b".into()],
-                        output: vec!["y".into()],
-                        attribute: vec![proto::AttributeProto {
-                            name: "equation".into(),
-                            s: equation.as_bytes().to_vec(),
-                            ..proto::AttributeProto::default()
-                        }],
-                        ..proto::NodeProto::default()
-                    }],
-                    output: vec![proto::ValueInfoProto {
-                        name: "y".into(),
-                        r#type: None,
-                    }],
-                    ..proto::GraphProto::default()
-                }),
-                ..proto::ModelProto::default()
+            let equation_attr = proto::AttributeProto {
+                name: "equation".into(),
+                s: equation.as_bytes().to_vec(),
+                ..proto::AttributeProto::default()
             };
-            let graph = parse(&model.encode_to_vec(), &Options::default())
-                .unwrap()
-                .graph;
-            let resolved = graph.resolve().unwrap();
-            let y = resolved.tensor_of(&graph, "y").unwrap();
-            let sized = (!graph.tensors[y].size_unknown).then_some(resolved.tensors[y].bytes);
-            assert_eq!(sized, bytes, "{equation}");
+            let einsum = node("Einsum", &["a", "b"], vec![equation_attr]);
+            let inputs = vec![input("a", a), input("b", b)];
+            assert_eq!(
+                inferred_bytes(inputs, Vec::new(), einsum),
+                bytes,
+                "{equation}"
+            );
         }
+    }
+
+    /// Optional inputs are read by their position, an empty name for one left out: `Slice`'s
+    /// steps without its axes, `Resize`'s scales or sizes without its roi, and `Pad`'s axes
+    /// (where a symbolic or unpadded dim keeps its size).
+    #[test]
+    fn optional_inputs_left_out_leave_the_others_at_their_positions() {
+        let x = || vec![input("x", &[1, 3, 8, 8])];
+        let ints = |name: &str, v: &[i64]| constant(name, v, &[]);
+        // Every other column of the last axis: 1x3x8x4, f32.
+        let slice = node("Slice", &["x", "s", "e", "", "st"], Vec::new());
+        let (starts, ends) = (ints("s", &[0, 0, 0, 0]), ints("e", &[1, 3, 8, 8]));
+        let bounds = vec![starts, ends, ints("st", &[1, 1, 1, 2])];
+        assert_eq!(inferred_bytes(x(), bounds, slice), Some(3 * 8 * 4 * 4));
+        // Doubled, by scales then by sizes.
+        let scales = vec![constant("sc", &[], &[1.0, 1.0, 2.0, 2.0])];
+        let resize = node("Resize", &["x", "", "sc"], Vec::new());
+        assert_eq!(inferred_bytes(x(), scales, resize), Some(3 * 16 * 16 * 4));
+        let sizes = vec![ints("sz", &[1, 3, 16, 16])];
+        let resize = node("Resize", &["x", "", "", "sz"], Vec::new());
+        assert_eq!(inferred_bytes(x(), sizes, resize), Some(3 * 16 * 16 * 4));
+        // Two more rows, of the last two axes only.
+        let pads = vec![ints("p", &[1, 0, 1, 0]), ints("a", &[2, 3])];
+        let pad = node("Pad", &["x", "p", "", "a"], Vec::new());
+        assert_eq!(inferred_bytes(x(), pads, pad), Some(3 * 10 * 8 * 4));
     }
 
     /// onnx's node test models with every declared shape taken out (the outputs' types and
