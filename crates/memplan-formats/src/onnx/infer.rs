@@ -404,6 +404,8 @@ pub(super) struct Inputs<'a> {
     op: &'a str,
     /// The first input's element type, which most ops keep.
     dtype0: Option<&'static str>,
+    /// The version of the default operator set the model imports: a few ops changed shape.
+    opset: i64,
 }
 
 impl Inputs<'_> {
@@ -455,13 +457,18 @@ fn fail(why: &'static str) -> Result<Vec<Val>, InferStop> {
 
 /// Infers the outputs of one node from what is known of its inputs: `Err` says what stopped it.
 /// One function per op family.
-pub(super) fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>, InferStop> {
+pub(super) fn infer(
+    node: &proto::NodeProto,
+    inputs: &[Val],
+    opset: i64,
+) -> Result<Vec<Val>, InferStop> {
     let op = node.op_type.as_str();
     let n = Inputs {
         node,
         inputs,
         op,
         dtype0: inputs.first().and_then(|v| v.dtype),
+        opset,
     };
     match op {
         _ if UNARY.contains(&op) => unary(&n),
@@ -509,6 +516,7 @@ pub(super) fn infer(node: &proto::NodeProto, inputs: &[Val]) -> Result<Vec<Val>,
         "SoftmaxCrossEntropyLoss" | "NegativeLogLikelihoodLoss" => losses(&n),
         "GridSample" => grid_sample(&n),
         "RoiAlign" => roi_align(&n),
+        "If" | "Loop" | "Scan" => control_flow(&n),
         _ => Err(InferStop::UnknownOp),
     }
 }
@@ -558,14 +566,22 @@ fn unary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
 fn dropout(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let dtype0 = n.dtype0;
     let shape = |k: usize| n.shape(k);
-    // The mask output is left unsized, as onnx's own shape inference leaves it in older
-    // opsets: its element type changed with the opset, which this inference does not read.
-    Ok(vec![Val {
-        shape: Some(shape(0)?.clone()),
+    let x = shape(0)?;
+    let mut out = vec![Val {
+        shape: Some(x.clone()),
         dtype: dtype0,
-        konst: None,
-        floats: None,
-    }])
+        ..Val::default()
+    }];
+    // The mask of what it kept, a bool each from opset 12; before, onnx's own shape inference
+    // leaves it unsized, and so does this one.
+    if n.opset >= 12 {
+        out.push(Val {
+            shape: Some(x.clone()),
+            dtype: Some("bool"),
+            ..Val::default()
+        });
+    }
+    Ok(out)
 }
 
 /// `Cast`, `CastLike`.
@@ -1638,4 +1654,96 @@ fn roi_align(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         return fail("a negative output size");
     };
     one(vec![regions.clone(), channels.clone(), h, w], n.dtype0)
+}
+
+/// Output `k` of subgraph `g` as it declares it, where its dims are all fixed.
+fn declared(g: &proto::GraphProto, k: usize) -> Option<Val> {
+    let tensor = g.output.get(k)?.r#type.as_ref()?.tensor_type.as_ref()?;
+    let dims = &tensor.shape.as_ref()?.dim;
+    let shape = (dims.iter())
+        .map(|d| d.dim_value.and_then(|v| u64::try_from(v).ok()).map(D::n))
+        .collect::<Option<Shape>>()?;
+    Some(Val {
+        shape: Some(shape),
+        dtype: dtype_name(tensor.elem_type),
+        ..Val::default()
+    })
+}
+
+/// The subgraph attribute `name` of `node`.
+fn subgraph<'a>(node: &'a proto::NodeProto, name: &str) -> Option<&'a proto::GraphProto> {
+    attr(node, name).and_then(|a| a.g.as_deref())
+}
+
+/// `v`'s shape and element type, not its contents: what a loop carries may change them.
+fn shape_only(v: &Val) -> Val {
+    Val {
+        shape: v.shape.clone(),
+        dtype: v.dtype,
+        ..Val::default()
+    }
+}
+
+/// `If`, `Loop`, `Scan`: the outputs their subgraphs declare (with fixed dims; an `If`'s where
+/// both branches agree); what a loop carries, as it starts where its body does not say; a
+/// `Scan`'s scan outputs one per element of the scanned sequence. A `Loop`'s scan outputs grow
+/// with its iterations, which only a run knows: unsized.
+fn control_flow(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let (node, outputs) = (n.node, n.node.output.len());
+    let unknown = Val::default;
+    match n.op {
+        "If" => {
+            let then = subgraph(node, "then_branch").ok_or("a branch is missing")?;
+            let other = subgraph(node, "else_branch").ok_or("a branch is missing")?;
+            Ok((0..outputs)
+                .map(|k| match (declared(then, k), declared(other, k)) {
+                    (Some(a), Some(b)) if a.shape == b.shape && a.dtype == b.dtype => a,
+                    _ => unknown(),
+                })
+                .collect())
+        }
+        "Loop" => {
+            let body = subgraph(node, "body").ok_or("the body is missing")?;
+            // Inputs: the trip count, the condition, then what the loop carries.
+            let carried = node.input.len().saturating_sub(2);
+            Ok((0..outputs)
+                .map(|k| match k < carried {
+                    true => (declared(body, 1 + k))
+                        .or_else(|| n.at(2 + k).map(shape_only))
+                        .unwrap_or_default(),
+                    false => unknown(),
+                })
+                .collect())
+        }
+        _ => {
+            if n.opset < 9 {
+                return fail("a Scan before opset 9 (with its batch axis) is not inferred");
+            }
+            let body = subgraph(node, "body").ok_or("the body is missing")?;
+            let scanned = usize::try_from(attr_i(node, "num_scan_inputs", 0))
+                .map_err(|_| "a negative count of scan inputs")?;
+            let states = (n.inputs.len().checked_sub(scanned)).ok_or("too few inputs")?;
+            let first = n.shape(states)?;
+            let at = attr_ints(node, "scan_input_axes").and_then(|a| a.first().copied());
+            let along =
+                axis(at.unwrap_or(0), first.len()).ok_or("the scan axis is out of range")?;
+            let length = first[along].clone();
+            let output_axes = attr_ints(node, "scan_output_axes").unwrap_or_default();
+            let scan_output = |k: usize| {
+                let mut v = declared(body, k)?;
+                let shape = v.shape.as_mut()?;
+                let at = output_axes.get(k - states).copied().unwrap_or(0);
+                shape.insert(axis(at, shape.len() + 1)?, length.clone());
+                Some(v)
+            };
+            Ok((0..outputs)
+                .map(|k| match k < states {
+                    true => (declared(body, k))
+                        .or_else(|| n.inputs.get(k).map(shape_only))
+                        .unwrap_or_default(),
+                    false => scan_output(k).unwrap_or_default(),
+                })
+                .collect())
+        }
+    }
 }

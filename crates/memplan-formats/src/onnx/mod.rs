@@ -10,8 +10,11 @@
 //! param (`N`, `batch`...), so a symbolic batch passes through convolutions, pools and
 //! flattens; symbolic dims become params of the dump (1 unless bound: `--set`, or a fixed
 //! `--input-shape`; the engine warns of each param a scenario leaves at 1). A tensor whose size cannot be inferred owns no bytes and is listed in a
-//! warning naming the op that stopped inference; it is never silently zeroed. Control flow (If,
-//! Loop, Scan) is refused with a clear error: memplan reads straight-line graphs.
+//! warning naming the op that stopped inference; it is never silently zeroed. A node with
+//! subgraphs (If, Loop, Scan) is one step: it reads its inputs and what its subgraphs read of
+//! the graph around it (they name outer values without listing them as inputs), and writes its
+//! outputs and an unsized tensor that stands for what its subgraphs take while it runs, which
+//! memplan does not plan: a plan of the model says it is incomplete, and why.
 //!
 //! Inferred: elementwise unary and binary ops (multidirectional broadcasting), Conv,
 //! ConvTranspose, DeformConv, ConvInteger, QLinearConv, the pools (global ones too), Gemm,
@@ -102,17 +105,10 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             g.node.len()
         )));
     }
-    if let Some(n) = g
-        .node
-        .iter()
-        .find(|n| matches!(n.op_type.as_str(), "If" | "Loop" | "Scan"))
-    {
-        return Err(bad(format!(
-            "node `{}` is {}: control flow is not imported (memplan reads straight-line graphs; export the model with its loops unrolled)",
-            if n.name.is_empty() { "?" } else { &n.name },
-            n.op_type
-        )));
-    }
+    // The default operator set's version (the latest where the model names none).
+    let opset = (model.opset_import.iter())
+        .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
+        .map_or(i64::MAX, |o| o.version);
     let mut warnings = Vec::new();
     let mut vals: HashMap<String, Val> = HashMap::default();
     let mut params: BTreeMap<String, u64> = BTreeMap::new();
@@ -195,14 +191,18 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         value_info.insert(vi.name.as_str(), info_shape(vi, &mut scratch_params));
     }
     // Shapes, node by node.
-    for node in &g.node {
+    for (i, node) in g.node.iter().enumerate() {
+        if subgraphs(node).next().is_some() {
+            let why = format!("{}: what its subgraphs take while it runs", node.op_type);
+            stopped.push((subgraphs_tensor(i, node), why));
+        }
         let inputs: Vec<Val> = node
             .input
             .iter()
             .filter(|i| !i.is_empty())
             .map(|i| vals.get(i).cloned().unwrap_or_default())
             .collect();
-        let inferred = infer(node, &inputs);
+        let inferred = infer(node, &inputs, opset);
         for (k, out) in node
             .output
             .iter()
@@ -338,7 +338,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         if node.op_type == "Constant" {
             continue;
         }
-        let writes: Vec<Id> = (node.output.iter())
+        let mut writes: Vec<Id> = (node.output.iter())
             .filter(|o| !o.is_empty())
             .map(|o| Id::from(o.as_str()))
             .collect();
@@ -348,6 +348,21 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
                 node.op_type
             ));
             continue;
+        }
+        let mut reads: Vec<Id> = (node.input.iter())
+            .filter(|i| !i.is_empty())
+            .map(|i| Id::from(i.as_str()))
+            .collect();
+        if subgraphs(node).next().is_some() {
+            // What its subgraphs read of the graph around them, it reads; what they take
+            // while it runs, an unsized tensor it writes stands for.
+            let outer = outer_reads(node).into_iter();
+            let outer =
+                outer.filter(|name| seen.contains(*name) && !reads.iter().any(|r| r == name));
+            reads.extend(outer.map(Id::from).collect::<Vec<_>>());
+            let body = subgraphs_tensor(i, node);
+            add(&body, TensorKind::Intermediate, &mut tensors, &mut seen);
+            writes.push(body.as_str().into());
         }
         let mut id = if node.name.is_empty() {
             format!("{}_{i}", node.op_type)
@@ -378,10 +393,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         steps.push(Step {
             id: id.into(),
             op: node.op_type.as_str().into(),
-            reads: (node.input.iter())
-                .filter(|i| !i.is_empty())
-                .map(|i| Id::from(i.as_str()))
-                .collect(),
+            reads,
             writes,
             cost: elements.unwrap_or(0),
             ..Step::default()
@@ -409,6 +421,67 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         },
         warnings,
     })
+}
+
+/// The subgraphs of a node: an `If`'s branches, a `Loop`'s or `Scan`'s body.
+fn subgraphs(node: &proto::NodeProto) -> impl Iterator<Item = &proto::GraphProto> {
+    (node.attribute.iter()).flat_map(|a| a.g.as_deref().into_iter().chain(&a.graphs))
+}
+
+/// The unsized tensor that node `i` writes for what its subgraphs take while it runs, so that
+/// a plan of the model says it is incomplete.
+fn subgraphs_tensor(i: usize, node: &proto::NodeProto) -> String {
+    format!("{}#{i} subgraphs", node.op_type)
+}
+
+/// The values `node`'s subgraphs read from the graph around the node: those they use (as a
+/// node's input or a subgraph's output) and do not define (as an input, an initializer or a
+/// node's output of theirs or of a subgraph enclosing them), in order of first use. It recurses
+/// once per level of subgraphs, which the protobuf's decoding bounds (100 levels of messages).
+fn outer_reads(node: &proto::NodeProto) -> Vec<&str> {
+    fn read<'a>(
+        name: &'a str,
+        scopes: &[HashSet<&'a str>],
+        listed: &mut HashSet<&'a str>,
+        out: &mut Vec<&'a str>,
+    ) {
+        if !scopes.iter().any(|s| s.contains(name)) && listed.insert(name) {
+            out.push(name);
+        }
+    }
+    fn walk<'a>(
+        g: &'a proto::GraphProto,
+        scopes: &mut Vec<HashSet<&'a str>>,
+        listed: &mut HashSet<&'a str>,
+        out: &mut Vec<&'a str>,
+    ) {
+        let inputs = g.input.iter().map(|v| v.name.as_str());
+        scopes.push(
+            inputs
+                .chain(g.initializer.iter().map(|t| t.name.as_str()))
+                .collect(),
+        );
+        for n in &g.node {
+            for name in n.input.iter().filter(|i| !i.is_empty()) {
+                read(name, scopes, listed, out);
+            }
+            for sub in subgraphs(n) {
+                walk(sub, scopes, listed, out);
+            }
+            if let Some(here) = scopes.last_mut() {
+                here.extend(n.output.iter().map(String::as_str));
+            }
+        }
+        for o in &g.output {
+            read(&o.name, scopes, listed, out);
+        }
+        scopes.pop();
+    }
+    let (mut scopes, mut listed, mut out) = (Vec::new(), HashSet::default(), Vec::new());
+    for sub in subgraphs(node) {
+        walk(sub, &mut scopes, &mut listed, &mut out);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -739,6 +812,115 @@ mod tests {
         assert_eq!(inferred_bytes(x(), pads, pad), Some(3 * 10 * 8 * 4));
     }
 
+    /// A graph attribute named `name`.
+    fn graph_attribute(name: &str, g: proto::GraphProto) -> proto::AttributeProto {
+        proto::AttributeProto {
+            name: name.into(),
+            g: Some(Box::new(g)),
+            ..proto::AttributeProto::default()
+        }
+    }
+
+    /// A subgraph of one `node`, its output declared `f32[2, 3]` (or `None`: undeclared).
+    fn branch(node: proto::NodeProto, declared: bool) -> proto::GraphProto {
+        let out = node.output[0].clone();
+        let mut output = input(&out, &[2, 3]);
+        if !declared {
+            output.r#type = None;
+        }
+        proto::GraphProto {
+            node: vec![node],
+            output: vec![output],
+            ..proto::GraphProto::default()
+        }
+    }
+
+    /// Control flow is one step: it reads its inputs and what its subgraphs read of the graph
+    /// around it (a nested subgraph's reads too), and writes its outputs, sized as its
+    /// subgraphs declare them (an `If`'s where both branches agree, what a `Loop` carries as it
+    /// starts), and an unsized tensor for what its subgraphs take while it runs: the plan says
+    /// it is incomplete, and why.
+    #[test]
+    fn control_flow_is_one_step_reading_what_its_subgraphs_read() {
+        let relu = |x: &str, y: &str| proto::NodeProto {
+            op_type: "Relu".into(),
+            input: vec![x.into()],
+            output: vec![y.into()],
+            ..proto::NodeProto::default()
+        };
+        // `If`: each branch reads an outer value by name only.
+        let if_node = |else_declared: bool| {
+            let then = graph_attribute("then_branch", branch(relu("w", "t"), true));
+            let other = graph_attribute("else_branch", branch(relu("v", "e"), else_declared));
+            node("If", &["c"], vec![then, other])
+        };
+        let inputs = || vec![input("c", &[]), input("w", &[2, 3]), input("v", &[2, 3])];
+        assert_eq!(
+            inferred_bytes(inputs(), Vec::new(), if_node(true)),
+            Some(24)
+        );
+        assert_eq!(inferred_bytes(inputs(), Vec::new(), if_node(false)), None);
+        // `Loop`: its body holds an `If` whose branch reads `u`; it carries `x`.
+        let inner = node(
+            "If",
+            &["cond_in"],
+            vec![
+                graph_attribute("then_branch", branch(relu("u", "a"), true)),
+                graph_attribute("else_branch", branch(relu("x_in", "b"), true)),
+            ],
+        );
+        let body = proto::GraphProto {
+            input: vec![
+                input("i", &[]),
+                input("cond_in", &[]),
+                input("x_in", &[2, 3]),
+            ],
+            node: vec![proto::NodeProto {
+                output: vec!["x_out".into()],
+                ..inner
+            }],
+            output: vec![
+                input("cond_in", &[]),
+                proto::ValueInfoProto {
+                    name: "x_out".into(),
+                    r#type: None,
+                },
+            ],
+            ..proto::GraphProto::default()
+        };
+        let mut loop_node = node("Loop", &["", "c", "x"], vec![graph_attribute("body", body)]);
+        loop_node.name = "loop".into();
+        let inputs = vec![input("c", &[]), input("x", &[2, 3]), input("u", &[2, 3])];
+        let model = proto::ModelProto {
+            graph: Some(proto::GraphProto {
+                input: inputs,
+                node: vec![loop_node],
+                output: vec![proto::ValueInfoProto {
+                    name: "y".into(),
+                    r#type: None,
+                }],
+                ..proto::GraphProto::default()
+            }),
+            ..proto::ModelProto::default()
+        };
+        let imported = parse(&model.encode_to_vec(), &Options::default()).unwrap();
+        let step = &imported.graph.steps[0];
+        assert_eq!(step.reads, ["c", "x", "u"]);
+        assert_eq!(step.writes, ["y", "Loop#0 subgraphs"]);
+        let resolved = imported.graph.resolve().unwrap();
+        let y = resolved.tensor_of(&imported.graph, "y").unwrap();
+        assert_eq!(resolved.tensors[y].bytes, 24);
+        let body = (imported.graph.tensors.iter())
+            .find(|t| t.id == "Loop#0 subgraphs")
+            .unwrap();
+        assert!(body.size_unknown);
+        let warnings = imported.warnings.join("\n");
+        assert!(
+            warnings.contains("`Loop#0 subgraphs` (Loop: what its subgraphs take while it runs)"),
+            "{warnings}"
+        );
+    }
+
     /// onnx's node test models with every declared shape taken out (the outputs' types and
     /// the `value_info`), so only the graph inputs' shapes are given: each tensor that
     /// inference sizes has the bytes python onnx's shape inference gives it, and inference
@@ -769,11 +951,7 @@ mod tests {
             let given: HashSet<String> = (g.input.iter().map(|i| i.name.clone()))
                 .chain(g.initializer.iter().map(|i| i.name.clone()))
                 .collect();
-            let imported = match parse(&m.encode_to_vec(), &Options::default()) {
-                Ok(i) => i,
-                Err(e) if e.to_string().contains("control flow is not imported") => continue,
-                Err(e) => panic!("{}: {e}", model.path),
-            };
+            let imported = parse(&m.encode_to_vec(), &Options::default()).unwrap();
             let graph = imported.graph;
             let resolved = graph.resolve().unwrap();
             for (name, &bytes) in model.bytes.iter().filter(|(n, _)| !given.contains(*n)) {
@@ -789,7 +967,7 @@ mod tests {
         // The rest: ops whose outputs depend on values given only when the model runs (axes,
         // sizes and bounds as graph inputs, `NonZero`, `Unique`), and ops not inferred.
         assert!(
-            inferred >= 1165,
+            inferred >= 1179,
             "inference alone sizes {inferred} of {sized}"
         );
     }

@@ -64,10 +64,15 @@ pub struct AttributeProto {
     pub s: Vec<u8>,
     #[prost(message, optional, tag = "5")]
     pub t: Option<TensorProto>,
+    /// A subgraph: an `If`'s branch, a `Loop`'s or `Scan`'s body.
+    #[prost(message, optional, boxed, tag = "6")]
+    pub g: Option<Box<GraphProto>>,
     #[prost(float, repeated, tag = "7")]
     pub floats: Vec<f32>,
     #[prost(int64, repeated, tag = "8")]
     pub ints: Vec<i64>,
+    #[prost(message, repeated, tag = "11")]
+    pub graphs: Vec<GraphProto>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
