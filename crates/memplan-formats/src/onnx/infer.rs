@@ -351,6 +351,13 @@ pub(super) const UNARY: &[&str] = &[
     "ScatterND",
     "ScatterElements",
     "Scatter",
+    // ONNX Runtime's contrib ops (`com.microsoft`) of the same shape as their input, which its
+    // optimizer writes into transformer models.
+    "FastGelu",
+    "BiasGelu",
+    "QuickGelu",
+    "BiasAdd",
+    "SimplifiedLayerNormalization",
 ];
 
 pub(super) const BINARY: &[&str] = &[
@@ -517,6 +524,7 @@ pub(super) fn infer(
         "GridSample" => grid_sample(&n),
         "RoiAlign" => roi_align(&n),
         "If" | "Loop" | "Scan" => control_flow(&n),
+        "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization" => skip_normalization(&n),
         _ => Err(InferStop::UnknownOp),
     }
 }
@@ -1746,4 +1754,16 @@ fn control_flow(n: &Inputs) -> Result<Vec<Val>, InferStop> {
                 .collect())
         }
     }
+}
+
+/// ONNX Runtime's `SkipLayerNormalization` and `SkipSimplifiedLayerNormalization`: the
+/// normalized sum, and (its fourth output) the sum itself, both of the input's shape; the mean
+/// and inverse standard deviation per row are left unsized.
+fn skip_normalization(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let x = Val {
+        shape: Some(n.shape(0)?.clone()),
+        dtype: n.dtype0,
+        ..Val::default()
+    };
+    Ok(vec![x.clone(), Val::default(), Val::default(), x])
 }

@@ -812,6 +812,52 @@ mod tests {
         assert_eq!(inferred_bytes(x(), pads, pad), Some(3 * 10 * 8 * 4));
     }
 
+    /// ONNX Runtime's contrib ops that its optimizer writes into transformer models keep their
+    /// input's shape: a skip normalization's output and its sum, then a fast GELU.
+    #[test]
+    fn onnx_runtime_contrib_ops_keep_their_inputs_shape() {
+        let inputs = vec![
+            input("x", &[2, 8, 16]),
+            input("skip", &[2, 8, 16]),
+            input("g", &[16]),
+        ];
+        let skip = proto::NodeProto {
+            op_type: "SkipLayerNormalization".into(),
+            domain: "com.microsoft".into(),
+            input: vec!["x".into(), "skip".into(), "g".into()],
+            output: vec!["n".into(), "".into(), "".into(), "sum".into()],
+            ..proto::NodeProto::default()
+        };
+        let gelu = proto::NodeProto {
+            op_type: "FastGelu".into(),
+            domain: "com.microsoft".into(),
+            input: vec!["n".into()],
+            output: vec!["y".into()],
+            ..proto::NodeProto::default()
+        };
+        let model = proto::ModelProto {
+            graph: Some(proto::GraphProto {
+                input: inputs,
+                node: vec![skip, gelu],
+                output: vec![proto::ValueInfoProto {
+                    name: "y".into(),
+                    r#type: None,
+                }],
+                ..proto::GraphProto::default()
+            }),
+            ..proto::ModelProto::default()
+        };
+        let graph = parse(&model.encode_to_vec(), &Options::default())
+            .unwrap()
+            .graph;
+        let resolved = graph.resolve().unwrap();
+        for name in ["n", "sum", "y"] {
+            let t = resolved.tensor_of(&graph, name).unwrap();
+            assert!(!graph.tensors[t].size_unknown, "{name}");
+            assert_eq!(resolved.tensors[t].bytes, 2 * 8 * 16 * 4, "{name}");
+        }
+    }
+
     /// A graph attribute named `name`.
     fn graph_attribute(name: &str, g: proto::GraphProto) -> proto::AttributeProto {
         proto::AttributeProto {
