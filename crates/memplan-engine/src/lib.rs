@@ -1234,20 +1234,19 @@ impl Session {
         hi: Option<u64>,
         stopped: &dyn Fn() -> bool,
     ) -> Result<Option<Fits>, EngineError> {
-        match self.bisect(scenario, param, lo, hi, stopped) {
+        match self.bisect(scenario, (param, lo, hi), stopped) {
             Ok(fits) => Ok(Some(fits)),
             Err(Ended::Stopped) => Ok(None),
             Err(Ended::Failed(e)) => Err(e),
         }
     }
 
-    /// The bisection of [`Session::largest_fitting_unless`], each plan made under `stopped`.
+    /// The bisection of [`Session::largest_fitting_unless`] over `param` in `lo..=hi`, each
+    /// plan made under `stopped`.
     fn bisect(
         &self,
         scenario: &Scenario,
-        param: &str,
-        lo: u64,
-        hi: Option<u64>,
+        (param, lo, hi): (&str, u64, Option<u64>),
         stopped: &dyn Fn() -> bool,
     ) -> Result<Fits, Ended> {
         let budget = self

@@ -694,18 +694,18 @@ mod tests {
         }
     }
 
-    /// The bytes inference gives output `y` of a model of one `node` over `inputs` and
-    /// `initializers`, with no declared shape for `y`; `None` when it leaves it unsized.
-    fn inferred_bytes(
+    /// A model of `nodes` over `inputs` and `initializers` whose output `y` has no declared
+    /// shape, imported.
+    fn imported(
         inputs: Vec<proto::ValueInfoProto>,
         initializers: Vec<proto::TensorProto>,
-        node: proto::NodeProto,
-    ) -> Option<u64> {
+        nodes: Vec<proto::NodeProto>,
+    ) -> Imported {
         let model = proto::ModelProto {
             graph: Some(proto::GraphProto {
                 input: inputs,
                 initializer: initializers,
-                node: vec![node],
+                node: nodes,
                 output: vec![proto::ValueInfoProto {
                     name: "y".into(),
                     r#type: None,
@@ -714,12 +714,23 @@ mod tests {
             }),
             ..proto::ModelProto::default()
         };
-        let graph = parse(&model.encode_to_vec(), &Options::default())
-            .unwrap()
-            .graph;
+        parse(&model.encode_to_vec(), &Options::default()).unwrap()
+    }
+
+    /// The bytes inference gives tensor `name` of `graph`; `None` when it leaves it unsized.
+    fn bytes_of(graph: &Graph, name: &str) -> Option<u64> {
         let resolved = graph.resolve().unwrap();
-        let y = resolved.tensor_of(&graph, "y").unwrap();
-        (!graph.tensors[y].size_unknown).then_some(resolved.tensors[y].bytes)
+        let t = resolved.tensor_of(graph, name).unwrap();
+        (!graph.tensors[t].size_unknown).then_some(resolved.tensors[t].bytes)
+    }
+
+    /// The bytes inference gives output `y` of a model of one `node`.
+    fn inferred_bytes(
+        inputs: Vec<proto::ValueInfoProto>,
+        initializers: Vec<proto::TensorProto>,
+        node: proto::NodeProto,
+    ) -> Option<u64> {
+        bytes_of(&imported(inputs, initializers, vec![node]).graph, "y")
     }
 
     fn node(op: &str, inputs: &[&str], attribute: Vec<proto::AttributeProto>) -> proto::NodeProto {
@@ -835,26 +846,9 @@ mod tests {
             output: vec!["y".into()],
             ..proto::NodeProto::default()
         };
-        let model = proto::ModelProto {
-            graph: Some(proto::GraphProto {
-                input: inputs,
-                node: vec![skip, gelu],
-                output: vec![proto::ValueInfoProto {
-                    name: "y".into(),
-                    r#type: None,
-                }],
-                ..proto::GraphProto::default()
-            }),
-            ..proto::ModelProto::default()
-        };
-        let graph = parse(&model.encode_to_vec(), &Options::default())
-            .unwrap()
-            .graph;
-        let resolved = graph.resolve().unwrap();
+        let graph = imported(inputs, Vec::new(), vec![skip, gelu]).graph;
         for name in ["n", "sum", "y"] {
-            let t = resolved.tensor_of(&graph, name).unwrap();
-            assert!(!graph.tensors[t].size_unknown, "{name}");
-            assert_eq!(resolved.tensors[t].bytes, 2 * 8 * 16 * 4, "{name}");
+            assert_eq!(bytes_of(&graph, name), Some(2 * 8 * 16 * 4), "{name}");
         }
     }
 
@@ -934,33 +928,15 @@ mod tests {
             ],
             ..proto::GraphProto::default()
         };
-        let mut loop_node = node("Loop", &["", "c", "x"], vec![graph_attribute("body", body)]);
-        loop_node.name = "loop".into();
+        let loop_node = node("Loop", &["", "c", "x"], vec![graph_attribute("body", body)]);
         let inputs = vec![input("c", &[]), input("x", &[2, 3]), input("u", &[2, 3])];
-        let model = proto::ModelProto {
-            graph: Some(proto::GraphProto {
-                input: inputs,
-                node: vec![loop_node],
-                output: vec![proto::ValueInfoProto {
-                    name: "y".into(),
-                    r#type: None,
-                }],
-                ..proto::GraphProto::default()
-            }),
-            ..proto::ModelProto::default()
-        };
-        let imported = parse(&model.encode_to_vec(), &Options::default()).unwrap();
-        let step = &imported.graph.steps[0];
+        let model = imported(inputs, Vec::new(), vec![loop_node]);
+        let step = &model.graph.steps[0];
         assert_eq!(step.reads, ["c", "x", "u"]);
         assert_eq!(step.writes, ["y", "Loop#0 subgraphs"]);
-        let resolved = imported.graph.resolve().unwrap();
-        let y = resolved.tensor_of(&imported.graph, "y").unwrap();
-        assert_eq!(resolved.tensors[y].bytes, 24);
-        let body = (imported.graph.tensors.iter())
-            .find(|t| t.id == "Loop#0 subgraphs")
-            .unwrap();
-        assert!(body.size_unknown);
-        let warnings = imported.warnings.join("\n");
+        assert_eq!(bytes_of(&model.graph, "y"), Some(24));
+        assert_eq!(bytes_of(&model.graph, "Loop#0 subgraphs"), None);
+        let warnings = model.warnings.join("\n");
         assert!(
             warnings.contains("`Loop#0 subgraphs` (Loop: what its subgraphs take while it runs)"),
             "{warnings}"
