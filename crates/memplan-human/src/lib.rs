@@ -667,7 +667,7 @@ pub fn lever_cost_text(lever: &Lever, cost: &LeverCost, unit: Option<&str>) -> S
 pub fn incomplete_sentence(report: &PlanSummary) -> Option<String> {
     (!report.complete).then(|| {
         format!(
-            "INCOMPLETE: {} tensors could not be sized and are left out; every figure covers the sized tensors only (fix the input shapes: --input-shape NAME=DxD.., or --set for a symbolic dim)",
+            "INCOMPLETE: {} tensors could not be sized and are left out; every figure covers the sized tensors only (the warnings say why; for input shapes: --input-shape NAME=DxD.., or --set for a symbolic dim)",
             report.size_unknown_tensors
         )
     })
