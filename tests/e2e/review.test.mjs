@@ -340,7 +340,7 @@ test('an ONNX model and a PyTorch snapshot load in the worker, with their warnin
   assert.equal(Number(await testid('lower-bound').getAttribute('data-bytes')), 11857384);
   assert.match(await testid('import-warnings').innerText(), /could not be sized/);
   // A tensor left unsized makes the plan incomplete: said above the figures, never "valid" alone.
-  assert.match(await testid('incomplete').innerText(), /^INCOMPLETE: 1 tensors could not be sized/);
+  assert.match(await testid('incomplete').innerText(), /^INCOMPLETE: 1 tensor could not be sized and is left out/);
   assert.equal(await testid('checker').innerText(), 'valid for the sized tensors');
   // The fix in place: the input-shape field holds the model's real inputs at their values.
   assert.equal(await testid('input-shape').inputValue(), 'data_0=1x3x224x224');

@@ -666,9 +666,10 @@ pub fn lever_cost_text(lever: &Lever, cost: &LeverCost, unit: Option<&str>) -> S
 /// What an incomplete plan leaves out, said first: `None` when every tensor was sized.
 pub fn incomplete_sentence(report: &PlanSummary) -> Option<String> {
     (!report.complete).then(|| {
+        let n = report.size_unknown_tensors;
+        let (tensors, are) = if n == 1 { ("tensor", "is") } else { ("tensors", "are") };
         format!(
-            "INCOMPLETE: {} tensors could not be sized and are left out; every figure covers the sized tensors only (the warnings say why; for input shapes: --input-shape NAME=DxD.., or --set for a symbolic dim)",
-            report.size_unknown_tensors
+            "INCOMPLETE: {n} {tensors} could not be sized and {are} left out; every figure covers the sized tensors only (the warnings say why; for input shapes: --input-shape NAME=DxD.., or --set for a symbolic dim)"
         )
     })
 }

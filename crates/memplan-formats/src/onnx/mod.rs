@@ -248,11 +248,15 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             .take(20)
             .map(|(t, why)| format!("`{t}` ({why})"))
             .collect();
+        let (n, more) = (stopped.len(), if stopped.len() > 20 { ", ..." } else { "" });
+        let (tensors, own) = if n == 1 {
+            ("tensor", "owns")
+        } else {
+            ("tensors", "own")
+        };
         warnings.push(format!(
-            "{} tensors could not be sized and own no bytes in the plan: {}{}",
-            stopped.len(),
+            "{n} {tensors} could not be sized and {own} no bytes in the plan: {}{more}",
             list.join(", "),
-            if stopped.len() > 20 { ", ..." } else { "" }
         ));
     }
 
