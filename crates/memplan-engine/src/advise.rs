@@ -16,7 +16,7 @@ use memplan_core::order::Order;
 use memplan_core::remat::Target;
 use serde::{Deserialize, Serialize};
 
-use crate::{EngineError, Scenario, Session, flip_index};
+use crate::{Ended, EngineError, Scenario, Session, flip_index};
 
 /// The most single flips the advisor scores, the largest candidates: a relayout each, and past
 /// the largest few a single flip's saving is small beside the fit's set.
@@ -130,11 +130,40 @@ pub fn next_smaller(v: u64) -> Option<u64> {
 impl Session {
     /// Ranks the levers of `scenario` by how much each lowers its footprint, each planned.
     pub fn advise(&self, scenario: &Scenario) -> Result<AdviceAnswer, EngineError> {
-        let outcome = self.plan(scenario)?;
+        let advice = self.advise_unless(scenario, &|| false)?;
+        Ok(advice.expect("only a stop leaves advice unfinished"))
+    }
+
+    /// [`Session::advise`], asking `stopped` during and after each plan it makes: `None` once
+    /// it says so (a caller's cancel), with no advice, as the levers not yet planned would be
+    /// missing from it unsaid.
+    pub fn advise_unless(
+        &self,
+        scenario: &Scenario,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<Option<AdviceAnswer>, EngineError> {
+        match self.advise_levers(scenario, stopped) {
+            Ok(advice) => Ok(Some(advice)),
+            Err(Ended::Stopped) => Ok(None),
+            Err(Ended::Failed(e)) => Err(e),
+        }
+    }
+
+    /// The advice of [`Session::advise_unless`], each plan made under `stopped`.
+    fn advise_levers(
+        &self,
+        scenario: &Scenario,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<AdviceAnswer, Ended> {
+        let plan = |s: &Scenario| self.plan_unless(s, stopped);
+        let outcome = plan(scenario)?;
         let footprint = outcome.plan.footprint_bytes();
         let mut tried = Vec::new();
         let mut left_out = Vec::new();
         self.advise_flips(scenario, footprint, &mut tried, &mut left_out)?;
+        if stopped() {
+            return Err(Ended::Stopped);
+        }
         // The params as planned: the bound graph's, the dump's own where nothing was bound.
         for (name, &from) in &self.parts(&outcome).0.params {
             let Some(to) = next_smaller(from) else {
@@ -149,7 +178,7 @@ impl Session {
             };
             let cost = LeverCost::Param;
             // A smaller value can leave a dump unplannable (a view past its base): said, not hidden.
-            match self.plan(&s) {
+            match plan(&s) {
                 Ok(o) => tried.push(AdviceRow::of(
                     lever,
                     o.plan.footprint_bytes(),
@@ -157,7 +186,8 @@ impl Session {
                     cost,
                     s,
                 )),
-                Err(e) => left_out.push(format!("{name}={to}: {e}")),
+                Err(Ended::Failed(e)) => left_out.push(format!("{name}={to}: {e}")),
+                Err(stopped) => return Err(stopped),
             }
         }
         let mut s = scenario.clone();
@@ -168,7 +198,7 @@ impl Session {
         } else {
             LeverCost::MixedDtypes
         };
-        let planned = self.plan(&s)?.plan.footprint_bytes();
+        let planned = plan(&s)?.plan.footprint_bytes();
         tried.push(AdviceRow::of(
             Lever::PrecisionClasses { on },
             planned,
@@ -184,7 +214,7 @@ impl Session {
                 strategy,
                 ..scenario.clone()
             };
-            let planned = self.plan(&s)?.plan.footprint_bytes();
+            let planned = plan(&s)?.plan.footprint_bytes();
             let lever = Lever::Strategy { strategy };
             tried.push(AdviceRow::of(
                 lever,
@@ -199,7 +229,7 @@ impl Session {
                 order: Order::Best,
                 ..scenario.clone()
             };
-            let o = self.plan(&s)?;
+            let o = plan(&s)?;
             let moved_steps = (o.bound.as_ref())
                 .and_then(|b| b.reordering.as_ref())
                 .map_or(0, |r| r.moved.iter().filter(|&&m| m).count());
@@ -217,7 +247,7 @@ impl Session {
                 pool_cap: Some(u64::MAX),
                 ..scenario.clone()
             };
-            let planned = self.plan(&s)?.plan.footprint_bytes();
+            let planned = plan(&s)?.plan.footprint_bytes();
             let lever = Lever::PoolCap { cap: fallback.cap };
             tried.push(AdviceRow::of(
                 lever,
@@ -386,6 +416,35 @@ mod tests {
                 "{:?} saves {}, a single flip {best_flip}",
                 answer.rows[0].lever,
                 answer.rows[0].saving_bytes
+            );
+        }
+    }
+
+    /// A stop heard at any of advice's questions ends it without advice; never heard, the
+    /// advice is [`Session::advise`]'s.
+    #[test]
+    fn a_stop_ends_advice_without_an_answer() {
+        let s = Session::load(EXAMPLES[0].as_bytes(), "convnet.json").unwrap();
+        let whole = s.advise(&Scenario::default()).unwrap();
+        let never = s.advise_unless(&Scenario::default(), &|| false).unwrap();
+        assert_eq!(never.as_ref(), Some(&whole));
+        let asked = std::cell::Cell::new(0);
+        let count = || {
+            asked.set(asked.get() + 1);
+            false
+        };
+        s.advise_unless(&Scenario::default(), &count).unwrap();
+        let questions = asked.get();
+        for after in [0, 1, questions / 2, questions - 1] {
+            asked.set(0);
+            let stopped = || {
+                asked.set(asked.get() + 1);
+                asked.get() > after
+            };
+            let advice = s.advise_unless(&Scenario::default(), &stopped).unwrap();
+            assert_eq!(
+                advice, None,
+                "stopped after {after} of {questions} questions"
             );
         }
     }

@@ -384,8 +384,9 @@ impl SweepJob {
     }
 }
 
-/// Why a bisection of [`Session::largest_fitting_unless`] ended without its answer.
-enum Ended {
+/// Why a question that plans many times ([`Session::largest_fitting_unless`],
+/// [`Session::advise_unless`]) ended without its answer.
+pub(crate) enum Ended {
     Failed(EngineError),
     Stopped,
 }
@@ -1223,6 +1224,25 @@ impl Session {
         Ok(fits.expect("only a stop leaves a bisection without its answer"))
     }
 
+    /// The plan of `scenario`, asking `stopped` while it plans and after: `Ended::Stopped` once
+    /// it says so, as a plan cut short is not the scenario's.
+    pub(crate) fn plan_unless(
+        &self,
+        scenario: &Scenario,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<Outcome, Ended> {
+        let mut stop = || stopped();
+        let mut control = Control {
+            should_stop: Some(&mut stop),
+            ..Control::default()
+        };
+        let planned = self.plan_with(scenario, &mut control);
+        if stopped() {
+            return Err(Ended::Stopped);
+        }
+        Ok(planned?)
+    }
+
     /// [`Session::largest_fitting`], asking `stopped` after each plan it makes: `None` once it
     /// says so (a caller's cancel), with no answer, as one plan short of the bisection's end
     /// says nothing of the largest.
@@ -1262,15 +1282,11 @@ impl Session {
             let mut s = scenario.clone();
             s.params.insert(param.to_string(), value);
             s.device_class = None;
-            let mut stop = || stopped();
-            let mut control = Control {
-                should_stop: Some(&mut stop),
-                ..Control::default()
+            let planned = match self.plan_unless(&s, stopped) {
+                Err(Ended::Stopped) => return Err(Ended::Stopped),
+                Err(Ended::Failed(e)) => Err(e),
+                Ok(o) => Ok(o),
             };
-            let planned = self.plan_with(&s, &mut control);
-            if stopped() {
-                return Err(Ended::Stopped);
-            }
             match planned {
                 Ok(o) => Ok(Some(
                     o.plan

@@ -673,7 +673,7 @@ impl PageState {
 
     /// The cancel button. The worker is asked to stop: a plan, a fit or a sweep answers with
     /// its best so far (or, before it has one, the page keeps what it shows), a "largest that
-    /// fits" ends at its next plan without an answer; a load keeps its
+    /// fits" or the advisor ends at its next plan without an answer; a load keeps its
     /// plan only once the page was shown its search's best so far, else it is dropped and the
     /// page keeps what it shows. Where the page shares a stop flag with the worker, a load hears
     /// it at its next read, or at its plan; elsewhere a load cannot listen until its plan is

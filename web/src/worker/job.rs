@@ -422,11 +422,13 @@ impl Worker {
                     return post(failed(WebError::NothingLoaded(Operation::Advise)));
                 };
                 post(progress(2, "planning each lever".into()));
-                post(match local.session.advise(&scenario) {
-                    Ok(answer) => Response::Advised {
+                // A cancel heard while it plans ends it without advice.
+                post(match local.session.advise_unless(&scenario, stop) {
+                    Ok(Some(answer)) => Response::Advised {
                         scenario: Box::new(scenario),
                         answer: Box::new(answer),
                     },
+                    Ok(None) => Response::Cancelled,
                     Err(e) => failed(e),
                 });
             }
@@ -1004,10 +1006,10 @@ mod tests {
         assert_ne!(load("mlp-training.json", mlp), Decodes::default());
     }
 
-    /// A cancel heard between the plans of a "largest that fits" ends it without an answer,
-    /// and the dump stays loaded: the same question asked again is answered.
+    /// A cancel heard between the plans of a "largest that fits", or of advice, ends it
+    /// without an answer, and the dump stays loaded: the same question asked again is answered.
     #[test]
-    fn a_cancel_ends_a_largest_fitting_without_an_answer() {
+    fn a_cancel_ends_a_largest_fitting_or_advice_without_an_answer() {
         let mut worker = Worker::default();
         let serving = include_bytes!("../../../static/examples/decoder-serving.json");
         let load = load_request("decoder-serving.json", Strategy::FirstFit);
@@ -1038,6 +1040,20 @@ mod tests {
         let out = run(&mut worker, fits, None);
         assert!(
             matches!(&out[..], [Response::Fits(f)] if f.largest.is_some()),
+            "{out:?}"
+        );
+        // So does advice: a cancel heard in its third plan.
+        let advise = Request::Advise(Scenario::default());
+        asked.set(0);
+        let mut out = Vec::new();
+        worker.handle(advise.clone(), None, &stop, &mut |r| out.push(r));
+        assert!(
+            matches!(&out[..], [Response::Progress { .. }, Response::Cancelled]),
+            "{out:?}"
+        );
+        let out = run(&mut worker, advise, None);
+        assert!(
+            matches!(out.last(), Some(Response::Advised { .. })),
             "{out:?}"
         );
     }
