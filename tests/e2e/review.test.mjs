@@ -357,6 +357,13 @@ test('an ONNX model and a PyTorch snapshot load in the worker, with their warnin
   assert.match(await testid('summary').innerText(), /PyTorch memory snapshot/);
   assert.equal(Number(await testid('lower-bound').getAttribute('data-bytes')), 12877758464);
   await shot('torch');
+  // A model with control flow loads: its loop is one step, and what its body takes while it
+  // runs is the one tensor left unsized, named.
+  await testid('file-input').setInputFiles(join(root, 'tests/data/onnx/node/test_loop11.onnx'));
+  await page.waitForFunction(() => /test_loop11/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''));
+  assert.match(await testid('incomplete').innerText(), /^INCOMPLETE: 1 tensor could not be sized/);
+  assert.match(await testid('import-warnings').innerText(), /`Loop#0 subgraphs` \(Loop: what its subgraphs take while it runs\)/);
+  assert.equal(Number(await testid('lower-bound').getAttribute('data-bytes')), 37);
   healthy('importers');
 });
 
