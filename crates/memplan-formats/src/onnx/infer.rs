@@ -486,7 +486,8 @@ pub(super) fn infer(
         | "ConvInteger" | "QLinearConv" => convolutions_and_pools(&n),
         "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => global_pools(&n),
         "Gemm" => gemm(&n),
-        "MatMul" | "MatMulInteger" | "QLinearMatMul" => matmul(&n),
+        "MatMul" | "MatMulInteger" | "QLinearMatMul" | "FusedMatMul" => matmul(&n),
+        "MatMulNBits" => matmul_n_bits(&n),
         "Concat" => concat(&n),
         "Split" => split(&n),
         "Reshape" => reshape(&n),
@@ -708,12 +709,24 @@ fn gemm(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     one(vec![m.clone(), n.clone()], dtype0)
 }
 
-/// `MatMul`, `MatMulInteger`, `QLinearMatMul`.
+/// `MatMul`, `MatMulInteger`, `QLinearMatMul`, and ONNX Runtime's `FusedMatMul`.
 fn matmul(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let op = n.op;
     // `QLinearMatMul`'s second matrix follows the first's scale and zero point.
     let b = if op == "QLinearMatMul" { 3 } else { 1 };
-    let (a, b) = (n.shape(0)?.clone(), n.shape_at(b)?.clone());
+    let (mut a, mut b) = (n.shape(0)?.clone(), n.shape_at(b)?.clone());
+    if op == "FusedMatMul" {
+        // ONNX Runtime's: each matrix's last two dims swapped where `transA`/`transB` say.
+        if attr_i(n.node, "transBatchA", 0) != 0 || attr_i(n.node, "transBatchB", 0) != 0 {
+            return fail("a FusedMatMul transposing its batch dims is not inferred");
+        }
+        for (m, name) in [(&mut a, "transA"), (&mut b, "transB")] {
+            if attr_i(n.node, name, 0) != 0 && m.len() >= 2 {
+                let last = m.len() - 1;
+                m.swap(last - 1, last);
+            }
+        }
+    }
     let (a2, b2) = (
         if a.len() == 1 {
             vec![D::n(1), a[0].clone()]
@@ -1766,4 +1779,19 @@ fn skip_normalization(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         ..Val::default()
     };
     Ok(vec![x.clone(), Val::default(), Val::default(), x])
+}
+
+/// ONNX Runtime's `MatMulNBits`: the input times `N` quantized columns (its weights packed
+/// `[N, blocks, bytes]`): the input's shape with `N` for its last dim.
+fn matmul_n_bits(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let mut out = n.shape(0)?.clone();
+    let columns = match attr(n.node, "N") {
+        Some(a) => u64::try_from(a.i).ok().map(D::n),
+        None => n.shape_at(1)?.first().cloned(),
+    };
+    let (Some(last), Some(columns)) = (out.last_mut(), columns) else {
+        return fail("no columns, or an input of no dims");
+    };
+    *last = columns;
+    one(out, n.dtype0)
 }

@@ -827,10 +827,11 @@ mod tests {
         assert_eq!(inferred_bytes(x(), pads, pad), Some(3 * 10 * 8 * 4));
     }
 
-    /// ONNX Runtime's contrib ops that its optimizer writes into transformer models keep their
-    /// input's shape: a skip normalization's output and its sum, then a fast GELU.
+    /// ONNX Runtime's contrib ops that its optimizer and quantizer write into transformer
+    /// models: a skip normalization's output and its sum, then a fast GELU, keep their input's
+    /// shape; a 4-bit matmul has its `N` columns; a fused matmul transposes as it says.
     #[test]
-    fn onnx_runtime_contrib_ops_keep_their_inputs_shape() {
+    fn onnx_runtime_contrib_ops_are_sized() {
         let inputs = vec![
             input("x", &[2, 8, 16]),
             input("skip", &[2, 8, 16]),
@@ -854,6 +855,24 @@ mod tests {
         for name in ["n", "sum", "y"] {
             assert_eq!(bytes_of(&graph, name), Some(2 * 8 * 16 * 4), "{name}");
         }
+        // A 4-bit matmul to 32 columns; a fused one with its first matrix transposed.
+        let int = |name: &str, i: i64| proto::AttributeProto {
+            name: name.into(),
+            i,
+            ..proto::AttributeProto::default()
+        };
+        let packed = vec![input("x", &[2, 8, 16]), input("w", &[32, 1, 8])];
+        let nbits = node("MatMulNBits", &["x", "w"], vec![int("N", 32), int("K", 16)]);
+        assert_eq!(
+            inferred_bytes(packed, Vec::new(), nbits),
+            Some(2 * 8 * 32 * 4)
+        );
+        let matrices = vec![input("a", &[2, 4, 3]), input("b", &[4, 5])];
+        let fused = node("FusedMatMul", &["a", "b"], vec![int("transA", 1)]);
+        assert_eq!(
+            inferred_bytes(matrices, Vec::new(), fused),
+            Some(2 * 3 * 5 * 4)
+        );
     }
 
     /// A graph attribute named `name`.
