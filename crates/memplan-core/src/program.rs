@@ -101,8 +101,8 @@ pub enum ProgramError {
 
 /// The most contexts a program may have (its importer refuses more). A run's plan weighs every
 /// live context against its routine's, so a program's plan costs its events times its
-/// contexts: 20,000 nested contexts, a 5 MB file, planned for more than five minutes before
-/// this limit. Real programs have a handful.
+/// contexts: a few megabytes of nested contexts would plan for minutes. Real programs have a
+/// handful.
 pub const MAX_CONTEXTS: usize = 256;
 
 /// A routine's place in the program: the context it is compiled in.

@@ -134,19 +134,15 @@ impl Session {
         Ok(advice.expect("only a stop leaves advice unfinished"))
     }
 
-    /// [`Session::advise`], asking `stopped` during and after each plan it makes: `None` once
-    /// it says so (a caller's cancel), with no advice, as the levers not yet planned would be
-    /// missing from it unsaid.
+    /// [`Session::advise`], asking `stopped` during and after each plan it makes (and after the
+    /// rematerialization fit, which runs to its end): `None` once it says so (a caller's
+    /// cancel), with no advice, as the levers not yet planned would be missing from it unsaid.
     pub fn advise_unless(
         &self,
         scenario: &Scenario,
         stopped: &dyn Fn() -> bool,
     ) -> Result<Option<AdviceAnswer>, EngineError> {
-        match self.advise_levers(scenario, stopped) {
-            Ok(advice) => Ok(Some(advice)),
-            Err(Ended::Stopped) => Ok(None),
-            Err(Ended::Failed(e)) => Err(e),
-        }
+        Ended::unless_stopped(self.advise_levers(scenario, stopped))
     }
 
     /// The advice of [`Session::advise_unless`], each plan made under `stopped`.

@@ -397,6 +397,17 @@ impl From<EngineError> for Ended {
     }
 }
 
+impl Ended {
+    /// The answer of a question that a stop may end: `None` where it did.
+    pub(crate) fn unless_stopped<T>(asked: Result<T, Ended>) -> Result<Option<T>, EngineError> {
+        match asked {
+            Ok(answer) => Ok(Some(answer)),
+            Err(Ended::Stopped) => Ok(None),
+            Err(Ended::Failed(e)) => Err(e),
+        }
+    }
+}
+
 /// The answer of a "largest that fits" query, with both witnesses of the checked bisection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fits {
@@ -1243,7 +1254,7 @@ impl Session {
         Ok(planned?)
     }
 
-    /// [`Session::largest_fitting`], asking `stopped` after each plan it makes: `None` once it
+    /// [`Session::largest_fitting`], asking `stopped` during and after each plan it makes: `None` once it
     /// says so (a caller's cancel), with no answer, as one plan short of the bisection's end
     /// says nothing of the largest.
     pub fn largest_fitting_unless(
@@ -1254,11 +1265,7 @@ impl Session {
         hi: Option<u64>,
         stopped: &dyn Fn() -> bool,
     ) -> Result<Option<Fits>, EngineError> {
-        match self.bisect(scenario, (param, lo, hi), stopped) {
-            Ok(fits) => Ok(Some(fits)),
-            Err(Ended::Stopped) => Ok(None),
-            Err(Ended::Failed(e)) => Err(e),
-        }
+        Ended::unless_stopped(self.bisect(scenario, (param, lo, hi), stopped))
     }
 
     /// The bisection of [`Session::largest_fitting_unless`] over `param` in `lo..=hi`, each
@@ -1282,12 +1289,7 @@ impl Session {
             let mut s = scenario.clone();
             s.params.insert(param.to_string(), value);
             s.device_class = None;
-            let planned = match self.plan_unless(&s, stopped) {
-                Err(Ended::Stopped) => return Err(Ended::Stopped),
-                Err(Ended::Failed(e)) => Err(e),
-                Ok(o) => Ok(o),
-            };
-            match planned {
+            match self.plan_unless(&s, stopped) {
                 Ok(o) => Ok(Some(
                     o.plan
                         .devices
@@ -1296,18 +1298,20 @@ impl Session {
                         .max()
                         .unwrap_or(0),
                 )),
-                Err(EngineError::Binding {
-                    error: GraphError::SizeOverflow { .. },
-                    ..
-                })
-                | Err(EngineError::Problem {
-                    error:
-                        ProblemError::TotalOverflow { .. }
-                        | ProblemError::BufferTooLarge { .. }
-                        | ProblemError::SizeOverflow { .. },
-                    ..
-                }) => Ok(None),
-                Err(e) => Err(Ended::Failed(e)),
+                Err(Ended::Failed(
+                    EngineError::Binding {
+                        error: GraphError::SizeOverflow { .. },
+                        ..
+                    }
+                    | EngineError::Problem {
+                        error:
+                            ProblemError::TotalOverflow { .. }
+                            | ProblemError::BufferTooLarge { .. }
+                            | ProblemError::SizeOverflow { .. },
+                        ..
+                    },
+                )) => Ok(None),
+                Err(ended) => Err(ended),
             }
         };
         let fits = |f: Option<u64>| f.is_some_and(|f| f <= budget.usable_bytes);

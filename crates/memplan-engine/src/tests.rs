@@ -281,14 +281,19 @@ fn a_device_budget_reports_headroom_or_overflow() {
     );
 }
 
-#[test]
-fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
-    let s = session(SERVING);
-    let scenario = Scenario {
+/// The serving example at a 4,096-token context, on an L4 used to 90%.
+fn serving_on_an_l4() -> Scenario {
+    Scenario {
         params: [("S".to_string(), 4096)].into(),
         device_class: on("l4-24gb", 0.9),
         ..Scenario::default()
-    };
+    }
+}
+
+#[test]
+fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
+    let s = session(SERVING);
+    let scenario = serving_on_an_l4();
     let f = s.largest_fitting(&scenario, "B", 1, Some(512)).unwrap();
     let x = f.largest.unwrap();
     assert!(f.footprint_at_largest.unwrap() <= f.budget.usable_bytes);
@@ -347,16 +352,12 @@ fn the_largest_batch_that_fits_is_checked_by_both_witnesses() {
     ));
 }
 
-/// A stop heard after any plan of the bisection ends it without an answer; never heard, the
+/// A stop heard at any plan of the bisection ends it without an answer; never heard, the
 /// answer is the one [`Session::largest_fitting`] gives.
 #[test]
 fn a_stop_ends_the_largest_fitting_without_an_answer() {
     let s = session(SERVING);
-    let scenario = Scenario {
-        params: [("S".to_string(), 4096)].into(),
-        device_class: on("l4-24gb", 0.9),
-        ..Scenario::default()
-    };
+    let scenario = serving_on_an_l4();
     let whole = s.largest_fitting(&scenario, "B", 1, Some(512)).unwrap();
     let never = s.largest_fitting_unless(&scenario, "B", 1, Some(512), &|| false);
     assert_eq!(never.unwrap().as_ref(), Some(&whole));

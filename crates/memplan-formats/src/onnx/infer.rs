@@ -53,6 +53,17 @@ pub(super) struct Val {
     pub(super) floats: Option<Vec<f64>>,
 }
 
+impl Val {
+    /// A value of `shape` and `dtype` whose contents are not known.
+    pub(super) fn sized(shape: Shape, dtype: Option<&'static str>) -> Val {
+        Val {
+            shape: Some(shape),
+            dtype,
+            ..Val::default()
+        }
+    }
+}
+
 /// The dtype of an ONNX element type; `None` where the file leaves it undefined. Strings, and
 /// types newer than this reader, get a name that is no [`DType`]: their tensors stay unsized
 /// ([`unsized_elements`]), where guessing four bytes an element would be wrong by any factor.
@@ -450,12 +461,7 @@ impl Inputs<'_> {
 
 /// One output of `shape` and `dtype`.
 fn one(shape: Shape, dtype: Option<&'static str>) -> Result<Vec<Val>, InferStop> {
-    Ok(vec![Val {
-        shape: Some(shape),
-        dtype,
-        konst: None,
-        floats: None,
-    }])
+    Ok(vec![Val::sized(shape, dtype)])
 }
 
 fn fail(why: &'static str) -> Result<Vec<Val>, InferStop> {
@@ -535,12 +541,7 @@ fn unary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let (node, op, dtype0) = (n.node, n.op, n.dtype0);
     let shape = |k: usize| n.shape(k);
     let s = shape(0)?.clone();
-    let mut out = vec![Val {
-        shape: Some(s),
-        dtype: dtype0,
-        konst: None,
-        floats: None,
-    }];
+    let mut out = vec![Val::sized(s, dtype0)];
     if op == "LayerNormalization" && node.output.len() > 1 {
         // The mean and inverse standard deviation: one per normalized group, in `stash_type`.
         let x = shape(0)?;
@@ -549,23 +550,14 @@ fn unary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         per_group.resize(x.len(), D::n(1));
         let stash = dtype_name(attr_i(node, "stash_type", 1) as i32);
         for _ in 1..node.output.len() {
-            out.push(Val {
-                shape: Some(per_group.clone()),
-                dtype: stash,
-                ..Val::default()
-            });
+            out.push(Val::sized(per_group.clone(), stash));
         }
     }
     if op == "BatchNormalization" {
         // Training-mode outputs: the running mean and variance, per channel.
         let c = shape(0)?.get(1).cloned().unwrap_or(D::n(1));
         for _ in 1..node.output.len() {
-            out.push(Val {
-                shape: Some(vec![c.clone()]),
-                dtype: dtype0,
-                konst: None,
-                floats: None,
-            });
+            out.push(Val::sized(vec![c.clone()], dtype0));
         }
     }
     Ok(out)
@@ -576,19 +568,11 @@ fn dropout(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let dtype0 = n.dtype0;
     let shape = |k: usize| n.shape(k);
     let x = shape(0)?;
-    let mut out = vec![Val {
-        shape: Some(x.clone()),
-        dtype: dtype0,
-        ..Val::default()
-    }];
+    let mut out = vec![Val::sized(x.clone(), dtype0)];
     // The mask of what it kept, a bool each from opset 12; before, onnx's own shape inference
     // leaves it unsized, and so does this one.
     if n.opset >= 12 {
-        out.push(Val {
-            shape: Some(x.clone()),
-            dtype: Some("bool"),
-            ..Val::default()
-        });
+        out.push(Val::sized(x.clone(), Some("bool")));
     }
     Ok(out)
 }
@@ -661,19 +645,9 @@ fn convolutions_and_pools(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     };
     let mut out = vec![x[0].clone(), channels];
     out.extend(spatial);
-    let mut vals = vec![Val {
-        shape: Some(out.clone()),
-        dtype,
-        konst: None,
-        floats: None,
-    }];
+    let mut vals = vec![Val::sized(out.clone(), dtype)];
     if node.output.len() > 1 {
-        vals.push(Val {
-            shape: Some(out),
-            dtype: Some("i64"),
-            konst: None,
-            floats: None,
-        });
+        vals.push(Val::sized(out, Some("i64")));
     }
     Ok(vals)
 }
@@ -820,12 +794,7 @@ fn split(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         .map(|&p| {
             let mut s = x.clone();
             s[a] = D::n(p);
-            Val {
-                shape: Some(s),
-                dtype: dtype0,
-                konst: None,
-                floats: None,
-            }
+            Val::sized(s, dtype0)
         })
         .collect())
 }
@@ -1257,12 +1226,7 @@ fn constant(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             konst: Some(a.ints.clone()),
             floats: None,
         }]),
-        ("value_float", _) => Ok(vec![Val {
-            shape: Some(vec![]),
-            dtype: Some("f32"),
-            konst: None,
-            floats: None,
-        }]),
+        ("value_float", _) => Ok(vec![Val::sized(vec![], Some("f32"))]),
         ("value_floats", _) => Ok(vec![Val {
             shape: Some(vec![D::n(a.floats.len() as u64)]),
             dtype: Some("f32"),
@@ -1286,18 +1250,8 @@ fn top_k(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let mut out = x.clone();
     out[a] = D::n(k.max(0) as u64);
     Ok(vec![
-        Val {
-            shape: Some(out.clone()),
-            dtype: dtype0,
-            konst: None,
-            floats: None,
-        },
-        Val {
-            shape: Some(out),
-            dtype: Some("i64"),
-            konst: None,
-            floats: None,
-        },
+        Val::sized(out.clone(), dtype0),
+        Val::sized(out, Some("i64")),
     ])
 }
 
@@ -1424,21 +1378,9 @@ fn quantization(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         "QuantizeLinear" => one(x, named.unwrap_or_else(|| dtype_at(2).or(Some("u8")))),
         "DequantizeLinear" => one(x, named.unwrap_or_else(|| dtype_at(1))),
         _ => Ok(vec![
-            Val {
-                shape: Some(x),
-                dtype: Some("u8"),
-                ..Val::default()
-            },
-            Val {
-                shape: Some(Vec::new()),
-                dtype: Some("f32"),
-                ..Val::default()
-            },
-            Val {
-                shape: Some(Vec::new()),
-                dtype: Some("u8"),
-                ..Val::default()
-            },
+            Val::sized(x, Some("u8")),
+            Val::sized(Vec::new(), Some("f32")),
+            Val::sized(Vec::new(), Some("u8")),
         ]),
     }
 }
@@ -1569,11 +1511,7 @@ fn recurrent(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     };
     let outputs = if n.op == "LSTM" { 3 } else { 2 };
     Ok((0..outputs)
-        .map(|k| Val {
-            shape: Some(if k == 0 { all.clone() } else { last.clone() }),
-            dtype: n.dtype0,
-            ..Val::default()
-        })
+        .map(|k| Val::sized(if k == 0 { all.clone() } else { last.clone() }, n.dtype0))
         .collect())
 }
 
@@ -1626,11 +1564,7 @@ fn attention(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         vec![batch.clone(), q_heads, q_sequence.clone(), total],
     ];
     Ok((shapes.into_iter())
-        .map(|shape| Val {
-            shape: Some(shape),
-            dtype: n.dtype0,
-            ..Val::default()
-        })
+        .map(|shape| Val::sized(shape, n.dtype0))
         .collect())
 }
 
@@ -1644,11 +1578,7 @@ fn losses(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     };
     Ok([loss, scores.clone()]
         .into_iter()
-        .map(|shape| Val {
-            shape: Some(shape),
-            dtype: n.dtype0,
-            ..Val::default()
-        })
+        .map(|shape| Val::sized(shape, n.dtype0))
         .collect())
 }
 
@@ -1684,11 +1614,7 @@ fn declared(g: &proto::GraphProto, k: usize) -> Option<Val> {
     let shape = (dims.iter())
         .map(|d| d.dim_value.and_then(|v| u64::try_from(v).ok()).map(D::n))
         .collect::<Option<Shape>>()?;
-    Some(Val {
-        shape: Some(shape),
-        dtype: dtype_name(tensor.elem_type),
-        ..Val::default()
-    })
+    Some(Val::sized(shape, dtype_name(tensor.elem_type)))
 }
 
 /// The subgraph attribute `name` of `node`.
@@ -1773,11 +1699,7 @@ fn control_flow(n: &Inputs) -> Result<Vec<Val>, InferStop> {
 /// normalized sum, and (its fourth output) the sum itself, both of the input's shape; the mean
 /// and inverse standard deviation per row are left unsized.
 fn skip_normalization(n: &Inputs) -> Result<Vec<Val>, InferStop> {
-    let x = Val {
-        shape: Some(n.shape(0)?.clone()),
-        dtype: n.dtype0,
-        ..Val::default()
-    };
+    let x = Val::sized(n.shape(0)?.clone(), n.dtype0);
     Ok(vec![x.clone(), Val::default(), Val::default(), x])
 }
 
