@@ -60,7 +60,8 @@ with zipfile.ZipFile(archive, "w") as z:
 open("target/fuzz/seeds/archive.zip", "wb").write(archive.getvalue())
 EOF
 seed pickle target/fuzz/seeds/p2.pickle target/fuzz/seeds/p5.pickle
-seed onnx tests/data/onnx/light_bvlc_alexnet.onnx $(ls tests/data/onnx/node/*.onnx | head -80)
+seed onnx tests/data/onnx/light_bvlc_alexnet.onnx $(ls tests/data/onnx/node/*.onnx | head -80) \
+  tests/data/onnx/contrib/*.onnx
 seed tflite tests/data/tflite/if_branches.tflite tests/data/tflite/while_loop.tflite \
   tests/data/tflite/keyword_scrambled.tflite
 seed json static/examples/mlp-training.json static/examples/decoder-serving.json \

@@ -208,6 +208,13 @@ fn onnx_node_models() -> Vec<NodeModel> {
     figures.model
 }
 
+/// Models of ONNX Runtime's contrib ops, with the bytes ONNX Runtime gives each output.
+fn onnx_contrib_models() -> Vec<NodeModel> {
+    let figures: NodeFigures = toml::from_str(include_str!("data/onnx/contrib/figures.toml"))
+        .expect("figures.toml parses");
+    figures.model
+}
+
 fn session(entry: &Entry) -> Session {
     let path = data_dir().join(&entry.path);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -237,6 +244,7 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
             + c.onnx.file.len()
             + onnx_testdata().file.len()
             + onnx_node_models().len()
+            + onnx_contrib_models().len()
             + c.torch.file.len()
             + c.torch_trace.file.len()
             + c.torch_generated.file.len()
@@ -593,6 +601,27 @@ fn onnx_node_tests_have_the_tensor_sizes_of_onnx_shape_inference() {
         }
     }
     assert!(tensors > 4000, "{tensors} tensors");
+}
+
+/// Models of ONNX Runtime's contrib ops load complete, each output with ONNX Runtime's bytes,
+/// and plan valid.
+#[test]
+fn onnx_runtime_contrib_ops_load_complete() {
+    for model in onnx_contrib_models() {
+        let s = load_onnx(&model.path).unwrap_or_else(|e| panic!("{}: {e}", model.path));
+        let outcome = s.plan(&Scenario::default()).unwrap();
+        assert!(outcome.plan.is_valid(), "{}", model.path);
+        assert!(s.report(&outcome).summary.complete, "{}", model.path);
+        let resolved = s.graph.resolve().unwrap();
+        for (name, &bytes) in &model.bytes {
+            let index = resolved.tensor_of(&s.graph, name).unwrap();
+            assert_eq!(
+                resolved.tensors[index].bytes, bytes,
+                "{} {name}",
+                model.path
+            );
+        }
+    }
 }
 
 fn load_onnx(path: &str) -> Result<Session, String> {

@@ -8,6 +8,8 @@ use memplan_core::DType;
 
 use super::{MAX_FOLDED, proto};
 
+mod contrib;
+
 /// A dim: `k` times at most one symbolic param.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct D {
@@ -362,12 +364,7 @@ pub(super) const UNARY: &[&str] = &[
     "ScatterND",
     "ScatterElements",
     "Scatter",
-    // ONNX Runtime's contrib ops (`com.microsoft`) of the same shape as their input, which its
-    // optimizer writes into transformer models.
-    "FastGelu",
-    "BiasGelu",
-    "QuickGelu",
-    "BiasAdd",
+    // ONNX Runtime's, which it reads in this domain as well as its own.
     "SimplifiedLayerNormalization",
 ];
 
@@ -483,55 +480,63 @@ pub(super) fn infer(
         dtype0: inputs.first().and_then(|v| v.dtype),
         opset,
     };
+    match node.domain.as_str() {
+        "" | "ai.onnx" => onnx(&n),
+        "com.microsoft" => contrib::infer(&n),
+        _ => Err(InferStop::UnknownOp),
+    }
+}
+
+/// Infers the outputs of a node of the default domain, ONNX's own ops.
+fn onnx(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let op = n.op;
     match op {
-        _ if UNARY.contains(&op) => unary(&n),
-        "Dropout" => dropout(&n),
-        "Cast" => cast(&n),
-        _ if BINARY.contains(&op) => binary(&n),
+        _ if UNARY.contains(&op) => unary(n),
+        "Dropout" => dropout(n),
+        "Cast" => cast(n),
+        _ if BINARY.contains(&op) => binary(n),
         "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" | "LpPool" | "DeformConv"
-        | "ConvInteger" | "QLinearConv" => convolutions_and_pools(&n),
-        "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => global_pools(&n),
-        "Gemm" => gemm(&n),
-        "MatMul" | "MatMulInteger" | "QLinearMatMul" | "FusedMatMul" => matmul(&n),
-        "MatMulNBits" => matmul_n_bits(&n),
-        "Concat" => concat(&n),
-        "Split" => split(&n),
-        "Reshape" => reshape(&n),
-        "Flatten" => flatten(&n),
-        "Transpose" => transpose(&n),
-        "Squeeze" | "Unsqueeze" => squeeze(&n),
-        "Pad" => pad(&n),
-        "Resize" | "Upsample" => resize(&n),
+        | "ConvInteger" | "QLinearConv" => convolutions_and_pools(n),
+        "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => global_pools(n),
+        "Gemm" => gemm(n),
+        "MatMul" | "MatMulInteger" | "QLinearMatMul" => matmul(n),
+        "Concat" => concat(n),
+        "Split" => split(n),
+        "Reshape" => reshape(n),
+        "Flatten" => flatten(n),
+        "Transpose" => transpose(n),
+        "Squeeze" | "Unsqueeze" => squeeze(n),
+        "Pad" => pad(n),
+        "Resize" | "Upsample" => resize(n),
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL2"
         | "ReduceL1" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" | "ArgMax"
-        | "ArgMin" => reductions(&n),
-        "Expand" => expand(&n),
-        "Shape" => shape_op(&n),
-        "Size" => size(&n),
-        "Gather" => gather(&n),
-        "Slice" => slice(&n),
-        "Range" => range(&n),
-        "ConstantOfShape" => constant_of_shape(&n),
-        "Constant" => constant(&n),
-        "TopK" => top_k(&n),
-        "Tile" => tile(&n),
+        | "ArgMin" => reductions(n),
+        "Expand" => expand(n),
+        "Shape" => shape_op(n),
+        "Size" => size(n),
+        "Gather" => gather(n),
+        "Slice" => slice(n),
+        "Range" => range(n),
+        "ConstantOfShape" => constant_of_shape(n),
+        "Constant" => constant(n),
+        "TopK" => top_k(n),
+        "Tile" => tile(n),
         "IsNaN" | "IsInf" => one(n.shape(0)?.clone(), Some("bool")),
-        "CastLike" => cast(&n),
-        "EyeLike" | "RandomNormalLike" | "RandomUniformLike" | "Bernoulli" => like(&n),
+        "CastLike" => cast(n),
+        "EyeLike" | "RandomNormalLike" | "RandomUniformLike" | "Bernoulli" => like(n),
         "GatherElements" => one(n.shape(1)?.clone(), n.dtype0),
-        "GatherND" => gather_nd(&n),
-        "OneHot" => one_hot(&n),
-        "DepthToSpace" | "SpaceToDepth" => depth_and_space(&n),
-        "Det" => determinant(&n),
-        "QuantizeLinear" | "DequantizeLinear" | "DynamicQuantizeLinear" => quantization(&n),
-        "Einsum" => einsum(&n),
-        "LSTM" | "GRU" | "RNN" => recurrent(&n),
-        "Attention" => attention(&n),
-        "SoftmaxCrossEntropyLoss" | "NegativeLogLikelihoodLoss" => losses(&n),
-        "GridSample" => grid_sample(&n),
-        "RoiAlign" => roi_align(&n),
-        "If" | "Loop" | "Scan" => control_flow(&n),
-        "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization" => skip_normalization(&n),
+        "GatherND" => gather_nd(n),
+        "OneHot" => one_hot(n),
+        "DepthToSpace" | "SpaceToDepth" => depth_and_space(n),
+        "Det" => determinant(n),
+        "QuantizeLinear" | "DequantizeLinear" | "DynamicQuantizeLinear" => quantization(n),
+        "Einsum" => einsum(n),
+        "LSTM" | "GRU" | "RNN" => recurrent(n),
+        "Attention" => attention(n),
+        "SoftmaxCrossEntropyLoss" | "NegativeLogLikelihoodLoss" => losses(n),
+        "GridSample" => grid_sample(n),
+        "RoiAlign" => roi_align(n),
+        "If" | "Loop" | "Scan" => control_flow(n),
         _ => Err(InferStop::UnknownOp),
     }
 }
@@ -542,7 +547,8 @@ fn unary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let shape = |k: usize| n.shape(k);
     let s = shape(0)?.clone();
     let mut out = vec![Val::sized(s, dtype0)];
-    if op == "LayerNormalization" && node.output.len() > 1 {
+    if matches!(op, "LayerNormalization" | "SimplifiedLayerNormalization") && node.output.len() > 1
+    {
         // The mean and inverse standard deviation: one per normalized group, in `stash_type`.
         let x = shape(0)?;
         let a = axis(attr_i(node, "axis", -1), x.len()).ok_or("the axis is out of range")?;
@@ -1693,27 +1699,4 @@ fn control_flow(n: &Inputs) -> Result<Vec<Val>, InferStop> {
                 .collect())
         }
     }
-}
-
-/// ONNX Runtime's `SkipLayerNormalization` and `SkipSimplifiedLayerNormalization`: the
-/// normalized sum, and (its fourth output) the sum itself, both of the input's shape; the mean
-/// and inverse standard deviation per row are left unsized.
-fn skip_normalization(n: &Inputs) -> Result<Vec<Val>, InferStop> {
-    let x = Val::sized(n.shape(0)?.clone(), n.dtype0);
-    Ok(vec![x.clone(), Val::default(), Val::default(), x])
-}
-
-/// ONNX Runtime's `MatMulNBits`: the input times `N` quantized columns (its weights packed
-/// `[N, blocks, bytes]`): the input's shape with `N` for its last dim.
-fn matmul_n_bits(n: &Inputs) -> Result<Vec<Val>, InferStop> {
-    let mut out = n.shape(0)?.clone();
-    let columns = match attr(n.node, "N") {
-        Some(a) => u64::try_from(a.i).ok().map(D::n),
-        None => n.shape_at(1)?.first().cloned(),
-    };
-    let (Some(last), Some(columns)) = (out.last_mut(), columns) else {
-        return fail("no columns, or an input of no dims");
-    };
-    *last = columns;
-    one(out, n.dtype0)
 }

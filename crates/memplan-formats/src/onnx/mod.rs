@@ -827,52 +827,112 @@ mod tests {
         assert_eq!(inferred_bytes(x(), pads, pad), Some(3 * 10 * 8 * 4));
     }
 
-    /// ONNX Runtime's contrib ops that its optimizer and quantizer write into transformer
-    /// models: a skip normalization's output and its sum, then a fast GELU, keep their input's
-    /// shape; a 4-bit matmul has its `N` columns; a fused matmul transposes as it says.
+    /// ONNX Runtime's contrib ops, one model per case, their outputs declared with no type or
+    /// shape: inference sizes every output with the bytes ONNX Runtime gives it when it runs
+    /// the model (or, for the ops its CPU provider has no kernel for, its own inference).
     #[test]
-    fn onnx_runtime_contrib_ops_are_sized() {
-        let inputs = vec![
-            input("x", &[2, 8, 16]),
-            input("skip", &[2, 8, 16]),
-            input("g", &[16]),
-        ];
-        let skip = proto::NodeProto {
-            op_type: "SkipLayerNormalization".into(),
-            domain: "com.microsoft".into(),
-            input: vec!["x".into(), "skip".into(), "g".into()],
-            output: vec!["n".into(), "".into(), "".into(), "sum".into()],
-            ..proto::NodeProto::default()
-        };
-        let gelu = proto::NodeProto {
-            op_type: "FastGelu".into(),
-            domain: "com.microsoft".into(),
-            input: vec!["n".into()],
-            output: vec!["y".into()],
-            ..proto::NodeProto::default()
-        };
-        let graph = imported(inputs, Vec::new(), vec![skip, gelu]).graph;
-        for name in ["n", "sum", "y"] {
-            assert_eq!(bytes_of(&graph, name), Some(2 * 8 * 16 * 4), "{name}");
+    fn contrib_ops_have_the_sizes_onnx_runtime_gives_them() {
+        #[derive(serde::Deserialize)]
+        struct Figures {
+            model: Vec<Model>,
         }
-        // A 4-bit matmul to 32 columns; a fused one with its first matrix transposed.
-        let int = |name: &str, i: i64| proto::AttributeProto {
+        #[derive(serde::Deserialize)]
+        struct Model {
+            path: String,
+            bytes: BTreeMap<String, u64>,
+        }
+        let figures: Figures = toml::from_str(include_str!(
+            "../../../../tests/data/onnx/contrib/figures.toml"
+        ))
+        .unwrap();
+        assert_eq!(figures.model.len(), 36);
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+        for model in &figures.model {
+            let bytes = std::fs::read(data.join(&model.path)).unwrap();
+            let imported = parse(&bytes, &Options::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", model.path));
+            assert!(
+                imported.warnings.is_empty(),
+                "{}: {:?}",
+                model.path,
+                imported.warnings
+            );
+            for (name, &want) in &model.bytes {
+                assert_eq!(
+                    bytes_of(&imported.graph, name),
+                    Some(want),
+                    "{} `{name}`",
+                    model.path
+                );
+            }
+        }
+    }
+
+    /// A node is read by its domain's definition: ONNX Runtime's `Attention` (input, weights,
+    /// bias) is not ONNX's (queries, keys, values), and an op of a domain inference does not
+    /// know stays unsized, whatever its name.
+    #[test]
+    fn ops_are_read_by_their_domain() {
+        let in_domain = |op: &str, domain: &str, inputs: &[&str]| proto::NodeProto {
+            domain: domain.into(),
+            ..node(op, inputs, vec![int_attribute("num_heads", 2)])
+        };
+        let weights = || {
+            let mut w = constant("w", &[], &[0.0; 16 * 48]);
+            w.dims = vec![16, 48];
+            vec![w, constant("b", &[], &[0.0; 48])]
+        };
+        let x = || vec![input("x", &[2, 4, 16])];
+        let projected = in_domain("Attention", "com.microsoft", &["x", "w", "b"]);
+        assert_eq!(
+            inferred_bytes(x(), weights(), projected),
+            Some(2 * 4 * 16 * 4)
+        );
+        let as_onnx = in_domain("Attention", "", &["x", "w", "b"]);
+        assert_eq!(inferred_bytes(x(), weights(), as_onnx), None);
+        let elsewhere = in_domain("Relu", "org.example", &["x"]);
+        assert_eq!(inferred_bytes(x(), Vec::new(), elsewhere), None);
+    }
+
+    /// Grouped-query attention whose total sequence length is given only when the model runs:
+    /// its output is sized, its present keys and values are not, and the warning names them.
+    #[test]
+    fn grouped_query_attention_without_a_constant_total_leaves_the_present_unsized() {
+        let inputs = vec![
+            input("q", &[1, 4, 32]),
+            input("k", &[1, 4, 16]),
+            input("v", &[1, 4, 16]),
+            input("total", &[]),
+        ];
+        let gqa = proto::NodeProto {
+            op_type: "GroupQueryAttention".into(),
+            domain: "com.microsoft".into(),
+            input: ["q", "k", "v", "", "", "lengths", "total"]
+                .map(String::from)
+                .to_vec(),
+            output: ["y", "present_k", "present_v"].map(String::from).to_vec(),
+            attribute: vec![
+                int_attribute("num_heads", 4),
+                int_attribute("kv_num_heads", 2),
+            ],
+            ..proto::NodeProto::default()
+        };
+        let imported = imported(inputs, Vec::new(), vec![gqa]);
+        assert_eq!(bytes_of(&imported.graph, "y"), Some(4 * 32 * 4));
+        assert_eq!(bytes_of(&imported.graph, "present_k"), None);
+        let warnings = imported.warnings.join("\n");
+        assert!(
+            warnings.contains("`present_k` (GroupQueryAttention: no shape for output 1)"),
+            "{warnings}"
+        );
+    }
+
+    fn int_attribute(name: &str, i: i64) -> proto::AttributeProto {
+        proto::AttributeProto {
             name: name.into(),
             i,
             ..proto::AttributeProto::default()
-        };
-        let packed = vec![input("x", &[2, 8, 16]), input("w", &[32, 1, 8])];
-        let nbits = node("MatMulNBits", &["x", "w"], vec![int("N", 32), int("K", 16)]);
-        assert_eq!(
-            inferred_bytes(packed, Vec::new(), nbits),
-            Some(2 * 8 * 32 * 4)
-        );
-        let matrices = vec![input("a", &[2, 4, 3]), input("b", &[4, 5])];
-        let fused = node("FusedMatMul", &["a", "b"], vec![int("transA", 1)]);
-        assert_eq!(
-            inferred_bytes(matrices, Vec::new(), fused),
-            Some(2 * 3 * 5 * 4)
-        );
+        }
     }
 
     /// A graph attribute named `name`.
