@@ -8,6 +8,8 @@ Written apart from memplan (Python's re only) so the importer is checked against
 - temp_lower_bound: the most bytes of temp values live at once, each live on its closed
   live-range interval `start..=end`, where a value that starts at the position its operand's
   interval ends, over that operand's bytes (XLA's in-place reuse), shares those bytes there;
+  each value's size rounded up to the alignment, the largest power of two up to 64 that
+  divides every offset of the temp allocations (what XLA's plan shows of its alignment);
 - allocations_bytes: the sizes of every allocation but the thread-local ones (what XLA's
   runtime holds for the run).
 
@@ -44,6 +46,10 @@ def figures(folder):
             ranges[m[1] + m[2]] = (int(m[3]), int(m[4]))
     temp_allocations = [i for i, a in enumerate(allocations) if "preallocated-temp" in a[1]]
     temp = [v for v in values if v[3] in temp_allocations]
+    alignment = 64
+    while any(v[2] % alignment for v in temp):
+        alignment //= 2
+    temp = [(k, -(-size // alignment) * alignment, offset, a) for k, size, offset, a in temp]
     positions = max(e for _, e in ranges.values()) + 1
     peak = 0
     for p in range(positions):

@@ -1,6 +1,7 @@
 // Compilers' dumps in the page. XLA: the pair of files chosen together, zipped, or named by `?src=`,
 // XLA's plan beside memplan's (figures agreeing with the CLI's to the byte), drawn on the arena
-// map, and a buffer assignment alone refused with what it needs. TFLite: a model read, and
+// map, a loop's plan whose dtypes share bytes said valid, and a buffer assignment alone refused
+// with what it needs. TFLite: a model read, and
 // Vela's offline plan beside memplan's. Screenshots go to tests/e2e/output/xla-*.png and
 // tflite-*.png.
 import { test, before, after } from 'node:test';
@@ -94,6 +95,23 @@ with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:
   assert.equal(await bytesOf('given-plan'), report.given_plan.footprint_bytes);
   assert.equal(await bytesOf('footprint-bytes'), report.footprint_bytes);
   healthy('zip');
+});
+
+test("XLA's plan of a loop shares bytes across dtypes: valid, said apart, as the CLI says it", async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  const loop = join(root, 'tests/data/xla/fori/module_0008.jit_f.cpu_after_optimizations');
+  await testid('file-input').setInputFiles([`${loop}-buffer-assignment.txt`, `${loop}-live-range.txt`]);
+  await testid('given-plan').waitFor({ timeout: 60000 });
+  const report = JSON.parse(cli('plan', `${loop}-buffer-assignment.txt`, '--json'));
+  assert.equal(report.given_plan.across_classes, 1);
+  const given = testid('given-plan');
+  assert.equal(await given.getAttribute('data-valid'), 'true');
+  assert.equal(await bytesOf('given-plan'), report.given_plan.footprint_bytes);
+  assert.match(await given.innerText(), /checker valid \(precision classes aside: 1 buffer pair of different dtypes in the same bytes\)/);
+  await shot('loop');
+  healthy('loop');
 });
 
 test('a buffer assignment alone is refused, naming the file it needs', async () => {

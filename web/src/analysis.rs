@@ -714,7 +714,10 @@ pub fn export(
 
 /// A report as pretty JSON with a final newline, exactly as `memplan plan --json` prints it.
 fn pretty_json(report: &impl serde::Serialize) -> String {
-    let mut text = serde_json::to_string_pretty(report).expect("reports serialize");
+    // Not `expect`: its message would format the error, and with it every `io::Error` kind.
+    let Ok(mut text) = serde_json::to_string_pretty(report) else {
+        unreachable!("reports serialize")
+    };
     text.push('\n');
     text
 }

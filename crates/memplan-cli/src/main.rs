@@ -753,8 +753,15 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             };
             let checked = query.ask(session, &mut Control::default())?;
             if checked.violations.is_empty() {
+                let aside = match checked.across_classes {
+                    0 => String::new(),
+                    n => format!(
+                        " ({} of different dtypes in the same bytes, which precision classes keep apart: --no-precision-classes checks without them)",
+                        human::counted(n, "buffer pair")
+                    ),
+                };
                 outln!(
-                    "{}: valid plan, {} buffers, {} bytes",
+                    "{}: valid plan, {} buffers, {} bytes{aside}",
                     file.display(),
                     checked.buffers,
                     checked.footprint_bytes

@@ -1026,7 +1026,9 @@ fn an_xla_dump_is_read_as_its_pair_and_xlas_plan_is_checked_and_compared() {
         "{out}"
     );
     assert!(
-        stderr(&o).contains("21 thread-local values (84 B)"),
+        stderr(&o).contains(
+            "thread-local values, on the stack of the thread that runs them, not planned: 21 (84 B)"
+        ),
         "{}",
         stderr(&o)
     );
@@ -1054,6 +1056,37 @@ fn an_xla_dump_is_read_as_its_pair_and_xlas_plan_is_checked_and_compared() {
         "{}",
         stderr(&o)
     );
+}
+
+/// XLA's plan of a while loop puts its condition's `pred` where its body's `f32` goes next:
+/// valid, the bytes shared across dtypes said apart from violations (XLA has no precision
+/// classes), and without precision classes memplan's plan is checked and compared like for like.
+#[test]
+fn xlas_plan_of_a_loop_shares_bytes_across_dtypes_and_is_valid() {
+    let assignment = root()
+        .join("tests/data/xla/fori/module_0008.jit_f.cpu_after_optimizations-buffer-assignment.txt")
+        .display()
+        .to_string();
+    let o = memplan(&["plan", &assignment]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("checker valid (precision classes aside: 1 buffer pair of different dtypes in the same bytes), 64 B over the lower bound"),
+        "{}",
+        stdout(&o)
+    );
+    let o = memplan(&["check", &assignment]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("valid plan, 11 buffers, 65856 bytes (1 buffer pair of different dtypes in the same bytes, which precision classes keep apart"),
+        "{}",
+        stdout(&o)
+    );
+    let o = memplan(&["plan", &assignment, "--no-precision-classes", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["given_plan"]["valid"], true);
+    assert_eq!(report["given_plan"].get("across_classes"), None);
+    let o = memplan(&["check", &assignment, "--no-precision-classes"]);
+    assert_eq!(stdout(&o).trim_end().rsplit_once(' ').unwrap().1, "bytes");
 }
 
 #[test]

@@ -64,6 +64,14 @@ pub enum Violation {
         second: String,
         pool: usize,
     },
+    /// Two buffers of different dtypes share bytes (at different times), which precision
+    /// classes keep apart: a broken promise of memplan's plans, but not a conflict, so a plan
+    /// made without precision classes (one a dump comes with) is counted apart by it.
+    AcrossClasses {
+        first: String,
+        second: String,
+        pool: usize,
+    },
     /// A reorder whose steps are not the given steps, each once.
     NotAReorder {
         steps: usize,
@@ -144,6 +152,14 @@ impl fmt::Display for Violation {
             } => write!(
                 f,
                 "`{first}` and `{second}` conflict but share bytes in pool {pool}"
+            ),
+            Violation::AcrossClasses {
+                first,
+                second,
+                pool,
+            } => write!(
+                f,
+                "`{first}` and `{second}` are of different precision classes but share bytes in pool {pool}"
             ),
             Violation::NotAReorder { steps, given } => write!(
                 f,
@@ -342,7 +358,7 @@ fn overlaps_across_classes(
             && offset < reach_end
             && found.len() < MAX_VIOLATIONS
         {
-            found.push(Violation::Overlap {
+            found.push(Violation::AcrossClasses {
                 first: problem.buffers[owner.min(b)].name.to_string(),
                 second: problem.buffers[owner.max(b)].name.to_string(),
                 pool,

@@ -1482,6 +1482,9 @@ impl Session {
             ..Scenario::default()
         };
         let checked = self.check_given(&scenario).ok()?;
+        let across_classes = (checked.violations.iter())
+            .filter(|v| matches!(v, Violation::AcrossClasses { .. }))
+            .count();
         let problem = self.problem();
         let mut arena = vec![0u64; problem.device_ids.len()];
         let mut unplaced = 0;
@@ -1503,8 +1506,9 @@ impl Session {
             footprint_bytes: checked.footprint_bytes,
             arena_bytes: arena.iter().fold(0u64, |sum, &a| sum.saturating_add(a)),
             lower_bound_bytes,
-            valid: checked.violations.is_empty(),
-            violations: checked.violations.len(),
+            valid: checked.violations.len() == across_classes,
+            violations: checked.violations.len() - across_classes,
+            across_classes,
             unplaced_buffers: unplaced,
         })
     }

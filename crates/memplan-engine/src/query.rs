@@ -6,8 +6,8 @@
 //! page asks for runs as a job in steps instead ([`crate::job::Job`]); its last step is the
 //! answer given here.
 
-use memplan_core::Control;
 use memplan_core::remat::Target;
+use memplan_core::{Control, Violation};
 use memplan_formats::report::PlanReport;
 use serde::{Deserialize, Serialize};
 
@@ -112,6 +112,11 @@ pub struct CheckAnswer {
     pub buffers: usize,
     pub footprint_bytes: u64,
     pub violations: Vec<String>,
+    /// Checking the plan the dump comes with, under precision classes: its pairs of buffers of
+    /// different dtypes in the same bytes. Its planner had no such rule, so they are counted
+    /// here, not listed as violations.
+    #[serde(default)]
+    pub across_classes: usize,
 }
 
 impl Ask for PlanQuery {
@@ -185,21 +190,27 @@ impl Ask for SpacesQuery {
 impl Ask for CheckQuery {
     type Answer = CheckAnswer;
     fn ask(&self, session: &Session, _: &mut Control) -> Result<CheckAnswer, EngineError> {
-        let checked = match &self.plan {
+        let (mut checked, given) = match &self.plan {
             Some((source, report)) => {
-                (session.check_report(report, &self.scenario)).map_err(|error| {
+                let checked = (session.check_report(report, &self.scenario)).map_err(|error| {
                     EngineError::Format {
                         input: source.clone(),
                         error,
                     }
-                })?
+                })?;
+                (checked, false)
             }
-            None => session.check_given(&self.scenario)?,
+            None => (session.check_given(&self.scenario)?, true),
         };
+        let across = (checked.violations).extract_if(.., |v| {
+            given && matches!(v, Violation::AcrossClasses { .. })
+        });
+        let across_classes = across.count();
         Ok(CheckAnswer {
             buffers: checked.buffers,
             footprint_bytes: checked.footprint_bytes,
             violations: checked.violations.iter().map(ToString::to_string).collect(),
+            across_classes,
         })
     }
 }

@@ -586,11 +586,14 @@ struct Dump<'a> {
 
 /// Writes `graph` as a memplan JSON dump, pretty-printed.
 pub fn write(graph: &Graph) -> String {
-    let mut text = serde_json::to_string_pretty(&Dump {
+    let dump = Dump {
         memplan: FORMAT_VERSION,
         graph,
-    })
-    .expect("a graph always serializes");
+    };
+    // Not `expect`: its message would format the error (in wasm, every `io::Error` kind).
+    let Ok(mut text) = serde_json::to_string_pretty(&dump) else {
+        unreachable!("a graph always serializes")
+    };
     text.push('\n');
     text
 }

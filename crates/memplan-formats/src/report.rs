@@ -100,6 +100,11 @@ pub struct GivenPlanReport {
     /// The independent checker's verdict on it, and how many violations it found.
     pub valid: bool,
     pub violations: usize,
+    /// Pairs of buffers of different dtypes it puts in the same bytes (at different times),
+    /// which precision classes keep apart: counted here, not in `violations`, since its
+    /// planner had no such rule. Zero with precision classes off.
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub across_classes: usize,
     /// Buffers it leaves to the runtime (a TFLite offline plan's `-1`): checked set apart, after
     /// the highest end of the others.
     #[serde(default, skip_serializing_if = "is_zero_count")]

@@ -18,7 +18,7 @@ pub use memplan_core::units::{bytes, grouped, parse_bytes, ratio, si, signed_byt
 use memplan_engine::advise::{AdviceAnswer, Lever, LeverCost};
 use memplan_engine::diff::{Change, PlanDiff, Side, TensorDiff};
 use memplan_formats::report::{
-    CapFallbackReport, OrderReport, PlacementReport, PlanSummary, SiteReport,
+    CapFallbackReport, GivenPlanReport, OrderReport, PlacementReport, PlanSummary, SiteReport,
 };
 
 /// The longest id a message shows whole; a longer one keeps its head and tail around "…".
@@ -359,17 +359,29 @@ pub fn reserved_sentence(footprint: u64, reserved: u64, live_peak: u64) -> Strin
     )
 }
 
+/// The checker's verdict on the plan a dump came with. Its planner had no precision classes,
+/// so buffers of different dtypes in the same bytes are said apart from violations.
+pub fn given_plan_verdict(g: &GivenPlanReport) -> String {
+    let verdict = match g.valid {
+        true => "checker valid".to_string(),
+        false => format!("the checker finds {}", counted(g.violations, "violation")),
+    };
+    match g.across_classes {
+        0 => verdict,
+        n => format!(
+            "{verdict} (precision classes aside: {} of different dtypes in the same bytes)",
+            counted(n, "buffer pair")
+        ),
+    }
+}
+
 /// The plan a dump came with beside memplan's: both footprints, arenas and fragmentations (the
 /// bytes over each plan's lower bound), the checker's verdict on the given one, and the
 /// difference. `None` when the dump came with no plan.
 pub fn given_plan_sentence(report: &PlanSummary) -> Option<String> {
     let g = report.given_plan.as_ref()?;
     let arena: u64 = report.devices.iter().map(|d| d.arena_bytes).sum();
-    let verdict = if g.valid {
-        "checker valid".to_string()
-    } else {
-        format!("the checker finds {} violations", g.violations)
-    };
+    let verdict = given_plan_verdict(g);
     let change = match report.footprint_bytes.cmp(&g.footprint_bytes) {
         std::cmp::Ordering::Equal => format!("the same as {}'s", g.planner),
         std::cmp::Ordering::Less => format!(
@@ -1152,6 +1164,30 @@ mod tests {
         assert_eq!(
             lever_cost_text(&lever, &LeverCost::Param, None),
             "B 32 instead of 64 per run"
+        );
+    }
+
+    /// A given plan's verdict counts its violations, and says its dtypes sharing bytes apart.
+    #[test]
+    fn a_given_plans_verdict_says_shared_dtypes_apart_from_violations() {
+        let given = |violations, across_classes| GivenPlanReport {
+            planner: "XLA".into(),
+            footprint_bytes: 0,
+            arena_bytes: 0,
+            lower_bound_bytes: 0,
+            valid: violations == 0,
+            violations,
+            across_classes,
+            unplaced_buffers: 0,
+        };
+        assert_eq!(given_plan_verdict(&given(0, 0)), "checker valid");
+        assert_eq!(
+            given_plan_verdict(&given(1, 0)),
+            "the checker finds 1 violation"
+        );
+        assert_eq!(
+            given_plan_verdict(&given(0, 2)),
+            "checker valid (precision classes aside: 2 buffer pairs of different dtypes in the same bytes)"
         );
     }
 

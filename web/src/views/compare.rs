@@ -161,8 +161,8 @@ pub fn ComparePanel(state: PageState) -> impl IntoView {
                     <dl class="budget compare-sides">
                         <div><dt>{format!("{}'s plan", g.planner)}</dt>
                             <dd data-testid="compare-given-bytes" data-bytes=g.footprint_bytes.to_string()>
-                                {format!("{} (arena {}, {} over the lower bound; checker {})", bytes(g.footprint_bytes), bytes(g.arena_bytes),
-                                    bytes(g.footprint_bytes.saturating_sub(g.lower_bound_bytes)), if g.valid { "valid".to_string() } else { format!("{} violations", g.violations) })}
+                                {format!("{} (arena {}, {} over the lower bound; {})", bytes(g.footprint_bytes), bytes(g.arena_bytes),
+                                    bytes(g.footprint_bytes.saturating_sub(g.lower_bound_bytes)), memplan_human::given_plan_verdict(&g))}
                             </dd></div>
                         <div><dt>"memplan's plan"</dt>
                             <dd data-testid="compare-given-memplan" data-bytes=r.footprint_bytes.to_string()>

@@ -296,7 +296,10 @@ impl Link {
             return self.queue_here(here, request, bytes);
         }
         let message = js_sys::Object::new();
-        let text = serde_json::to_string(&request).expect("requests serialize");
+        // Not `expect`: its message would format the error, and with it every `io::Error` kind.
+        let Ok(text) = serde_json::to_string(&request) else {
+            unreachable!("requests serialize")
+        };
         let _ = js_sys::Reflect::set(&message, &"request".into(), &text.into());
         if let Some(bytes) = &bytes {
             let _ = js_sys::Reflect::set(&message, &"bytes".into(), bytes);
@@ -524,7 +527,10 @@ impl Link {
             None => return,
         };
         let mut answers = Vec::new();
-        let text = serde_json::to_string(&request).expect("requests serialize");
+        // Not `expect`: its message would format the error, and with it every `io::Error` kind.
+        let Ok(text) = serde_json::to_string(&request) else {
+            unreachable!("requests serialize")
+        };
         let bytes = input.map_or(JsValue::UNDEFINED, |b| {
             js_sys::Uint8Array::from(b.as_slice()).into()
         });

@@ -374,7 +374,7 @@ fn the_checker_catches_misalignment_and_classes_sharing_bytes() {
     );
     assert_eq!(
         v,
-        vec![Violation::Overlap {
+        vec![Violation::AcrossClasses {
             first: "a".into(),
             second: "b".into(),
             pool: 0
