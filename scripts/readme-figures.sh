@@ -178,29 +178,37 @@ fi
 if want compilers; then
 {
   cargo build -q --locked --profile fast -p memplan-cli
-  echo "\`memplan plan FILE --json\` on each compiler dump of tests/data ($today): the plan the compiler wrote into it, when it wrote one (checked by memplan's checker), beside memplan's default plan of the same values (values: XLA's values, a TFLite model's tensors):"
+  echo "\`memplan plan FILE --json\` on each compiler dump of tests/data ($today): the plan the compiler wrote into it, when it wrote one (checked by memplan's checker; \"across dtypes\": its pairs of buffers of different dtypes in the same bytes, which memplan's precision classes keep apart), beside memplan's default plan of the same values, and memplan's plan by the compiler's rule, without precision classes (\`--no-precision-classes\`) (values: XLA's values, a TFLite model's tensors):"
   echo
-  echo '| dump | values | compiler | its plan | its arena | checker | memplan | memplan arena | lower bound |'
-  echo '|---|---:|---|---:|---:|---|---:|---:|---:|'
+  echo '| dump | values | compiler | its plan | its arena | checker | memplan | memplan arena | memplan, no precision classes | lower bound |'
+  echo '|---|---:|---|---:|---:|---|---:|---:|---:|---:|'
   cat > "$tmp/compiler-row.py" <<'PY'
 import json, sys
-p = json.load(sys.stdin)
+p = json.load(open(sys.argv[3]))
+unclassed = json.load(open(sys.argv[4]))
 g = p.get("given_plan")
 mib = lambda b: f"{b / 2**20:,.2f} MiB" if b >= 2**20 else f"{b / 2**10:,.2f} KiB"
 arena = sum(d["arena_bytes"] for d in p["devices"])
+verdict = lambda g: ("valid" if g["valid"] else f'{g["violations"]} violations') + (
+    f', {g["across_classes"]} across dtypes' if g.get("across_classes") else "")
 given = (f'{g["planner"]} | {mib(g["footprint_bytes"])} | {mib(g["arena_bytes"])} | '
-         f'{"valid" if g["valid"] else str(g["violations"]) + " violations"}') if g else 'none (planned at run time) | | |'
+         f'{verdict(g)}') if g else 'none (planned at run time) | | |'
 print(f'| {sys.argv[1]} | {sys.argv[2]} | {given} | {mib(p["footprint_bytes"])} | {mib(arena)} | '
-      f'{mib(p["lower_bound_bytes"])} |')
+      f'{mib(unclassed["footprint_bytes"])} | {mib(p["lower_bound_bytes"])} |')
 PY
+  row() { # name, values, dump
+    target/fast/memplan plan "$3" --json > "$tmp/classed.json" 2>/dev/null
+    target/fast/memplan plan "$3" --json --no-precision-classes > "$tmp/unclassed.json" 2>/dev/null
+    python3 "$tmp/compiler-row.py" "$1" "$2" "$tmp/classed.json" "$tmp/unclassed.json"
+  }
   for f in tests/data/xla/*/*-buffer-assignment.txt; do
     name="xla/$(basename "$(dirname "$f")")"
     values=$(grep -c '^ value:' "$f")
-    target/fast/memplan plan "$f" --json 2>/dev/null | python3 "$tmp/compiler-row.py" "$name" "$values"
+    row "$name" "$values" "$f"
   done
   for f in tests/data/tflite/*.tflite; do
     values=$(target/fast/memplan validate "$f" 2>/dev/null | sed -E 's/.*: ([0-9]+) tensors.*/\1/')
-    target/fast/memplan plan "$f" --json 2>/dev/null | python3 "$tmp/compiler-row.py" "tflite/$(basename "$f" .tflite)" "$values"
+    row "tflite/$(basename "$f" .tflite)" "$values" "$f"
   done
 } > "$tmp/compilers"
 replace compilers "$tmp/compilers"
