@@ -245,6 +245,7 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
             + onnx_testdata().file.len()
             + onnx_node_models().len()
             + onnx_contrib_models().len()
+            + onnx_exported_models().len()
             + c.torch.file.len()
             + c.torch_trace.file.len()
             + c.torch_generated.file.len()
@@ -601,6 +602,62 @@ fn onnx_node_tests_have_the_tensor_sizes_of_onnx_shape_inference() {
         }
     }
     assert!(tensors > 4000, "{tensors} tensors");
+}
+
+/// Hugging Face models exported by PyTorch's TorchScript exporter, with their inputs' shapes
+/// fixed.
+#[derive(Deserialize)]
+struct ExportedFigures {
+    model: Vec<ExportedModel>,
+}
+
+#[derive(Deserialize)]
+struct ExportedModel {
+    path: String,
+    input_shapes: std::collections::BTreeMap<String, Vec<u64>>,
+    bytes: std::collections::BTreeMap<String, u64>,
+}
+
+fn onnx_exported_models() -> Vec<ExportedModel> {
+    let figures: ExportedFigures = toml::from_str(include_str!("data/onnx/exported/figures.toml"))
+        .expect("figures.toml parses");
+    figures.model
+}
+
+/// BERT, GPT-2 and LLaMA as PyTorch exports them load complete once their inputs' shapes are
+/// fixed (their shape arithmetic on constants folds: an `expand`'s target is `Where(Equal(s,
+/// -1), ones, s)`), with every tensor ONNX Runtime's bytes and no symbolic dim left to bind.
+#[test]
+fn exported_transformers_with_fixed_inputs_load_complete_with_onnx_runtimes_sizes() {
+    let models = onnx_exported_models();
+    assert_eq!(models.len(), 3);
+    for model in models {
+        let bytes = std::fs::read(data_dir().join(&model.path)).unwrap();
+        let options = memplan_formats::onnx::Options {
+            input_shapes: model.input_shapes.clone(),
+        };
+        let s = Session::load_with(&bytes, &model.path, &options)
+            .unwrap_or_else(|e| panic!("{}: {e}", model.path));
+        let scenario = Scenario::default();
+        assert_eq!(
+            s.warnings_for(&scenario),
+            Vec::<String>::new(),
+            "{}",
+            model.path
+        );
+        let outcome = s.plan(&scenario).unwrap();
+        assert!(outcome.plan.is_valid(), "{}", model.path);
+        assert!(s.report(&outcome).summary.complete, "{}", model.path);
+        for (name, &bytes) in &model.bytes {
+            let index = s.resolved.tensor_of(&s.graph, name).unwrap();
+            assert_eq!(
+                s.resolved.tensors[index].bytes, bytes,
+                "{} {name}",
+                model.path
+            );
+        }
+        assert!(model.bytes.len() > 150, "{}", model.path);
+    }
 }
 
 /// Models of ONNX Runtime's contrib ops load complete, each output with ONNX Runtime's bytes,

@@ -367,6 +367,28 @@ test('an ONNX model and a PyTorch snapshot load in the worker, with their warnin
   healthy('importers');
 });
 
+test('a transformer as PyTorch exports it is complete once its input shapes are fixed in place', async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  const model = join(root, 'tests/data/onnx/exported/gpt2.onnx');
+  await testid('file-input').setInputFiles(model);
+  await page.waitForFunction(() => /gpt2\.onnx/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''));
+  // Its batch and sequence are symbolic: the shapes it computes from them are not known.
+  assert.match(await testid('incomplete').innerText(), /^INCOMPLETE: \d+ tensors could not be sized/);
+  assert.equal(await testid('input-shape').inputValue(), 'input_ids=1x1; attention_mask=1x1');
+  await testid('input-shape').fill('input_ids=2x16; attention_mask=2x16');
+  await testid('reimport').click();
+  await page.waitForFunction(() => !document.querySelector('[data-testid=incomplete]'), null, { timeout: 30000 });
+  const report = JSON.parse(cli('plan', model, '--input-shape', 'input_ids=2x16', '--input-shape', 'attention_mask=2x16', '--json'));
+  assert.equal(report.complete, true);
+  assert.equal(await bytesOf('lower-bound'), report.lower_bound_bytes);
+  assert.equal(await bytesOf('footprint-bytes'), report.footprint_bytes);
+  assert.equal(await testid('checker').innerText(), 'valid');
+  await shot('onnx-exported');
+  healthy('exported transformer');
+});
+
 test('a 20 MB ONNX model imports and plans in the worker', async () => {
   // Its time is measured by scripts/browser-bench.mjs.
   const file = join(output, 'synthetic-20mb.onnx');

@@ -547,6 +547,20 @@ fn unary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let shape = |k: usize| n.shape(k);
     let s = shape(0)?.clone();
     let mut out = vec![Val::sized(s, dtype0)];
+    if integral(dtype0) {
+        out[0].konst = (n.konst(0)).and_then(|values| {
+            (values.iter())
+                .map(|&v| match op {
+                    "Identity" => Some(v),
+                    "Neg" => v.checked_neg(),
+                    "Abs" => v.checked_abs(),
+                    "Sign" => Some(v.signum()),
+                    "Not" => Some(i64::from(v == 0)),
+                    _ => None,
+                })
+                .collect()
+        });
+    }
     if matches!(op, "LayerNormalization" | "SimplifiedLayerNormalization") && node.output.len() > 1
     {
         // The mean and inverse standard deviation: one per normalized group, in `stash_type`.
@@ -613,7 +627,101 @@ fn binary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         "Where" => inputs.get(1).and_then(|v| v.dtype),
         _ => dtype0,
     };
-    one(out, dtype)
+    // Shape arithmetic on constants folds (an exporter's `expand` target is `Where(Equal(s,
+    // -1), ones, s)`); a float's does not, since integer semantics would be wrong for it.
+    let python_mod = attr_i(n.node, "fmod", 0) == 0;
+    let konst = (inputs.iter().all(|v| integral(v.dtype)))
+        .then(|| fold_elementwise(inputs, &out, &|a| integer_op(op, python_mod, a)))
+        .flatten();
+    Ok(vec![Val {
+        konst,
+        ..Val::sized(out, dtype)
+    }])
+}
+
+/// Elementwise op `op` on integers (booleans 0 and 1), its operands `a` in order; `None` where
+/// it has no value (an op not folded, an overflow, a division by zero, a malformed node's
+/// missing operand).
+fn integer_op(op: &str, python_mod: bool, a: &[i64]) -> Option<i64> {
+    let (x, y) = (*a.first()?, a.get(1).copied());
+    let truth = |b: bool| Some(i64::from(b));
+    match op {
+        "Add" | "Sum" => a.iter().try_fold(0i64, |x, &y| x.checked_add(y)),
+        "Max" => a.iter().copied().max(),
+        "Min" => a.iter().copied().min(),
+        "Where" => Some(if x != 0 { y? } else { *a.get(2)? }),
+        "Sub" => x.checked_sub(y?),
+        "Mul" => x.checked_mul(y?),
+        "Div" => x.checked_div(y?),
+        // Python's sign, the divisor's, unless `fmod`.
+        "Mod" if python_mod => {
+            let (y, r) = (y?, x.checked_rem_euclid(y?)?);
+            Some(if y < 0 && r != 0 { r + y } else { r })
+        }
+        "Mod" => x.checked_rem(y?),
+        "Equal" => truth(x == y?),
+        "Less" => truth(x < y?),
+        "Greater" => truth(x > y?),
+        "LessOrEqual" => truth(x <= y?),
+        "GreaterOrEqual" => truth(x >= y?),
+        "And" => truth(x != 0 && y? != 0),
+        "Or" => truth(x != 0 || y? != 0),
+        "Xor" => truth((x != 0) != (y? != 0)),
+        _ => None,
+    }
+}
+
+/// An integer or boolean element type: one whose constants [`Val::konst`] holds exactly.
+fn integral(dtype: Option<&'static str>) -> bool {
+    matches!(
+        dtype,
+        Some("i64" | "i32" | "i16" | "i8" | "u64" | "u32" | "u16" | "u8" | "bool")
+    )
+}
+
+/// The values of an elementwise op `f` over `inputs` broadcast to `out`, where every input's
+/// values and every dim are known and the output is small; `None` where `f` is (an overflow,
+/// a division by zero).
+fn fold_elementwise(
+    inputs: &[Val],
+    out: &Shape,
+    f: &dyn Fn(&[i64]) -> Option<i64>,
+) -> Option<Vec<i64>> {
+    let known = |shape: &Shape| shape.iter().map(D::known).collect::<Option<Vec<u64>>>();
+    let dims = known(out)?;
+    let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
+    if count > MAX_FOLDED {
+        return None;
+    }
+    let operands: Vec<(Vec<u64>, &[i64])> = (inputs.iter())
+        .map(|v| {
+            let dims = known(v.shape.as_ref()?)?;
+            let values = v.konst.as_deref()?;
+            let elements = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
+            (values.len() as u64 == elements && dims.len() <= out.len()).then_some((dims, values))
+        })
+        .collect::<Option<_>>()?;
+    let mut args = vec![0; operands.len()];
+    (0..count)
+        .map(|flat| {
+            for ((own, values), arg) in operands.iter().zip(&mut args) {
+                // Each dim of the output from the last, read where the operand has it (a dim
+                // of 1 broadcasts: index 0).
+                let (mut rest, mut index, mut stride) = (flat, 0, 1);
+                for (k, &d) in dims.iter().enumerate().rev() {
+                    let at = rest % d.max(1);
+                    rest /= d.max(1);
+                    let Some(&o) = (k + own.len()).checked_sub(dims.len()).map(|j| &own[j]) else {
+                        continue;
+                    };
+                    index += if o == 1 { 0 } else { at } * stride;
+                    stride *= o;
+                }
+                *arg = values[index as usize];
+            }
+            f(&args)
+        })
+        .collect()
 }
 
 /// `Conv`, `ConvTranspose`, `MaxPool`, `AveragePool`, `LpPool`, and the convolutions of
@@ -840,12 +948,12 @@ fn reshape(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         };
         out[hole] = Some(D { k, p });
     }
-    one(
-        out.into_iter()
-            .collect::<Option<_>>()
-            .ok_or("a dim of the target is invalid")?,
-        dtype0,
-    )
+    let out = (out.into_iter().collect::<Option<_>>()).ok_or("a dim of the target is invalid")?;
+    // The same values in the same order: a constant stays one.
+    Ok(vec![Val {
+        konst: konst(0),
+        ..Val::sized(out, dtype0)
+    }])
 }
 
 /// `Flatten`.
@@ -1038,10 +1146,12 @@ fn expand(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         .iter()
         .map(|&v| D::n(v.max(0) as u64))
         .collect();
-    one(
-        broadcast(&[x, &target]).ok_or("the shapes do not broadcast")?,
-        dtype0,
-    )
+    let out = broadcast(&[x, &target]).ok_or("the shapes do not broadcast")?;
+    let konst = fold_elementwise(&n.inputs[..1], &out, &|a| a.first().copied());
+    Ok(vec![Val {
+        konst,
+        ..Val::sized(out, dtype0)
+    }])
 }
 
 /// `Shape`.
@@ -1202,11 +1312,19 @@ fn constant_of_shape(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let node = n.node;
     let konst = |k: usize| n.konst(k);
     let dims = konst(0).ok_or("the shape is not a constant")?;
-    let dtype = attr(node, "value")
-        .and_then(|a| a.t.as_ref())
-        .and_then(|t| dtype_name(t.data_type))
-        .or(Some("f32"));
-    one(dims.iter().map(|&v| D::n(v.max(0) as u64)).collect(), dtype)
+    let value = attr(node, "value").and_then(|a| a.t.as_ref());
+    let dtype = value.and_then(|t| dtype_name(t.data_type)).or(Some("f32"));
+    let shape: Shape = dims.iter().map(|&v| D::n(v.max(0) as u64)).collect();
+    // An integer fill of a small shape is a constant (the ones an exporter compares with).
+    let count = product(&shape)
+        .and_then(|c| c.known())
+        .filter(|&c| c <= MAX_FOLDED);
+    let fill = (value.and_then(tensor_ints).as_deref()).and_then(|v| v.first().copied());
+    let konst = count.zip(fill).map(|(c, v)| vec![v; c as usize]);
+    Ok(vec![Val {
+        konst,
+        ..Val::sized(shape, dtype)
+    }])
 }
 
 /// `Constant`.

@@ -157,10 +157,14 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         if initializers.contains(vi.name.as_str()) {
             continue;
         }
-        let (mut shape, dtype) = info_shape(vi, &mut params);
-        if let Some(fixed) = options.input_shapes.get(&vi.name) {
-            shape = Some(fixed.iter().map(|&v| D::n(v)).collect());
-        }
+        // A fixed input's symbolic dims are no params of the dump: nothing is left to bind.
+        let (shape, dtype) = match options.input_shapes.get(&vi.name) {
+            Some(fixed) => {
+                let (_, dtype) = info_shape(vi, &mut BTreeMap::new());
+                (Some(fixed.iter().map(|&v| D::n(v)).collect()), dtype)
+            }
+            None => info_shape(vi, &mut params),
+        };
         let val = Val {
             shape,
             dtype: dtype.or(Some("f32")),
@@ -825,6 +829,60 @@ mod tests {
         let pads = vec![ints("p", &[1, 0, 1, 0]), ints("a", &[2, 3])];
         let pad = node("Pad", &["x", "p", "", "a"], Vec::new());
         assert_eq!(inferred_bytes(x(), pads, pad), Some(3 * 10 * 8 * 4));
+    }
+
+    /// Integer arithmetic on constants folds, broadcasting, so a shape computed from others is
+    /// a constant: `Mod` as Python's unless `fmod`; a division by zero, or arithmetic on
+    /// floats, does not fold.
+    #[test]
+    fn shape_arithmetic_on_integer_constants_folds() {
+        let x = || vec![input("x", &[1, 3])];
+        let ints = |name: &str, v: &[i64]| constant(name, v, &[]);
+        let expanded = |op: &str, a: &[i64], b: &[i64]| {
+            let nodes = vec![
+                proto::NodeProto {
+                    output: vec!["target".into()],
+                    ..node(op, &["a", "b"], Vec::new())
+                },
+                node("Expand", &["x", "target"], Vec::new()),
+            ];
+            let constants = vec![ints("a", a), ints("b", b)];
+            bytes_of(&imported(x(), constants, nodes).graph, "y")
+        };
+        assert_eq!(expanded("Add", &[2, 2], &[1]), Some(3 * 3 * 4));
+        assert_eq!(expanded("Mod", &[-1, 7], &[4]), Some(3 * 3 * 4));
+        assert_eq!(expanded("Where", &[1, 0], &[3]), None, "three inputs");
+        assert_eq!(expanded("Div", &[3, 3], &[0, 1]), None);
+        // The ones an exporter compares with: `ConstantOfShape` of an integer fill.
+        let fill = proto::AttributeProto {
+            name: "value".into(),
+            t: Some(ints("", &[3])),
+            ..proto::AttributeProto::default()
+        };
+        let nodes = vec![
+            proto::NodeProto {
+                output: vec!["target".into()],
+                ..node("ConstantOfShape", &["two"], vec![fill])
+            },
+            node("Expand", &["x", "target"], Vec::new()),
+        ];
+        let graph = imported(x(), vec![ints("two", &[2])], nodes).graph;
+        assert_eq!(bytes_of(&graph, "y"), Some(3 * 3 * 4));
+        // A float's arithmetic stays unfolded, even of integral values.
+        let float = proto::NodeProto {
+            output: vec!["f".into()],
+            ..node("Cast", &["a"], vec![int_attribute("to", 1)])
+        };
+        let nodes = vec![
+            float,
+            proto::NodeProto {
+                output: vec!["target".into()],
+                ..node("Add", &["f", "f"], Vec::new())
+            },
+            node("Expand", &["x", "target"], Vec::new()),
+        ];
+        let graph = imported(x(), vec![ints("a", &[1, 1])], nodes).graph;
+        assert_eq!(bytes_of(&graph, "y"), None);
     }
 
     /// ONNX Runtime's contrib ops, one model per case, their outputs declared with no type or

@@ -1,0 +1,85 @@
+"""Writes onnx/exported/: small Hugging Face models (BERT, GPT-2, LLaMA: one layer, random
+weights) exported by PyTorch's TorchScript ONNX exporter, as most ONNX models are made, with
+their batch and sequence dims symbolic; and figures.toml, the bytes of every node output when
+ONNX Runtime runs each model at a batch of 2 and a sequence of 16 (graph optimizations off, so
+every node of the file runs).
+
+    python -m venv venv && venv/bin/pip install torch==2.9.1 transformers==4.44.2 \\
+        onnx==1.23.2 onnxruntime==1.32.0 numpy
+    venv/bin/python onnx_exported.py          # in tests/data
+"""
+
+import pathlib
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+import transformers as tr
+
+warnings.filterwarnings("ignore")
+SHAPES = {"input_ids": [2, 16], "attention_mask": [2, 16]}
+SMALL = dict(vocab_size=100)
+MODELS = {
+    "bert": lambda: tr.BertModel(tr.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                               intermediate_size=64, max_position_embeddings=64, **SMALL)),
+    "gpt2": lambda: tr.GPT2Model(tr.GPT2Config(n_embd=32, n_layer=1, n_head=2, n_positions=64, **SMALL)),
+    "llama": lambda: tr.LlamaModel(tr.LlamaConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                                  num_key_value_heads=2, intermediate_size=64, **SMALL)),
+}
+
+
+class LastHiddenState(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        kwargs = {} if isinstance(self.model, tr.BertModel) else {"use_cache": False}
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+
+
+def export(name, path):
+    torch.manual_seed(0)
+    model = LastHiddenState(MODELS[name]().eval()).eval()
+    args = tuple(torch.ones(SHAPES[n], dtype=torch.long) for n in SHAPES)
+    torch.onnx.export(model, args, str(path), input_names=list(SHAPES), output_names=["last_hidden_state"],
+                      dynamic_axes={n: {0: "batch", 1: "sequence"} for n in SHAPES}, dynamo=False,
+                      opset_version=17)
+
+
+def figures(path):
+    """Every node output's bytes, as ONNX Runtime gives them when it runs the model."""
+    m = onnx.load(str(path))
+    g = m.graph
+    given = {i.name for i in g.input} | {i.name for i in g.initializer}
+    outputs = [o for n in g.node for o in n.output if o and o not in given]
+    del g.output[:]
+    g.output.extend(onnx.ValueInfoProto(name=o) for o in outputs)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    feed = {n: np.ones(s, np.int64) for n, s in SHAPES.items()}
+    return {o: int(v.nbytes) for o, v in zip(outputs, session.run(outputs, feed))}
+
+
+def main():
+    out = pathlib.Path(__file__).parent / "onnx" / "exported"
+    out.mkdir(parents=True, exist_ok=True)
+    shapes = ", ".join(f'"{n}" = {s}' for n, s in SHAPES.items())
+    lines = [
+        f"# The bytes of every node output when ONNX Runtime {ort.__version__} runs the model at",
+        "# these input shapes: `python onnx_exported.py` in tests/data, which writes the models too.",
+    ]
+    for name in MODELS:
+        path = out / f"{name}.onnx"
+        export(name, path)
+        table = ", ".join(f'"{o}" = {b}' for o, b in sorted(figures(path).items()))
+        lines += ["[[model]]", f'path = "onnx/exported/{name}.onnx"', f"input_shapes = {{ {shapes} }}",
+                  f"bytes = {{ {table} }}"]
+    (out / "figures.toml").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
