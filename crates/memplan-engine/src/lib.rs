@@ -1122,9 +1122,10 @@ impl Session {
         summary.size_unknown_tensors = graph.tensors.iter().filter(|t| t.size_unknown).count();
         summary.complete = summary.size_unknown_tensors == 0;
         summary.given_plan = self.given_plan_report(outcome.scenario.precision_classes);
-        summary.reserved_bytes = self
-            .recorded
-            .as_ref()
+        // The devices whose reservations the trace counts (an empty series is unknown, not
+        // zero: a profiler trace's CPU); none, and the reserved total is unknown.
+        summary.reserved_bytes = (self.recorded.as_ref())
+            .filter(|r| r.devices.iter().any(|d| !d.reserved.is_empty()))
             .map(|r| r.devices.iter().map(|d| d.reserved_peak()).sum());
         if let (Some(budget), Some(device)) = (outcome.budget, &outcome.scenario.device_class) {
             summary.set_budget(BudgetReport::new(&device.class, budget));

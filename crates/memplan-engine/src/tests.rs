@@ -1231,3 +1231,28 @@ mod reorder {
         }
     }
 }
+
+/// A profiler trace of the CPU alone counts no reservations: the reserved total is unknown, so
+/// the summary says none (it said "the allocator reserved 0 B"); with a CUDA device beside it,
+/// the CUDA device's is said.
+#[test]
+fn a_trace_that_counts_no_reservations_says_no_reserved_total() {
+    let event = |ts: u64, device: (u8, i8), bytes: i64, allocated: u64, reserved: u64| {
+        format!(
+            r#"{{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":{ts},"args":{{"Device Type":{},"Device Id":{},"Addr":{},"Bytes":{bytes},"Total Allocated":{allocated},"Total Reserved":{reserved}}}}}"#,
+            device.0,
+            device.1,
+            16 * ts
+        )
+    };
+    let cpu = [event(1, (0, -1), 64, 64, 0), event(2, (0, -1), 32, 96, 0)];
+    let trace = |events: &[String]| format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+    let summary = |text: String| {
+        let s = Session::load(text.as_bytes(), "trace.json").unwrap();
+        s.summary(&s.plan(&Scenario::default()).unwrap())
+    };
+    assert_eq!(summary(trace(&cpu)).reserved_bytes, None);
+    let mut both = cpu.to_vec();
+    both.push(event(3, (1, 0), 512, 512, 2048));
+    assert_eq!(summary(trace(&both)).reserved_bytes, Some(2048));
+}
