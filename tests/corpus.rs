@@ -615,6 +615,8 @@ struct ExportedFigures {
 struct ExportedModel {
     path: String,
     input_shapes: std::collections::BTreeMap<String, Vec<u64>>,
+    /// The symbolic dims at those shapes.
+    params: std::collections::BTreeMap<String, u64>,
     bytes: std::collections::BTreeMap<String, u64>,
 }
 
@@ -667,6 +669,61 @@ fn exported_transformers_with_fixed_inputs_load_complete_with_onnx_runtimes_size
             );
         }
         assert!(model.bytes.len() >= 40, "{}", model.path);
+    }
+}
+
+/// The same models with their dims symbolic: the shapes they compute from those dims are read
+/// from three sample values of them, so each plans with its dims as params, and bound to the
+/// figures' shapes every tensor has ONNX Runtime's bytes. The one dim no single param gives,
+/// GPT-2's batch times sequence (its projections flatten both), leaves those tensors unsized,
+/// and the warning says why.
+#[test]
+fn exported_transformers_with_symbolic_inputs_plan_with_their_dims_as_params() {
+    for model in onnx_exported_models() {
+        let bytes = std::fs::read(data_dir().join(&model.path)).unwrap();
+        let s = Session::load(&bytes, &model.path).unwrap();
+        assert_eq!(
+            s.graph.params.keys().collect::<Vec<_>>(),
+            model.params.keys().collect::<Vec<_>>(),
+            "{}",
+            model.path
+        );
+        let scenario = Scenario {
+            params: model.params.clone(),
+            ..Scenario::default()
+        };
+        let outcome = s.plan(&scenario).unwrap();
+        assert!(outcome.plan.is_valid(), "{}", model.path);
+        let (graph, resolved) = match s.bind(&scenario.params).unwrap() {
+            Some(bound) => (bound.graph, bound.resolved),
+            None => panic!("{}: params to bind", model.path),
+        };
+        let mut unsized_tensors = Vec::new();
+        for (name, &bytes) in &model.bytes {
+            let index = resolved.tensor_of(&graph, name).unwrap();
+            match graph.tensors[index].size_unknown {
+                true => unsized_tensors.push(name.as_str()),
+                false => assert_eq!(
+                    resolved.tensors[index].bytes, bytes,
+                    "{} {name}",
+                    model.path
+                ),
+            }
+        }
+        let flattened = model.path.ends_with("gpt2.onnx");
+        assert_eq!(
+            unsized_tensors.len(),
+            if flattened { 8 } else { 0 },
+            "{}",
+            model.path
+        );
+        if flattened {
+            let warnings = s.warnings.join("\n");
+            assert!(
+                warnings.contains("no one symbolic dim times a number"),
+                "{warnings}"
+            );
+        }
     }
 }
 

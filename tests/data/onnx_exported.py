@@ -68,6 +68,7 @@ def main():
     out = pathlib.Path(__file__).parent / "onnx" / "exported"
     out.mkdir(parents=True, exist_ok=True)
     shapes = ", ".join(f'"{n}" = {s}' for n, s in SHAPES.items())
+    params = 'batch = 2, sequence = 16'  # the symbolic dims at those shapes
     lines = [
         f"# The bytes of every node output when ONNX Runtime {ort.__version__} runs the model at",
         "# these input shapes: `python onnx_exported.py` in tests/data, which writes the models too.",
@@ -77,7 +78,7 @@ def main():
         export(name, path)
         table = ", ".join(f'"{o}" = {b}' for o, b in sorted(figures(path).items()))
         lines += ["[[model]]", f'path = "onnx/exported/{name}.onnx"', f"input_shapes = {{ {shapes} }}",
-                  f"bytes = {{ {table} }}"]
+                  f"params = {{ {params} }}", f"bytes = {{ {table} }}"]
     (out / "figures.toml").write_text("\n".join(lines) + "\n")
 
 

@@ -23,6 +23,9 @@ import transformers as tr
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 CACHE = [1, 2, 4, 16]  # batch, kv heads, cached tokens, head size
+# The symbolic dims at those shapes.
+PARAMS = ("batch_size = 1, sequence_length = 8, total_sequence_length = 12, past_sequence_length = 4, "
+          "kv_cache_dim = 16")
 SHAPES = {"input_ids": [1, 8], "attention_mask": [1, 12]} | {
     f"past_key_values.{layer}.{kv}": CACHE for layer in range(2) for kv in ("key", "value")
 }
@@ -72,7 +75,7 @@ def main():
         f"# The bytes of every node output when ONNX Runtime {ort.__version__} runs the model at",
         "# these input shapes: `python onnx_genai.py` in tests/data, which writes the model too.",
         "[[model]]", 'path = "onnx/genai/model.onnx"', f"input_shapes = {{ {shapes} }}",
-        f"bytes = {{ {table} }}"]) + "\n")
+        f"params = {{ {PARAMS} }}", f"bytes = {{ {table} }}"]) + "\n")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,13 @@
 //! operators (below), else a fully known `value_info` shape. A dim is `k` times at most one symbolic
 //! param (`N`, `batch`...), so a symbolic batch passes through convolutions, pools and
 //! flattens; symbolic dims become params of the dump (1 unless bound: `--set`, or a fixed
-//! `--input-shape`; the engine warns of each param a scenario leaves at 1). A tensor whose size cannot be inferred owns no bytes and is listed in a
+//! `--input-shape`; the engine warns of each param a scenario leaves at 1). A shape computed
+//! from symbolic dims (an exporter's `Shape`, `Gather`, `Concat`, `Reshape` of them) is no
+//! constant, so where inference leaves tensors unsized it runs again at three sample values of
+//! the dims: a dim equal in all three is that number, one that follows a single dim `k` times
+//! in all three is `k` times that param (the third sample checks what two suggest), and one
+//! that follows none (a product of two dims, a sum) leaves the tensor unsized, said so.
+//! A tensor whose size cannot be inferred owns no bytes and is listed in a
 //! warning naming the op that stopped inference; it is never silently zeroed. A node with
 //! subgraphs (If, Loop, Scan) is one step: it reads its inputs and what its subgraphs read of
 //! the graph around it (they name outer values without listing them as inputs), and writes its
@@ -23,7 +29,8 @@
 //! (constant scales or sizes), the reductions, Expand, Where, Einsum, Attention, LSTM/GRU/RNN,
 //! the quantizations, GatherElements/GatherND and the scatters, OneHot,
 //! DepthToSpace/SpaceToDepth, GridSample, RoiAlign, the losses, and
-//! Shape/Gather/Slice/Cast/Range/Concat/Unsqueeze over values that fold to constants.
+//! Shape/Gather/Slice/Cast/Range/Concat/Unsqueeze and integer arithmetic over values that fold
+//! to constants; ONNX Runtime's contrib ops by their own definitions (`infer::contrib`).
 //!
 //! Remat candidates: each single-output elementwise op's intermediate output, at a cost of its
 //! element count times a per-op weight.
@@ -194,57 +201,27 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
     for vi in g.value_info.iter().chain(&g.output) {
         value_info.insert(vi.name.as_str(), info_shape(vi, &mut scratch_params));
     }
-    // Shapes, node by node.
-    for (i, node) in g.node.iter().enumerate() {
-        if subgraphs(node).next().is_some() {
-            let why = format!("{}: what its subgraphs take while it runs", node.op_type);
-            stopped.push((subgraphs_tensor(i, node), why));
-        }
-        let inputs: Vec<Val> = node
-            .input
-            .iter()
-            .filter(|i| !i.is_empty())
-            .map(|i| vals.get(i).cloned().unwrap_or_default())
-            .collect();
-        let inferred = infer(node, &inputs, opset);
-        for (k, out) in node
-            .output
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| !o.is_empty())
-        {
-            let given = value_info
-                .get(out.as_str())
-                .filter(|(s, _)| s.as_ref().is_some_and(|s| s.iter().all(|d| d.p.is_none())));
-            let val = match (&inferred, given) {
-                (Ok(v), _) if v.get(k).is_some_and(|v| v.shape.is_some()) => v[k].clone(),
-                (_, Some((shape, dtype))) => Val {
-                    shape: shape.clone(),
-                    dtype: *dtype,
-                    konst: None,
-                    floats: None,
-                },
-                (Ok(_), None) => {
-                    stopped.push((
-                        out.clone(),
-                        format!("{}: no shape for output {k}", node.op_type),
-                    ));
-                    Val::default()
-                }
-                (Err(why), None) => {
-                    stopped.push((out.clone(), format!("{}: {why}", node.op_type)));
-                    Val::default()
-                }
-            };
-            let val = Val {
-                dtype: val
-                    .dtype
-                    .or(inputs.first().and_then(|v| v.dtype))
-                    .or(Some("f32")),
-                ..val
-            };
-            vals.insert(out.clone(), unsized_elements(out, val, &mut stopped));
-        }
+    // Shapes, node by node: symbolic dims as they are, and where that leaves tensors unsized
+    // (shapes computed from symbolic dims), by the shapes at sample values of the dims.
+    let given = vals.clone();
+    infer_nodes(&g.node, opset, &value_info, &mut vals, &mut stopped);
+    if stopped.iter().any(|(t, _)| vals.contains_key(t)) && !params.is_empty() {
+        let samples = SAMPLES.map(|s| {
+            let mut vals = sample_inputs(&given, &params, s);
+            infer_nodes(&g.node, opset, &value_info, &mut vals, &mut Vec::new());
+            vals
+        });
+        stopped.retain_mut(|(t, why)| match sampled(t, &params, &samples) {
+            Ok(val) => {
+                vals.insert(t.clone(), val);
+                false
+            }
+            Err(Some(not_one)) => {
+                *why = not_one.into();
+                true
+            }
+            Err(None) => true,
+        });
     }
     if !stopped.is_empty() {
         let list: Vec<String> = stopped
@@ -429,6 +406,148 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         },
         warnings,
     })
+}
+
+/// Infers every node's outputs in order into `vals`, which holds the graph's inputs and
+/// initializers: each from the node's inputs, else from a fully known declared shape; what
+/// neither sizes is pushed to `stopped`, with why.
+fn infer_nodes(
+    nodes: &[proto::NodeProto],
+    opset: i64,
+    value_info: &HashMap<&str, (Option<Shape>, Option<&'static str>)>,
+    vals: &mut HashMap<String, Val>,
+    stopped: &mut Vec<(String, String)>,
+) {
+    for (i, node) in nodes.iter().enumerate() {
+        if subgraphs(node).next().is_some() {
+            let why = format!("{}: what its subgraphs take while it runs", node.op_type);
+            stopped.push((subgraphs_tensor(i, node), why));
+        }
+        let inputs: Vec<Val> = node
+            .input
+            .iter()
+            .filter(|i| !i.is_empty())
+            .map(|i| vals.get(i).cloned().unwrap_or_default())
+            .collect();
+        let inferred = infer(node, &inputs, opset);
+        for (k, out) in node
+            .output
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| !o.is_empty())
+        {
+            let given = value_info
+                .get(out.as_str())
+                .filter(|(s, _)| s.as_ref().is_some_and(|s| s.iter().all(|d| d.p.is_none())));
+            let val = match (&inferred, given) {
+                (Ok(v), _) if v.get(k).is_some_and(|v| v.shape.is_some()) => v[k].clone(),
+                (_, Some((shape, dtype))) => Val {
+                    shape: shape.clone(),
+                    dtype: *dtype,
+                    konst: None,
+                    floats: None,
+                },
+                (Ok(_), None) => {
+                    stopped.push((
+                        out.clone(),
+                        format!("{}: no shape for output {k}", node.op_type),
+                    ));
+                    Val::default()
+                }
+                (Err(why), None) => {
+                    stopped.push((out.clone(), format!("{}: {why}", node.op_type)));
+                    Val::default()
+                }
+            };
+            let val = Val {
+                dtype: val
+                    .dtype
+                    .or(inputs.first().and_then(|v| v.dtype))
+                    .or(Some("f32")),
+                ..val
+            };
+            vals.insert(out.clone(), unsized_elements(out, val, stopped));
+        }
+    }
+}
+
+/// The sample values of the symbolic dims, for param `i` (in name order) in sample `s`:
+/// distinct primes, none 1 (a dim of 1 broadcasts) and none a power of two (as most constant
+/// dims are), small enough to stay inside a model's own bounds (its positions).
+const SAMPLES: [usize; 3] = [0, 1, 2];
+const PRIMES: [u64; 15] = [5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59];
+
+fn sample_value(i: usize, s: usize) -> u64 {
+    PRIMES[(3 * i + s) % PRIMES.len()]
+}
+
+/// `given` (the graph's inputs and initializers) with every symbolic dim at its value in
+/// sample `s`.
+fn sample_inputs(
+    given: &HashMap<String, Val>,
+    params: &BTreeMap<String, u64>,
+    s: usize,
+) -> HashMap<String, Val> {
+    let value = |p: &str| {
+        params
+            .keys()
+            .position(|q| q == p)
+            .map(|i| sample_value(i, s))
+    };
+    (given.iter())
+        .map(|(name, v)| {
+            let shape = (v.shape.as_ref()).map(|shape| {
+                (shape.iter())
+                    .map(|d| match d.p.as_deref().and_then(value) {
+                        Some(x) => D::n(d.k.saturating_mul(x)),
+                        None => d.clone(),
+                    })
+                    .collect()
+            });
+            (name.clone(), Val { shape, ..v.clone() })
+        })
+        .collect()
+}
+
+/// Tensor `t`'s shape from its shapes in the three samples: each dim the same in all three is
+/// that number, and one that changes is `k` times the one symbolic dim it follows in all three.
+/// `Err(None)` where a sample did not size it; `Err(why)` where a dim follows no one symbolic
+/// dim (the product of two, as a flattened batch and sequence, or a sum).
+fn sampled(
+    t: &str,
+    params: &BTreeMap<String, u64>,
+    samples: &[HashMap<String, Val>; 3],
+) -> Result<Val, Option<&'static str>> {
+    let vals: Vec<&Val> = (samples.iter().map(|s| s.get(t)))
+        .collect::<Option<_>>()
+        .ok_or(None)?;
+    let shapes: Vec<&Shape> = (vals.iter().map(|v| v.shape.as_ref()))
+        .collect::<Option<_>>()
+        .ok_or(None)?;
+    let rank = shapes[0].len();
+    let not_one =
+        Some("a dim of it is no one symbolic dim times a number: a product of two, or a sum");
+    if shapes.iter().any(|s| s.len() != rank) {
+        return Err(not_one);
+    }
+    let shape = (0..rank)
+        .map(|k| {
+            let dims: Vec<u64> = shapes.iter().map(|s| s[k].known()).collect::<Option<_>>()?;
+            if dims.iter().all(|&d| d == dims[0]) {
+                return Some(D::n(dims[0]));
+            }
+            params.keys().enumerate().find_map(|(i, p)| {
+                let values = SAMPLES.map(|s| sample_value(i, s));
+                let k = dims[0] / values[0];
+                (k > 0 && (0..3).all(|s| k.checked_mul(values[s]) == Some(dims[s]))).then(|| D {
+                    k,
+                    p: Some(p.clone()),
+                })
+            })
+        })
+        .collect::<Option<Shape>>()
+        .ok_or(not_one)?;
+    Ok(Val::sized(shape, vals[0].dtype))
 }
 
 /// The subgraphs of a node: an `If`'s branches, a `Loop`'s or `Scan`'s body.
@@ -829,6 +948,59 @@ mod tests {
         let pads = vec![ints("p", &[1, 0, 1, 0]), ints("a", &[2, 3])];
         let pad = node("Pad", &["x", "p", "", "a"], Vec::new());
         assert_eq!(inferred_bytes(x(), pads, pad), Some(3 * 10 * 8 * 4));
+    }
+
+    /// Shapes computed from symbolic dims are read from three sample values of them: a
+    /// reshape to `[N, 2, 2]` (its target from `x`'s own shape) has `N` as its first dim, and
+    /// one to `[N * M]` is no one dim times a number: unsized, and said so.
+    #[test]
+    fn shapes_computed_from_symbolic_dims_follow_them() {
+        let dim = |d: &str| match d.parse::<i64>() {
+            Ok(v) => proto::Dimension {
+                dim_value: Some(v),
+                dim_param: None,
+            },
+            Err(_) => proto::Dimension {
+                dim_value: None,
+                dim_param: Some(d.into()),
+            },
+        };
+        let mut x = input("x", &[]);
+        let tensor_type = x.r#type.as_mut().unwrap().tensor_type.as_mut().unwrap();
+        tensor_type.shape.as_mut().unwrap().dim = vec![dim("N"), dim("M")];
+        let to = |output: &str, op: &str, inputs: &[&str]| proto::NodeProto {
+            output: vec![output.into()],
+            ..node(op, inputs, Vec::new())
+        };
+        let ints = |name: &str, v: &[i64]| constant(name, v, &[]);
+        let mut zero = ints("zero", &[0]);
+        zero.dims.clear();
+        let mut one = ints("one", &[1]);
+        one.dims.clear();
+        let nodes = vec![
+            to("shape", "Shape", &["x"]),
+            to("n", "Gather", &["shape", "zero"]),
+            to("m", "Gather", &["shape", "one"]),
+            to("n1", "Unsqueeze", &["n", "axes"]),
+            to("target", "Concat", &["n1", "twos"]),
+            to("y", "Reshape", &["x", "target"]),
+            to("nm", "Mul", &["n", "m"]),
+            to("nm1", "Unsqueeze", &["nm", "axes"]),
+            to("flat", "Reshape", &["x", "nm1"]),
+        ];
+        let mut concat = nodes;
+        concat[4].attribute = vec![int_attribute("axis", 0)];
+        let constants = vec![zero, one, ints("axes", &[0]), ints("twos", &[2, 2])];
+        let imported = imported(vec![x], constants, concat);
+        let y = imported.graph.tensors.iter().find(|t| t.id == "y").unwrap();
+        let n = Dim::Param("N".into());
+        assert_eq!(y.shape, Some(vec![n, Dim::Fixed(2), Dim::Fixed(2)]));
+        assert_eq!(bytes_of(&imported.graph, "flat"), None);
+        let warnings = imported.warnings.join("\n");
+        assert!(
+            warnings.contains("`flat` (a dim of it is no one symbolic dim times a number"),
+            "{warnings}"
+        );
     }
 
     /// Integer arithmetic on constants folds, broadcasting, so a shape computed from others is
