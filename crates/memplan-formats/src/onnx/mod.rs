@@ -211,9 +211,11 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             infer_nodes(&g.node, opset, &value_info, &mut vals, &mut Vec::new());
             vals
         });
+        let mut read = 0;
         stopped.retain_mut(|(t, why)| match sampled(t, &params, &samples) {
             Ok(val) => {
                 vals.insert(t.clone(), val);
+                read += 1;
                 false
             }
             Err(Some(not_one)) => {
@@ -222,6 +224,11 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             }
             Err(None) => true,
         });
+        if read > 0 {
+            warnings.push(format!(
+                "tensors whose shapes were read at three sample values of the symbolic dims (each dim a number, or a number times one symbolic dim): {read}; exact while the model keeps them so (a clamp past the samples, as at a window, goes unseen)"
+            ));
+        }
     }
     if !stopped.is_empty() {
         let list: Vec<String> = stopped
