@@ -389,6 +389,30 @@ test('a transformer as PyTorch exports it is complete once its input shapes are 
   healthy('exported transformer');
 });
 
+test("a transformer with symbolic dims plans complete, its batch and sequence as params the page binds", async () => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(server.url);
+  await testid('summary').waitFor();
+  const model = join(root, 'tests/data/onnx/exported/llama.onnx');
+  await testid('file-input').setInputFiles(model);
+  await page.waitForFunction(() => /llama\.onnx/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''));
+  assert.equal(await testid('incomplete').count(), 0);
+  assert.match(await testid('import-warnings').innerText(), /tensors whose shapes were read at three sample values of the symbolic dims/);
+  const at1 = await bytesOf('lower-bound');
+  await testid('tab-devices').click();
+  for (const [name, value] of [['sequence', '16'], ['batch', '2']]) {
+    await testid(`param-value-${name}`).fill(value);
+    await testid(`param-value-${name}`).press('Enter');
+  }
+  const report = JSON.parse(cli('plan', model, '--set', 'batch=2', '--set', 'sequence=16', '--json'));
+  assert.equal(report.complete, true);
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid=lower-bound]')?.dataset.bytes) === b, report.lower_bound_bytes, { timeout: 30000 });
+  assert.ok(report.lower_bound_bytes > at1);
+  assert.equal(await testid('incomplete').count(), 0);
+  await shot('onnx-symbolic-params');
+  healthy('symbolic transformer');
+});
+
 test('a 20 MB ONNX model imports and plans in the worker', async () => {
   // Its time is measured by scripts/browser-bench.mjs.
   const file = join(output, 'synthetic-20mb.onnx');
