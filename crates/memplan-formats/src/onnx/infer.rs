@@ -53,6 +53,9 @@ pub(super) struct Val {
     pub(super) konst: Option<Vec<i64>>,
     /// Its float contents, when small and known (Resize scales).
     pub(super) floats: Option<Vec<f64>>,
+    /// Why its shape is not known, where the node's other outputs are (the import's warning
+    /// says it).
+    pub(super) why: Option<InferStop>,
 }
 
 impl Val {
@@ -611,6 +614,7 @@ fn cast(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         dtype: to,
         konst: konst(0),
         floats: None,
+        why: None,
     }])
 }
 
@@ -689,16 +693,14 @@ fn fold_elementwise(
 ) -> Option<Vec<i64>> {
     let known = |shape: &Shape| shape.iter().map(D::known).collect::<Option<Vec<u64>>>();
     let dims = known(out)?;
-    let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
-    if count > MAX_FOLDED {
-        return None;
-    }
+    let count = product(out)?.known().filter(|&c| c <= MAX_FOLDED)?;
     let operands: Vec<(Vec<u64>, &[i64])> = (inputs.iter())
         .map(|v| {
-            let dims = known(v.shape.as_ref()?)?;
+            let shape = v.shape.as_ref()?;
             let values = v.konst.as_deref()?;
-            let elements = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
-            (values.len() as u64 == elements && dims.len() <= out.len()).then_some((dims, values))
+            let elements = product(shape)?.known()?;
+            (values.len() as u64 == elements && shape.len() <= out.len())
+                .then(|| Some((known(shape)?, values)))?
         })
         .collect::<Option<_>>()?;
     let mut args = vec![0; operands.len()];
@@ -875,6 +877,7 @@ fn concat(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         dtype: dtype0,
         konst: folded,
         floats: None,
+        why: None,
     }])
 }
 
@@ -1027,6 +1030,7 @@ fn squeeze(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         dtype: dtype0,
         konst: konst(0),
         floats: None,
+        why: None,
     }])
 }
 
@@ -1174,6 +1178,7 @@ fn shape_op(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         dtype: Some("i64"),
         konst: values,
         floats: None,
+        why: None,
     }])
 }
 
@@ -1187,6 +1192,7 @@ fn size(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             .and_then(|d| d.known())
             .map(|v| vec![v as i64]),
         floats: None,
+        why: None,
     }])
 }
 
@@ -1215,6 +1221,7 @@ fn gather(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         dtype: dtype0,
         konst: folded,
         floats: None,
+        why: None,
     }])
 }
 
@@ -1276,6 +1283,7 @@ fn slice(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         dtype: dtype0,
         konst: folded,
         floats: None,
+        why: None,
     }])
 }
 
@@ -1304,6 +1312,7 @@ fn range(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         dtype: dtype0,
         konst: values,
         floats: None,
+        why: None,
     }])
 }
 
@@ -1337,18 +1346,21 @@ fn constant(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             dtype: dtype_name(t.data_type),
             konst: tensor_ints(t),
             floats: tensor_floats(t),
+            why: None,
         }]),
         ("value_int", _) => Ok(vec![Val {
             shape: Some(vec![]),
             dtype: Some("i64"),
             konst: Some(vec![a.i]),
             floats: None,
+            why: None,
         }]),
         ("value_ints", _) => Ok(vec![Val {
             shape: Some(vec![D::n(a.ints.len() as u64)]),
             dtype: Some("i64"),
             konst: Some(a.ints.clone()),
             floats: None,
+            why: None,
         }]),
         ("value_float", _) => Ok(vec![Val::sized(vec![], Some("f32"))]),
         ("value_floats", _) => Ok(vec![Val {
@@ -1356,6 +1368,7 @@ fn constant(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             dtype: Some("f32"),
             konst: None,
             floats: Some(a.floats.iter().map(|&f| f64::from(f)).collect()),
+            why: None,
         }]),
         _ => fail("a Constant of a kind not read"),
     }

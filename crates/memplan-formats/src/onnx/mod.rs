@@ -128,6 +128,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             dtype: dtype_name(t.data_type),
             konst: tensor_ints(t),
             floats: tensor_floats(t),
+            why: None,
         };
         vals.insert(t.name.clone(), unsized_elements(&t.name, val, &mut stopped));
     }
@@ -177,6 +178,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             dtype: dtype.or(Some("f32")),
             konst: None,
             floats: None,
+            why: None,
         };
         vals.insert(
             vi.name.clone(),
@@ -453,12 +455,14 @@ fn infer_nodes(
                     dtype: *dtype,
                     konst: None,
                     floats: None,
+                    why: None,
                 },
-                (Ok(_), None) => {
-                    stopped.push((
-                        out.clone(),
-                        format!("{}: no shape for output {k}", node.op_type),
-                    ));
+                (Ok(v), None) => {
+                    let why = match v.get(k).and_then(|v| v.why) {
+                        Some(why) => why.to_string(),
+                        None => format!("no shape for output {k}"),
+                    };
+                    stopped.push((out.clone(), format!("{}: {why}", node.op_type)));
                     Val::default()
                 }
                 (Err(why), None) => {
@@ -1159,7 +1163,9 @@ mod tests {
         assert_eq!(bytes_of(&imported.graph, "present_k"), None);
         let warnings = imported.warnings.join("\n");
         assert!(
-            warnings.contains("`present_k` (GroupQueryAttention: no shape for output 1)"),
+            warnings.contains(
+                "`present_k` (GroupQueryAttention: the total sequence length is not a constant)"
+            ),
             "{warnings}"
         );
     }

@@ -76,9 +76,15 @@ pub(super) fn infer(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     }
 }
 
-/// A present output: its shape, or unsized where it cannot be known.
+/// A present output: its shape, or unsized where it cannot be known, with why.
 fn present(present: Result<Shape, InferStop>, dtype: Option<&'static str>) -> Val {
-    present.map_or_else(|_| Val::default(), |shape| Val::sized(shape, dtype))
+    match present {
+        Ok(shape) => Val::sized(shape, dtype),
+        Err(why) => Val {
+            why: Some(why),
+            ..Val::default()
+        },
+    }
 }
 
 /// One row's statistic of a normalization over the last axis: the input's shape with a 1 for
