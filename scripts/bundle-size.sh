@@ -35,11 +35,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # unsized; tests/data/onnx/exported): crates/memplan-formats/src/onnx/infer.rs, `integer_op`;
 # and 2 KiB for shapes computed from symbolic dims read at three sample values of them, so
 # those transformers plan complete with their batch and sequence as params (which `fits` and the
-# explorer's params need): crates/memplan-formats/src/onnx/mod.rs, `sampled`.)
+# explorer's params need): crates/memplan-formats/src/onnx/mod.rs, `sampled`; and 1 KiB for the
+# reason an output stays unsized beside sized ones, which the warning said as "no shape for
+# output 1": crates/memplan-formats/src/onnx/infer.rs, `Val::why`.)
 ceiling_kib() {
   case "$1" in
     memplan-web-*) echo 600 ;;
-    memplan-worker_bg.wasm) echo 653 ;;
+    memplan-worker_bg.wasm) echo 654 ;;
     *) echo 0 ;;
   esac
 }
