@@ -27,6 +27,7 @@ let server, browser, page;
 before(async () => ({ server, browser, page } = await openPage({
     '/fixtures/hostile.json': JSON.stringify(hostile),
     '/fixtures/decode.json': await readFile(exampleFile('transformer-decode'), 'utf8'),
+    '/fixtures/transformer-training.json': await readFile(exampleFile('transformer-training'), 'utf8'),
   })));
 after(() => closePage({ browser, server }));
 
@@ -150,6 +151,13 @@ test('a search shows its progress, a cancel keeps its best plan so far, and a pr
   await page.waitForFunction(() => document.querySelector('[data-testid=tensor-count]')?.textContent === '203');
   await testid('optimal').waitFor({ timeout: 60000 });
   assert.equal(await bytesOf('peak-bytes'), 1039360);
+  assert.equal(await testid('optimal').innerText(), 'optimal');
+  // A proof over stacked precision classes covers the layouts that keep them apart, which the
+  // lower bound does not: the badge says so, as the CLI does.
+  await page.goto(`${server.url}?src=${server.url}fixtures/transformer-training.json&strategy=search`);
+  await testid('optimal').waitFor({ timeout: 60000 });
+  assert.equal(await testid('optimal').innerText(), 'optimal · 2 classes apart');
+  assert.match(await testid('optimal').getAttribute('title'), /no layout that keeps its 2 precision classes apart goes below/);
   // The tests after this one start from the default example.
   await page.goto(server.url);
   await testid('summary').waitFor();

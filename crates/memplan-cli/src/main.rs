@@ -502,18 +502,28 @@ fn capacity_misses(summary: &PlanSummary, capacity: u64) -> Vec<String> {
         .iter()
         .filter(|d| d.footprint_bytes > capacity)
         .map(|d| {
-            let head = format!("{}: no layout fits {}", d.device, exact(capacity));
+            // The live bytes bind every layout; a proof over stacked precision classes, only
+            // those that keep them apart.
+            let scope = human::proof_scope(d.arena_regions);
+            let head =
+                |scope: &str| format!("{}: no layout{scope} fits {}", d.device, exact(capacity));
             match (d.peak_position, d.proven_lower_bound_bytes) {
                 (Some(step), _) if d.lower_bound_bytes > capacity => format!(
-                    "{head}: the live bytes at step {step} alone are {}",
+                    "{}: the live bytes at step {step} alone are {}",
+                    head(""),
                     exact(d.lower_bound_bytes)
                 ),
                 (_, Some(proven)) if proven > capacity => format!(
-                    "{head}: the exact search proved every layout needs at least {}{}; the best \
-                     found is {}",
+                    "{}: the exact search proved every layout{scope} needs at least {}{}; the \
+                     best found is {}{}",
+                    head(&scope),
                     exact(proven),
                     d.nodes.map(|n| format!(" ({n} nodes)")).unwrap_or_default(),
-                    exact(d.footprint_bytes)
+                    exact(d.footprint_bytes),
+                    match scope.is_empty() {
+                        true => "",
+                        false => " (--no-precision-classes lets the classes share bytes)",
+                    }
                 ),
                 (_, proven) => format!(
                     "{}: no layout within {} found before the limit; the best is {}{}",
@@ -521,7 +531,7 @@ fn capacity_misses(summary: &PlanSummary, capacity: u64) -> Vec<String> {
                     exact(capacity),
                     exact(d.footprint_bytes),
                     proven
-                        .map(|p| format!(", and optimal is at least {}", exact(p)))
+                        .map(|p| format!(", and no layout{scope} goes below {}", exact(p)))
                         .unwrap_or_default()
                 ),
             }

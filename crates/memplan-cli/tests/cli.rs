@@ -750,6 +750,60 @@ fn search_proves_optimal_and_a_capacity_below_the_live_peak_exits_1_saying_why()
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// A proof over stacked precision classes holds among the layouts that keep them apart, and
+/// says so: the training example's two classes, proven at 29.05 GiB, fit its 28.97 GiB live
+/// peak once they may share bytes.
+#[test]
+fn a_proof_over_precision_classes_says_it_keeps_them_apart() {
+    let example = root().join("static/examples/transformer-training.json");
+    let example = example.to_str().unwrap();
+    let o = memplan(&["plan", example, "--strategy", "search", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let (live_peak, proven) = (31105515776u64, 31187304704u64);
+    assert_eq!(report["lower_bound_bytes"], live_peak);
+    assert_eq!(report["proven_lower_bound_bytes"], proven);
+    assert_eq!(report["optimal"], true);
+    assert_eq!(report["arena_regions"], 2);
+    assert_eq!(report["devices"][0]["arena_regions"], 2);
+    let text = stdout(&memplan(&["plan", example, "--strategy", "search"]));
+    assert!(
+        text.contains("device0: optimal: no layout that keeps its 2 precision classes apart goes below 29.05 GiB ("),
+        "{text}"
+    );
+    let at_peak = live_peak.to_string();
+    let o = memplan(&[
+        "plan",
+        example,
+        "--strategy",
+        "search",
+        "--capacity",
+        &at_peak,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(
+            "device0: no layout that keeps its 2 precision classes apart fits 31,105,515,776 B \
+             (28.97 GiB): the exact search proved every layout that keeps its 2 precision classes \
+             apart needs at least 31,187,304,704 B (29.05 GiB)"
+        ) && stderr(&o).contains("--no-precision-classes lets the classes share bytes"),
+        "{}",
+        stderr(&o)
+    );
+    // Apart no more: the proof covers every layout, and the live peak fits.
+    let apart = ["--strategy", "search", "--no-precision-classes"];
+    let text = stdout(&memplan(&[&["plan", example][..], &apart].concat()));
+    assert!(
+        text.contains("device0: optimal: no layout goes below 28.97 GiB ("),
+        "{text}"
+    );
+    let o = memplan(&[&["plan", example, "--json"][..], &apart].concat());
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(report["footprint_bytes"], live_peak);
+    assert_eq!(report["arena_regions"], 1);
+    let o = memplan(&[&["plan", example, "--capacity", &at_peak][..], &apart].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 #[test]
 fn a_capacity_search_that_gives_up_reports_a_layout_no_worse_than_best() {
     // D's live peak: no layout reaches it, and this work limit proves nothing.

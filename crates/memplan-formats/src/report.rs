@@ -53,6 +53,11 @@ pub struct PlanSummary {
     pub proven_lower_bound_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimal: Option<bool>,
+    /// The most arena regions a device's proof stacks (with `search`): more than one, and the
+    /// proofs hold among the layouts that keep the precision classes apart
+    /// ([`memplan_core::ExactStats::arena_regions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arena_regions: Option<u32>,
     /// Search nodes visited, summed over devices (with `search`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<u64>,
@@ -212,12 +217,15 @@ pub struct DeviceReport {
     /// Whether a stop condition ended the search early (the plan is its best so far).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
-    /// When `search` laid the arena out: no layout of this device goes below this, whether the
-    /// footprint reaches it (proven optimal), and the search nodes visited.
+    /// When `search` laid the arena out: no layout of this device goes below this (of those
+    /// that keep its `arena_regions` precision classes apart, where there are more than one),
+    /// whether the footprint reaches it (proven optimal), and the search nodes visited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proven_lower_bound_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimal: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arena_regions: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<u64>,
     /// With a device budget: how far the footprint is under the usable bytes, or over them
@@ -350,6 +358,7 @@ impl PlanSummary {
                     stopped: d.stopped,
                     proven_lower_bound_bytes: d.exact.map(|e| e.proven_lower_bound_bytes),
                     optimal: d.exact.map(|e| e.optimal),
+                    arena_regions: d.exact.map(|e| e.arena_regions),
                     nodes: d.exact.map(|e| e.nodes),
                     headroom_bytes: None,
                     overflow_bytes: None,
@@ -366,6 +375,9 @@ impl PlanSummary {
                 .map(|d| d.exact.map(|e| e.optimal))
                 .collect::<Option<Vec<bool>>>()
                 .map(|all| all.iter().all(|&o| o)),
+            arena_regions: (plan.devices.iter())
+                .filter_map(|d| d.exact.map(|e| e.arena_regions))
+                .max(),
             nodes: plan.devices.iter().map(|d| d.exact.map(|e| e.nodes)).sum(),
             elapsed_ms: None,
             found_ms: None,

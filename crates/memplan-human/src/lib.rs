@@ -201,10 +201,11 @@ pub fn plan_table(report: &PlanSummary) -> String {
         if let (Some(bound), Some(optimal), Some(nodes)) =
             (d.proven_lower_bound_bytes, d.optimal, d.nodes)
         {
+            let scope = proof_scope(d.arena_regions);
             let verdict = if optimal {
-                format!("optimal: no layout goes below {}", bytes(bound))
+                format!("optimal: no layout{scope} goes below {}", bytes(bound))
             } else {
-                format!("no layout goes below {}", bytes(bound))
+                format!("no layout{scope} goes below {}", bytes(bound))
             };
             let stopped = if d.stopped { ", stopped early" } else { "" };
             let _ = writeln!(
@@ -278,6 +279,17 @@ pub fn plan_table(report: &PlanSummary) -> String {
 
 /// What a reordered plan says beside its figures: the order, how many steps moved, and the
 /// given order's footprint against this one.
+/// Which layouts a proof of `search` covers, after "no layout" or "every layout": all of
+/// them (empty), or over `arena_regions` stacked precision classes, those that keep the classes
+/// apart, which the lower bound (the live peak) does not (`--no-precision-classes` lets them
+/// share bytes).
+pub fn proof_scope(arena_regions: Option<u32>) -> String {
+    match arena_regions {
+        Some(n) if n > 1 => format!(" that keeps its {n} precision classes apart"),
+        _ => String::new(),
+    }
+}
+
 pub fn order_sentence(footprint: u64, order: &OrderReport) -> String {
     let given = order.given_footprint_bytes;
     let change = match footprint.cmp(&given) {
@@ -817,6 +829,9 @@ pub struct BenchRow {
     pub proven_lower_bound_bytes: Option<u64>,
     /// With `search`: whether the footprint reaches that bound on every device.
     pub optimal: Option<bool>,
+    /// With `search`: the most precision classes a device's proof keeps apart
+    /// ([`memplan_core::ExactStats::arena_regions`]).
+    pub arena_regions: Option<u32>,
     /// Whether the row counts in the mean ratio per strategy (the real files, not synthetic).
     pub in_mean: bool,
 }
@@ -845,6 +860,9 @@ impl BenchRow {
             valid: plan.is_valid(),
             proven_lower_bound_bytes: proven.as_ref().map(|all| all.iter().map(|a| a.0).sum()),
             optimal: proven.as_ref().map(|all| all.iter().all(|a| a.1)),
+            arena_regions: (plan.devices.iter())
+                .filter_map(|d| d.exact.map(|e| e.arena_regions))
+                .max(),
             in_mean,
         }
     }
@@ -871,9 +889,13 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
     );
     out.push_str("|---|---:|---|---:|---:|---:|---|---:|---|\n");
     for r in rows {
+        let apart = match r.arena_regions {
+            Some(n) if n > 1 => format!(" ({n} classes apart)"),
+            _ => String::new(),
+        };
         let proven = match (r.proven_lower_bound_bytes, r.optimal) {
-            (Some(_), Some(true)) => "optimal".to_string(),
-            (Some(bound), _) => format!(">= {bound}"),
+            (Some(_), Some(true)) => format!("optimal{apart}"),
+            (Some(bound), _) => format!(">= {bound}{apart}"),
             _ => String::new(),
         };
         let _ = writeln!(

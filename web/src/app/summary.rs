@@ -248,15 +248,22 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
                     </div>
                 })}
                 <div><dt>"checker"</dt><dd data-testid="checker" class:bad=!r.valid || !r.complete>{verdict}</dd></div>
-                {match (r.optimal, r.proven_lower_bound_bytes) {
-                    (Some(true), _) => Some(view! {
-                        <div><dt>"search"</dt><dd data-testid="optimal" class="badge" title="the exact search proved no layout goes below this footprint">"optimal"</dd></div>
-                    }.into_any()),
-                    (Some(false), Some(proven)) => Some(view! {
-                        <div><dt>"optimal is at least"</dt><dd data-testid="proven-bound" data-bytes=proven.to_string()>{bytes(proven)}</dd></div>
-                    }.into_any()),
-                    _ => None,
-                }}
+                {
+                    // A proof over stacked precision classes covers the layouts that keep them
+                    // apart, which the lower bound does not: it says so.
+                    let scope = memplan_human::proof_scope(r.arena_regions);
+                    let title = format!("the exact search proved no layout{scope} goes below this");
+                    let apart = r.arena_regions.filter(|&n| n > 1).map(|n| format!(" · {n} classes apart"));
+                    match (r.optimal, r.proven_lower_bound_bytes) {
+                        (Some(true), _) => Some(view! {
+                            <div><dt>"search"</dt><dd data-testid="optimal" class="badge" title=title>"optimal"{apart}</dd></div>
+                        }.into_any()),
+                        (Some(false), Some(proven)) => Some(view! {
+                            <div><dt>"optimal is at least"</dt><dd data-testid="proven-bound" data-bytes=proven.to_string() title=title>{bytes(proven)}{apart}</dd></div>
+                        }.into_any()),
+                        _ => None,
+                    }
+                }
                 {r.elapsed_ms.map(|ms| view! {
                     <div><dt>"search time"</dt><dd data-testid="search-time" data-ms=ms.to_string() title=format!("{} search nodes", r.nodes.unwrap_or(0))>{duration(ms)}</dd></div>
                 })}

@@ -442,6 +442,11 @@ pub struct ExactStats {
     pub proven_lower_bound_bytes: u64,
     /// Every region reached its proven bound.
     pub optimal: bool,
+    /// The arena's regions, stacked: one per precision class among its buffers (with
+    /// precision classes on). The proof holds among the layouts that keep those classes apart;
+    /// with one region, among all layouts. The device's lower bound (its live peak) keeps no
+    /// classes apart, so a footprint proven optimal over several regions can stand above it.
+    pub arena_regions: u32,
 }
 
 impl DevicePlan {
@@ -595,11 +600,13 @@ struct ArenaLayout {
     exact: Option<Proof>,
 }
 
-/// The exact search's nodes, and the least extent it proved (a sum over stacked regions).
+/// The exact search's nodes, and the least extent it proved (a sum over the `regions`
+/// stacked regions).
 #[derive(Debug, Clone, Copy, Default)]
 struct Proof {
     nodes: u64,
     lower_bound: u64,
+    regions: u32,
 }
 
 /// Plans `problem` under `options` and checks the plan with the independent checker.
@@ -625,6 +632,7 @@ pub fn plan_with(
                     nodes: proof.nodes,
                     proven_lower_bound_bytes,
                     optimal: footprint_bytes <= proven_lower_bound_bytes,
+                    arena_regions: proof.regions.max(1),
                 }
             });
             DevicePlan {
@@ -797,7 +805,7 @@ fn lay_out_up_to(
                 let nodes = |a: &ArenaLayout| a.exact.map_or(0, |p| p.nodes);
                 let exact = missed.exact.map(|proof| Proof {
                     nodes: proof.nodes + nodes(&best),
-                    lower_bound: proof.lower_bound,
+                    ..proof
                 });
                 let stopped = missed.stopped || best.stopped;
                 chosen = Some(ArenaLayout {
@@ -1094,7 +1102,10 @@ fn layout_arena(
         offsets,
         extent: base,
         stopped,
-        exact,
+        exact: exact.map(|proof| Proof {
+            regions: u32::try_from(regions.len()).unwrap_or(u32::MAX),
+            ..proof
+        }),
     })
 }
 
@@ -1202,6 +1213,7 @@ fn layout_region(
             let nothing_searched = Proof {
                 nodes: 0,
                 lower_bound: floor,
+                regions: 1,
             };
             let mut redecoder = Redecoder::new(items);
             if over_budget || !exact_search_runs(options.strategy, items.len(), work) {
@@ -1313,6 +1325,7 @@ fn layout_region(
                 exact: Some(Proof {
                     nodes: m.nodes,
                     lower_bound: m.proven_lower_bound,
+                    regions: 1,
                 }),
                 layout: m.layout,
             })

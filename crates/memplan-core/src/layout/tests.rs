@@ -854,6 +854,7 @@ fn the_exact_search_does_not_list_neighbours_past_its_most_visits() {
         nodes: 0,
         proven_lower_bound_bytes: lower_bound,
         optimal: search.footprint_bytes() <= lower_bound,
+        arena_regions: 1,
     };
     assert_eq!(search.devices[0].exact, Some(proof));
     // `best` reports no search where its exact part did not run.
@@ -969,4 +970,32 @@ fn found_at_is_the_last_change_of_a_region_best() {
     // Another device's first report starts its region: its layout is found then.
     found.hear(&heard(1, 90), 5.0);
     assert_eq!(found.ms(), Some(5.0));
+}
+
+/// A proof over stacked precision classes says so: two buffers of different dtypes at different
+/// times are proven optimal only among the layouts that keep them apart (16 bytes, above the
+/// 8-byte live peak); without precision classes the proof covers every layout and meets the
+/// peak.
+#[test]
+fn a_proof_over_stacked_classes_counts_its_regions() {
+    let mut p = problem(
+        2,
+        vec![buffer("a", 8, 8, live(0, 0)), buffer("b", 8, 8, live(1, 1))],
+    );
+    p.buffers[1].dtype = Some(DType::F16);
+    let searched = |precision_classes| {
+        let options = PlanOptions {
+            strategy: Strategy::Search.into(),
+            precision_classes,
+            ..PlanOptions::default()
+        };
+        let plan = plan(&p, &options).unwrap();
+        (plan.footprint_bytes(), plan.devices[0].exact.unwrap())
+    };
+    let (footprint, proof) = searched(true);
+    assert_eq!((footprint, proof.arena_regions), (16, 2));
+    assert!(proof.optimal && proof.proven_lower_bound_bytes == 16);
+    let (footprint, proof) = searched(false);
+    assert_eq!((footprint, proof.arena_regions), (8, 1));
+    assert!(proof.optimal && proof.proven_lower_bound_bytes == 8);
 }
