@@ -5,7 +5,9 @@
 #   python onnx_figures.py --export-node                      # writes onnx/node/ from onnx's node test cases
 #   python onnx_figures.py --tensors onnx/node/*.onnx         # each tensor's bytes: onnx/node/figures.toml
 # As memplan documents: a symbolic dim of a graph input is 1, a tensor of strings has no size,
-# and 4-bit and 2-bit types are half and a quarter of a byte an element.
+# 4-bit and 2-bit types are half and a quarter of a byte an element, and a Dropout's mask,
+# which onnx's inference leaves unsized before opset 12, has its input's shape, a bool each
+# from opset 10 and its input's element type before (as ONNX Runtime allocates it).
 import sys
 import numpy as np
 import onnx
@@ -44,6 +46,14 @@ def inferred(path):
         sizes[vi.name] = tensor_bytes(t.elem_type, dims) if known else None
     for init in g.initializer:
         sizes[init.name] = tensor_bytes(init.data_type, list(init.dims))
+    opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 1)
+    types = {vi.name: vi.type.tensor_type for vi in list(g.input) + list(g.value_info)}
+    for node in g.node:
+        if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
+            x, mask = types.get(node.input[0]), node.output[1]
+            if sizes.get(mask) is None and x is not None and sizes.get(node.input[0]) is not None:
+                elements = sizes[node.input[0]] // np.dtype(helper.tensor_dtype_to_np_dtype(x.elem_type)).itemsize
+                sizes[mask] = elements if opset >= 10 else sizes[node.input[0]]
     return g, sizes
 
 

@@ -570,12 +570,10 @@ fn onnx_models_plan_convert_and_take_a_fixed_input_shape() {
     let model = model.to_str().unwrap();
     let o = memplan(&["plan", model, "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("1 tensor could not be sized and owns no bytes"),
-        "{}",
-        stderr(&o)
-    );
+    // Every tensor sized, its Dropout's mask too (opset 9: a float each, as ONNX Runtime runs it).
+    assert!(!stderr(&o).contains("could not be sized"), "{}", stderr(&o));
     let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(r["complete"], true);
     assert_eq!(r["lower_bound_bytes"], 11857384);
     // A batch of 4 at the input: the activations grow, the weights do not.
     let o = memplan(&[

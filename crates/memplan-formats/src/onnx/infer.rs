@@ -10,29 +10,53 @@ use super::{MAX_FOLDED, proto};
 
 mod contrib;
 
-/// A dim: `k` times at most one symbolic param.
+/// A dim: `k` times a product of symbolic params (`p`, sorted, a param once per power; empty
+/// for a number). A flattened batch and sequence is `1 * [batch, sequence]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct D {
     pub(super) k: u64,
-    pub(super) p: Option<String>,
+    pub(super) p: Vec<String>,
 }
 
 impl D {
     pub(super) fn n(k: u64) -> D {
-        D { k, p: None }
+        D { k, p: Vec::new() }
+    }
+
+    /// `k` times the one param `p`.
+    pub(super) fn param(k: u64, p: String) -> D {
+        D { k, p: vec![p] }
     }
 
     pub(super) fn known(&self) -> Option<u64> {
-        self.p.is_none().then_some(self.k)
+        self.p.is_empty().then_some(self.k)
     }
 
     pub(super) fn mul(&self, o: &D) -> Option<D> {
-        let p = match (&self.p, &o.p) {
-            (Some(_), Some(_)) => return None,
-            (p, None) | (None, p) => p.clone(),
-        };
+        // Both sorted: each of `o`'s goes after the ones not above it.
+        let mut p = self.p.clone();
+        for q in &o.p {
+            let at = p.partition_point(|x| x <= q);
+            p.insert(at, q.clone());
+        }
         Some(D {
             k: self.k.checked_mul(o.k)?,
+            p,
+        })
+    }
+
+    /// `self / by`, where `by`'s number and params divide it.
+    fn div(&self, by: &D) -> Option<D> {
+        if by.k == 0 || !self.k.is_multiple_of(by.k) {
+            return None;
+        }
+        let mut p = self.p.clone();
+        for q in &by.p {
+            let at = p.iter().position(|x| x == q)?;
+            p.remove(at);
+        }
+        Some(D {
+            k: self.k / by.k,
             p,
         })
     }
@@ -591,13 +615,14 @@ fn dropout(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let dtype0 = n.dtype0;
     let shape = |k: usize| n.shape(k);
     let x = shape(0)?;
-    let mut out = vec![Val::sized(x.clone(), dtype0)];
-    // The mask of what it kept, a bool each from opset 12; before, onnx's own shape inference
-    // leaves it unsized, and so does this one.
-    if n.opset >= 12 {
-        out.push(Val::sized(x.clone(), Some("bool")));
-    }
-    Ok(out)
+    // The mask of what it kept, of the input's shape: a bool each from opset 10, the input's
+    // element type before (Dropout-7). ONNX Runtime allocates it so, where onnx's own shape
+    // inference leaves it unsized before opset 12.
+    let mask = if n.opset >= 10 { Some("bool") } else { dtype0 };
+    Ok(vec![
+        Val::sized(x.clone(), dtype0),
+        Val::sized(x.clone(), mask),
+    ])
 }
 
 /// `Cast`, `CastLike`.
@@ -861,11 +886,7 @@ fn concat(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let mut total = D::n(0);
     for s in &shapes {
         let d = s.get(a).ok_or("the ranks differ")?;
-        total = match (total.p.clone(), d.p.clone()) {
-            (None, None) => D::n(total.k + d.k),
-            (None, Some(_)) if total.k == 0 => d.clone(),
-            _ => return fail("concatenating symbolic dims"),
-        };
+        total = add(&total, d).ok_or("concatenating symbolic dims")?;
     }
     out[a] = total;
     let folded = (0..inputs.len())
@@ -937,19 +958,10 @@ fn reshape(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         let total = product(x).ok_or("more than one symbolic dim")?;
         let rest = product(&out.iter().flatten().cloned().collect::<Vec<_>>())
             .ok_or("more than one symbolic dim")?;
-        let k = if rest.k == 0 {
-            0
-        } else if total.k % rest.k == 0 {
-            total.k / rest.k
-        } else {
-            return fail("the sizes do not divide");
-        };
-        let p = match (&total.p, &rest.p) {
-            (p, None) => p.clone(),
-            (Some(a), Some(b)) if a == b => None,
-            _ => return fail("a symbolic dim does not divide"),
-        };
-        out[hole] = Some(D { k, p });
+        out[hole] = Some(match rest.k {
+            0 => D::n(0),
+            _ => total.div(&rest).ok_or("the sizes do not divide")?,
+        });
     }
     let out = (out.into_iter().collect::<Option<_>>()).ok_or("a dim of the target is invalid")?;
     // The same values in the same order: a constant stays one.
@@ -1408,26 +1420,22 @@ fn tile(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     one(out, dtype0)
 }
 
-/// `a + b`, where both are known, or multiples of one param.
+/// `a + b`, where both are known, or multiples of the same params.
 fn add(a: &D, b: &D) -> Option<D> {
-    match (&a.p, &b.p) {
-        (None, None) => Some(D::n(a.k.checked_add(b.k)?)),
-        (p, q) if p == q => Some(D {
+    match (a.known(), b.known()) {
+        _ if a.p == b.p => Some(D {
             k: a.k.checked_add(b.k)?,
-            p: p.clone(),
+            p: a.p.clone(),
         }),
-        (_, None) if b.k == 0 => Some(a.clone()),
-        (None, _) if a.k == 0 => Some(b.clone()),
+        (_, Some(0)) => Some(a.clone()),
+        (Some(0), _) => Some(b.clone()),
         _ => None,
     }
 }
 
 /// `d / by`, where `by` divides its multiple.
 fn div(d: &D, by: u64) -> Option<D> {
-    (by != 0 && d.k.is_multiple_of(by)).then(|| D {
-        k: d.k / by,
-        p: d.p.clone(),
-    })
+    d.div(&D::n(by))
 }
 
 /// `EyeLike`, `RandomNormalLike`, `RandomUniformLike`, `Bernoulli`: the input's shape, in the

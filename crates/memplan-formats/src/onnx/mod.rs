@@ -146,15 +146,12 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
                     (Some(v), _) if *v >= 0 => D::n(*v as u64),
                     (_, Some(p)) if !p.is_empty() => {
                         params.entry(p.clone()).or_insert(1);
-                        D {
-                            k: 1,
-                            p: Some(p.clone()),
-                        }
+                        D::param(1, p.clone())
                     }
                     _ => {
                         let p = format!("{}_dim{k}", vi.name);
                         params.entry(p.clone()).or_insert(1);
-                        D { k: 1, p: Some(p) }
+                        D::param(1, p)
                     }
                 })
                 .collect()
@@ -228,7 +225,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         });
         if read > 0 {
             warnings.push(format!(
-                "tensors whose shapes were read at three sample values of the symbolic dims (each dim a number, or a number times one symbolic dim): {read}; exact while the model keeps them so (a clamp past the samples, as at a window, goes unseen)"
+                "tensors whose shapes were read at three sample values of the symbolic dims (each dim a number times a product of symbolic dims): {read}; exact while the model keeps them so (a clamp past the samples, as at a window, goes unseen)"
             ));
         }
     }
@@ -277,10 +274,10 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
                     shape: Some(
                         shape
                             .iter()
-                            .flat_map(|d| match &d.p {
-                                None => vec![Dim::Fixed(d.k)],
-                                Some(p) if d.k == 1 => vec![Dim::Param(p.clone())],
-                                Some(p) => vec![Dim::Fixed(d.k), Dim::Param(p.clone())],
+                            .flat_map(|d| {
+                                // `k` times the params, a dim each: the same bytes.
+                                let k = (d.k != 1 || d.p.is_empty()).then_some(Dim::Fixed(d.k));
+                                k.into_iter().chain(d.p.iter().cloned().map(Dim::Param))
                             })
                             .collect(),
                     ),
@@ -447,7 +444,7 @@ fn infer_nodes(
         {
             let given = value_info
                 .get(out.as_str())
-                .filter(|(s, _)| s.as_ref().is_some_and(|s| s.iter().all(|d| d.p.is_none())));
+                .filter(|(s, _)| s.as_ref().is_some_and(|s| s.iter().all(|d| d.p.is_empty())));
             let val = match (&inferred, given) {
                 (Ok(v), _) if v.get(k).is_some_and(|v| v.shape.is_some()) => v[k].clone(),
                 (_, Some((shape, dtype))) => Val {
@@ -483,10 +480,15 @@ fn infer_nodes(
 }
 
 /// The sample values of the symbolic dims, for param `i` (in name order) in sample `s`:
-/// distinct primes, none 1 (a dim of 1 broadcasts) and none a power of two (as most constant
-/// dims are), small enough to stay inside a model's own bounds (its positions).
+/// distinct primes for up to ten params (past them they repeat, and a dim two params could
+/// explain is left unsized), none 1 (a dim of 1 broadcasts) and none a power of two (as most
+/// constant dims are), small enough to stay inside a model's own bounds (its positions): the
+/// first five params' are under 60.
 const SAMPLES: [usize; 3] = [0, 1, 2];
-const PRIMES: [u64; 15] = [5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59];
+const PRIMES: [u64; 30] = [
+    5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97, 101,
+    103, 107, 109, 113, 127, 131,
+];
 
 fn sample_value(i: usize, s: usize) -> u64 {
     PRIMES[(3 * i + s) % PRIMES.len()]
@@ -509,9 +511,14 @@ fn sample_inputs(
         .map(|(name, v)| {
             let shape = (v.shape.as_ref()).map(|shape| {
                 (shape.iter())
-                    .map(|d| match d.p.as_deref().and_then(value) {
-                        Some(x) => D::n(d.k.saturating_mul(x)),
-                        None => d.clone(),
+                    .map(|d| {
+                        let values: Option<Vec<u64>> = d.p.iter().map(|p| value(p)).collect();
+                        match values {
+                            Some(values) => {
+                                D::n(values.iter().fold(d.k, |a, &x| a.saturating_mul(x)))
+                            }
+                            None => d.clone(),
+                        }
                     })
                     .collect()
             });
@@ -521,9 +528,9 @@ fn sample_inputs(
 }
 
 /// Tensor `t`'s shape from its shapes in the three samples: each dim the same in all three is
-/// that number, and one that changes is `k` times the one symbolic dim it follows in all three.
-/// `Err(None)` where a sample did not size it; `Err(why)` where a dim follows no one symbolic
-/// dim (the product of two, as a flattened batch and sequence, or a sum).
+/// that number, and one that changes is `k` times the one product of symbolic dims it follows
+/// in all three ([`monomial`]). `Err(None)` where a sample did not size it; `Err(why)` where a
+/// dim follows no such product (a sum, a clamp).
 fn sampled(
     t: &str,
     params: &BTreeMap<String, u64>,
@@ -537,28 +544,76 @@ fn sampled(
         .ok_or(None)?;
     let rank = shapes[0].len();
     let not_one =
-        Some("a dim of it is no one symbolic dim times a number: a product of two, or a sum");
+        Some("a dim of it is no number times a product of symbolic dims: a sum, or a clamp");
     if shapes.iter().any(|s| s.len() != rank) {
         return Err(not_one);
     }
+    let values: Vec<[u64; 3]> = (0..params.len())
+        .map(|i| SAMPLES.map(|s| sample_value(i, s)))
+        .collect();
     let shape = (0..rank)
         .map(|k| {
             let dims: Vec<u64> = shapes.iter().map(|s| s[k].known()).collect::<Option<_>>()?;
+            let dims = [dims[0], dims[1], dims[2]];
             if dims.iter().all(|&d| d == dims[0]) {
                 return Some(D::n(dims[0]));
             }
-            params.keys().enumerate().find_map(|(i, p)| {
-                let values = SAMPLES.map(|s| sample_value(i, s));
-                let k = dims[0] / values[0];
-                (k > 0 && (0..3).all(|s| k.checked_mul(values[s]) == Some(dims[s]))).then(|| D {
-                    k,
-                    p: Some(p.clone()),
-                })
-            })
+            let (k, powers) = monomial(dims, &values)?;
+            let p = (params.keys().zip(powers))
+                .flat_map(|(p, e)| std::iter::repeat_n(p.clone(), e as usize))
+                .collect();
+            Some(D { k, p })
         })
         .collect::<Option<Shape>>()
         .ok_or(not_one)?;
     Ok(Val::sized(shape, vals[0].dtype))
+}
+
+/// The one `k` and powers `e` with `dims[s] == k * prod(values[i][s]^e[i])` in every sample `s`;
+/// `None` where none fits, or more than one (params whose samples repeat), or the powers to
+/// try pass a few thousand. Each power is at most the times its value divides the dim in every
+/// sample; with distinct primes for every param and sample, one fit at most exists.
+fn monomial(dims: [u64; 3], values: &[[u64; 3]]) -> Option<(u64, Vec<u32>)> {
+    const MOST_TRIED: u64 = 4096;
+    let divides = |mut d: u64, v: u64| {
+        let mut n = 0u32;
+        while d != 0 && d.is_multiple_of(v) && n < 16 {
+            (d, n) = (d / v, n + 1);
+        }
+        n
+    };
+    let most: Vec<u32> = (values.iter())
+        .map(|v| (0..3).map(|s| divides(dims[s], v[s])).min().unwrap_or(0))
+        .collect();
+    let tried = (most.iter()).try_fold(1u64, |a, &m| a.checked_mul(u64::from(m) + 1));
+    if tried.is_none_or(|n| n > MOST_TRIED) {
+        return None;
+    }
+    let mut found = None;
+    let mut powers = vec![0u32; values.len()];
+    loop {
+        let k = SAMPLES.map(|s| {
+            let by = (values.iter().zip(&powers))
+                .try_fold(1u64, |a, (v, &e)| a.checked_mul(v[s].checked_pow(e)?))?;
+            dims[s].is_multiple_of(by).then(|| dims[s] / by)
+        });
+        if let [Some(a), Some(b), Some(c)] = k
+            && a == b
+            && b == c
+            && a > 0
+        {
+            if found.is_some() {
+                return None;
+            }
+            found = Some((a, powers.clone()));
+        }
+        // The next powers, as an odometer.
+        let Some(i) = (0..powers.len()).find(|&i| powers[i] < most[i]) else {
+            return found;
+        };
+        powers[i] += 1;
+        powers[..i].fill(0);
+    }
 }
 
 /// The subgraphs of a node: an `If`'s branches, a `Loop`'s or `Scan`'s body.
@@ -881,6 +936,42 @@ mod tests {
         }
     }
 
+    /// A Dropout's mask has its input's shape, in its input's element type before opset 10 and a
+    /// bool each from 10, as ONNX Runtime 1.32.0 allocates it (where onnx's own inference
+    /// leaves it unsized before 12).
+    #[test]
+    fn a_dropouts_mask_is_sized_as_onnx_runtime_allocates_it() {
+        for (opset, mask) in [(7, 2 * 3 * 4), (9, 2 * 3 * 4), (10, 2 * 3), (12, 2 * 3)] {
+            let dropout = proto::NodeProto {
+                output: vec!["y".into(), "mask".into()],
+                ..node("Dropout", &["x"], Vec::new())
+            };
+            let model = proto::ModelProto {
+                opset_import: vec![proto::OperatorSetIdProto {
+                    domain: String::new(),
+                    version: opset,
+                }],
+                graph: Some(proto::GraphProto {
+                    input: vec![input("x", &[2, 3])],
+                    node: vec![dropout],
+                    ..proto::GraphProto::default()
+                }),
+                ..proto::ModelProto::default()
+            };
+            let imported = parse(&model.encode_to_vec(), &Options::default()).unwrap();
+            assert!(
+                imported.warnings.is_empty(),
+                "{opset}: {:?}",
+                imported.warnings
+            );
+            assert_eq!(
+                bytes_of(&imported.graph, "mask"),
+                Some(mask),
+                "opset {opset}"
+            );
+        }
+    }
+
     /// A convolution whose weights have too few dims for what it reads of them (found by
     /// fuzzing: the channel count indexed an empty shape) leaves its output unsized, as any
     /// inference that stops does, where it panicked.
@@ -962,8 +1053,9 @@ mod tests {
     }
 
     /// Shapes computed from symbolic dims are read from three sample values of them: a
-    /// reshape to `[N, 2, 2]` (its target from `x`'s own shape) has `N` as its first dim, and
-    /// one to `[N * M]` is no one dim times a number: unsized, and said so.
+    /// reshape to `[N, 2, 2]` (its target from `x`'s own shape) has `N` as its first dim, one to
+    /// `[N * M]` the product (as two dims, the same bytes), and one to `[N + M]` is no product:
+    /// unsized, and said so.
     #[test]
     fn shapes_computed_from_symbolic_dims_follow_them() {
         let dim = |d: &str| match d.parse::<i64>() {
@@ -998,6 +1090,9 @@ mod tests {
             to("nm", "Mul", &["n", "m"]),
             to("nm1", "Unsqueeze", &["nm", "axes"]),
             to("flat", "Reshape", &["x", "nm1"]),
+            to("sum", "Add", &["n", "m"]),
+            to("sum1", "Unsqueeze", &["sum", "axes"]),
+            to("summed", "Reshape", &["x", "sum1"]),
         ];
         let mut concat = nodes;
         concat[4].attribute = vec![int_attribute("axis", 0)];
@@ -1006,11 +1101,54 @@ mod tests {
         let y = imported.graph.tensors.iter().find(|t| t.id == "y").unwrap();
         let n = Dim::Param("N".into());
         assert_eq!(y.shape, Some(vec![n, Dim::Fixed(2), Dim::Fixed(2)]));
-        assert_eq!(bytes_of(&imported.graph, "flat"), None);
+        let flat = imported
+            .graph
+            .tensors
+            .iter()
+            .find(|t| t.id == "flat")
+            .unwrap();
+        let m = Dim::Param("M".into());
+        assert_eq!(flat.shape, Some(vec![m, Dim::Param("N".into())]));
+        assert_eq!(bytes_of(&imported.graph, "summed"), None);
         let warnings = imported.warnings.join("\n");
         assert!(
-            warnings.contains("`flat` (a dim of it is no one symbolic dim times a number"),
+            warnings
+                .contains("`summed` (a dim of it is no number times a product of symbolic dims"),
             "{warnings}"
+        );
+    }
+
+    /// A dim read at three samples is the one number times a product of params that gives it in
+    /// all three: a number that holds a param's prime stays the number's, a param may appear
+    /// squared, and where two params share their samples (past ten) neither is chosen.
+    #[test]
+    fn a_sampled_dim_is_one_number_times_one_product_of_params() {
+        let values: Vec<[u64; 3]> = (0..11)
+            .map(|i| SAMPLES.map(|s| sample_value(i, s)))
+            .collect();
+        let at = |k: u64, powers: &[u32]| {
+            SAMPLES.map(|s| (values.iter().zip(powers)).fold(k, |a, (v, &e)| a * v[s].pow(e)))
+        };
+        let cases: [(u64, &[u32]); 4] =
+            [(7, &[1]), (768, &[1, 1]), (12, &[2, 1]), (35, &[0, 0, 3])];
+        for (k, powers) in cases {
+            let mut all = powers.to_vec();
+            all.resize(10, 0);
+            assert_eq!(
+                monomial(at(k, &all), &values[..10]),
+                Some((k, all)),
+                "{k} {powers:?}"
+            );
+        }
+        // Param 10 samples as param 0 does: either explains the dim.
+        let mut first = vec![0; 11];
+        first[0] = 1;
+        assert_eq!(values[10], values[0]);
+        assert_eq!(monomial(at(3, &first), &values), None);
+        // A sum is no product.
+        assert_eq!(
+            monomial(SAMPLES.map(|s| values[0][s] + values[1][s]), &values),
+            None
         );
     }
 
