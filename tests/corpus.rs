@@ -642,7 +642,7 @@ fn onnx_exported_models() -> Vec<ExportedModel> {
 #[test]
 fn exported_transformers_with_fixed_inputs_load_complete_with_onnx_runtimes_sizes() {
     let models = onnx_exported_models();
-    assert_eq!(models.len(), 7);
+    assert_eq!(models.len(), 10);
     for model in models {
         let bytes = std::fs::read(data_dir().join(&model.path)).unwrap();
         let options = memplan_formats::onnx::Options {
@@ -675,7 +675,10 @@ fn exported_transformers_with_fixed_inputs_load_complete_with_onnx_runtimes_size
 /// The same models with their dims symbolic: the shapes they compute from those dims are read
 /// from three sample values of them, so each plans complete with its dims as params, and bound
 /// to the figures' shapes every tensor has ONNX Runtime's bytes, GPT-2's projections too, which
-/// flatten batch times sequence.
+/// flatten batch times sequence. torch.export names GPT-2's two inputs' dims apart (`s72`, `s70`
+/// and `s43`, `s53`), though the model runs only where they agree: its attention mask's reshape
+/// to the ids' batch divides by it, which no sample of dims apart does, so what follows it stays
+/// unsized (the warning says why) until the inputs' shapes are fixed.
 #[test]
 fn exported_transformers_with_symbolic_inputs_plan_with_their_dims_as_params() {
     for model in onnx_exported_models() {
@@ -697,18 +700,27 @@ fn exported_transformers_with_symbolic_inputs_plan_with_their_dims_as_params() {
             Some(bound) => (bound.graph, bound.resolved),
             None => panic!("{}: params to bind", model.path),
         };
-        assert!(
-            s.report(&outcome).summary.complete,
-            "{}: {:?}",
-            model.path,
-            s.warnings
-        );
+        let apart = model.path.ends_with("gpt2_dynamo.onnx");
+        let mut unsized_tensors = 0;
         for (name, &bytes) in &model.bytes {
             let index = resolved.tensor_of(&graph, name).unwrap();
-            assert_eq!(
-                resolved.tensors[index].bytes, bytes,
-                "{} {name}",
-                model.path
+            match graph.tensors[index].size_unknown {
+                true => unsized_tensors += 1,
+                false => assert_eq!(
+                    resolved.tensors[index].bytes, bytes,
+                    "{} {name}",
+                    model.path
+                ),
+            }
+        }
+        let complete = s.report(&outcome).summary.complete;
+        assert_eq!(complete, !apart, "{}: {:?}", model.path, s.warnings);
+        assert_eq!(unsized_tensors > 0, apart, "{}", model.path);
+        if apart {
+            let warnings = s.warnings.join("\n");
+            assert!(
+                warnings.contains("`view_1` (Reshape: the target shape is not a constant)"),
+                "{warnings}"
             );
         }
         let read = s
