@@ -80,6 +80,9 @@ pub(super) struct Val {
     /// Why its shape is not known, where the node's other outputs are (the import's warning
     /// says it).
     pub(super) why: Option<InferStop>,
+    /// Its size depends on the values the node reads (a `NonZero`'s count): its shape is the
+    /// most it can be, as a static plan must hold (the import's warning names it).
+    pub(super) at_most: bool,
 }
 
 impl Val {
@@ -547,6 +550,10 @@ fn onnx(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         "ConstantOfShape" => constant_of_shape(n),
         "Constant" => constant(n),
         "TopK" => top_k(n),
+        "NonZero" => non_zero(n),
+        "NonMaxSuppression" => non_max_suppression(n),
+        "Compress" => compress(n),
+        "Unique" => unique(n),
         "Tile" => tile(n),
         "IsNaN" | "IsInf" => one(n.shape(0)?.clone(), Some("bool")),
         "CastLike" => cast(n),
@@ -640,6 +647,7 @@ fn cast(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         konst: konst(0),
         floats: None,
         why: None,
+        at_most: false,
     }])
 }
 
@@ -899,6 +907,7 @@ fn concat(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         konst: folded,
         floats: None,
         why: None,
+        at_most: false,
     }])
 }
 
@@ -1043,6 +1052,7 @@ fn squeeze(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         konst: konst(0),
         floats: None,
         why: None,
+        at_most: false,
     }])
 }
 
@@ -1191,6 +1201,7 @@ fn shape_op(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         konst: values,
         floats: None,
         why: None,
+        at_most: false,
     }])
 }
 
@@ -1205,6 +1216,7 @@ fn size(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             .map(|v| vec![v as i64]),
         floats: None,
         why: None,
+        at_most: false,
     }])
 }
 
@@ -1234,6 +1246,7 @@ fn gather(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         konst: folded,
         floats: None,
         why: None,
+        at_most: false,
     }])
 }
 
@@ -1296,6 +1309,7 @@ fn slice(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         konst: folded,
         floats: None,
         why: None,
+        at_most: false,
     }])
 }
 
@@ -1325,6 +1339,7 @@ fn range(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         konst: values,
         floats: None,
         why: None,
+        at_most: false,
     }])
 }
 
@@ -1359,6 +1374,7 @@ fn constant(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             konst: tensor_ints(t),
             floats: tensor_floats(t),
             why: None,
+            at_most: false,
         }]),
         ("value_int", _) => Ok(vec![Val {
             shape: Some(vec![]),
@@ -1366,6 +1382,7 @@ fn constant(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             konst: Some(vec![a.i]),
             floats: None,
             why: None,
+            at_most: false,
         }]),
         ("value_ints", _) => Ok(vec![Val {
             shape: Some(vec![D::n(a.ints.len() as u64)]),
@@ -1373,6 +1390,7 @@ fn constant(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             konst: Some(a.ints.clone()),
             floats: None,
             why: None,
+            at_most: false,
         }]),
         ("value_float", _) => Ok(vec![Val::sized(vec![], Some("f32"))]),
         ("value_floats", _) => Ok(vec![Val {
@@ -1381,6 +1399,7 @@ fn constant(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             konst: None,
             floats: Some(a.floats.iter().map(|&f| f64::from(f)).collect()),
             why: None,
+            at_most: false,
         }]),
         _ => fail("a Constant of a kind not read"),
     }
@@ -1392,15 +1411,108 @@ fn top_k(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let shape = |k: usize| n.shape(k);
     let konst = |k: usize| n.konst(k);
     let x = shape(0)?;
-    let k = konst(1)
-        .and_then(|v| v.first().copied())
-        .ok_or("k is not a constant")?;
     let a = axis(attr_i(node, "axis", -1), x.len()).ok_or("the axis is out of range")?;
     let mut out = x.clone();
-    out[a] = D::n(k.max(0) as u64);
+    // A `k` computed as it runs is at most the axis.
+    let k = konst(1).and_then(|v| v.first().copied());
+    if let Some(k) = k {
+        out[a] = D::n(k.max(0) as u64);
+    }
     Ok(vec![
-        Val::sized(out.clone(), dtype0),
-        Val::sized(out, Some("i64")),
+        at_most(Val::sized(out.clone(), dtype0), k.is_none()),
+        at_most(Val::sized(out, Some("i64")), k.is_none()),
+    ])
+}
+
+/// The ops whose outputs' sizes depend on the values they read, sized at the most they can be
+/// ([`Val::at_most`]).
+pub(super) const DATA_DEPENDENT: [&str; 5] =
+    ["NonZero", "NonMaxSuppression", "Compress", "Unique", "TopK"];
+
+/// `val`, marked as the most its size can be where `most` (see [`Val::at_most`]).
+fn at_most(val: Val, most: bool) -> Val {
+    Val {
+        at_most: most,
+        ..val
+    }
+}
+
+/// `NonZero`: the indices of the input's non-zero elements, `[rank, count]`, the count at most
+/// every element.
+fn non_zero(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let x = n.shape(0)?;
+    let count = product(x).ok_or("the element count overflows")?;
+    let shape = vec![D::n(x.len() as u64), count];
+    Ok(vec![at_most(Val::sized(shape, Some("i64")), true)])
+}
+
+/// `NonMaxSuppression`: `[selected, 3]` indices (batch, class, box) of boxes `[B, N, 4]` and
+/// scores `[B, C, N]`: at most `max_output_boxes_per_class` (where a constant; none when left
+/// out) or every box, of every class of every batch.
+fn non_max_suppression(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let scores = n.shape(1)?;
+    let [batches, classes, boxes] = scores.as_slice() else {
+        return fail("the scores are not three-dimensional");
+    };
+    let per_class = match n.at(2) {
+        None => D::n(0),
+        Some(v) => match v.konst.as_deref() {
+            Some([most, ..]) => {
+                let most = u64::try_from(*most).unwrap_or(0);
+                D::n(boxes.known().map_or(most, |b| b.min(most)))
+            }
+            _ => boxes.clone(),
+        },
+    };
+    let selected =
+        product(&[batches.clone(), classes.clone(), per_class]).ok_or("the count overflows")?;
+    let shape = vec![selected, D::n(3)];
+    Ok(vec![at_most(Val::sized(shape, Some("i64")), true)])
+}
+
+/// `Compress`: the slices along `axis` (the flattened input without one) its condition keeps,
+/// at most the fewer of the condition's length and the slices.
+fn compress(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let x = n.shape(0)?;
+    let condition = n.shape(1)?.first().and_then(D::known);
+    let fewer = |d: D| match (d.known(), condition) {
+        (Some(d), Some(c)) => D::n(d.min(c)),
+        (None, Some(c)) => D::n(c),
+        _ => d,
+    };
+    let shape = match attr(n.node, "axis") {
+        None => vec![fewer(product(x).ok_or("the element count overflows")?)],
+        Some(a) => {
+            let a = axis(a.i, x.len()).ok_or("the axis is out of range")?;
+            let mut out = x.clone();
+            out[a] = fewer(x[a].clone());
+            out
+        }
+    };
+    Ok(vec![at_most(Val::sized(shape, n.dtype0), true)])
+}
+
+/// `Unique`: the distinct elements (or slices along `axis`), their first indices, each
+/// element's index among them, and their counts: at most every element (or slice); the
+/// inverse indices, one per element (or slice), exactly.
+fn unique(n: &Inputs) -> Result<Vec<Val>, InferStop> {
+    let x = n.shape(0)?;
+    let (y, each) = match attr(n.node, "axis") {
+        None => {
+            let all = product(x).ok_or("the element count overflows")?;
+            (vec![all.clone()], all)
+        }
+        Some(a) => {
+            let a = axis(a.i, x.len()).ok_or("the axis is out of range")?;
+            (x.clone(), x[a].clone())
+        }
+    };
+    let indices = Val::sized(vec![each.clone()], Some("i64"));
+    Ok(vec![
+        at_most(Val::sized(y, n.dtype0), true),
+        at_most(indices.clone(), true),
+        indices.clone(),
+        at_most(indices, true),
     ])
 }
 

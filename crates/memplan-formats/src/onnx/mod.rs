@@ -129,6 +129,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             konst: tensor_ints(t),
             floats: tensor_floats(t),
             why: None,
+            at_most: false,
         };
         vals.insert(t.name.clone(), unsized_elements(&t.name, val, &mut stopped));
     }
@@ -176,6 +177,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             konst: None,
             floats: None,
             why: None,
+            at_most: false,
         };
         vals.insert(
             vi.name.clone(),
@@ -228,6 +230,26 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
                 "tensors whose shapes were read at three sample values of the symbolic dims (each dim a number times a product of symbolic dims): {read}; exact while the model keeps them so (a clamp past the samples, as at a window, goes unseen)"
             ));
         }
+    }
+    let at_most: Vec<String> = (g.node.iter())
+        .flat_map(|n| {
+            let sized = |o: &&String| {
+                vals.get(o.as_str())
+                    .is_some_and(|v| v.at_most && v.shape.is_some())
+            };
+            (n.output.iter().filter(sized)).map(|o| format!("`{o}` ({})", n.op_type))
+        })
+        .collect();
+    if !at_most.is_empty() {
+        let (n, more) = (at_most.len(), if at_most.len() > 20 { ", ..." } else { "" });
+        warnings.push(format!(
+            "{n} {} on the values the model reads {} planned at the most {} can be, as a static plan must hold {} (a NonZero's count at every element): {}{more}",
+            if n == 1 { "tensor whose size depends" } else { "tensors whose sizes depend" },
+            if n == 1 { "is" } else { "are" },
+            if n == 1 { "it" } else { "they" },
+            if n == 1 { "it" } else { "them" },
+            at_most[..n.min(20)].join(", ")
+        ));
     }
     if !stopped.is_empty() {
         let list: Vec<String> = stopped
@@ -445,14 +467,26 @@ fn infer_nodes(
             let given = value_info
                 .get(out.as_str())
                 .filter(|(s, _)| s.as_ref().is_some_and(|s| s.iter().all(|d| d.p.is_empty())));
+            // A size the values decide is the most it can be, unless the file declares it.
+            let at_most = matches!(&inferred, Ok(v) if v.get(k).is_some_and(|v| v.at_most))
+                && DATA_DEPENDENT.contains(&node.op_type.as_str());
             let val = match (&inferred, given) {
-                (Ok(v), _) if v.get(k).is_some_and(|v| v.shape.is_some()) => v[k].clone(),
+                (Ok(v), _)
+                    if v.get(k).is_some_and(|v| v.shape.is_some())
+                        && !(at_most && given.is_some()) =>
+                {
+                    Val {
+                        at_most,
+                        ..v[k].clone()
+                    }
+                }
                 (_, Some((shape, dtype))) => Val {
                     shape: shape.clone(),
                     dtype: *dtype,
                     konst: None,
                     floats: None,
                     why: None,
+                    at_most: false,
                 },
                 (Ok(v), None) => {
                     let why = match v.get(k).and_then(|v| v.why) {
@@ -934,6 +968,85 @@ mod tests {
             attribute,
             ..proto::NodeProto::default()
         }
+    }
+
+    /// An output whose size the values decide is sized at the most it can be, as a static plan
+    /// must hold it, and the warning names it; where the file declares its shape, the
+    /// declaration stands.
+    #[test]
+    fn sizes_the_values_decide_are_planned_at_their_most() {
+        let to = |op: &str, inputs: &[&str], outputs: &[&str]| proto::NodeProto {
+            output: outputs.iter().map(|&o| o.into()).collect(),
+            ..node(op, inputs, Vec::new())
+        };
+        let mut condition = input("condition", &[2]);
+        condition
+            .r#type
+            .as_mut()
+            .unwrap()
+            .tensor_type
+            .as_mut()
+            .unwrap()
+            .elem_type = 9;
+        let inputs = vec![
+            input("x", &[2, 3]),
+            input("boxes", &[1, 5, 4]),
+            input("scores", &[1, 2, 5]),
+            input("k", &[1]),
+            condition,
+        ];
+        let mut compress = to("Compress", &["x", "condition"], &["compressed"]);
+        compress.attribute = vec![int_attribute("axis", 0)];
+        let nodes = vec![
+            to("NonZero", &["x"], &["y"]),
+            to("Unique", &["x"], &["u", "first", "inverse", "counts"]),
+            to("NonMaxSuppression", &["boxes", "scores", "three"], &["nms"]),
+            to("NonMaxSuppression", &["boxes", "scores", "k"], &["nms_any"]),
+            to("TopK", &["x", "k"], &["top", "top_indices"]),
+            compress,
+            to("Compress", &["x", "condition"], &["compressed_flat"]),
+        ];
+        let imported = imported(inputs, vec![constant("three", &[3], &[])], nodes);
+        let bytes = |name: &str| bytes_of(&imported.graph, name);
+        assert_eq!(bytes("y"), Some(2 * 6 * 8));
+        let unique = ["u", "first", "inverse", "counts"].map(bytes);
+        assert_eq!(unique, [6 * 4, 6 * 8, 6 * 8, 6 * 8].map(Some));
+        // Three a class of each of the 2 classes, of 1 batch; any of the 5 boxes where the
+        // most is no constant.
+        assert_eq!(bytes("nms"), Some(2 * 3 * 3 * 8));
+        assert_eq!(bytes("nms_any"), Some(2 * 5 * 3 * 8));
+        assert_eq!(bytes("top"), Some(2 * 3 * 4));
+        // The condition's 2 slices of the 2, and 2 of the 6 elements flattened.
+        assert_eq!(bytes("compressed"), Some(2 * 3 * 4));
+        assert_eq!(bytes("compressed_flat"), Some(2 * 4));
+        let warnings = imported.warnings.join("\n");
+        assert!(
+            warnings.contains(
+                "10 tensors whose sizes depend on the values the model reads are planned at the most they can be, as a static plan must hold them (a NonZero's count at every element): `y` (NonZero), `u` (Unique), `first` (Unique), `counts` (Unique), `nms` (NonMaxSuppression)"
+            ),
+            "{warnings}"
+        );
+        // A declared shape stands.
+        let mut x = input("y", &[2, 1]);
+        x.r#type
+            .as_mut()
+            .unwrap()
+            .tensor_type
+            .as_mut()
+            .unwrap()
+            .elem_type = 7;
+        let model = proto::ModelProto {
+            graph: Some(proto::GraphProto {
+                input: vec![input("x", &[2, 3])],
+                node: vec![to("NonZero", &["x"], &["y"])],
+                output: vec![x],
+                ..proto::GraphProto::default()
+            }),
+            ..proto::ModelProto::default()
+        };
+        let declared = parse(&model.encode_to_vec(), &Options::default()).unwrap();
+        assert_eq!(bytes_of(&declared.graph, "y"), Some(2 * 8));
+        assert!(declared.warnings.is_empty(), "{:?}", declared.warnings);
     }
 
     /// A Dropout's mask has its input's shape, in its input's element type before opset 10 and a
@@ -1437,6 +1550,11 @@ mod tests {
             let given: HashSet<String> = (g.input.iter().map(|i| i.name.clone()))
                 .chain(g.initializer.iter().map(|i| i.name.clone()))
                 .collect();
+            // What the values decide (a `NonZero`'s count) is sized at its most.
+            let at_most: HashSet<String> = (g.node.iter())
+                .filter(|n| DATA_DEPENDENT.contains(&n.op_type.as_str()))
+                .flat_map(|n| n.output.iter().cloned())
+                .collect();
             let imported = parse(&m.encode_to_vec(), &Options::default()).unwrap();
             let graph = imported.graph;
             let resolved = graph.resolve().unwrap();
@@ -1446,14 +1564,23 @@ mod tests {
                 if graph.tensors[t].size_unknown {
                     continue;
                 }
-                assert_eq!(resolved.tensors[t].bytes, bytes, "{} `{name}`", model.path);
+                match at_most.contains(name) {
+                    true => assert!(
+                        resolved.tensors[t].bytes >= bytes,
+                        "{} `{name}`",
+                        model.path
+                    ),
+                    false => {
+                        assert_eq!(resolved.tensors[t].bytes, bytes, "{} `{name}`", model.path)
+                    }
+                }
                 inferred += 1;
             }
         }
         // The rest: ops whose outputs depend on values given only when the model runs (axes,
-        // sizes and bounds as graph inputs, `NonZero`, `Unique`), and ops not inferred.
+        // sizes and bounds as graph inputs), and ops not inferred.
         assert!(
-            inferred >= 1179,
+            inferred >= 1213,
             "inference alone sizes {inferred} of {sized}"
         );
     }
