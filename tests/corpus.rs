@@ -246,6 +246,7 @@ fn the_vendored_files_are_the_ones_their_readme_describes() {
             + onnx_node_models().len()
             + onnx_contrib_models().len()
             + onnx_exported_models().len()
+            + 1 // onnx/torchvision
             + c.torch.file.len()
             + c.torch_trace.file.len()
             + c.torch_generated.file.len()
@@ -729,6 +730,36 @@ fn exported_transformers_with_symbolic_inputs_plan_with_their_dims_as_params() {
             .any(|w| w.starts_with("tensors whose shapes were read at three sample values"));
         assert!(read, "{}: {:?}", model.path, s.warnings);
     }
+}
+
+/// torchvision's Faster R-CNN as PyTorch's TorchScript exporter writes it, its weights in a
+/// file not kept: its input's resize (float shape arithmetic) and pad (reversed, transposed
+/// pads) fold, so its backbone, region proposals and their `NonZero`s are sized, each with the
+/// bytes ONNX Runtime gives it; what follows the `If` of its non-maximum suppression is not.
+#[test]
+fn torchvisions_detection_model_is_sized_up_to_its_suppression() {
+    let figures: ExportedFigures =
+        toml::from_str(include_str!("data/onnx/torchvision/figures.toml")).unwrap();
+    let model = &figures.model[0];
+    let s = load_onnx(&model.path).unwrap();
+    let outcome = s.plan(&Scenario::default()).unwrap();
+    assert!(outcome.plan.is_valid());
+    let mut sized = 0;
+    for (name, &bytes) in &model.bytes {
+        let index = s.resolved.tensor_of(&s.graph, name).unwrap();
+        if !s.graph.tensors[index].size_unknown {
+            assert_eq!(s.resolved.tensors[index].bytes, bytes, "{name}");
+            sized += 1;
+        }
+    }
+    assert!(sized >= 1262, "{sized} of {} sized", model.bytes.len());
+    let warnings = s.warnings.join("\n");
+    assert!(
+        warnings.contains(
+            "tensors could not be sized and own no bytes in the plan: `If#1095 subgraphs`"
+        ),
+        "{warnings}"
+    );
 }
 
 /// Models of ONNX Runtime's contrib ops load complete, each output with ONNX Runtime's bytes,

@@ -581,6 +581,25 @@ fn unary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let shape = |k: usize| n.shape(k);
     let s = shape(0)?.clone();
     let mut out = vec![Val::sized(s, dtype0)];
+    let floats = n.inputs.first().and_then(|v| v.floats.as_ref());
+    if let Some(values) = floats.filter(|_| !integral(dtype0)) {
+        out[0].floats = (values.iter())
+            .map(|&v| {
+                let y = match op {
+                    "Identity" => v,
+                    "Neg" => -v,
+                    "Abs" => v.abs(),
+                    "Floor" => v.floor(),
+                    "Ceil" => v.ceil(),
+                    "Round" => v.round_ties_even(),
+                    "Sqrt" => v.sqrt(),
+                    "Reciprocal" => 1.0 / v,
+                    _ => return None,
+                };
+                rounded(y, dtype0)
+            })
+            .collect();
+    }
     if integral(dtype0) {
         out[0].konst = (n.konst(0)).and_then(|values| {
             (values.iter())
@@ -641,11 +660,31 @@ fn cast(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         "CastLike" => n.inputs.get(1).and_then(|v| v.dtype),
         _ => dtype_name(attr_i(node, "to", 1) as i32),
     };
+    let x = n.inputs.first().ok_or(InferStop::UnknownInput(0))?;
+    // Floats to integers truncate (as C++'s cast does, in range); integers to floats round.
+    let (konst, floats) = match (&x.floats, integral(to)) {
+        (Some(floats), true) => {
+            let int = |f: f64| (f.is_finite() && f.abs() < 9.2e18).then(|| f.trunc() as i64);
+            let ints: Option<Vec<i64>> = floats.iter().map(|&f| int(f)).collect();
+            (
+                ints.map(|v| match to {
+                    Some("bool") => v.iter().map(|&i| i64::from(i != 0)).collect(),
+                    _ => v,
+                }),
+                None,
+            )
+        }
+        (_, true) => (konst(0), None),
+        (_, false) => {
+            let floats = float_values(x).and_then(|v| v.iter().map(|&f| rounded(f, to)).collect());
+            (konst(0), floats)
+        }
+    };
     Ok(vec![Val {
         shape: Some(shape(0)?.clone()),
         dtype: to,
-        konst: konst(0),
-        floats: None,
+        konst,
+        floats,
         why: None,
         at_most: false,
     }])
@@ -665,13 +704,20 @@ fn binary(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         _ => dtype0,
     };
     // Shape arithmetic on constants folds (an exporter's `expand` target is `Where(Equal(s,
-    // -1), ones, s)`); a float's does not, since integer semantics would be wrong for it.
+    // -1), ones, s)`), on floats as the float type computes it (a resize's size from a scale).
     let python_mod = attr_i(n.node, "fmod", 0) == 0;
-    let konst = (inputs.iter().all(|v| integral(v.dtype)))
-        .then(|| fold_elementwise(inputs, &out, &|a| integer_op(op, python_mod, a)))
-        .flatten();
+    let (konst, floats) = match inputs.iter().all(|v| integral(v.dtype)) {
+        true => {
+            let operands = int_operands(inputs);
+            let folded = operands
+                .and_then(|o| fold_elementwise(&o, &out, &|a| integer_op(op, python_mod, a)));
+            (folded, None)
+        }
+        false => fold_floats(n, &out, dtype),
+    };
     Ok(vec![Val {
         konst,
+        floats,
         ..Val::sized(out, dtype)
     }])
 }
@@ -716,27 +762,25 @@ fn integral(dtype: Option<&'static str>) -> bool {
     )
 }
 
-/// The values of an elementwise op `f` over `inputs` broadcast to `out`, where every input's
-/// values and every dim are known and the output is small; `None` where `f` is (an overflow,
-/// a division by zero).
-fn fold_elementwise(
-    inputs: &[Val],
+/// The values of an elementwise op `f` over `operands` (each a shape and its values)
+/// broadcast to `out`, where every operand's values and every dim are known and the output is
+/// small; `None` where `f` is (an overflow, a division by zero).
+fn fold_elementwise<T: Copy + Default>(
+    operands: &[(&Shape, &[T])],
     out: &Shape,
-    f: &dyn Fn(&[i64]) -> Option<i64>,
-) -> Option<Vec<i64>> {
+    f: &dyn Fn(&[T]) -> Option<T>,
+) -> Option<Vec<T>> {
     let known = |shape: &Shape| shape.iter().map(D::known).collect::<Option<Vec<u64>>>();
     let dims = known(out)?;
     let count = product(out)?.known().filter(|&c| c <= MAX_FOLDED)?;
-    let operands: Vec<(Vec<u64>, &[i64])> = (inputs.iter())
-        .map(|v| {
-            let shape = v.shape.as_ref()?;
-            let values = v.konst.as_deref()?;
+    let operands: Vec<(Vec<u64>, &[T])> = (operands.iter())
+        .map(|&(shape, values)| {
             let elements = product(shape)?.known()?;
             (values.len() as u64 == elements && shape.len() <= out.len())
                 .then(|| Some((known(shape)?, values)))?
         })
         .collect::<Option<_>>()?;
-    let mut args = vec![0; operands.len()];
+    let mut args = vec![T::default(); operands.len()];
     (0..count)
         .map(|flat| {
             for ((own, values), arg) in operands.iter().zip(&mut args) {
@@ -757,6 +801,91 @@ fn fold_elementwise(
             f(&args)
         })
         .collect()
+}
+
+/// The integer values of `inputs`, each with its shape, where all are known.
+fn int_operands(inputs: &[Val]) -> Option<Vec<(&Shape, &[i64])>> {
+    (inputs.iter())
+        .map(|v| Some((v.shape.as_ref()?, v.konst.as_deref()?)))
+        .collect()
+}
+
+/// `x` as an element of `dtype` holds it: `f32` rounds (an `f32` sum, difference, product,
+/// quotient or square root computed in `f64` and rounded is the `f32` one, bit for bit);
+/// `None` for the float types folding does not model (`f16`, `bf16`, ...).
+fn rounded(x: f64, dtype: Option<&str>) -> Option<f64> {
+    match dtype {
+        Some("f32") => Some(f64::from(x as f32)),
+        Some("f64") => Some(x),
+        _ => None,
+    }
+}
+
+/// The values of `v` as floats: its float values, or its integers (exact below 2^53).
+fn float_values(v: &Val) -> Option<Vec<f64>> {
+    match (&v.floats, &v.konst) {
+        (Some(floats), _) => Some(floats.clone()),
+        (None, Some(ints)) => (ints.iter())
+            .map(|&i| (i.unsigned_abs() < 1 << 53).then_some(i as f64))
+            .collect(),
+        _ => None,
+    }
+}
+
+/// Elementwise op `op` on floats, its operands `a` in order (a comparison's truth as 0 or 1);
+/// `None` where it has no value here (an op not folded, a malformed node's missing operand).
+fn float_op(op: &str, a: &[f64]) -> Option<f64> {
+    let (x, y) = (*a.first()?, a.get(1).copied());
+    let truth = |b: bool| Some(f64::from(u8::from(b)));
+    match op {
+        "Add" | "Sum" => Some(a.iter().sum()),
+        "Max" => a.iter().copied().reduce(f64::max),
+        "Min" => a.iter().copied().reduce(f64::min),
+        "Where" => Some(if x != 0.0 { y? } else { *a.get(2)? }),
+        "Sub" => Some(x - y?),
+        "Mul" => Some(x * y?),
+        "Div" => Some(x / y?),
+        "Equal" => truth(x == y?),
+        "Less" => truth(x < y?),
+        "Greater" => truth(x > y?),
+        "LessOrEqual" => truth(x <= y?),
+        "GreaterOrEqual" => truth(x >= y?),
+        _ => None,
+    }
+}
+
+/// `binary`'s values where an input is a float: folded where every input's values are known
+/// and the output is a float type folding models (floats) or a comparison (booleans).
+fn fold_floats(
+    n: &Inputs,
+    out: &Shape,
+    dtype: Option<&'static str>,
+) -> (Option<Vec<i64>>, Option<Vec<f64>>) {
+    let values: Option<Vec<Vec<f64>>> = n.inputs.iter().map(float_values).collect();
+    let Some(values) = values else {
+        return (None, None);
+    };
+    let Some(operands) = (n.inputs.iter().zip(&values))
+        .map(|(v, values)| Some((v.shape.as_ref()?, values.as_slice())))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return (None, None);
+    };
+    // The operands' own type rounds a comparison's; the output's, the rest.
+    let rounding = match dtype {
+        Some("bool") => n
+            .inputs
+            .iter()
+            .rev()
+            .find_map(|v| v.dtype)
+            .filter(|d| !integral(Some(d))),
+        _ => dtype,
+    };
+    let folded = fold_elementwise(&operands, out, &|a| rounded(float_op(n.op, a)?, rounding));
+    match dtype {
+        Some("bool") => (folded.map(|v| v.iter().map(|&b| b as i64).collect()), None),
+        _ => (None, folded),
+    }
 }
 
 /// `Conv`, `ConvTranspose`, `MaxPool`, `AveragePool`, `LpPool`, and the convolutions of
@@ -901,11 +1030,14 @@ fn concat(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         .map(konst)
         .collect::<Option<Vec<_>>>()
         .map(|v| v.concat());
+    let floats = (inputs.iter().map(|v| v.floats.clone()))
+        .collect::<Option<Vec<_>>>()
+        .map(|v| v.concat());
     Ok(vec![Val {
         shape: Some(out),
         dtype: dtype0,
         konst: folded,
-        floats: None,
+        floats,
         why: None,
         at_most: false,
     }])
@@ -976,6 +1108,7 @@ fn reshape(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     // The same values in the same order: a constant stays one.
     Ok(vec![Val {
         konst: konst(0),
+        floats: n.inputs.first().and_then(|v| v.floats.clone()),
         ..Val::sized(out, dtype0)
     }])
 }
@@ -998,13 +1131,27 @@ fn transpose(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let shape = |k: usize| n.shape(k);
     let x = shape(0)?;
     let perm = attr_ints(node, "perm").unwrap_or_else(|| (0..x.len() as i64).rev().collect());
-    one(
-        perm.iter()
-            .map(|&p| x.get(p as usize).cloned())
-            .collect::<Option<_>>()
-            .ok_or("the permutation is out of range")?,
-        dtype0,
-    )
+    let out: Shape = (perm.iter())
+        .map(|&p| x.get(usize::try_from(p).ok()?).cloned())
+        .collect::<Option<_>>()
+        .ok_or("the permutation is out of range")?;
+    // Known values move with their axes.
+    let v = n.inputs.first();
+    let axes = v.and_then(dims_of).map(|dims| {
+        let strides = strides(&dims);
+        (perm.iter().map(|&p| p as usize))
+            .map(|p| ((0..dims[p]).collect(), strides[p]))
+            .collect::<Vec<_>>()
+    });
+    Ok(vec![Val {
+        konst: axes
+            .as_ref()
+            .and_then(|a| gather_strided(v?.konst.as_deref()?, a)),
+        floats: axes
+            .as_ref()
+            .and_then(|a| gather_strided(v?.floats.as_deref()?, a)),
+        ..Val::sized(out, dtype0)
+    }])
 }
 
 /// `Squeeze`, `Unsqueeze`.
@@ -1046,11 +1193,12 @@ fn squeeze(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             out.insert(a, D::n(1));
         }
     }
+    // The same values in the same order.
     Ok(vec![Val {
         shape: Some(out),
         dtype: dtype0,
         konst: konst(0),
-        floats: None,
+        floats: n.inputs.first().and_then(|v| v.floats.clone()),
         why: None,
         at_most: false,
     }])
@@ -1151,14 +1299,31 @@ fn reductions(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             (false, _) => Some(d.clone()),
         })
         .collect();
-    one(
-        out,
-        if op.starts_with("Arg") {
-            Some("i64")
-        } else {
-            dtype0
-        },
-    )
+    if op.starts_with("Arg") {
+        return one(out, Some("i64"));
+    }
+    // A reduction of known values over every axis (shape arithmetic's smaller side) folds.
+    let x = n.inputs.first().filter(|_| axes.len() == x.len());
+    let ints = x
+        .and_then(|x| x.konst.as_deref())
+        .filter(|_| integral(dtype0));
+    let konst = ints.and_then(|v| match op {
+        "ReduceMin" => v.iter().copied().min(),
+        "ReduceMax" => v.iter().copied().max(),
+        "ReduceSum" => v.iter().try_fold(0i64, |a, &b| a.checked_add(b)),
+        "ReduceProd" => v.iter().try_fold(1i64, |a, &b| a.checked_mul(b)),
+        _ => None,
+    });
+    let floats = x.and_then(|x| x.floats.as_deref()).and_then(|v| match op {
+        "ReduceMin" => v.iter().copied().reduce(f64::min),
+        "ReduceMax" => v.iter().copied().reduce(f64::max),
+        _ => None,
+    });
+    Ok(vec![Val {
+        konst: konst.map(|k| vec![k]),
+        floats: floats.map(|f| vec![f]),
+        ..Val::sized(out, dtype0)
+    }])
 }
 
 /// `Expand`.
@@ -1173,7 +1338,8 @@ fn expand(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         .map(|&v| D::n(v.max(0) as u64))
         .collect();
     let out = broadcast(&[x, &target]).ok_or("the shapes do not broadcast")?;
-    let konst = fold_elementwise(&n.inputs[..1], &out, &|a| a.first().copied());
+    let konst = int_operands(&n.inputs[..1])
+        .and_then(|o| fold_elementwise(&o, &out, &|a| a.first().copied()));
     Ok(vec![Val {
         konst,
         ..Val::sized(out, dtype0)
@@ -1269,7 +1435,10 @@ fn slice(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         .unwrap_or_else(|| (0..starts.len() as i64).collect());
     let steps = n.konst_at(4).unwrap_or_else(|| vec![1; starts.len()]);
     let mut out = x.clone();
-    let mut folded = konst(0);
+    // The indices each axis keeps, where every dim is known (to fold known values).
+    let mut picks: Option<Vec<Vec<u64>>> = (x.iter())
+        .map(|d| Some((0..d.known()?).collect()))
+        .collect();
     for (j, &a) in axes.iter().enumerate() {
         let a = axis(a, x.len()).ok_or("an axis is out of range")?;
         let n = x[a].known().ok_or("slicing a symbolic dim")? as i64;
@@ -1294,23 +1463,70 @@ fn slice(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             (s - e - step - 1).max(0) / -step
         };
         out[a] = D::n(len as u64);
-        if let (Some(v), true) = (&folded, x.len() == 1) {
-            folded = (0..len)
-                .map(|k| v.get((s + k * step) as usize).copied())
-                .collect();
+        if let Some(picks) = picks.as_mut() {
+            picks[a] = (0..len).map(|k| (s + k * step) as u64).collect();
         }
     }
-    if x.len() != 1 {
-        folded = None;
-    }
+    let x = n.inputs.first();
+    let strided = |p: &[Vec<u64>]| {
+        let strides = strides(&dims_of(x?)?);
+        Some(p.iter().cloned().zip(strides).collect::<Vec<_>>())
+    };
+    let axes = picks.as_deref().and_then(strided);
     Ok(vec![Val {
         shape: Some(out),
         dtype: dtype0,
-        konst: folded,
-        floats: None,
+        konst: axes
+            .as_ref()
+            .and_then(|a| gather_strided(x?.konst.as_deref()?, a)),
+        floats: axes
+            .as_ref()
+            .and_then(|a| gather_strided(x?.floats.as_deref()?, a)),
         why: None,
         at_most: false,
     }])
+}
+
+/// The known dims of `v`'s shape.
+fn dims_of(v: &Val) -> Option<Vec<u64>> {
+    v.shape.as_ref()?.iter().map(D::known).collect()
+}
+
+/// Row-major strides of `dims`: how far apart in the values consecutive indices of each axis
+/// are.
+fn strides(dims: &[u64]) -> Vec<u64> {
+    let mut strides = vec![1u64; dims.len()];
+    for k in (0..dims.len().saturating_sub(1)).rev() {
+        strides[k] = strides[k + 1].saturating_mul(dims[k + 1]);
+    }
+    strides
+}
+
+/// Of `values`, the elements that `axes` (each its indices kept, in order, and the stride of
+/// the input axis they index) pick, row-major over the axes: a slice or a transpose of known
+/// values, where the output is small.
+fn gather_strided<T: Copy>(values: &[T], axes: &[(Vec<u64>, u64)]) -> Option<Vec<T>> {
+    let count = (axes.iter()).try_fold(1u64, |a, (p, _)| a.checked_mul(p.len() as u64))?;
+    if count > MAX_FOLDED {
+        return None;
+    }
+    let mut out = Vec::with_capacity(count as usize);
+    let mut at = vec![0usize; axes.len()];
+    for _ in 0..count {
+        let offset = (axes.iter().zip(&at))
+            .map(|((p, stride), &i)| p[i] * stride)
+            .sum::<u64>();
+        out.push(*values.get(usize::try_from(offset).ok()?)?);
+        // The next index, the last axis fastest.
+        for k in (0..axes.len()).rev() {
+            at[k] += 1;
+            if at[k] < axes[k].0.len() {
+                break;
+            }
+            at[k] = 0;
+        }
+    }
+    Some(out)
 }
 
 /// `Range`.

@@ -970,6 +970,49 @@ mod tests {
         }
     }
 
+    /// Shape arithmetic on floats folds as the float type computes it: torchvision's detection
+    /// models size their input's resize from the shorter side's reciprocal times 320, floored.
+    /// At 100 by 107 the `f32` product is 319.99997 (ONNX Runtime 1.32.0 resizes to 319, where
+    /// `f64` gives 320); at 103 by 110 it is 320.00003 (320, where `f64` gives 319).
+    #[test]
+    fn float_shape_arithmetic_folds_in_the_float_type() {
+        let to = |op: &str, inputs: &[&str], output: &str| proto::NodeProto {
+            output: vec![output.into()],
+            ..node(op, inputs, Vec::new())
+        };
+        for (hw, expected) in [([100, 107], [319, 342]), ([103, 110], [320, 341])] {
+            let mut min = to("ReduceMin", &["c"], "lo");
+            min.attribute = vec![int_attribute("keepdims", 0)];
+            let cast = |input: &str, output: &str, to_type: i64| proto::NodeProto {
+                attribute: vec![int_attribute("to", to_type)],
+                ..to("Cast", &[input], output)
+            };
+            let mut concat = to("Concat", &["nc", "ints"], "target");
+            concat.attribute = vec![int_attribute("axis", 0)];
+            let nodes = vec![
+                min,
+                cast("lo", "f", 1),
+                to("Reciprocal", &["f"], "r"),
+                to("Mul", &["r", "k"], "s"),
+                cast("c", "hw", 1),
+                to("Mul", &["hw", "s"], "scaled"),
+                to("Floor", &["scaled"], "fl"),
+                cast("fl", "ints", 7),
+                concat,
+                to("ConstantOfShape", &["target"], "y"),
+            ];
+            let constants = vec![
+                constant("c", &hw, &[]),
+                constant("k", &[], &[320.0]),
+                constant("nc", &[1, 3], &[]),
+            ];
+            let imported = imported(Vec::new(), constants, nodes);
+            let y = imported.graph.tensors.iter().find(|t| t.id == "y").unwrap();
+            let dims = [1, 3, expected[0], expected[1]].map(Dim::Fixed);
+            assert_eq!(y.shape, Some(dims.to_vec()), "{hw:?}");
+        }
+    }
+
     /// An output whose size the values decide is sized at the most it can be, as a static plan
     /// must hold it, and the warning names it; where the file declares its shape, the
     /// declaration stands.
@@ -1266,8 +1309,8 @@ mod tests {
     }
 
     /// Integer arithmetic on constants folds, broadcasting, so a shape computed from others is
-    /// a constant: `Mod` as Python's unless `fmod`; a division by zero, or arithmetic on
-    /// floats, does not fold.
+    /// a constant: `Mod` as Python's unless `fmod`; a division by zero does not fold, and a
+    /// shape is integers: a float target (which folds) is no shape.
     #[test]
     fn shape_arithmetic_on_integer_constants_folds() {
         let x = || vec![input("x", &[1, 3])];
@@ -1302,7 +1345,7 @@ mod tests {
         ];
         let graph = imported(x(), vec![ints("two", &[2])], nodes).graph;
         assert_eq!(bytes_of(&graph, "y"), Some(3 * 3 * 4));
-        // A float's arithmetic stays unfolded, even of integral values.
+        // A float target is no shape, even of integral values.
         let float = proto::NodeProto {
             output: vec!["f".into()],
             ..node("Cast", &["a"], vec![int_attribute("to", 1)])
