@@ -693,7 +693,7 @@ pub fn incomplete_sentence(report: &PlanSummary) -> Option<String> {
         let n = report.size_unknown_tensors;
         let (tensors, are) = if n == 1 { ("tensor", "is") } else { ("tensors", "are") };
         format!(
-            "INCOMPLETE: {n} {tensors} could not be sized and {are} left out; every figure covers the sized tensors only (the warnings say why; for input shapes: --input-shape NAME=DxD.., or --set for a symbolic dim)"
+            "INCOMPLETE: {n} {tensors} could not be sized and {are} left out; every figure covers the sized tensors only (the warnings say why; an ONNX model's input shapes fixed, --input-shape NAME=DxD.., size what follows from them: a --set does not)"
         )
     })
 }
