@@ -447,17 +447,29 @@ fn infer_nodes(
     stopped: &mut Vec<(String, String)>,
 ) {
     for (i, node) in nodes.iter().enumerate() {
-        if subgraphs(node).next().is_some() {
-            let why = format!("{}: what its subgraphs take while it runs", node.op_type);
-            stopped.push((subgraphs_tensor(i, node), why));
-        }
         let inputs: Vec<Val> = node
             .input
             .iter()
             .filter(|i| !i.is_empty())
             .map(|i| vals.get(i).cloned().unwrap_or_default())
             .collect();
-        let inferred = infer(node, &inputs, opset);
+        let taken = branch_taken(node, &inputs, opset, value_info, vals);
+        if subgraphs(node).next().is_some() {
+            let body = subgraphs_tensor(i, node);
+            match &taken {
+                Some((_, peak)) => {
+                    vals.insert(body, Val::sized(vec![D::n(*peak)], Some("u8")));
+                }
+                None => {
+                    let why = format!("{}: what its subgraphs take while it runs", node.op_type);
+                    stopped.push((body, why));
+                }
+            }
+        }
+        let inferred = match taken {
+            Some((outputs, _)) => Ok(outputs),
+            None => infer(node, &inputs, opset),
+        };
         for (k, out) in node
             .output
             .iter()
@@ -648,6 +660,80 @@ fn monomial(dims: [u64; 3], values: &[[u64; 3]]) -> Option<(u64, Vec<u32>)> {
         powers[i] += 1;
         powers[..i].fill(0);
     }
+}
+
+/// An `If` whose condition is a constant runs one branch: its outputs, inferred in the scope
+/// around it, and the most bytes its own values hold at once (each from the node that writes
+/// it to the last that reads it, in order; its outputs are the `If`'s). `None` where the
+/// condition is not known, or the branch leaves a value unsized (or holds control flow of its
+/// own, which it sizes as none).
+fn branch_taken(
+    node: &proto::NodeProto,
+    inputs: &[Val],
+    opset: i64,
+    value_info: &HashMap<&str, (Option<Shape>, Option<&'static str>)>,
+    vals: &HashMap<String, Val>,
+) -> Option<(Vec<Val>, u64)> {
+    if node.op_type != "If" || !matches!(node.domain.as_str(), "" | "ai.onnx") {
+        return None;
+    }
+    let condition = *inputs.first()?.konst.as_ref()?.first()?;
+    let name = if condition != 0 {
+        "then_branch"
+    } else {
+        "else_branch"
+    };
+    let branch = node
+        .attribute
+        .iter()
+        .find(|a| a.name == name)?
+        .g
+        .as_deref()?;
+    let mut scope = vals.clone();
+    let mut stopped = Vec::new();
+    infer_nodes(&branch.node, opset, value_info, &mut scope, &mut stopped);
+    if !stopped.is_empty() || branch.node.iter().any(|n| subgraphs(n).next().is_some()) {
+        return None;
+    }
+    let outputs: Vec<Val> = (branch.output.iter())
+        .map(|o| scope.get(&o.name).cloned())
+        .collect::<Option<_>>()?;
+    // Each of its own values: its bytes, and the first and last node that touch it.
+    let own: HashSet<&str> = (branch.output.iter().map(|o| o.name.as_str())).collect();
+    let mut spans: HashMap<&str, (usize, usize, u64)> = HashMap::default();
+    for (k, n) in branch.node.iter().enumerate() {
+        for name in &n.input {
+            if let Some(span) = spans.get_mut(name.as_str()) {
+                span.1 = k;
+            }
+        }
+        for out in n
+            .output
+            .iter()
+            .filter(|o| !o.is_empty() && !own.contains(o.as_str()))
+        {
+            let v = scope.get(out)?;
+            let elements = product(v.shape.as_ref()?)?.known()?;
+            let bytes = v
+                .dtype?
+                .parse::<memplan_core::DType>()
+                .ok()?
+                .bytes_for(elements)?;
+            spans.insert(out.as_str(), (k, k, bytes));
+        }
+    }
+    // The bytes live at each node, by what starts and ends there.
+    let mut change = vec![0i128; branch.node.len() + 1];
+    for &(first, last, bytes) in spans.values() {
+        change[first] += i128::from(bytes);
+        change[last + 1] -= i128::from(bytes);
+    }
+    let live = change.iter().scan(0i128, |live, &c| {
+        *live += c;
+        Some(*live)
+    });
+    let peak = u64::try_from(live.max().unwrap_or(0)).ok()?;
+    Some((outputs, peak))
 }
 
 /// The subgraphs of a node: an `If`'s branches, a `Loop`'s or `Scan`'s body.
@@ -1010,6 +1096,62 @@ mod tests {
             let y = imported.graph.tensors.iter().find(|t| t.id == "y").unwrap();
             let dims = [1, 3, expected[0], expected[1]].map(Dim::Fixed);
             assert_eq!(y.shape, Some(dims.to_vec()), "{hw:?}");
+        }
+    }
+
+    /// An `If` whose condition is a constant runs the branch it picks: its outputs are that
+    /// branch's, and what its subgraphs take while it runs is the most bytes the branch's own
+    /// values hold at once (then: `a` and `b`, 24 bytes each, live together).
+    #[test]
+    fn an_if_of_a_constant_condition_is_sized_by_the_branch_it_runs() {
+        let to = |op: &str, inputs: &[&str], output: &str| proto::NodeProto {
+            output: vec![output.into()],
+            ..node(op, inputs, Vec::new())
+        };
+        let branch = |nodes: Vec<proto::NodeProto>, output: &str| {
+            let graph = proto::GraphProto {
+                node: nodes,
+                output: vec![proto::ValueInfoProto {
+                    name: output.into(),
+                    r#type: None,
+                }],
+                ..proto::GraphProto::default()
+            };
+            Some(Box::new(graph))
+        };
+        let then = branch(
+            vec![
+                to("Relu", &["x"], "a"),
+                to("Add", &["a", "a"], "b"),
+                to("Mul", &["b", "x"], "t"),
+            ],
+            "t",
+        );
+        let mut concat = to("Concat", &["x", "x"], "e");
+        concat.attribute = vec![int_attribute("axis", 0)];
+        let otherwise = branch(vec![concat], "e");
+        for (condition, y, body) in [(1, 2 * 3 * 4, 48), (0, 4 * 3 * 4, 0)] {
+            let attribute = |name: &str, g| proto::AttributeProto {
+                name: name.into(),
+                g,
+                ..proto::AttributeProto::default()
+            };
+            let node = proto::NodeProto {
+                attribute: vec![
+                    attribute("then_branch", then.clone()),
+                    attribute("else_branch", otherwise.clone()),
+                ],
+                ..node("If", &["condition"], Vec::new())
+            };
+            let constants = vec![constant("condition", &[condition], &[])];
+            let imported = imported(vec![input("x", &[2, 3])], constants, vec![node]);
+            assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
+            assert_eq!(bytes_of(&imported.graph, "y"), Some(y), "{condition}");
+            assert_eq!(
+                bytes_of(&imported.graph, "If#0 subgraphs"),
+                Some(body),
+                "{condition}"
+            );
         }
     }
 
