@@ -672,7 +672,7 @@ fn branch_taken(
     inputs: &[Val],
     opset: i64,
     value_info: &HashMap<&str, (Option<Shape>, Option<&'static str>)>,
-    vals: &HashMap<String, Val>,
+    vals: &mut HashMap<String, Val>,
 ) -> Option<(Vec<Val>, u64)> {
     if node.op_type != "If" || !matches!(node.domain.as_str(), "" | "ai.onnx") {
         return None;
@@ -689,12 +689,32 @@ fn branch_taken(
         .find(|a| a.name == name)?
         .g
         .as_deref()?;
-    let mut scope = vals.clone();
-    let mut stopped = Vec::new();
-    infer_nodes(&branch.node, opset, value_info, &mut scope, &mut stopped);
-    if !stopped.is_empty() || branch.node.iter().any(|n| subgraphs(n).next().is_some()) {
+    if branch.node.iter().any(|n| subgraphs(n).next().is_some()) {
         return None;
     }
+    // The branch's values join the scope around it while it is read, then leave it: no copy
+    // of the scope (a model of many such `If`s would copy it each time). A name the scope
+    // already holds (which ONNX forbids a subgraph to shadow) keeps the branch's value.
+    let fresh: Vec<&str> = (branch.node.iter().flat_map(|n| &n.output))
+        .filter(|o| !o.is_empty() && !vals.contains_key(o.as_str()))
+        .map(String::as_str)
+        .collect();
+    let mut stopped = Vec::new();
+    infer_nodes(&branch.node, opset, value_info, vals, &mut stopped);
+    let taken = (stopped.is_empty())
+        .then(|| branch_figures(branch, vals))
+        .flatten();
+    for name in fresh {
+        vals.remove(name);
+    }
+    taken
+}
+
+/// A branch's outputs, inferred in `scope`, and the most bytes its own values hold at once.
+fn branch_figures(
+    branch: &proto::GraphProto,
+    scope: &HashMap<String, Val>,
+) -> Option<(Vec<Val>, u64)> {
     let outputs: Vec<Val> = (branch.output.iter())
         .map(|o| scope.get(&o.name).cloned())
         .collect::<Option<_>>()?;
