@@ -481,7 +481,7 @@ fn infer_nodes(
                 .filter(|(s, _)| s.as_ref().is_some_and(|s| s.iter().all(|d| d.p.is_empty())));
             // A size the values decide is the most it can be, unless the file declares it.
             let at_most = matches!(&inferred, Ok(v) if v.get(k).is_some_and(|v| v.at_most))
-                && DATA_DEPENDENT.contains(&node.op_type.as_str());
+                && (DATA_DEPENDENT.contains(&node.op_type.as_str()) || node.op_type == "If");
             let val = match (&inferred, given) {
                 (Ok(v), _)
                     if v.get(k).is_some_and(|v| v.shape.is_some())
@@ -715,8 +715,16 @@ fn branch_figures(
     branch: &proto::GraphProto,
     scope: &HashMap<String, Val>,
 ) -> Option<(Vec<Val>, u64)> {
+    // Where a size the values decide is in the branch, its outputs are at their most too.
+    let at_most = (branch.node.iter().flat_map(|n| &n.output))
+        .any(|o| scope.get(o).is_some_and(|v| v.at_most));
     let outputs: Vec<Val> = (branch.output.iter())
-        .map(|o| scope.get(&o.name).cloned())
+        .map(|o| {
+            Some(Val {
+                at_most,
+                ..scope.get(&o.name)?.clone()
+            })
+        })
         .collect::<Option<_>>()?;
     // Each of its own values: its bytes, and the first and last node that touch it.
     let own: HashSet<&str> = (branch.output.iter().map(|o| o.name.as_str())).collect();
