@@ -1143,15 +1143,7 @@ fn transpose(n: &Inputs) -> Result<Vec<Val>, InferStop> {
             .map(|p| ((0..dims[p]).collect(), strides[p]))
             .collect::<Vec<_>>()
     });
-    Ok(vec![Val {
-        konst: axes
-            .as_ref()
-            .and_then(|a| gather_strided(v?.konst.as_deref()?, a)),
-        floats: axes
-            .as_ref()
-            .and_then(|a| gather_strided(v?.floats.as_deref()?, a)),
-        ..Val::sized(out, dtype0)
-    }])
+    Ok(vec![strided_val(v, axes.as_deref(), out, dtype0)])
 }
 
 /// `Squeeze`, `Unsqueeze`.
@@ -1473,18 +1465,22 @@ fn slice(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         Some(p.iter().cloned().zip(strides).collect::<Vec<_>>())
     };
     let axes = picks.as_deref().and_then(strided);
-    Ok(vec![Val {
-        shape: Some(out),
-        dtype: dtype0,
-        konst: axes
-            .as_ref()
-            .and_then(|a| gather_strided(x?.konst.as_deref()?, a)),
-        floats: axes
-            .as_ref()
-            .and_then(|a| gather_strided(x?.floats.as_deref()?, a)),
-        why: None,
-        at_most: false,
-    }])
+    Ok(vec![strided_val(x, axes.as_deref(), out, dtype0)])
+}
+
+/// A value of `shape` and `dtype` whose known values (integers or floats) are those of `v`
+/// that `axes` pick ([`gather_strided`]), where `v`'s are known.
+fn strided_val(
+    v: Option<&Val>,
+    axes: Option<&[(Vec<u64>, u64)]>,
+    shape: Shape,
+    dtype: Option<&'static str>,
+) -> Val {
+    Val {
+        konst: axes.and_then(|a| gather_strided(v?.konst.as_deref()?, a)),
+        floats: axes.and_then(|a| gather_strided(v?.floats.as_deref()?, a)),
+        ..Val::sized(shape, dtype)
+    }
 }
 
 /// The known dims of `v`'s shape.
