@@ -838,7 +838,8 @@ fn float_op(op: &str, a: &[f64]) -> Option<f64> {
     let (x, y) = (*a.first()?, a.get(1).copied());
     let truth = |b: bool| Some(f64::from(u8::from(b)));
     match op {
-        "Add" | "Sum" => Some(a.iter().sum()),
+        // More than two would round after each sum, as the float type adds them.
+        "Add" | "Sum" if a.len() <= 2 => Some(a.iter().sum()),
         "Max" => a.iter().copied().reduce(f64::max),
         "Min" => a.iter().copied().reduce(f64::min),
         "Where" => Some(if x != 0.0 { y? } else { *a.get(2)? }),
