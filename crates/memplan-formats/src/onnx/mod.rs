@@ -617,10 +617,12 @@ fn sampled(
 
 /// The one `k` and powers `e` with `dims[s] == k * prod(values[i][s]^e[i])` in every sample `s`;
 /// `None` where none fits, or more than one (params whose samples repeat), or the powers to
-/// try pass a few thousand. Each power is at most the times its value divides the dim in every
-/// sample; with distinct primes for every param and sample, one fit at most exists.
+/// try pass 512 (a product of nine params: each dim of each tensor so read tries them, so a
+/// hostile model cannot make the import slow). Each power is at most the times its value
+/// divides the dim in every sample; with distinct primes for every param and sample, one fit
+/// at most exists.
 fn monomial(dims: [u64; 3], values: &[[u64; 3]]) -> Option<(u64, Vec<u32>)> {
-    const MOST_TRIED: u64 = 4096;
+    const MOST_TRIED: u64 = 512;
     let divides = |mut d: u64, v: u64| {
         let mut n = 0u32;
         while d != 0 && d.is_multiple_of(v) && n < 16 {
