@@ -365,6 +365,16 @@ test('an ONNX model and a PyTorch snapshot load in the worker, with their warnin
   assert.equal(await testid('checker').innerText(), 'valid for the sized tensors');
   assert.match(await testid('import-warnings').innerText(), /`Loop#0 subgraphs` \(Loop: what its subgraphs take while it runs\)/);
   assert.equal(Number(await testid('lower-bound').getAttribute('data-bytes')), 37);
+  // A detection model plans complete: what its values decide (its proposals, its
+  // suppression's If) at the most it can be, said among the warnings; the CLI's figures.
+  const detection = join(root, 'tests/data/onnx/torchvision/fasterrcnn_mobilenet_v3.onnx');
+  await testid('file-input').setInputFiles(detection);
+  await page.waitForFunction(() => /fasterrcnn_mobilenet_v3/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''));
+  assert.equal(await testid('incomplete').count(), 0);
+  assert.match(await testid('import-warnings').innerText(), /8 tensors whose sizes depend on the values the model reads are planned at the most they can be/);
+  const detected = JSON.parse(cli('plan', detection, '--json'));
+  assert.equal(await bytesOf('lower-bound'), detected.lower_bound_bytes);
+  assert.equal(await testid('checker').innerText(), 'valid');
   healthy('importers');
 });
 
