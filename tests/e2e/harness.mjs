@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { mkdir, readFile } from 'node:fs/promises';
-import { extname, join, normalize, resolve } from 'node:path';
+import { basename, extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
@@ -58,7 +58,12 @@ export function hooks(current) {
       assert.equal(await Promise.race([ended, settled]), !isolated, isolated ? 'the worker heard the cancel' : 'the worker was terminated');
     };
   };
-  return { testid, bytesOf, cancellable };
+  /** Opens the file at `path` through the file input; resolves once the summary names it. */
+  const opened = async (path) => {
+    await testid('file-input').setInputFiles(path);
+    await current().waitForFunction((name) => (document.querySelector('[data-testid=summary]')?.innerText ?? '').includes(name), basename(path));
+  };
+  return { testid, bytesOf, cancellable, opened };
 }
 
 /** A minimalloc CSV of `n` buffers (fixed seed), for load and drawing tests and measurements. */

@@ -18,7 +18,7 @@ before(async () => ({ server, browser, page } = await openPage({
   })));
 after(() => closePage({ browser, server }));
 
-const { testid, bytesOf } = hooks(() => page);
+const { testid, bytesOf, opened } = hooks(() => page);
 const drawn = (id) => page.waitForFunction((id) => document.querySelector(`[data-testid=${id}]`)?.hasAttribute('data-draw-ms'), id);
 const shot = (name) => page.screenshot({ path: join(output, `review-${name}.png`) });
 /** Two animation frames: what a resize re-rendered has been drawn. */
@@ -359,8 +359,7 @@ test('an ONNX model and a PyTorch snapshot load in the worker, with their warnin
   // A model with control flow loads: its loop is one step, and what its body takes while it
   // runs is the one tensor left unsized, named. A tensor left unsized makes the plan
   // incomplete: said above the figures, never "valid" alone.
-  await testid('file-input').setInputFiles(join(root, 'tests/data/onnx/node/test_loop11.onnx'));
-  await page.waitForFunction(() => /test_loop11/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''));
+  await opened(join(root, 'tests/data/onnx/node/test_loop11.onnx'));
   assert.match(await testid('incomplete').innerText(), /^INCOMPLETE: 1 tensor could not be sized and is left out/);
   assert.equal(await testid('checker').innerText(), 'valid for the sized tensors');
   assert.match(await testid('import-warnings').innerText(), /`Loop#0 subgraphs` \(Loop: what its subgraphs take while it runs\)/);
@@ -368,8 +367,7 @@ test('an ONNX model and a PyTorch snapshot load in the worker, with their warnin
   // A detection model plans complete: what its values decide (its proposals, its
   // suppression's If) at the most it can be, said among the warnings; the CLI's figures.
   const detection = join(root, 'tests/data/onnx/torchvision/fasterrcnn_mobilenet_v3.onnx');
-  await testid('file-input').setInputFiles(detection);
-  await page.waitForFunction(() => /fasterrcnn_mobilenet_v3/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''));
+  await opened(detection);
   assert.equal(await testid('incomplete').count(), 0);
   assert.match(await testid('import-warnings').innerText(), /8 tensors whose sizes depend on the values the model reads are planned at the most they can be/);
   const detected = JSON.parse(cli('plan', detection, '--json'));
@@ -383,8 +381,7 @@ test('a transformer as PyTorch exports it plans complete with its dims symbolic,
   await page.goto(server.url);
   await testid('summary').waitFor();
   const model = join(root, 'tests/data/onnx/exported/gpt2.onnx');
-  await testid('file-input').setInputFiles(model);
-  await page.waitForFunction(() => /gpt2\.onnx/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''));
+  await opened(model);
   // Its batch and sequence are symbolic: the shapes it computes from them are read as products
   // of them (its projections flatten batch times sequence), so it plans complete.
   assert.equal(await testid('incomplete').count(), 0);
@@ -408,8 +405,7 @@ test("a transformer with symbolic dims plans complete, its batch and sequence as
   await page.goto(server.url);
   await testid('summary').waitFor();
   const model = join(root, 'tests/data/onnx/exported/llama.onnx');
-  await testid('file-input').setInputFiles(model);
-  await page.waitForFunction(() => /llama\.onnx/.test(document.querySelector('[data-testid=summary]')?.innerText ?? ''));
+  await opened(model);
   assert.equal(await testid('incomplete').count(), 0);
   assert.match(await testid('import-warnings').innerText(), /tensors whose shapes were read at three sample values of the symbolic dims/);
   const at1 = await bytesOf('lower-bound');

@@ -277,8 +277,6 @@ pub fn plan_table(report: &PlanSummary) -> String {
     out
 }
 
-/// What a reordered plan says beside its figures: the order, how many steps moved, and the
-/// given order's footprint against this one.
 /// Which layouts a proof of `search` covers, after "no layout" or "every layout": all of
 /// them (empty), or over `arena_regions` stacked precision classes, those that keep the classes
 /// apart, which the lower bound (the live peak) does not (`--no-precision-classes` lets them
@@ -290,6 +288,17 @@ pub fn proof_scope(arena_regions: Option<u32>) -> String {
     }
 }
 
+/// The precision classes a proof keeps apart, short ("2 classes apart", as a table or a badge
+/// says it beside "optimal", where the summary's row has no room for more); `None` where it
+/// keeps none apart.
+pub fn classes_apart(arena_regions: Option<u32>) -> Option<String> {
+    arena_regions
+        .filter(|&n| n > 1)
+        .map(|n| format!("{n} classes apart"))
+}
+
+/// What a reordered plan says beside its figures: the order, how many steps moved, and the
+/// given order's footprint against this one.
 pub fn order_sentence(footprint: u64, order: &OrderReport) -> String {
     let given = order.given_footprint_bytes;
     let change = match footprint.cmp(&given) {
@@ -889,10 +898,7 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
     );
     out.push_str("|---|---:|---|---:|---:|---:|---|---:|---|\n");
     for r in rows {
-        let apart = match r.arena_regions {
-            Some(n) if n > 1 => format!(" ({n} classes apart)"),
-            _ => String::new(),
-        };
+        let apart = classes_apart(r.arena_regions).map_or(String::new(), |a| format!(" ({a})"));
         let proven = match (r.proven_lower_bound_bytes, r.optimal) {
             (Some(_), Some(true)) => format!("optimal{apart}"),
             (Some(bound), _) => format!(">= {bound}{apart}"),

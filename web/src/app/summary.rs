@@ -253,7 +253,7 @@ pub(super) fn Summary(state: PageState, analysis: Arc<Analysis>) -> impl IntoVie
                     // apart, which the lower bound does not: it says so.
                     let scope = memplan_human::proof_scope(r.arena_regions);
                     let title = format!("the exact search proved no layout{scope} goes below this");
-                    let apart = r.arena_regions.filter(|&n| n > 1).map(|n| format!(" · {n} classes apart"));
+                    let apart = memplan_human::classes_apart(r.arena_regions).map(|a| format!(" · {a}"));
                     match (r.optimal, r.proven_lower_bound_bytes) {
                         (Some(true), _) => Some(view! {
                             <div><dt>"search"</dt><dd data-testid="optimal" class="badge" title=title>"optimal"{apart}</dd></div>
