@@ -206,15 +206,18 @@ pub const CAPACITY_SEARCH_WORK: u64 = 8 * DEFAULT_SEARCH_WORK;
 /// portfolio runs.
 pub const EXACT_MOST_VISITS: u64 = DEFAULT_SEARCH_WORK;
 
-/// The most buffers a region may hold for `best` to run `search`'s greedy portfolio past the
-/// work budget: seven first-fit decodes, each O(n log n) in the occupancy tree whatever the
-/// overlap. The bar for `best` on real problems of up to 100k buffers is the peak of that
-/// portfolio (OmniMalloc's `greedy_by_all`), so it runs there, at a second or two at 100k (six
-/// more decodes than first-fit, less where they pass the best so far early, none where
-/// first-fit reaches the floor); past this, at a million, it would take half a minute, and
-/// first-fit stands in. `search` asked for by name runs it at any size (a time limit stops it
+/// The most buffers a region may hold for `best` to decode it more than first-fit does:
+/// `best-fit`'s decode and `search`'s greedy portfolio (seven first-fit orders), each
+/// O(n log n) in the occupancy tree whatever the overlap, so their cost follows the buffers, not
+/// the work budget (which counts overlaps). The bar for `best` on real problems of up to 100k
+/// buffers is the peak of that portfolio (OmniMalloc's `greedy_by_all`), so it runs there, at a
+/// second or two at 100k (less where a decode passes the best so far early, none where
+/// first-fit reaches the floor). Past this first-fit stands in, with TLSF (a tenth of its
+/// time): past it the other decodes cost more than first-fit itself for no lower layout (on a
+/// 250k-row minimalloc CSV, whose overlaps the budget covers, four times first-fit's time).
+/// `best-fit` and `search` asked for by name run at any size (a time limit stops `search`
 /// within a decode).
-pub const PORTFOLIO_MOST_ITEMS: usize = 150_000;
+pub const BEST_GREEDY_MOST_ITEMS: usize = 150_000;
 
 /// Within `best`, `search`'s share of that budget where the local search runs: a page load
 /// stays fast (on a thousand-buffer model, a few evaluations past the portfolio), and each
@@ -1168,7 +1171,12 @@ fn layout_region(
             )?),
             None => done(first_fit(control)),
         },
-        Strategy::BestFit if in_best && overlaps() > options.work_limit => None,
+        Strategy::BestFit
+            if in_best
+                && (items.len() > BEST_GREEDY_MOST_ITEMS || overlaps() > options.work_limit) =>
+        {
+            None
+        }
         Strategy::BestFit => {
             let below = must_beat.map_or(u64::MAX, |extent| extent.saturating_sub(1));
             done(within(GapChoice::Smallest, below, control)?)
@@ -1189,15 +1197,15 @@ fn layout_region(
             done(RegionLayout { offsets, extent })
         }
         Strategy::Search => {
-            // Past the work budget neither the local search nor the exact part runs: the
-            // portfolio alone, seven decodes the caller may stop at any point (the first is
-            // first-fit's). `best`, which a page load runs, leaves it to first-fit past
-            // `PORTFOLIO_MOST_ITEMS` buffers.
-            let visits = overlaps();
-            let over_budget = visits > options.work_limit.min(EXACT_MOST_VISITS);
-            if over_budget && in_best && items.len() > PORTFOLIO_MOST_ITEMS {
+            // `best`, which a page load runs, leaves it to first-fit past
+            // `BEST_GREEDY_MOST_ITEMS` buffers. Past the work budget neither the local search
+            // nor the exact part runs: the portfolio alone, seven decodes the caller may stop
+            // at any point (the first is first-fit's).
+            if in_best && items.len() > BEST_GREEDY_MOST_ITEMS {
                 return None;
             }
+            let visits = overlaps();
+            let over_budget = visits > options.work_limit.min(EXACT_MOST_VISITS);
             let work = match (over_budget, in_best) {
                 (true, _) => 0,
                 (false, true) => options.work_limit.min(BEST_SEARCH_WORK),

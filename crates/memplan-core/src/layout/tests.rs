@@ -704,20 +704,35 @@ fn random_problem(n: usize, positions: u64, longest: u64) -> Problem {
     problem(positions as u32, buffers)
 }
 
-/// Past the work budget and `PORTFOLIO_MOST_ITEMS` buffers, `best` (a page load) leaves
-/// `search` out and first-fit stands in, while `search` asked for by name still runs its
-/// seven decodes: the first is first-fit's, and here another packs lower.
+/// Past `BEST_GREEDY_MOST_ITEMS` buffers, within the work budget as well as past it, `best` (a
+/// page load) leaves `best-fit` and `search` out and first-fit stands in, while `search` asked
+/// for by name still runs its seven decodes: the first is first-fit's, and here another packs
+/// lower.
 #[test]
 fn search_by_name_runs_its_portfolio_past_the_size_best_stops_at() {
-    let p = random_problem(PORTFOLIO_MOST_ITEMS + 1, 4096, 64);
-    let options = |strategy| PlanOptions {
+    let n = BEST_GREEDY_MOST_ITEMS + 1;
+    // Each buffer overlaps about 260 others: within the work budget.
+    let p = random_problem(n, n as u64 / 2, 128);
+    let options = |strategy, work_limit| PlanOptions {
         strategy,
-        work_limit: 0,
+        work_limit,
         ..PlanOptions::default()
     };
-    let footprint = |s: Strategy| plan(&p, &options(s.into())).unwrap().footprint_bytes();
-    let best = plan(&p, &options(StrategyChoice::Best)).unwrap();
-    assert!(best.devices.iter().all(|d| d.strategy != Strategy::Search));
+    let footprint = |s: Strategy| {
+        let plan = plan(&p, &options(s.into(), DEFAULT_SEARCH_WORK)).unwrap();
+        plan.footprint_bytes()
+    };
+    for work_limit in [DEFAULT_SEARCH_WORK, 0] {
+        let best = plan(&p, &options(StrategyChoice::Best, work_limit)).unwrap();
+        assert!(
+            (best.devices.iter())
+                .all(|d| [Strategy::FirstFit, Strategy::Tlsf].contains(&d.strategy)),
+            "{:?}",
+            best.devices.iter().map(|d| d.strategy).collect::<Vec<_>>()
+        );
+        let greedy = footprint(Strategy::FirstFit).min(footprint(Strategy::Tlsf));
+        assert_eq!(best.footprint_bytes(), greedy);
+    }
     // Each decode takes a while at this size: the caller hears the best so far after each.
     let mut heard = Vec::new();
     let mut progress = |p: Progress| heard.push(p);
@@ -725,7 +740,7 @@ fn search_by_name_runs_its_portfolio_past_the_size_best_stops_at() {
         progress: Some(&mut progress),
         ..Control::default()
     };
-    let search = plan_with(&p, &options(Strategy::Search.into()), &mut control).unwrap();
+    let search = plan_with(&p, &options(Strategy::Search.into(), 0), &mut control).unwrap();
     assert!(search.footprint_bytes() < footprint(Strategy::FirstFit));
     assert_eq!(
         heard.len(),
