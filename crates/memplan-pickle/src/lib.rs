@@ -261,6 +261,7 @@ fn read_from(
         memo_next: 0,
         stream,
         streamed: 0,
+        run: Vec::new(),
     };
     loop {
         if let Some(value) = unpickler.run_some()? {
@@ -759,6 +760,8 @@ struct Unpickler<'s, 'p, R> {
     stream: Option<Stream<'s>>,
     /// Items handed to the stream.
     streamed: u64,
+    /// The memo slots of a run of fetches ([`Unpickler::fetched_run`]), kept for the next run.
+    run: Vec<u32>,
 }
 
 impl<R: std::io::Read> Unpickler<'_, '_, R> {
@@ -960,8 +963,8 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
     fn fetched_run(&mut self) -> Result<bool, PickleError> {
         let ahead = &self.input.buf[self.input.start..self.input.end];
         let mut at = 0;
-        let mut items = Vec::new();
         let mut depth = 0;
+        self.run.clear();
         loop {
             let (index, n) = match ahead.get(at) {
                 Some(b'h') => match ahead.get(at + 1) {
@@ -972,16 +975,27 @@ impl<R: std::io::Read> Unpickler<'_, '_, R> {
                     Some(raw) => (index(raw), 5),
                     None => return Ok(false),
                 },
-                Some(b'e') if !items.is_empty() => break,
+                Some(b'e') if !self.run.is_empty() => break,
                 _ => return Ok(false),
             };
-            let Some((v, d)) = self.fetched.slot(index).and_then(|s| self.memo[s].as_ref()) else {
+            let Some(slot) = self.fetched.slot(index) else {
+                return Ok(false);
+            };
+            let Some((_, d)) = &self.memo[slot] else {
                 return Ok(false);
             };
             depth = depth.max(*d);
-            items.push(v.clone());
+            self.run.push(slot as u32);
             at += n;
         }
+        // Cloned in one pass into a list made at its length (each slot was found remembered
+        // above), not as the run is read nor pushed in a loop: there each value goes through
+        // the stack into a vector that may grow under it, and the copy stalls (x86 store
+        // forwarding).
+        let memo = &self.memo;
+        let items: Vec<Value> = (self.run.iter())
+            .map(|&slot| (memo[slot as usize].as_ref()).map_or(Value::None, |(v, _)| v.clone()))
+            .collect();
         self.input.advance(at + 1);
         self.append(items, depth)?;
         Ok(true)
