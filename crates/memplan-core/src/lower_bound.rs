@@ -37,7 +37,7 @@ pub(crate) fn live_curve(
 
 /// The most bytes live at once over `spans` (0 for none): the maximum of [`live_curve`] with
 /// no base, without the curve. The same conditions.
-pub(crate) fn peak_live(positions: usize, spans: impl Iterator<Item = (LiveInterval, u64)>) -> u64 {
+pub fn peak_live(positions: usize, spans: impl Iterator<Item = (LiveInterval, u64)>) -> u64 {
     running_live(positions, spans).max().unwrap_or(0)
 }
 

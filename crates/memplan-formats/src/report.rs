@@ -375,9 +375,7 @@ impl PlanSummary {
                 .map(|d| d.exact.map(|e| e.optimal))
                 .collect::<Option<Vec<bool>>>()
                 .map(|all| all.iter().all(|&o| o)),
-            arena_regions: (plan.devices.iter())
-                .filter_map(|d| d.exact.map(|e| e.arena_regions))
-                .max(),
+            arena_regions: plan.arena_regions(),
             nodes: plan.devices.iter().map(|d| d.exact.map(|e| e.nodes)).sum(),
             elapsed_ms: None,
             found_ms: None,

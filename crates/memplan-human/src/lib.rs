@@ -869,9 +869,7 @@ impl BenchRow {
             valid: plan.is_valid(),
             proven_lower_bound_bytes: proven.as_ref().map(|all| all.iter().map(|a| a.0).sum()),
             optimal: proven.as_ref().map(|all| all.iter().all(|a| a.1)),
-            arena_regions: (plan.devices.iter())
-                .filter_map(|d| d.exact.map(|e| e.arena_regions))
-                .max(),
+            arena_regions: plan.arena_regions(),
             in_mean,
         }
     }

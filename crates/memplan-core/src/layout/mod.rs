@@ -481,6 +481,14 @@ impl Plan {
         self.devices.iter().map(|d| d.usage.lower_bound).sum()
     }
 
+    /// The most arena regions a device's proof stacks ([`ExactStats::arena_regions`]); `None`
+    /// where no device's arena was searched.
+    pub fn arena_regions(&self) -> Option<u32> {
+        (self.devices.iter())
+            .filter_map(|d| d.exact.map(|e| e.arena_regions))
+            .max()
+    }
+
     pub fn is_valid(&self) -> bool {
         self.violations.is_empty()
     }

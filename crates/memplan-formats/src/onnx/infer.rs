@@ -94,6 +94,18 @@ impl Val {
             ..Val::default()
         }
     }
+
+    /// A tensor the file holds (an initializer, a `Constant`'s value): its shape, type and,
+    /// where it stores them, its values.
+    pub(super) fn of_tensor(t: &proto::TensorProto) -> Val {
+        Val {
+            shape: known_shape(&t.dims),
+            dtype: dtype_name(t.data_type),
+            konst: tensor_ints(t),
+            floats: tensor_floats(t),
+            ..Val::default()
+        }
+    }
 }
 
 /// The dtype of an ONNX element type; `None` where the file leaves it undefined. Strings, and
@@ -681,12 +693,9 @@ fn cast(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         }
     };
     Ok(vec![Val {
-        shape: Some(shape(0)?.clone()),
-        dtype: to,
         konst,
         floats,
-        why: None,
-        at_most: false,
+        ..Val::sized(shape(0)?.clone(), to)
     }])
 }
 
@@ -1035,12 +1044,9 @@ fn concat(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         .collect::<Option<Vec<_>>>()
         .map(|v| v.concat());
     Ok(vec![Val {
-        shape: Some(out),
-        dtype: dtype0,
         konst: folded,
         floats,
-        why: None,
-        at_most: false,
+        ..Val::sized(out, dtype0)
     }])
 }
 
@@ -1188,12 +1194,9 @@ fn squeeze(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     }
     // The same values in the same order.
     Ok(vec![Val {
-        shape: Some(out),
-        dtype: dtype0,
         konst: konst(0),
         floats: n.inputs.first().and_then(|v| v.floats.clone()),
-        why: None,
-        at_most: false,
+        ..Val::sized(out, dtype0)
     }])
 }
 
@@ -1355,12 +1358,8 @@ fn shape_op(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let x = &x[start..end.max(start)];
     let values: Option<Vec<i64>> = x.iter().map(|d| d.known().map(|v| v as i64)).collect();
     Ok(vec![Val {
-        shape: Some(vec![D::n(x.len() as u64)]),
-        dtype: Some("i64"),
         konst: values,
-        floats: None,
-        why: None,
-        at_most: false,
+        ..Val::sized(vec![D::n(x.len() as u64)], Some("i64"))
     }])
 }
 
@@ -1368,14 +1367,10 @@ fn shape_op(n: &Inputs) -> Result<Vec<Val>, InferStop> {
 fn size(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let shape = |k: usize| n.shape(k);
     Ok(vec![Val {
-        shape: Some(vec![]),
-        dtype: Some("i64"),
         konst: product(shape(0)?)
             .and_then(|d| d.known())
             .map(|v| vec![v as i64]),
-        floats: None,
-        why: None,
-        at_most: false,
+        ..Val::sized(vec![], Some("i64"))
     }])
 }
 
@@ -1400,12 +1395,8 @@ fn gather(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         _ => None,
     };
     Ok(vec![Val {
-        shape: Some(out),
-        dtype: dtype0,
         konst: folded,
-        floats: None,
-        why: None,
-        at_most: false,
+        ..Val::sized(out, dtype0)
     }])
 }
 
@@ -1547,12 +1538,8 @@ fn range(n: &Inputs) -> Result<Vec<Val>, InferStop> {
         })
         .flatten();
     Ok(vec![Val {
-        shape: Some(vec![D::n(n)]),
-        dtype: dtype0,
         konst: values,
-        floats: None,
-        why: None,
-        at_most: false,
+        ..Val::sized(vec![D::n(n)], dtype0)
     }])
 }
 
@@ -1581,38 +1568,19 @@ fn constant(n: &Inputs) -> Result<Vec<Val>, InferStop> {
     let node = n.node;
     let a = node.attribute.first().ok_or("a Constant without a value")?;
     match (a.name.as_str(), &a.t) {
-        ("value", Some(t)) => Ok(vec![Val {
-            shape: known_shape(&t.dims),
-            dtype: dtype_name(t.data_type),
-            konst: tensor_ints(t),
-            floats: tensor_floats(t),
-            why: None,
-            at_most: false,
-        }]),
+        ("value", Some(t)) => Ok(vec![Val::of_tensor(t)]),
         ("value_int", _) => Ok(vec![Val {
-            shape: Some(vec![]),
-            dtype: Some("i64"),
             konst: Some(vec![a.i]),
-            floats: None,
-            why: None,
-            at_most: false,
+            ..Val::sized(vec![], Some("i64"))
         }]),
         ("value_ints", _) => Ok(vec![Val {
-            shape: Some(vec![D::n(a.ints.len() as u64)]),
-            dtype: Some("i64"),
             konst: Some(a.ints.clone()),
-            floats: None,
-            why: None,
-            at_most: false,
+            ..Val::sized(vec![D::n(a.ints.len() as u64)], Some("i64"))
         }]),
         ("value_float", _) => Ok(vec![Val::sized(vec![], Some("f32"))]),
         ("value_floats", _) => Ok(vec![Val {
-            shape: Some(vec![D::n(a.floats.len() as u64)]),
-            dtype: Some("f32"),
-            konst: None,
             floats: Some(a.floats.iter().map(|&f| f64::from(f)).collect()),
-            why: None,
-            at_most: false,
+            ..Val::sized(vec![D::n(a.floats.len() as u64)], Some("f32"))
         }]),
         _ => fail("a Constant of a kind not read"),
     }

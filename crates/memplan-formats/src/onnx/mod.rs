@@ -39,7 +39,9 @@ use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+use memplan_core::LiveInterval;
 use memplan_core::graph::{Dim, Graph, Id, RematCandidate, Step, Tensor, TensorKind};
+use memplan_core::lower_bound::peak_live;
 use prost::Message;
 
 use crate::FormatError;
@@ -123,14 +125,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
     // The tensors whose size could not be known, with why.
     let mut stopped: Vec<(String, String)> = Vec::new();
     for t in &g.initializer {
-        let val = Val {
-            shape: known_shape(&t.dims),
-            dtype: dtype_name(t.data_type),
-            konst: tensor_ints(t),
-            floats: tensor_floats(t),
-            why: None,
-            at_most: false,
-        };
+        let val = Val::of_tensor(t);
         vals.insert(t.name.clone(), unsized_elements(&t.name, val, &mut stopped));
     }
     let info_shape = |vi: &proto::ValueInfoProto,
@@ -174,10 +169,7 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
         let val = Val {
             shape,
             dtype: dtype.or(Some("f32")),
-            konst: None,
-            floats: None,
-            why: None,
-            at_most: false,
+            ..Val::default()
         };
         vals.insert(
             vi.name.clone(),
@@ -495,10 +487,7 @@ fn infer_nodes(
                 (_, Some((shape, dtype))) => Val {
                     shape: shape.clone(),
                     dtype: *dtype,
-                    konst: None,
-                    floats: None,
-                    why: None,
-                    at_most: false,
+                    ..Val::default()
                 },
                 (Ok(v), None) => {
                     let why = match v.get(k).and_then(|v| v.why) {
@@ -730,8 +719,9 @@ fn branch_figures(
         .collect::<Option<_>>()?;
     // Each of its own values: its bytes, and the first and last node that touch it.
     let own: HashSet<&str> = (branch.output.iter().map(|o| o.name.as_str())).collect();
-    let mut spans: HashMap<&str, (usize, usize, u64)> = HashMap::default();
+    let mut spans: HashMap<&str, (u32, u32, u64)> = HashMap::default();
     for (k, n) in branch.node.iter().enumerate() {
+        let k = u32::try_from(k).ok()?;
         for name in &n.input {
             if let Some(span) = spans.get_mut(name.as_str()) {
                 span.1 = k;
@@ -752,18 +742,11 @@ fn branch_figures(
             spans.insert(out.as_str(), (k, k, bytes));
         }
     }
-    // The bytes live at each node, by what starts and ends there.
-    let mut change = vec![0i128; branch.node.len() + 1];
-    for &(first, last, bytes) in spans.values() {
-        change[first] += i128::from(bytes);
-        change[last + 1] -= i128::from(bytes);
-    }
-    let live = change.iter().scan(0i128, |live, &c| {
-        *live += c;
-        Some(*live)
-    });
-    let peak = u64::try_from(live.max().unwrap_or(0)).ok()?;
-    Some((outputs, peak))
+    // The most bytes live at any node, where all of them together fit 64 bits.
+    (spans.values()).try_fold(0u64, |all, s| all.checked_add(s.2))?;
+    let spans =
+        (spans.values()).map(|&(first, last, bytes)| (LiveInterval::new(first, last), bytes));
+    Some((outputs, peak_live(branch.node.len(), spans)))
 }
 
 /// The subgraphs of a node: an `If`'s branches, a `Loop`'s or `Scan`'s body.
