@@ -46,7 +46,7 @@ use memplan_render::svg::{RenderError, SvgOptions, arena_svg, timeline_svg};
     name = "memplan",
     version,
     about = "Plan and check where every buffer of an ML schedule lives",
-    after_help = "A dump (FILE) is memplan JSON, a minimalloc CSV, an ONNX model, a TFLite model, a PyTorch memory snapshot or profiler trace (.json or .json.gz), or an XLA buffer assignment (either file of the *-buffer-assignment.txt and *-live-range.txt pair; the other is read from beside it). The format is told by content."
+    after_help = "A dump (FILE) is memplan JSON, a minimalloc CSV, an ONNX model, a TFLite model, a PyTorch memory snapshot or profiler trace (.json or .json.gz), or an XLA buffer assignment (either file of the *-buffer-assignment.txt and *-live-range.txt pair, the other read from beside it; or the module's HLO text or memory usage report, the pair read from beside it). The format is told by content."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -573,9 +573,13 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, CliError> {
 /// and the live range beside it, found by name), joined; else the file itself, which a
 /// PyTorch snapshot reads as a stream.
 fn load_dump(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Session, CliError> {
+    use memplan_formats::xla;
+    if let Some(assignment) = xla_assignment_beside(path) {
+        return load_dump(&assignment, options);
+    }
     let source = display(path);
     let companion = (path.file_name().and_then(|n| n.to_str()))
-        .and_then(memplan_formats::xla::companion)
+        .and_then(xla::companion)
         .map(|name| path.with_file_name(name));
     if let Some(other) = companion.filter(|p| p.is_file()) {
         let joined = memplan_formats::xla::join(&read_bytes(path)?, &read_bytes(&other)?);
@@ -595,6 +599,29 @@ fn load_dump(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Se
         options,
         &mut |_, _| {},
     )?)
+}
+
+/// The buffer assignment to read for another file of an XLA dump (the module's HLO text, its
+/// memory usage report), where it is beside it with its live range; said on stderr.
+fn xla_assignment_beside(path: &Path) -> Option<std::path::PathBuf> {
+    use memplan_formats::xla;
+    use std::io::Read;
+    let name = path.file_name()?.to_str()?;
+    let assignment = path.with_file_name(xla::assignment_beside(name)?);
+    let live_range = path.with_file_name(xla::companion(assignment.file_name()?.to_str()?)?);
+    if !(assignment.is_file() && live_range.is_file()) {
+        return None;
+    }
+    let mut start = Vec::new();
+    let file = std::fs::File::open(path).ok()?;
+    file.take(256).read_to_end(&mut start).ok()?;
+    let what = xla::other_file(&String::from_utf8_lossy(&start))?;
+    eprintln!(
+        "memplan: {}: XLA's {what}: reading the buffer assignment beside it, {}",
+        path.display(),
+        assignment.display()
+    );
+    Some(assignment)
 }
 
 /// Loads a dump; what the import could not carry over exactly goes to stderr as warnings.

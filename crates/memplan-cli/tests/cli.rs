@@ -1110,6 +1110,54 @@ fn an_xla_dump_is_read_as_its_pair_and_xlas_plan_is_checked_and_compared() {
     );
 }
 
+/// The module's HLO text and XLA's memory usage report are what an XLA dump shows first: given
+/// either, the CLI reads the pair beside it and says so; alone, each names the file to give.
+#[test]
+fn another_file_of_an_xla_dump_reads_the_pair_beside_it_or_names_it() {
+    let stem = "module_0030.jit_step.cpu_after_optimizations";
+    let dir = std::env::temp_dir().join(format!("memplan-cli-xla-{}", std::process::id()));
+    let (beside, alone) = (dir.join("dump"), dir.join("alone"));
+    for d in [&beside, &alone] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    for suffix in ["-buffer-assignment.txt", "-live-range.txt"] {
+        let from = root().join(format!("tests/data/xla/mlp/{stem}{suffix}"));
+        std::fs::copy(from, beside.join(format!("{stem}{suffix}"))).unwrap();
+    }
+    let others = [
+        (
+            format!("{stem}.txt"),
+            "HloModule jit_step, is_scheduled=true\n",
+            "HLO module text",
+        ),
+        (
+            format!("{stem}-memory-usage-report.txt"),
+            "Memory Space: default (color=0)\nTotal bytes: 28963060 (27.62MiB)\n",
+            "memory usage report",
+        ),
+    ];
+    for (name, text, what) in others {
+        std::fs::write(beside.join(&name), text).unwrap();
+        let o = memplan(&["plan", beside.join(&name).to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains("XLA's plan: 27.62 MiB"),
+            "{}",
+            stdout(&o)
+        );
+        let said = format!("XLA's {what}: reading the buffer assignment beside it");
+        assert!(stderr(&o).contains(&said), "{}", stderr(&o));
+        std::fs::write(alone.join(&name), text).unwrap();
+        let o = memplan(&["plan", alone.join(&name).to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1));
+        let named = format!(
+            "is XLA's {what}: memplan reads `{stem}-buffer-assignment.txt` with the `*-live-range.txt` beside it"
+        );
+        assert!(stderr(&o).contains(&named), "{}", stderr(&o));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// XLA's plan of a while loop puts its condition's `pred` where its body's `f32` goes next:
 /// valid, the bytes shared across dtypes said apart from violations (XLA has no precision
 /// classes), and without precision classes memplan's plan is checked and compared like for like.

@@ -78,6 +78,10 @@ pub enum FormatError {
     Tflite(String),
     #[error("XLA dump line {line}: {message}")]
     Xla { line: usize, message: String },
+    /// Another file of an XLA dump than the pair memplan reads: what it is, and the files to
+    /// give instead ([`xla::other_file`], [`xla::assignment_beside`]).
+    #[error("{0}")]
+    XlaOtherFile(String),
     #[error("{name} could not be read: {message}")]
     Unreadable { name: String, message: String },
     #[error(transparent)]
@@ -251,7 +255,10 @@ pub fn load_with(
     }
     let text = std::str::from_utf8(bytes).map_err(|_| FormatError::NotText(name.to_string()))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let format = detect(text, name).ok_or_else(|| FormatError::Unrecognized(name.to_string()))?;
+    let format = detect(text, name).ok_or_else(|| match xla::refer(text, name) {
+        Some(message) => FormatError::XlaOtherFile(message),
+        None => FormatError::Unrecognized(name.to_string()),
+    })?;
     match format {
         // Text is never a pickle or a protobuf: `detect` names only the text formats.
         Format::TorchSnapshot | Format::Onnx | Format::Tflite => {

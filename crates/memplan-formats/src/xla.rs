@@ -96,6 +96,43 @@ pub fn join(assignment: &[u8], live_range: &[u8]) -> Vec<u8> {
     joined
 }
 
+/// What another file of an XLA dump is, by its start: the module's HLO text (`X.txt`) or
+/// XLA's memory usage report (`X-memory-usage-report.txt`), both beside the pair memplan reads.
+pub fn other_file(text: &str) -> Option<&'static str> {
+    let start = text.trim_start();
+    if start.starts_with("HloModule ") {
+        Some("HLO module text")
+    } else if start.starts_with("Memory Space:") {
+        Some("memory usage report")
+    } else {
+        None
+    }
+}
+
+/// The buffer assignment written beside another file of the optimized module's dump, by its
+/// file name: `X-buffer-assignment.txt` beside `X.txt` and `X-memory-usage-report.txt`, where
+/// `X` ends `after_optimizations` (XLA writes a buffer assignment only for the optimized
+/// module).
+pub fn assignment_beside(name: &str) -> Option<String> {
+    let stem =
+        (name.strip_suffix("-memory-usage-report.txt")).or_else(|| name.strip_suffix(".txt"))?;
+    stem.ends_with("after_optimizations")
+        .then(|| format!("{stem}{ASSIGNMENT_SUFFIX}"))
+}
+
+/// Where `text`, named `name`, is another file of an XLA dump ([`other_file`]): what it is,
+/// and the files to give instead.
+#[inline(never)]
+pub fn refer(text: &str, name: &str) -> Option<String> {
+    let what = other_file(text)?;
+    let file = (name.bytes().rposition(|b| b == b'/')).map_or(name, |at| &name[at + 1..]);
+    let assignment = assignment_beside(file);
+    let assignment = assignment.as_deref().unwrap_or("*-buffer-assignment.txt");
+    Some(format!(
+        "{name} is XLA's {what}: memplan reads `{assignment}` with the `*-live-range.txt` beside it"
+    ))
+}
+
 /// Whether `text` is (or starts with) one half of an XLA dump.
 pub fn detect(text: &str) -> bool {
     let start = text.trim_start();
@@ -852,6 +889,7 @@ fn alias_in_place(
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     /// A buffer assignment and its live range, joined: in-place reuse, a thread-local value, a
@@ -861,6 +899,39 @@ mod tests {
     fn halves() -> (&'static str, &'static str) {
         let at = PAIR.find(LIVE_RANGE).unwrap();
         (&PAIR[..at], &PAIR[at..])
+    }
+
+    #[test]
+    fn the_other_files_of_a_dump_are_told_apart_and_named_after_their_module() {
+        assert_eq!(
+            other_file("HloModule jit_f, is_scheduled=true"),
+            Some("HLO module text")
+        );
+        assert_eq!(
+            other_file("Memory Space: default (color=0)\nTotal bytes: 1"),
+            Some("memory usage report")
+        );
+        assert_eq!(other_file(PAIR), None);
+        let stem = "module_0030.jit_step.cpu_after_optimizations";
+        let assignment = Some(format!("{stem}{ASSIGNMENT_SUFFIX}"));
+        assert_eq!(assignment_beside(&format!("{stem}.txt")), assignment);
+        assert_eq!(
+            assignment_beside(&format!("{stem}-memory-usage-report.txt")),
+            assignment
+        );
+        // Before optimization, XLA writes no buffer assignment of the module.
+        assert_eq!(
+            assignment_beside("module_0030.jit_step.before_optimizations.txt"),
+            None
+        );
+        assert_eq!(assignment_beside("notes.md"), None);
+        let e = crate::load("HloModule m\n".as_bytes(), &format!("dump/{stem}.txt")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "dump/{stem}.txt is XLA's HLO module text: memplan reads `{stem}-buffer-assignment.txt` with the `*-live-range.txt` beside it"
+            )
+        );
     }
 
     fn imported() -> Imported {
