@@ -315,24 +315,79 @@ fn fetched_memo<R: std::io::Read>(input: &mut Decoder<'_, R>) -> Fetched {
 const OPS_PER_CALL: u32 = 1 << 16;
 
 /// Up to [`OPS_PER_CALL`] opcodes of the first pass, each `BINGET`'s index set in `bits`;
-/// `false` once it has read `STOP` or an opcode it cannot read.
+/// `false` once it has read `STOP` or an opcode it cannot read. The opcodes the buffer holds
+/// whole are stepped over in a loop of their own; the rest (one cut by the buffer's
+/// end, `STOP`, `FRAME`, one refused) go through the checked read, [`Decoder::skip`].
 #[inline(never)]
 fn scan_some<R: std::io::Read>(input: &mut Decoder<'_, R>, bits: &mut Vec<u64>) -> bool {
     let len = input.len;
-    for _ in 0..OPS_PER_CALL {
+    let mut ops = 0;
+    while ops < OPS_PER_CALL {
+        let ahead = &input.buf[input.start..input.end];
+        let mut at = 0;
+        while ops < OPS_PER_CALL {
+            let Some(&op) = ahead.get(at) else { break };
+            let (arg_at, n) = match arg_of(op) {
+                // `STOP` too: the checked read ends the pass.
+                _ if op == b'.' => break,
+                None => break,
+                Some(Arg::None) => (1, 0),
+                Some(Arg::Fixed(n)) => (1, n),
+                Some(Arg::Counted(k)) => {
+                    let Some(raw) = ahead.get(at + 1..at + 1 + k) else {
+                        break;
+                    };
+                    (1 + k, index(raw))
+                }
+            };
+            let end = match (at + arg_at).checked_add(n) {
+                Some(end) if end <= ahead.len() => end,
+                _ => break,
+            };
+            if op == b'h' {
+                note_fetch(bits, usize::from(ahead[at + 1]), len);
+            } else if op == b'j' {
+                let raw = ahead[at + 1..end].try_into().map_or(0, u32::from_le_bytes);
+                note_fetch(bits, raw as usize, len);
+            }
+            at = end;
+            ops += 1;
+        }
+        input.advance(at);
+        if ops == OPS_PER_CALL {
+            break;
+        }
         match input.skip() {
             Ok(Skipped::Stop) | Err(_) => return false,
-            // An index past the file's length is refused by the second pass.
-            Ok(Skipped::Get(i)) if i as u64 <= len => {
-                if bits.len() <= i / 64 {
-                    bits.resize(i / 64 + 1, 0);
-                }
-                bits[i / 64] |= 1 << (i % 64);
-            }
-            Ok(_) => {}
+            Ok(Skipped::Get(i)) => note_fetch_past(bits, i, len),
+            Ok(Skipped::Other) => {}
         }
+        ops += 1;
     }
     true
+}
+
+/// Sets memo index `i` in `bits`, where it is within the file's `len` (the second pass refuses
+/// one past it).
+#[inline(always)]
+fn note_fetch(bits: &mut Vec<u64>, i: usize, len: u64) {
+    match bits.get_mut(i / 64) {
+        Some(word) if i as u64 <= len => *word |= 1 << (i % 64),
+        _ => note_fetch_past(bits, i, len),
+    }
+}
+
+/// [`note_fetch`] out of line, for any index: what it leaves to this (an index past the words
+/// `bits` has, or past the file) is rare, as are the checked reads that call it.
+#[cold]
+#[inline(never)]
+fn note_fetch_past(bits: &mut Vec<u64>, i: usize, len: u64) {
+    if i as u64 <= len {
+        if bits.len() <= i / 64 {
+            bits.resize(i / 64 + 1, 0);
+        }
+        bits[i / 64] |= 1 << (i % 64);
+    }
 }
 
 /// How an opcode's argument follows it in the stream.
@@ -568,11 +623,6 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
         (ahead.len() >= arg_at.checked_add(n)?).then_some((op, arg_at, n))
     }
 
-    /// The `n` bytes `arg_at` past the buffer's start.
-    fn arg(&self, arg_at: usize, n: usize) -> &[u8] {
-        &self.buf[self.start + arg_at..][..n]
-    }
-
     /// Steps over `n` bytes the buffer holds.
     fn advance(&mut self, n: usize) {
         self.start += n;
@@ -592,18 +642,10 @@ impl<'p, R: std::io::Read> Decoder<'p, R> {
         }
     }
 
-    /// The next opcode, its argument skipped: the first pass's read, which decodes nothing.
-    /// An opcode [`Decoder::op`] would refuse is an error here, without its message.
+    /// The next opcode, its argument skipped, by checked reads: the first pass's read (which
+    /// decodes nothing) where its loop over the buffer ([`scan_some`]) stops. An opcode
+    /// [`Decoder::op`] would refuse is an error here, without its message.
     fn skip(&mut self) -> Result<Skipped, PickleError> {
-        if let Some((op, arg_at, n)) = self.buffered() {
-            let skipped = match op {
-                b'.' => Skipped::Stop,
-                b'h' | b'j' => Skipped::Get(index(self.arg(arg_at, n))),
-                _ => Skipped::Other,
-            };
-            self.advance(arg_at + n);
-            return Ok(skipped);
-        }
         let op = self.opcode()?;
         match arg_of(op).ok_or_else(|| self.err("an opcode this reader refuses"))? {
             Arg::None if op == b'.' => Ok(Skipped::Stop),
@@ -1504,6 +1546,44 @@ mod tests {
             }
             assert!(opcodes > 1000);
             assert_eq!(skipping.at, len);
+        }
+    }
+
+    /// The first pass's loop over the buffer finds the fetches the checked read finds opcode by
+    /// opcode, whether the buffer holds the whole pickle or a byte of it at a time.
+    #[test]
+    fn the_first_pass_finds_every_fetch_the_checked_read_finds() {
+        let set = |f: &Fetched| -> Vec<usize> {
+            (0..f.bits.len() * 64)
+                .filter(|&i| f.slot(i).is_some())
+                .collect()
+        };
+        for bytes in [
+            &include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle")[..],
+            include_bytes!("../../../tests/data/torch/generated-p2.pickle"),
+            include_bytes!("../../../tests/data/torch/generated-p5.pickle"),
+        ] {
+            let len = bytes.len() as u64;
+            let mut heard = |_| {};
+            let mut one_by_one = Decoder::new(bytes, len, 0, &mut heard);
+            let mut expected = std::collections::BTreeSet::new();
+            loop {
+                match one_by_one.skip().unwrap() {
+                    Skipped::Stop => break,
+                    Skipped::Get(i) => {
+                        expected.insert(i);
+                    }
+                    Skipped::Other => {}
+                }
+            }
+            let expected: Vec<usize> = expected.into_iter().collect();
+            assert!(expected.len() > 100);
+            let mut heard = |_| {};
+            let whole = fetched_memo(&mut Decoder::new(bytes, len, 0, &mut heard));
+            assert_eq!(set(&whole), expected);
+            let mut heard = |_| {};
+            let split = fetched_memo(&mut Decoder::new(OneByte(bytes, 0), len, 0, &mut heard));
+            assert_eq!(set(&split), expected);
         }
     }
 
