@@ -26,7 +26,9 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::model::packed::{Packer, Unpacker, Words, packed, packed_ints, unpack};
+use crate::model::packed::{
+    Packer, Stand, Unpacker, Words, packed, packed_bytes, packed_ints, unpack,
+};
 use crate::model::{BufferView, StepIndices, TensorLabel, ViewInto};
 
 /// A column written straight from the items, one value each: nothing is copied to write it
@@ -187,11 +189,11 @@ pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result
         name.is_empty(),
         packed_ints(&name, |&i| i.into())
     );
-    fields.serialize_field("size", &packed_ints(b, |b| b.size))?;
+    fields.serialize_field("size", &packed_bytes(b, |b| b.size))?;
     optional_field(&mut fields, "occupied", (b, Form::Sparse), |b| {
         (b.occupied != b.size).then_some(b.occupied)
     })?;
-    fields.serialize_field("offset", &packed_ints(b, |b| b.offset))?;
+    fields.serialize_field("offset", &packed_bytes(b, |b| b.offset))?;
     optional_field(&mut fields, "address", (b, Form::Sparse), |b| {
         (b.address != b.offset).then_some(b.address)
     })?;
@@ -653,9 +655,10 @@ impl<'de, F: FnMut(&mut BufferView, &mut Unpacker<N>) -> Result<(), String>, con
         let n = out.len();
         let mut past = None;
         let mut len = 0;
-        let mut previous = [0; N];
+        let mut stand = Stand::default();
+        let at = |e: String| de::Error::custom(format!("buffer column `{column}`: {e}"));
         while let Some(text) = chunks.next_element::<String>()? {
-            let mut values = Unpacker::resume(&text, previous);
+            let mut values = Unpacker::resume(&text, stand).map_err(at)?;
             while !values.is_done() {
                 let b = match out.get_mut(len) {
                     Some(b) => b,
@@ -666,7 +669,7 @@ impl<'de, F: FnMut(&mut BufferView, &mut Unpacker<N>) -> Result<(), String>, con
                 })?;
                 len += 1;
             }
-            previous = values.previous();
+            stand = values.stand();
         }
         counted(column, len, n, optional).map_err(de::Error::custom)
     }
@@ -1000,15 +1003,15 @@ mod tests {
                 "buffer column `size` has 3 entries for 2 buffers",
             ),
             (
-                two_buffers(&[1, 2], r#","stack":["A"]"#),
+                two_buffers(&[1, 2], r#","stack":["AA"]"#),
                 "buffer column `stack` has 1 entries for 2 buffers",
             ),
             (
-                two_buffers(&[1, 2], r#","stack":["g"]"#),
+                two_buffers(&[1, 2], r#","stack":["Ag"]"#),
                 "buffer column `stack`, buffer 0: ends inside a value",
             ),
             (
-                two_buffers(&[1, 2], r#","stack":["A,"]"#),
+                two_buffers(&[1, 2], r#","stack":["AA,"]"#),
                 "buffer column `stack`, buffer 1: holds `,`, not a digit",
             ),
             (
@@ -1020,7 +1023,8 @@ mod tests {
                 "buffer column `last`, buffer 1: holds 4294967296, past a u32",
             ),
             (
-                two_buffers(&[1, 2], &format!(r#","allocation":{}"#, p(&[3]))),
+                // No shift, then tag 3.
+                two_buffers(&[1, 2], r#","allocation":["AG"]"#),
                 "buffer column `allocation`, buffer 0: holds allocation tag 3",
             ),
             (
@@ -1039,11 +1043,11 @@ mod tests {
                 "buffer column `name` comes before `tensor`",
             ),
             (
-                format!(r#"{one}"producers":["A"]}}"#),
+                format!(r#"{one}"producers":["AA"]}}"#),
                 "missing field `consumers`",
             ),
             (
-                format!(r#"{{"count":1,"size":["C"],"tensor":{}}}"#, words(&["a"])),
+                format!(r#"{{"count":1,"size":["AC"],"tensor":{}}}"#, words(&["a"])),
                 "missing field `offset`",
             ),
             (
@@ -1068,7 +1072,7 @@ mod tests {
                 "buffer column `tensor` has 1 entries for 2 buffers",
             ),
             (
-                r#"{"count":1,"tensor":{"stems":[],"packed":["AA"]}}"#.into(),
+                r#"{"count":1,"tensor":{"stems":[],"packed":["AAA"]}}"#.into(),
                 "buffer column `tensor` names stem 0 of 0",
             ),
             (r#"[1]"#.into(), "expected buffer columns"),

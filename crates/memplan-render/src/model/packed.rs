@@ -12,7 +12,10 @@
 //! wire needs `u64`.)
 //!
 //! A column may interleave several fields (an allocation's address, stream and events): each
-//! field keeps its own previous value, so each steps from its own. A column is written as a list
+//! field keeps its own previous value, so each steps from its own. A column starts with its
+//! shift (one digit: 0 to 63 bits), and its values are packed shifted down by it: a column of one field (sizes, offsets,
+//! live bytes, multiples of an alignment: a snapshot's of 512) is shifted by the trailing zero
+//! bits all its values have, and its steps take two characters fewer. A column is written as a list
 //! of strings of at most [`CHUNK`] items each, its fields stepping on across them, so neither the
 //! worker writing it nor the page reading it holds a whole column's text at once.
 
@@ -43,20 +46,30 @@ const MORE: u8 = 1 << BITS;
 pub struct Packer<const FIELDS: usize> {
     out: Vec<u8>,
     previous: [u64; FIELDS],
+    shift: u32,
 }
 
 impl<const FIELDS: usize> Default for Packer<FIELDS> {
+    /// A column with no shift.
     fn default() -> Self {
-        Packer {
-            out: Vec::new(),
-            previous: [0; FIELDS],
-        }
+        Packer::shifted(0)
     }
 }
 
 impl<const FIELDS: usize> Packer<FIELDS> {
+    /// A column whose values are shifted down by `shift` bits (which every value must allow),
+    /// written first.
+    fn shifted(shift: u32) -> Self {
+        Packer {
+            out: vec![DIGITS[shift as usize % 64]],
+            previous: [0; FIELDS],
+            shift,
+        }
+    }
+
     /// Appends `value` of field `field`.
     pub fn push(&mut self, field: usize, value: u64) {
+        let value = value >> self.shift;
         let step = value.wrapping_sub(self.previous[field]) as i64;
         self.previous[field] = value;
         let mut zigzag = ((step << 1) ^ (step >> 63)) as u64;
@@ -81,24 +94,56 @@ impl<const FIELDS: usize> Packer<FIELDS> {
     }
 }
 
+/// Where a column's reading stands between two of its strings: its shift, once the first
+/// string has given it, and each field's last value.
+#[derive(Clone, Copy)]
+pub struct Stand<const FIELDS: usize> {
+    shift: Option<u32>,
+    previous: [u64; FIELDS],
+}
+
+impl<const FIELDS: usize> Default for Stand<FIELDS> {
+    /// Before a column's first string.
+    fn default() -> Self {
+        Stand {
+            shift: None,
+            previous: [0; FIELDS],
+        }
+    }
+}
+
 /// Reads a column a [`Packer`] wrote.
 pub struct Unpacker<'a, const FIELDS: usize> {
     bytes: &'a [u8],
     previous: [u64; FIELDS],
+    shift: u32,
 }
 
 impl<'a, const FIELDS: usize> Unpacker<'a, FIELDS> {
-    /// The next string of a column, its fields stepping from `previous` (what
-    /// [`Unpacker::previous`] said at the end of the string before).
-    pub fn resume(text: &'a str, previous: [u64; FIELDS]) -> Self {
-        Unpacker {
+    /// The next string of a column, from where the string before it left the reading
+    /// ([`Unpacker::stand`]; `Stand::default()` for the first, which starts with the shift).
+    pub fn resume(text: &'a str, stand: Stand<FIELDS>) -> Result<Self, String> {
+        let mut values = Unpacker {
             bytes: text.as_bytes(),
-            previous,
+            previous: stand.previous,
+            shift: stand.shift.unwrap_or(0),
+        };
+        if stand.shift.is_none() {
+            let (&digit, rest) = values.bytes.split_first().ok_or("has no shift")?;
+            values.shift = u32::from(VALUES[usize::from(digit)]);
+            if values.shift >= u64::BITS {
+                return Err("has no shift".into());
+            }
+            values.bytes = rest;
         }
+        Ok(values)
     }
 
-    pub fn previous(&self) -> [u64; FIELDS] {
-        self.previous
+    pub fn stand(&self) -> Stand<FIELDS> {
+        Stand {
+            shift: Some(self.shift),
+            previous: self.previous,
+        }
     }
 
     /// Whether every value is read.
@@ -132,7 +177,10 @@ impl<'a, const FIELDS: usize> Unpacker<'a, FIELDS> {
         let step = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
         let value = self.previous[field].wrapping_add(step as u64);
         self.previous[field] = value;
-        Ok(value)
+        match value << self.shift {
+            shifted if shifted >> self.shift == value => Ok(shifted),
+            _ => Err("holds a value past 64 bits".into()),
+        }
     }
 }
 
@@ -144,13 +192,13 @@ fn each_item<const N: usize>(
     chunks: &[String],
     mut item: impl FnMut(&mut Unpacker<N>) -> Result<(), String>,
 ) -> Result<(), String> {
-    let mut previous = [0; N];
+    let mut stand = Stand::default();
     for text in chunks {
-        let mut values = Unpacker::resume(text, previous);
+        let mut values = Unpacker::resume(text, stand)?;
         while !values.is_done() {
             item(&mut values)?;
         }
-        previous = values.previous();
+        stand = values.stand();
     }
     Ok(())
 }
@@ -169,12 +217,12 @@ pub fn unpack<T>(chunks: &[String], convert: impl Fn(u64) -> Option<T>) -> Resul
 
 /// A packed column of `N` interleaved fields, written straight from the items: `push` packs
 /// each item's values.
-pub struct Packed<'a, I, F, const N: usize>(&'a [I], F);
+pub struct Packed<'a, I, F, const N: usize>(&'a [I], F, u32);
 
 impl<I, F: Fn(&I, &mut Packer<N>), const N: usize> serde::Serialize for Packed<'_, I, F, N> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
-        let mut packer = Packer::default();
+        let mut packer = Packer::shifted(self.2);
         let mut chunks = serializer.serialize_seq(Some(self.0.len().div_ceil(CHUNK)))?;
         for items in self.0.chunks(CHUNK) {
             for item in items {
@@ -190,12 +238,23 @@ pub fn packed<I, F: Fn(&I, &mut Packer<N>), const N: usize>(
     items: &[I],
     push: F,
 ) -> Packed<'_, I, F, N> {
-    Packed(items, push)
+    Packed(items, push, 0)
 }
 
 /// One integer of each item, packed.
 pub fn packed_ints<I>(items: &[I], value: impl Fn(&I) -> u64) -> impl serde::Serialize {
     packed(items, move |item, p: &mut Packer<1>| p.push(0, value(item)))
+}
+
+/// [`packed_ints`] of integers that are mostly multiples of an alignment (sizes, offsets, live
+/// bytes): shifted down by the trailing zero bits they all have.
+pub fn packed_bytes<I>(items: &[I], value: impl Fn(&I) -> u64) -> impl serde::Serialize {
+    let zeros = items
+        .iter()
+        .fold(0, |or, item| or | value(item))
+        .trailing_zeros();
+    let push = move |item: &I, p: &mut Packer<1>| p.push(0, value(item));
+    Packed(items, push, zeros % u64::BITS)
 }
 
 /// Strings as the wire packs a long column of them: each is a stem and the decimal number that
@@ -274,13 +333,14 @@ impl<S: AsRef<str>> Words<S> {
 }
 
 /// A list of integers as one packed string: `#[serde(with = "crate::model::packed::ints")]` on
-/// a `Vec<u64>` (a usage curve holds a value per position, a snapshot's millions).
+/// a `Vec<u64>` (a usage curve holds a value per position, a snapshot's millions), shifted as
+/// [`packed_bytes`] shifts.
 pub mod ints {
-    use super::{packed_ints, unpack};
+    use super::{packed_bytes, unpack};
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(values: &[u64], serializer: S) -> Result<S::Ok, S::Error> {
-        serde::Serialize::serialize(&packed_ints(values, |&v| v), serializer)
+        serde::Serialize::serialize(&packed_bytes(values, |&v| v), serializer)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u64>, D::Error> {
@@ -303,11 +363,35 @@ mod tests {
                 packer.push(field, value);
             }
             let text = packer.finish();
-            let mut unpacker = Unpacker::<3>::resume(&text, [0; 3]);
+            let mut unpacker = Unpacker::<3>::resume(&text, Stand::default()).unwrap();
             for &(field, value) in &values {
                 prop_assert_eq!(unpacker.next(field), Ok(value));
             }
             prop_assert!(unpacker.is_done());
+        }
+
+        /// A column whose values share trailing zero bits packs them shifted down, shorter by
+        /// about a character for each five bits, and reads back the same.
+        #[test]
+        fn shared_trailing_zeros_are_shifted_out(
+            values in prop::collection::vec(any::<u64>(), 1..40),
+            bits in 0u32..64,
+        ) {
+            let values: Vec<u64> = values.iter().map(|v| (v >> bits) << bits).collect();
+            let chunks: Vec<String> =
+                serde_json::from_str(&serde_json::to_string(&packed_bytes(&values, |&v| v)).unwrap())
+                    .unwrap();
+            prop_assert_eq!(unpack(&chunks, Some), Ok(values.clone()));
+            let shift = values.iter().fold(0, |or, v| or | v).trailing_zeros() % 64;
+            let mut unshifted = Packer::<1>::default();
+            for &v in &values {
+                unshifted.push(0, v);
+            }
+            let (packed, unshifted) = (chunks.concat().len(), unshifted.finish().len());
+            prop_assert!(packed <= unshifted + 2, "{} against {}", packed, unshifted);
+            if shift >= 15 && values.len() >= 8 {
+                prop_assert!(packed < unshifted, "{} against {}", packed, unshifted);
+            }
         }
     }
 
@@ -317,14 +401,15 @@ mod tests {
         for value in [0, 1, 2, 3, 2, 1, 1] {
             packer.push(0, value);
         }
-        assert_eq!(packer.finish().len(), 7);
+        // And the column's shift first.
+        assert_eq!(packer.finish().len(), 1 + 7);
         for value in [u64::MAX, 0, 1 << 63, (1 << 63) - 1, u64::MAX - 1] {
             let mut packer = Packer::<1>::default();
             packer.push(0, value);
             packer.push(0, 0);
             let text = packer.finish();
-            assert!(text.len() <= 2 * 13, "{text}");
-            let mut unpacker = Unpacker::<1>::resume(&text, [0; 1]);
+            assert!(text.len() <= 1 + 2 * 13, "{text}");
+            let mut unpacker = Unpacker::<1>::resume(&text, Stand::default()).unwrap();
             assert_eq!(unpacker.next(0), Ok(value));
             assert_eq!(unpacker.next(0), Ok(0));
         }
@@ -350,12 +435,12 @@ mod tests {
         let ids: Vec<String> = (0..1000).map(|k| format!("alloc{k}")).collect();
         let packed = Words::pack(ids.iter().map(String::as_str));
         assert_eq!(packed.stems, ["alloc"]);
-        assert_eq!(packed.packed.concat().len(), 2000);
+        assert_eq!(packed.packed.concat().len(), 1 + 2000);
         let leading = Words::pack(["t=007", "x", "x1"].into_iter());
         assert_eq!(leading.stems, ["t=007", "x"]);
         let bad = Words::<&str> {
             stems: vec!["a"],
-            packed: vec!["CA".into()],
+            packed: vec!["ACA".into()],
         };
         assert_eq!(bad.unpack(|_| Ok(())), Err("names stem 1 of 1".into()));
     }
@@ -367,10 +452,10 @@ mod tests {
     fn a_list_crosses_as_one_string_and_reads_back() {
         let curve = Curve(vec![0, 5, 5, 4, u64::MAX, 7]);
         let json = serde_json::to_string(&curve).unwrap();
-        // Steps 0, +5, 0, -1, -5 (wrapping to the top) and +8: a character each.
-        assert_eq!(json, r#"["AKABJQ"]"#);
+        // No shift, then steps 0, +5, 0, -1, -5 (wrapping to the top) and +8: a character each.
+        assert_eq!(json, r#"["AAKABJQ"]"#);
         assert_eq!(serde_json::from_str::<Curve>(&json).unwrap(), curve);
-        let e = serde_json::from_str::<Curve>(r#"["AK!"]"#).unwrap_err();
+        let e = serde_json::from_str::<Curve>(r#"["AAK!"]"#).unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("packed integers holds `!`, not a digit"),
@@ -386,13 +471,21 @@ mod tests {
 
     #[test]
     fn what_no_packer_writes_is_refused() {
-        let next = |text: &str| Unpacker::<1>::resume(text, [0; 1]).next(0);
-        assert_eq!(next("g"), Err("ends inside a value".into()));
-        assert_eq!(next("A,"), Ok(0));
-        assert_eq!(next(","), Err("holds `,`, not a digit".into()));
+        // The first value of a column is its shift.
+        let next = |text: &str| Unpacker::<1>::resume(text, Stand::default())?.next(0);
+        assert_eq!(next("Ag"), Err("ends inside a value".into()));
+        assert_eq!(next("AA,"), Ok(0));
+        assert_eq!(next("A,"), Err("holds `,`, not a digit".into()));
         assert_eq!(
-            next("//////////////"),
+            next("A//////////////"),
             Err("holds a value past 64 bits".into())
         );
+        assert_eq!(next(""), Err("has no shift".into()));
+        assert_eq!(next("!A"), Err("has no shift".into()));
+        // Shifted past 64 bits: 2^60 by sixteen bits.
+        let mut packer = Packer::<1>::default();
+        packer.push(0, 1 << 60);
+        let text = format!("Q{}", &packer.finish()[1..]);
+        assert_eq!(next(&text), Err("holds a value past 64 bits".into()));
     }
 }
