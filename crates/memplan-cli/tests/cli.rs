@@ -1151,7 +1151,7 @@ fn another_file_of_an_xla_dump_reads_the_pair_beside_it_or_names_it() {
         let o = memplan(&["plan", alone.join(&name).to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(1));
         let named = format!(
-            "is XLA's {what}: memplan reads `{stem}-buffer-assignment.txt` with the `*-live-range.txt` beside it"
+            "{name}: this is XLA's {what}: memplan reads `{stem}-buffer-assignment.txt` with the `*-live-range.txt` beside it"
         );
         assert!(stderr(&o).contains(&named), "{}", stderr(&o));
     }

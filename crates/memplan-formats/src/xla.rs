@@ -121,7 +121,7 @@ pub fn assignment_beside(name: &str) -> Option<String> {
 }
 
 /// Where `text`, named `name`, is another file of an XLA dump ([`other_file`]): what it is,
-/// and the files to give instead.
+/// and the files to give instead (the caller names the file).
 #[inline(never)]
 pub fn refer(text: &str, name: &str) -> Option<String> {
     let what = other_file(text)?;
@@ -129,7 +129,7 @@ pub fn refer(text: &str, name: &str) -> Option<String> {
     let assignment = assignment_beside(file);
     let assignment = assignment.as_deref().unwrap_or("*-buffer-assignment.txt");
     Some(format!(
-        "{name} is XLA's {what}: memplan reads `{assignment}` with the `*-live-range.txt` beside it"
+        "this is XLA's {what}: memplan reads `{assignment}` with the `*-live-range.txt` beside it"
     ))
 }
 
@@ -929,7 +929,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             format!(
-                "dump/{stem}.txt is XLA's HLO module text: memplan reads `{stem}-buffer-assignment.txt` with the `*-live-range.txt` beside it"
+                "this is XLA's HLO module text: memplan reads `{stem}-buffer-assignment.txt` with the `*-live-range.txt` beside it"
             )
         );
     }
