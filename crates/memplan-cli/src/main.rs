@@ -582,7 +582,7 @@ fn load_dump(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Se
         .and_then(xla::companion)
         .map(|name| path.with_file_name(name));
     if let Some(other) = companion.filter(|p| p.is_file()) {
-        let joined = memplan_formats::xla::join(&read_bytes(path)?, &read_bytes(&other)?);
+        let joined = xla::join(&read_bytes(path)?, &read_bytes(&other)?);
         return Ok(Session::load_with(&joined, &source, options)?);
     }
     let io = |error| CliError::Io {

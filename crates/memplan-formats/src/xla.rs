@@ -122,7 +122,6 @@ pub fn assignment_beside(name: &str) -> Option<String> {
 
 /// Where `text`, named `name`, is another file of an XLA dump ([`other_file`]): what it is,
 /// and the files to give instead (the caller names the file).
-#[inline(never)]
 pub fn refer(text: &str, name: &str) -> Option<String> {
     let what = other_file(text)?;
     let file = (name.bytes().rposition(|b| b == b'/')).map_or(name, |at| &name[at + 1..]);
@@ -889,7 +888,6 @@ fn alias_in_place(
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
 
     /// A buffer assignment and its live range, joined: in-place reuse, a thread-local value, a
