@@ -25,6 +25,8 @@ use serde_json::{Map, Value};
 
 use crate::FormatError;
 
+mod path;
+
 /// The version this build reads and writes.
 pub const FORMAT_VERSION: u64 = 1;
 
@@ -318,24 +320,19 @@ fn without_position(e: &serde_json::Error) -> String {
 /// Reads a graph's dump (checked by the first pass: valid JSON, keys unique, version 1, no
 /// program) into its [`Graph`], structure errors with their JSON path.
 fn read_graph(text: &str) -> Result<Graph, FormatError> {
-    // Read plainly, and again tracking the path only when that fails: the tracking costs a
-    // tenth of a large dump's load, and the second read meets the same error. The web bundle
-    // reads with the tracking only: the plain read is a second copy of every field's reader
-    // (4 KiB of the worker gzipped), and the page's dumps are small.
-    let tracked = || {
-        let mut de = serde_json::Deserializer::from_str(text);
-        serde_path_to_error::deserialize::<_, GraphTop>(&mut de)
-    };
-    let plain = match cfg!(target_family = "wasm") {
-        true => None,
-        false => GraphTop::deserialize(&mut serde_json::Deserializer::from_str(text)).ok(),
-    };
-    let top = match plain {
-        Some(top) => top,
-        None => tracked().map_err(|e| {
-            FormatError::structure(&e.path().to_string(), &without_position(e.inner()))
-        })?,
-    };
+    let top =
+        GraphTop::deserialize(&mut serde_json::Deserializer::from_str(text)).map_err(|e| {
+            let (path, message) = placed(text, &e);
+            structure_under("", &path, &message)
+        })?;
+    graph_of(top, from_value)
+}
+
+/// The graph of a dump's top level, its fields besides tensors and steps read by `read_rest`.
+fn graph_of(
+    top: GraphTop,
+    read_rest: fn(Value, &str) -> Result<Graph, FormatError>,
+) -> Result<Graph, FormatError> {
     let mut rest = top.rest;
     // The typed fields stand in as empty lists, so a missing one is still missing.
     for (key, given) in [
@@ -346,9 +343,13 @@ fn read_graph(text: &str) -> Result<Graph, FormatError> {
             rest.insert(key.into(), Value::Array(Vec::new()));
         }
     }
-    let mut graph: Graph = from_value(Value::Object(rest), "")?;
+    let mut graph = read_rest(Value::Object(rest), "")?;
     graph.tensors = top.tensors.unwrap_or_default();
     graph.steps = top.steps.unwrap_or_default();
+    // Grown by doubling: what the lists do not use goes back (a million steps left a third
+    // of a 176 MB list unused).
+    graph.tensors.shrink_to_fit();
+    graph.steps.shrink_to_fit();
     Ok(graph)
 }
 
@@ -447,16 +448,46 @@ pub fn parse_dump(text: &str) -> Result<Parsed, FormatError> {
 }
 
 /// Deserializes `value`, an error's path prefixed with `at` (the path of `value` in the dump).
+/// Read as text, which places an error (and shares the readers of a graph's dump).
 fn from_value<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<T, FormatError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let inner = e.path().to_string();
-        let path = match (at.is_empty(), inner.as_str()) {
-            (true, _) => inner.clone(),
-            (false, "." | "") => at.to_string(),
-            (false, _) => format!("{at}.{inner}"),
-        };
-        FormatError::structure(&path, &e.inner().to_string())
+    let text = value.to_string();
+    serde_json::from_str(&text).map_err(|e| {
+        let (path, message) = placed(&text, &e);
+        structure_under(at, &path, &message)
     })
+}
+
+/// [`from_value`] with the path tracked through every read: a program's events are read whole
+/// before their fields (a tagged enum), so where serde_json places an error in text does not
+/// tell which event (see `path`).
+fn from_value_tracked<T: serde::de::DeserializeOwned>(
+    value: Value,
+    at: &str,
+) -> Result<T, FormatError> {
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| structure_under(at, &e.path().to_string(), &e.inner().to_string()))
+}
+
+/// Where in `text` serde_json's structure error `e` happened (its JSON path), and its message.
+fn placed(text: &str, e: &serde_json::Error) -> (String, String) {
+    let message = without_position(e);
+    let mut offset = path::offset_of(text, e.line(), e.column());
+    // serde_json places an error it makes on peeking (no value where a variant goes) after the
+    // byte it peeked at.
+    if message == "expected value" {
+        offset = offset.saturating_sub(1);
+    }
+    (path::path_at(text, offset, &message), message)
+}
+
+/// A structure error at `inner`, a path in the value at `at` in the dump (empty: the top level).
+fn structure_under(at: &str, inner: &str, message: &str) -> FormatError {
+    let path = match (at.is_empty(), inner) {
+        (true, _) => inner.to_string(),
+        (false, "." | "") => at.to_string(),
+        (false, _) => format!("{at}.{inner}"),
+    };
+    FormatError::structure(&path, message)
 }
 
 /// The fields a program's top level may have beside `program`: the ones its routines inherit.
@@ -481,7 +512,7 @@ struct ContextFields {
 
 fn parse_program(mut top: Map<String, Value>) -> Result<ParsedProgram, FormatError> {
     let fields: ProgramFields =
-        from_value(top.remove("program").unwrap_or(Value::Null), "program")?;
+        from_value_tracked(top.remove("program").unwrap_or(Value::Null), "program")?;
     let name = match top.remove("name") {
         None => String::new(),
         Some(v) => from_value(v, "name")?,
@@ -603,7 +634,7 @@ mod tests {
     use super::*;
     use memplan_core::GraphError;
 
-    const VALID: &str = r#"{
+    pub(super) const VALID: &str = r#"{
         "memplan": 1,
         "params": {"B": 4},
         "tensors": [
@@ -831,5 +862,133 @@ mod tests {
             e.to_string(),
             "tensor `z`: alignment 3 is not a power of two"
         );
+    }
+}
+
+/// The JSON paths of a graph's structure errors, held to serde_path_to_error's, which tracks
+/// the path through every read: on dumps with one piece changed (a value of another type, a
+/// field left out, one added), written compact or pretty, every error reads the same.
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// [`read_graph`] with the path tracked through every read.
+    fn tracked_read_graph(text: &str) -> Result<Graph, FormatError> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let top = serde_path_to_error::deserialize::<_, GraphTop>(&mut de).map_err(|e| {
+            FormatError::structure(&e.path().to_string(), &without_position(e.inner()))
+        })?;
+        graph_of(top, from_value_tracked)
+    }
+
+    /// A dump with every field of a tensor and of a step.
+    const EVERY_FIELD: &str = r#"{
+        "memplan": 1, "devices": [{"id": "gpu0"}], "loops": [{"id": "l", "trip_count": 2}],
+        "tensors": [
+            {"id": "a", "name": "a", "bytes": 64, "shape": [2, "B"], "dtype": "f32",
+             "alignment": 64, "device": "gpu0", "kind": "param", "held": true,
+             "always_live": true, "memory_space": "device_global",
+             "stack": [{"function": "f", "file": "m.py", "line": 3}]},
+            {"id": "v", "view_of": "a", "view_offset": 8, "elided": false, "size_unknown": false}
+        ],
+        "steps": [
+            {"id": "s", "name": "s", "op": "mm", "device": "gpu0", "kind": "copy",
+             "reads": ["a"], "writes": ["v"], "cost": 5, "time": 7, "loop": "l", "pinned": true}
+        ]
+    }"#;
+
+    /// Every place in `v`, as a JSON pointer.
+    fn places(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => m
+                .iter()
+                .for_each(|(k, x)| places(x, format!("{at}/{k}"), out)),
+            Value::Array(a) => {
+                (a.iter().enumerate()).for_each(|(i, x)| places(x, format!("{at}/{i}"), out))
+            }
+            _ => {}
+        }
+        out.push(at);
+    }
+
+    /// `text` with the `pick`-th place changed by `change`: replaced by one of a few values of
+    /// every type, left out of its object, or given a field no dump has.
+    fn changed(text: &str, pick: usize, change: usize, pretty: bool) -> String {
+        let mut v: Value = serde_json::from_str(text).unwrap();
+        let mut all = Vec::new();
+        places(&v, String::new(), &mut all);
+        let at = &all[pick % all.len()];
+        let replacements = [
+            serde_json::json!(-1),
+            serde_json::json!(1.5),
+            serde_json::json!("x"),
+            serde_json::json!(true),
+            Value::Null,
+            serde_json::json!([]),
+            serde_json::json!({}),
+            serde_json::json!([1, "a"]),
+            serde_json::json!({"k": 1}),
+            serde_json::json!(u64::MAX),
+        ];
+        let n = replacements.len();
+        match change % (n + 2) {
+            c if c < n => *v.pointer_mut(at).unwrap() = replacements[c].clone(),
+            c if c == n => {
+                let (parent, key) = at.rsplit_once('/').unwrap_or_default();
+                if let Some(Value::Object(m)) = v.pointer_mut(parent) {
+                    m.remove(key);
+                }
+            }
+            _ => {
+                if let Some(Value::Object(m)) = v.pointer_mut(at) {
+                    m.insert("colour".into(), serde_json::json!(1));
+                }
+            }
+        }
+        match pretty {
+            true => serde_json::to_string_pretty(&v).unwrap(),
+            false => v.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_fixtures_read() {
+        for fixture in [tests::VALID, EVERY_FIELD] {
+            read_graph(fixture).unwrap();
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn a_graphs_errors_are_placed_as_tracking_places_them(
+            pick in 0usize..1000, change in 0usize..100, pretty: bool,
+        ) {
+            for fixture in [tests::VALID, EVERY_FIELD] {
+                let text = changed(fixture, pick, change, pretty);
+                prop_assert_eq!(read_graph(&text), tracked_read_graph(&text), "{}", text);
+            }
+        }
+
+        /// A program's routines are read from values, placed in text written again.
+        #[test]
+        fn a_routines_errors_are_placed_as_tracking_places_them(
+            pick in 0usize..1000, change in 0usize..100,
+        ) {
+            let program: Value = serde_json::from_str(include_str!(
+                "../../../static/examples/serving-program.json"
+            ))
+            .unwrap();
+            let routine = program.pointer("/program/contexts/0/routines/0").unwrap();
+            let text = changed(&routine.to_string(), pick, change, false);
+            let routine: Value = serde_json::from_str(&text).unwrap();
+            let at = "program.contexts[0].routines[0]";
+            prop_assert_eq!(
+                from_value::<Graph>(routine.clone(), at),
+                from_value_tracked::<Graph>(routine, at)
+            );
+        }
     }
 }
