@@ -457,17 +457,6 @@ fn from_value<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<
     })
 }
 
-/// [`from_value`] with the path tracked through every read: a program's events are read whole
-/// before their fields (a tagged enum), so where serde_json places an error in text does not
-/// tell which event (see `path`).
-fn from_value_tracked<T: serde::de::DeserializeOwned>(
-    value: Value,
-    at: &str,
-) -> Result<T, FormatError> {
-    serde_path_to_error::deserialize(value)
-        .map_err(|e| structure_under(at, &e.path().to_string(), &e.inner().to_string()))
-}
-
 /// Where in `text` serde_json's structure error `e` happened (its JSON path), and its message.
 fn placed(text: &str, e: &serde_json::Error) -> (String, String) {
     let message = without_position(e);
@@ -485,6 +474,7 @@ fn structure_under(at: &str, inner: &str, message: &str) -> FormatError {
     let path = match (at.is_empty(), inner) {
         (true, _) => inner.to_string(),
         (false, "." | "") => at.to_string(),
+        (false, _) if inner.starts_with('[') => format!("{at}{inner}"),
         (false, _) => format!("{at}.{inner}"),
     };
     FormatError::structure(&path, message)
@@ -497,7 +487,17 @@ const INHERITED: [&str; 4] = ["alignment", "pool_cap", "cost_unit", "devices"];
 #[serde(deny_unknown_fields)]
 struct ProgramFields {
     contexts: Vec<Value>,
-    events: Vec<Event>,
+    /// Each read on its own (see [`events`]).
+    events: Vec<Value>,
+}
+
+/// A program's events, each read from its own value: an event is a tagged enum, which serde
+/// reads whole before its fields, and serde_json places an error in one after the end of the
+/// list around it, where the text no longer tells which event (see `path`).
+fn events(values: Vec<Value>) -> Result<Vec<Event>, FormatError> {
+    (values.into_iter().enumerate())
+        .map(|(e, event)| from_value(event, &format!("program.events[{e}]")))
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -512,7 +512,8 @@ struct ContextFields {
 
 fn parse_program(mut top: Map<String, Value>) -> Result<ParsedProgram, FormatError> {
     let fields: ProgramFields =
-        from_value_tracked(top.remove("program").unwrap_or(Value::Null), "program")?;
+        from_value(top.remove("program").unwrap_or(Value::Null), "program")?;
+    let events = events(fields.events)?;
     let name = match top.remove("name") {
         None => String::new(),
         Some(v) => from_value(v, "name")?,
@@ -592,10 +593,7 @@ fn parse_program(mut top: Map<String, Value>) -> Result<ParsedProgram, FormatErr
             routines,
         });
     }
-    let program = Program {
-        contexts,
-        events: fields.events,
-    };
+    let program = Program { contexts, events };
     let resolved = program.resolve()?;
     let refs: Vec<&ResolvedGraph> = graphs.iter().collect();
     memplan_core::program::sharing(&program, &resolved, &refs)?;
@@ -873,6 +871,15 @@ mod path_tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// [`from_value`] with the path tracked through every read.
+    fn from_value_tracked<T: serde::de::DeserializeOwned>(
+        value: Value,
+        at: &str,
+    ) -> Result<T, FormatError> {
+        serde_path_to_error::deserialize(value)
+            .map_err(|e| structure_under(at, &e.path().to_string(), &e.inner().to_string()))
+    }
+
     /// [`read_graph`] with the path tracked through every read.
     fn tracked_read_graph(text: &str) -> Result<Graph, FormatError> {
         let mut de = serde_json::Deserializer::from_str(text);
@@ -959,6 +966,29 @@ mod path_tests {
         }
     }
 
+    /// A program's errors name their place: an event by its index, a context's by its own.
+    #[test]
+    fn a_programs_errors_name_their_place() {
+        let program = include_str!("../../../static/examples/serving-program.json");
+        let error = |from: &str, to: &str| {
+            assert!(program.contains(from), "fixture lacks {from}");
+            match parse_dump(&program.replacen(from, to, 1)) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("{to} was read"),
+            }
+        };
+        let e = error("\"routine\": \"load\"", "\"routine\": 7");
+        assert_eq!(
+            e,
+            "at `program.events[1]`: invalid type: integer `7`, expected a string"
+        );
+        let e = error("\"id\": \"model\"", "\"id\": [1]");
+        assert!(
+            e.starts_with("at `program.contexts[0].id`: invalid type: an array"),
+            "{e}"
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
 
@@ -989,6 +1019,22 @@ mod path_tests {
                 from_value::<Graph>(routine.clone(), at),
                 from_value_tracked::<Graph>(routine, at)
             );
+        }
+
+        /// A program's events are read one by one, each at its place in the list.
+        #[test]
+        fn a_programs_events_errors_are_placed_as_tracking_places_them(
+            pick in 0usize..1000, change in 0usize..100,
+        ) {
+            let program: Value = serde_json::from_str(include_str!(
+                "../../../static/examples/serving-program.json"
+            ))
+            .unwrap();
+            let listed = program.pointer("/program/events").unwrap();
+            let text = changed(&listed.to_string(), pick, change, false);
+            let listed: Value = serde_json::from_str(&text).unwrap();
+            let each = from_value::<Vec<Value>>(listed.clone(), "program.events").and_then(events);
+            prop_assert_eq!(each, from_value_tracked::<Vec<Event>>(listed, "program.events"));
         }
     }
 }

@@ -20,8 +20,8 @@
 //!
 //! This holds for values serde_json reads in one pass, as a graph's tensors and steps are. A
 //! value read whole before its fields (a tagged enum) is refused after the list around it,
-//! where the place is no longer known: a program's events are read with their path tracked
-//! (`from_value_tracked`).
+//! where the place is no longer known: a program reads its events one at a time, each from its
+//! own value (`json::events`).
 
 use std::ops::Range;
 
