@@ -966,6 +966,17 @@ mod path_tests {
         }
     }
 
+    /// The part of the serving program at `pointer`, with its `pick`-th place changed by
+    /// `change` (see [`changed`]).
+    fn program_part_changed(pointer: &str, pick: usize, change: usize) -> Value {
+        let program: Value = serde_json::from_str(include_str!(
+            "../../../static/examples/serving-program.json"
+        ))
+        .unwrap();
+        let part = program.pointer(pointer).unwrap().to_string();
+        serde_json::from_str(&changed(&part, pick, change, false)).unwrap()
+    }
+
     /// A program's errors name their place: an event by its index, a context's by its own.
     #[test]
     fn a_programs_errors_name_their_place() {
@@ -1007,13 +1018,7 @@ mod path_tests {
         fn a_routines_errors_are_placed_as_tracking_places_them(
             pick in 0usize..1000, change in 0usize..100,
         ) {
-            let program: Value = serde_json::from_str(include_str!(
-                "../../../static/examples/serving-program.json"
-            ))
-            .unwrap();
-            let routine = program.pointer("/program/contexts/0/routines/0").unwrap();
-            let text = changed(&routine.to_string(), pick, change, false);
-            let routine: Value = serde_json::from_str(&text).unwrap();
+            let routine = program_part_changed("/program/contexts/0/routines/0", pick, change);
             let at = "program.contexts[0].routines[0]";
             prop_assert_eq!(
                 from_value::<Graph>(routine.clone(), at),
@@ -1026,13 +1031,7 @@ mod path_tests {
         fn a_programs_events_errors_are_placed_as_tracking_places_them(
             pick in 0usize..1000, change in 0usize..100,
         ) {
-            let program: Value = serde_json::from_str(include_str!(
-                "../../../static/examples/serving-program.json"
-            ))
-            .unwrap();
-            let listed = program.pointer("/program/events").unwrap();
-            let text = changed(&listed.to_string(), pick, change, false);
-            let listed: Value = serde_json::from_str(&text).unwrap();
+            let listed = program_part_changed("/program/events", pick, change);
             let each = from_value::<Vec<Value>>(listed.clone(), "program.events").and_then(events);
             prop_assert_eq!(each, from_value_tracked::<Vec<Event>>(listed, "program.events"));
         }
