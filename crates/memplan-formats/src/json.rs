@@ -460,13 +460,7 @@ fn from_value<T: serde::de::DeserializeOwned>(value: Value, at: &str) -> Result<
 /// Where in `text` serde_json's structure error `e` happened (its JSON path), and its message.
 fn placed(text: &str, e: &serde_json::Error) -> (String, String) {
     let message = without_position(e);
-    let mut offset = path::offset_of(text, e.line(), e.column());
-    // serde_json places an error it makes on peeking (no value where a variant goes) after the
-    // byte it peeked at.
-    if message == "expected value" {
-        offset = offset.saturating_sub(1);
-    }
-    (path::path_at(text, offset, &message), message)
+    (path::path_of(text, e.line(), e.column(), &message), message)
 }
 
 /// A structure error at `inner`, a path in the value at `at` in the dump (empty: the top level).

@@ -4,13 +4,15 @@
 //! A walk over the text up to that place, keeping each open container's own place in it: an
 //! array's index, an object's key. It walks only text serde_json has read without a syntax
 //! error, so it needs no error handling of its own. Tracking the path through every read
-//! instead (serde_path_to_error) made a copy of every reader of a dump's fields, 19 KB of the
-//! worker's bundle gzipped.
+//! instead (serde_path_to_error) made a copy of every reader of a dump's fields, over 20 KB of
+//! the worker's bundle gzipped.
 //!
 //! Where serde_json puts an error, and so which place it is read as:
 //! - after the value it refused (a wrong number, an unknown variant), before one it peeked at
 //!   and refused by its type, or after the bracket of a list or object it refused (told by
 //!   the message): the place of that value;
+//! - after the byte it peeked at, for an error it makes on peeking (no value where a variant
+//!   goes: "expected value"): the place before that byte;
 //! - after a key it refused (an unknown field): the key's place, which the message then
 //!   leaves out;
 //! - after the last value of an object a field is missing from: the object's place, not the
@@ -34,9 +36,19 @@ enum Place {
     Index(usize),
 }
 
+/// The path (empty at the top level) of what serde_json refused with `message` at `line` and
+/// `column` of `text`.
+pub(super) fn path_of(text: &str, line: usize, column: usize, message: &str) -> String {
+    let mut at = offset_of(text, line, column);
+    if message == "expected value" {
+        at = at.saturating_sub(1);
+    }
+    path_at(text, at, message)
+}
+
 /// The byte offset in `text` of serde_json's `line` and `column` (both from 1): the byte after
 /// the last one it read.
-pub(super) fn offset_of(text: &str, line: usize, column: usize) -> usize {
+fn offset_of(text: &str, line: usize, column: usize) -> usize {
     let line_start = match line {
         0 | 1 => 0,
         _ => (text.bytes().enumerate())
@@ -49,7 +61,7 @@ pub(super) fn offset_of(text: &str, line: usize, column: usize) -> usize {
 
 /// The path of what is read at byte `at` of `text` (empty at the top level) when serde_json
 /// refuses it with `message`.
-pub(super) fn path_at(text: &str, at: usize, message: &str) -> String {
+fn path_at(text: &str, at: usize, message: &str) -> String {
     let bytes = &text.as_bytes()[..at.min(text.len())];
     let mut places: Vec<Place> = Vec::new();
     let mut i = 0;
@@ -208,5 +220,15 @@ mod tests {
         assert_eq!(offset_of(text, 1, 1), 1);
         assert_eq!(&text[..offset_of(text, 3, 7)], "{\n  \"a\": 1,\n  \"b\": ");
         assert_eq!(offset_of(text, 9, 9), text.len());
+    }
+
+    /// An error made on peeking is placed after the byte peeked at: a list where a variant
+    /// goes is the variant's place, not the list's first item.
+    #[test]
+    fn a_peeked_byte_is_not_read() {
+        let text = r#"{"kind": [1]}"#;
+        let column = text.find('[').unwrap() + 1;
+        assert_eq!(path_of(text, 1, column, "expected value"), "kind");
+        assert_eq!(path_of(text, 1, column, "invalid value"), "kind[0]");
     }
 }
