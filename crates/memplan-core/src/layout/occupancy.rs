@@ -52,7 +52,10 @@ impl Unit for u32 {}
 impl Unit for u64 {}
 
 /// Disjoint address ranges `[start, end)`, sorted; touching ranges merge. They live in a
-/// [`Pool`]: the first `len` of a block of `capacity` slots from `at`. The end of the last
+/// [`Pool`]: the first `len` of the block at `at`, whose slots are the least power of two that
+/// holds them ([`Ranges::capacity`]; a union merged down to half its block moves to a smaller
+/// one), so a union is three words. Half the non-empty unions hold one or two ranges (a
+/// million buffers of random lifetimes), so the least block is one slot. The end of the last
 /// (`top`, when `len > 0`) is kept here too: most inserts compare only with it, and reading it
 /// from the pool was a cache miss per union (two fifths of the inserts' time on the ResNet-50
 /// problem tiled 96 times).
@@ -60,8 +63,22 @@ impl Unit for u64 {}
 struct Ranges<W> {
     at: u32,
     len: u32,
-    capacity: u32,
     top: W,
+}
+
+impl<W> Ranges<W> {
+    /// The slots of its block; none while it is empty.
+    fn capacity(&self) -> usize {
+        capacity_of(self.len as usize)
+    }
+}
+
+/// The slots of the block of a union of `len` ranges.
+fn capacity_of(len: usize) -> usize {
+    match len {
+        0 => 0,
+        len => len.next_power_of_two(),
+    }
 }
 
 /// The ranges of every union of a tree, in blocks of a few large chunks: a union that outgrows
@@ -79,16 +96,16 @@ struct Pool<W> {
     /// The chunk new blocks are cut from, and how much of it is cut.
     cutting: Option<usize>,
     cut: usize,
-    /// Free blocks by size: `4 << k` slots in list `k`.
+    /// Free blocks by size: `1 << k` slots in list `k`.
     free: Vec<Vec<u32>>,
 }
 
 /// The slots of a [`Pool`]'s chunk.
 const CHUNK: usize = 1 << 16;
 
-/// The free list of blocks of `capacity` slots.
+/// The free list of blocks of `capacity` slots (a power of two).
 fn free_list(capacity: usize) -> usize {
-    (capacity / 4).trailing_zeros() as usize
+    capacity.trailing_zeros() as usize
 }
 
 impl<W: Unit> Pool<W> {
@@ -100,10 +117,10 @@ impl<W: Unit> Pool<W> {
         &self.chunks[at / CHUNK][at % CHUNK..][..r.len as usize]
     }
 
-    /// `r`'s whole block.
+    /// `r`'s block, as its length sizes it.
     fn block(&mut self, r: Ranges<W>) -> &mut [(W, W)] {
         let at = r.at as usize;
-        &mut self.chunks[at / CHUNK][at % CHUNK..][..r.capacity as usize]
+        &mut self.chunks[at / CHUNK][at % CHUNK..][..r.capacity()]
     }
 
     /// Every block free and gone; the chunks stay for the next tree (a local search decodes
@@ -122,7 +139,7 @@ impl<W: Unit> Pool<W> {
         self.free[k].push(u32::try_from(at).expect("pool addresses fit u32"));
     }
 
-    /// A block of `capacity` slots (four times a power of two) no union holds.
+    /// A block of `capacity` slots (a power of two) no union holds.
     fn allocate(&mut self, capacity: usize) -> usize {
         if let Some(at) = self.free.get_mut(free_list(capacity)).and_then(Vec::pop) {
             return at as usize;
@@ -139,8 +156,8 @@ impl<W: Unit> Pool<W> {
             return address(self.chunks.len() - 1);
         }
         if self.cutting.is_none_or(|_| self.cut + capacity > CHUNK) {
-            // The rest of the chunk goes to the free lists, the largest blocks first (each is
-            // four times a power of two, as the rest is).
+            // The rest of the chunk goes to the free lists, the largest blocks first (each a
+            // power of two, as every block is).
             if let Some(chunk) = self.cutting {
                 while self.cut < CHUNK {
                     let size = 1 << (CHUNK - self.cut).ilog2();
@@ -164,22 +181,26 @@ impl<W: Unit> Pool<W> {
 
     /// Room in `r`'s block for one more range.
     fn reserve_one(&mut self, r: &mut Ranges<W>) {
-        if r.len < r.capacity {
+        let capacity = r.capacity();
+        if (r.len as usize) < capacity {
             return;
         }
-        let capacity = (r.capacity as usize * 2).max(4);
+        self.move_block(r, capacity, capacity_of(r.len as usize + 1));
+    }
+
+    /// Moves `r`'s ranges from its block of `old` slots to a new one of `capacity`.
+    fn move_block(&mut self, r: &mut Ranges<W>, old: usize, capacity: usize) {
         let at = self.allocate(capacity);
-        let (old, len) = (r.at as usize, r.len as usize);
+        let (from, len) = (r.at as usize, r.len as usize);
         // Blocks never overlap; the two may be in different chunks.
-        let (from, to) = (old / CHUNK, at / CHUNK);
         for k in 0..len {
-            let range = self.chunks[from][old % CHUNK + k];
-            self.chunks[to][at % CHUNK + k] = range;
+            let range = self.chunks[from / CHUNK][from % CHUNK + k];
+            self.chunks[at / CHUNK][at % CHUNK + k] = range;
         }
-        if r.capacity > 0 {
-            self.release(old, r.capacity as usize);
+        if old > 0 {
+            self.release(from, old);
         }
-        (r.at, r.capacity) = (at as u32, capacity as u32);
+        r.at = at as u32;
     }
 
     /// Adds `[start, end)` to `r`; `false` when it held it all already.
@@ -196,8 +217,8 @@ impl<W: Unit> Pool<W> {
             Some(top) if top > start => {}
             _ => {
                 self.reserve_one(r);
-                self.block(*r)[len] = (start, end);
                 r.len += 1;
+                self.block(*r)[len] = (start, end);
                 r.top = end;
                 return true;
             }
@@ -213,16 +234,19 @@ impl<W: Unit> Pool<W> {
         let hi = lo + v[lo..].iter().take_while(|&&(s, _)| s <= end).count();
         if lo == hi {
             self.reserve_one(r);
+            r.len += 1;
             let block = self.block(*r);
             block.copy_within(lo..len, lo + 1);
             block[lo] = (start, end);
-            r.len += 1;
         } else {
             let merged = (start.min(v[lo].0), end.max(v[hi - 1].1));
-            let block = self.block(*r);
+            let (block, old) = (self.block(*r), r.capacity());
             block[lo] = merged;
             block.copy_within(hi..len, lo + 1);
             r.len -= (hi - lo - 1) as u32;
+            if r.capacity() < old {
+                self.move_block(r, old, r.capacity());
+            }
         }
         true
     }
@@ -631,7 +655,6 @@ impl Occupancy<u32> {
         let ranges = |r: Ranges<u32>| Ranges {
             at: r.at,
             len: r.len,
-            capacity: r.capacity,
             top: u64::from(r.top),
         };
         let nodes = (self.nodes.iter())
@@ -1268,6 +1291,30 @@ mod tests {
         }
     }
 
+    /// A union merged down past half its block moves to the least block that holds it, and
+    /// the block it left is the next union's of that size.
+    #[test]
+    fn a_union_merged_down_moves_to_a_smaller_block() {
+        let mut pool = Pool::<u32>::default();
+        let mut r = Ranges::default();
+        for k in 0..5 {
+            assert!(pool.insert(&mut r, 10 * k, 10 * k + 5));
+        }
+        assert_eq!((r.capacity(), pool.get(r).len()), (8, 5));
+        let eight = r.at;
+        assert!(pool.insert(&mut r, 3, 42));
+        assert_eq!(pool.get(r), [(0, 45)]);
+        assert_eq!((r.capacity(), r.top), (1, 45));
+        assert_ne!(r.at, eight);
+        let mut next = Ranges::default();
+        for k in 0..5 {
+            assert!(pool.insert(&mut next, 100 + 10 * k, 105 + 10 * k));
+        }
+        assert_eq!(next.at, eight);
+        assert_eq!(pool.get(r), [(0, 45)]);
+        assert_eq!(pool.get(next)[4], (140, 145));
+    }
+
     /// Unions spread over many chunks (blocks moved across chunks, the rest of each chunk cut
     /// into free blocks, a union longer than a chunk in a chunk of its own, the chunks of a
     /// cleared pool filled again) hold what merging each range into a sorted list holds.
@@ -1341,7 +1388,7 @@ mod tests {
         for k in 0..4 {
             assert!(pool.insert(&mut r, 100 + 10 * k, 105 + 10 * k));
         }
-        assert_eq!(r.capacity, 8);
+        assert_eq!(r.capacity(), 8);
         assert!(pool.insert(&mut r, 7, 8));
         assert_eq!(pool.get(r)[..4], [(0, 5), (7, 8), (10, 40), (45, 70)]);
         assert_eq!(r.top, 135);
