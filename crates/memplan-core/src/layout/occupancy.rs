@@ -556,9 +556,11 @@ struct ByOffset {
 }
 
 /// Consecutive placed buffers in order of offset, the hull of their live intervals and their
-/// highest end.
+/// highest end. The lowest offset is kept beside them: an insert's search over the blocks reads
+/// it from each block it passes, where reading the buffers' list was a cache miss each.
 struct Block {
     placed: Vec<(u64, u64, LiveInterval)>,
+    lowest: u64,
     hull: LiveInterval,
     top: u64,
 }
@@ -569,6 +571,7 @@ impl Block {
     fn of(placed: &[(u64, u64, LiveInterval)]) -> Self {
         let mut block = Block {
             placed: Vec::with_capacity(BLOCK + 1),
+            lowest: 0,
             hull: LiveInterval::new(0, 0),
             top: 0,
         };
@@ -577,9 +580,10 @@ impl Block {
         block
     }
 
-    /// Sets the hull and the top from the buffers.
+    /// Sets the lowest offset, the hull and the top from the buffers.
     fn bound(&mut self) {
         let placed = &self.placed;
+        self.lowest = placed.first().map_or(0, |p| p.0);
         let first = placed.iter().map(|p| p.2.first).min().unwrap_or(0);
         let last = placed.iter().map(|p| p.2.last).max().unwrap_or(0);
         self.hull = LiveInterval::new(first, last);
@@ -614,7 +618,7 @@ impl ByOffset {
     fn insert(&mut self, live: LiveInterval, offset: u64, size: u64) {
         let placed = (offset, offset + size, live);
         // The last block whose first buffer starts at or below `offset` (else the first).
-        let k = (self.blocks.partition_point(|b| b.placed[0].0 <= offset)).saturating_sub(1);
+        let k = (self.blocks.partition_point(|b| b.lowest <= offset)).saturating_sub(1);
         let Some(block) = self.blocks.get_mut(k) else {
             self.blocks.push(Block::of(&[placed]));
             return;
@@ -623,6 +627,7 @@ impl ByOffset {
             .placed
             .partition_point(|&(start, _, _)| start <= offset);
         block.placed.insert(at, placed);
+        block.lowest = block.lowest.min(offset);
         block.hull = LiveInterval::new(
             block.hull.first.min(live.first),
             block.hull.last.max(live.last),

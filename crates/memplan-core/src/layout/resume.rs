@@ -100,9 +100,10 @@ impl<'e> Resume<'e> {
             false if lowest >= earlier + item.size => earlier,
             false => walk((lowest + 1).saturating_sub(item.size)),
         };
+        // Both places it held are changed; the tree keeps the lowest start an interval has, so
+        // the lower of the two stands for both.
         if offset != earlier {
-            self.changed.insert(item.live, earlier);
-            self.changed.insert(item.live, offset);
+            self.changed.insert(item.live, earlier.min(offset));
         }
         offset
     }
