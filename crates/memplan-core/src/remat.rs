@@ -226,6 +226,15 @@ impl FitResult {
     }
 }
 
+/// What a fit's flips say of their reliefs once a prune has dropped some: their marginal
+/// reliefs in acceptance order, or (where no one reads them) the reliefs they were accepted
+/// with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reliefs {
+    Marginal,
+    AsAccepted,
+}
+
 /// One budget of a sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepPoint {
@@ -604,13 +613,14 @@ impl<'a> Rematerializer<'a> {
     /// Prunes the accepted flips the met budget no longer needs, the most expensive first (the
     /// later accepted first among equals): each is pruned when the others alone still meet
     /// it, until none can be. The reliefs of the flips left are then their marginal reliefs in
-    /// acceptance order. Returns the footprint after.
+    /// acceptance order (a relayout each), or left as accepted (`Reliefs::AsAccepted`).
+    /// Returns the footprint after.
     fn prune(
         &self,
         result: &mut FitResult,
-        baseline: u64,
-        mut current: u64,
+        (baseline, mut current): (u64, u64),
         target: u64,
+        reliefs: Reliefs,
     ) -> Result<u64, PlanError> {
         let mut order: Vec<usize> = (0..result.flips.len()).collect();
         order.sort_by_key(|&k| {
@@ -648,6 +658,14 @@ impl<'a> Rematerializer<'a> {
         if kept.iter().all(|&k| k) {
             return Ok(current);
         }
+        if reliefs == Reliefs::AsAccepted {
+            let mut k = 0;
+            result.flips.retain(|_| {
+                k += 1;
+                kept[k - 1]
+            });
+            return Ok(current);
+        }
         let mut flips: Vec<Flip> = Vec::new();
         let mut before = baseline;
         for (flip, _) in result.flips.iter().zip(&kept).filter(|(_, kept)| **kept) {
@@ -669,6 +687,16 @@ impl<'a> Rematerializer<'a> {
         &self,
         target: Target,
         max_candidates: Option<usize>,
+    ) -> Result<FitResult, PlanError> {
+        self.fit_with(target, max_candidates, Reliefs::Marginal)
+    }
+
+    /// [`Self::fit`], its flips' reliefs after a prune as `reliefs` says.
+    fn fit_with(
+        &self,
+        target: Target,
+        max_candidates: Option<usize>,
+        reliefs: Reliefs,
     ) -> Result<FitResult, PlanError> {
         let baseline = self.checked_score(&[])?;
         // The footprint to meet; minimizing meets none.
@@ -837,7 +865,7 @@ impl<'a> Rematerializer<'a> {
             && current <= bound
             && result.flips.len() > 1
         {
-            current = self.prune(&mut result, baseline, current, bound)?;
+            current = self.prune(&mut result, (baseline, current), bound, reliefs)?;
         }
         // The layout answered with, checked: the same as scored (a plan is deterministic).
         let checked = self.checked_score(&result.tensors())?;
@@ -906,8 +934,9 @@ impl<'a> Rematerializer<'a> {
         let budget = run.lo + (span * k as u128 / (run.points as u128 - 1)) as u64;
         // Every candidate: the minimize fit that set the targets scored each alone already, so
         // a point's fit pays only for its own acceptance, and never misses a target for want of
-        // a candidate it was not shown.
-        let r = self.fit(Target::Bytes(budget), None)?;
+        // a candidate it was not shown. A point shows its flips, not their reliefs: none is
+        // made marginal again after a prune.
+        let r = self.fit_with(Target::Bytes(budget), None, Reliefs::AsAccepted)?;
         run.done.push(SweepPoint {
             target_bytes: budget,
             footprint_bytes: r.final_bytes,

@@ -401,6 +401,51 @@ proptest! {
     }
 }
 
+/// Each point of a sweep against the fit at its budget, in a rematerializer of its own (no
+/// scores shared with the sweep's): flips, footprint, cost. Returns how many of those fits
+/// pruned a flip.
+fn sweep_points_are_fits(g: &Graph, points: usize) -> usize {
+    let resolved = g.resolve().unwrap();
+    let options = first_fit();
+    let uses = Uses::of(&resolved);
+    let remat = || Rematerializer::new(g, &resolved, &options, candidates(g, &resolved, &uses));
+    let sweep = remat().sweep(points, None).unwrap();
+    assert_eq!(sweep.len(), points);
+    let mut pruned = 0;
+    for p in &sweep {
+        let r = remat().fit(Target::Bytes(p.target_bytes), None).unwrap();
+        assert_eq!(p.flips, r.tensors(), "at {} B", p.target_bytes);
+        assert_eq!(
+            (p.footprint_bytes, p.recompute_cost, p.within_target),
+            (r.final_bytes, r.recompute_cost(), r.within_target)
+        );
+        pruned += usize::from(r.log.iter().any(|e| matches!(e, Event::Pruned { .. })));
+    }
+    pruned
+}
+
+/// A sweep's fits leave their flips' reliefs as accepted after a prune (a point shows none):
+/// each point is still the fit at its budget, here where most points prune.
+#[test]
+fn a_sweep_point_is_the_fit_at_its_budget() {
+    let g = all_at_the_peak(&[
+        ("p", 100, 1),
+        ("q", 100, 1),
+        ("r", 1000, 50),
+        ("s", 300, 20),
+    ]);
+    assert!(sweep_points_are_fits(&g, 12) > 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn sweep_points_are_fits_on_random_graphs(g in arb_graph(), points in 2usize..6) {
+        sweep_points_are_fits(&g, points);
+    }
+}
+
 /// Found by searching random graphs for the case (tensor indices count `in` as 0): `t3` adds
 /// nothing on top of the accepted set and is held; with it, `t2` relieves less than alone, so the
 /// group is harmful and discarded for good, and `t2` is accepted alone. Later `t0` is held and
