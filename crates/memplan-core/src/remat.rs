@@ -658,26 +658,18 @@ impl<'a> Rematerializer<'a> {
         if kept.iter().all(|&k| k) {
             return Ok(current);
         }
+        let mut kept = kept.into_iter();
+        result.flips.retain(|_| kept.next() == Some(true));
         if reliefs == Reliefs::AsAccepted {
-            let mut k = 0;
-            result.flips.retain(|_| {
-                k += 1;
-                kept[k - 1]
-            });
             return Ok(current);
         }
-        let mut flips: Vec<Flip> = Vec::new();
         let mut before = baseline;
-        for (flip, _) in result.flips.iter().zip(&kept).filter(|(_, kept)| **kept) {
-            let tensors: Vec<usize> = flips.iter().chain([flip]).map(|f| f.tensor).collect();
+        for k in 0..result.flips.len() {
+            let tensors: Vec<usize> = result.flips[..=k].iter().map(|f| f.tensor).collect();
             let after = self.score(&tensors)?;
-            flips.push(Flip {
-                relief_bytes: i128::from(before) - i128::from(after),
-                ..*flip
-            });
+            result.flips[k].relief_bytes = i128::from(before) - i128::from(after);
             before = after;
         }
-        result.flips = flips;
         Ok(current)
     }
 
