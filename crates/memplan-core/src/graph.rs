@@ -16,6 +16,7 @@
 //! - the steps of a loop are contiguous in the schedule;
 //! - every step writes at least one tensor.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -58,6 +59,21 @@ pub struct Graph {
     pub tensors: Vec<Tensor>,
     /// The schedule, in execution order.
     pub steps: Vec<Step>,
+    /// Per tensor, in tensor order, where the dump records lifetimes rather than what each step
+    /// reads and writes (a memory snapshot, a profiler trace, a minimalloc CSV): the step that
+    /// writes it and the step that last reads it, `(first, last)`, indices into `steps`, with
+    /// `first <= last`. Tensor `t` is then written by step `first` and read by step `last`
+    /// when that is a later step, after what those steps list themselves, which is nothing for
+    /// such a dump. Empty: the steps list everything. A step's list costs an allocation and
+    /// its ids a lookup each when resolved, and such a dump has a million of them. Only
+    /// importers set it; memplan JSON lists steps' tensors ([`Graph::listed`]).
+    #[serde(
+        default,
+        skip_deserializing,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "listed_first"
+    )]
+    pub lifetimes: Vec<(u32, u32)>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loops: Vec<Loop>,
     /// Tensors that may be recomputed at use instead of stored. `None`: derive them.
@@ -76,10 +92,19 @@ impl Default for Graph {
             devices: Vec::new(),
             tensors: Vec::new(),
             steps: Vec::new(),
+            lifetimes: Vec::new(),
             loops: Vec::new(),
             remat_candidates: None,
         }
     }
+}
+
+/// A graph with recorded lifetimes is written with its steps' lists ([`Graph::listed`]): a
+/// writer that forgets fails rather than write steps that list nothing.
+fn listed_first<S: serde::Serializer>(_: &[(u32, u32)], _: S) -> Result<S::Ok, S::Error> {
+    Err(serde::ser::Error::custom(
+        "a graph of recorded lifetimes is written with its steps' lists (`Graph::listed`)",
+    ))
 }
 
 /// The device implied when a graph declares none.
@@ -548,6 +573,8 @@ pub enum GraphError {
     },
     #[error("step `{step}` writes nothing")]
     StepWritesNothing { step: String },
+    #[error("tensor `{tensor}`: its lifetime {detail}")]
+    BadLifetime { tensor: String, detail: String },
     #[error("remat candidate `{tensor}`: {reason}")]
     BadCandidate { tensor: String, reason: String },
     #[error("the graph has {count} {what}s, more than the {limit} memplan supports")]
@@ -730,6 +757,14 @@ impl Graph {
     /// The same dump with its steps in the order `steps` (indices into `self.steps`). The
     /// steps' `time`s are dropped: they clock the given order, not this one.
     pub fn reordered(&self, steps: &[usize]) -> Graph {
+        // Recorded lifetimes name steps by index: each follows its step.
+        let mut at = Vec::new();
+        if !self.lifetimes.is_empty() {
+            at = vec![0u32; self.steps.len()];
+            for (new, &old) in steps.iter().enumerate() {
+                at[old] = new as u32;
+            }
+        }
         Graph {
             steps: (steps.iter())
                 .map(|&s| Step {
@@ -737,8 +772,35 @@ impl Graph {
                     ..self.steps[s].clone()
                 })
                 .collect(),
+            lifetimes: (self.lifetimes.iter())
+                .map(|&(first, last)| (at[first as usize], at[last as usize]))
+                .collect(),
             ..self.clone()
         }
+    }
+
+    /// The same graph with every step listing what it reads and writes, its recorded
+    /// [`lifetimes`](Graph::lifetimes) moved into the lists (as memplan JSON writes a graph).
+    /// Borrowed as it is when it records none.
+    pub fn listed(&self) -> Cow<'_, Graph> {
+        if self.lifetimes.is_empty() {
+            return Cow::Borrowed(self);
+        }
+        let mut graph = Graph {
+            lifetimes: Vec::new(),
+            ..self.clone()
+        };
+        for (tensor, &(first, last)) in self.tensors.iter().zip(&self.lifetimes) {
+            if let Some(step) = graph.steps.get_mut(first as usize) {
+                step.writes.push(tensor.id.clone());
+            }
+            if let Some(step) = graph.steps.get_mut(last as usize)
+                && last != first
+            {
+                step.reads.push(tensor.id.clone());
+            }
+        }
+        Cow::Owned(graph)
     }
 }
 
@@ -868,6 +930,66 @@ pub fn align_up(value: u64, alignment: u64) -> Option<u64> {
     Some(value.checked_add(alignment - 1)? & !(alignment - 1))
 }
 
+/// `tensors`, found already.
+fn known(tensors: &[usize]) -> impl Iterator<Item = Result<usize, GraphError>> + '_ {
+    tensors.iter().map(|&t| Ok(t))
+}
+
+/// The tensors each step reads and writes by the graph's recorded lifetimes, in tensor order
+/// (see [`Graph::lifetimes`]); `None` when it records none.
+fn recorded_lists(g: &Graph) -> Result<Option<(Lists, Lists)>, GraphError> {
+    if g.lifetimes.is_empty() {
+        return Ok(None);
+    }
+    let bad = |t: usize, detail: String| GraphError::BadLifetime {
+        tensor: g
+            .tensors
+            .get(t)
+            .map_or_else(|| format!("#{t}"), |t| t.id.to_string()),
+        detail,
+    };
+    if g.lifetimes.len() != g.tensors.len() {
+        return Err(bad(
+            g.lifetimes.len().min(g.tensors.len()),
+            format!(
+                "is one of {} recorded for {} tensors",
+                g.lifetimes.len(),
+                g.tensors.len()
+            ),
+        ));
+    }
+    // Step indices are `u32`: one an importer could not fit is past them all (`u32::MAX`).
+    let n = g.steps.len();
+    if n > u32::MAX as usize {
+        return Err(GraphError::TooLarge {
+            what: Element::Step,
+            count: n,
+            limit: u32::MAX as usize,
+        });
+    }
+    for (t, &(first, last)) in g.lifetimes.iter().enumerate() {
+        if first > last || last as usize >= n {
+            return Err(bad(
+                t,
+                format!("runs from step {first} to step {last} of {n}"),
+            ));
+        }
+    }
+    let reads = Lists::collect(n, |push| {
+        for (t, &(first, last)) in g.lifetimes.iter().enumerate() {
+            if last != first {
+                push(last as usize, t);
+            }
+        }
+    });
+    let writes = Lists::collect(n, |push| {
+        for (t, &(first, _)) in g.lifetimes.iter().enumerate() {
+            push(first as usize, t);
+        }
+    });
+    Ok(Some((reads, writes)))
+}
+
 fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
     let device_ids = g.device_ids();
     if device_ids.len() > MAX_DEVICES {
@@ -946,15 +1068,20 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         Finder::new(&g.tensors, &tensor_index),
         Finder::new(&g.tensors, &tensor_index),
     );
-    for s in &g.steps {
+    let recorded = recorded_lists(g)?;
+    for (k, s) in g.steps.iter().enumerate() {
         let owner = || format!("step `{}`", s.id);
-        if s.writes.is_empty() {
+        let (read_then, written_then) = match &recorded {
+            Some((r, w)) => (&r[k], &w[k]),
+            None => (&[][..], &[][..]),
+        };
+        if s.writes.is_empty() && written_then.is_empty() {
             return Err(GraphError::StepWritesNothing {
                 step: s.id.to_string(),
             });
         }
-        reads.try_push(read.find_all(&s.reads, &owner))?;
-        writes.try_push(written.find_all(&s.writes, &owner))?;
+        reads.try_push((read.find_all(&s.reads, &owner)).chain(known(read_then)))?;
+        writes.try_push((written.find_all(&s.writes, &owner)).chain(known(written_then)))?;
         steps.push(ResolvedStep {
             device: device_of(&owner, &s.device)?,
             loop_index: match &s.loop_id {
@@ -1459,5 +1586,93 @@ mod index_tests {
         assert_eq!(asked.tensor_of(&g, "c"), None);
         assert_eq!(asked, fresh);
         assert_eq!(fresh.reordered(&[0, 1]).tensor_of(&g, "b"), Some(1));
+    }
+}
+
+#[cfg(test)]
+mod lifetime_tests {
+    use super::testing::{step, tensor};
+    use super::*;
+
+    /// `lifetimes.len()` tensors over `steps` pinned steps, each tensor living as given, the
+    /// steps listing nothing.
+    fn recorded(steps: usize, lifetimes: &[(u32, u32)]) -> Graph {
+        Graph {
+            tensors: (0..lifetimes.len())
+                .map(|t| tensor(&format!("t{t}"), 8 * (t as u64 + 1)))
+                .collect(),
+            steps: (0..steps)
+                .map(|s| Step {
+                    pinned: true,
+                    ..step(&format!("s{s}"), &[], &[])
+                })
+                .collect(),
+            lifetimes: lifetimes.to_vec(),
+            ..Graph::default()
+        }
+    }
+
+    proptest::proptest! {
+        /// A graph that records lifetimes resolves as the same graph with its steps listing
+        /// them, reorders as it, and is written as it.
+        #[test]
+        fn recorded_lifetimes_resolve_as_the_lists_they_stand_for(
+            steps in 1usize..8,
+            ends in proptest::collection::vec((0u32..8, 0u32..8), 1..20),
+        ) {
+            // Every step writes a tensor: one living at it alone, among the others.
+            let lifetimes: Vec<(u32, u32)> = (ends.iter())
+                .map(|&(a, b)| (a % steps as u32, b % steps as u32))
+                .map(|(a, b)| (a.min(b), a.max(b)))
+                .chain((0..steps as u32).map(|s| (s, s)))
+                .collect();
+            let g = recorded(steps, &lifetimes);
+            let listed = g.listed().into_owned();
+            proptest::prop_assert!(listed.lifetimes.is_empty());
+            // Each tensor written at its first step and read at its last, in tensor order.
+            for (t, &(first, last)) in lifetimes.iter().enumerate() {
+                let id = Id::from(format!("t{t}"));
+                proptest::prop_assert!(listed.steps[first as usize].writes.contains(&id));
+                proptest::prop_assert_eq!(
+                    listed.steps[last as usize].reads.contains(&id),
+                    last != first
+                );
+            }
+            proptest::prop_assert_eq!(g.resolve().unwrap(), listed.resolve().unwrap());
+            let order: Vec<usize> = (0..steps).rev().collect();
+            let reversed = g.reordered(&order);
+            proptest::prop_assert_eq!(
+                reversed.listed().into_owned(),
+                listed.reordered(&order)
+            );
+        }
+    }
+
+    /// A recorded lifetime past the steps, running backwards, or one too few is refused,
+    /// naming the tensor; and a graph of recorded lifetimes is never written without its lists.
+    #[test]
+    fn bad_recorded_lifetimes_are_refused_and_never_written_unlisted() {
+        let g = recorded(2, &[(0, 1), (1, 1)]);
+        assert!(g.resolve().is_ok());
+        let with = |lifetimes: Vec<(u32, u32)>| Graph {
+            lifetimes,
+            ..g.clone()
+        };
+        let message = |g: Graph| g.resolve().unwrap_err().to_string();
+        assert_eq!(
+            message(with(vec![(0, 2), (1, 1)])),
+            "tensor `t0`: its lifetime runs from step 0 to step 2 of 2"
+        );
+        assert_eq!(
+            message(with(vec![(0, 1), (1, 0)])),
+            "tensor `t1`: its lifetime runs from step 1 to step 0 of 2"
+        );
+        assert_eq!(
+            message(with(vec![(0, 1)])),
+            "tensor `t1`: its lifetime is one of 1 recorded for 2 tensors"
+        );
+        let e = serde_json::to_string(&g).unwrap_err().to_string();
+        assert!(e.contains("`Graph::listed`"), "{e}");
+        assert!(serde_json::to_string(&*g.listed()).is_ok());
     }
 }

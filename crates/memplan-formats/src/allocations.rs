@@ -120,6 +120,8 @@ pub(crate) struct Allocations {
     /// The name of each site on each stream, shared by its allocations.
     names: FxHashMap<(Arc<str>, i64), Arc<str>>,
     steps: Vec<Step>,
+    /// Each allocation's steps, as the graph records them ([`Graph::lifetimes`]).
+    lifetimes: Vec<(u32, u32)>,
     devices: Vec<Device>,
     recorded: Recorded,
     warnings: Vec<String>,
@@ -189,6 +191,7 @@ impl Allocations {
                 devices: self.devices,
                 tensors,
                 steps: self.steps,
+                lifetimes: self.lifetimes,
                 // Allocations and frees, not a dataflow graph: nothing can be recomputed.
                 remat_candidates: Some(Vec::new()),
                 ..Graph::default()
@@ -278,16 +281,12 @@ impl DeviceEvents {
         if lifetimes.is_empty() {
             return;
         }
-        steps_of_lifetimes(
-            &mut all.steps,
-            &lifetimes,
-            {
-                let mut ids = allocation_ids();
-                move |i| ids.id((first + i) as u64)
-            },
-            &format!("{device} "),
-            named,
-        );
+        let recorded = steps_of_lifetimes(&mut all.steps, &lifetimes, &format!("{device} "), named);
+        // A device's allocations are consecutive tensors.
+        if all.lifetimes.len() < first + recorded.len() {
+            all.lifetimes.resize(first + recorded.len(), (0, 0));
+        }
+        all.lifetimes[first..first + recorded.len()].copy_from_slice(&recorded);
         all.recorded.devices.push(RecordedDevice {
             device: device.to_string(),
             events,
@@ -373,8 +372,10 @@ mod tests {
             &on_cuda1(&step.device)
         ));
         // A step per distinct allocation event, each device's own, the tensor it allocates
-        // written there.
-        let steps: Vec<(&str, &[Id])> = (imported.graph.steps.iter())
+        // written there (by the lifetimes the graph records, its steps listing nothing).
+        assert!(imported.graph.steps.iter().all(|s| s.writes.is_empty()));
+        let listed = imported.graph.listed();
+        let steps: Vec<(&str, &[Id])> = (listed.steps.iter())
             .map(|s| (s.id.as_str(), &s.writes[..]))
             .collect();
         assert_eq!(steps.len(), 4);

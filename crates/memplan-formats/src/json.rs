@@ -611,7 +611,7 @@ struct Dump<'a> {
 pub fn write(graph: &Graph) -> String {
     let dump = Dump {
         memplan: FORMAT_VERSION,
-        graph,
+        graph: &graph.listed(),
     };
     // Not `expect`: its message would format the error (in wasm, every `io::Error` kind).
     let Ok(mut text) = serde_json::to_string_pretty(&dump) else {

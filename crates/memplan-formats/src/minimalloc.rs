@@ -8,7 +8,8 @@
 //! refused: a lifetime here is one interval.
 //!
 //! Import makes a graph with one step per distinct start time, in time order: the step at time
-//! t writes the buffers starting at t and reads those whose last start-time position it is.
+//! t writes the buffers starting at t and reads those whose last start-time position it is (the
+//! graph records these as each buffer's two steps, `Graph::lifetimes`, not as lists of ids).
 //! Two half-open lifetimes overlap iff the later start lies in both, so this keeps every conflict
 //! and every live set that matters (the lower bound is reached at some start) while a million
 //! time units become a few hundred positions. Steps are named `t=<time>`.
@@ -187,10 +188,11 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
     // Grown by doubling: what the rows did not use goes back (in wasm, for what comes next).
     tensors.shrink_to_fit();
     let mut steps = Vec::new();
-    steps_of_lifetimes(&mut steps, &lifetimes, |t| tensors[t].id.clone(), "", None);
+    let lifetimes = steps_of_lifetimes(&mut steps, &lifetimes, "", None);
     let graph = Graph {
         tensors,
         steps,
+        lifetimes,
         // Buffers and lifetimes, no ops: nothing can be recomputed.
         remat_candidates: Some(Vec::new()),
         ..Graph::default()
@@ -217,19 +219,21 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
 }
 
 /// The schedule that gives buffers with half-open lifetimes `[lower, upper)` (`lower < upper`)
-/// their conflicts: one step per distinct start time, in time order, writing the buffers that
-/// start then and reading those whose last start-time position it is (see the module docs).
-/// Buffer `i` is the tensor `id(i)`. Steps are named `<prefix>t=<time>` and run on `device` (the
-/// first device when `None`).
+/// their conflicts: one step per distinct start time, in time order, appended to `out`; and
+/// per buffer, the step that writes it (its start's) and the one that last reads it (the last
+/// start-time position it spans), as the graph records them ([`Graph::lifetimes`]), where
+/// each step listing its buffers' ids cost two allocations a step (see the module docs). Steps
+/// are named `<prefix>t=<time>` and run on `device` (the first device when `None`).
 /// They are pinned: they stand for given lifetimes (a problem's, or a recorded run's events),
 /// not for operators whose dataflow would let them move, so no reorder moves them.
+/// A step index past `u32` is held at `u32::MAX`: a graph of that many steps is refused when
+/// it resolves.
 pub(crate) fn steps_of_lifetimes(
     out: &mut Vec<Step>,
     lifetimes: &[(u64, u64)],
-    mut id: impl FnMut(usize) -> Id,
     prefix: &str,
     device: Option<Arc<str>>,
-) {
+) -> Vec<(u32, u32)> {
     // Each lifetime's first and last position, from its ends in sorted order: a sweep, where a
     // binary search per end missed the cache at every step on a million rows.
     let ends_sorted = |end: &dyn Fn(&(u64, u64)) -> u64| {
@@ -239,53 +243,35 @@ pub(crate) fn steps_of_lifetimes(
         sorted.sort_unstable();
         sorted
     };
+    let base = out.len();
+    let step = |position: usize| u32::try_from(base + position).unwrap_or(u32::MAX);
     let mut times: Vec<u64> = Vec::new();
-    let mut first = vec![0; lifetimes.len()];
+    let mut recorded = vec![(0, 0); lifetimes.len()];
     for (lower, i) in ends_sorted(&|l| l.0) {
         if times.last() != Some(&lower) {
             times.push(lower);
         }
-        first[i] = times.len() - 1;
+        recorded[i].0 = step(times.len() - 1);
     }
     // The last position is that of the latest start at or before `upper - 1` (one exists: its
     // own lower).
-    let mut last = vec![0; lifetimes.len()];
     let mut at = 0;
     for (end, i) in ends_sorted(&|l| l.1 - 1) {
         while at < times.len() && times[at] <= end {
             at += 1;
         }
-        last[i] = at - 1;
-    }
-    // Each list made at its length: a million rows make as many lists as distinct starts.
-    let mut counts = vec![(0, 0); times.len()];
-    for (&f, &l) in first.iter().zip(&last) {
-        counts[f].0 += 1;
-        if l != f {
-            counts[l].1 += 1;
-        }
-    }
-    let mut writes: Vec<Vec<Id>> = counts.iter().map(|c| Vec::with_capacity(c.0)).collect();
-    let mut reads: Vec<Vec<Id>> = counts.iter().map(|c| Vec::with_capacity(c.1)).collect();
-    for (i, (&f, &l)) in first.iter().zip(&last).enumerate() {
-        writes[f].push(id(i));
-        if l != f {
-            reads[l].push(id(i));
-        }
+        recorded[i].1 = step(at - 1);
     }
     out.reserve_exact(times.len());
     let mut ids = Numbered::new(&format!("{prefix}t="));
-    out.extend(
-        (times.iter().zip(writes).zip(reads)).map(|((&t, writes), reads)| Step {
-            id: ids.id(t),
-            time: Some(t),
-            writes,
-            reads,
-            device: device.clone(),
-            pinned: true,
-            ..Step::default()
-        }),
-    );
+    out.extend(times.iter().map(|&t| Step {
+        id: ids.id(t),
+        time: Some(t),
+        device: device.clone(),
+        pinned: true,
+        ..Step::default()
+    }));
+    recorded
 }
 
 /// Ids `{prefix}{n}`, which an importer makes by the million: each written into one buffer and
