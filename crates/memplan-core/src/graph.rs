@@ -547,8 +547,9 @@ pub enum GraphError {
     },
     #[error("tensor `{tensor}`: the views form a cycle ({cycle})")]
     ViewCycle { tensor: String, cycle: String },
+    /// A tensor that breaks a rule no other variant names (its view, its recorded lifetime).
     #[error("tensor `{tensor}`: {reason}")]
-    BadView { tensor: String, reason: String },
+    BadTensor { tensor: String, reason: String },
     #[error("tensor `{tensor}` has no size: give `bytes`, or `shape` with `dtype`")]
     MissingSize { tensor: String },
     #[error("tensor `{tensor}` gives both `bytes` and `shape`: give one")]
@@ -573,8 +574,6 @@ pub enum GraphError {
     },
     #[error("step `{step}` writes nothing")]
     StepWritesNothing { step: String },
-    #[error("tensor `{tensor}`: its lifetime {detail}")]
-    BadLifetime { tensor: String, detail: String },
     #[error("remat candidate `{tensor}`: {reason}")]
     BadCandidate { tensor: String, reason: String },
     #[error("the graph has {count} {what}s, more than the {limit} memplan supports")]
@@ -941,18 +940,15 @@ fn recorded_lists(g: &Graph) -> Result<Option<(Lists, Lists)>, GraphError> {
     if g.lifetimes.is_empty() {
         return Ok(None);
     }
-    let bad = |t: usize, detail: String| GraphError::BadLifetime {
-        tensor: g
-            .tensors
-            .get(t)
-            .map_or_else(|| format!("#{t}"), |t| t.id.to_string()),
-        detail,
+    let bad = |t: usize, reason: String| GraphError::BadTensor {
+        tensor: (g.tensors.get(t)).map_or_else(|| format!("#{t}"), |t| t.id.to_string()),
+        reason,
     };
     if g.lifetimes.len() != g.tensors.len() {
         return Err(bad(
             g.lifetimes.len().min(g.tensors.len()),
             format!(
-                "is one of {} recorded for {} tensors",
+                "the graph records lifetimes for {} of its {} tensors",
                 g.lifetimes.len(),
                 g.tensors.len()
             ),
@@ -971,7 +967,7 @@ fn recorded_lists(g: &Graph) -> Result<Option<(Lists, Lists)>, GraphError> {
         if first > last || last as usize >= n {
             return Err(bad(
                 t,
-                format!("runs from step {first} to step {last} of {n}"),
+                format!("its recorded lifetime runs from step {first} to step {last} of {n}"),
             ));
         }
     }
@@ -1267,7 +1263,7 @@ fn resolve_views(
         let Some((root, offset, elided)) = root_of[start] else {
             continue;
         };
-        let bad = |reason: String| GraphError::BadView {
+        let bad = |reason: String| GraphError::BadTensor {
             tensor: g.tensors[start].id.to_string(),
             reason,
         };
@@ -1661,15 +1657,15 @@ mod lifetime_tests {
         let message = |g: Graph| g.resolve().unwrap_err().to_string();
         assert_eq!(
             message(with(vec![(0, 2), (1, 1)])),
-            "tensor `t0`: its lifetime runs from step 0 to step 2 of 2"
+            "tensor `t0`: its recorded lifetime runs from step 0 to step 2 of 2"
         );
         assert_eq!(
             message(with(vec![(0, 1), (1, 0)])),
-            "tensor `t1`: its lifetime runs from step 1 to step 0 of 2"
+            "tensor `t1`: its recorded lifetime runs from step 1 to step 0 of 2"
         );
         assert_eq!(
             message(with(vec![(0, 1)])),
-            "tensor `t1`: its lifetime is one of 1 recorded for 2 tensors"
+            "tensor `t1`: the graph records lifetimes for 1 of its 2 tensors"
         );
         let e = serde_json::to_string(&g).unwrap_err().to_string();
         assert!(e.contains("`Graph::listed`"), "{e}");
