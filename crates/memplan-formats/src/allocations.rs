@@ -11,10 +11,10 @@
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-use memplan_core::graph::{Device, Frame, Graph, Step, Tensor, site};
+use memplan_core::graph::{Device, Frame, Graph, Id, Step, Tensor, site};
 use memplan_core::recorded::{Allocation, Recorded, RecordedDevice};
 
-use crate::minimalloc::{Numbered, steps_of_lifetimes};
+use crate::minimalloc::steps_of_lifetimes;
 
 /// A source read into a graph, with what its allocator did.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,9 +107,9 @@ struct Pending {
     device: Option<Arc<str>>,
 }
 
-/// The ids of the allocations read, the `t`-th (of every device) `alloc{t}`.
-fn allocation_ids() -> Numbered {
-    Numbered::new("alloc")
+/// The id of the `t`-th allocation read (of every device).
+fn allocation_id(t: usize) -> Id {
+    format!("alloc{t}").into()
 }
 
 /// The graph being built, over every device.
@@ -174,10 +174,9 @@ impl Allocations {
         // The record grew by doubling, its count unknown until the end: what it did not use
         // goes back now, so that in wasm (whose memory never shrinks) what comes next reuses it.
         self.recorded.allocations.shrink_to_fit();
-        let mut ids = allocation_ids();
         let tensors = (self.pending.into_iter().enumerate())
             .map(|(t, p)| Tensor {
-                id: ids.id(t as u64),
+                id: allocation_id(t),
                 name: Some(p.name),
                 bytes: Some(p.bytes),
                 device: p.device,
@@ -306,7 +305,6 @@ impl DeviceEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memplan_core::graph::Id;
 
     fn record() -> DeviceRecord {
         DeviceRecord {

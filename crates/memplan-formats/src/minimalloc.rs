@@ -19,7 +19,7 @@
 //! as times (`upper = last + 1`); the
 //! alignments when any is not 1, and the offsets of a plan when one is given.
 
-use memplan_core::graph::{Element, Graph, GraphError, Id, ResolvedGraph, Step, Tensor};
+use memplan_core::graph::{Element, Graph, GraphError, ResolvedGraph, Step, Tensor};
 use memplan_core::{Lifetime, Problem};
 use std::sync::Arc;
 
@@ -263,40 +263,14 @@ pub(crate) fn steps_of_lifetimes(
         recorded[i].1 = step(at - 1);
     }
     out.reserve_exact(times.len());
-    let mut ids = Numbered::new(&format!("{prefix}t="));
     out.extend(times.iter().map(|&t| Step {
-        id: ids.id(t),
+        id: format!("{prefix}t={t}").into(),
         time: Some(t),
         device: device.clone(),
         pinned: true,
         ..Step::default()
     }));
     recorded
-}
-
-/// Ids `{prefix}{n}`, which an importer makes by the million: each written into one buffer and
-/// copied into the id, without a string of its own or the formatting machinery.
-pub(crate) struct Numbered {
-    text: String,
-    prefix: usize,
-    digits: itoa::Buffer,
-}
-
-impl Numbered {
-    pub(crate) fn new(prefix: &str) -> Self {
-        Numbered {
-            text: prefix.to_string(),
-            prefix: prefix.len(),
-            digits: itoa::Buffer::new(),
-        }
-    }
-
-    /// The id of `n`.
-    pub(crate) fn id(&mut self, n: u64) -> Id {
-        self.text.truncate(self.prefix);
-        self.text.push_str(self.digits.format(n));
-        Id::from(self.text.as_str())
-    }
 }
 
 /// Writes `problem` as minimalloc CSV, with `offsets` (one per buffer, e.g.
@@ -341,22 +315,6 @@ pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Each id is the prefix and its own number, whatever the ids made before it.
-    #[test]
-    fn numbered_ids_are_the_prefix_and_the_number() {
-        let mut ids = Numbered::new("cuda:0 t=");
-        let made: Vec<Id> = [12345, 7, 0, u64::MAX].map(|n| ids.id(n)).into();
-        assert_eq!(
-            made,
-            [
-                "cuda:0 t=12345",
-                "cuda:0 t=7",
-                "cuda:0 t=0",
-                "cuda:0 t=18446744073709551615"
-            ]
-        );
-    }
 
     #[test]
     fn half_open_lifetimes_that_touch_do_not_conflict() {
