@@ -221,8 +221,8 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
 /// The schedule that gives buffers with half-open lifetimes `[lower, upper)` (`lower < upper`)
 /// their conflicts: one step per distinct start time, in time order, appended to `out`; and
 /// per buffer, the step that writes it (its start's) and the one that last reads it (the last
-/// start-time position it spans), as the graph records them ([`Graph::lifetimes`]), where
-/// each step listing its buffers' ids cost two allocations a step (see the module docs). Steps
+/// start-time position it spans), as the graph records them ([`Graph::lifetimes`]) rather
+/// than as lists of ids in every step (two allocations a step; see the module docs). Steps
 /// are named `<prefix>t=<time>` and run on `device` (the first device when `None`).
 /// They are pinned: they stand for given lifetimes (a problem's, or a recorded run's events),
 /// not for operators whose dataflow would let them move, so no reorder moves them.
