@@ -1645,7 +1645,8 @@ mod lifetime_tests {
     }
 
     /// A recorded lifetime past the steps, running backwards, or one too few is refused,
-    /// naming the tensor; and a graph of recorded lifetimes is never written without its lists.
+    /// naming the tensor; a dump cannot give lifetimes; and a graph of recorded lifetimes is
+    /// never written without its lists.
     #[test]
     fn bad_recorded_lifetimes_are_refused_and_never_written_unlisted() {
         let g = recorded(2, &[(0, 1), (1, 1)]);
@@ -1667,6 +1668,12 @@ mod lifetime_tests {
             message(with(vec![(0, 1)])),
             "tensor `t1`: the graph records lifetimes for 1 of its 2 tensors"
         );
+        // A dump cannot give them: they are the importers' own.
+        let given = r#"{"tensors": [], "steps": [], "lifetimes": [[0, 0]]}"#;
+        let e = serde_json::from_str::<Graph>(given)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `lifetimes`"), "{e}");
         let e = serde_json::to_string(&g).unwrap_err().to_string();
         assert!(e.contains("`Graph::listed`"), "{e}");
         assert!(serde_json::to_string(&*g.listed()).is_ok());
