@@ -13,10 +13,11 @@
 //!
 //! A column may interleave several fields (an allocation's address, stream and events): each
 //! field keeps its own previous value, so each steps from its own. A column starts with its
-//! shift (one digit: 0 to 63 bits), and its values are packed shifted down by it: a column of
-//! bytes ([`packed_bytes`]: sizes, offsets, live bytes, multiples of an alignment, a
-//! snapshot's of 512) by the trailing zero bits all its values have, so its steps take two
-//! characters fewer; any other by none. A column is written as a list of strings of at most
+//! shift (one digit: 0 to 63 bits), and its steps are packed shifted down by it (arithmetically,
+//! so a shifted step is never larger, and never longer, than the step): a column of bytes
+//! ([`packed_bytes`]: sizes, offsets, live bytes, multiples of an alignment, a snapshot's of
+//! 512) by the trailing zero bits all its values have, so its steps take two characters fewer;
+//! any other by none. A column is written as a list of strings of at most
 //! [`CHUNK`] items each, its fields stepping on across them, so neither the worker writing it
 //! nor the page reading it holds a whole column's text at once.
 
@@ -58,8 +59,8 @@ impl<const FIELDS: usize> Default for Packer<FIELDS> {
 }
 
 impl<const FIELDS: usize> Packer<FIELDS> {
-    /// A column whose values are shifted down by `shift` bits (which every value must allow),
-    /// written first.
+    /// A column whose steps are shifted down by `shift` bits (every value a multiple of
+    /// `1 << shift`), written first.
     fn shifted(shift: u32) -> Self {
         Packer {
             out: vec![DIGITS[shift as usize % 64]],
@@ -70,8 +71,7 @@ impl<const FIELDS: usize> Packer<FIELDS> {
 
     /// Appends `value` of field `field`.
     pub fn push(&mut self, field: usize, value: u64) {
-        let value = value >> self.shift;
-        let step = value.wrapping_sub(self.previous[field]) as i64;
+        let step = (value.wrapping_sub(self.previous[field]) as i64) >> self.shift;
         self.previous[field] = value;
         let mut zigzag = ((step << 1) ^ (step >> 63)) as u64;
         loop {
@@ -176,12 +176,13 @@ impl<'a, const FIELDS: usize> Unpacker<'a, FIELDS> {
             }
         }
         let step = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
-        let value = self.previous[field].wrapping_add(step as u64);
-        self.previous[field] = value;
-        match value << self.shift {
-            shifted if shifted >> self.shift == value => Ok(shifted),
-            _ => Err("holds a value past 64 bits".into()),
+        let shifted = step << self.shift;
+        if shifted >> self.shift != step {
+            return Err("holds a value past 64 bits".into());
         }
+        let value = self.previous[field].wrapping_add(shifted as u64);
+        self.previous[field] = value;
+        Ok(value)
     }
 }
 
@@ -414,6 +415,15 @@ mod tests {
             assert_eq!(unpacker.next(0), Ok(value));
             assert_eq!(unpacker.next(0), Ok(0));
         }
+        // A shifted column of values past 1 << 63 packs no longer than unshifted: the step from
+        // 0 wraps to a small negative number, and shifting it keeps it one.
+        let values = [17870283387039104034, 0, u64::MAX - 1];
+        let shifted = serde_json::to_string(&packed_bytes(&values, |&v| v)).unwrap();
+        let mut unshifted = Packer::<1>::default();
+        values.iter().for_each(|&v| unshifted.push(0, v));
+        assert!(shifted.len() - 4 <= unshifted.finish().len(), "{shifted}");
+        let chunks: Vec<String> = serde_json::from_str(&shifted).unwrap();
+        assert_eq!(unpack(&chunks, Some), Ok(values.to_vec()));
     }
 
     proptest! {
@@ -483,7 +493,7 @@ mod tests {
         );
         assert_eq!(next(""), Err("has no shift".into()));
         assert_eq!(next("!A"), Err("has no shift".into()));
-        // Shifted past 64 bits: 2^60 by sixteen bits.
+        // A step shifted past 64 bits: 2^60 by sixteen bits.
         let mut packer = Packer::<1>::default();
         packer.push(0, 1 << 60);
         let text = format!("Q{}", &packer.finish()[1..]);
