@@ -421,6 +421,7 @@ mod tests {
         let shifted = serde_json::to_string(&packed_bytes(&values, |&v| v)).unwrap();
         let mut unshifted = Packer::<1>::default();
         values.iter().for_each(|&v| unshifted.push(0, v));
+        // `["…"]`: the string less its brackets and quotes.
         assert!(shifted.len() - 4 <= unshifted.finish().len(), "{shifted}");
         let chunks: Vec<String> = serde_json::from_str(&shifted).unwrap();
         assert_eq!(unpack(&chunks, Some), Ok(values.to_vec()));
