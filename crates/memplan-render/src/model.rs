@@ -160,13 +160,38 @@ pub struct TensorLabel {
     pub views: Arc<[ViewInto]>,
     /// The stack that allocated it: an index into [`ViewModel::stacks`].
     pub stack: Option<u32>,
+    /// Where the dump's source put it, if it says ([`TensorLabel::allocation`],
+    /// [`TensorLabel::given_offset`]).
+    pub source: Option<SourcePlace>,
+}
+
+/// Where the dump's source put a tensor: a dump records its allocator or gives a plan, never
+/// both, so a label holds one of the two (in wasm, 16 bytes a tensor less than both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourcePlace {
     /// How the source's allocator made it (a PyTorch snapshot or trace).
-    pub allocation: Option<Allocation>,
+    Allocated(Allocation),
     /// Its offset in the plan the dump came with (XLA's, a minimalloc `offset` column).
-    pub given_offset: Option<u64>,
+    Given(u64),
 }
 
 impl TensorLabel {
+    /// How the source's allocator made it (a PyTorch snapshot or trace).
+    pub fn allocation(&self) -> Option<&Allocation> {
+        match &self.source {
+            Some(SourcePlace::Allocated(a)) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// Its offset in the plan the dump came with (XLA's, a minimalloc `offset` column).
+    pub fn given_offset(&self) -> Option<u64> {
+        match self.source {
+            Some(SourcePlace::Given(offset)) => Some(offset),
+            _ => None,
+        }
+    }
+
     /// Its name, else its id.
     pub fn display_name(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.id)
@@ -203,8 +228,10 @@ impl LayoutSource {
 impl BufferView {
     /// Where the source put it: the allocator's address, or the given plan's offset.
     pub fn source_address(&self) -> Option<u64> {
-        let tensor = &self.tensor;
-        tensor.allocation.map(|a| a.address).or(tensor.given_offset)
+        self.tensor.source.map(|place| match place {
+            SourcePlace::Allocated(a) => a.address,
+            SourcePlace::Given(offset) => offset,
+        })
     }
 }
 
@@ -507,8 +534,7 @@ impl Labels {
                             })
                         })
                     }),
-                    allocation: None,
-                    given_offset: None,
+                    source: None,
                 })
             })
             .collect();
@@ -552,7 +578,7 @@ impl Labels {
     pub fn with_given_plan(mut self, planner: &str, offsets: &[Option<u64>]) -> Labels {
         self.given_planner = Some(planner.into());
         for (label, &offset) in self.tensors.iter_mut().zip(offsets) {
-            Arc::make_mut(label).given_offset = offset;
+            Arc::make_mut(label).source = offset.map(SourcePlace::Given);
         }
         self
     }
@@ -617,7 +643,7 @@ impl Labels {
         self.allocator = allocator.into();
         if recorded.allocations.len() == graph.tensors.len() {
             for (label, &allocation) in self.tensors.iter_mut().zip(&recorded.allocations) {
-                Arc::make_mut(label).allocation = Some(allocation);
+                Arc::make_mut(label).source = Some(SourcePlace::Allocated(allocation));
             }
         }
         self
@@ -714,7 +740,7 @@ impl ViewModel {
 
     /// What the arena map can show besides memplan's plan; `None`: nothing.
     pub fn layout_source(&self) -> Option<LayoutSource> {
-        if self.buffers.iter().any(|b| b.tensor.allocation.is_some()) {
+        if self.buffers.iter().any(|b| b.tensor.allocation().is_some()) {
             Some(LayoutSource::Allocator)
         } else {
             (self.given_planner.clone()).map(LayoutSource::Given)
@@ -801,7 +827,7 @@ impl ViewModel {
                 let x = &self.buffers[b];
                 let alive = if x.always_live {
                     Alive::AlwaysLive
-                } else if let Some(a) = x.tensor.allocation {
+                } else if let Some(a) = x.tensor.allocation() {
                     Alive::UntilFreed {
                         event: a.freed_at,
                         wait: x.last - peak,
@@ -1234,6 +1260,12 @@ pub(crate) mod tests {
         // tensor's labels in each (its id, name, steps, views, allocation) was 168 bytes in
         // wasm, and a plan's buffers are one block, the largest a large snapshot's views ask for.
         assert!(std::mem::size_of::<BufferView>() <= 72);
+        // Where the source put a tensor takes no more room than an allocation alone: the enum's
+        // tag fits in the allocation's spare bits.
+        assert_eq!(
+            std::mem::size_of::<Option<SourcePlace>>(),
+            std::mem::size_of::<Allocation>()
+        );
     }
 
     #[test]

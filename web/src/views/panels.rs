@@ -166,7 +166,7 @@ fn peak_view(state: PageState) -> Option<PeakView> {
                 name: b.tensor.display_name().into(),
                 bytes: r.bytes,
                 share: share(r.bytes),
-                producer: match &b.tensor.allocation {
+                producer: match b.tensor.allocation() {
                     Some(a) => format!("event {}", a.allocated_at),
                     None => r.producer.map_or("-".into(), |s| step_text(m, s)),
                 },
@@ -226,7 +226,7 @@ fn peak_view(state: PageState) -> Option<PeakView> {
         traced: m
             .buffers
             .first()
-            .is_some_and(|b| b.tensor.allocation.is_some()),
+            .is_some_and(|b| b.tensor.allocation().is_some()),
         lines: lines.into_iter().take(PEAK_ROWS).collect(),
         smaller: (shown.get(PEAK_ROWS..))
             .filter(|rest| !rest.is_empty())
@@ -458,7 +458,7 @@ pub fn Details(state: PageState) -> impl IntoView {
                         <dt>"size"</dt><dd>{format!("{} ({} B{occupies})", bytes(b.size), b.size)}</dd>
                         <dt>"place"</dt><dd>{format!("pool {}{pool}, offset {}{address}", b.pool, b.offset)}</dd>
                         <dt>"lives"</dt><dd>{interval_text(m, b)}</dd>
-                        {match &b.tensor.allocation {
+                        {match b.tensor.allocation() {
                             Some(a) => view! {
                                 <dt>"allocated"</dt><dd>{memplan_render::model::allocated_text(a)}</dd>
                                 <dt>"ends"</dt><dd>{memplan_render::model::freed_text(a)}</dd>

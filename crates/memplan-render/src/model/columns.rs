@@ -29,7 +29,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::model::packed::{
     Packer, Stand, Unpacker, Words, packed, packed_bytes, packed_ints, unpack,
 };
-use crate::model::{BufferView, StepIndices, TensorLabel, ViewInto};
+use crate::model::{BufferView, SourcePlace, StepIndices, TensorLabel, ViewInto};
 
 /// A column written straight from the items, one value each: nothing is copied to write it
 /// (a snapshot's columns, gathered first, were a transient copy of every buffer).
@@ -226,18 +226,18 @@ pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result
         no_stack,
         packed_ints(b, |b| b.tensor.stack.map_or(0, |s| u64::from(s) + 1))
     );
-    let no_allocation = b.iter().all(|b| b.tensor.allocation.is_none());
+    let no_allocation = b.iter().all(|b| b.tensor.allocation().is_none());
     field_unless!(
         fields,
         "allocation",
         no_allocation,
         packed(b, |b, p: &mut Packer<5>| push_allocation(
             p,
-            b.tensor.allocation
+            b.tensor.allocation()
         ))
     );
     optional_field(&mut fields, "given_offset", (b, Form::Dense), |b| {
-        b.tensor.given_offset
+        b.tensor.given_offset()
     })?;
     fields.end()
 }
@@ -258,7 +258,7 @@ fn steps_column<'a>(
 
 /// An allocation, packed: 0 for none; else 1 (not freed) or 2 (freed), its address, stream and
 /// events, each in its own field.
-fn push_allocation(p: &mut Packer<5>, allocation: Option<Allocation>) {
+fn push_allocation(p: &mut Packer<5>, allocation: Option<&Allocation>) {
     let Some(a) = allocation else {
         return p.push(0, 0);
     };
@@ -464,12 +464,14 @@ impl<'de> Visitor<'de> for Buffers {
                         set(&mut label(b)?.stack, stack)
                     }))?
                 }
-                "allocation" => map.next_value_seed(
-                    optional(out, "allocation")
-                        .unpack(|b, u| set(&mut label(b)?.allocation, next_allocation(u)?)),
-                )?,
+                // A buffer's tensor has at most one of these: each sets it where it has one.
+                "allocation" => map
+                    .next_value_seed(optional(out, "allocation").unpack(|b, u| {
+                        placed(b, next_allocation(u)?.map(SourcePlace::Allocated))
+                    }))?,
                 "given_offset" => map.next_value_seed(
-                    optional(out, "given_offset").with(|b, v| set(&mut label(b)?.given_offset, v)),
+                    optional(out, "given_offset")
+                        .with(|b, v: Option<u64>| placed(b, v.map(SourcePlace::Given))),
                 )?,
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
@@ -523,6 +525,14 @@ fn next_steps(u: &mut Unpacker<2>) -> Result<StepIndices, String> {
 
 fn set<T>(field: &mut T, value: T) -> Result<(), String> {
     *field = value;
+    Ok(())
+}
+
+/// Sets where the source put `b`'s tensor, where `place` says.
+fn placed(b: &mut BufferView, place: Option<SourcePlace>) -> Result<(), String> {
+    if place.is_some() {
+        label(b)?.source = place;
+    }
     Ok(())
 }
 
@@ -780,8 +790,13 @@ mod tests {
                 any::<bool>(),
             ),
             (lists.clone(), lists, prop::collection::vec(view, 0..2)),
-            (prop::option::of(0u32..4), prop::option::of(allocation)),
-            prop::option::of(any::<u64>()),
+            (
+                prop::option::of(0u32..4),
+                prop::option::of(prop_oneof![
+                    allocation.prop_map(SourcePlace::Allocated),
+                    any::<u64>().prop_map(SourcePlace::Given),
+                ]),
+            ),
         )
             .prop_map(
                 |(
@@ -789,8 +804,7 @@ mod tests {
                     (size, occupied, device, pool),
                     (offset, address, first, last, always_live),
                     (producers, consumers, views),
-                    (stack, allocation),
-                    given_offset,
+                    (stack, source),
                 )| {
                     let id = Id::from(tensor);
                     BufferView {
@@ -803,8 +817,7 @@ mod tests {
                             consumers: consumers.into_iter().collect(),
                             views: Arc::from(views),
                             stack,
-                            allocation,
-                            given_offset,
+                            source,
                         }),
                         dtype,
                         size,
@@ -851,12 +864,12 @@ mod tests {
             .map(|k| {
                 let mut b = spanning(&format!("alloc{k}"), (k, k + 2));
                 b.size = u64::from(k % 7) << 20;
-                Arc::make_mut(&mut b.tensor).allocation = Some(Allocation {
+                Arc::make_mut(&mut b.tensor).source = Some(SourcePlace::Allocated(Allocation {
                     address: 0x7f00_0000_0000 + u64::from(k) * 4096,
                     stream: i64::from(k % 3) - 1,
                     allocated_at: u64::from(k) * 3,
                     freed_at: (k % 5 != 0).then_some(u64::from(k) * 3 + 7),
-                });
+                }));
                 b
             })
             .collect();
@@ -909,8 +922,7 @@ mod tests {
                 consumers: StepIndices::One(last),
                 views: Arc::from([]),
                 stack: None,
-                allocation: None,
-                given_offset: None,
+                source: None,
             }),
             dtype: None,
             size: 64,

@@ -660,7 +660,7 @@ fn HoverCard(
             <div>{format!("size {} ({} B)", bytes(b.size), b.size)}</div>
             <div>{format!("offset {} in pool {} · address {}", b.offset, b.pool, b.address)}</div>
             <div>{interval_text(m, b)}</div>
-            {match &b.tensor.allocation {
+            {match b.tensor.allocation() {
                 Some(a) => view! {
                     <div>{memplan_render::model::allocated_text(a)}</div>
                     <div>{memplan_render::model::freed_text(a)}</div>
