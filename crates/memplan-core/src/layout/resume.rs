@@ -93,7 +93,16 @@ impl<'e> Resume<'e> {
         }
         self.next = k + 1;
         let earlier = self.earlier[k].1;
-        let lowest = self.changed.lowest_start(item.live);
+        // The lowest start of every changed buffer is at most that of those the item overlaps:
+        // where it already clears what the item reads, it answers for them without the tree.
+        let reads_up_to = match self.reads_all {
+            true => u64::MAX,
+            false => earlier + item.size,
+        };
+        let lowest = match self.changed.least {
+            least if least >= reads_up_to => least,
+            _ => self.changed.lowest_start(item.live),
+        };
         let offset = match self.reads_all {
             true if lowest == u64::MAX => earlier,
             true => walk(0),
@@ -126,6 +135,9 @@ pub(super) struct LowestStart {
     /// The nodes set since the tree was last emptied, so emptying it costs what filling did (a
     /// fit's relayouts each empty a tree of thousands of positions to set a few hundred nodes).
     set: Vec<u32>,
+    /// The lowest start of every interval held: an item that ends at or below it needs no query
+    /// (more than half of those a rematerialization fit's relayouts resume).
+    least: u64,
 }
 
 impl LowestStart {
@@ -136,6 +148,7 @@ impl LowestStart {
             covering: vec![u64::MAX; 2 * leaves],
             touching: vec![u64::MAX; 2 * leaves],
             set: Vec::new(),
+            least: u64::MAX,
         }
     }
 
@@ -147,6 +160,7 @@ impl LowestStart {
                     tree.covering[n as usize] = u64::MAX;
                     tree.touching[n as usize] = u64::MAX;
                 }
+                tree.least = u64::MAX;
                 tree
             }
             _ => LowestStart::new(positions),
@@ -162,6 +176,7 @@ impl LowestStart {
     }
 
     fn insert(&mut self, live: LiveInterval, start: u64) {
+        self.least = self.least.min(start);
         let (lo, hi) = self.leaves_of(live);
         let LowestStart {
             covering,
