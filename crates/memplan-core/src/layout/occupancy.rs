@@ -25,14 +25,15 @@
 //! (property-tested against [`choose_gap`] over the listed conflicts).
 //!
 //! Regions of up to [`SCAN_MOST`] buffers skip the tree: their placed buffers are kept in order
-//! of offset ([`ByOffset`]) and a query scans them bottom up, passing those it does not meet
-//! in time. That is quadratic, but its steps are few and cache-friendly, and it fills one list
-//! where the tree fills two unions per node. Measured side by side (`memplan bench`): on the
-//! two large ML-compiler problems (816 and 1,042 buffers) `best` takes a quarter of the tree's
-//! time and first-fit a third; on the 2,000-tensor training step a fit and a sweep a quarter
-//! less; at 2,000 random intervals the two are even, and at 2,000 buffers all live at once (the
-//! scan's worst case) the scan is a third slower, which bounds the choice. [`Taken`] is
-//! whichever of the two a region uses; both give the same offsets.
+//! of offset ([`ByOffset`]) and a query scans them bottom up, passing those it does not meet in
+//! time. That is quadratic, but its steps are few and cache-friendly, and it fills one list
+//! where the tree fills two unions per node; and first-fit passes whole a block of them that
+//! has no hole for the item ([`Block`]). Measured side by side (`memplan bench`, three runs or
+//! more of each): on the two large ML-compiler problems (816 and 1,042 buffers) `best` takes a
+//! quarter of the tree's time or less and first-fit a third to a sixth; on the 2,000-tensor
+//! training step a fit a third and a sweep half; at 2,000 buffers all live at once a third; at
+//! 2,000 random intervals the two are even, which bounds the choice (the scan is quadratic).
+//! [`Taken`] is whichever of the two a region uses; both give the same offsets.
 
 use super::exact::grain;
 use super::greedy::{GapChoice, GapScan, choose_gap};
