@@ -27,12 +27,12 @@
 //! Regions of up to [`SCAN_MOST`] buffers skip the tree: their placed buffers are kept in order
 //! of offset ([`ByOffset`]) and a query scans them bottom up, passing those it does not meet in
 //! time. That is quadratic, but its steps are few and cache-friendly, and it fills one list
-//! where the tree fills two unions per node; and first-fit passes whole a block of them that
-//! has no hole for the item ([`Block`]). Measured side by side (`memplan bench`, three runs or
-//! more of each): on the two large ML-compiler problems (816 and 1,042 buffers) `best` takes a
-//! quarter of the tree's time or less and first-fit a third to a sixth; on the 2,000-tensor
-//! training step a fit a third and a sweep half; at 2,000 buffers all live at once a third; at
-//! 2,000 random intervals the two are even, which bounds the choice (the scan is quadratic).
+//! where the tree fills two unions per node; and it passes whole a block of them that has no
+//! hole for the item ([`Block`]). Measured side by side (`memplan bench`, three runs or more of
+//! each): on the two large ML-compiler problems (816 and 1,042 buffers) `best` takes a quarter
+//! of the tree's time or less and first-fit a third to a sixth; on the 2,000-tensor training
+//! step a fit a third and a sweep half; at 2,000 buffers all live at once a third; at 2,000
+//! random intervals the two are even, which bounds the choice (the scan is quadratic).
 //! [`Taken`] is whichever of the two a region uses; both give the same offsets.
 
 use super::exact::grain;
@@ -562,7 +562,7 @@ struct ByOffset {
 ///
 /// A block whose buffers all share some time (`core`, the meet of their live intervals) and
 /// whose address ranges leave no hole between `lowest` and `top` (`solid`) is, to an item live
-/// in its core, one taken range: `first-fit` passes it whole. In a training step's dense map
+/// in its core, one taken range: a scan passes it whole. In a training step's dense map
 /// (activations stacked, each live across the peak) that is two in five of the buffers a walk
 /// would read.
 struct Block {
@@ -616,10 +616,14 @@ impl Block {
         self.solid = solid;
     }
 
-    /// Whether `first-fit` may pass the block whole for `item` with the cursor at `cursor`: every
-    /// buffer of it overlaps the item, and they leave no hole above the cursor.
+    /// Whether a scan with its cursor at `cursor` may pass the block as one range for `item`:
+    /// every buffer of it overlaps the item, and they leave no hole above the cursor, so an item
+    /// of some size fits nowhere in it (an empty one would fit at a buffer's start).
     fn passed_whole(&self, item: &Item, cursor: u64) -> bool {
-        self.solid && cursor >= self.lowest && self.core.is_some_and(|c| c.overlaps(item.live))
+        self.solid
+            && item.size > 0
+            && cursor >= self.lowest
+            && self.core.is_some_and(|c| c.overlaps(item.live))
     }
 }
 
@@ -639,6 +643,11 @@ impl ByOffset {
             if !block.hull.overlaps(item.live) || block.top <= scan.cursor() {
                 continue;
             }
+            // No gap in it: one taken range.
+            if block.passed_whole(item, scan.cursor()) {
+                scan.pass(block.lowest, block.top);
+                continue;
+            }
             for &(start, end, live) in &block.placed {
                 if live.overlaps(item.live)
                     && let Some(offset) = scan.pass(start, end)
@@ -651,13 +660,12 @@ impl ByOffset {
     }
 
     /// [`Self::choose`] for `first-fit`, the walk of most of a rematerialization fit's
-    /// relayouts: a buffer ending at or below the cursor starts below the offset it would be
-    /// compared with, so it is passed on one comparison, before its live interval is read; the
-    /// offset is aligned again only when the cursor moves; and a block with no hole for the item
-    /// is passed whole ([`Block::passed_whole`]: an item of some size, as every item placed is,
-    /// fits nowhere in it).
+    /// relayouts, without [`GapScan`]: a buffer ending at or below the cursor starts below the
+    /// offset it would be compared with, so it is passed on one comparison, before its live
+    /// interval is read, and the offset is aligned again only when the cursor moves (side by
+    /// side with the same loop through `GapScan`, a fit of the 2,000-tensor training step takes
+    /// a twentieth less time).
     fn lowest(&self, item: &Item, floor: u64) -> u64 {
-        debug_assert!(item.size > 0, "an empty item is not placed");
         let aligned = |v: u64| align_up(v, item.alignment).expect("validated: extents fit in u64");
         let (mut cursor, mut offset) = (floor, aligned(floor));
         for block in &self.blocks {
@@ -1438,6 +1446,11 @@ mod tests {
         let under = item(10, 10, 20);
         assert_eq!(first_fit(&list, &under, 0), 0);
         assert_eq!(first_fit(&list, &under, 100), 132);
+        // An empty item fits at the first buffer's start above the floor, as the scan of every
+        // buffer finds: no block is passed whole for it. (The full scan above stands for the
+        // floor by a taken range, where an empty item would fit at 0.)
+        let empty = item(0, 10, 20);
+        assert_eq!(list.choose(&empty, GapChoice::Lowest, 100), 100);
         // A buffer live at 55 to 60 only, at 132 (the block's top), and one at every time above
         // it: the block stays solid, but its buffers no longer all share time with the item, so
         // the hole the first leaves it at 132 is found.
