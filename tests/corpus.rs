@@ -493,7 +493,7 @@ fn minimalloc_offsets_round_trip_through_the_checker() {
         .expect("a conflict with the first buffer");
     assert!(again.given_plan_report(true).unwrap().valid);
     let mut plan = again.given_plan().unwrap().clone();
-    let t = |b: usize| again.liveness.buffer_tensor[b];
+    let t = |b: usize| again.liveness.buffer_tensor[b] as usize;
     plan.offsets[t(other)] = plan.offsets[t(0)];
     // A clone made after the report was cached: its new plan gets a report of its own.
     let moved = again.clone().with_given_plan(Some(plan));

@@ -184,7 +184,7 @@ impl Reordered {
         let bound = outcome.bound.as_ref()?;
         let r = bound.reordering.as_ref()?;
         let moved_positions = (bound.resolved.positions.iter().enumerate())
-            .filter(|(_, p)| r.moved[p.first_step..=p.last_step].iter().any(|&m| m))
+            .filter(|(_, p)| r.moved[p.steps()].iter().any(|&m| m))
             .map(|(at, _)| at as u32)
             .collect();
         Some(Reordered {

@@ -395,7 +395,7 @@ pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> 
     // Loops: consecutive steps of a loop stay consecutive.
     for s in 1..n {
         let (a, b) = (&resolved.steps[s - 1], &resolved.steps[s]);
-        if a.loop_index.is_some() && a.loop_index == b.loop_index && at[s] != at[s - 1] + 1 {
+        if a.loop_index().is_some() && a.loop_index() == b.loop_index() && at[s] != at[s - 1] + 1 {
             violations.push(Violation::LoopSplit {
                 loop_step: step_id(s).to_string(),
             });
@@ -408,21 +408,24 @@ pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> 
     let storage = |t: usize| resolved.root(t).unwrap_or(t);
     let mut last_of_loop = vec![None; resolved.back_edge_reads.len()];
     for (s, step) in resolved.steps.iter().enumerate() {
-        if let Some(l) = step.loop_index {
+        if let Some(l) = step.loop_index() {
             last_of_loop[l] = Some(s);
         }
     }
     for s in 0..n {
         let step = &resolved.steps[s];
-        let back_edge: &[usize] = match step.loop_index {
+        let back_edge: &[usize] = match step.loop_index() {
             Some(l) if last_of_loop[l] == Some(s) => &resolved.back_edge_reads[l],
             _ => &[],
         };
         let mut reads: Vec<usize> = (resolved.reads(s).iter())
-            .chain(back_edge)
-            .map(|&t| storage(t))
+            .map(|&t| t as usize)
+            .chain(back_edge.iter().copied())
+            .map(storage)
             .collect();
-        let mut writes: Vec<usize> = resolved.writes(s).iter().map(|&t| storage(t)).collect();
+        let mut writes: Vec<usize> = (resolved.writes(s).iter())
+            .map(|&t| storage(t as usize))
+            .collect();
         reads.sort_unstable();
         reads.dedup();
         writes.sort_unstable();

@@ -510,8 +510,7 @@ pub struct RematCandidate {
     pub recompute_cost: u64,
 }
 
-/// Why a graph is not a valid dump. Each variant names the element and the reason.
-/// What kind of element of a dump an id names, for errors.
+/// What kind of element of a dump an error counts or an id names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Element {
@@ -519,6 +518,10 @@ pub enum Element {
     Tensor,
     Step,
     Loop,
+    /// A tensor a step reads (as the steps list them, and as recorded lifetimes imply).
+    Read,
+    /// A tensor a step writes.
+    Write,
 }
 
 impl fmt::Display for Element {
@@ -528,6 +531,8 @@ impl fmt::Display for Element {
             Element::Tensor => "tensor",
             Element::Step => "step",
             Element::Loop => "loop",
+            Element::Read => "read",
+            Element::Write => "write",
         })
     }
 }
@@ -598,8 +603,8 @@ pub const MAX_DEVICES: usize = 1024;
 pub enum Storage {
     /// It owns its bytes.
     Owned,
-    /// It takes the bytes of `root` (an owning tensor) from `offset`.
-    View { root: usize, offset: u64 },
+    /// It takes the bytes of `root` (an owning tensor's index) from `offset`.
+    View { root: u32, offset: u64 },
     /// It has no bytes.
     Elided,
 }
@@ -609,27 +614,57 @@ pub enum Storage {
 pub struct ResolvedTensor {
     pub bytes: u64,
     pub alignment: u64,
-    pub device: usize,
+    /// The index of its device (of at most [`MAX_DEVICES`]).
+    pub device: u32,
     pub dtype: Option<DType>,
     pub storage: Storage,
     pub always_live: bool,
 }
 
 /// A step's device and loop; the tensors it reads and writes are the graph's
-/// ([`ResolvedGraph::reads`], [`ResolvedGraph::writes`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// ([`ResolvedGraph::reads`], [`ResolvedGraph::writes`]). Indices are `u32`, as every index of
+/// a resolved graph: a snapshot has a step per event, millions of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResolvedStep {
-    pub device: usize,
-    pub loop_index: Option<usize>,
+    device: u32,
+    loop_index: Option<u32>,
+}
+
+impl ResolvedStep {
+    /// The index of its device.
+    pub fn device(&self) -> usize {
+        self.device as usize
+    }
+
+    /// The index of the loop it belongs to.
+    pub fn loop_index(&self) -> Option<usize> {
+        self.loop_index.map(|l| l as usize)
+    }
 }
 
 /// A position of the schedule: a top-level step, or a whole loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Position {
-    /// The steps `first_step..=last_step` run at this position.
-    pub first_step: usize,
-    pub last_step: usize,
-    pub loop_index: Option<usize>,
+    first_step: u32,
+    last_step: u32,
+    loop_index: Option<u32>,
+}
+
+impl Position {
+    /// The steps that run at this position, in order.
+    pub fn steps(&self) -> std::ops::RangeInclusive<usize> {
+        self.first_step as usize..=self.last_step as usize
+    }
+
+    /// The first step that runs at this position.
+    pub fn first_step(&self) -> usize {
+        self.first_step as usize
+    }
+
+    /// The loop run at this position, if it is one.
+    pub fn loop_index(&self) -> Option<usize> {
+        self.loop_index.map(|l| l as usize)
+    }
 }
 
 /// A graph whose invariants hold (see the module docs), with indices in place of ids.
@@ -669,13 +704,22 @@ impl ResolvedGraph {
     pub fn reordered(&self, steps: &[usize]) -> ResolvedGraph {
         let mut reads = Lists::default();
         let mut writes = Lists::default();
+        reads.reserve_exact(steps.len(), self.reads.items_len());
+        writes.reserve_exact(steps.len(), self.writes.items_len());
+        // The same lists in another order: no more items than the lists already hold.
         for &s in steps {
-            reads.push(self.reads(s).iter().copied());
-            writes.push(self.writes(s).iter().copied());
+            let (read, written) = (self.reads(s).iter(), self.writes(s).iter());
+            reads
+                .push(read.copied())
+                .expect("a reorder holds what the graph held");
+            writes
+                .push(written.copied())
+                .expect("a reorder holds what the graph held");
         }
-        let steps: Vec<ResolvedStep> = steps.iter().map(|&s| self.steps[s].clone()).collect();
+        let steps: Vec<ResolvedStep> = steps.iter().map(|&s| self.steps[s]).collect();
         let mut positions: Vec<Position> = Vec::new();
-        for (i, s) in steps.iter().enumerate() {
+        // Step indices fit `u32`: a reorder has the graph's steps.
+        for (i, s) in (0..).zip(&steps) {
             match positions.last_mut() {
                 Some(p) if s.loop_index.is_some() && p.loop_index == s.loop_index => {
                     p.last_step = i
@@ -700,12 +744,12 @@ impl ResolvedGraph {
     }
 
     /// The tensors step `s` reads, in the dump's order.
-    pub fn reads(&self, s: usize) -> &[usize] {
+    pub fn reads(&self, s: usize) -> &[u32] {
         &self.reads[s]
     }
 
     /// The tensors step `s` writes, in the dump's order.
-    pub fn writes(&self, s: usize) -> &[usize] {
+    pub fn writes(&self, s: usize) -> &[u32] {
         &self.writes[s]
     }
 
@@ -723,7 +767,7 @@ impl ResolvedGraph {
     pub fn root(&self, t: usize) -> Option<usize> {
         match self.tensors[t].storage {
             Storage::Owned => Some(t),
-            Storage::View { root, .. } => Some(root),
+            Storage::View { root, .. } => Some(root as usize),
             Storage::Elided => None,
         }
     }
@@ -901,11 +945,11 @@ impl<'a> Finder<'a> {
         &'f mut self,
         ids: &'f [Id],
         owner: &'f dyn Fn() -> String,
-    ) -> impl Iterator<Item = Result<usize, GraphError>> + 'f {
-        // A miss is the map's: `lookup` says why.
+    ) -> impl Iterator<Item = Result<u32, GraphError>> + 'f {
+        // A miss is the map's: `lookup` says why. Tensor indices fit `u32` (`index_ids`).
         (ids.iter()).map(move |id| match self.find(id) {
-            Some(found) => Ok(found),
-            None => lookup(self.index, owner, Element::Tensor, id),
+            Some(found) => Ok(found as u32),
+            None => lookup(self.index, owner, Element::Tensor, id).map(|t| t as u32),
         })
     }
 }
@@ -930,7 +974,7 @@ pub fn align_up(value: u64, alignment: u64) -> Option<u64> {
 }
 
 /// `tensors`, found already.
-fn known(tensors: &[usize]) -> impl Iterator<Item = Result<usize, GraphError>> + '_ {
+fn known(tensors: &[u32]) -> impl Iterator<Item = Result<u32, GraphError>> + '_ {
     tensors.iter().map(|&t| Ok(t))
 }
 
@@ -971,18 +1015,26 @@ fn recorded_lists(g: &Graph) -> Result<Option<(Lists, Lists)>, GraphError> {
             ));
         }
     }
+    // At most one item per tensor each, and tensor indices fit `u32` (`index_ids`).
+    let full = |_| GraphError::TooLarge {
+        what: Element::Tensor,
+        count: g.tensors.len(),
+        limit: MAX_ELEMENTS,
+    };
     let reads = Lists::collect(n, |push| {
         for (t, &(first, last)) in g.lifetimes.iter().enumerate() {
             if last != first {
-                push(last as usize, t);
+                push(last as usize, t as u32);
             }
         }
-    });
+    })
+    .map_err(full)?;
     let writes = Lists::collect(n, |push| {
         for (t, &(first, _)) in g.lifetimes.iter().enumerate() {
-            push(first as usize, t);
+            push(first as usize, t as u32);
         }
-    });
+    })
+    .map_err(full)?;
     Ok(Some((reads, writes)))
 }
 
@@ -1044,7 +1096,8 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         tensors.push(ResolvedTensor {
             bytes,
             alignment,
-            device: device_of(&owner, &t.device)?,
+            // At most `MAX_DEVICES`, checked above.
+            device: device_of(&owner, &t.device)? as u32,
             dtype,
             storage: if t.owns_nothing() {
                 Storage::Elided
@@ -1057,14 +1110,37 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
     resolve_views(g, &tensor_index, &mut tensors)?;
 
     let mut steps = Vec::with_capacity(g.steps.len());
-    let mut reads = Lists::default();
-    let mut writes = Lists::default();
+    let recorded = recorded_lists(g)?;
+    // The lists hold at most `u32::MAX` tensors in all, and are made at their size.
+    let lists = |what: Element, listed: fn(&Step) -> usize, implied: Option<&Lists>| {
+        let count = g.steps.iter().map(listed).sum::<usize>() + implied.map_or(0, Lists::items_len);
+        let too_many = move || GraphError::TooLarge {
+            what,
+            count,
+            limit: MAX_ELEMENTS,
+        };
+        if u32::try_from(count).is_err() {
+            return Err(too_many());
+        }
+        let mut lists = Lists::default();
+        lists.reserve_exact(g.steps.len(), count);
+        Ok((lists, too_many))
+    };
+    let (mut reads, too_many_reads) = lists(
+        Element::Read,
+        |s| s.reads.len(),
+        recorded.as_ref().map(|r| &r.0),
+    )?;
+    let (mut writes, too_many_writes) = lists(
+        Element::Write,
+        |s| s.writes.len(),
+        recorded.as_ref().map(|r| &r.1),
+    )?;
     // Reads and writes each follow an order of their own.
     let (mut read, mut written) = (
         Finder::new(&g.tensors, &tensor_index),
         Finder::new(&g.tensors, &tensor_index),
     );
-    let recorded = recorded_lists(g)?;
     for (k, s) in g.steps.iter().enumerate() {
         let owner = || format!("step `{}`", s.id);
         let (read_then, written_then) = match &recorded {
@@ -1076,13 +1152,18 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
                 step: s.id.to_string(),
             });
         }
-        reads.try_push((read.find_all(&s.reads, &owner)).chain(known(read_then)))?;
-        writes.try_push((written.find_all(&s.writes, &owner)).chain(known(written_then)))?;
+        let read_now = read.find_all(&s.reads, &owner).chain(known(read_then));
+        reads.try_push(read_now, too_many_reads)?;
+        let written_now = written
+            .find_all(&s.writes, &owner)
+            .chain(known(written_then));
+        writes.try_push(written_now, too_many_writes)?;
+        // Device and loop indices fit `u32` (`index_ids`).
         steps.push(ResolvedStep {
-            device: device_of(&owner, &s.device)?,
+            device: device_of(&owner, &s.device)? as u32,
             loop_index: match &s.loop_id {
                 None => None,
-                Some(id) => Some(lookup(&loop_index, owner, Element::Loop, id)?),
+                Some(id) => Some(lookup(&loop_index, owner, Element::Loop, id)? as u32),
             },
         });
     }
@@ -1112,7 +1193,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         let mut written = vec![false; tensors.len()];
         for s in 0..writes.len() {
             for &w in &writes[s] {
-                written[w] = true;
+                written[w as usize] = true;
             }
         }
         for c in candidates {
@@ -1292,7 +1373,11 @@ fn resolve_views(
             if elided {
                 Storage::Elided
             } else {
-                Storage::View { root, offset }
+                // Tensor indices fit `u32` (`index_ids`).
+                Storage::View {
+                    root: root as u32,
+                    offset,
+                }
             },
         );
         tensors[start].device = device;
@@ -1310,22 +1395,23 @@ fn resolve_views(
 fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphError> {
     let mut positions: Vec<Position> = Vec::with_capacity(steps.len());
     let mut closed = vec![false; g.loops.len()];
-    for (i, s) in steps.iter().enumerate() {
+    // Step indices fit `u32` (`index_ids`).
+    for (i, s) in (0u32..).zip(steps) {
         match (s.loop_index, positions.last_mut()) {
             (Some(l), Some(p)) if p.loop_index == Some(l) && p.last_step + 1 == i => {
                 p.last_step = i
             }
             (l, _) => {
-                if let Some(prev) = positions.last().and_then(|p| p.loop_index) {
+                if let Some(prev) = positions.last().and_then(Position::loop_index) {
                     closed[prev] = true;
                 }
-                if let Some(l) = l
+                if let Some(l) = l.map(|l| l as usize)
                     && closed[l]
                 {
                     return Err(GraphError::NonContiguousLoop {
                         loop_id: g.loops[l].id.clone(),
-                        step: g.steps[i].id.to_string(),
-                        index: i,
+                        step: g.steps[i as usize].id.to_string(),
+                        index: i as usize,
                     });
                 }
                 positions.push(Position {
@@ -1374,7 +1460,9 @@ mod size_tests {
     fn a_tensor_and_a_step_stay_small() {
         assert_eq!(std::mem::size_of::<Tensor>(), 176);
         assert_eq!(std::mem::size_of::<Step>(), 168);
-        assert_eq!(std::mem::size_of::<ResolvedStep>(), 24);
+        assert_eq!(std::mem::size_of::<ResolvedStep>(), 12);
+        assert_eq!(std::mem::size_of::<Position>(), 16);
+        assert_eq!(std::mem::size_of::<ResolvedTensor>(), 40);
         // An id of up to 24 bytes is held inline.
         let id = Id::from("a 24-byte id: no heap!!!");
         assert_eq!((id.len(), id.is_heap_allocated()), (24, false));

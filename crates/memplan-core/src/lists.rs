@@ -1,57 +1,76 @@
 //! Many short lists of indices held in two vectors: a million steps' reads, or a million
 //! tensors' producers, are two allocations, not a million (each a header, a heap block and its
-//! allocator's overhead, several times the indices they hold).
+//! allocator's overhead, several times the indices they hold). Indices and list bounds are
+//! `u32`, as every index of a resolved graph is ([`crate::graph::MAX_ELEMENTS`]): half the
+//! memory of `usize` on a 64-bit target, where a million-step snapshot's four lists took 75 MB.
 
-/// A list of indices per element (a step, a tensor).
+/// A list of indices per element (a step, a tensor), holding at most `u32::MAX` indices in all.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Lists {
     /// List `i` is `items[starts[i]..starts[i + 1]]`.
-    starts: Vec<usize>,
-    items: Vec<usize>,
+    starts: Vec<u32>,
+    items: Vec<u32>,
 }
+
+/// More indices than a [`Lists`] holds: `u32::MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Full;
 
 impl Lists {
     /// `n` lists, filled by `each`, which calls `push(list, item)` for each item in order (and
     /// is called twice: once to count, once to fill). An item pushed onto a list that ends
-    /// with it already is not added again.
-    pub fn collect(n: usize, each: impl Fn(&mut dyn FnMut(usize, usize))) -> Lists {
-        let mut last = vec![usize::MAX; n];
-        let mut starts = vec![0; n + 1];
+    /// with it already is not added again. Every item and `n` are `u32`s; `Full` when the
+    /// lists would hold more than `u32::MAX` items.
+    pub fn collect(n: usize, each: impl Fn(&mut dyn FnMut(usize, u32))) -> Result<Lists, Full> {
+        let mut last = vec![u32::MAX; n];
+        let mut counts = vec![0u64; n];
         each(&mut |list, item| {
             if last[list] != item {
                 last[list] = item;
-                starts[list + 1] += 1;
+                counts[list] += 1;
             }
         });
-        for i in 0..n {
-            starts[i + 1] += starts[i];
+        let mut starts = Vec::with_capacity(n + 1);
+        starts.push(0u32);
+        let mut total = 0u64;
+        for count in counts {
+            total += count;
+            starts.push(u32::try_from(total).map_err(|_| Full)?);
         }
-        let mut items = vec![0; starts[n]];
+        let mut items = vec![0; total as usize];
         let mut next = starts[..n].to_vec();
-        last.fill(usize::MAX);
+        last.fill(u32::MAX);
         each(&mut |list, item| {
             if last[list] != item {
                 last[list] = item;
-                items[next[list]] = item;
+                items[next[list] as usize] = item;
                 next[list] += 1;
             }
         });
-        Lists { starts, items }
+        Ok(Lists { starts, items })
     }
 
-    /// Appends a list: lists are numbered in the order they are pushed.
-    pub fn push(&mut self, list: impl IntoIterator<Item = usize>) {
-        if self.starts.is_empty() {
-            self.starts.push(0);
-        }
-        self.items.extend(list);
-        self.starts.push(self.items.len());
+    /// Room for `lists` more lists of `items` more items in all, reserved exactly: a graph's
+    /// steps are known before their lists are, and growing by doubling left up to half of each
+    /// vector unused.
+    pub fn reserve_exact(&mut self, lists: usize, items: usize) {
+        self.starts
+            .reserve_exact(lists + usize::from(self.starts.is_empty()));
+        self.items.reserve_exact(items);
     }
 
-    /// [`Lists::push`] of a list whose items may fail: at the first error nothing is pushed.
+    /// Appends a list: lists are numbered in the order they are pushed. `Full` (and nothing
+    /// pushed) past `u32::MAX` items.
+    pub fn push(&mut self, list: impl IntoIterator<Item = u32>) -> Result<(), Full> {
+        self.try_push(list.into_iter().map(Ok), || Full)
+    }
+
+    /// [`Lists::push`] of a list whose items may fail: at the first error, or `full()` past
+    /// `u32::MAX` items, nothing is pushed.
     pub fn try_push<E>(
         &mut self,
-        list: impl IntoIterator<Item = Result<usize, E>>,
+        list: impl IntoIterator<Item = Result<u32, E>>,
+        full: impl FnOnce() -> E,
     ) -> Result<(), E> {
         let end = self.items.len();
         for item in list {
@@ -63,8 +82,20 @@ impl Lists {
                 }
             }
         }
-        self.push([]);
+        let Ok(len) = u32::try_from(self.items.len()) else {
+            self.items.truncate(end);
+            return Err(full());
+        };
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        self.starts.push(len);
         Ok(())
+    }
+
+    /// How many items, in all lists.
+    pub fn items_len(&self) -> usize {
+        self.items.len()
     }
 
     /// How many lists.
@@ -78,10 +109,10 @@ impl Lists {
 }
 
 impl std::ops::Index<usize> for Lists {
-    type Output = [usize];
+    type Output = [u32];
 
-    fn index(&self, list: usize) -> &[usize] {
-        &self.items[self.starts[list]..self.starts[list + 1]]
+    fn index(&self, list: usize) -> &[u32] {
+        &self.items[self.starts[list] as usize..self.starts[list + 1] as usize]
     }
 }
 
@@ -93,15 +124,15 @@ mod tests {
         #[test]
         fn lists_hold_what_was_pushed_without_repeats(
             n in 1usize..8,
-            pushes in proptest::collection::vec((0usize..8, 0usize..5), 0..40),
+            pushes in proptest::collection::vec((0usize..8, 0u32..5), 0..40),
         ) {
-            let pushes: Vec<(usize, usize)> = pushes.into_iter().map(|(l, i)| (l % n, i)).collect();
+            let pushes: Vec<(usize, u32)> = pushes.into_iter().map(|(l, i)| (l % n, i)).collect();
             let lists = Lists::collect(n, |push| {
                 for &(list, item) in &pushes {
                     push(list, item);
                 }
-            });
-            let mut expected: Vec<Vec<usize>> = vec![Vec::new(); n];
+            }).unwrap();
+            let mut expected: Vec<Vec<u32>> = vec![Vec::new(); n];
             for &(list, item) in &pushes {
                 if expected[list].last() != Some(&item) {
                     expected[list].push(item);
@@ -118,17 +149,23 @@ mod tests {
     fn pushed_lists_read_back_in_order() {
         let mut lists = Lists::default();
         assert!(lists.is_empty());
-        lists.push([3, 1, 3]);
-        lists.push([]);
-        lists.push([7]);
+        assert_eq!(lists.push([3, 1, 3]), Ok(()));
+        assert_eq!(lists.push([]), Ok(()));
+        assert_eq!(lists.push([7]), Ok(()));
         assert_eq!(lists.len(), 3);
         assert_eq!(
             (&lists[0], &lists[1], &lists[2]),
             (&[3, 1, 3][..], &[][..], &[7][..])
         );
-        assert_eq!(lists.try_push([Ok(4), Err("no"), Ok(5)]), Err("no"));
+        assert_eq!(
+            lists.try_push([Ok(4), Err("no"), Ok(5)], || "full"),
+            Err("no")
+        );
         assert_eq!(lists.len(), 3);
-        assert_eq!(lists.try_push::<()>([Ok(4), Ok(5)]), Ok(()));
+        assert_eq!(
+            lists.try_push([Ok(4), Ok(5)], || "full"),
+            Ok::<(), &str>(())
+        );
         assert_eq!(
             (lists.len(), &lists[2], &lists[3]),
             (4, &[7][..], &[4, 5][..])

@@ -33,9 +33,7 @@ pub struct Liveness {
     /// of one graph shares them.
     pub uses: Arc<Uses>,
     /// The tensor index of each buffer.
-    pub buffer_tensor: Vec<usize>,
-    /// The buffer of each tensor that owns one.
-    pub tensor_buffer: Vec<Option<usize>>,
+    pub buffer_tensor: Vec<u32>,
     /// Tensors that own storage but are never taken and not always-live.
     pub unused: Vec<usize>,
     /// Tensors flipped (recomputed at each use): no storage.
@@ -52,14 +50,19 @@ pub struct Uses {
 
 impl Uses {
     pub fn of(resolved: &ResolvedGraph) -> Uses {
-        let lists = |of: fn(&ResolvedGraph, usize) -> &[usize]| {
+        // A root's steps are among the lists' items, and step indices fit `u32`.
+        let lists = |of: fn(&ResolvedGraph, usize) -> &[u32]| {
             Lists::collect(resolved.tensors.len(), |push| {
                 for s in 0..resolved.steps.len() {
-                    for r in of(resolved, s).iter().filter_map(|&t| resolved.root(t)) {
-                        push(r, s);
+                    for r in of(resolved, s)
+                        .iter()
+                        .filter_map(|&t| resolved.root(t as usize))
+                    {
+                        push(r, s as u32);
                     }
                 }
             })
+            .expect("no more uses than the resolved graph's lists hold")
         };
         Uses {
             producers: lists(ResolvedGraph::writes),
@@ -94,12 +97,13 @@ fn for_each_taken(resolved: &ResolvedGraph, flipped: &[bool], mut take: impl FnM
         false => Lists::collect(resolved.tensors.len(), |push| {
             for s in 0..resolved.steps.len() {
                 for &w in resolved.writes(s) {
-                    if let Some(r) = resolved.root(w).filter(|&r| is_flipped(r)) {
-                        push(r, s);
+                    if let Some(r) = resolved.root(w as usize).filter(|&r| is_flipped(r)) {
+                        push(r, s as u32);
                     }
                 }
             }
-        }),
+        })
+        .expect("no more writes than the resolved graph's lists hold"),
     };
     // What a use of flipped root `r` reads instead: its producers' reads, expanded (memoized; a
     // producer that reads what it writes is not expanded twice: a root met again while being
@@ -119,8 +123,8 @@ fn for_each_taken(resolved: &ResolvedGraph, flipped: &[bool], mut take: impl FnM
         visiting[r] = true;
         let mut roots = Vec::new();
         for &s in &producers[r] {
-            for &t in resolved.reads(s) {
-                match resolved.root(t) {
+            for &t in resolved.reads(s as usize) {
+                match resolved.root(t as usize) {
                     Some(q) if is_flipped(q) => {
                         expand(q, resolved, producers, is_flipped, expansion, visiting);
                         roots.extend_from_slice(expansion[q].as_deref().unwrap_or_default());
@@ -155,23 +159,23 @@ fn for_each_taken(resolved: &ResolvedGraph, flipped: &[bool], mut take: impl FnM
     };
     for (position, p) in resolved.positions.iter().enumerate() {
         let back_edge = p
-            .loop_index
+            .loop_index()
             .map(|l| resolved.back_edge_reads[l].as_slice())
             .unwrap_or_default();
-        for s in p.first_step..=p.last_step {
+        for s in p.steps() {
             let (reads, writes) = (resolved.reads(s), resolved.writes(s));
-            let writes_kept =
-                (writes.iter()).any(|&w| resolved.root(w).is_some_and(|r| !is_flipped(r)));
+            let root = |&t: &u32| resolved.root(t as usize);
+            let writes_kept = (writes.iter()).any(|w| root(w).is_some_and(|r| !is_flipped(r)));
             if !flipped.is_empty()
                 && !writes_kept
                 && !writes.is_empty()
-                && writes.iter().any(|&w| resolved.root(w).is_some())
+                && writes.iter().any(|w| root(w).is_some())
             {
                 // It only computes flipped values: it runs at their uses instead.
                 continue;
             }
-            for &t in reads.iter().chain(writes) {
-                if let Some(r) = resolved.root(t) {
+            for t in reads.iter().chain(writes) {
+                if let Some(r) = root(t) {
                     root_taken(position, r, &mut take);
                 }
             }
@@ -252,7 +256,7 @@ fn problem_visiting(
         positions: resolved.positions.len() as u32,
         buffers: Vec::with_capacity(resolved.tensors.len()),
         position_times: (resolved.positions.iter())
-            .map(|p| graph.steps[p.first_step].time)
+            .map(|p| graph.steps[p.first_step()].time)
             .collect::<Option<Vec<u64>>>()
             .filter(|times| times.is_sorted_by(|a, b| a < b))
             .unwrap_or_default(),
@@ -279,7 +283,7 @@ fn problem_visiting(
                 true => graph.tensors[t].id.clone(),
                 false => Id::default(),
             },
-            device: rt.device,
+            device: rt.device as usize,
             size: rt.bytes,
             alignment: rt.alignment,
             dtype: rt.dtype,
@@ -343,7 +347,6 @@ fn storage_of_spans(
     named: bool,
 ) -> Liveness {
     let mut buffer_tensor = Vec::new();
-    let mut tensor_buffer = vec![None; resolved.tensors.len()];
     let mut unused = Vec::new();
     let mut flipped_list = Vec::new();
     let problem = problem_visiting(
@@ -356,8 +359,9 @@ fn storage_of_spans(
             Root::Flipped => flipped_list.push(t),
             Root::Unused => unused.push(t),
             Root::Buffer(b) => {
-                tensor_buffer[t] = Some(b);
-                buffer_tensor.push(t);
+                // Tensor indices fit `u32` (`Graph::resolve`).
+                debug_assert_eq!(b, buffer_tensor.len());
+                buffer_tensor.push(t as u32);
             }
         },
     );
@@ -365,7 +369,6 @@ fn storage_of_spans(
         problem,
         uses: Arc::default(),
         buffer_tensor,
-        tensor_buffer,
         unused,
         flipped: flipped_list,
     }

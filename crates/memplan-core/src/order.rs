@@ -114,20 +114,20 @@ pub fn dependencies(graph: &Graph, resolved: &ResolvedGraph) -> Dependencies {
     let mut last_pinned: Option<u32> = None;
     for (u, p) in resolved.positions.iter().enumerate() {
         let u = u as u32;
-        let steps = p.first_step..=p.last_step;
+        let steps = p.steps();
         let key = |t: usize| resolved.root(t).unwrap_or(t);
         let mut reads: Vec<usize> = steps
             .clone()
-            .flat_map(|s| resolved.reads(s).iter().map(|&t| key(t)))
+            .flat_map(|s| resolved.reads(s).iter().map(|&t| key(t as usize)))
             .chain(
-                p.loop_index
+                p.loop_index()
                     .into_iter()
                     .flat_map(|l| resolved.back_edge_reads[l].iter().map(|&t| key(t))),
             )
             .collect();
         let mut writes: Vec<usize> = steps
             .clone()
-            .flat_map(|s| resolved.writes(s).iter().map(|&t| key(t)))
+            .flat_map(|s| resolved.writes(s).iter().map(|&t| key(t as usize)))
             .collect();
         reads.sort_unstable();
         reads.dedup();
@@ -185,7 +185,8 @@ impl Takes {
         let mut always_live = vec![0u64; resolved.device_ids.len()];
         for t in &resolved.tensors {
             if t.always_live && t.storage == crate::graph::Storage::Owned {
-                always_live[t.device] = always_live[t.device].saturating_add(occupied(t));
+                let d = t.device as usize;
+                always_live[d] = always_live[d].saturating_add(occupied(t));
             }
         }
         let mut index: Vec<Option<u32>> = vec![None; resolved.tensors.len()];
@@ -200,7 +201,7 @@ impl Takes {
                         *index[r].get_or_insert_with(|| {
                             let t = &resolved.tensors[r];
                             bytes.push(occupied(t));
-                            device.push(t.device as u32);
+                            device.push(t.device);
                             (bytes.len() - 1) as u32
                         })
                     })
@@ -475,7 +476,7 @@ pub fn steps_in(resolved: &ResolvedGraph, units: &[u32]) -> Vec<usize> {
         .iter()
         .flat_map(|&u| {
             let p = &resolved.positions[u as usize];
-            p.first_step..=p.last_step
+            p.steps()
         })
         .collect()
 }

@@ -322,7 +322,7 @@ pub fn sharing(
                 shares.push(Sharing::Own);
                 continue;
             }
-            let device = g.device_ids[rt.device].as_str();
+            let device = g.device_ids[rt.device as usize].as_str();
             let occupied = occupied(rt);
             let mismatch = |holder: usize, bytes: u64, dev: &str| {
                 let (hc, hr) = program
@@ -368,7 +368,7 @@ pub fn sharing(
         for (t, tensor) in routine.graph.tensors.iter().enumerate() {
             let rt = &g.tensors[t];
             if shares[t] == Sharing::Own && rt.storage == Storage::Owned && rt.always_live {
-                let device = g.device_ids[rt.device].as_str();
+                let device = g.device_ids[rt.device as usize].as_str();
                 let occupied = occupied(rt);
                 held[c].insert(tensor.id.as_str(), (r, occupied, device));
             }

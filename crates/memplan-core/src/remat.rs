@@ -78,7 +78,7 @@ pub fn candidates(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Vec<C
     let mut has_views = vec![false; n];
     for rt in &resolved.tensors {
         if let Storage::View { root, .. } = rt.storage {
-            has_views[root] = true;
+            has_views[root as usize] = true;
         }
     }
     let mut found = Vec::new();
@@ -86,17 +86,19 @@ pub fn candidates(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Vec<C
         let [w] = resolved.writes(s)[..] else {
             continue;
         };
-        let rt = &resolved.tensors[w];
+        let rt = &resolved.tensors[w as usize];
         let eligible = rt.storage == Storage::Owned
             && !rt.always_live
-            && graph.tensors[w].kind == TensorKind::Intermediate
-            && !has_views[w]
-            && uses.producers[w] == [s]
+            && graph.tensors[w as usize].kind == TensorKind::Intermediate
+            && !has_views[w as usize]
+            && uses.producers[w as usize] == [s as u32]
             && !resolved.reads(s).contains(&w);
-        let readers = uses.consumers[w].iter().filter(|&&c| c != s).count() as u64;
+        let readers = (uses.consumers[w as usize].iter())
+            .filter(|&&c| c as usize != s)
+            .count() as u64;
         if eligible && readers > 0 {
             found.push(Candidate {
-                tensor: w,
+                tensor: w as usize,
                 recompute_cost: graph.steps[s].cost.saturating_mul(readers),
             });
         }

@@ -248,7 +248,7 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
     let mut writer: Vec<Option<usize>> = vec![None; slots.len()];
     for s in 0..resolved.steps.len() {
         for &t in resolved.writes(s) {
-            if let Some(slot) = slot_of[t] {
+            if let Some(slot) = slot_of[t as usize] {
                 writer[slot].get_or_insert(s);
             }
         }

@@ -1135,7 +1135,7 @@ impl Session {
             for (report, d) in summary.devices.iter_mut().zip(&outcome.plan.devices) {
                 let live = &d.usage.live_at_peak;
                 let entries = live.iter().map(|&b| {
-                    let stack = &graph.tensors[liveness.buffer_tensor[b]].stack;
+                    let stack = &graph.tensors[liveness.buffer_tensor[b] as usize].stack;
                     (&stack[..], problem.buffers[b].occupied_size(), b)
                 });
                 let peak = d.usage.lower_bound.max(1) as f64;
@@ -1404,12 +1404,12 @@ impl Session {
         let mut offsets: Vec<Option<u64>> = vec![None; self.graph.tensors.len()];
         for (b, buffer) in problem.buffers.iter().enumerate() {
             if !buffer.is_always_live() {
-                offsets[self.liveness.buffer_tensor[b]] = Some(addresses[b]);
+                offsets[self.liveness.buffer_tensor[b] as usize] = Some(addresses[b]);
             }
         }
         for (t, r) in self.resolved.tensors.iter().enumerate() {
             if let memplan_core::graph::Storage::View { root, offset } = r.storage {
-                offsets[t] = offsets[root].map(|o| o + offset);
+                offsets[t] = offsets[root as usize].map(|o| o + offset);
             }
         }
         memplan_formats::tflite::with_offline_plan(bytes, &offsets).map_err(|error| {
@@ -1490,7 +1490,7 @@ impl Session {
         let mut arena = vec![0u64; problem.device_ids.len()];
         let mut unplaced = 0;
         for (b, &t) in problem.buffers.iter().zip(&self.liveness.buffer_tensor) {
-            match given.offsets[t] {
+            match given.offsets[t as usize] {
                 Some(offset) if !b.is_always_live() => {
                     let end = offset.saturating_add(b.occupied_size());
                     arena[b.device] = arena[b.device].max(end);
@@ -1534,7 +1534,7 @@ impl Session {
             }];
             problem.device_ids.len()
         ];
-        let given = |b: usize| offsets[self.liveness.buffer_tensor[b]];
+        let given = |b: usize| offsets[self.liveness.buffer_tensor[b] as usize];
         for (b, buffer) in problem.buffers.iter().enumerate() {
             if let Some(offset) = given(b) {
                 let pool = &mut pools[buffer.device][0];

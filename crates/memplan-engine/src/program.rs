@@ -326,16 +326,15 @@ impl ProgramSession {
                 let occupied =
                     memplan_core::graph::align_up(rt.bytes, rt.alignment).unwrap_or(u64::MAX);
                 // Sums of a routine's buffers: `Session::load` checked they fit 64 bits.
+                let d = rt.device as usize;
                 match share {
                     Sharing::HeldBy(_) => {
-                        f.skipped_bytes[rt.device] =
-                            f.skipped_bytes[rt.device].saturating_add(occupied)
+                        f.skipped_bytes[d] = f.skipped_bytes[d].saturating_add(occupied)
                     }
                     _ => {
-                        f.constant_bytes[rt.device] =
-                            f.constant_bytes[rt.device].saturating_add(occupied);
+                        f.constant_bytes[d] = f.constant_bytes[d].saturating_add(occupied);
                         f.constants
-                            .push((rt.device, elided.tensors[t].id.to_string(), occupied));
+                            .push((d, elided.tensors[t].id.to_string(), occupied));
                     }
                 }
             }

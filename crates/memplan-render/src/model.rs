@@ -478,14 +478,14 @@ pub struct Labels {
 impl Labels {
     /// The labels of `graph` resolved as `resolved`, whose uses are `uses`.
     pub fn new(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Labels {
-        let indices = |steps: &[usize]| steps.iter().map(|&s| s as u32).collect();
+        let indices = |steps: &[u32]| steps.iter().copied().collect();
         let mut views: Vec<Vec<ViewInto>> = vec![Vec::new(); graph.tensors.len()];
         let mut elided = Vec::new();
         let mut size_unknown = Vec::new();
         for (t, rt) in resolved.tensors.iter().enumerate() {
             let tensor = &graph.tensors[t];
             match rt.storage {
-                Storage::View { root, offset } => views[root].push(ViewInto {
+                Storage::View { root, offset } => views[root as usize].push(ViewInto {
                     tensor: tensor.id.to_string(),
                     name: tensor.display_name().to_string(),
                     offset,
@@ -541,7 +541,7 @@ impl Labels {
         let mut steps: Vec<StepView> = Vec::with_capacity(graph.steps.len());
         let mut loops = Vec::new();
         for (p, position) in resolved.positions.iter().enumerate() {
-            for s in position.first_step..=position.last_step {
+            for s in position.steps() {
                 let step = &graph.steps[s];
                 let id: Arc<str> = step.id.as_str().into();
                 steps.push(StepView {
@@ -551,12 +551,12 @@ impl Labels {
                     position: p as u32,
                 });
             }
-            if let Some(l) = position.loop_index {
+            if let Some(l) = position.loop_index() {
                 loops.push(LoopView {
                     id: graph.loops[l].id.clone(),
                     position: p as u32,
                     trip_count: graph.loops[l].trip_count,
-                    steps: (position.last_step - position.first_step + 1) as u32,
+                    steps: position.steps().count() as u32,
                 });
             }
         }
@@ -596,9 +596,9 @@ impl Labels {
         // Each device's positions and the events they start at.
         let mut starts: Vec<Vec<(usize, u64)>> = vec![Vec::new(); device_count];
         for (p, position) in resolved.positions.iter().enumerate() {
-            let step = position.first_step;
+            let step = position.first_step();
             if let Some(time) = graph.steps[step].time {
-                starts[resolved.steps[step].device].push((p, time));
+                starts[resolved.steps[step].device()].push((p, time));
             }
         }
         let mut allocator: Vec<Option<AllocatorDeviceView>> = vec![None; device_count];
@@ -689,7 +689,7 @@ impl ViewModel {
             .map(|(b, buffer)| {
                 let span = buffer.span(problem.positions);
                 BufferView {
-                    tensor: labels.tensors[liveness.buffer_tensor[b]].clone(),
+                    tensor: labels.tensors[liveness.buffer_tensor[b] as usize].clone(),
                     dtype: buffer.dtype,
                     size: buffer.size,
                     occupied: buffer.occupied_size(),
@@ -1340,9 +1340,9 @@ pub(crate) mod tests {
         let m = model_of(dump);
         assert_eq!(resolved.positions.len(), m.positions as usize);
         for (p, position) in resolved.positions.iter().enumerate() {
-            let expected = match position.loop_index {
+            let expected = match position.loop_index() {
                 Some(l) => format!("loop {}", graph.loops[l].id),
-                None => graph.steps[position.first_step].id.to_string(),
+                None => graph.steps[position.first_step()].id.to_string(),
             };
             assert_eq!(
                 m.position_label(p as u32).as_deref(),

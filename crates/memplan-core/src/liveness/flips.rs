@@ -105,7 +105,7 @@ impl Floors {
             if rt.storage != Storage::Owned || rt.always_live {
                 continue;
             }
-            let key = (rt.device, rt.dtype.filter(|_| by_dtype));
+            let key = (rt.device as usize, rt.dtype.filter(|_| by_dtype));
             let k = keys.iter().position(|&r| r == key).unwrap_or_else(|| {
                 keys.push(key);
                 keys.len() - 1
@@ -180,12 +180,12 @@ impl FlipSpans {
         let mut sources = Vec::new();
         let mut reads: Vec<Vec<u32>> = Vec::with_capacity(resolved.steps.len());
         for (position, p) in resolved.positions.iter().enumerate() {
-            for s in p.first_step..=p.last_step {
+            for s in p.steps() {
                 let step_reads: Vec<u32> = (resolved.reads(s).iter())
-                    .filter_map(|&t| root(t))
+                    .filter_map(|&t| root(t as usize))
                     .collect();
                 let writes: Vec<u32> = (resolved.writes(s).iter())
-                    .filter_map(|&t| root(t))
+                    .filter_map(|&t| root(t as usize))
                     .collect();
                 sources.push(Source {
                     position: position as u32,
@@ -194,7 +194,7 @@ impl FlipSpans {
                 });
                 reads.push(step_reads);
             }
-            if let Some(l) = p.loop_index {
+            if let Some(l) = p.loop_index() {
                 sources.push(Source {
                     position: position as u32,
                     uses: resolved.back_edge_reads[l]
@@ -222,7 +222,7 @@ impl FlipSpans {
         let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); n];
         for f in (0..n).filter(|&f| candidate[f] && is_root[f]) {
             for &s in &producers[f] {
-                for &q in &reads[s] {
+                for &q in &reads[s as usize] {
                     let q = q as usize;
                     if q != f && candidate[q] && !dependents[q].contains(&(f as u32)) {
                         dependents[q].push(f as u32);
@@ -352,7 +352,7 @@ impl FlipSpans {
         }
         let mut roots = Vec::new();
         for k in 0..self.producers[r].len() {
-            let s = self.producers[r][k];
+            let s = self.producers[r][k] as usize;
             for j in 0..self.reads[s].len() {
                 let q = self.reads[s][j] as usize;
                 if q == r {
