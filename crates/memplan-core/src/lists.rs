@@ -23,19 +23,22 @@ impl Lists {
     /// lists would hold more than `u32::MAX` items.
     pub fn collect(n: usize, each: impl Fn(&mut dyn FnMut(usize, u32))) -> Result<Lists, Full> {
         let mut last = vec![u32::MAX; n];
-        let mut counts = vec![0u64; n];
+        // Each list's count in place, then summed: a count can wrap only where the total
+        // passes `u32::MAX`, which is refused.
+        let mut starts = vec![0u32; n + 1];
+        let mut total = 0u64;
         each(&mut |list, item| {
             if last[list] != item {
                 last[list] = item;
-                counts[list] += 1;
+                starts[list + 1] = starts[list + 1].wrapping_add(1);
+                total += 1;
             }
         });
-        let mut starts = Vec::with_capacity(n + 1);
-        starts.push(0u32);
-        let mut total = 0u64;
-        for count in counts {
-            total += count;
-            starts.push(u32::try_from(total).map_err(|_| Full)?);
+        if u32::try_from(total).is_err() {
+            return Err(Full);
+        }
+        for i in 0..n {
+            starts[i + 1] += starts[i];
         }
         let mut items = vec![0; total as usize];
         let mut next = starts[..n].to_vec();
