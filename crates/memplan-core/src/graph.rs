@@ -537,6 +537,7 @@ impl fmt::Display for Element {
     }
 }
 
+/// Why a graph is not a valid dump. Each variant names the element and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GraphError {

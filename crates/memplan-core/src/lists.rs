@@ -2,7 +2,7 @@
 //! tensors' producers, are two allocations, not a million (each a header, a heap block and its
 //! allocator's overhead, several times the indices they hold). Indices and list bounds are
 //! `u32`, as every index of a resolved graph is ([`crate::graph::MAX_ELEMENTS`]): half the
-//! memory of `usize` on a 64-bit target, where a million-step snapshot's four lists took 75 MB.
+//! memory of `usize` on a 64-bit target.
 
 /// A list of indices per element (a step, a tensor), holding at most `u32::MAX` indices in all.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -19,8 +19,8 @@ pub struct Full;
 impl Lists {
     /// `n` lists, filled by `each`, which calls `push(list, item)` for each item in order (and
     /// is called twice: once to count, once to fill). An item pushed onto a list that ends
-    /// with it already is not added again. Every item and `n` are `u32`s; `Full` when the
-    /// lists would hold more than `u32::MAX` items.
+    /// with it already is not added again. Items are below `u32::MAX` (an index of a resolved
+    /// graph); `Full` when the lists would hold more than `u32::MAX` items.
     pub fn collect(n: usize, each: impl Fn(&mut dyn FnMut(usize, u32))) -> Result<Lists, Full> {
         let mut last = vec![u32::MAX; n];
         // Each list's count in place, then summed: a count can wrap only where the total
