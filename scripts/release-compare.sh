@@ -164,7 +164,7 @@ now, then, tmp, baseline = sys.argv[1:5]
 # No run may take the machine down: past this much address space a build fails, and says so.
 LIMIT_KIB = 20 << 20
 def run(binary, args):
-    """Wall time (s) and peak memory (MB) of one run, by GNU time; None if it failed."""
+    """Wall time (s) and peak memory (MiB: GNU time's %M is KiB) of one run; None if it failed."""
     out = subprocess.run(["sh", "-c", f'ulimit -v {LIMIT_KIB}; exec "$@"', "sh",
                           "/usr/bin/time", "-f", "%e %M", binary, *args],
                          capture_output=True, text=True)
@@ -190,8 +190,8 @@ for name, args, runs, target in rows:
         if None in rs:
             return f"failed (past {LIMIT_KIB >> 20} GiB of address space, or an error)"
         secs = statistics.median(r[0] for r in rs)
-        mb = max(r[1] for r in rs)
-        return f"{secs:.2f} s, {mb:.0f} MB"
+        mib = max(r[1] for r in rs)
+        return f"{secs:.2f} s, {mib:.0f} MiB"
     print(f"| {name} | {target} | {cell(got['now'])} | {cell(got['then'])} |")
 PY
 python3 "$tmp/targets.py" "$now" "$then" "$tmp" "$baseline_rev"
