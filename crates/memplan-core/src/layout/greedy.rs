@@ -173,14 +173,6 @@ impl GapScan {
         }
     }
 
-    /// The same scan, told that no offset below `floor` is free (`Lowest` only): ranges below
-    /// it change nothing.
-    pub(crate) fn above(mut self, floor: u64) -> Self {
-        debug_assert!(floor == 0 || self.choice == GapChoice::Lowest);
-        self.cursor = floor;
-        self
-    }
-
     fn aligned(&self, v: u64) -> u64 {
         align_up(v, self.alignment).expect("validated: extents fit in u64")
     }

@@ -632,13 +632,19 @@ const BLOCK: usize = 64;
 
 impl ByOffset {
     /// What [`gap_among`](super::greedy::gap_among) picks among the placed buffers that share
-    /// time with `item`. A block that shares none, or ends at or below the scan's cursor, is
-    /// passed whole: none of its buffers would change the answer.
+    /// time with `item`, first-fit told that no offset below `floor` is free. A block that shares
+    /// none, or ends at or below the scan's cursor, is passed whole: none of its buffers would
+    /// change the answer.
     fn choose(&self, item: &Item, choice: GapChoice, floor: u64) -> u64 {
-        if choice == GapChoice::Lowest {
-            return self.lowest(item, floor);
+        match choice {
+            GapChoice::Lowest => self.lowest(item, floor),
+            GapChoice::Smallest => self.smallest(item),
         }
-        let mut scan = GapScan::new(item.size, item.alignment, choice).above(floor);
+    }
+
+    /// [`Self::choose`] for `best-fit`.
+    fn smallest(&self, item: &Item) -> u64 {
+        let mut scan = GapScan::new(item.size, item.alignment, GapChoice::Smallest);
         for block in &self.blocks {
             if !block.hull.overlaps(item.live) || block.top <= scan.cursor() {
                 continue;
