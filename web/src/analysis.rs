@@ -236,7 +236,7 @@ impl Analysis {
             source: session.source.clone(),
             format: session.format.name().to_string(),
             tensor_count: session.graph.tensors.len(),
-            step_count: session.graph.steps.len(),
+            step_count: session.graph.step_count(),
             scenario: outcome.scenario.clone(),
             summary,
             model,

@@ -283,7 +283,7 @@ fn order_rows(files: &[PathBuf]) -> Result<String, CliError> {
         }
         out.push_str(&format!(
             "| {name} | {} | {} | {} |\n",
-            session.graph.steps.len(),
+            session.graph.step_count(),
             cells.join(" | "),
             memplan_human::ratio(footprints[4], footprints[0])
         ));
@@ -345,7 +345,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         outln!(
             "| synthetic {mb} MB | {} | {} | {import_ms:.1} | {plan_ms:.1} | {} | {} |",
             bytes.len(),
-            session.graph.steps.len(),
+            session.graph.step_count(),
             outcome.plan.footprint_bytes(),
             if outcome.plan.is_valid() { "yes" } else { "NO" }
         );

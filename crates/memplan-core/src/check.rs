@@ -390,7 +390,7 @@ pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> 
             given: n,
         }];
     }
-    let step_id = |s: usize| graph.steps[s].id.clone();
+    let step_id = |s: usize| graph.step(s).id.clone();
     let mut violations = Vec::new();
     // Loops: consecutive steps of a loop stay consecutive.
     for s in 1..n {
@@ -448,7 +448,7 @@ pub fn check_order(graph: &Graph, resolved: &ResolvedGraph, steps: &[usize]) -> 
             });
         }
     }
-    let pinned: Vec<usize> = (0..n).filter(|&s| graph.steps[s].pinned).collect();
+    let pinned: Vec<usize> = (0..n).filter(|&s| graph.step_pinned(s)).collect();
     if let Some(w) = pinned.windows(2).find(|w| at[w[1]] < at[w[0]]) {
         violations.push(Violation::Dependency {
             storage: None,

@@ -57,8 +57,14 @@ pub struct Graph {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<Device>,
     pub tensors: Vec<Tensor>,
-    /// The schedule, in execution order.
+    /// The schedule, in execution order; empty where [`Graph::events`] holds it. Read it
+    /// through [`Graph::step`] and [`Graph::schedule`], which see both.
     pub steps: Vec<Step>,
+    /// The schedule where the dump records it as events (a memory snapshot, a profiler trace, a
+    /// minimalloc CSV), as columns, and `steps` is empty. Only importers set it, with
+    /// [`Graph::lifetimes`]; memplan JSON lists the steps ([`Graph::listed`]).
+    #[serde(skip)]
+    pub events: Option<Events>,
     /// Per tensor, in tensor order, where the dump records lifetimes rather than what each step
     /// reads and writes (a memory snapshot, a profiler trace, a minimalloc CSV): the step that
     /// writes it and the step that last reads it, `(first, last)`, indices into `steps`, with
@@ -92,6 +98,7 @@ impl Default for Graph {
             devices: Vec::new(),
             tensors: Vec::new(),
             steps: Vec::new(),
+            events: None,
             lifetimes: Vec::new(),
             loops: Vec::new(),
             remat_candidates: None,
@@ -459,6 +466,59 @@ pub struct Step {
     pub pinned: bool,
 }
 
+/// A schedule recorded as events: one step per event, in order, named `<prefix>t=<time>`
+/// after its device's run, listing nothing (the tensors' [`Graph::lifetimes`] say what each
+/// step writes and last reads) and pinned: the events of a run, not operators a reorder may
+/// move. Held as columns, where a [`Step`] each took 168 bytes a million times over: a
+/// snapshot has a step per allocation, a minimalloc CSV one per distinct start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Events {
+    /// Each step's time, in the source's units (a CSV's times, a device's event numbers).
+    pub times: Vec<u64>,
+    /// The runs of consecutive steps on one device, in schedule order; the last ends at the
+    /// last step.
+    pub runs: Vec<EventRun>,
+}
+
+/// The steps of [`Events`] from the previous run's `end` up to this one's, on one device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRun {
+    /// One past its last step.
+    pub end: u32,
+    /// The device id; the first device when absent.
+    pub device: Option<Arc<str>>,
+    /// What its steps' ids start with (`cuda:0 `), so the ids of two runs differ.
+    pub prefix: Arc<str>,
+}
+
+impl Events {
+    /// The run step `s` belongs to.
+    fn run(&self, s: usize) -> &EventRun {
+        let r = self.runs.partition_point(|run| run.end as usize <= s);
+        &self.runs[r.min(self.runs.len().saturating_sub(1))]
+    }
+
+    /// Step `s` as a [`Step`].
+    fn step(&self, s: usize) -> Step {
+        let (run, time) = (self.run(s), self.times[s]);
+        Step {
+            id: event_id(&run.prefix, time),
+            time: Some(time),
+            device: run.device.clone(),
+            pinned: true,
+            ..Step::default()
+        }
+    }
+}
+
+/// The id of the event at `time` of a run whose ids start with `prefix`.
+fn event_id(prefix: &str, time: u64) -> Id {
+    let mut id = Id::from(prefix);
+    // Writing into an `Id` cannot fail.
+    let _ = fmt::Write::write_fmt(&mut id, format_args!("t={time}"));
+    id
+}
+
 /// A group of consecutive steps that runs repeatedly; one position for liveness.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -580,6 +640,9 @@ pub enum GraphError {
     },
     #[error("step `{step}` writes nothing")]
     StepWritesNothing { step: String },
+    /// A schedule recorded as [`Events`] that breaks their rules.
+    #[error("the recorded events: {reason}")]
+    BadEvents { reason: String },
     #[error("remat candidate `{tensor}`: {reason}")]
     BadCandidate { tensor: String, reason: String },
     #[error("the graph has {count} {what}s, more than the {limit} memplan supports")]
@@ -787,6 +850,44 @@ impl Graph {
         (self.remat_candidates.as_ref()).is_none_or(|c| !c.is_empty())
     }
 
+    /// How many steps the schedule has.
+    pub fn step_count(&self) -> usize {
+        match &self.events {
+            Some(events) => events.times.len(),
+            None => self.steps.len(),
+        }
+    }
+
+    /// Step `s` of the schedule, made from the [`events`](Graph::events) where the graph
+    /// records them.
+    pub fn step(&self, s: usize) -> Cow<'_, Step> {
+        match &self.events {
+            Some(events) => Cow::Owned(events.step(s)),
+            None => Cow::Borrowed(&self.steps[s]),
+        }
+    }
+
+    /// The steps of the schedule, in order ([`Graph::step`] each).
+    pub fn schedule(&self) -> impl ExactSizeIterator<Item = Cow<'_, Step>> {
+        (0..self.step_count()).map(|s| self.step(s))
+    }
+
+    /// When step `s` starts, where the dump says ([`Step::time`]).
+    pub fn step_time(&self, s: usize) -> Option<u64> {
+        match &self.events {
+            Some(events) => Some(events.times[s]),
+            None => self.steps[s].time,
+        }
+    }
+
+    /// Whether step `s` is pinned ([`Step::pinned`]; every event is).
+    pub fn step_pinned(&self, s: usize) -> bool {
+        match &self.events {
+            Some(_) => true,
+            None => self.steps[s].pinned,
+        }
+    }
+
     /// The devices, with the implied default when the graph declares none.
     pub fn device_ids(&self) -> Vec<String> {
         if self.devices.is_empty() {
@@ -798,13 +899,13 @@ impl Graph {
 }
 
 impl Graph {
-    /// The same dump with its steps in the order `steps` (indices into `self.steps`). The
+    /// The same dump with its steps in the order `steps` (step indices). The
     /// steps' `time`s are dropped: they clock the given order, not this one.
     pub fn reordered(&self, steps: &[usize]) -> Graph {
         // Recorded lifetimes name steps by index: each follows its step.
         let mut at = Vec::new();
         if !self.lifetimes.is_empty() {
-            at = vec![0u32; self.steps.len()];
+            at = vec![0u32; self.step_count()];
             for (new, &old) in steps.iter().enumerate() {
                 at[old] = new as u32;
             }
@@ -813,9 +914,10 @@ impl Graph {
             steps: (steps.iter())
                 .map(|&s| Step {
                     time: None,
-                    ..self.steps[s].clone()
+                    ..self.step(s).into_owned()
                 })
                 .collect(),
+            events: None,
             lifetimes: (self.lifetimes.iter())
                 .map(|&(first, last)| (at[first as usize], at[last as usize]))
                 .collect(),
@@ -824,16 +926,17 @@ impl Graph {
     }
 
     /// The same graph with every step listing what it reads and writes, its recorded
-    /// [`lifetimes`](Graph::lifetimes) moved into the lists (as memplan JSON writes a graph).
-    /// Borrowed as it is when it records none.
+    /// [`lifetimes`](Graph::lifetimes) moved into the lists and its [`events`](Graph::events)
+    /// made steps (as memplan JSON writes a graph). Borrowed as it is when it records neither.
     pub fn listed(&self) -> Cow<'_, Graph> {
-        if self.lifetimes.is_empty() {
+        if self.lifetimes.is_empty() && self.events.is_none() {
             return Cow::Borrowed(self);
         }
-        let mut graph = Graph {
-            lifetimes: Vec::new(),
-            ..self.clone()
-        };
+        let mut graph = self.clone();
+        if let Some(events) = graph.events.take() {
+            graph.steps = (0..events.times.len()).map(|s| events.step(s)).collect();
+        }
+        graph.lifetimes = Vec::new();
         for (tensor, &(first, last)) in self.tensors.iter().zip(&self.lifetimes) {
             if let Some(step) = graph.steps.get_mut(first as usize) {
                 step.writes.push(tensor.id.clone());
@@ -1000,7 +1103,7 @@ fn recorded_lists(g: &Graph) -> Result<Option<(Lists, Lists)>, GraphError> {
         ));
     }
     // Step indices are `u32`: one an importer could not fit is past them all (`u32::MAX`).
-    let n = g.steps.len();
+    let n = g.step_count();
     if n > u32::MAX as usize {
         return Err(GraphError::TooLarge {
             what: Element::Step,
@@ -1046,7 +1149,14 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
     }
     let devices = index_ids(Element::Device, device_ids.iter().map(String::as_str))?;
     let tensor_index = index_ids(Element::Tensor, g.tensors.iter().map(|t| t.id.as_str()))?;
-    index_ids(Element::Step, g.steps.iter().map(|s| s.id.as_str()))?;
+    match &g.events {
+        // Their ids differ by construction ([`check_events`]): no index of a million of them.
+        Some(events) => check_events(g, events)?,
+        None => drop(index_ids(
+            Element::Step,
+            g.steps.iter().map(|s| s.id.as_str()),
+        )?),
+    }
     let loop_index = index_ids(Element::Loop, g.loops.iter().map(|l| l.id.as_str()))?;
     if !g.alignment.is_power_of_two() {
         return Err(GraphError::BadAlignment {
@@ -1106,64 +1216,15 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
     }
     resolve_views(g, &tensor_index, &mut tensors)?;
 
-    let mut steps = Vec::with_capacity(g.steps.len());
     let recorded = recorded_lists(g)?;
-    // The lists hold at most `u32::MAX` tensors in all, and are made at their size.
-    let lists = |what: Element, listed: fn(&Step) -> usize, implied: Option<&Lists>| {
-        let count = g.steps.iter().map(listed).sum::<usize>() + implied.map_or(0, Lists::items_len);
-        let too_many = move || GraphError::TooLarge {
-            what,
-            count,
-            limit: MAX_ELEMENTS,
-        };
-        if u32::try_from(count).is_err() {
-            return Err(too_many());
+    let (steps, reads, writes) = match &g.events {
+        Some(events) => {
+            let (reads, writes) = recorded.unwrap_or_default();
+            let steps = event_steps(g, events, &devices, &writes)?;
+            (steps, reads, writes)
         }
-        let mut lists = Lists::default();
-        lists.reserve_exact(g.steps.len(), count);
-        Ok((lists, too_many))
+        None => listed_steps(g, (&devices, &tensor_index, &loop_index), recorded)?,
     };
-    let (mut reads, too_many_reads) = lists(
-        Element::Read,
-        |s| s.reads.len(),
-        recorded.as_ref().map(|r| &r.0),
-    )?;
-    let (mut writes, too_many_writes) = lists(
-        Element::Write,
-        |s| s.writes.len(),
-        recorded.as_ref().map(|r| &r.1),
-    )?;
-    // Reads and writes each follow an order of their own.
-    let (mut read, mut written) = (
-        Finder::new(&g.tensors, &tensor_index),
-        Finder::new(&g.tensors, &tensor_index),
-    );
-    for (k, s) in g.steps.iter().enumerate() {
-        let owner = || format!("step `{}`", s.id);
-        let (read_then, written_then) = match &recorded {
-            Some((r, w)) => (&r[k], &w[k]),
-            None => (&[][..], &[][..]),
-        };
-        if s.writes.is_empty() && written_then.is_empty() {
-            return Err(GraphError::StepWritesNothing {
-                step: s.id.to_string(),
-            });
-        }
-        let read_now = read.find_all(&s.reads, &owner).chain(known(read_then));
-        reads.try_push(read_now, too_many_reads)?;
-        let written_now = written
-            .find_all(&s.writes, &owner)
-            .chain(known(written_then));
-        writes.try_push(written_now, too_many_writes)?;
-        // Device and loop indices fit `u32` (`index_ids`).
-        steps.push(ResolvedStep {
-            device: device_of(&owner, &s.device)? as u32,
-            loop_index: match &s.loop_id {
-                None => None,
-                Some(id) => Some(lookup(&loop_index, owner, Element::Loop, id)? as u32),
-            },
-        });
-    }
 
     let positions = positions(g, &steps)?;
     let back_edge_reads = g
@@ -1389,6 +1450,176 @@ fn resolve_views(
 }
 
 /// Groups the schedule into positions: each top-level step, each loop as one.
+/// The steps a graph lists, resolved: each one's device and loop, and the tensors it reads and
+/// writes (what it lists, then what the `recorded` lifetimes add).
+fn listed_steps(
+    g: &Graph,
+    (devices, tensor_index, loop_index): (&Ids<'_>, &Ids<'_>, &Ids<'_>),
+    recorded: Option<(Lists, Lists)>,
+) -> Result<(Vec<ResolvedStep>, Lists, Lists), GraphError> {
+    let device_of = |owner: &dyn Fn() -> String, id: &Option<Arc<str>>| match id {
+        None => Ok(0),
+        Some(id) => lookup(devices, owner, Element::Device, id),
+    };
+    let mut steps = Vec::with_capacity(g.steps.len());
+    // The lists hold at most `u32::MAX` tensors in all, and are made at their size.
+    let lists = |what: Element, listed: fn(&Step) -> usize, implied: Option<&Lists>| {
+        let count = g.steps.iter().map(listed).sum::<usize>() + implied.map_or(0, Lists::items_len);
+        let too_many = move || GraphError::TooLarge {
+            what,
+            count,
+            limit: MAX_ELEMENTS,
+        };
+        if u32::try_from(count).is_err() {
+            return Err(too_many());
+        }
+        let mut lists = Lists::default();
+        lists.reserve_exact(g.steps.len(), count);
+        Ok((lists, too_many))
+    };
+    let (mut reads, too_many_reads) = lists(
+        Element::Read,
+        |s| s.reads.len(),
+        recorded.as_ref().map(|r| &r.0),
+    )?;
+    let (mut writes, too_many_writes) = lists(
+        Element::Write,
+        |s| s.writes.len(),
+        recorded.as_ref().map(|r| &r.1),
+    )?;
+    // Reads and writes each follow an order of their own.
+    let (mut read, mut written) = (
+        Finder::new(&g.tensors, tensor_index),
+        Finder::new(&g.tensors, tensor_index),
+    );
+    for (k, s) in g.steps.iter().enumerate() {
+        let owner = || format!("step `{}`", s.id);
+        let (read_then, written_then) = match &recorded {
+            Some((r, w)) => (&r[k], &w[k]),
+            None => (&[][..], &[][..]),
+        };
+        if s.writes.is_empty() && written_then.is_empty() {
+            return Err(GraphError::StepWritesNothing {
+                step: s.id.to_string(),
+            });
+        }
+        let read_now = read.find_all(&s.reads, &owner).chain(known(read_then));
+        reads.try_push(read_now, too_many_reads)?;
+        let written_now = written
+            .find_all(&s.writes, &owner)
+            .chain(known(written_then));
+        writes.try_push(written_now, too_many_writes)?;
+        // Device and loop indices fit `u32` (`index_ids`).
+        steps.push(ResolvedStep {
+            device: device_of(&owner, &s.device)? as u32,
+            loop_index: match &s.loop_id {
+                None => None,
+                Some(id) => Some(lookup(loop_index, owner, Element::Loop, id)? as u32),
+            },
+        });
+    }
+
+    Ok((steps, reads, writes))
+}
+
+/// The steps of a schedule recorded as `events`, resolved: each one's device (its run's), and
+/// no loop; `writes` are what the recorded lifetimes say each writes, and each writes something.
+fn event_steps(
+    g: &Graph,
+    events: &Events,
+    devices: &Ids<'_>,
+    writes: &Lists,
+) -> Result<Vec<ResolvedStep>, GraphError> {
+    if writes.len() != events.times.len() {
+        return Err(GraphError::StepWritesNothing {
+            step: g
+                .step(writes.len().min(events.times.len().saturating_sub(1)))
+                .id
+                .to_string(),
+        });
+    }
+    if let Some(s) = (0..writes.len()).find(|&s| writes[s].is_empty()) {
+        return Err(GraphError::StepWritesNothing {
+            step: g.step(s).id.to_string(),
+        });
+    }
+    let mut steps = Vec::with_capacity(events.times.len());
+    let mut start = 0;
+    for run in &events.runs {
+        let device = match &run.device {
+            None => 0,
+            Some(id) => lookup(
+                devices,
+                || format!("the events of `{}`", run.prefix),
+                Element::Device,
+                id,
+            )?,
+        };
+        // At most `MAX_DEVICES`.
+        let step = ResolvedStep {
+            device: device as u32,
+            loop_index: None,
+        };
+        steps.extend(std::iter::repeat_n(step, run.end as usize - start));
+        start = run.end as usize;
+    }
+    Ok(steps)
+}
+
+/// Checks a schedule recorded as `events` (a graph's, which gives no `steps` beside them): its
+/// runs end in order at its last step, and their prefixes differ, and the times of each run
+/// strictly increase. So every step's id (`<prefix>t=<time>`) is its own: two ids with
+/// different prefixes could be equal only if one prefix were the other followed by `t=` and
+/// digits and more, and then the shorter's digits would be followed by `t=`.
+fn check_events(g: &Graph, events: &Events) -> Result<(), GraphError> {
+    let bad = |reason: String| Err(GraphError::BadEvents { reason });
+    if !g.steps.is_empty() {
+        return bad(format!(
+            "the graph lists {} steps beside them; it gives one or the other",
+            g.steps.len()
+        ));
+    }
+    let n = events.times.len();
+    if n > u32::MAX as usize {
+        return Err(GraphError::TooLarge {
+            what: Element::Step,
+            count: n,
+            limit: MAX_ELEMENTS,
+        });
+    }
+    let mut start = 0;
+    for (r, run) in events.runs.iter().enumerate() {
+        let end = run.end as usize;
+        if end <= start || end > n {
+            return bad(format!(
+                "run {r} ends at step {end}, not after step {start} and within the {n} steps"
+            ));
+        }
+        if let Some(w) = events.times[start..end]
+            .windows(2)
+            .position(|w| w[0] >= w[1])
+        {
+            return bad(format!(
+                "the times of run {r} do not increase at step {}",
+                start + w + 1
+            ));
+        }
+        if events.runs[..r]
+            .iter()
+            .any(|other| other.prefix == run.prefix)
+        {
+            return bad(format!("runs share the prefix `{}`", run.prefix));
+        }
+        start = end;
+    }
+    if start != n {
+        return bad(format!(
+            "its runs end at step {start}, not at its last, {n}"
+        ));
+    }
+    Ok(())
+}
+
 fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphError> {
     let mut positions: Vec<Position> = Vec::with_capacity(steps.len());
     let mut closed = vec![false; g.loops.len()];
@@ -1407,7 +1638,7 @@ fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphEr
                 {
                     return Err(GraphError::NonContiguousLoop {
                         loop_id: g.loops[l].id.clone(),
-                        step: g.steps[i as usize].id.to_string(),
+                        step: g.step(i as usize).id.to_string(),
                         index: i as usize,
                     });
                 }
@@ -1727,6 +1958,127 @@ mod lifetime_tests {
                 listed.reordered(&order)
             );
         }
+    }
+
+    /// `lifetimes.len()` tensors over a schedule recorded as events: runs of `runs[r]` steps
+    /// each, run `r` on device `d{r}` (the first device unnamed, as importers leave it) with
+    /// ids `d{r} t=<time>`, its times `gaps` apart; and the same graph with those steps listed.
+    fn evented(runs: &[usize], gaps: &[u64], lifetimes: &[(u32, u32)]) -> (Graph, Graph) {
+        let mut events = Events::default();
+        let mut steps = Vec::new();
+        for (r, &len) in runs.iter().enumerate() {
+            let device = (r > 0).then(|| Arc::from(format!("d{r}")));
+            let mut time = r as u64;
+            for k in 0..len {
+                time += gaps[(events.times.len() + k) % gaps.len()];
+                events.times.push(time);
+                steps.push(Step {
+                    id: format!("d{r} t={time}").into(),
+                    time: Some(time),
+                    device: device.clone(),
+                    pinned: true,
+                    ..Step::default()
+                });
+            }
+            events.runs.push(EventRun {
+                end: events.times.len() as u32,
+                device,
+                prefix: format!("d{r} ").into(),
+            });
+        }
+        let listed = Graph {
+            devices: (0..runs.len())
+                .map(|r| Device {
+                    id: format!("d{r}"),
+                    hardware_class: None,
+                })
+                .collect(),
+            steps,
+            ..recorded(0, lifetimes)
+        };
+        let evented = Graph {
+            steps: Vec::new(),
+            events: Some(events),
+            ..listed.clone()
+        };
+        (evented, listed)
+    }
+
+    proptest::proptest! {
+        /// A schedule recorded as events reads, resolves, lists and reorders as the same
+        /// steps given one by one.
+        #[test]
+        fn events_are_the_steps_they_stand_for(
+            runs in proptest::collection::vec(1usize..6, 1..4),
+            gaps in proptest::collection::vec(1u64..5, 1..4),
+            ends in proptest::collection::vec((0u32..20, 0u32..20), 0..20),
+        ) {
+            let steps = runs.iter().sum::<usize>() as u32;
+            // Every step writes a tensor: one living at it alone, among the others.
+            let lifetimes: Vec<(u32, u32)> = (ends.iter())
+                .map(|&(a, b)| (a % steps, b % steps))
+                .map(|(a, b)| (a.min(b), a.max(b)))
+                .chain((0..steps).map(|s| (s, s)))
+                .collect();
+            let (g, listed) = evented(&runs, &gaps, &lifetimes);
+            proptest::prop_assert_eq!(g.step_count(), listed.steps.len());
+            let schedule: Vec<Step> = g.schedule().map(Cow::into_owned).collect();
+            proptest::prop_assert_eq!(&schedule, &listed.steps);
+            for (s, step) in listed.steps.iter().enumerate() {
+                proptest::prop_assert_eq!(g.step_time(s), step.time);
+                proptest::prop_assert!(g.step_pinned(s));
+            }
+            proptest::prop_assert_eq!(g.resolve().unwrap(), listed.resolve().unwrap());
+            proptest::prop_assert_eq!(g.listed().into_owned(), listed.listed().into_owned());
+            let order: Vec<usize> = (0..steps as usize).rev().collect();
+            proptest::prop_assert_eq!(g.reordered(&order), listed.reordered(&order));
+        }
+    }
+
+    /// Events whose ids could repeat, or that do not cover the schedule, or beside listed
+    /// steps, are refused, as a step of them that writes nothing.
+    #[test]
+    fn bad_events_are_refused() {
+        let (g, listed) = evented(&[2, 2], &[1], &[(0, 1), (1, 1), (2, 3), (3, 3)]);
+        assert!(g.resolve().is_ok());
+        let message = |change: &dyn Fn(&mut Events)| {
+            let mut g = g.clone();
+            change(g.events.as_mut().unwrap());
+            g.resolve().unwrap_err().to_string()
+        };
+        assert_eq!(
+            message(&|e| e.runs[1].prefix = e.runs[0].prefix.clone()),
+            "the recorded events: runs share the prefix `d0 `"
+        );
+        assert_eq!(
+            message(&|e| e.times[1] = e.times[0]),
+            "the recorded events: the times of run 0 do not increase at step 1"
+        );
+        assert_eq!(
+            message(&|e| e.runs[1].end = 3),
+            "the recorded events: its runs end at step 3, not at its last, 4"
+        );
+        assert_eq!(
+            message(&|e| e.runs[0].end = 5),
+            "the recorded events: run 0 ends at step 5, not after step 0 and within the 4 steps"
+        );
+        let beside = Graph {
+            steps: listed.steps.clone(),
+            ..g.clone()
+        };
+        assert_eq!(
+            beside.resolve().unwrap_err().to_string(),
+            "the recorded events: the graph lists 4 steps beside them; it gives one or the other"
+        );
+        // Step 1 is written by no tensor once the second lives from step 0.
+        let idle = Graph {
+            lifetimes: vec![(0, 1), (0, 1), (2, 3), (3, 3)],
+            ..g.clone()
+        };
+        assert_eq!(
+            idle.resolve().unwrap_err().to_string(),
+            "step `d0 t=2` writes nothing"
+        );
     }
 
     /// A recorded lifetime past the steps, running backwards, or one too few is refused,

@@ -256,7 +256,7 @@ fn problem_visiting(
         positions: resolved.positions.len() as u32,
         buffers: Vec::with_capacity(resolved.tensors.len()),
         position_times: (resolved.positions.iter())
-            .map(|p| graph.steps[p.first_step()].time)
+            .map(|p| graph.step_time(p.first_step()))
             .collect::<Option<Vec<u64>>>()
             .filter(|times| times.is_sorted_by(|a, b| a < b))
             .unwrap_or_default(),

@@ -148,7 +148,7 @@ pub fn dependencies(graph: &Graph, resolved: &ResolvedGraph) -> Dependencies {
             last_write[w] = Some(u);
             reads_since[w].clear();
         }
-        if steps.clone().any(|s| graph.steps[s].pinned) {
+        if steps.clone().any(|s| graph.step_pinned(s)) {
             before.extend(last_pinned);
             last_pinned = Some(u);
         }

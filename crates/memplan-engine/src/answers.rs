@@ -340,7 +340,7 @@ impl SpacesAnswer {
                         .map(|k| g.tensors[spaces.slots[k].tensor].id.to_string()),
                     source: o.source.map(|s| match s {
                         OutputSource::Written { step } => {
-                            SourceAnswer::WrittenBy(g.steps[step].id.to_string())
+                            SourceAnswer::WrittenBy(g.step(step).id.to_string())
                         }
                         OutputSource::Alias { tensor } => {
                             SourceAnswer::AliasOf(g.tensors[tensor].id.to_string())

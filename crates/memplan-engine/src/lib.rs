@@ -26,7 +26,7 @@ use memplan_core::budget::{
     Budget, BudgetError, DriverTerms, largest_fitting, largest_fitting_from,
 };
 use memplan_core::check::check_order;
-use memplan_core::graph::{GraphError, ResolvedGraph, group_by_site};
+use memplan_core::graph::{GraphError, Id, ResolvedGraph, group_by_site};
 use memplan_core::liveness::{analyze_flipped_with, problem_flipped};
 use memplan_core::order::{self, Order};
 use memplan_core::problem::ProblemError;
@@ -545,7 +545,7 @@ impl Session {
     pub fn counts(&self) -> Counts {
         Counts {
             tensors: self.graph.tensors.len(),
-            steps: self.graph.steps.len(),
+            steps: self.graph.step_count(),
             loops: self.graph.loops.len(),
             devices: self.problem().device_ids.len(),
             buffers: self.problem().buffers.len(),
@@ -625,8 +625,8 @@ impl Session {
                 };
                 let mut outcome = self.plan_with(&kept, control)?;
                 let unmoved = Reordering {
-                    steps: (0..self.graph.steps.len()).collect(),
-                    moved: vec![false; self.graph.steps.len()],
+                    steps: (0..self.graph.step_count()).collect(),
+                    moved: vec![false; self.graph.step_count()],
                     violations: Vec::new(),
                     ..Reordering::clone(r)
                 };
@@ -1167,7 +1167,7 @@ impl Session {
         if let Some(r) = outcome.bound.as_ref().and_then(|b| b.reordering.as_ref()) {
             summary.order = Some(OrderReport {
                 order: r.order.name().to_string(),
-                steps: graph.steps.iter().map(|s| s.id.to_string()).collect(),
+                steps: graph.schedule().map(|s| s.id.to_string()).collect(),
                 moved_steps: r.moved.iter().filter(|&&m| m).count(),
                 given_footprint_bytes: r.given_footprint_bytes.iter().sum(),
                 tried: (r.tried.iter())
@@ -1434,8 +1434,8 @@ impl Session {
         };
         // A reordered plan: its order must keep every dependency of the dump's, and its
         // placements must hold for the liveness of that order.
-        let index: HashMap<&str, usize> = (self.graph.steps.iter().enumerate())
-            .map(|(i, s)| (s.id.as_str(), i))
+        let index: HashMap<Id, usize> = (self.graph.schedule().enumerate())
+            .map(|(i, s)| (s.into_owned().id, i))
             .collect();
         let steps: Vec<usize> = order
             .steps

@@ -11,7 +11,7 @@
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-use memplan_core::graph::{Device, Frame, Graph, Id, Step, Tensor, site};
+use memplan_core::graph::{Device, Events, Frame, Graph, Id, Tensor, site};
 use memplan_core::recorded::{Allocation, Recorded, RecordedDevice};
 
 use crate::minimalloc::steps_of_lifetimes;
@@ -119,7 +119,7 @@ pub(crate) struct Allocations {
     pending: Vec<Pending>,
     /// The name of each site on each stream, shared by its allocations.
     names: FxHashMap<(Arc<str>, i64), Arc<str>>,
-    steps: Vec<Step>,
+    events: Events,
     /// Each allocation's steps, as the graph records them ([`Graph::lifetimes`]).
     lifetimes: Vec<(u32, u32)>,
     devices: Vec<Device>,
@@ -189,7 +189,7 @@ impl Allocations {
                 name: name.into(),
                 devices: self.devices,
                 tensors,
-                steps: self.steps,
+                events: (!self.events.times.is_empty()).then_some(self.events),
                 lifetimes: self.lifetimes,
                 // Allocations and frees, not a dataflow graph: nothing can be recomputed.
                 remat_candidates: Some(Vec::new()),
@@ -280,7 +280,8 @@ impl DeviceEvents {
         if lifetimes.is_empty() {
             return;
         }
-        let recorded = steps_of_lifetimes(&mut all.steps, &lifetimes, &format!("{device} "), named);
+        let recorded =
+            steps_of_lifetimes(&mut all.events, &lifetimes, &format!("{device} "), named);
         // A device's allocations are consecutive tensors.
         if all.lifetimes.len() < first + recorded.len() {
             all.lifetimes.resize(first + recorded.len(), (0, 0));
@@ -364,14 +365,20 @@ mod tests {
         assert_eq!(devices, [None, None, None, Some("cuda:1")]);
         // One name per device, shared by its tensors and steps.
         let on_cuda1 = |d: &Option<Arc<str>>| d.clone().unwrap();
-        let step = imported.graph.steps.last().unwrap();
+        let step = imported.graph.step(imported.graph.step_count() - 1);
         assert!(Arc::ptr_eq(
             &on_cuda1(&tensors[3].device),
             &on_cuda1(&step.device)
         ));
         // A step per distinct allocation event, each device's own, the tensor it allocates
-        // written there (by the lifetimes the graph records, its steps listing nothing).
-        assert!(imported.graph.steps.iter().all(|s| s.writes.is_empty()));
+        // written there (by the lifetimes the graph records, its steps events listing nothing).
+        assert!(imported.graph.steps.is_empty());
+        assert!(
+            imported
+                .graph
+                .schedule()
+                .all(|s| s.writes.is_empty() && s.pinned)
+        );
         let listed = imported.graph.listed();
         let steps: Vec<(&str, &[Id])> = (listed.steps.iter())
             .map(|s| (s.id.as_str(), &s.writes[..]))

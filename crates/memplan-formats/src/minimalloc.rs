@@ -19,7 +19,7 @@
 //! as times (`upper = last + 1`); the
 //! alignments when any is not 1, and the offsets of a plan when one is given.
 
-use memplan_core::graph::{Element, Graph, GraphError, ResolvedGraph, Step, Tensor};
+use memplan_core::graph::{Element, EventRun, Events, Graph, GraphError, ResolvedGraph, Tensor};
 use memplan_core::{Lifetime, Problem};
 use std::sync::Arc;
 
@@ -187,11 +187,11 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
     }
     // Grown by doubling: what the rows did not use goes back (in wasm, for what comes next).
     tensors.shrink_to_fit();
-    let mut steps = Vec::new();
-    let lifetimes = steps_of_lifetimes(&mut steps, &lifetimes, "", None);
+    let mut events = Events::default();
+    let lifetimes = steps_of_lifetimes(&mut events, &lifetimes, "", None);
     let graph = Graph {
         tensors,
-        steps,
+        events: (!events.times.is_empty()).then_some(events),
         lifetimes,
         // Buffers and lifetimes, no ops: nothing can be recomputed.
         remat_candidates: Some(Vec::new()),
@@ -219,17 +219,17 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
 }
 
 /// The schedule that gives buffers with half-open lifetimes `[lower, upper)` (`lower < upper`)
-/// their conflicts: one step per distinct start time, in time order, appended to `out`; and
-/// per buffer, the step that writes it (its start's) and the one that last reads it (the last
+/// their conflicts: one step per distinct start time, in time order, appended to `out` as a run
+/// of events on `device` (the first device when `None`) whose ids start with `prefix`; and per
+/// buffer, the step that writes it (its start's) and the one that last reads it (the last
 /// start-time position it spans), as the graph records them ([`Graph::lifetimes`]) rather
-/// than as lists of ids in every step (two allocations a step; see the module docs). Steps
-/// are named `<prefix>t=<time>` and run on `device` (the first device when `None`).
-/// They are pinned: they stand for given lifetimes (a problem's, or a recorded run's events),
-/// not for operators whose dataflow would let them move, so no reorder moves them.
+/// than as lists of ids in every step (two allocations a step; see the module docs). The
+/// steps are events, pinned: they stand for given lifetimes (a problem's, or a recorded run's
+/// events), not for operators whose dataflow would let them move, so no reorder moves them.
 /// A step index past `u32` is held at `u32::MAX`: a graph of that many steps is refused when
 /// it resolves.
 pub(crate) fn steps_of_lifetimes(
-    out: &mut Vec<Step>,
+    out: &mut Events,
     lifetimes: &[(u64, u64)],
     prefix: &str,
     device: Option<Arc<str>>,
@@ -243,33 +243,37 @@ pub(crate) fn steps_of_lifetimes(
         sorted.sort_unstable();
         sorted
     };
-    let base = out.len();
+    let base = out.times.len();
     let step = |position: usize| u32::try_from(base + position).unwrap_or(u32::MAX);
-    let mut times: Vec<u64> = Vec::new();
+    let times = &mut out.times;
     let mut recorded = vec![(0, 0); lifetimes.len()];
     for (lower, i) in ends_sorted(&|l| l.0) {
-        if times.last() != Some(&lower) {
+        if times.len() == base || times.last() != Some(&lower) {
             times.push(lower);
         }
-        recorded[i].0 = step(times.len() - 1);
+        recorded[i].0 = step(times.len() - 1 - base);
     }
     // The last position is that of the latest start at or before `upper - 1` (one exists: its
     // own lower).
+    let own = &times[base..];
     let mut at = 0;
     for (end, i) in ends_sorted(&|l| l.1 - 1) {
-        while at < times.len() && times[at] <= end {
+        while at < own.len() && own[at] <= end {
             at += 1;
         }
         recorded[i].1 = step(at - 1);
     }
-    out.reserve_exact(times.len());
-    out.extend(times.iter().map(|&t| Step {
-        id: format!("{prefix}t={t}").into(),
-        time: Some(t),
-        device: device.clone(),
-        pinned: true,
-        ..Step::default()
-    }));
+    if own.is_empty() {
+        return recorded;
+    }
+    // Grown by doubling: what it did not use goes back (in wasm, for what comes next).
+    times.shrink_to_fit();
+    let end = u32::try_from(times.len()).unwrap_or(u32::MAX);
+    out.runs.push(EventRun {
+        end,
+        device,
+        prefix: prefix.into(),
+    });
     recorded
 }
 
@@ -334,6 +338,15 @@ mod tests {
         assert_eq!(imported.offsets, None);
         // The start times stay beside the positions, for `search`'s preorder by time.
         assert_eq!(live.problem.position_times, [0, 5, 10]);
+        // A step per start, recorded as events: pinned, named by their time, listing nothing.
+        let g = &imported.graph;
+        assert!(g.steps.is_empty() && g.events.is_some());
+        let ids: Vec<String> = g.schedule().map(|s| s.id.to_string()).collect();
+        assert_eq!(ids, ["t=0", "t=5", "t=10"]);
+        assert!(
+            g.schedule()
+                .all(|s| s.pinned && s.reads.is_empty() && s.writes.is_empty())
+        );
     }
 
     #[test]

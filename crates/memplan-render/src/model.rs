@@ -538,11 +538,11 @@ impl Labels {
                 })
             })
             .collect();
-        let mut steps: Vec<StepView> = Vec::with_capacity(graph.steps.len());
+        let mut steps: Vec<StepView> = Vec::with_capacity(graph.step_count());
         let mut loops = Vec::new();
         for (p, position) in resolved.positions.iter().enumerate() {
             for s in position.steps() {
-                let step = &graph.steps[s];
+                let step = graph.step(s);
                 let id: Arc<str> = step.id.as_str().into();
                 steps.push(StepView {
                     name: step.name.as_deref().map_or_else(|| id.clone(), Arc::from),
@@ -597,7 +597,7 @@ impl Labels {
         let mut starts: Vec<Vec<(usize, u64)>> = vec![Vec::new(); device_count];
         for (p, position) in resolved.positions.iter().enumerate() {
             let step = position.first_step();
-            if let Some(time) = graph.steps[step].time {
+            if let Some(time) = graph.step_time(step) {
                 starts[resolved.steps[step].device()].push((p, time));
             }
         }
@@ -1342,7 +1342,7 @@ pub(crate) mod tests {
         for (p, position) in resolved.positions.iter().enumerate() {
             let expected = match position.loop_index() {
                 Some(l) => format!("loop {}", graph.loops[l].id),
-                None => graph.steps[position.first_step()].id.to_string(),
+                None => graph.step(position.first_step()).id.to_string(),
             };
             assert_eq!(
                 m.position_label(p as u32).as_deref(),

@@ -986,21 +986,28 @@ fn place_listing_up_to(
         (shared, |r, _| resumed[r].1),
         (extent_limit, &mut || false),
         |taken, offsets, r, item, span| {
-            let mut walk = |floor| match (&index, taken.ranges_read(span)) {
-                (Some(index), Some(read))
-                    if index.count_overlapping(item.live)
-                        <= limit.min(LISTING_PER_RANGE * read as u64) =>
-                {
-                    listed.clear();
-                    index.overlapping(item.live, r as u32, &mut listed);
-                    ranges.clear();
-                    ranges.extend(listed.iter().map(|&e| {
-                        let placed = order[e as usize] as usize;
-                        (offsets[placed], offsets[placed] + items[placed].size)
-                    }));
-                    choose_gap(&mut ranges, item.size, item.alignment, choice)
+            let mut walk = |floor| {
+                // The ranges a walk would read are counted only where a listing could replace
+                // the walk (first-fit never lists).
+                let listing = index.as_ref().filter(|index| {
+                    taken.ranges_read(span).is_some_and(|read| {
+                        index.count_overlapping(item.live)
+                            <= limit.min(LISTING_PER_RANGE * read as u64)
+                    })
+                });
+                match listing {
+                    Some(index) => {
+                        listed.clear();
+                        index.overlapping(item.live, r as u32, &mut listed);
+                        ranges.clear();
+                        ranges.extend(listed.iter().map(|&e| {
+                            let placed = order[e as usize] as usize;
+                            (offsets[placed], offsets[placed] + items[placed].size)
+                        }));
+                        choose_gap(&mut ranges, item.size, item.alignment, choice)
+                    }
+                    None => taken.choose(item, span, choice, floor),
                 }
-                _ => taken.choose(item, span, choice, floor),
             };
             match &mut resume {
                 Some(resume) => resume.place(item, walk),
