@@ -513,10 +513,7 @@ impl Events {
 
 /// The id of the event at `time` of a run whose ids start with `prefix`.
 fn event_id(prefix: &str, time: u64) -> Id {
-    let mut id = Id::from(prefix);
-    // Writing into an `Id` cannot fail.
-    let _ = fmt::Write::write_fmt(&mut id, format_args!("t={time}"));
-    id
+    format!("{prefix}t={time}").into()
 }
 
 /// A group of consecutive steps that runs repeatedly; one position for liveness.
@@ -1071,6 +1068,18 @@ fn lookup(
     })
 }
 
+/// The index of the device `id` names (the first device when absent), for `owner`.
+fn device_index(
+    devices: &Ids<'_>,
+    owner: &dyn Fn() -> String,
+    id: &Option<Arc<str>>,
+) -> Result<usize, GraphError> {
+    match id {
+        None => Ok(0),
+        Some(id) => lookup(devices, owner, Element::Device, id),
+    }
+}
+
 /// `value` rounded up to a multiple of `alignment` (a power of two); `None` on overflow.
 pub fn align_up(value: u64, alignment: u64) -> Option<u64> {
     debug_assert!(alignment.is_power_of_two());
@@ -1165,10 +1174,8 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         });
     }
 
-    let device_of = |owner: &dyn Fn() -> String, id: &Option<Arc<str>>| match id {
-        None => Ok(0),
-        Some(id) => lookup(&devices, owner, Element::Device, id),
-    };
+    let device_of =
+        |owner: &dyn Fn() -> String, id: &Option<Arc<str>>| device_index(&devices, owner, id);
 
     let mut tensors = Vec::with_capacity(g.tensors.len());
     for t in &g.tensors {
@@ -1449,7 +1456,6 @@ fn resolve_views(
     Ok(())
 }
 
-/// Groups the schedule into positions: each top-level step, each loop as one.
 /// The steps a graph lists, resolved: each one's device and loop, and the tensors it reads and
 /// writes (what it lists, then what the `recorded` lifetimes add).
 fn listed_steps(
@@ -1457,10 +1463,8 @@ fn listed_steps(
     (devices, tensor_index, loop_index): (&Ids<'_>, &Ids<'_>, &Ids<'_>),
     recorded: Option<(Lists, Lists)>,
 ) -> Result<(Vec<ResolvedStep>, Lists, Lists), GraphError> {
-    let device_of = |owner: &dyn Fn() -> String, id: &Option<Arc<str>>| match id {
-        None => Ok(0),
-        Some(id) => lookup(devices, owner, Element::Device, id),
-    };
+    let device_of =
+        |owner: &dyn Fn() -> String, id: &Option<Arc<str>>| device_index(devices, owner, id);
     let mut steps = Vec::with_capacity(g.steps.len());
     // The lists hold at most `u32::MAX` tensors in all, and are made at their size.
     let lists = |what: Element, listed: fn(&Step) -> usize, implied: Option<&Lists>| {
@@ -1530,31 +1534,18 @@ fn event_steps(
     devices: &Ids<'_>,
     writes: &Lists,
 ) -> Result<Vec<ResolvedStep>, GraphError> {
-    if writes.len() != events.times.len() {
-        return Err(GraphError::StepWritesNothing {
-            step: g
-                .step(writes.len().min(events.times.len().saturating_sub(1)))
-                .id
-                .to_string(),
-        });
-    }
-    if let Some(s) = (0..writes.len()).find(|&s| writes[s].is_empty()) {
+    // With no lifetimes recorded there are no lists, and no step writes anything.
+    let n = events.times.len();
+    if let Some(s) = (0..n).find(|&s| s >= writes.len() || writes[s].is_empty()) {
         return Err(GraphError::StepWritesNothing {
             step: g.step(s).id.to_string(),
         });
     }
-    let mut steps = Vec::with_capacity(events.times.len());
+    let mut steps = Vec::with_capacity(n);
     let mut start = 0;
     for run in &events.runs {
-        let device = match &run.device {
-            None => 0,
-            Some(id) => lookup(
-                devices,
-                || format!("the events of `{}`", run.prefix),
-                Element::Device,
-                id,
-            )?,
-        };
+        let owner = || format!("the events of `{}`", run.prefix);
+        let device = device_index(devices, &owner, &run.device)?;
         // At most `MAX_DEVICES`.
         let step = ResolvedStep {
             device: device as u32,
@@ -1620,6 +1611,7 @@ fn check_events(g: &Graph, events: &Events) -> Result<(), GraphError> {
     Ok(())
 }
 
+/// Groups the schedule into positions: each top-level step, each loop as one.
 fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphError> {
     let mut positions: Vec<Position> = Vec::with_capacity(steps.len());
     let mut closed = vec![false; g.loops.len()];

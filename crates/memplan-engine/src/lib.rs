@@ -1434,8 +1434,9 @@ impl Session {
         };
         // A reordered plan: its order must keep every dependency of the dump's, and its
         // placements must hold for the liveness of that order.
-        let index: HashMap<Id, usize> = (self.graph.schedule().enumerate())
-            .map(|(i, s)| (s.into_owned().id, i))
+        let ids: Vec<Id> = self.graph.schedule().map(|s| s.into_owned().id).collect();
+        let index: HashMap<&str, usize> = (ids.iter().enumerate())
+            .map(|(i, id)| (id.as_str(), i))
             .collect();
         let steps: Vec<usize> = order
             .steps
