@@ -67,7 +67,7 @@ pub struct Graph {
     pub events: Option<Events>,
     /// Per tensor, in tensor order, where the dump records lifetimes rather than what each step
     /// reads and writes (a memory snapshot, a profiler trace, a minimalloc CSV): the step that
-    /// writes it and the step that last reads it, `(first, last)`, indices into `steps`, with
+    /// writes it and the step that last reads it, `(first, last)`, step indices, with
     /// `first <= last`. Tensor `t` is then written by step `first` and read by step `last`
     /// when that is a later step, after what those steps list themselves, which is nothing for
     /// such a dump. Empty: the steps list everything. A step's list costs an allocation and
@@ -492,19 +492,16 @@ pub struct EventRun {
 }
 
 impl Events {
-    /// The run step `s` belongs to.
-    fn run(&self, s: usize) -> &EventRun {
-        let r = self.runs.partition_point(|run| run.end as usize <= s);
-        &self.runs[r.min(self.runs.len().saturating_sub(1))]
-    }
-
-    /// Step `s` as a [`Step`].
+    /// Step `s` as a [`Step`]: the run it belongs to names it (none only where the runs do not
+    /// cover the steps, which resolving refuses).
     fn step(&self, s: usize) -> Step {
-        let (run, time) = (self.run(s), self.times[s]);
+        let r = self.runs.partition_point(|run| run.end as usize <= s);
+        let run = self.runs.get(r.min(self.runs.len().saturating_sub(1)));
+        let time = self.times[s];
         Step {
-            id: event_id(&run.prefix, time),
+            id: event_id(run.map_or("", |run| &run.prefix), time),
             time: Some(time),
-            device: run.device.clone(),
+            device: run.and_then(|run| run.device.clone()),
             pinned: true,
             ..Step::default()
         }
