@@ -2068,6 +2068,12 @@ mod lifetime_tests {
             idle.resolve().unwrap_err().to_string(),
             "step `d0 t=2` writes nothing"
         );
+        // Events no run covers are refused, and their steps are still made, unnamed by a run.
+        let mut runless = g.clone();
+        runless.events.as_mut().unwrap().runs.clear();
+        assert_eq!(runless.step(1).id, "t=2");
+        assert_eq!(runless.step(1).device, None);
+        assert!(runless.resolve().is_err());
     }
 
     /// A recorded lifetime past the steps, running backwards, or one too few is refused,
