@@ -874,6 +874,14 @@ impl Graph {
         }
     }
 
+    /// What step `s` costs ([`Step::cost`]; an event, nothing).
+    pub fn step_cost(&self, s: usize) -> u64 {
+        match &self.events {
+            Some(_) => 0,
+            None => self.steps[s].cost,
+        }
+    }
+
     /// Whether step `s` is pinned ([`Step::pinned`]; every event is).
     pub fn step_pinned(&self, s: usize) -> bool {
         match &self.events {
@@ -2016,6 +2024,7 @@ mod lifetime_tests {
             for (s, step) in listed.steps.iter().enumerate() {
                 proptest::prop_assert_eq!(g.step_time(s), step.time);
                 proptest::prop_assert!(g.step_pinned(s));
+                proptest::prop_assert_eq!(g.step_cost(s), step.cost);
             }
             proptest::prop_assert_eq!(g.resolve().unwrap(), listed.resolve().unwrap());
             proptest::prop_assert_eq!(g.listed().into_owned(), listed.listed().into_owned());
@@ -2073,7 +2082,10 @@ mod lifetime_tests {
         runless.events.as_mut().unwrap().runs.clear();
         assert_eq!(runless.step(1).id, "t=2");
         assert_eq!(runless.step(1).device, None);
-        assert!(runless.resolve().is_err());
+        assert_eq!(
+            runless.resolve().unwrap_err().to_string(),
+            "the recorded events: its runs end at step 0, not at its last, 4"
+        );
     }
 
     /// A recorded lifetime past the steps, running backwards, or one too few is refused,

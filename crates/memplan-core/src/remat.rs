@@ -99,7 +99,7 @@ pub fn candidates(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Vec<C
         if eligible && readers > 0 {
             found.push(Candidate {
                 tensor: w as usize,
-                recompute_cost: graph.step(s).cost.saturating_mul(readers),
+                recompute_cost: graph.step_cost(s).saturating_mul(readers),
             });
         }
     }
