@@ -1048,7 +1048,11 @@ fn tflite_models_have_the_figures_of_an_independent_script_and_velas_plan_passes
                     "{}: {} violations",
                     entry.path, given.violations
                 );
-                let views = g.tensors.iter().filter(|t| t.view_of.is_some()).count();
+                let views = g
+                    .tensors
+                    .iter()
+                    .filter(|t| t.declared.view_of.is_some())
+                    .count();
                 assert_eq!(
                     views,
                     placed - 1,

@@ -260,7 +260,7 @@ impl Analysis {
             inputs: (session.graph.tensors.iter())
                 .filter(|t| t.kind == memplan_core::graph::TensorKind::Input)
                 .filter_map(|t| {
-                    let dims = t.shape.as_ref()?.iter().map(|d| match d {
+                    let dims = t.declared.shape.as_ref()?.iter().map(|d| match d {
                         memplan_core::graph::Dim::Fixed(k) => k.to_string(),
                         memplan_core::graph::Dim::Param(p) => p.clone(),
                     });

@@ -259,55 +259,180 @@ impl<'de> Deserialize<'de> for Dim {
     }
 }
 
+/// A tensor of the dump. Its fields beyond a size that a model declares and a recorded
+/// allocation never has (shape, dtype, alignment, view, memory space) are [`Declared`], one
+/// boxed [`Declaration`] or nothing: a snapshot of millions of allocations does not carry
+/// them per allocation. The JSON form is flat ([`TensorFields`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "TensorFields", into = "TensorFields")]
 pub struct Tensor {
     pub id: Id,
     /// A display name; the id when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<Arc<str>>,
     /// The size in bytes. Either this or `shape` (with `dtype`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shape: Option<Vec<Dim>>,
-    /// The element type: with `shape` it gives the size; it is also the precision class.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dtype: Option<Box<str>>,
-    /// Bytes, a power of two; the graph's `alignment` when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alignment: Option<u64>,
     /// The device id; the first device when absent. Shared: a dump of millions of tensors
     /// names a few devices.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<Arc<str>>,
-    #[serde(default, skip_serializing_if = "is_intermediate")]
     pub kind: TensorKind,
     /// Its contents outlive the schedule: always-live, never shares bytes.
-    #[serde(default, skip_serializing_if = "is_false")]
     pub held: bool,
     /// Overrides whether the tensor is always-live (default: held, or its kind's default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub always_live: Option<bool>,
-    /// This tensor is a view: it takes the storage of this tensor, at `view_offset`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub view_of: Option<Box<str>>,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub view_offset: u64,
     /// Fused away: it gets no storage and its uses take nothing.
-    #[serde(default, skip_serializing_if = "is_false")]
     pub elided: bool,
     /// The source could not size it (an ONNX model whose shape inference stopped): it owns no
     /// bytes, as an elided tensor, and every plan of the dump is incomplete and says so.
-    #[serde(default, skip_serializing_if = "is_false")]
     pub size_unknown: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_space: Option<MemorySpace>,
     /// Where the source program allocated it, innermost frame first (a PyTorch snapshot's
     /// stack, a profiler trace's enclosing operators). Shared: a training loop allocates from
     /// the same few stacks again and again.
-    #[serde(default, skip_serializing_if = "no_frames")]
     pub stack: Arc<[Frame]>,
+    pub declared: Declared,
+}
+
+/// What a model declares of a tensor beyond its size.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Declaration {
+    pub shape: Option<Vec<Dim>>,
+    /// The element type: with `shape` it gives the size; it is also the precision class.
+    pub dtype: Option<Box<str>>,
+    /// Bytes, a power of two; the graph's `alignment` when absent.
+    pub alignment: Option<u64>,
+    /// This tensor is a view: it takes the storage of this tensor, at `view_offset`.
+    pub view_of: Option<Box<str>>,
+    pub view_offset: u64,
+    pub memory_space: Option<MemorySpace>,
+}
+
+/// A tensor's [`Declaration`], boxed where it declares anything. It reads as one (through
+/// `Deref`), empty when absent, and writing a field through `DerefMut` makes the box; two are
+/// equal when they declare the same.
+#[derive(Debug, Clone, Default)]
+pub struct Declared(Option<Box<Declaration>>);
+
+/// The declaration of a tensor that declares nothing.
+static NOTHING_DECLARED: Declaration = Declaration {
+    shape: None,
+    dtype: None,
+    alignment: None,
+    view_of: None,
+    view_offset: 0,
+    memory_space: None,
+};
+
+impl From<Declaration> for Declared {
+    fn from(declaration: Declaration) -> Self {
+        Declared((declaration != NOTHING_DECLARED).then(|| Box::new(declaration)))
+    }
+}
+
+impl std::ops::Deref for Declared {
+    type Target = Declaration;
+    fn deref(&self) -> &Declaration {
+        self.0.as_deref().unwrap_or(&NOTHING_DECLARED)
+    }
+}
+
+impl std::ops::DerefMut for Declared {
+    fn deref_mut(&mut self) -> &mut Declaration {
+        self.0.get_or_insert_default()
+    }
+}
+
+impl PartialEq for Declared {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Declared {}
+
+/// A [`Tensor`] as memplan JSON writes it: every field flat.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TensorFields {
+    id: Id,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shape: Option<Vec<Dim>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dtype: Option<Box<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    alignment: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    device: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "is_intermediate")]
+    kind: TensorKind,
+    #[serde(default, skip_serializing_if = "is_false")]
+    held: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    always_live: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    view_of: Option<Box<str>>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    view_offset: u64,
+    #[serde(default, skip_serializing_if = "is_false")]
+    elided: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    size_unknown: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    memory_space: Option<MemorySpace>,
+    #[serde(default, skip_serializing_if = "no_frames")]
+    stack: Arc<[Frame]>,
+}
+
+impl From<TensorFields> for Tensor {
+    fn from(f: TensorFields) -> Self {
+        let declaration = Declaration {
+            shape: f.shape,
+            dtype: f.dtype,
+            alignment: f.alignment,
+            view_of: f.view_of,
+            view_offset: f.view_offset,
+            memory_space: f.memory_space,
+        };
+        Tensor {
+            id: f.id,
+            name: f.name,
+            bytes: f.bytes,
+            device: f.device,
+            kind: f.kind,
+            held: f.held,
+            always_live: f.always_live,
+            elided: f.elided,
+            size_unknown: f.size_unknown,
+            stack: f.stack,
+            declared: declaration.into(),
+        }
+    }
+}
+
+impl From<Tensor> for TensorFields {
+    fn from(t: Tensor) -> Self {
+        let declaration = t.declared.0.map(|d| *d).unwrap_or_default();
+        TensorFields {
+            id: t.id,
+            name: t.name,
+            bytes: t.bytes,
+            shape: declaration.shape,
+            dtype: declaration.dtype,
+            alignment: declaration.alignment,
+            device: t.device,
+            kind: t.kind,
+            held: t.held,
+            always_live: t.always_live,
+            view_of: declaration.view_of,
+            view_offset: declaration.view_offset,
+            elided: t.elided,
+            size_unknown: t.size_unknown,
+            memory_space: declaration.memory_space,
+            stack: t.stack,
+        }
+    }
 }
 
 fn no_frames(stack: &Arc<[Frame]>) -> bool {
@@ -1185,7 +1310,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
     let mut tensors = Vec::with_capacity(g.tensors.len());
     for t in &g.tensors {
         let owner = || format!("tensor `{}`", t.id);
-        let dtype = match &t.dtype {
+        let dtype = match &t.declared.dtype {
             None => None,
             Some(name) => Some(
                 name.parse::<DType>()
@@ -1196,7 +1321,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
             ),
         };
         let bytes = tensor_bytes(g, t, dtype)?;
-        let alignment = t.alignment.unwrap_or(g.alignment);
+        let alignment = t.declared.alignment.unwrap_or(g.alignment);
         if !alignment.is_power_of_two() {
             return Err(GraphError::BadAlignment {
                 owner: owner(),
@@ -1309,7 +1434,7 @@ fn tensor_bytes(g: &Graph, t: &Tensor, dtype: Option<DType>) -> Result<u64, Grap
         tensor: t.id.to_string(),
         detail,
     };
-    match (&t.bytes, &t.shape) {
+    match (&t.bytes, &t.declared.shape) {
         (Some(_), Some(_)) => Err(GraphError::AmbiguousSize {
             tensor: t.id.to_string(),
         }),
@@ -1350,7 +1475,7 @@ fn resolve_views(
     let base: Vec<Option<usize>> = g
         .tensors
         .iter()
-        .map(|t| match &t.view_of {
+        .map(|t| match &t.declared.view_of {
             None => Ok(None),
             Some(id) => lookup(
                 tensor_index,
@@ -1400,7 +1525,7 @@ fn resolve_views(
         };
         for &v in path.iter().rev() {
             offset = offset
-                .checked_add(g.tensors[v].view_offset)
+                .checked_add(g.tensors[v].declared.view_offset)
                 .ok_or_else(|| GraphError::SizeOverflow {
                     tensor: g.tensors[v].id.to_string(),
                     detail: "the sum of its view offsets".into(),
@@ -1422,7 +1547,7 @@ fn resolve_views(
         // Each view lies inside its own base (so, by the chain, inside its root too): a view
         // that leaves its base but stays inside the root is still outside what it views.
         let near = base[start].expect("a resolved view has a base");
-        let near_offset = g.tensors[start].view_offset;
+        let near_offset = g.tensors[start].declared.view_offset;
         let end = near_offset
             .checked_add(view.bytes)
             .ok_or_else(|| bad("its offset plus its size overflows".into()))?;
@@ -1683,7 +1808,7 @@ mod size_tests {
 
     #[test]
     fn a_tensor_and_a_step_stay_small() {
-        assert_eq!(std::mem::size_of::<Tensor>(), 176);
+        assert_eq!(std::mem::size_of::<Tensor>(), 104);
         assert_eq!(std::mem::size_of::<Step>(), 168);
         assert_eq!(std::mem::size_of::<ResolvedStep>(), 12);
         assert_eq!(std::mem::size_of::<Position>(), 16);
@@ -1691,6 +1816,49 @@ mod size_tests {
         // An id of up to 24 bytes is held inline.
         let id = Id::from("a 24-byte id: no heap!!!");
         assert_eq!((id.len(), id.is_heap_allocated()), (24, false));
+    }
+
+    /// A tensor that declares nothing beyond its size holds no declaration; one that does
+    /// holds it whole; both read and write flat JSON, in the fields' order.
+    #[test]
+    fn a_declaration_is_boxed_only_where_there_is_one() {
+        let sized: Tensor = serde_json::from_str(r#"{"id": "a", "bytes": 8}"#).unwrap();
+        assert!(sized.declared.0.is_none());
+        assert_eq!(sized.declared.view_offset, 0);
+        let json = r#"{"id":"v","shape":[2,"B"],"dtype":"f16","alignment":64,"kind":"output","view_of":"a","view_offset":4,"memory_space":"host"}"#;
+        let view: Tensor = serde_json::from_str(json).unwrap();
+        let declaration = view.declared.0.as_deref().expect("a declaration");
+        assert_eq!(
+            declaration,
+            &Declaration {
+                shape: Some(vec![Dim::Fixed(2), Dim::Param("B".into())]),
+                dtype: Some("f16".into()),
+                alignment: Some(64),
+                view_of: Some("a".into()),
+                view_offset: 4,
+                memory_space: Some(MemorySpace::Host),
+            }
+        );
+        assert_eq!(view.kind, TensorKind::Output);
+        assert_eq!(serde_json::to_string(&view).unwrap(), json);
+        assert_eq!(
+            serde_json::to_string(&sized).unwrap(),
+            r#"{"id":"a","bytes":8}"#
+        );
+        // Writing a field makes the box; a box that declares nothing equals none.
+        let mut written = sized.clone();
+        written.declared.view_offset = 0;
+        assert!(written.declared.0.is_some());
+        assert_eq!(written, sized);
+        written.declared.dtype = Some("f32".into());
+        assert_ne!(written, sized);
+        // Unknown fields are refused as they were.
+        let e = serde_json::from_str::<Tensor>(r#"{"id": "a", "bites": 8}"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("unknown field `bites`, expected one of `id`, `name`"),
+            "{e}"
+        );
     }
 
     /// A step's lists are read at their lengths, with the same ids, and refused as serde's

@@ -379,7 +379,7 @@ mod tests {
     use super::*;
     use crate::dtype::DType;
     use crate::graph::testing::{step, tensor};
-    use crate::graph::{Loop, Step, Tensor, TensorKind};
+    use crate::graph::{Declaration, Loop, Step, Tensor, TensorKind};
 
     fn lifetimes(g: &Graph) -> Vec<(Id, Lifetime)> {
         let l = crate::liveness_of(g).unwrap();
@@ -462,12 +462,20 @@ mod tests {
             tensors: vec![
                 tensor("base", 64),
                 Tensor {
-                    view_of: Some("base".into()),
-                    view_offset: 32,
+                    declared: Declaration {
+                        view_of: Some("base".into()),
+                        view_offset: 32,
+                        ..Declaration::default()
+                    }
+                    .into(),
                     ..tensor("half", 32)
                 },
                 Tensor {
-                    view_of: Some("half".into()),
+                    declared: Declaration {
+                        view_of: Some("half".into()),
+                        ..Declaration::default()
+                    }
+                    .into(),
                     ..tensor("quarter", 16)
                 },
                 tensor("out", 8),
@@ -500,8 +508,12 @@ mod tests {
         let mut tensors = vec![tensor("v0", 1 << 20)];
         for i in 1..n {
             tensors.push(Tensor {
-                view_of: Some(format!("v{}", i - 1).into()),
-                view_offset: 1,
+                declared: Declaration {
+                    view_of: Some(format!("v{}", i - 1).into()),
+                    view_offset: 1,
+                    ..Declaration::default()
+                }
+                .into(),
                 // One byte shorter than its base: each view lies inside the one it views.
                 ..tensor(&format!("v{i}"), (n - i) as u64 + 8)
             });
@@ -574,7 +586,7 @@ mod tests {
                 if at.owns_nothing() {
                     return None;
                 }
-                match &at.view_of {
+                match &at.declared.view_of {
                     None => return Some(at.id.clone()),
                     Some(base) => at = by_id(base),
                 }
@@ -609,12 +621,12 @@ mod tests {
         for t in g
             .tensors
             .iter()
-            .filter(|t| t.view_of.is_none() && !t.owns_nothing())
+            .filter(|t| t.declared.view_of.is_none() && !t.owns_nothing())
         {
             let always = flag(t)
-                || g.tensors
-                    .iter()
-                    .any(|v| v.view_of.is_some() && flag(v) && root(v).as_deref() == Some(&t.id));
+                || g.tensors.iter().any(|v| {
+                    v.declared.view_of.is_some() && flag(v) && root(v).as_deref() == Some(&t.id)
+                });
             let taken: Vec<u32> = positions
                 .iter()
                 .enumerate()
@@ -667,8 +679,12 @@ mod tests {
                     .map(
                         |(i, (base, is_view, elided, kind, held, always_live))| Tensor {
                             // Views point to an earlier tensor, so chains never cycle.
-                            view_of: (is_view && i > 0)
-                                .then(|| format!("t{}", base.index(i)).into()),
+                            declared: Declaration {
+                                view_of: (is_view && i > 0)
+                                    .then(|| format!("t{}", base.index(i)).into()),
+                                ..Declaration::default()
+                            }
+                            .into(),
                             elided,
                             kind,
                             held,
@@ -803,9 +819,9 @@ mod tests {
             // Sizes, alignments, dtypes and devices that differ, so regions and rounding matter.
             for (i, t) in g.tensors.iter_mut().enumerate() {
                 t.bytes = Some(8 * (i as u64 % 5) + 3);
-                t.alignment = Some(1 << (i % 4));
-                t.dtype = [None, Some("f32".into()), Some("f16".into())][i % 3].clone();
-                if two_devices && t.view_of.is_none() {
+                t.declared.alignment = Some(1 << (i % 4));
+                t.declared.dtype = [None, Some("f32".into()), Some("f16".into())][i % 3].clone();
+                if two_devices && t.declared.view_of.is_none() {
                     t.device = Some(["d0", "d1"][i % 2].into());
                 }
             }
@@ -839,8 +855,8 @@ mod tests {
             // matter.
             for (i, t) in g.tensors.iter_mut().enumerate() {
                 t.bytes = Some(8 * (i as u64 % 5) + 3);
-                t.alignment = Some(1 << (i % 4));
-                t.dtype = [None, Some("f32".into()), Some("f16".into())][i % 3].clone();
+                t.declared.alignment = Some(1 << (i % 4));
+                t.declared.dtype = [None, Some("f32".into()), Some("f16".into())][i % 3].clone();
             }
             let Ok(resolved) = g.resolve() else { return Ok(()) };
             let n = g.tensors.len();
@@ -926,7 +942,11 @@ mod tests {
                 tensor("b", 64),
                 tensor("c", 64),
                 Tensor {
-                    view_of: Some("a".into()),
+                    declared: Declaration {
+                        view_of: Some("a".into()),
+                        ..Declaration::default()
+                    }
+                    .into(),
                     kind: TensorKind::Output,
                     ..tensor("out", 64)
                 },

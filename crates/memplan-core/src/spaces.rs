@@ -173,6 +173,7 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
         if rt.storage == Storage::Owned {
             slot_index[t] = Some(slots.len());
             let dynamic = graph.tensors[t]
+                .declared
                 .shape
                 .as_ref()
                 .is_some_and(|s| s.iter().any(|d| matches!(d, Dim::Param(_))));
@@ -209,14 +210,13 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
         }
     }
     for slot in &mut slots {
-        slot.space =
-            graph.tensors[slot.tensor]
-                .memory_space
-                .unwrap_or(if slot.constant && !slot.output {
-                    MemorySpace::DeviceConstant
-                } else {
-                    MemorySpace::DeviceGlobal
-                });
+        slot.space = graph.tensors[slot.tensor].declared.memory_space.unwrap_or(
+            if slot.constant && !slot.output {
+                MemorySpace::DeviceConstant
+            } else {
+                MemorySpace::DeviceGlobal
+            },
+        );
         slot.access = match (slot.input, slot.output, slot.constant) {
             (true, true, _) => Access::ReadWrite,
             (false, true, _) => Access::WriteOnly,
@@ -293,17 +293,27 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::Tensor;
     use crate::graph::testing::step;
+    use crate::graph::{Declaration, Tensor};
 
     fn tensor(id: &str, kind: TensorKind) -> Tensor {
         Tensor {
             id: id.into(),
-            shape: Some(vec![Dim::Fixed(4)]),
-            dtype: Some("f32".into()),
+            declared: Declaration {
+                shape: Some(vec![Dim::Fixed(4)]),
+                dtype: Some("f32".into()),
+                ..Declaration::default()
+            }
+            .into(),
             kind,
             ..Tensor::default()
         }
+    }
+
+    /// `t` with more declared.
+    fn declaring(mut t: Tensor, declare: impl FnOnce(&mut Declaration)) -> Tensor {
+        declare(&mut t.declared);
+        t
     }
 
     fn spaces(g: &Graph) -> Spaces {
@@ -348,14 +358,12 @@ mod tests {
             tensors: vec![
                 tensor("x", TensorKind::Input),
                 tensor("c", TensorKind::Constant),
-                Tensor {
-                    view_of: Some("x".into()),
-                    ..tensor("out_x", TensorKind::Output)
-                },
-                Tensor {
-                    view_of: Some("c".into()),
-                    ..tensor("out_c", TensorKind::Output)
-                },
+                declaring(tensor("out_x", TensorKind::Output), |d| {
+                    d.view_of = Some("x".into())
+                }),
+                declaring(tensor("out_c", TensorKind::Output), |d| {
+                    d.view_of = Some("c".into())
+                }),
                 tensor("t", TensorKind::Intermediate),
             ],
             steps: vec![step("touch", &["x", "c"], &["t"])],
@@ -382,10 +390,9 @@ mod tests {
             name: "writerless".into(),
             tensors: vec![
                 tensor("x", TensorKind::Input),
-                Tensor {
-                    view_of: Some("x".into()),
-                    ..tensor("x_out", TensorKind::Output)
-                },
+                declaring(tensor("x_out", TensorKind::Output), |d| {
+                    d.view_of = Some("x".into())
+                }),
                 tensor("broadcast", TensorKind::Output),
             ],
             steps: vec![step("read", &["x"], &["x_out"])],
@@ -431,10 +438,9 @@ mod tests {
                     elided: true,
                     ..tensor("sum", TensorKind::Intermediate)
                 },
-                Tensor {
-                    shape: Some(vec![Dim::Param("B".into()), Dim::Fixed(2)]),
-                    ..tensor("product", TensorKind::Output)
-                },
+                declaring(tensor("product", TensorKind::Output), |d| {
+                    d.shape = Some(vec![Dim::Param("B".into()), Dim::Fixed(2)])
+                }),
             ],
             steps: vec![
                 step("add", &["a", "b"], &["sum"]),
@@ -455,10 +461,9 @@ mod tests {
     fn the_dumps_memory_space_wins() {
         let g = Graph {
             tensors: vec![
-                Tensor {
-                    memory_space: Some(MemorySpace::Host),
-                    ..tensor("x", TensorKind::Input)
-                },
+                declaring(tensor("x", TensorKind::Input), |d| {
+                    d.memory_space = Some(MemorySpace::Host)
+                }),
                 tensor("y", TensorKind::Output),
             ],
             steps: vec![step("copy", &["x"], &["y"])],

@@ -19,7 +19,9 @@
 //! as times (`upper = last + 1`); the
 //! alignments when any is not 1, and the offsets of a plan when one is given.
 
-use memplan_core::graph::{Element, EventRun, Events, Graph, GraphError, ResolvedGraph, Tensor};
+use memplan_core::graph::{
+    Declaration, Element, EventRun, Events, Graph, GraphError, ResolvedGraph, Tensor,
+};
 use memplan_core::{Lifetime, Problem};
 use std::sync::Arc;
 
@@ -180,7 +182,11 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
         tensors.push(Tensor {
             id: row_id.into(),
             bytes: Some(bytes),
-            alignment: row_alignment,
+            declared: Declaration {
+                alignment: row_alignment,
+                ..Declaration::default()
+            }
+            .into(),
             ..Tensor::default()
         });
         lifetimes.push((lower, upper));

@@ -525,10 +525,10 @@ fn sized(tensor: &mut Tensor, shape: &str, size: u64) {
     };
     let Some(dims) = dims else { return };
     let elements = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-    tensor.dtype = Some(dtype.into());
+    tensor.declared.dtype = Some(dtype.into());
     if elements.and_then(|e| parsed.bytes_for(e)) == Some(size) {
         tensor.bytes = None;
-        tensor.shape = Some(dims.into_iter().map(Dim::Fixed).collect());
+        tensor.declared.shape = Some(dims.into_iter().map(Dim::Fixed).collect());
     }
 }
 
@@ -660,8 +660,8 @@ fn build(
                 tensors[root].always_live = Some(true);
                 for &v in &a.values {
                     if v != root {
-                        tensors[v].view_of = Some(tensors[root].id.as_str().into());
-                        tensors[v].view_offset = values[v].offset;
+                        tensors[v].declared.view_of = Some(tensors[root].id.as_str().into());
+                        tensors[v].declared.view_offset = values[v].offset;
                         tensors[v].kind = role.kind();
                         tensors[v].always_live = Some(true);
                     }
@@ -879,8 +879,8 @@ fn alias_in_place(
     for &v in &a.values {
         let r = find(&mut parent, v);
         if r != v {
-            tensors[v].view_of = Some(ids[r].as_str().into());
-            tensors[v].view_offset = values[v].offset - values[r].offset;
+            tensors[v].declared.view_of = Some(ids[r].as_str().into());
+            tensors[v].declared.view_offset = values[v].offset - values[r].offset;
         }
     }
     merged
@@ -941,13 +941,13 @@ mod tests {
         let i = imported();
         let t = |id: &str| i.graph.tensors.iter().find(|t| t.id == id).unwrap();
         assert_eq!(t("p.1").kind, TensorKind::Input);
-        assert_eq!(t("p.1").shape, Some(vec![Dim::Fixed(16)]));
-        assert_eq!(t("p.1").dtype.as_deref(), Some("f32"));
+        assert_eq!(t("p.1").declared.shape, Some(vec![Dim::Fixed(16)]));
+        assert_eq!(t("p.1").declared.dtype.as_deref(), Some("f32"));
         // A tuple keeps XLA's bytes.
         assert_eq!(t("tuple.2").bytes, Some(8));
         assert_eq!(t("tuple.2").kind, TensorKind::Output);
         // Two values share a live-out allocation: views of it.
-        assert_eq!(t("b.3").view_of.as_deref(), Some("allocation 2"));
+        assert_eq!(t("b.3").declared.view_of.as_deref(), Some("allocation 2"));
         assert_eq!(t("allocation 2").bytes, Some(64));
         assert_eq!(t("allocation 2").always_live, Some(true));
         assert_eq!(t("r.9").kind, TensorKind::Scratch);
@@ -981,8 +981,11 @@ mod tests {
         let t = |id: &str| i.graph.tensors.iter().position(|t| t.id == id).unwrap();
         // a.2 ends at 3, where c.4 starts, on other bytes; d.5 starts at 5, where c.4 ends,
         // over c.4's bytes: in place.
-        assert_eq!(i.graph.tensors[t("a.2")].view_of, None);
-        assert_eq!(i.graph.tensors[t("d.5")].view_of.as_deref(), Some("c.4"));
+        assert_eq!(i.graph.tensors[t("a.2")].declared.view_of, None);
+        assert_eq!(
+            i.graph.tensors[t("d.5")].declared.view_of.as_deref(),
+            Some("c.4")
+        );
         assert!(
             i.warnings
                 .iter()
@@ -1054,13 +1057,13 @@ mod tests {
             .graph
             .tensors
             .iter()
-            .filter(|t| t.view_of.is_none())
+            .filter(|t| t.declared.view_of.is_none())
             .count();
         assert_eq!(roots, 1);
         assert!(
             i.graph.tensors[1..]
                 .iter()
-                .all(|t| t.view_of.as_deref() == Some("v.0"))
+                .all(|t| t.declared.view_of.as_deref() == Some("v.0"))
         );
         i.graph.resolve().unwrap();
     }
@@ -1126,7 +1129,7 @@ mod tests {
             let tensors = parse(&text).unwrap().graph.tensors;
             for (k, root) in in_place_roots_pair_by_pair(&values).into_iter().enumerate() {
                 let expected = (root != k).then(|| format!("v.{root}"));
-                proptest::prop_assert_eq!(tensors[k].view_of.as_deref(), expected.as_deref());
+                proptest::prop_assert_eq!(tensors[k].declared.view_of.as_deref(), expected.as_deref());
             }
         }
     }
@@ -1160,8 +1163,8 @@ mod tests {
         let tensors = &i.graph.tensors;
         assert_eq!(tensors.len(), 2 * n);
         for (old, new) in tensors[..n].iter().zip(&tensors[n..]) {
-            assert_eq!(old.view_of, None);
-            assert_eq!(new.view_of.as_deref(), Some(old.id.as_str()));
+            assert_eq!(old.declared.view_of, None);
+            assert_eq!(new.declared.view_of.as_deref(), Some(old.id.as_str()));
         }
         i.graph.resolve().unwrap();
     }

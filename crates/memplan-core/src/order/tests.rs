@@ -4,7 +4,7 @@
 use super::*;
 use crate::check::{Violation, check_order};
 use crate::graph::testing::{step, tensor};
-use crate::graph::{Id, Loop, Step, Tensor, TensorKind};
+use crate::graph::{Declaration, Id, Loop, Step, Tensor, TensorKind};
 use crate::layout::Strategy;
 use crate::liveness::analyze;
 use crate::problem::Lifetime;
@@ -27,7 +27,7 @@ fn ids(g: &Graph, order: &[usize]) -> Vec<String> {
 #[test]
 fn reads_follow_writes_and_writes_follow_reads_through_views() {
     let mut v = tensor("v", 4);
-    v.view_of = Some("b".into());
+    v.declared.view_of = Some("b".into());
     let g = graph(
         vec![tensor("a", 8), tensor("b", 8), v, tensor("c", 8)],
         vec![
@@ -197,7 +197,11 @@ fn arb_graph() -> impl proptest::strategy::Strategy<Value = Graph> {
                     1 if tensors.len() > 1 => {
                         let base = &tensors[1 + r1.index(tensors.len() - 1)];
                         let view = Tensor {
-                            view_of: Some(base.id.as_str().into()),
+                            declared: Declaration {
+                                view_of: Some(base.id.as_str().into()),
+                                ..Declaration::default()
+                            }
+                            .into(),
                             bytes: Some(base.bytes.unwrap_or(1).min(bytes)),
                             ..tensor(&format!("v{k}"), 0)
                         };

@@ -40,7 +40,7 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use memplan_core::LiveInterval;
-use memplan_core::graph::{Dim, Graph, Id, RematCandidate, Step, Tensor, TensorKind};
+use memplan_core::graph::{Declaration, Dim, Graph, Id, RematCandidate, Step, Tensor, TensorKind};
 use memplan_core::lower_bound::peak_live;
 use prost::Message;
 
@@ -285,17 +285,21 @@ pub fn parse(bytes: &[u8], options: &Options) -> Result<Imported, FormatError> {
             let tensor = match (&v.shape, v.dtype) {
                 (Some(shape), Some(dtype)) => Tensor {
                     id: name.into(),
-                    shape: Some(
-                        shape
-                            .iter()
-                            .flat_map(|d| {
-                                // `k` times the params, a dim each: the same bytes.
-                                let k = (d.k != 1 || d.p.is_empty()).then_some(Dim::Fixed(d.k));
-                                k.into_iter().chain(d.p.iter().cloned().map(Dim::Param))
-                            })
-                            .collect(),
-                    ),
-                    dtype: Some(dtype.into()),
+                    declared: Declaration {
+                        shape: Some(
+                            shape
+                                .iter()
+                                .flat_map(|d| {
+                                    // `k` times the params, a dim each: the same bytes.
+                                    let k = (d.k != 1 || d.p.is_empty()).then_some(Dim::Fixed(d.k));
+                                    k.into_iter().chain(d.p.iter().cloned().map(Dim::Param))
+                                })
+                                .collect(),
+                        ),
+                        dtype: Some(dtype.into()),
+                        ..Declaration::default()
+                    }
+                    .into(),
                     kind,
                     ..Tensor::default()
                 },
@@ -1108,7 +1112,7 @@ mod tests {
             let imported = imported(Vec::new(), constants, nodes);
             let y = imported.graph.tensors.iter().find(|t| t.id == "y").unwrap();
             let dims = [1, 3, expected[0], expected[1]].map(Dim::Fixed);
-            assert_eq!(y.shape, Some(dims.to_vec()), "{hw:?}");
+            assert_eq!(y.declared.shape, Some(dims.to_vec()), "{hw:?}");
         }
     }
 
@@ -1411,7 +1415,10 @@ mod tests {
         let imported = imported(vec![x], constants, concat);
         let y = imported.graph.tensors.iter().find(|t| t.id == "y").unwrap();
         let n = Dim::Param("N".into());
-        assert_eq!(y.shape, Some(vec![n, Dim::Fixed(2), Dim::Fixed(2)]));
+        assert_eq!(
+            y.declared.shape,
+            Some(vec![n, Dim::Fixed(2), Dim::Fixed(2)])
+        );
         let flat = imported
             .graph
             .tensors
@@ -1419,7 +1426,7 @@ mod tests {
             .find(|t| t.id == "flat")
             .unwrap();
         let m = Dim::Param("M".into());
-        assert_eq!(flat.shape, Some(vec![m, Dim::Param("N".into())]));
+        assert_eq!(flat.declared.shape, Some(vec![m, Dim::Param("N".into())]));
         assert_eq!(bytes_of(&imported.graph, "summed"), None);
         let warnings = imported.warnings.join("\n");
         assert!(

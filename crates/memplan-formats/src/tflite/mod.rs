@@ -320,8 +320,8 @@ impl<'a> Builder<'a> {
                     .unwrap_or(Some(Vec::new()));
                 match (dtype(t.element_type()), dims) {
                     (Some(d), Some(dims)) => {
-                        tensor.dtype = Some(d.into());
-                        tensor.shape = Some(dims.into_iter().map(Dim::Fixed).collect());
+                        tensor.declared.dtype = Some(d.into());
+                        tensor.declared.shape = Some(dims.into_iter().map(Dim::Fixed).collect());
                     }
                     _ => {
                         tensor.size_unknown = true;
@@ -535,8 +535,8 @@ impl<'a> Builder<'a> {
             .map(|(i, t)| (t.id.clone(), i))
             .collect();
         let bytes = |t: &Tensor| {
-            let d: memplan_core::DType = t.dtype.as_deref()?.parse().ok()?;
-            let elements = (t.shape.as_ref()?.iter()).try_fold(1u64, |a, d| match d {
+            let d: memplan_core::DType = t.declared.dtype.as_deref()?.parse().ok()?;
+            let elements = (t.declared.shape.as_ref()?.iter()).try_fold(1u64, |a, d| match d {
                 Dim::Fixed(n) => a.checked_mul(*n),
                 Dim::Param(_) => None,
             })?;
@@ -553,7 +553,10 @@ impl<'a> Builder<'a> {
             let operands = step.reads.iter().skip(3).chain(&step.writes);
             for t in operands.filter_map(|id| index.get(id).copied()) {
                 let tensor = &self.tensors[t];
-                if t == scratch || tensor.kind == TensorKind::Constant || tensor.view_of.is_some() {
+                if t == scratch
+                    || tensor.kind == TensorKind::Constant
+                    || tensor.declared.view_of.is_some()
+                {
                     continue;
                 }
                 let (Some(at), Some(len)) = (offsets[t], bytes(tensor)) else {
@@ -565,8 +568,8 @@ impl<'a> Builder<'a> {
             }
         }
         for &(t, scratch, offset) in &views {
-            self.tensors[t].view_of = Some(self.tensors[scratch].id.as_str().into());
-            self.tensors[t].view_offset = offset;
+            self.tensors[t].declared.view_of = Some(self.tensors[scratch].id.as_str().into());
+            self.tensors[t].declared.view_offset = offset;
         }
         views.len()
     }
@@ -690,7 +693,7 @@ mod tests {
         assert_eq!(plan.offsets[t("_split_1_flash")], None);
         assert_eq!(plan.offsets[t("_split_1_scratch")], Some(0));
         assert_eq!(
-            i.graph.tensors[t("input")].view_of.as_deref(),
+            i.graph.tensors[t("input")].declared.view_of.as_deref(),
             Some("_split_1_scratch")
         );
         assert!(
