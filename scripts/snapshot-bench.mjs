@@ -6,8 +6,10 @@
 // file, its buffers (a snapshot's allocations), the CLI's time and peak memory, the
 // page's time to the drawn plan, its worker's memory (its wasm memory, which only grows: its
 // peak), the page's own wasm memory (its peak, likewise) and the peak memory of its renderer process (the page and its worker, which runs in the
-// same process), or the page's error. The test suite asserts what a
-// load does; this script only measures.
+// same process), or the page's error; and, for a snapshot, a second load cancelled halfway through
+// the first one's time: how long the page took to be idle again, with the plan it showed before
+// (checked, as the cancel tests check it). The test suite asserts what a load does; this script
+// only measures.
 //
 // Usage: node scripts/snapshot-bench.mjs [MiB | csv:ROWS ...]   (default: 64 256 1024)
 // The files are cached in target/snapshots/ (a 1 GiB snapshot takes minutes to write).
@@ -84,6 +86,37 @@ function rendererPeakMb(pid) {
   return Math.round(peak);
 }
 
+/**
+ * Cancels a load of `file` in the page `after` seconds in, as a user would: the seconds from the
+ * click to the page idle and what the progress said at the click. `cancellable` (the test
+ * hooks') checks that the plan shown before the load stayed and that the worker heard the cancel
+ * and lives on; a failed check is this row's answer.
+ */
+async function cancelFigures(file, after) {
+  const server = await serve();
+  const { browser, page } = await launch();
+  const { testid, cancellable } = hooks(() => page);
+  try {
+    await page.goto(server.url);
+    await testid('summary').waitFor();
+    const cancel = await cancellable();
+    await testid('file-input').setInputFiles(file);
+    await page.waitForTimeout(after * 1000);
+    // The progress's own words (what the load is doing), without the solver's or the button's.
+    const doing = (await page.evaluate(() => document.querySelector('[data-testid=progress] > span:not(.spinner):not(.solver)')?.innerText ?? ''))
+      .replace(/\s+/g, ' ')
+      .trim();
+    if (!doing) return 'loaded before the cancel';
+    const seconds = await cancel();
+    return `${seconds.toFixed(1)} s, at ${after.toFixed(1)} s in: "${doing.slice(0, 60)}"`;
+  } catch (e) {
+    return `failed: ${e.message.split('\n')[0]}`;
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
 const results = [];
 for (const input of inputs) {
   const rows = input.startsWith('csv:') ? Number(input.slice(4)) : null;
@@ -123,11 +156,13 @@ for (const input of inputs) {
   await browser.close();
   await server.close();
   const name = `${rows ? `${rows}-row CSV, ` : ''}${(bytes / 1048576).toFixed(0)} MiB`;
-  results.push({ name, ...native, pageSeconds: pageSeconds.toFixed(1), workerMb, pageMb, peak, outcome });
+  // A snapshot's load cancelled halfway through its time (reading or planning, as it falls).
+  const cancelled = !rows && outcome === 'loaded' ? await cancelFigures(file, pageSeconds / 2) : '';
+  results.push({ name, ...native, pageSeconds: pageSeconds.toFixed(1), workerMb, pageMb, peak, outcome, cancelled });
 }
 
-console.log('| file | buffers | CLI `plan` | CLI peak memory | page, file to plan | worker memory | page memory | renderer peak memory | page |');
-console.log('|---|---|---|---|---|---|---|---|---|');
+console.log('| file | buffers | CLI `plan` | CLI peak memory | page, file to plan | worker memory | page memory | renderer peak memory | page | cancel halfway: click to idle |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of results) {
-  console.log(`| ${r.name} | ${r.buffers} | ${r.seconds} s | ${r.mb} MiB | ${r.pageSeconds} s | ${r.workerMb} MiB | ${r.pageMb} MiB | ${r.peak} MiB | ${r.outcome} |`);
+  console.log(`| ${r.name} | ${r.buffers} | ${r.seconds} s | ${r.mb} MiB | ${r.pageSeconds} s | ${r.workerMb} MiB | ${r.pageMb} MiB | ${r.peak} MiB | ${r.outcome} | ${r.cancelled} |`);
 }

@@ -150,9 +150,30 @@ test('a worker out of memory under a plan of the dump shown says so, and the nex
   assert.equal(await testid('error').count(), 0);
 }));
 
+test('a load cancelled while first-fit lays it out ends with no plan of it, and a worker that plans the one shown', () => onPage({}, async (p) => {
+  const { page, server, testid, cancellable } = p;
+  // A million buffers: the cancel comes within first-fit's decode, which it ends with no
+  // layout; the load is dropped with no error and nothing of it shown (`cancellable` checks).
+  const file = join(output, 'cancelled-first-fit.csv');
+  await writeFile(file, syntheticCsv(1000000));
+  await page.goto(`${server.url}?strategy=first-fit`);
+  await testid('summary').waitFor();
+  await idle(page);
+  const before = await testid('tensor-count').innerText();
+  const cancel = await cancellable();
+  await testid('file-input').setInputFiles(file);
+  await progressSays(page, /planning with first-fit/, 120000);
+  await cancel();
+  assert.equal(await testid('cancelled').count(), 0, 'no plan of the cancelled load is shown');
+  // The worker holds the dump shown: a toggle plans it.
+  await replan(p, 'bump');
+  assert.equal(await testid('tensor-count').innerText(), before);
+  assert.deepEqual(page.problems, []);
+}));
+
 test('a file chosen right after a cancel loads, with nothing of the cancelled load or the flips before it', () => onPage({}, async (p) => {
   const { page, testid, bytesOf } = p;
-  // A million buffers: first-fit lays them out in a step no cancel interrupts.
+  // A million buffers: first-fit lays them out for seconds, and the cancel comes while it does.
   const file = join(output, 'cancelled.csv');
   await writeFile(file, syntheticCsv(1000000));
   const csv = join(root, 'tests/data/minimalloc/D.1048576.csv');

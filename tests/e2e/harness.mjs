@@ -37,25 +37,27 @@ export function hooks(current) {
   const testid = (id) => current().getByTestId(id);
   const bytesOf = async (id) => Number(await testid(id).getAttribute('data-bytes'));
   /**
-   * Called before a load starts: a `cancel()` that clicks cancel on it and checks the load
-   * left the page as it was (the worker that was loading gone, the tensor count unchanged).
+   * Arms a cancel of the load about to start: `cancel()` clicks it once the load is under way,
+   * waits for the page to be idle, checks that the plan shown stayed, and returns the seconds
+   * from the click to the page idle. Where the page shares a stop flag with its worker
+   * (cross-origin isolated) the worker hears the cancel and lives on; elsewhere it is
+   * terminated, and the page sends a fresh one the dump it shows.
    */
-  // Arms a cancel of the load about to start: `cancel()` clicks it once the load is under way,
-  // waits for the page to be idle, and checks that the plan shown stayed. Where the page shares
-  // a stop flag with its worker (cross-origin isolated) the worker hears the cancel and lives
-  // on; elsewhere it is terminated, and the page sends a fresh one the dump it shows.
   const cancellable = async () => {
     const before = await testid('tensor-count').innerText();
     const [loading] = current().workers();
     const ended = new Promise((resolve) => loading.on('close', () => resolve(true)));
     return async () => {
       const isolated = await current().evaluate(() => crossOriginIsolated);
+      const clicked = Date.now();
       await testid('cancel').click();
-      await current().waitForFunction(() => !document.querySelector('[data-testid=progress]'), null, { timeout: 120000 });
+      await current().waitForFunction(() => !document.querySelector('[data-testid=progress]'), null, { timeout: 120000, polling: 50 });
+      const seconds = (Date.now() - clicked) / 1000;
       assert.equal(await testid('error').count(), 0, 'a cancel is no error');
       assert.equal(await testid('tensor-count').innerText(), before, 'a cancelled load changes nothing');
       const settled = new Promise((resolve) => setTimeout(() => resolve(false), isolated ? 500 : 10000));
       assert.equal(await Promise.race([ended, settled]), !isolated, isolated ? 'the worker heard the cancel' : 'the worker was terminated');
+      return seconds;
     };
   };
   /** Opens the file at `path` through the file input; resolves once the summary names it. */

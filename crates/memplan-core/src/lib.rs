@@ -37,7 +37,7 @@ pub use graph::{Graph, GraphError, ResolvedGraph};
 pub use layout::{
     CapFallback, Control, Decodes, DevicePlan, ExactStats, FoundAt, Placement, Plan, PlanError,
     PlanOptions, Pool, PoolRole, Progress, Strategy, StrategyChoice, U32_OFFSET_POOL_CAP,
-    UnknownStrategy, plan, plan_with,
+    UnknownStrategy, plan, plan_unless_cancelled, plan_with,
 };
 pub use liveness::{Liveness, analyze};
 pub use lower_bound::DeviceUsage;

@@ -127,7 +127,16 @@ impl PlanJob {
             work_limit,
             ..self.scenario.clone()
         };
-        let mut outcome = session.plan_with(&scenario, control)?;
+        // A cancel before any layout (`Control::abandon_on_stop`) ends the job with its best
+        // so far, as after any cancel.
+        let Some(mut outcome) = session.plan_unless_cancelled(&scenario, control)? else {
+            self.done = self.limits.len();
+            return Ok(PlanStep {
+                kept: false,
+                cancelled: true,
+                finished: true,
+            });
+        };
         outcome.scenario = self.scenario.clone();
         let cancelled = stopped();
         self.done += 1;
@@ -229,5 +238,25 @@ mod tests {
         let best = job.into_best().unwrap();
         assert!(best.plan.footprint_bytes() <= quick.plan.footprint_bytes());
         assert!(best.plan.is_valid());
+    }
+
+    /// A user's cancel before any layout (`abandon_on_stop`) ends the job with no plan and no
+    /// error, where a stop alone still makes one.
+    #[test]
+    fn a_cancel_before_any_layout_ends_the_job_with_none() {
+        let session = Session::load(D, "D.csv").unwrap();
+        for abandon_on_stop in [true, false] {
+            let mut job = PlanJob::new(Scenario::default(), true);
+            let mut stop = || true;
+            let mut control = Control {
+                should_stop: Some(&mut stop),
+                abandon_on_stop,
+                ..Control::default()
+            };
+            let step = job.step(&session, &mut control, &|| true).unwrap();
+            assert!(step.cancelled && step.finished);
+            assert_eq!(step.kept, !abandon_on_stop);
+            assert_eq!(job.best().is_some(), !abandon_on_stop);
+        }
     }
 }

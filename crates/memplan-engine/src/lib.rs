@@ -38,7 +38,7 @@ use memplan_core::remat::{
 use memplan_core::spaces::{Spaces, classify};
 use memplan_core::{
     Control, Graph, Layout, Liveness, Placement, Plan, PlanError, PlanOptions, Pool, PoolRole,
-    Problem, StrategyChoice, Violation, analyze, check, plan_with,
+    Problem, StrategyChoice, Violation, analyze, check, plan_unless_cancelled, plan_with,
 };
 use memplan_formats::report::{
     BudgetReport, GivenPlanReport, OrderReport, OrderTried, PlanReport, PlanSummary, SiteReport,
@@ -600,19 +600,34 @@ impl Session {
         self.plan_with(scenario, &mut Control::default())
     }
 
-    /// [`Session::plan`] under the caller's stop condition and progress callback.
+    /// [`Session::plan`] under the caller's stop condition and progress callback. A stop ends
+    /// the plan with its best layout so far; it never abandons it.
     pub fn plan_with(
         &self,
         scenario: &Scenario,
         control: &mut Control<'_>,
     ) -> Result<Outcome, EngineError> {
+        let planned =
+            control.without_abandoning(|control| self.plan_unless_cancelled(scenario, control))?;
+        Ok(planned.expect("a plan that is not abandoned is made"))
+    }
+
+    /// [`Session::plan_with`], but `None` where the control abandons on a stop
+    /// (`Control::abandon_on_stop`: a user's cancel) and the stop comes before a layout is made.
+    pub fn plan_unless_cancelled(
+        &self,
+        scenario: &Scenario,
+        control: &mut Control<'_>,
+    ) -> Result<Option<Outcome>, EngineError> {
         let budget = self.budget(scenario)?;
         let bound = self.derive_with(scenario, control)?;
         let problem = bound
             .as_ref()
             .map_or(self.problem(), |b| &b.liveness.problem);
-        let mut plan =
-            plan_with(problem, &self.options(scenario), control).map_err(|e| self.plan_error(e))?;
+        let planned = plan_unless_cancelled(problem, &self.options(scenario), control);
+        let Some(mut plan) = planned.map_err(|e| self.plan_error(e))? else {
+            return Ok(None);
+        };
         if let Some(r) = bound.as_ref().and_then(|b| b.reordering.as_ref()) {
             plan.violations.extend(r.violations.iter().cloned());
             // `best` is chosen for the dump without flips; with them it can lose to the given
@@ -623,7 +638,9 @@ impl Session {
                     order: Order::Given,
                     ..scenario.clone()
                 };
-                let mut outcome = self.plan_with(&kept, control)?;
+                let Some(mut outcome) = self.plan_unless_cancelled(&kept, control)? else {
+                    return Ok(None);
+                };
                 let unmoved = Reordering {
                     steps: (0..self.graph.step_count()).collect(),
                     moved: vec![false; self.graph.step_count()],
@@ -634,15 +651,15 @@ impl Session {
                     b.reordering = Some(Arc::new(unmoved));
                 }
                 outcome.scenario = scenario.clone();
-                return Ok(outcome);
+                return Ok(Some(outcome));
             }
         }
-        Ok(Outcome {
+        Ok(Some(Outcome {
             scenario: scenario.clone(),
             plan,
             bound: bound.map(Box::new),
             budget,
-        })
+        }))
     }
 
     /// The budget of the scenario's device, if it names one.

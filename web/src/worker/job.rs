@@ -741,6 +741,10 @@ impl Worker {
                 should_stop: live.then_some(&mut asked as &mut dyn FnMut() -> bool),
                 progress: Some(&mut heard),
                 earlier: flippable.then_some(&mut self.decodes),
+                // A load's cancel before its first layout drops it rather than waiting for it
+                // (a load cancelled before the page was shown a plan of it is dropped anyway,
+                // below); a plan of the dump shown keeps its first layout, as any cancel does.
+                abandon_on_stop: run.replacing.is_some(),
             },
             &|| live && stop(),
         );
@@ -774,7 +778,12 @@ impl Worker {
                 // it is dropped: the page keeps what it shows at once, with none of the new
                 // dump's views to make (for a gigabyte snapshot, most of its load). Once it
                 // was shown a search's best so far, a cancel keeps it, as for any plan.
-                if step.cancelled && done == 0 && !best_shown && run.replacing.is_some() {
+                // So is a plan cancelled before it made any layout (`abandon_on_stop`): the worker
+                // holds what the page shows.
+                let none_made = matches!(&run.job, Job::Plan(plan) if plan.best().is_none());
+                if step.cancelled
+                    && (none_made || done == 0 && !best_shown && run.replacing.is_some())
+                {
                     self.abandon();
                     return false;
                 }
@@ -969,6 +978,7 @@ mod tests {
     }
 
     const A: &[u8] = include_bytes!("../../../tests/data/minimalloc/A.1048576.csv");
+    const D: &[u8] = include_bytes!("../../../tests/data/minimalloc/D.1048576.csv");
 
     /// A dump of more buffers than the page plans is refused after it is read and before it
     /// is planned, saying how many it has, the page's most and the CLI command that plans it.
@@ -1071,6 +1081,43 @@ mod tests {
             },
             Some(A),
         );
+    }
+
+    /// A load cancelled live before its first layout is dropped: no plan of it, no error, and
+    /// the worker holds the dump shown.
+    #[test]
+    fn a_load_cancelled_before_its_first_layout_is_dropped() {
+        let mut worker = Worker::default();
+        worker.hear_cancels_live();
+        load_a_first_fit(&mut worker);
+        let shown = || Request::Export(ExportKind::PlanJson);
+        let first_fit = run(&mut worker, shown(), None);
+        let mut out = Vec::new();
+        worker.handle(
+            Request::Load {
+                source: "D.csv".into(),
+                scenario: scenario(Strategy::FirstFit),
+                import: Default::default(),
+                routine: None,
+            },
+            Some(input_of(D.to_vec())),
+            &|| false,
+            &mut |r| out.push(r),
+        );
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            true
+        };
+        assert!(!worker.step(&|| 0.0, &stop, &mut |r| out.push(r)));
+        assert!(asked.get() > 0 && !worker.busy());
+        assert!(
+            !out.iter()
+                .any(|r| matches!(r, Response::Planned { .. } | Response::Error(_)))
+        );
+        worker.handle(Request::Cancel, None, &|| false, &mut |r| out.push(r));
+        assert!(matches!(out.last(), Some(Response::Cancelled)));
+        assert_eq!(run(&mut worker, shown(), None), first_fit);
     }
 
     #[test]
@@ -1218,7 +1265,8 @@ mod tests {
             asked.set(asked.get() + 1);
             true
         };
-        // One step, and the job is over: the search asked, stopped, and kept its best so far.
+        // One step, and the job is over: the search asked, stopped, and kept its best so far
+        // (a plan of the dump shown is not abandoned: its first layout is made).
         assert!(!worker.step(&|| 0.0, &stop, &mut |r| out.push(r)));
         assert!(asked.get() > 0);
         assert!(!worker.busy());

@@ -345,7 +345,9 @@ impl FoundAt {
 /// The caller's hold on a plan: when to stop early, and where progress goes. The core has no
 /// clock: a caller that wants a time limit checks its own clock in `should_stop` (the CLI with
 /// `std::time`, the worker with `performance.now()`). A stopped plan is still complete and
-/// checked: each strategy returns its best layout so far.
+/// checked: each strategy returns its best layout so far, and the first layout of each region
+/// is finished first (a time limit shorter than it still gets a plan), unless
+/// `abandon_on_stop`.
 #[derive(Default)]
 pub struct Control<'a> {
     /// Asked between units of work; `true` ends the search with what it has.
@@ -353,6 +355,11 @@ pub struct Control<'a> {
     pub progress: Option<&'a mut dyn FnMut(Progress)>,
     /// Earlier decodes of a similar problem to resume from: the same plan, sooner.
     pub earlier: Option<&'a mut Decodes>,
+    /// A stop is a user's cancel, who wants no answer now rather than one later: it also ends
+    /// a greedy decode under way, and a stop before a region has any layout ends the plan
+    /// with none (a first-fit decode of millions of buffers takes seconds). Only
+    /// [`plan_unless_cancelled`] abandons a plan; every other entry leaves this unread.
+    pub abandon_on_stop: bool,
 }
 
 /// The greedy decodes of earlier plans, one per region and gap choice, for the next plan of a
@@ -365,6 +372,19 @@ pub struct Decodes(HashMap<(usize, Option<DType>, GapChoice), Decode>);
 impl Control<'_> {
     pub(crate) fn stop(&mut self) -> bool {
         self.should_stop.as_mut().is_some_and(|f| f())
+    }
+
+    /// Whether a stop now abandons the plan ([`Control::abandon_on_stop`]).
+    fn abandons(&mut self) -> bool {
+        self.abandon_on_stop && self.stop()
+    }
+
+    /// Runs `run` with [`Control::abandon_on_stop`] off: it makes a layout whatever the stop.
+    pub fn without_abandoning<R>(&mut self, run: impl FnOnce(&mut Self) -> R) -> R {
+        let abandon = std::mem::take(&mut self.abandon_on_stop);
+        let ran = run(self);
+        self.abandon_on_stop = abandon;
+        ran
     }
 
     pub(crate) fn report(&mut self, progress: Progress) {
@@ -384,6 +404,7 @@ impl Control<'_> {
             should_stop,
             progress,
             earlier,
+            abandon_on_stop,
         } = self;
         let mut relay = |p: Progress| {
             if let Some(f) = progress.as_mut() {
@@ -396,6 +417,7 @@ impl Control<'_> {
                 .map(|f| &mut **f as &mut dyn FnMut() -> bool),
             progress: Some(&mut relay),
             earlier: earlier.as_deref_mut(),
+            abandon_on_stop: *abandon_on_stop,
         };
         run(&mut inner)
     }
@@ -625,13 +647,28 @@ pub fn plan(problem: &Problem, options: &PlanOptions) -> Result<Plan, PlanError>
     plan_with(problem, options, &mut Control::default())
 }
 
-/// [`plan`], under the caller's [`Control`]: a stop condition and a progress callback.
+/// [`plan`], under the caller's [`Control`]: a stop condition and a progress callback. A stop
+/// ends the plan with its best layout so far; it never abandons it.
 pub fn plan_with(
     problem: &Problem,
     options: &PlanOptions,
     control: &mut Control<'_>,
 ) -> Result<Plan, PlanError> {
-    let laid = lay_out(problem, options, control)?;
+    let planned =
+        control.without_abandoning(|control| plan_unless_cancelled(problem, options, control))?;
+    Ok(planned.expect("a plan that is not abandoned is made"))
+}
+
+/// [`plan_with`], but `None` where [`Control::abandon_on_stop`] is set and the stop comes before
+/// a layout is made.
+pub fn plan_unless_cancelled(
+    problem: &Problem,
+    options: &PlanOptions,
+    control: &mut Control<'_>,
+) -> Result<Option<Plan>, PlanError> {
+    let Some(laid) = lay_out_up_to(problem, options, control, None)? else {
+        return Ok(None);
+    };
     let devices = (laid.devices.into_iter())
         .zip(device_usage(problem))
         .map(|(d, usage)| {
@@ -667,7 +704,7 @@ pub fn plan_with(
         violations: Vec::new(),
     };
     plan.violations = plan.check(problem);
-    Ok(plan)
+    Ok(Some(plan))
 }
 
 /// A plan's pools and placements before its usage curves and the checker: a footprint to
@@ -712,8 +749,9 @@ pub(crate) fn lay_out(
     options: &PlanOptions,
     control: &mut Control<'_>,
 ) -> Result<Unchecked, PlanError> {
-    let laid = lay_out_up_to(problem, options, control, None)?;
-    Ok(laid.expect("with no bound, there is a layout or an error"))
+    let laid =
+        control.without_abandoning(|control| lay_out_up_to(problem, options, control, None))?;
+    Ok(laid.expect("with no bound and no cancel, there is a layout or an error"))
 }
 
 /// [`lay_out`] when its footprint is at most `most`, else `None`, found sooner: a greedy decode
@@ -730,13 +768,15 @@ pub(crate) fn lay_out_within(
 ) -> Result<Option<Unchecked>, PlanError> {
     let bounded = options.pool_cap.is_none() && options.search_capacity.is_none();
     let laid = match bounded {
-        true => lay_out_up_to(problem, options, control, Some(most))?,
+        true => control
+            .without_abandoning(|control| lay_out_up_to(problem, options, control, Some(most)))?,
         false => Some(lay_out(problem, options, control)?),
     };
     Ok(laid.filter(|p| p.footprint_bytes() <= most))
 }
 
-/// [`lay_out`], giving up (`None`) once the footprint would pass `most`.
+/// [`lay_out`], giving up (`None`) once the footprint would pass `most`, or when a cancel
+/// ([`Control::abandon_on_stop`]) comes before a layout.
 fn lay_out_up_to(
     problem: &Problem,
     options: &PlanOptions,
@@ -826,10 +866,16 @@ fn lay_out_up_to(
                 });
             }
         }
-        let layout = chosen.ok_or_else(|| PlanError::ExtentOverflow {
-            device: problem.device_ids[device].clone(),
-            strategy: options.strategy.strategies()[0],
-        })?;
+        let layout = match chosen {
+            Some(layout) => layout,
+            None if control.abandons() => return Ok(None),
+            None => {
+                return Err(PlanError::ExtentOverflow {
+                    device: problem.device_ids[device].clone(),
+                    strategy: options.strategy.strategies()[0],
+                });
+            }
+        };
 
         let mut pools = Vec::new();
         let mut cap_fallback = None;
@@ -1006,6 +1052,10 @@ fn choose_arena(
     let strategies = options.strategy.strategies();
     let mut chosen: Option<ArenaLayout> = None;
     for (k, &strategy) in strategies.iter().enumerate() {
+        // A cancel before the arena has a layout (an empty one needs none) drops the plan.
+        if chosen.is_none() && !regions.is_empty() && control.abandons() {
+            return None;
+        }
         // Only a lower layout would be chosen: `best-fit`, the costliest of the greedy
         // decodes, and TLSF give up as soon as they pass the best so far (they usually lose),
         // and under a bound `most` so does `first-fit`. A decode that gives up would not have been
@@ -1149,17 +1199,26 @@ fn layout_region(
             .overlaps
             .get_or_insert_with(|| total_overlaps(&intervals()))
     };
+    // A greedy decode; `None` past `extent_limit`, or when a stop abandons it.
     let within = |choice, extent_limit, control: &mut Control<'_>| {
-        let earlier = (control.earlier.as_deref_mut())
+        let Control {
+            should_stop,
+            earlier,
+            abandon_on_stop,
+            ..
+        } = control;
+        let earlier = (earlier.as_deref_mut())
             .map(|decodes| decodes.0.entry((device, class, choice)).or_default());
-        occupancy::place(items, &size_order(items), choice, earlier, extent_limit)
+        let mut abandons = || *abandon_on_stop && should_stop.as_mut().is_some_and(|f| f());
+        let order = size_order(items);
+        occupancy::place(items, &order, choice, earlier, extent_limit, &mut abandons)
     };
+    // `None` only when a stop abandons it.
     let mut first_fit = |control: &mut Control<'_>| {
-        (known.first_fit)
-            .get_or_insert_with(|| {
-                within(GapChoice::Lowest, u64::MAX, control).expect("no extent limit")
-            })
-            .clone()
+        if known.first_fit.is_none() {
+            known.first_fit = within(GapChoice::Lowest, u64::MAX, control);
+        }
+        known.first_fit.clone()
     };
     let done = |layout| {
         Some(RegionOutcome {
@@ -1177,7 +1236,7 @@ fn layout_region(
                 extent.saturating_sub(1),
                 control,
             )?),
-            None => done(first_fit(control)),
+            None => done(first_fit(control)?),
         },
         Strategy::BestFit
             if in_best
@@ -1223,7 +1282,7 @@ fn layout_region(
                 (work / visits.max(1)).min(u64::from(options.search_evaluations)) as u32
             };
             let evaluations = evaluations_of(work);
-            let fallback = first_fit(control);
+            let fallback = first_fit(control)?;
             let floor = known.floor(items);
             // What is proven before any node: the live peak.
             let nothing_searched = Proof {

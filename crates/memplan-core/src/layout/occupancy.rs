@@ -891,14 +891,15 @@ pub(crate) struct Decode {
 
 /// Places the items in `order`, each where `choice` puts it among the placed buffers it
 /// overlaps; resumes after the prefix it shares with `earlier`, and leaves its own decode
-/// there for the next. `None` as soon as the extent passes `extent_limit` (the decode left in
-/// `earlier` is then the last whole one).
+/// there for the next. `None` as soon as the extent passes `extent_limit` or `stop` says so
+/// (asked every [`STOP_EVERY`] items; the decode left in `earlier` is then the last whole one).
 pub(crate) fn place(
     items: &[Item],
     order: &[u32],
     choice: GapChoice,
     earlier: Option<&mut Decode>,
     extent_limit: u64,
+    stop: &mut dyn FnMut() -> bool,
 ) -> Option<RegionLayout> {
     place_listing_up_to(
         items,
@@ -907,7 +908,7 @@ pub(crate) fn place(
         listing_limit(choice),
         SCAN_MOST,
         earlier,
-        extent_limit,
+        (extent_limit, stop),
     )
 }
 
@@ -930,7 +931,7 @@ fn place_listing_up_to(
     limit: u64,
     scan_most: usize,
     mut earlier: Option<&mut Decode>,
-    extent_limit: u64,
+    (extent_limit, stop): (u64, &mut dyn FnMut() -> bool),
 ) -> Option<RegionLayout> {
     let scratch = earlier.as_mut().and_then(|d| d.scratch.0.take());
     let mut changed = earlier.as_mut().and_then(|d| d.changed.0.take());
@@ -984,7 +985,7 @@ fn place_listing_up_to(
         items,
         order,
         (shared, |r, _| resumed[r].1),
-        (extent_limit, &mut || false),
+        (extent_limit, stop),
         |taken, offsets, r, item, span| {
             let mut walk = |floor| {
                 // The ranges a walk would read are counted only where a listing could replace
@@ -1214,9 +1215,17 @@ mod tests {
     ) -> Result<(), TestCaseError> {
         let mut order: Vec<u32> = (0..items.len() as u32).collect();
         order.sort_by_key(|&r| (u64::from(r) ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let fast = place_listing_up_to(items, &order, choice, limit, scan_most, None, u64::MAX)
-            .unwrap()
-            .offsets;
+        let fast = place_listing_up_to(
+            items,
+            &order,
+            choice,
+            limit,
+            scan_most,
+            None,
+            (u64::MAX, &mut || false),
+        )
+        .unwrap()
+        .offsets;
         let slow = place_in_order(items, &order, choice, &mut |r, out| {
             let live = items[order[r] as usize].live;
             out.extend(
@@ -1324,13 +1333,13 @@ mod tests {
                 }
                 let order = crate::layout::greedy::size_order(&variant);
                 let limit = listing_limit(choice);
-                let whole = place_listing_up_to(&variant, &order, choice, limit, scan_most, None, u64::MAX).unwrap();
+                let whole = place_listing_up_to(&variant, &order, choice, limit, scan_most, None, (u64::MAX, &mut || false)).unwrap();
                 // A decode that gives up below the extent leaves the last whole one to resume.
                 if whole.extent > 0 {
-                    let cut = place_listing_up_to(&variant, &order, choice, limit, scan_most, Some(&mut earlier), whole.extent - 1);
+                    let cut = place_listing_up_to(&variant, &order, choice, limit, scan_most, Some(&mut earlier), (whole.extent - 1, &mut || false));
                     prop_assert_eq!(cut, None);
                 }
-                let resumed = place_listing_up_to(&variant, &order, choice, limit, scan_most, Some(&mut earlier), whole.extent);
+                let resumed = place_listing_up_to(&variant, &order, choice, limit, scan_most, Some(&mut earlier), (whole.extent, &mut || false));
                 prop_assert_eq!(resumed, Some(whole));
             }
         }

@@ -212,7 +212,7 @@ mod tests {
                 })
                 .min()
                 .unwrap();
-            let first_fit = crate::layout::occupancy::place(&items, &portfolio(&items)[0], GapChoice::Lowest, None, u64::MAX).unwrap();
+            let first_fit = crate::layout::occupancy::place(&items, &portfolio(&items)[0], GapChoice::Lowest, None, u64::MAX, &mut || false).unwrap();
             let floor = lower_bound_hint(&items);
             let mut redecoder = Redecoder::new(&items);
             let (layout, stopped) = layout(&items, &mut redecoder, (first_fit, floor), 0, 0, &mut Control::default());

@@ -658,7 +658,7 @@ fn a_stop_condition_ends_search_with_its_best_so_far_and_progress_is_heard() {
         &mut Control {
             should_stop: Some(&mut stop),
             progress: Some(&mut progress),
-            earlier: None,
+            ..Control::default()
         },
     )
     .unwrap();
@@ -670,6 +670,121 @@ fn a_stop_condition_ends_search_with_its_best_so_far_and_progress_is_heard() {
     // Stopped early, it is still no worse than first-fit.
     assert!(stopped.footprint_bytes() <= planned(&p, Strategy::FirstFit).footprint_bytes());
     assert!(stopped.footprint_bytes() >= full.footprint_bytes());
+}
+
+/// A user's cancel (`abandon_on_stop`) ends first-fit's decode under way and
+/// `plan_unless_cancelled` with no plan, where a time limit's stop (and `plan_with`, cancel or
+/// not) lets the first layout finish; once a region has a layout, a cancel keeps the best so far
+/// as a stop does.
+#[test]
+fn a_cancel_abandons_the_first_layout_where_a_stop_finishes_it() {
+    // More buffers than a decode places between two asks, so it is asked while it runs.
+    let buffers = (0..5000)
+        .map(|i| {
+            buffer(
+                &format!("b{i}"),
+                64 + (i * 37) % 300,
+                1,
+                live(i as u32 % 900, i as u32 % 900 + 5),
+            )
+        })
+        .collect();
+    let p = problem(1000, buffers);
+    for strategy in [
+        StrategyChoice::Best,
+        Strategy::FirstFit.into(),
+        Strategy::Search.into(),
+    ] {
+        let options = PlanOptions {
+            strategy,
+            ..PlanOptions::default()
+        };
+        // Asked once before the first strategy, then within first-fit's decode: the stop comes
+        // at the second ask, mid-decode (a decode that ran on would have made a layout, which
+        // a cancel keeps).
+        let mut asked = 0;
+        let mut stop = || {
+            asked += 1;
+            asked > 1
+        };
+        let cancelled = plan_unless_cancelled(
+            &p,
+            &options,
+            &mut Control {
+                should_stop: Some(&mut stop),
+                abandon_on_stop: true,
+                ..Control::default()
+            },
+        );
+        assert_eq!(cancelled, Ok(None), "{strategy:?}");
+        // A stop from the start, not abandoning, or through `plan_with`: the first layout is
+        // made, whole and checked.
+        for abandon_on_stop in [false, true] {
+            let mut always = || true;
+            let mut control = Control {
+                should_stop: Some(&mut always),
+                abandon_on_stop,
+                ..Control::default()
+            };
+            let stopped = match abandon_on_stop {
+                false => plan_unless_cancelled(&p, &options, &mut control)
+                    .unwrap()
+                    .unwrap(),
+                true => plan_with(&p, &options, &mut control).unwrap(),
+            };
+            assert!(stopped.is_valid(), "{strategy:?}");
+            assert_eq!(
+                stopped.footprint_bytes(),
+                planned(&p, Strategy::FirstFit).footprint_bytes(),
+                "{strategy:?}"
+            );
+            assert!(control.abandon_on_stop == abandon_on_stop);
+        }
+    }
+    // A cancel once first-fit's layout is made keeps it: the plan is whole, as a stop's. The
+    // asks first-fit alone takes, counted; the cancel comes at the next.
+    let mut asks = 0;
+    let mut count = || {
+        asks += 1;
+        false
+    };
+    let first_fit = PlanOptions {
+        strategy: Strategy::FirstFit.into(),
+        ..PlanOptions::default()
+    };
+    plan_unless_cancelled(
+        &p,
+        &first_fit,
+        &mut Control {
+            should_stop: Some(&mut count),
+            abandon_on_stop: true,
+            ..Control::default()
+        },
+    )
+    .unwrap()
+    .unwrap();
+    let mut asked = 0;
+    let mut stop = || {
+        asked += 1;
+        asked > asks
+    };
+    let best = PlanOptions {
+        strategy: StrategyChoice::Best,
+        ..PlanOptions::default()
+    };
+    let kept = plan_unless_cancelled(
+        &p,
+        &best,
+        &mut Control {
+            should_stop: Some(&mut stop),
+            abandon_on_stop: true,
+            ..Control::default()
+        },
+    )
+    .unwrap()
+    .expect("first-fit's layout, kept");
+    assert!(kept.is_valid());
+    assert!(kept.footprint_bytes() <= planned(&p, Strategy::FirstFit).footprint_bytes());
 }
 
 #[test]
