@@ -977,6 +977,19 @@ mod tests {
         }
     }
 
+    /// Runs the worker's next step with a cancel heard at its first ask: the job is over after
+    /// it. Returns how many times it asked.
+    fn step_cancelled_at_once(worker: &mut Worker, out: &mut Vec<Response>) -> u32 {
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            true
+        };
+        assert!(!worker.step(&|| 0.0, &stop, &mut |r| out.push(r)));
+        assert!(!worker.busy());
+        asked.get()
+    }
+
     const A: &[u8] = include_bytes!("../../../tests/data/minimalloc/A.1048576.csv");
     const D: &[u8] = include_bytes!("../../../tests/data/minimalloc/D.1048576.csv");
 
@@ -1104,13 +1117,7 @@ mod tests {
             &|| false,
             &mut |r| out.push(r),
         );
-        let asked = std::cell::Cell::new(0);
-        let stop = || {
-            asked.set(asked.get() + 1);
-            true
-        };
-        assert!(!worker.step(&|| 0.0, &stop, &mut |r| out.push(r)));
-        assert!(asked.get() > 0 && !worker.busy());
+        assert!(step_cancelled_at_once(&mut worker, &mut out) > 0);
         assert!(
             !out.iter()
                 .any(|r| matches!(r, Response::Planned { .. } | Response::Error(_)))
@@ -1260,16 +1267,9 @@ mod tests {
             &|| false,
             &mut |r| out.push(r),
         );
-        let asked = std::cell::Cell::new(0);
-        let stop = || {
-            asked.set(asked.get() + 1);
-            true
-        };
         // One step, and the job is over: the search asked, stopped, and kept its best so far
         // (a plan of the dump shown is not abandoned: its first layout is made).
-        assert!(!worker.step(&|| 0.0, &stop, &mut |r| out.push(r)));
-        assert!(asked.get() > 0);
-        assert!(!worker.busy());
+        assert!(step_cancelled_at_once(&mut worker, &mut out) > 0);
         let (a, cancelled) = planned(&out);
         assert!(cancelled && a.summary.valid);
         assert!(first_fit.contains(&format!(
