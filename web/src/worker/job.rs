@@ -778,12 +778,7 @@ impl Worker {
                 // it is dropped: the page keeps what it shows at once, with none of the new
                 // dump's views to make (for a gigabyte snapshot, most of its load). Once it
                 // was shown a search's best so far, a cancel keeps it, as for any plan.
-                // So is a plan cancelled before it made any layout (`abandon_on_stop`): the worker
-                // holds what the page shows.
-                let none_made = matches!(&run.job, Job::Plan(plan) if plan.best().is_none());
-                if step.cancelled
-                    && (none_made || done == 0 && !best_shown && run.replacing.is_some())
-                {
+                if step.cancelled && done == 0 && !best_shown && run.replacing.is_some() {
                     self.abandon();
                     return false;
                 }
@@ -837,9 +832,18 @@ impl Worker {
         }
     }
 
-    /// Ends the running plan with its best plan (a step always leaves one), posting it, after
-    /// what the page is told of a new dump.
+    /// Ends the running plan with its best plan, posting it, after what the page is told of a
+    /// new dump; a plan cancelled before any layout (`abandon_on_stop`) has none, and is dropped
+    /// as a replaced job is: the worker holds what the page shows.
     fn finish(&mut self, cancelled: bool, post: &mut dyn FnMut(Response)) {
+        if let Some(Running {
+            job: Job::Plan(plan),
+            ..
+        }) = &self.running
+            && plan.best().is_none()
+        {
+            return self.abandon();
+        }
         let Some(run) = self.running.take() else {
             return;
         };
