@@ -251,6 +251,16 @@ fn best_node_cost(n: usize, visits: u64) -> u64 {
     (8 * n).max(22 * visits / n)
 }
 
+/// Whether `search` lays out a region of `n` buffers under `options`: asked for by name at any
+/// size; in `best`, which a page load runs, up to [`BEST_GREEDY_MOST_ITEMS`] (past it
+/// first-fit stands in).
+fn search_runs(options: &PlanOptions, n: usize) -> bool {
+    match options.strategy {
+        StrategyChoice::One(s) => s == Strategy::Search,
+        StrategyChoice::Best => n <= BEST_GREEDY_MOST_ITEMS,
+    }
+}
+
 /// Whether `search`, given `work` conflict visits on a region of `n` buffers, runs its exact
 /// part: asked for by name, always; within `best`, where the nodes that [`BEST_SEARCH_WORK`]
 /// (or less, when `work` is less) buys cover the exact search's first round (two probes at the
@@ -795,17 +805,18 @@ fn lay_out_up_to(
         Some(Some(m)) => Some(m),
         None => None,
     };
-    let mut placements = vec![Placement { pool: 0, offset: 0 }; problem.buffers.len()];
+    // Made once the first arena is laid out: at a million buffers the decode's peak is the
+    // process's, and they would add a sixth to it.
+    let mut placements: Vec<Placement> = Vec::new();
+    let unplaced = || vec![Placement { pool: 0, offset: 0 }; problem.buffers.len()];
     let mut devices = Vec::with_capacity(problem.device_ids.len());
     for device in 0..problem.device_ids.len() {
-        let (arena, statics): (Vec<usize>, Vec<usize>) = problem
-            .buffers_on(device)
-            .partition(|&b| !problem.buffers[b].is_always_live());
+        let (arena, statics) = arena_and_statics(problem, device);
 
         // With a capacity, the arena's share: what the static pools leave.
         let arena_capacity = match options.search_capacity {
             Some(capacity) => {
-                let (mut pools, mut scratch) = (Vec::new(), placements.clone());
+                let (mut pools, mut scratch) = (Vec::new(), unplaced());
                 let cap = options.pool_cap.unwrap_or(u64::MAX);
                 bump_into_pools(
                     problem,
@@ -877,6 +888,9 @@ fn lay_out_up_to(
             }
         };
 
+        if placements.is_empty() {
+            placements = unplaced();
+        }
         let mut pools = Vec::new();
         let mut cap_fallback = None;
         match options.pool_cap {
@@ -951,17 +965,50 @@ struct Region {
     durations: Vec<u64>,
 }
 
+/// The buffers of `device`: those laid out in its arena and the always-live ones, each list in
+/// canonical order and allocated to its length (at a million buffers, lists grown by doubling
+/// leave a tenth of the layout's memory unused).
+fn arena_and_statics(problem: &Problem, device: usize) -> (Vec<usize>, Vec<usize>) {
+    let in_arena = |b: usize| !problem.buffers[b].is_always_live();
+    let (mut arena_len, mut statics_len) = (0, 0);
+    for b in problem.buffers_on(device) {
+        match in_arena(b) {
+            true => arena_len += 1,
+            false => statics_len += 1,
+        }
+    }
+    let mut lists = (
+        Vec::with_capacity(arena_len),
+        Vec::with_capacity(statics_len),
+    );
+    for b in problem.buffers_on(device) {
+        match in_arena(b) {
+            true => lists.0.push(b),
+            false => lists.1.push(b),
+        }
+    }
+    lists
+}
+
 /// The regions of the arena buffers `arena` of one device, one per precision class (one in
 /// all without precision classes), in class order.
 fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> Vec<Region> {
-    let mut classes: BTreeMap<Option<DType>, Vec<usize>> = BTreeMap::new();
+    let class_of = |b: usize| match options.precision_classes {
+        true => problem.buffers[b].dtype,
+        false => None,
+    };
+    // Counted first: each list is allocated to its length.
+    let mut counts: BTreeMap<Option<DType>, usize> = BTreeMap::new();
+    for &b in arena {
+        *counts.entry(class_of(b)).or_default() += 1;
+    }
+    let mut classes: BTreeMap<Option<DType>, Vec<usize>> = (counts.into_iter())
+        .map(|(class, n)| (class, Vec::with_capacity(n)))
+        .collect();
     for (k, &b) in arena.iter().enumerate() {
-        let class = if options.precision_classes {
-            problem.buffers[b].dtype
-        } else {
-            None
-        };
-        classes.entry(class).or_default().push(k);
+        if let Some(members) = classes.get_mut(&class_of(b)) {
+            members.push(k);
+        }
     }
     (classes.into_iter())
         .map(|(class, members)| {
@@ -975,7 +1022,11 @@ fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> V
                     }
                 })
                 .collect();
-            let durations = durations(problem, &items);
+            // Only `search` reads them.
+            let durations = match search_runs(options, items.len()) {
+                true => durations(problem, &items),
+                false => Vec::new(),
+            };
             Region {
                 class,
                 members,
@@ -1264,11 +1315,10 @@ fn layout_region(
             done(RegionLayout { offsets, extent })
         }
         Strategy::Search => {
-            // `best`, which a page load runs, leaves it to first-fit past
-            // `BEST_GREEDY_MOST_ITEMS` buffers. Past the work budget neither the local search
-            // nor the exact part runs: the portfolio alone, seven decodes the caller may stop
-            // at any point (the first is first-fit's).
-            if in_best && items.len() > BEST_GREEDY_MOST_ITEMS {
+            // Past the work budget neither the local search nor the exact part runs: the
+            // portfolio alone, seven decodes the caller may stop at any point (the first is
+            // first-fit's).
+            if !search_runs(options, items.len()) {
                 return None;
             }
             let visits = overlaps();

@@ -1042,6 +1042,68 @@ fn durations_measure_lifetimes_in_the_problems_time() {
     assert_eq!(durations(&p, &items), [1, 1, 1, 1]);
 }
 
+/// A region's durations are computed only where `search` lays it out: by name at any size, in
+/// `best` up to `BEST_GREEDY_MOST_ITEMS` buffers, never for another strategy; and every region
+/// of a device's arena gets its buffers in canonical order, whatever its class.
+#[test]
+fn regions_carry_durations_only_where_search_reads_them() {
+    let mut p = random_problem(40, 12, 9);
+    p.position_times = (0..p.positions).map(|t| u64::from(t) * 3).collect();
+    for (b, buffer) in p.buffers.iter_mut().enumerate() {
+        buffer.dtype = [
+            None,
+            Some(crate::dtype::DType::F32),
+            Some(crate::dtype::DType::F16),
+        ][b % 3];
+    }
+    p.buffers[0].lifetime = Lifetime::Always;
+    let arena: Vec<usize> = (0..p.buffers.len())
+        .filter(|&b| !p.buffers[b].is_always_live())
+        .collect();
+    let regions = |strategy: StrategyChoice, precision_classes| {
+        let options = PlanOptions {
+            strategy,
+            precision_classes,
+            ..PlanOptions::default()
+        };
+        arena_regions(&p, &arena, &options)
+    };
+    for (strategy, timed) in [
+        (StrategyChoice::Best, true),
+        (Strategy::Search.into(), true),
+        (Strategy::FirstFit.into(), false),
+        (Strategy::Tlsf.into(), false),
+    ] {
+        for classes in [false, true] {
+            let regions = regions(strategy, classes);
+            assert_eq!(regions.len(), if classes { 3 } else { 1 });
+            let mut members: Vec<usize> = Vec::new();
+            for r in &regions {
+                assert!(r.members.is_sorted());
+                members.extend(&r.members);
+                let expected = match timed {
+                    true => durations(&p, &r.items),
+                    false => Vec::new(),
+                };
+                assert_eq!(r.durations, expected, "{strategy:?}");
+                assert_eq!(r.durations.len(), if timed { r.items.len() } else { 0 });
+            }
+            members.sort_unstable();
+            assert_eq!(members, (0..arena.len()).collect::<Vec<_>>());
+        }
+    }
+    assert!(search_runs(&PlanOptions::default(), BEST_GREEDY_MOST_ITEMS));
+    assert!(!search_runs(
+        &PlanOptions::default(),
+        BEST_GREEDY_MOST_ITEMS + 1
+    ));
+    let by_name = PlanOptions {
+        strategy: Strategy::Search.into(),
+        ..PlanOptions::default()
+    };
+    assert!(search_runs(&by_name, BEST_GREEDY_MOST_ITEMS + 1));
+}
+
 /// `search` minimizing reports the layout it starts from before any node, never a worse one
 /// after, and last the layout it returns, so a caller's clock at the first report of it
 /// (`FoundAt`) is when the answer came. (That each better layout is reported as it is found,
