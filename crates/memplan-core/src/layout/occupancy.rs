@@ -10,7 +10,9 @@
 //! node on the root paths of `a` and `b`: exactly the buffers that overlap `[a, b]`, in
 //! O(log T) merged lists, each as short as the address map is fragmented there. No item's
 //! span holds a node above the level of the longest span's canonical nodes, so nothing reads
-//! or fills a union up there: a schedule of short lifetimes skips the tree's top levels.
+//! or fills a union up there: a schedule of short lifetimes skips the tree's top levels, and
+//! the tree stores none of them ([`Nodes`]). A leaf is one start: whatever meets it covers it,
+//! so its two unions are one.
 //!
 //! The unions hold addresses in units of the region's [`grain`]: a decode puts each buffer at 0
 //! or at an end of others rounded up to its alignment, as the exact search's canonical layouts
@@ -348,6 +350,93 @@ struct Node<W> {
     covering: Ranges<W>,
 }
 
+/// The tree's unions, stored only where an insert or a query reaches: the inner levels from
+/// `lowest` down, each as far as the real leaves reach (their count is padded to a power of two:
+/// at 4.7 million starts, 3.7 million inner nodes above padding took 89 MB), and the leaves
+/// apart, with one union each: a leaf is one start, so every buffer that meets it covers it, and
+/// its `touching` and `covering` unions would hold the same ranges (a sixth of the pool at a
+/// million buffers). Nodes keep their heap indices (see `segment_tree`); only where each is
+/// stored changes.
+#[derive(Default)]
+struct Nodes<W> {
+    /// Per level `l` (nodes `2^l` to `2^(l+1) - 1`), the index in `inner` of its node `2^l`, less
+    /// `2^l` (wrapping): node `n` is `inner[level_at[log2 n] + n]`.
+    level_at: Vec<usize>,
+    inner: Vec<Node<W>>,
+    /// The first leaf's heap index (a power of two) and, from it, each leaf's union.
+    first_leaf: usize,
+    leaves: Vec<Ranges<W>>,
+}
+
+impl<W: Copy + Default> Nodes<W> {
+    /// Empty, for `starts` leaves from `first_leaf` (the least power of two that holds them),
+    /// with inner nodes from `lowest` down.
+    fn reset(&mut self, starts: usize, first_leaf: usize, lowest: usize) {
+        let (height, top) = (first_leaf.ilog2(), lowest.ilog2());
+        self.first_leaf = first_leaf;
+        // Levels above `lowest` are never reached: an index there is out of bounds.
+        self.level_at.clear();
+        self.level_at.resize(height as usize, usize::MAX / 2);
+        let mut stored = 0usize;
+        for level in top..height {
+            // A node of this level spans `2^(height - level)` leaves.
+            self.level_at[level as usize] = stored.wrapping_sub(1 << level);
+            stored += starts.div_ceil(1 << (height - level));
+        }
+        self.inner.clear();
+        self.inner.resize(stored, Node::default());
+        self.leaves.clear();
+        self.leaves.resize(starts, Ranges::default());
+    }
+
+    /// Where inner node `n` is in `inner`.
+    fn inner_index(&self, n: usize) -> usize {
+        self.level_at[n.ilog2() as usize].wrapping_add(n)
+    }
+
+    /// Where node `n`'s unions are: a leaf's one, or an inner node's two.
+    fn at(&mut self, n: usize) -> At<'_, W> {
+        match n.checked_sub(self.first_leaf) {
+            Some(leaf) => At::Leaf(&mut self.leaves[leaf]),
+            None => {
+                let k = self.inner_index(n);
+                At::Inner(&mut self.inner[k])
+            }
+        }
+    }
+
+    /// Node `n`'s `touching` union, or its `covering` one.
+    fn union(&self, n: usize, covering: bool) -> Ranges<W> {
+        match n.checked_sub(self.first_leaf) {
+            Some(leaf) => self.leaves[leaf],
+            None => {
+                let node = &self.inner[self.inner_index(n)];
+                if covering {
+                    node.covering
+                } else {
+                    node.touching
+                }
+            }
+        }
+    }
+}
+
+/// A node's unions, as [`Nodes`] stores them.
+enum At<'a, W> {
+    Leaf(&'a mut Ranges<W>),
+    Inner(&'a mut Node<W>),
+}
+
+impl<'a, W> At<'a, W> {
+    /// Its `touching` union (a leaf's one).
+    fn touching(self) -> &'a mut Ranges<W> {
+        match self {
+            At::Leaf(r) => r,
+            At::Inner(node) => &mut node.touching,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Occupancy<W> {
     /// Bytes per unit of the unions.
@@ -362,7 +451,7 @@ struct Occupancy<W> {
     /// of short lifetimes over a long schedule keeps the tree's top levels out of every insert
     /// and query.
     lowest: usize,
-    nodes: Vec<Node<W>>,
+    nodes: Nodes<W>,
     pool: Pool<W>,
     walk: WalkBuffers<W>,
 }
@@ -375,7 +464,7 @@ impl<W: Unit> Occupancy<W> {
             spans: Vec::new(),
             leaves: 0,
             lowest: 1,
-            nodes: Vec::new(),
+            nodes: Nodes::default(),
             pool: Pool::default(),
             walk: WalkBuffers::default(),
         };
@@ -413,11 +502,7 @@ impl<W: Unit> Occupancy<W> {
             .max()
             .unwrap_or(1);
         self.lowest = (self.leaves >> longest.ilog2()).max(1);
-        // The leaves past the last start are never read nor filled: the heap stops at the last
-        // real leaf (at 4.7 million starts, 3.7 million padding leaves took 118 MB).
-        self.nodes.clear();
-        self.nodes
-            .resize(self.leaves + self.starts.len(), Node::default());
+        (self.nodes).reset(self.starts.len(), self.leaves, self.lowest);
         self.pool.clear();
     }
 
@@ -447,14 +532,18 @@ impl<W: Unit> Occupancy<W> {
         // canonical node on a path does not stop its own climb.
         let (nodes, pool) = (&mut self.nodes, &mut self.pool);
         for mut n in [lo / 2, (hi - 1) / 2] {
-            while n >= self.lowest && pool.insert(&mut nodes[n].touching, offset, end) {
+            while n >= self.lowest && pool.insert(nodes.at(n).touching(), offset, end) {
                 n /= 2;
             }
         }
-        canonical(lo, hi, |n| {
-            let node = &mut nodes[n];
-            pool.insert(&mut node.covering, offset, end);
-            pool.insert(&mut node.touching, offset, end);
+        canonical(lo, hi, |n| match nodes.at(n) {
+            At::Leaf(union) => {
+                pool.insert(union, offset, end);
+            }
+            At::Inner(node) => {
+                pool.insert(&mut node.covering, offset, end);
+                pool.insert(&mut node.touching, offset, end);
+            }
         });
         true
     }
@@ -462,9 +551,9 @@ impl<W: Unit> Occupancy<W> {
     /// How many ranges the unions a query over the leaf span `(lo, hi)` reads hold together.
     fn ranges_read(&self, (lo, hi): (usize, usize)) -> usize {
         let mut read = 0;
-        canonical(lo, hi, |n| read += self.nodes[n].touching.len as usize);
+        canonical(lo, hi, |n| read += self.nodes.union(n, false).len as usize);
         root_paths(lo, hi - 1, self.lowest, |n| {
-            read += self.nodes[n].covering.len as usize
+            read += self.nodes.union(n, true).len as usize
         });
         read
     }
@@ -480,11 +569,8 @@ impl<W: Unit> Occupancy<W> {
         // are cache misses).
         let mut longest = (0, 0);
         let mut add = |n: usize, covering: bool| {
-            let node: &Node<W> = &nodes[n];
-            let ranges = match covering {
-                true => pool.get(node.covering),
-                false => pool.get(node.touching),
-            };
+            let union = nodes.union(n, covering);
+            let ranges = pool.get(union);
             let len = ranges.len();
             if len > 0 {
                 // Both ends read now, in a loop of independent loads: the walk's first steps
@@ -494,11 +580,7 @@ impl<W: Unit> Occupancy<W> {
                 if len >= longest.0 {
                     longest = (len, unions.len());
                 }
-                unions.push(if covering {
-                    node.covering
-                } else {
-                    node.touching
-                });
+                unions.push(union);
             }
         };
         canonical(lo, hi, |n| add(n, false));
@@ -746,12 +828,17 @@ impl Occupancy<u32> {
             len: r.len,
             top: u64::from(r.top),
         };
-        let nodes = (self.nodes.iter())
-            .map(|n| Node {
-                touching: ranges(n.touching),
-                covering: ranges(n.covering),
-            })
-            .collect();
+        let nodes = Nodes {
+            level_at: self.nodes.level_at,
+            inner: (self.nodes.inner.iter())
+                .map(|n| Node {
+                    touching: ranges(n.touching),
+                    covering: ranges(n.covering),
+                })
+                .collect(),
+            first_leaf: self.nodes.first_leaf,
+            leaves: self.nodes.leaves.iter().map(|&r| ranges(r)).collect(),
+        };
         Occupancy {
             grain: self.grain,
             starts: self.starts,
@@ -1393,6 +1480,48 @@ mod tests {
                     .collect();
                 prop_assert_eq!(reached, (lo..hi).collect::<Vec<_>>());
             }
+        }
+    }
+
+    /// The tree stores each node an insert or a query reaches (the real leaves and their
+    /// ancestors from `lowest` down) in a place of its own, and no other.
+    #[test]
+    fn the_tree_stores_each_node_it_reaches_once() {
+        for (starts, longest) in [
+            (1, 1),
+            (2, 1),
+            (5, 2),
+            (8, 8),
+            (9, 3),
+            (1000, 1),
+            (1000, 37),
+        ] {
+            let items: Vec<Item> = (0..starts)
+                .map(|t| Item {
+                    size: 1,
+                    alignment: 1,
+                    live: LiveInterval::new(t, (t + longest - 1).min(starts - 1)),
+                })
+                .collect();
+            let occupancy = Occupancy::<u32>::new(&items, 1);
+            let nodes = &occupancy.nodes;
+            assert_eq!(nodes.leaves.len(), starts as usize);
+            let mut inner = std::collections::BTreeSet::new();
+            for leaf in 0..starts as usize {
+                let mut n = (occupancy.leaves + leaf) / 2;
+                while n >= occupancy.lowest {
+                    inner.insert(n);
+                    n /= 2;
+                }
+            }
+            let slots: std::collections::BTreeSet<usize> =
+                inner.iter().map(|&n| nodes.inner_index(n)).collect();
+            assert_eq!(
+                slots.len(),
+                inner.len(),
+                "{starts} starts: two nodes share a slot"
+            );
+            assert_eq!(slots, (0..nodes.inner.len()).collect(), "{starts} starts");
         }
     }
 
