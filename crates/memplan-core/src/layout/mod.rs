@@ -966,52 +966,32 @@ struct Region {
 }
 
 /// The buffers of `device`: those laid out in its arena and the always-live ones, each list in
-/// canonical order and allocated to its length (at a million buffers, lists grown by doubling
-/// leave a tenth of the layout's memory unused).
+/// canonical order and cut to its length (at a million buffers, lists grown by doubling left a
+/// tenth of the layout's memory unused, and the decode's peak comes after).
 fn arena_and_statics(problem: &Problem, device: usize) -> (Vec<usize>, Vec<usize>) {
-    let in_arena = |b: usize| !problem.buffers[b].is_always_live();
-    let (mut arena_len, mut statics_len) = (0, 0);
-    for b in problem.buffers_on(device) {
-        match in_arena(b) {
-            true => arena_len += 1,
-            false => statics_len += 1,
-        }
-    }
-    let mut lists = (
-        Vec::with_capacity(arena_len),
-        Vec::with_capacity(statics_len),
-    );
-    for b in problem.buffers_on(device) {
-        match in_arena(b) {
-            true => lists.0.push(b),
-            false => lists.1.push(b),
-        }
-    }
-    lists
+    let (mut arena, mut statics): (Vec<usize>, Vec<usize>) = problem
+        .buffers_on(device)
+        .partition(|&b| !problem.buffers[b].is_always_live());
+    arena.shrink_to_fit();
+    statics.shrink_to_fit();
+    (arena, statics)
 }
 
 /// The regions of the arena buffers `arena` of one device, one per precision class (one in
 /// all without precision classes), in class order.
 fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> Vec<Region> {
-    let class_of = |b: usize| match options.precision_classes {
-        true => problem.buffers[b].dtype,
-        false => None,
-    };
-    // Counted first: each list is allocated to its length.
-    let mut counts: BTreeMap<Option<DType>, usize> = BTreeMap::new();
-    for &b in arena {
-        *counts.entry(class_of(b)).or_default() += 1;
-    }
-    let mut classes: BTreeMap<Option<DType>, Vec<usize>> = (counts.into_iter())
-        .map(|(class, n)| (class, Vec::with_capacity(n)))
-        .collect();
+    let mut classes: BTreeMap<Option<DType>, Vec<usize>> = BTreeMap::new();
     for (k, &b) in arena.iter().enumerate() {
-        if let Some(members) = classes.get_mut(&class_of(b)) {
-            members.push(k);
-        }
+        let class = if options.precision_classes {
+            problem.buffers[b].dtype
+        } else {
+            None
+        };
+        classes.entry(class).or_default().push(k);
     }
     (classes.into_iter())
-        .map(|(class, members)| {
+        .map(|(class, mut members)| {
+            members.shrink_to_fit();
             let items: Vec<Item> = (members.iter())
                 .map(|&k| {
                     let b = &problem.buffers[arena[k]];

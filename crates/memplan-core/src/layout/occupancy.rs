@@ -394,15 +394,10 @@ impl<W: Copy + Default> Nodes<W> {
         self.level_at[n.ilog2() as usize].wrapping_add(n)
     }
 
-    /// Where node `n`'s unions are: a leaf's one, or an inner node's two.
-    fn at(&mut self, n: usize) -> At<'_, W> {
-        match n.checked_sub(self.first_leaf) {
-            Some(leaf) => At::Leaf(&mut self.leaves[leaf]),
-            None => {
-                let k = self.inner_index(n);
-                At::Inner(&mut self.inner[k])
-            }
-        }
+    /// Inner node `n`.
+    fn inner_mut(&mut self, n: usize) -> &mut Node<W> {
+        let k = self.inner_index(n);
+        &mut self.inner[k]
     }
 
     /// Node `n`'s `touching` union, or its `covering` one.
@@ -417,22 +412,6 @@ impl<W: Copy + Default> Nodes<W> {
                     node.touching
                 }
             }
-        }
-    }
-}
-
-/// A node's unions, as [`Nodes`] stores them.
-enum At<'a, W> {
-    Leaf(&'a mut Ranges<W>),
-    Inner(&'a mut Node<W>),
-}
-
-impl<'a, W> At<'a, W> {
-    /// Its `touching` union (a leaf's one).
-    fn touching(self) -> &'a mut Ranges<W> {
-        match self {
-            At::Leaf(r) => r,
-            At::Inner(node) => &mut node.touching,
         }
     }
 }
@@ -530,17 +509,19 @@ impl<W: Unit> Occupancy<W> {
         // holds those of the nodes below it, so a climb stops at the first union that held the
         // range already (every union above holds it too). The canonical nodes come after, so a
         // canonical node on a path does not stop its own climb.
+        // The climbs start above the leaves.
         let (nodes, pool) = (&mut self.nodes, &mut self.pool);
         for mut n in [lo / 2, (hi - 1) / 2] {
-            while n >= self.lowest && pool.insert(nodes.at(n).touching(), offset, end) {
+            while n >= self.lowest && pool.insert(&mut nodes.inner_mut(n).touching, offset, end) {
                 n /= 2;
             }
         }
-        canonical(lo, hi, |n| match nodes.at(n) {
-            At::Leaf(union) => {
-                pool.insert(union, offset, end);
+        canonical(lo, hi, |n| match n.checked_sub(nodes.first_leaf) {
+            Some(leaf) => {
+                pool.insert(&mut nodes.leaves[leaf], offset, end);
             }
-            At::Inner(node) => {
+            None => {
+                let node = nodes.inner_mut(n);
                 pool.insert(&mut node.covering, offset, end);
                 pool.insert(&mut node.touching, offset, end);
             }
