@@ -353,10 +353,26 @@ impl SweepJob {
         }
     }
 
-    /// Steps done and steps in all (three before the targets: the order, the exhaustive
-    /// optimum and the minimize fit; and the given order's sweep after, when there is one).
+    /// The steps in all of a sweep of `points` targets under `scenario`, as its job's
+    /// [`progress`](SweepJob::progress) counts them, without making one (the page shows the
+    /// count before its worker has started).
+    pub fn steps(scenario: &Scenario, points: usize) -> usize {
+        let own = Self::own_steps(points);
+        match scenario.order.is_given() {
+            true => own,
+            false => 2 * own,
+        }
+    }
+
+    /// Three before the targets: the order, the exhaustive optimum and the minimize fit.
+    fn own_steps(points: usize) -> usize {
+        points.max(2) + 3
+    }
+
+    /// Steps done and steps in all (see [`SweepJob::own_steps`]; and the given order's sweep
+    /// after, when there is one).
     pub fn progress(&self) -> (usize, usize) {
-        let own_total = self.points.max(2) + 3;
+        let own_total = Self::own_steps(self.points);
         let (given_done, given_total) = self.given.as_ref().map_or((0, 0), |g| g.progress());
         let own_done = if self.done.is_some() {
             own_total

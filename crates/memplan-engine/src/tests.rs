@@ -631,12 +631,14 @@ fn a_sweep_in_steps_is_the_sweep_at_once_and_says_how_far_it_is() {
     // budgets.
     assert_eq!(seen.first(), Some(&(0, 9)));
     assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
+    assert_eq!(SweepJob::steps(&scenario, 6), 9);
     // Reordered: the same steps, then the given order's sweep.
     let reordered = Scenario {
         order: Order::Lpmf,
         ..scenario.clone()
     };
     let whole_reordered = s.sweep(&reordered, 6, 20).unwrap();
+    assert_eq!(SweepJob::steps(&reordered, 6), 18);
     let mut job = SweepJob::new(reordered, 6, 20);
     let mut seen = Vec::new();
     let stepped = loop {

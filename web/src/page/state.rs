@@ -844,7 +844,7 @@ impl PageState {
         }
         let points = self.sweep_points.get_untracked();
         let scenario = unflipped(&self.scenario());
-        let (_, steps) = memplan_engine::SweepJob::new(scenario.clone(), points, 0).progress();
+        let steps = memplan_engine::SweepJob::steps(&scenario, points);
         self.busy
             .set(Some(Busy::stage(0, steps as u32, "sweeping targets")));
         self.planning.set(true);
