@@ -806,7 +806,7 @@ fn lay_out_up_to(
         None => None,
     };
     // Made once the first arena is laid out: at a million buffers the decode's peak is the
-    // process's, and they would add a sixth to it.
+    // process's, and they would add 16 bytes a buffer to it.
     let mut placements: Vec<Placement> = Vec::new();
     let unplaced = || vec![Placement { pool: 0, offset: 0 }; problem.buffers.len()];
     let mut devices = Vec::with_capacity(problem.device_ids.len());
@@ -966,8 +966,8 @@ struct Region {
 }
 
 /// The buffers of `device`: those laid out in its arena and the always-live ones, each list in
-/// canonical order and cut to its length (at a million buffers, lists grown by doubling left a
-/// tenth of the layout's memory unused, and the decode's peak comes after).
+/// canonical order and cut to its length (grown by doubling, a list of a million buffers held
+/// up to twice its bytes through the decode's peak, which comes after).
 fn arena_and_statics(problem: &Problem, device: usize) -> (Vec<usize>, Vec<usize>) {
     let (mut arena, mut statics): (Vec<usize>, Vec<usize>) = problem
         .buffers_on(device)

@@ -508,8 +508,8 @@ impl<W: Unit> Occupancy<W> {
         // Up the root paths of the span's first and last leaves first: every `touching` union
         // holds those of the nodes below it, so a climb stops at the first union that held the
         // range already (every union above holds it too). The canonical nodes come after, so a
-        // canonical node on a path does not stop its own climb.
-        // The climbs start above the leaves.
+        // canonical node on a path does not stop its own climb. The climbs start above the
+        // leaves, at inner nodes.
         let (nodes, pool) = (&mut self.nodes, &mut self.pool);
         for mut n in [lo / 2, (hi - 1) / 2] {
             while n >= self.lowest && pool.insert(&mut nodes.inner_mut(n).touching, offset, end) {
