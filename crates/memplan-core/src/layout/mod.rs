@@ -1232,17 +1232,16 @@ fn layout_region(
     };
     // A greedy decode; `None` past `extent_limit`, or when a stop abandons it.
     let within = |choice, extent_limit, control: &mut Control<'_>| {
-        let Control {
-            should_stop,
-            earlier,
-            abandon_on_stop,
-            ..
-        } = control;
-        let earlier = (earlier.as_deref_mut())
+        // Held apart while the decode runs, which asks the control whether to abandon.
+        let mut decodes = control.earlier.take();
+        let earlier = (decodes.as_deref_mut())
             .map(|decodes| decodes.0.entry((device, class, choice)).or_default());
-        let mut abandons = || *abandon_on_stop && should_stop.as_mut().is_some_and(|f| f());
         let order = size_order(items);
-        occupancy::place(items, &order, choice, earlier, extent_limit, &mut abandons)
+        let placed = occupancy::place(items, &order, choice, earlier, extent_limit, &mut || {
+            control.abandons()
+        });
+        control.earlier = decodes;
+        placed
     };
     // `None` only when a stop abandons it.
     let mut first_fit = |control: &mut Control<'_>| {

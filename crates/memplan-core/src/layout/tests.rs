@@ -625,21 +625,24 @@ fn tlsf_refuses_a_layout_past_64_bits_and_best_does_without_it() {
     assert_ne!(best.devices[0].strategy, Strategy::Tlsf);
 }
 
+/// `n` small buffers `b0`, `b1`, ... of `least` bytes and up to 299 more, buffer `i` live over
+/// `length + 1` positions from `i % cycle`: each overlaps many others.
+fn overlapping(n: u64, least: u64, cycle: u32, length: u32) -> Problem {
+    let buffers = (0..n)
+        .map(|i| {
+            let first = i as u32 % cycle;
+            let size = least + (i * 37) % 300;
+            buffer(&format!("b{i}"), size, 1, live(first, first + length))
+        })
+        .collect();
+    problem(cycle + length, buffers)
+}
+
 #[test]
 fn a_stop_condition_ends_search_with_its_best_so_far_and_progress_is_heard() {
     // Many small, overlapping buffers: the exact search places one buffer a node and asks the
     // stop condition every 1,024 nodes, so it asks before it is done.
-    let buffers = (0..2000)
-        .map(|i| {
-            buffer(
-                &format!("b{i}"),
-                100 + (i * 37) % 300,
-                1,
-                live(i as u32 % 50, i as u32 % 50 + 3),
-            )
-        })
-        .collect();
-    let p = problem(60, buffers);
+    let p = overlapping(2000, 100, 50, 3);
     let options = PlanOptions {
         strategy: Strategy::Search.into(),
         ..PlanOptions::default()
@@ -679,17 +682,7 @@ fn a_stop_condition_ends_search_with_its_best_so_far_and_progress_is_heard() {
 #[test]
 fn a_cancel_abandons_the_first_layout_where_a_stop_finishes_it() {
     // More buffers than a decode places between two asks, so it is asked while it runs.
-    let buffers = (0..5000)
-        .map(|i| {
-            buffer(
-                &format!("b{i}"),
-                64 + (i * 37) % 300,
-                1,
-                live(i as u32 % 900, i as u32 % 900 + 5),
-            )
-        })
-        .collect();
-    let p = problem(1000, buffers);
+    let p = overlapping(5000, 64, 900, 5);
     for strategy in [
         StrategyChoice::Best,
         Strategy::FirstFit.into(),
