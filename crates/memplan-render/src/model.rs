@@ -12,6 +12,9 @@
 
 pub mod columns;
 mod packed;
+mod steps;
+
+pub use steps::{ListedStep, StepView, Steps};
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -283,33 +286,6 @@ pub struct ViewInto {
     pub size: u64,
 }
 
-/// One step of the schedule (sent column by column: [`columns::steps`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepView {
-    pub id: Arc<str>,
-    /// The display name (the id itself, shared, when the dump gives none).
-    pub name: Arc<str>,
-    pub op: String,
-    /// The position it runs at.
-    pub position: u32,
-}
-
-impl StepView {
-    /// The step as the views name it: its name, and its operator in parentheses unless the name
-    /// already says it: its last `/` scope starts with the operator, as a word (case aside):
-    /// `dot_general.181`, not `dot_general.181 (dot_general)`; but `padding_1 (Add)`.
-    pub fn name_with_op(&self) -> String {
-        let last = self.name.rsplit('/').next().unwrap_or("");
-        let said = self.op.is_empty()
-            || (last.get(..self.op.len())).is_some_and(|head| head.eq_ignore_ascii_case(&self.op))
-                && !(last[self.op.len()..].starts_with(char::is_alphabetic));
-        match said {
-            true => self.name.to_string(),
-            false => format!("{} ({})", self.name, self.op),
-        }
-    }
-}
-
 /// A loop of the schedule: one position.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoopView {
@@ -438,7 +414,7 @@ pub struct ViewModel {
     /// In position order (what runs at a position is named by
     /// [`ViewModel::position_label`], derived from them, never sent beside them).
     #[serde(with = "crate::model::columns::steps")]
-    pub steps: Arc<[StepView]>,
+    pub steps: Steps,
     pub loops: Arc<[LoopView]>,
     pub devices: Vec<DeviceView>,
     /// One per buffer of the plan, in canonical order.
@@ -467,7 +443,7 @@ pub struct Labels {
     elided: Vec<usize>,
     /// The tensors the source could not size.
     size_unknown: Vec<usize>,
-    steps: Arc<[StepView]>,
+    steps: Steps,
     loops: Arc<[LoopView]>,
     stacks: Arc<[StackView]>,
     allocator: Arc<[Option<AllocatorDeviceView>]>,
@@ -538,19 +514,8 @@ impl Labels {
                 })
             })
             .collect();
-        let mut steps: Vec<StepView> = Vec::with_capacity(graph.step_count());
         let mut loops = Vec::new();
         for (p, position) in resolved.positions.iter().enumerate() {
-            for s in position.steps() {
-                let step = graph.step(s);
-                let id: Arc<str> = step.id.as_str().into();
-                steps.push(StepView {
-                    name: step.name.as_deref().map_or_else(|| id.clone(), Arc::from),
-                    id,
-                    op: step.op.to_string(),
-                    position: p as u32,
-                });
-            }
             if let Some(l) = position.loop_index() {
                 loops.push(LoopView {
                     id: graph.loops[l].id.clone(),
@@ -565,7 +530,7 @@ impl Labels {
             tensors,
             elided,
             size_unknown,
-            steps: steps.into(),
+            steps: Steps::of(graph, resolved),
             loops: loops.into(),
             stacks: stacks.into(),
             allocator: Arc::new([]),
@@ -756,10 +721,8 @@ impl ViewModel {
             return (0..self.buffers.len()).collect();
         }
         let hit = |s: &str| s.to_lowercase().contains(&q);
-        let step_hits: Vec<bool> = self
-            .steps
-            .iter()
-            .map(|s| hit(&s.id) || hit(&s.name) || hit(&s.op))
+        let step_hits: Vec<bool> = (self.steps.iter())
+            .map(|s| hit(&s.id) || (s.name != s.id && hit(&s.name)) || hit(s.op))
             .collect();
         let step_hit = |s: &u32| step_hits.get(*s as usize).copied().unwrap_or(false);
         // A frame matches by its function, its file's whole path, or `file:line`.
@@ -789,10 +752,9 @@ impl ViewModel {
     }
 
     /// The step ids of `steps` (indices), for lists.
-    pub fn step_ids(&self, steps: &[u32]) -> Vec<&str> {
-        steps
-            .iter()
-            .filter_map(|&s| self.steps.get(s as usize).map(|s| &*s.id))
+    pub fn step_ids(&self, steps: &[u32]) -> Vec<Cow<'_, str>> {
+        (steps.iter())
+            .filter_map(|&s| self.steps.get(s as usize).map(|s| s.id))
             .collect()
     }
 
@@ -802,13 +764,8 @@ impl ViewModel {
     }
 
     /// The steps running at `position`, in schedule order.
-    pub fn steps_at(&self, position: u32) -> impl Iterator<Item = (u32, &StepView)> {
-        let start = self.steps.partition_point(|s| s.position < position);
-        self.steps[start..]
-            .iter()
-            .take_while(move |s| s.position == position)
-            .enumerate()
-            .map(move |(k, s)| ((start + k) as u32, s))
+    pub fn steps_at(&self, position: u32) -> impl Iterator<Item = (u32, StepView<'_>)> {
+        (self.steps.at_position(position)).filter_map(|s| Some((s as u32, self.steps.get(s)?)))
     }
 
     /// The tensors live at the peak of `device`, largest first (ties in canonical order), each
@@ -839,11 +796,7 @@ impl ViewModel {
                         steps
                             .iter()
                             .rev()
-                            .find(|&&s| {
-                                self.steps
-                                    .get(s as usize)
-                                    .is_some_and(|s| s.position == x.last)
-                            })
+                            .find(|&&s| self.steps.position(s as usize) == Some(x.last))
                             .copied()
                     };
                     match (at_last(&x.tensor.consumers), at_last(&x.tensor.producers)) {
@@ -928,10 +881,8 @@ impl ViewModel {
         if let Some(l) = self.loops.iter().find(|l| l.position == position) {
             return Some(Cow::Owned(format!("loop {}", l.id)));
         }
-        let first = self.steps.partition_point(|s| s.position < position);
-        (self.steps.get(first))
-            .filter(|s| s.position == position)
-            .map(|s| Cow::Borrowed(&*s.id))
+        let first = self.steps.at_position(position).next()?;
+        self.steps.get(first).map(|s| s.id)
     }
 
     /// The device a view opens on when none is asked for: the one with the largest footprint
@@ -1210,6 +1161,31 @@ pub(crate) mod tests {
         ))
     }
 
+    /// A snapshot's steps are kept as its events are, and each is named and placed as the graph
+    /// names and places it, through the wire too (where they read back listed).
+    #[test]
+    fn a_snapshots_steps_are_its_events_named_as_the_graph_names_them() {
+        let bytes = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
+        let graph = memplan_formats::torch::parse(bytes).unwrap().graph;
+        let resolved = graph.resolve().unwrap();
+        let liveness = memplan_core::analyze(&graph, &resolved);
+        let plan =
+            memplan_core::plan(&liveness.problem, &memplan_core::PlanOptions::default()).unwrap();
+        let m = ViewModel::new(&graph, &resolved, &liveness, &plan);
+        assert!(matches!(m.steps.parts(), steps::StepParts::Events(..)));
+        let back: ViewModel = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert!(back.steps.iter().eq(m.steps.iter()));
+        assert_eq!(m.steps.len(), graph.step_count());
+        for (p, position) in resolved.positions.iter().enumerate() {
+            for s in position.steps() {
+                let step = m.steps.get(s).unwrap();
+                assert_eq!(&*step.id, graph.step(s).id.as_str());
+                assert_eq!((&*step.name, step.op), (&*step.id, ""));
+                assert_eq!(step.position, p as u32);
+            }
+        }
+    }
+
     #[test]
     fn a_label_holds_the_graphs_name_and_no_name_that_is_its_id() {
         let dump = r#"{"memplan": 1, "tensors": [
@@ -1266,35 +1242,6 @@ pub(crate) mod tests {
             std::mem::size_of::<Option<SourcePlace>>(),
             std::mem::size_of::<Allocation>()
         );
-    }
-
-    #[test]
-    fn a_step_names_its_operator_unless_its_name_says_it() {
-        let step = |name: &str, op: &str| StepView {
-            id: name.into(),
-            name: name.into(),
-            op: op.into(),
-            position: 0,
-        };
-        assert_eq!(step("n82", "Concat").name_with_op(), "n82 (Concat)");
-        assert_eq!(
-            step("dot_general.181", "dot_general").name_with_op(),
-            "dot_general.181"
-        );
-        assert_eq!(step("MatMul_3", "matmul").name_with_op(), "MatMul_3");
-        assert_eq!(
-            step("resnet/layer1/Conv_2", "Conv").name_with_op(),
-            "resnet/layer1/Conv_2"
-        );
-        assert_eq!(step("t=5", "").name_with_op(), "t=5");
-        // Said as a word at the start, not inside another.
-        assert_eq!(step("padding_1", "Add").name_with_op(), "padding_1 (Add)");
-        assert_eq!(
-            step("relu2_grad", "relu_grad").name_with_op(),
-            "relu2_grad (relu_grad)"
-        );
-        assert_eq!(step("address", "add").name_with_op(), "address (add)");
-        assert_eq!(step("é", "e").name_with_op(), "é (e)");
     }
 
     #[test]
@@ -1355,7 +1302,7 @@ pub(crate) mod tests {
         assert_eq!(decode.position_label(1).as_deref(), Some("loop layers"));
         assert_eq!(
             decode.position_label(0).as_deref(),
-            Some(&*decode.steps[0].id)
+            decode.steps.get(0).map(|s| s.id).as_deref()
         );
         // The answer carries the steps, not a label per position beside them.
         let json = serde_json::to_string(&m).unwrap();
@@ -1437,7 +1384,7 @@ pub(crate) mod tests {
             match r.alive {
                 Alive::AlwaysLive => assert!(b.always_live),
                 Alive::UntilRead { step, wait } => {
-                    assert_eq!(m.steps[step as usize].position, b.last);
+                    assert_eq!(m.steps.position(step as usize), Some(b.last));
                     assert!(b.tensor.consumers.contains(&step));
                     assert_eq!(wait, b.last - peak);
                 }
@@ -1459,7 +1406,7 @@ pub(crate) mod tests {
                 .producers
                 .iter()
                 .chain(x.tensor.consumers.iter())
-                .any(|&s| m.steps[s as usize].op.contains("matmul"))
+                .any(|&s| m.steps.get(s as usize).unwrap().op.contains("matmul"))
                 || x.tensor.display_name().contains("matmul")
         }));
         assert!(m.search("no such thing anywhere").is_empty());

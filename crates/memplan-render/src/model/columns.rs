@@ -94,11 +94,13 @@ macro_rules! field_unless {
     };
 }
 
-/// The schedule's steps, column by column (`#[serde(with = "crate::model::columns::steps")]`): a
-/// snapshot has a step per allocation event, each named by its id.
+/// The schedule's steps, column by column (`#[serde(with = "crate::model::columns::steps")]`):
+/// by id (packed), name and operator, and position (packed). Steps held as events are written
+/// from their parts, each id its run's prefix and its time ([`Words::pack_parts`]), with no id
+/// made; they read back as listed steps (the page's bundle holds one reader).
 pub mod steps {
     use super::*;
-    use crate::model::StepView;
+    use crate::model::steps::{ListedStep, StepParts, Steps};
 
     #[derive(Deserialize)]
     struct StepColumns {
@@ -116,63 +118,88 @@ pub mod steps {
         position: Vec<String>,
     }
 
-    pub fn serialize<S: Serializer>(steps: &[StepView], serializer: S) -> Result<S::Ok, S::Error> {
-        let (names, name) = names_of(steps, |s| &s.id, |s| &s.name);
-        let no_op = !steps.iter().any(|s| !s.op.is_empty());
+    pub fn serialize<S: Serializer>(steps: &Steps, serializer: S) -> Result<S::Ok, S::Error> {
+        let positions = packed_ints(steps.positions(), |&p| p.into());
         let mut fields = serializer.serialize_struct("StepColumns", 5)?;
-        fields.serialize_field("id", &Words::pack(steps.iter().map(|s| &*s.id)))?;
-        field_unless!(fields, "name", name.is_empty(), name);
-        field_unless!(fields, "names", names.is_empty(), names);
-        field_unless!(fields, "op", no_op, Strs(steps, |s| &s.op));
-        fields.serialize_field("position", &packed_ints(steps, |s| s.position.into()))?;
+        match steps.parts() {
+            StepParts::Listed(listed) => {
+                let (names, name) = names_of(listed, |s| &s.id, |s| &s.name);
+                let no_op = !listed.iter().any(|s| !s.op.is_empty());
+                fields.serialize_field("id", &Words::pack(listed.iter().map(|s| &*s.id)))?;
+                field_unless!(fields, "name", name.is_empty(), name);
+                field_unless!(fields, "names", names.is_empty(), names);
+                field_unless!(fields, "op", no_op, Strs(listed, |s| &s.op));
+            }
+            StepParts::Events(runs, times) => {
+                // The wire numbers a word's number plus one: an id ending in `u64::MAX` is
+                // written whole.
+                let whole: Vec<String> = (0..times.len())
+                    .filter(|&s| times[s] == u64::MAX)
+                    .filter_map(|s| Some(steps.get(s)?.id.into_owned()))
+                    .collect();
+                let (mut wholes, mut run) = (whole.iter(), 0);
+                let parts = times.iter().enumerate().map(|(s, &time)| {
+                    while runs.get(run).is_some_and(|r| r.0 as usize <= s) {
+                        run += 1;
+                    }
+                    match time {
+                        u64::MAX => (wholes.next().map_or("", String::as_str), None),
+                        time => (runs.get(run).map_or("", |r| &*r.1), Some(time)),
+                    }
+                });
+                fields.serialize_field("id", &Words::pack_parts(parts))?;
+            }
+        }
+        fields.serialize_field("position", &positions)?;
         fields.end()
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Arc<[StepView]>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Steps, D::Error> {
         let c = StepColumns::deserialize(deserializer)?;
+        let position = unpack(&c.position, |p| u32::try_from(p).ok())
+            .map_err(|e| de::Error::custom(format!("step column `position` {e}")))?;
+        listed(c.id, c.name, c.names, c.op, position).map_err(de::Error::custom)
+    }
+
+    /// Listed steps from their columns.
+    fn listed(
+        id: Words<String>,
+        name: Vec<u32>,
+        names: Vec<Arc<str>>,
+        op: Vec<String>,
+        position: Vec<u32>,
+    ) -> Result<Steps, String> {
         let mut ids: Vec<Arc<str>> = Vec::new();
-        (c.id.unpack(|id| {
+        (id.unpack(|id| {
             ids.push(id.into());
             Ok(())
         }))
-        .map_err(|e| de::Error::custom(format!("step column `id` {e}")))?;
+        .map_err(|e| format!("step column `id` {e}"))?;
         let n = ids.len();
-        let position = unpack(&c.position, |p| u32::try_from(p).ok())
-            .map_err(|e| de::Error::custom(format!("step column `position` {e}")))?;
-        let short = [("name", c.name.len()), ("op", c.op.len())]
+        let short = [("name", name.len()), ("op", op.len())]
             .into_iter()
             .filter(|(_, len)| *len > 0)
-            .chain([("position", position.len())])
             .find(|(_, len)| *len != n);
         if let Some((column, len)) = short {
-            return Err(serde::de::Error::custom(format!(
+            return Err(format!(
                 "step column `{column}` has {len} entries for {n} steps"
-            )));
+            ));
         }
-        if let Some((k, &i)) =
-            (c.name.iter().enumerate()).find(|&(_, &i)| i as usize > c.names.len())
-        {
-            return Err(serde::de::Error::custom(format!(
-                "step {k} names name {i} of {}",
-                c.names.len()
-            )));
+        if let Some((k, &i)) = (name.iter().enumerate()).find(|&(_, &i)| i as usize > names.len()) {
+            return Err(format!("step {k} names name {i} of {}", names.len()));
         }
-        // Checked first, so the steps are made straight into their `Arc` (collected through a
-        // `Result`, they were made in a vector and then moved).
-        let mut ops = c.op.into_iter();
-        Ok((ids.into_iter().enumerate())
-            .map(|(k, id)| StepView {
-                name: match c.name.get(k).copied().unwrap_or(0) {
+        let mut ops = op.into_iter();
+        let steps = (ids.into_iter().enumerate())
+            .map(|(k, id)| ListedStep {
+                name: match name.get(k).copied().unwrap_or(0) {
                     0 => id.clone(),
-                    i => c.names[i as usize - 1].clone(),
+                    i => names[i as usize - 1].clone(),
                 },
                 id,
                 op: ops.next().unwrap_or_default(),
-                position: position[k],
             })
-            .collect())
+            .collect();
+        Steps::listed(steps, position)
     }
 }
 
@@ -938,31 +965,72 @@ mod tests {
     }
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
-    struct StepWire(#[serde(with = "super::steps")] Arc<[crate::model::StepView]>);
+    struct StepWire(#[serde(with = "super::steps")] crate::model::Steps);
+
+    /// `steps` through the wire and back.
+    fn step_trip(steps: &crate::model::Steps) -> crate::model::Steps {
+        let json = serde_json::to_string(&StepWire(steps.clone())).unwrap();
+        serde_json::from_str::<StepWire>(&json).unwrap().0
+    }
 
     proptest! {
         /// Steps, named or not, with operators or not, read back from their columns.
         #[test]
         fn steps_read_back_from_their_columns(
             steps in prop::collection::vec(
-                ("[st]{1,2}", prop::option::of("[n]{1,2}"), "[a-b]{0,1}", 0u32..9),
+                ("[st]{1,2}", prop::option::of("[n]{1,2}"), "[a-b]{0,1}", 0u32..3),
                 0..10,
             ),
         ) {
-            let steps: Arc<[crate::model::StepView]> = (steps.into_iter())
-                .map(|(id, name, op, position)| {
+            let mut position = 0;
+            let (listed, positions): (Vec<_>, Vec<_>) = (steps.into_iter())
+                .map(|(id, name, op, step)| {
                     let id: Arc<str> = Arc::from(id);
-                    crate::model::StepView {
-                        name: name.map_or_else(|| id.clone(), Arc::from),
-                        id,
-                        op,
-                        position,
-                    }
+                    position += step;
+                    let name = name.map_or_else(|| id.clone(), Arc::from);
+                    (crate::model::ListedStep { name, id, op }, position)
                 })
-                .collect();
-            let json = serde_json::to_string(&StepWire(steps.clone())).unwrap();
-            prop_assert_eq!(serde_json::from_str::<StepWire>(&json).unwrap().0, steps);
+                .unzip();
+            let steps = crate::model::Steps::listed(listed, positions).unwrap();
+            prop_assert_eq!(step_trip(&steps), steps);
         }
+
+        /// Steps recorded as events read back as events, named as before.
+        #[test]
+        fn event_steps_read_back_from_their_columns(
+            times in prop::collection::vec((0u64..1 << 40, 0u32..2, any::<bool>()), 1..12),
+        ) {
+            let (mut runs, mut positions, mut position) = (Vec::new(), Vec::new(), 0);
+            for (k, &(_, step, ends)) in times.iter().enumerate() {
+                position += step;
+                positions.push(position);
+                if ends || k + 1 == times.len() {
+                    runs.push(((k + 1) as u32, Arc::from(format!("cuda:{} ", runs.len()))));
+                }
+            }
+            let times = times.iter().map(|t| t.0).collect();
+            let steps = crate::model::Steps::events(runs, times, positions).unwrap();
+            prop_assert!(step_trip(&steps).iter().eq(steps.iter()));
+        }
+    }
+
+    #[test]
+    fn an_event_at_the_last_time_there_is_reads_back_whole() {
+        let runs = vec![(2, Arc::from("cuda:0 t=")), (3, Arc::from("cuda:1 t="))];
+        let times = vec![7, u64::MAX, u64::MAX];
+        let steps = crate::model::Steps::events(runs, times, vec![0, 1, 2]).unwrap();
+        let ids: Vec<String> = step_trip(&steps)
+            .iter()
+            .map(|s| s.id.into_owned())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "cuda:0 t=7",
+                "cuda:0 t=18446744073709551615",
+                "cuda:1 t=18446744073709551615"
+            ]
+        );
     }
 
     /// `ids` as a column of strings.
@@ -1113,10 +1181,7 @@ mod tests {
         let e = serde_json::from_str::<StepWire>(&json)
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("step column `position` has 1 entries for 2 steps"),
-            "{e}"
-        );
+        assert!(e.contains("positions number 1 for 2 steps"), "{e}");
     }
 
     #[test]

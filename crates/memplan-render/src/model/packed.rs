@@ -273,25 +273,32 @@ pub struct Words<S> {
 
 impl<'a> Words<&'a str> {
     pub fn pack(words: impl Iterator<Item = &'a str>) -> Self {
+        Words::pack_parts(words.map(|word| {
+            let digits = word.bytes().rev().take_while(u8::is_ascii_digit).count();
+            let split = (1..=19).contains(&digits)
+                && (digits == 1 || !word[word.len() - digits..].starts_with('0'));
+            match split {
+                true => {
+                    let (stem, digits) = word.split_at(word.len() - digits);
+                    (stem, digits.parse::<u64>().ok())
+                }
+                false => (word, None),
+            }
+        }))
+    }
+
+    /// Strings given as their stems and numbers (`cuda:0 t=` and 7 for `cuda:0 t=7`), packed as
+    /// [`Words::pack`] packs them, with no string made.
+    pub fn pack_parts(parts: impl Iterator<Item = (&'a str, Option<u64>)>) -> Self {
         let mut stems = Vec::new();
         // The type the graph's id index is (one instantiation in the bundle).
         let mut index: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
         let mut packer = Packer::<2>::default();
         let mut packed = Vec::new();
-        for (n, word) in words.enumerate() {
+        for (n, (stem, number)) in parts.enumerate() {
             if n > 0 && n % CHUNK == 0 {
                 packed.push(packer.take());
             }
-            let digits = word.bytes().rev().take_while(u8::is_ascii_digit).count();
-            let split = (1..=19).contains(&digits)
-                && (digits == 1 || !word[word.len() - digits..].starts_with('0'));
-            let (stem, number) = match split {
-                true => {
-                    let (stem, digits) = word.split_at(word.len() - digits);
-                    (stem, digits.parse::<u64>().map_or(0, |n| n + 1))
-                }
-                false => (word, 0),
-            };
             let k = match index.get(stem) {
                 Some(&k) => k,
                 None => {
@@ -301,7 +308,7 @@ impl<'a> Words<&'a str> {
                 }
             };
             packer.push(0, k as u64);
-            packer.push(1, number);
+            packer.push(1, number.map_or(0, |n| n + 1));
         }
         packed.push(packer.finish());
         Words { stems, packed }
