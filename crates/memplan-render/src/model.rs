@@ -558,21 +558,20 @@ impl Labels {
     ) -> Labels {
         let device_count = resolved.device_ids.len();
         let positions = resolved.positions.len();
-        // Each device's positions and the events they start at.
-        let mut starts: Vec<Vec<(usize, u64)>> = vec![Vec::new(); device_count];
-        for (p, position) in resolved.positions.iter().enumerate() {
-            let step = position.first_step();
-            if let Some(time) = graph.step_time(step) {
-                starts[resolved.steps[step].device()].push((p, time));
-            }
-        }
         let mut allocator: Vec<Option<AllocatorDeviceView>> = vec![None; device_count];
         for r in &recorded.devices {
             let Some(d) = resolved.device_ids.iter().position(|id| *id == r.device) else {
                 continue;
             };
-            let own = &starts[d];
-            let times: Vec<u64> = own.iter().map(|s| s.1).collect();
+            // The device's positions and the events they start at, side by side (a snapshot has
+            // a position per allocation; as pairs they took a third more).
+            let (own, times): (Vec<u32>, Vec<u64>) = (resolved.positions.iter().enumerate())
+                .filter_map(|(p, position)| {
+                    let step = position.first_step();
+                    let time = graph.step_time(step)?;
+                    (resolved.steps[step].device() == d).then_some((p as u32, time))
+                })
+                .unzip();
             // Per position of the whole schedule: the device's own positions from the series,
             // the others carrying the nearest value (before its first, after its last).
             let spread = |series: &[(u64, u64)]| -> Vec<u64> {
@@ -584,7 +583,7 @@ impl Labels {
                 let mut k = 0;
                 let mut last = values.first().copied().unwrap_or(series[0].1);
                 for p in 0..positions {
-                    if k < own.len() && own[k].0 == p {
+                    if own.get(k).is_some_and(|&q| q as usize == p) {
                         last = values[k];
                         k += 1;
                     }
@@ -594,7 +593,7 @@ impl Labels {
             };
             let position_of = |event: u64| {
                 let k = times.partition_point(|&t| t <= event);
-                own.get(k.saturating_sub(1)).map_or(0, |s| s.0 as u32)
+                own.get(k.saturating_sub(1)).copied().unwrap_or(0)
             };
             allocator[d] = Some(AllocatorDeviceView {
                 reserved: spread(&r.reserved),
@@ -641,7 +640,6 @@ impl ViewModel {
     pub fn labelled(labels: &Labels, liveness: &Liveness, plan: &Plan) -> Self {
         let problem = &liveness.problem;
         let bases = plan.pool_bases(problem);
-        let offsets = plan.device_offsets_from(problem, &bases);
         let unplanned = (labels.unplanned(&labels.size_unknown, Unplanned::SizeUnknown))
             .chain(labels.unplanned(&labels.elided, Unplanned::Elided))
             .chain(labels.unplanned(&liveness.flipped, Unplanned::Flipped))
@@ -661,7 +659,7 @@ impl ViewModel {
                     device: buffer.device,
                     pool: plan.placements[b].pool,
                     offset: plan.placements[b].offset,
-                    address: offsets[b],
+                    address: plan.device_offset(problem, &bases, b),
                     first: span.first,
                     last: span.last,
                     always_live: buffer.lifetime == Lifetime::Always,
@@ -1184,6 +1182,70 @@ pub(crate) mod tests {
                 assert_eq!(step.position, p as u32);
             }
         }
+    }
+
+    /// A profiler trace's allocator record, per device, at each position of the whole
+    /// schedule: at the device's own positions the most its series holds over the position's
+    /// window of events, elsewhere the value of its last own position before (its first, before
+    /// any), as a slow walk over the series finds them.
+    #[test]
+    fn each_devices_allocator_record_is_spread_over_the_schedules_positions() {
+        let bytes = include_bytes!("../../../tests/data/torch-trace/df_index_resolver.json.gz");
+        let loaded = memplan_formats::load(bytes, "trace.json.gz").unwrap();
+        let (graph, resolved) = (&loaded.graph, &loaded.resolved);
+        let recorded = loaded.recorded.as_ref().unwrap();
+        let liveness = memplan_core::analyze(graph, resolved);
+        let labels =
+            Labels::new(graph, resolved, &liveness.uses).with_recorded(graph, resolved, recorded);
+        let positions = resolved.positions.len();
+        let mut checked = 0;
+        for r in &recorded.devices {
+            let d = resolved
+                .device_ids
+                .iter()
+                .position(|id| *id == r.device)
+                .unwrap();
+            let view = labels.allocator[d].as_ref().unwrap();
+            let own: Vec<(usize, u64)> = (0..positions)
+                .filter_map(|p| {
+                    let step = resolved.positions[p].first_step();
+                    let time = graph.step_time(step)?;
+                    (resolved.steps[step].device() == d).then_some((p, time))
+                })
+                .collect();
+            for (series, spread) in [
+                (&r.reserved, &view.reserved),
+                (&r.allocated, &view.allocated),
+            ] {
+                if series.is_empty() {
+                    assert!(spread.is_empty());
+                    continue;
+                }
+                assert_eq!(spread.len(), positions);
+                let expected = |k: usize| {
+                    let from = if k == 0 { 0 } else { own[k].1 };
+                    let until = own.get(k + 1).map_or(u64::MAX, |o| o.1);
+                    let before = series
+                        .iter()
+                        .filter(|s| s.0 <= from)
+                        .last()
+                        .map_or(0, |s| s.1);
+                    (series.iter())
+                        .filter(|s| from <= s.0 && s.0 < until)
+                        .fold(before, |most, s| most.max(s.1))
+                };
+                // A few hundred positions, the last among them: the walk is slow.
+                let sampled = (0..positions)
+                    .step_by(positions / 300 + 1)
+                    .chain([positions - 1]);
+                for p in sampled {
+                    let k = own.iter().rposition(|o| o.0 <= p).unwrap_or(0);
+                    assert_eq!(spread[p], expected(k), "{} position {p}", r.device);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 0);
     }
 
     #[test]

@@ -567,17 +567,17 @@ impl Plan {
     /// Each buffer's address in its device's memory: its pool's base ([`Plan::pool_bases`])
     /// plus its offset.
     pub fn device_offsets(&self, problem: &Problem) -> Vec<u64> {
-        self.device_offsets_from(problem, &self.pool_bases(problem))
+        let bases = self.pool_bases(problem);
+        (0..self.placements.len())
+            .map(|b| self.device_offset(problem, &bases, b))
+            .collect()
     }
 
-    /// [`Plan::device_offsets`], from the pool bases already found.
-    pub fn device_offsets_from(&self, problem: &Problem, bases: &[Vec<u64>]) -> Vec<u64> {
-        problem
-            .buffers
-            .iter()
-            .zip(&self.placements)
-            .map(|(b, p)| bases[b.device][p.pool].saturating_add(p.offset))
-            .collect()
+    /// Buffer `b`'s address in its device's memory, from the pool bases already found (the
+    /// views take one buffer's at a time: a list of them all was a transient copy per buffer).
+    pub fn device_offset(&self, problem: &Problem, bases: &[Vec<u64>], b: usize) -> u64 {
+        let p = &self.placements[b];
+        bases[problem.buffers[b].device][p.pool].saturating_add(p.offset)
     }
 }
 
