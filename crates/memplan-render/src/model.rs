@@ -1225,10 +1225,8 @@ pub(crate) mod tests {
                 let expected = |k: usize| {
                     let from = if k == 0 { 0 } else { own[k].1 };
                     let until = own.get(k + 1).map_or(u64::MAX, |o| o.1);
-                    let before = series
-                        .iter()
-                        .filter(|s| s.0 <= from)
-                        .last()
+                    let before = (series.iter().rev())
+                        .find(|s| s.0 <= from)
                         .map_or(0, |s| s.1);
                     (series.iter())
                         .filter(|s| from <= s.0 && s.0 < until)
