@@ -188,6 +188,8 @@ pub mod steps {
         if let Some((k, &i)) = (name.iter().enumerate()).find(|&(_, &i)| i as usize > names.len()) {
             return Err(format!("step {k} names name {i} of {}", names.len()));
         }
+        // Checked first, so the steps are made straight into their `Arc` (collected into a
+        // vector, they were made there and then copied).
         let mut ops = op.into_iter();
         let steps = (ids.into_iter().enumerate())
             .map(|(k, id)| ListedStep {
@@ -991,7 +993,7 @@ mod tests {
                     (crate::model::ListedStep { name, id, op }, position)
                 })
                 .unzip();
-            let steps = crate::model::Steps::listed(listed, positions).unwrap();
+            let steps = crate::model::Steps::listed(listed.into(), positions).unwrap();
             prop_assert_eq!(step_trip(&steps), steps);
         }
 

@@ -81,11 +81,11 @@ impl StepView<'_> {
 
 impl Steps {
     /// Steps a dump lists, at `positions` (one each, non-decreasing).
-    pub fn listed(steps: Vec<ListedStep>, positions: Vec<u32>) -> Result<Steps, String> {
+    pub fn listed(steps: Arc<[ListedStep]>, positions: Vec<u32>) -> Result<Steps, String> {
         if steps.len() != positions.len() {
             return Err(positions_for(positions.len(), steps.len()));
         }
-        Steps::at(positions, Names::Listed(steps.into()))
+        Steps::at(positions, Names::Listed(steps))
     }
 
     /// Steps recorded as events: `times` one each, in runs that end (one past their last step)
@@ -242,7 +242,7 @@ mod tests {
     #[test]
     fn a_step_names_its_operator_unless_its_name_says_it() {
         let named = |name: &str, op: &str| {
-            let steps = Steps::listed(vec![listed(name, None, op)], vec![0]).unwrap();
+            let steps = Steps::listed([listed(name, None, op)].into(), vec![0]).unwrap();
             steps.get(0).unwrap().name_with_op()
         };
         assert_eq!(named("n82", "Concat"), "n82 (Concat)");
@@ -283,6 +283,6 @@ mod tests {
         assert!(Steps::events(vec![run(0), run(1)], vec![1], vec![0]).is_err());
         assert!(Steps::events(vec![run(2)], vec![1, 2], vec![1, 0]).is_err());
         assert!(Steps::events(vec![], vec![], vec![]).is_ok());
-        assert!(Steps::listed(vec![listed("a", None, "")], vec![]).is_err());
+        assert!(Steps::listed([listed("a", None, "")].into(), vec![]).is_err());
     }
 }
