@@ -632,6 +632,7 @@ fn a_sweep_in_steps_is_the_sweep_at_once_and_says_how_far_it_is() {
     assert_eq!(seen.first(), Some(&(0, 9)));
     assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
     assert_eq!(SweepJob::steps(&scenario, 6), 9);
+    assert_eq!(SweepJob::new(scenario.clone(), 6, 20).progress().1, 9);
     // Reordered: the same steps, then the given order's sweep.
     let reordered = Scenario {
         order: Order::Lpmf,
@@ -639,6 +640,7 @@ fn a_sweep_in_steps_is_the_sweep_at_once_and_says_how_far_it_is() {
     };
     let whole_reordered = s.sweep(&reordered, 6, 20).unwrap();
     assert_eq!(SweepJob::steps(&reordered, 6), 18);
+    assert_eq!(SweepJob::new(reordered.clone(), 6, 20).progress().1, 18);
     let mut job = SweepJob::new(reordered, 6, 20);
     let mut seen = Vec::new();
     let stepped = loop {

@@ -1010,7 +1010,7 @@ mod tests {
                     runs.push(((k + 1) as u32, Arc::from(format!("cuda:{} ", runs.len()))));
                 }
             }
-            let times = times.iter().map(|t| t.0).collect();
+            let times: Vec<u64> = times.iter().map(|t| t.0).collect();
             let steps = crate::model::Steps::events(runs, times, positions).unwrap();
             prop_assert!(step_trip(&steps).iter().eq(steps.iter()));
         }

@@ -81,7 +81,11 @@ impl StepView<'_> {
 
 impl Steps {
     /// Steps a dump lists, at `positions` (one each, non-decreasing).
-    pub fn listed(steps: Arc<[ListedStep]>, positions: Vec<u32>) -> Result<Steps, String> {
+    pub fn listed(
+        steps: Arc<[ListedStep]>,
+        positions: impl Into<Arc<[u32]>>,
+    ) -> Result<Steps, String> {
+        let positions = positions.into();
         if steps.len() != positions.len() {
             return Err(positions_for(positions.len(), steps.len()));
         }
@@ -91,10 +95,11 @@ impl Steps {
     /// Steps recorded as events: `times` one each, in runs that end (one past their last step)
     /// where `runs` say, with their ids' prefixes; at `positions`.
     pub fn events(
-        runs: Vec<(u32, Arc<str>)>,
-        times: Vec<u64>,
-        positions: Vec<u32>,
+        runs: impl Into<Arc<[(u32, Arc<str>)]>>,
+        times: impl Into<Arc<[u64]>>,
+        positions: impl Into<Arc<[u32]>>,
     ) -> Result<Steps, String> {
+        let (runs, times, positions) = (runs.into(), times.into(), positions.into());
         let n = times.len();
         if positions.len() != n {
             return Err(positions_for(positions.len(), n));
@@ -105,34 +110,37 @@ impl Steps {
         if runs.last().map_or(0, |r| r.0 as usize) != n {
             return Err(format!("the runs of steps do not end at step {n}"));
         }
-        let runs = runs.into();
-        let times = times.into();
         Steps::at(positions, Names::Events { runs, times })
     }
 
-    fn at(positions: Vec<u32>, names: Names) -> Result<Steps, String> {
+    fn at(positions: Arc<[u32]>, names: Names) -> Result<Steps, String> {
         if positions.windows(2).any(|w| w[0] > w[1]) {
             return Err("the steps' positions go back".into());
         }
-        Ok(Steps {
-            positions: positions.into(),
-            names,
-        })
+        Ok(Steps { positions, names })
     }
 
     /// The steps of `graph`, resolved as `resolved`.
+    /// Each list is made once, at its length, straight into what holds it: the views are made
+    /// at the worker's peak, and a list made and then copied was a transient copy per step.
     pub fn of(graph: &Graph, resolved: &ResolvedGraph) -> Steps {
-        let mut positions = Vec::with_capacity(graph.step_count());
-        for (p, position) in resolved.positions.iter().enumerate() {
-            positions.extend(position.steps().map(|_| p as u32));
-        }
+        // The positions cover the steps in order.
+        let mut p = 0;
+        let positions: Arc<[u32]> = (0..graph.step_count())
+            .map(|s| {
+                while (resolved.positions.get(p)).is_some_and(|q| *q.steps().end() < s) {
+                    p += 1;
+                }
+                p as u32
+            })
+            .collect();
         let events = (graph.events.as_ref()).and_then(|events| {
             let runs = (events.runs.iter()).map(|r| (r.end, format!("{}t=", r.prefix).into()));
-            Steps::events(runs.collect(), events.times.clone(), positions.clone()).ok()
+            let runs: Arc<[(u32, Arc<str>)]> = runs.collect();
+            Steps::events(runs, &events.times[..], positions.clone()).ok()
         });
         events.unwrap_or_else(|| {
-            let steps = (resolved.positions.iter())
-                .flat_map(|position| position.steps())
+            let steps = (0..graph.step_count())
                 .map(|s| {
                     let step = graph.step(s);
                     let id: Arc<str> = step.id.as_str().into();
@@ -144,7 +152,7 @@ impl Steps {
                 })
                 .collect();
             Steps {
-                positions: positions.into(),
+                positions,
                 names: Names::Listed(steps),
             }
         })
