@@ -9,13 +9,17 @@
 //! Times are event indices: the `k`-th event of the device's trace, in trace order (the same
 //! numbering the graph's steps carry in their `time`).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// The allocator's record of a trace.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recorded {
-    /// One per tensor of the graph, in tensor order.
-    pub allocations: Vec<Allocation>,
+    /// One per tensor of the graph, in tensor order. Shared: the views' labels point into it.
+    /// A vector behind the `Arc`, so the importer's list is shared as it was built (an
+    /// `Arc<[_]>` is a copy of millions of allocations).
+    pub allocations: Arc<Vec<Allocation>>,
     /// One per device of the graph that the trace covers.
     pub devices: Vec<RecordedDevice>,
 }

@@ -123,6 +123,8 @@ pub(crate) struct Allocations {
     /// Each allocation's steps, as the graph records them ([`Graph::lifetimes`]).
     lifetimes: Vec<(u32, u32)>,
     devices: Vec<Device>,
+    /// One per allocation, in tensor order: the record's, once all are read.
+    allocations: Vec<Allocation>,
     recorded: Recorded,
     warnings: Vec<String>,
 }
@@ -173,7 +175,7 @@ impl Allocations {
         }
         // The record grew by doubling, its count unknown until the end: what it did not use
         // goes back now, so that in wasm (whose memory never shrinks) what comes next reuses it.
-        self.recorded.allocations.shrink_to_fit();
+        self.allocations.shrink_to_fit();
         let tensors = (self.pending.into_iter().enumerate())
             .map(|(t, p)| Tensor {
                 id: allocation_id(t),
@@ -195,7 +197,10 @@ impl Allocations {
                 remat_candidates: Some(Vec::new()),
                 ..Graph::default()
             },
-            recorded: self.recorded,
+            recorded: Recorded {
+                allocations: Arc::new(self.allocations),
+                ..self.recorded
+            },
             warnings: self.warnings,
         })
     }
@@ -228,7 +233,7 @@ impl DeviceEvents {
             stack,
             device: self.named().cloned(),
         });
-        all.recorded.allocations.push(Allocation {
+        all.allocations.push(Allocation {
             address,
             stream,
             allocated_at: at,
@@ -244,8 +249,8 @@ impl DeviceEvents {
             return None;
         };
         let t = list.remove(0);
-        let start = all.recorded.allocations[t].allocated_at;
-        all.recorded.allocations[t].freed_at = Some(at);
+        let start = all.allocations[t].allocated_at;
+        all.allocations[t].freed_at = Some(at);
         // An allocation freed at its own event lives one event.
         self.lifetimes[t - self.first].1 = at.max(start + 1);
         Some(all.pending[t].bytes)

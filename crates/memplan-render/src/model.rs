@@ -168,31 +168,82 @@ pub struct TensorLabel {
     pub source: Option<SourcePlace>,
 }
 
-/// Where the dump's source put a tensor: a dump records its allocator or gives a plan, never
-/// both, so a label holds one of the two (in wasm, 16 bytes a tensor less than both).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SourcePlace {
-    /// How the source's allocator made it (a PyTorch snapshot or trace).
-    Allocated(Allocation),
-    /// Its offset in the plan the dump came with (XLA's, a minimalloc `offset` column).
-    Given(u64),
+/// Where the dump's source put a tensor: its entry in the [`SourceRecord`] its labels share.
+/// A label holds a pointer and an index (8 bytes in wasm) where it held a copy of the entry (48):
+/// a snapshot's labels point into the session's own record of millions of allocations.
+#[derive(Clone)]
+pub struct SourcePlace {
+    record: Arc<SourceRecord>,
+    index: u32,
+}
+
+/// What the dump's source did with its tensors, one entry per tensor it places: a dump records
+/// its allocator or gives a plan, never both.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceRecord {
+    /// How the source's allocator made them (a PyTorch snapshot or trace): the session's own
+    /// [`Recorded::allocations`] (on the page, the ones its answer carries).
+    Allocated(Arc<Vec<Allocation>>),
+    /// Their offsets in the plan the dump came with (XLA's, a minimalloc `offset` column).
+    Given(Vec<u64>),
+}
+
+impl SourceRecord {
+    /// Entry `index`, if the record has it.
+    pub fn place(self: &Arc<Self>, index: usize) -> Option<SourcePlace> {
+        let len = match &**self {
+            SourceRecord::Allocated(allocations) => allocations.len(),
+            SourceRecord::Given(offsets) => offsets.len(),
+        };
+        let index = u32::try_from(index).ok().filter(|_| index < len)?;
+        Some(SourcePlace {
+            record: self.clone(),
+            index,
+        })
+    }
+}
+
+/// Equal when they read the same, whichever record holds them.
+impl PartialEq for SourcePlace {
+    fn eq(&self, other: &Self) -> bool {
+        let read = |p: &SourcePlace| (p.allocation().copied(), p.given_offset());
+        read(self) == read(other)
+    }
+}
+
+impl Eq for SourcePlace {}
+
+impl std::fmt::Debug for SourcePlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (self.allocation(), self.given_offset()).fmt(f)
+    }
+}
+
+impl SourcePlace {
+    fn allocation(&self) -> Option<&Allocation> {
+        match &*self.record {
+            SourceRecord::Allocated(allocations) => allocations.get(self.index as usize),
+            SourceRecord::Given(_) => None,
+        }
+    }
+
+    fn given_offset(&self) -> Option<u64> {
+        match &*self.record {
+            SourceRecord::Given(offsets) => offsets.get(self.index as usize).copied(),
+            SourceRecord::Allocated(_) => None,
+        }
+    }
 }
 
 impl TensorLabel {
     /// How the source's allocator made it (a PyTorch snapshot or trace).
     pub fn allocation(&self) -> Option<&Allocation> {
-        match &self.source {
-            Some(SourcePlace::Allocated(a)) => Some(a),
-            _ => None,
-        }
+        self.source.as_ref()?.allocation()
     }
 
     /// Its offset in the plan the dump came with (XLA's, a minimalloc `offset` column).
     pub fn given_offset(&self) -> Option<u64> {
-        match self.source {
-            Some(SourcePlace::Given(offset)) => Some(offset),
-            _ => None,
-        }
+        self.source.as_ref()?.given_offset()
     }
 
     /// Its name, else its id.
@@ -231,10 +282,11 @@ impl LayoutSource {
 impl BufferView {
     /// Where the source put it: the allocator's address, or the given plan's offset.
     pub fn source_address(&self) -> Option<u64> {
-        self.tensor.source.map(|place| match place {
-            SourcePlace::Allocated(a) => a.address,
-            SourcePlace::Given(offset) => offset,
-        })
+        let place = self.tensor.source.as_ref()?;
+        place
+            .allocation()
+            .map(|a| a.address)
+            .or(place.given_offset())
     }
 }
 
@@ -542,8 +594,15 @@ impl Labels {
     /// to the runtime), by `planner`.
     pub fn with_given_plan(mut self, planner: &str, offsets: &[Option<u64>]) -> Labels {
         self.given_planner = Some(planner.into());
-        for (label, &offset) in self.tensors.iter_mut().zip(offsets) {
-            Arc::make_mut(label).source = offset.map(SourcePlace::Given);
+        let record = Arc::new(SourceRecord::Given(
+            offsets.iter().flatten().copied().collect(),
+        ));
+        let mut given = 0;
+        for (label, offset) in self.tensors.iter_mut().zip(offsets) {
+            if offset.is_some() {
+                Arc::make_mut(label).source = record.place(given);
+                given += 1;
+            }
         }
         self
     }
@@ -606,8 +665,9 @@ impl Labels {
         }
         self.allocator = allocator.into();
         if recorded.allocations.len() == graph.tensors.len() {
-            for (label, &allocation) in self.tensors.iter_mut().zip(&recorded.allocations) {
-                Arc::make_mut(label).source = Some(SourcePlace::Allocated(allocation));
+            let record = Arc::new(SourceRecord::Allocated(recorded.allocations.clone()));
+            for (t, label) in self.tensors.iter_mut().enumerate() {
+                Arc::make_mut(label).source = record.place(t);
             }
         }
         self
@@ -1184,6 +1244,34 @@ pub(crate) mod tests {
         }
     }
 
+    /// A snapshot's labels point into the session's record of its allocations, each at its
+    /// own tensor's, where they held a copy; and the page reads them back as they were.
+    #[test]
+    fn a_snapshots_labels_point_into_its_record_of_allocations() {
+        let bytes = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
+        let loaded = memplan_formats::load(bytes, "snapshot.pickle").unwrap();
+        let (graph, resolved) = (&loaded.graph, &loaded.resolved);
+        let recorded = loaded.recorded.as_ref().unwrap();
+        let liveness = memplan_core::analyze(graph, resolved);
+        let labels =
+            Labels::new(graph, resolved, &liveness.uses).with_recorded(graph, resolved, recorded);
+        assert_eq!(labels.tensors.len(), recorded.allocations.len());
+        for (label, allocation) in labels.tensors.iter().zip(recorded.allocations.iter()) {
+            assert!(std::ptr::eq(label.allocation().unwrap(), allocation));
+            assert_eq!(label.given_offset(), None);
+        }
+        let plan =
+            memplan_core::plan(&liveness.problem, &memplan_core::PlanOptions::default()).unwrap();
+        let m = ViewModel::labelled(&labels, &liveness, &plan);
+        let back: ViewModel = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back.buffers, m.buffers);
+        let addresses = |m: &ViewModel| -> Vec<Option<u64>> {
+            m.buffers.iter().map(BufferView::source_address).collect()
+        };
+        assert!(addresses(&back).iter().all(Option::is_some));
+        assert_eq!(addresses(&back), addresses(&m));
+    }
+
     /// A profiler trace's allocator record, per device, at each position of the whole
     /// schedule: at the device's own positions the most its series holds over the position's
     /// window of events, elsewhere the value of its last own position before (its first, before
@@ -1296,11 +1384,11 @@ pub(crate) mod tests {
         // tensor's labels in each (its id, name, steps, views, allocation) was 168 bytes in
         // wasm, and a plan's buffers are one block, the largest a large snapshot's views ask for.
         assert!(std::mem::size_of::<BufferView>() <= 72);
-        // Where the source put a tensor takes no more room than an allocation alone: the enum's
-        // tag fits in the allocation's spare bits.
+        // Where the source put a tensor is a pointer to the record its labels share and an
+        // index there, not a copy of its entry (an allocation is five words).
         assert_eq!(
             std::mem::size_of::<Option<SourcePlace>>(),
-            std::mem::size_of::<Allocation>()
+            2 * std::mem::size_of::<usize>()
         );
     }
 

@@ -29,7 +29,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::model::packed::{
     Packer, Stand, Unpacker, Words, packed, packed_bytes, packed_ints, unpack,
 };
-use crate::model::{BufferView, SourcePlace, StepIndices, TensorLabel, ViewInto};
+use crate::model::{BufferView, SourcePlace, SourceRecord, StepIndices, TensorLabel, ViewInto};
 
 /// A column written straight from the items, one value each: nothing is copied to write it
 /// (a snapshot's columns, gathered first, were a transient copy of every buffer).
@@ -378,6 +378,10 @@ impl<'de> Visitor<'de> for Buffers {
         // Set after the dense columns they default to, whatever the order.
         let mut occupied: Vec<(u32, u64)> = Vec::new();
         let mut address: Vec<(u32, u64)> = Vec::new();
+        // Where the source put each buffer's tensor, for the buffers (by index) it places: set
+        // once all are read, each label pointing into one record.
+        let mut allocated: (Vec<u32>, Vec<Allocation>) = Default::default();
+        let mut given: (Vec<u32>, Vec<u64>) = Default::default();
         while let Some(column) = map.next_key::<String>()? {
             if column == "count" {
                 // The columns name buffers by `u32`: a count past it is no answer of a worker's,
@@ -493,15 +497,29 @@ impl<'de> Visitor<'de> for Buffers {
                         set(&mut label(b)?.stack, stack)
                     }))?
                 }
-                // A buffer's tensor has at most one of these: each sets it where it has one.
-                "allocation" => map
-                    .next_value_seed(optional(out, "allocation").unpack(|b, u| {
-                        placed(b, next_allocation(u)?.map(SourcePlace::Allocated))
-                    }))?,
-                "given_offset" => map.next_value_seed(
-                    optional(out, "given_offset")
-                        .with(|b, v: Option<u64>| placed(b, v.map(SourcePlace::Given))),
-                )?,
+                "allocation" => {
+                    let ((owners, allocations), mut k) = (&mut allocated, 0);
+                    allocations.reserve_exact(out.len());
+                    map.next_value_seed(optional(out, "allocation").unpack(|_, u| {
+                        if let Some(allocation) = next_allocation(u)? {
+                            owners.push(k);
+                            allocations.push(allocation);
+                        }
+                        k += 1;
+                        Ok(())
+                    }))?
+                }
+                "given_offset" => {
+                    let ((owners, offsets), mut k) = (&mut given, 0);
+                    map.next_value_seed(optional(out, "given_offset").with(|_, v: Option<u64>| {
+                        if let Some(offset) = v {
+                            owners.push(k);
+                            offsets.push(offset);
+                        }
+                        k += 1;
+                        Ok(())
+                    }))?
+                }
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
                 }
@@ -526,6 +544,11 @@ impl<'de> Visitor<'de> for Buffers {
                 apply(at(out, k, column).map_err(de::Error::custom)?, v);
             }
         }
+        // A buffer's tensor has at most one of these: each sets it where it has one.
+        let (owners, mut allocations) = allocated;
+        allocations.shrink_to_fit();
+        point(out, owners, SourceRecord::Allocated(Arc::new(allocations)));
+        point(out, given.0, SourceRecord::Given(given.1));
         Ok(buffers)
     }
 }
@@ -557,12 +580,18 @@ fn set<T>(field: &mut T, value: T) -> Result<(), String> {
     Ok(())
 }
 
-/// Sets where the source put `b`'s tensor, where `place` says.
-fn placed(b: &mut BufferView, place: Option<SourcePlace>) -> Result<(), String> {
-    if place.is_some() {
-        label(b)?.source = place;
+/// Points the tensor of each buffer `owners[j]` of `out` at entry `j` of `record` (`owners`
+/// are buffers a column was read into, each of which alone holds its tensor).
+fn point(out: &mut [BufferView], owners: Vec<u32>, record: SourceRecord) {
+    let record = Arc::new(record);
+    for (index, k) in (0..).zip(owners) {
+        if let Some(label) = (out.get_mut(k as usize)).and_then(|b| Arc::get_mut(&mut b.tensor)) {
+            label.source = Some(SourcePlace {
+                record: record.clone(),
+                index,
+            });
+        }
     }
-    Ok(())
 }
 
 /// The tensor of `b`, which only `b` holds while its columns are read.
@@ -775,6 +804,11 @@ mod tests {
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct Wire(#[serde(with = "super")] Arc<[BufferView]>);
 
+    /// Where the source put one tensor, in a record of its own.
+    fn alone(record: SourceRecord) -> SourcePlace {
+        Arc::new(record).place(0).unwrap()
+    }
+
     fn round_trip(buffers: &[BufferView]) -> Vec<BufferView> {
         let json = serde_json::to_string(&Wire(buffers.into())).unwrap();
         serde_json::from_str::<Wire>(&json).unwrap().0.to_vec()
@@ -822,8 +856,8 @@ mod tests {
             (
                 prop::option::of(0u32..4),
                 prop::option::of(prop_oneof![
-                    allocation.prop_map(SourcePlace::Allocated),
-                    any::<u64>().prop_map(SourcePlace::Given),
+                    allocation.prop_map(|a| alone(SourceRecord::Allocated(Arc::new(vec![a])))),
+                    any::<u64>().prop_map(|offset| alone(SourceRecord::Given(vec![offset]))),
                 ]),
             ),
         )
@@ -893,12 +927,13 @@ mod tests {
             .map(|k| {
                 let mut b = spanning(&format!("alloc{k}"), (k, k + 2));
                 b.size = u64::from(k % 7) << 20;
-                Arc::make_mut(&mut b.tensor).source = Some(SourcePlace::Allocated(Allocation {
-                    address: 0x7f00_0000_0000 + u64::from(k) * 4096,
-                    stream: i64::from(k % 3) - 1,
-                    allocated_at: u64::from(k) * 3,
-                    freed_at: (k % 5 != 0).then_some(u64::from(k) * 3 + 7),
-                }));
+                Arc::make_mut(&mut b.tensor).source =
+                    Some(alone(SourceRecord::Allocated(Arc::new(vec![Allocation {
+                        address: 0x7f00_0000_0000 + u64::from(k) * 4096,
+                        stream: i64::from(k % 3) - 1,
+                        allocated_at: u64::from(k) * 3,
+                        freed_at: (k % 5 != 0).then_some(u64::from(k) * 3 + 7),
+                    }]))));
                 b
             })
             .collect();
