@@ -796,12 +796,26 @@ pub enum Storage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedTensor {
     pub bytes: u64,
-    pub alignment: u64,
+    /// Its alignment's log2 ([`ResolvedTensor::alignment`]): a byte where the alignment took
+    /// eight, and a resolved tensor 32 bytes (a snapshot has one per allocation, millions).
+    alignment_log2: u8,
     /// The index of its device (of at most [`MAX_DEVICES`]).
     pub device: u32,
     pub dtype: Option<DType>,
     pub storage: Storage,
     pub always_live: bool,
+}
+
+impl ResolvedTensor {
+    /// Its alignment in bytes: a power of two.
+    pub fn alignment(&self) -> u64 {
+        1 << self.alignment_log2
+    }
+
+    /// The bytes it holds in an arena: its size rounded up to its alignment (`None` past `u64`).
+    pub fn occupied_size(&self) -> Option<u64> {
+        align_up(self.bytes, self.alignment())
+    }
 }
 
 /// A step's device and loop; the tensors it reads and writes are the graph's
@@ -810,7 +824,23 @@ pub struct ResolvedTensor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResolvedStep {
     device: u32,
-    loop_index: Option<u32>,
+    loop_index: InLoop,
+}
+
+/// The index of a step's or a position's loop, if it has one, in four bytes where an
+/// `Option<u32>` takes eight: a snapshot has a step and a position per event, millions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct InLoop(Option<std::num::NonZeroU32>);
+
+impl InLoop {
+    /// Loop indices fit `u32` and are fewer than `u32::MAX` (`index_ids`).
+    fn new(loop_index: Option<u32>) -> InLoop {
+        InLoop(loop_index.and_then(|l| std::num::NonZeroU32::new(l.wrapping_add(1))))
+    }
+
+    fn get(self) -> Option<usize> {
+        self.0.map(|l| l.get() as usize - 1)
+    }
 }
 
 impl ResolvedStep {
@@ -821,7 +851,7 @@ impl ResolvedStep {
 
     /// The index of the loop it belongs to.
     pub fn loop_index(&self) -> Option<usize> {
-        self.loop_index.map(|l| l as usize)
+        self.loop_index.get()
     }
 }
 
@@ -830,7 +860,7 @@ impl ResolvedStep {
 pub struct Position {
     first_step: u32,
     last_step: u32,
-    loop_index: Option<u32>,
+    loop_index: InLoop,
 }
 
 impl Position {
@@ -846,7 +876,7 @@ impl Position {
 
     /// The loop run at this position, if it is one.
     pub fn loop_index(&self) -> Option<usize> {
-        self.loop_index.map(|l| l as usize)
+        self.loop_index.get()
     }
 }
 
@@ -904,7 +934,7 @@ impl ResolvedGraph {
         // Step indices fit `u32`: a reorder has the graph's steps.
         for (i, s) in (0..).zip(&steps) {
             match positions.last_mut() {
-                Some(p) if s.loop_index.is_some() && p.loop_index == s.loop_index => {
+                Some(p) if s.loop_index.get().is_some() && p.loop_index == s.loop_index => {
                     p.last_step = i
                 }
                 _ => positions.push(Position {
@@ -1339,7 +1369,8 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
             .unwrap_or(t.held || t.kind.always_live_by_default());
         tensors.push(ResolvedTensor {
             bytes,
-            alignment,
+            // A power of two, checked above.
+            alignment_log2: alignment.trailing_zeros() as u8,
             // At most `MAX_DEVICES`, checked above.
             device: device_of(&owner, &t.device)? as u32,
             dtype,
@@ -1646,10 +1677,10 @@ fn listed_steps(
         // Device and loop indices fit `u32` (`index_ids`).
         steps.push(ResolvedStep {
             device: device_of(&owner, &s.device)? as u32,
-            loop_index: match &s.loop_id {
+            loop_index: InLoop::new(match &s.loop_id {
                 None => None,
                 Some(id) => Some(lookup(loop_index, owner, Element::Loop, id)? as u32),
-            },
+            }),
         });
     }
 
@@ -1679,7 +1710,7 @@ fn event_steps(
         // At most `MAX_DEVICES`.
         let step = ResolvedStep {
             device: device as u32,
-            loop_index: None,
+            loop_index: InLoop::default(),
         };
         steps.extend(std::iter::repeat_n(step, run.end as usize - start));
         start = run.end as usize;
@@ -1747,15 +1778,15 @@ fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphEr
     let mut closed = vec![false; g.loops.len()];
     // Step indices fit `u32` (`index_ids`).
     for (i, s) in (0u32..).zip(steps) {
-        match (s.loop_index, positions.last_mut()) {
-            (Some(l), Some(p)) if p.loop_index == Some(l) && p.last_step + 1 == i => {
+        match (s.loop_index.get(), positions.last_mut()) {
+            (Some(_), Some(p)) if p.loop_index == s.loop_index && p.last_step + 1 == i => {
                 p.last_step = i
             }
             (l, _) => {
                 if let Some(prev) = positions.last().and_then(Position::loop_index) {
                     closed[prev] = true;
                 }
-                if let Some(l) = l.map(|l| l as usize)
+                if let Some(l) = l
                     && closed[l]
                 {
                     return Err(GraphError::NonContiguousLoop {
@@ -1767,7 +1798,7 @@ fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphEr
                 positions.push(Position {
                     first_step: i,
                     last_step: i,
-                    loop_index: l,
+                    loop_index: s.loop_index,
                 });
             }
         }
@@ -1810,9 +1841,9 @@ mod size_tests {
     fn a_tensor_and_a_step_stay_small() {
         assert_eq!(std::mem::size_of::<Tensor>(), 104);
         assert_eq!(std::mem::size_of::<Step>(), 168);
-        assert_eq!(std::mem::size_of::<ResolvedStep>(), 12);
-        assert_eq!(std::mem::size_of::<Position>(), 16);
-        assert_eq!(std::mem::size_of::<ResolvedTensor>(), 40);
+        assert_eq!(std::mem::size_of::<ResolvedStep>(), 8);
+        assert_eq!(std::mem::size_of::<Position>(), 12);
+        assert_eq!(std::mem::size_of::<ResolvedTensor>(), 32);
         // An id of up to 24 bytes is held inline.
         let id = Id::from("a 24-byte id: no heap!!!");
         assert_eq!((id.len(), id.is_heap_allocated()), (24, false));

@@ -281,7 +281,7 @@ fn problem_visiting(
             },
             device: rt.device as usize,
             size: rt.bytes,
-            alignment: rt.alignment,
+            alignment: rt.alignment(),
             dtype: rt.dtype,
             lifetime,
         });

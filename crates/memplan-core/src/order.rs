@@ -27,7 +27,7 @@ use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::graph::{Graph, ResolvedGraph, align_up};
+use crate::graph::{Graph, ResolvedGraph};
 use crate::layout::{Control, Plan, PlanError, PlanOptions, Progress, plan_with};
 use crate::liveness::{analyze, taken_per_position};
 
@@ -180,8 +180,7 @@ pub struct Takes {
 impl Takes {
     /// The storages each unit of `resolved` takes.
     pub fn of(resolved: &ResolvedGraph) -> Takes {
-        let occupied =
-            |t: &crate::graph::ResolvedTensor| align_up(t.bytes, t.alignment).unwrap_or(u64::MAX);
+        let occupied = |t: &crate::graph::ResolvedTensor| t.occupied_size().unwrap_or(u64::MAX);
         let mut always_live = vec![0u64; resolved.device_ids.len()];
         for t in &resolved.tensors {
             if t.always_live && t.storage == crate::graph::Storage::Owned {

@@ -380,7 +380,7 @@ pub fn sharing(
 
 /// A tensor's bytes rounded up to its alignment (`Graph::resolve` checked that it fits).
 fn occupied(t: &crate::graph::ResolvedTensor) -> u64 {
-    crate::graph::align_up(t.bytes, t.alignment).unwrap_or(u64::MAX)
+    t.occupied_size().unwrap_or(u64::MAX)
 }
 
 /// A pool of a routine's own plan, as [`simulate`] takes it.

@@ -323,8 +323,7 @@ impl ProgramSession {
                 elided.tensors[t].elided = true;
                 flags[t] = true;
                 // `Graph::resolve` checked that every occupied size fits.
-                let occupied =
-                    memplan_core::graph::align_up(rt.bytes, rt.alignment).unwrap_or(u64::MAX);
+                let occupied = rt.occupied_size().unwrap_or(u64::MAX);
                 // Sums of a routine's buffers: `Session::load` checked they fit 64 bits.
                 let d = rt.device as usize;
                 match share {

@@ -18,7 +18,7 @@
 
 use super::Uses;
 use crate::dtype::DType;
-use crate::graph::{ResolvedGraph, Storage, align_up};
+use crate::graph::{ResolvedGraph, Storage};
 use crate::lists::Lists;
 use crate::problem::LiveInterval;
 
@@ -117,7 +117,7 @@ impl Floors {
         Floors {
             region,
             occupied: (resolved.tensors.iter())
-                .map(|rt| align_up(rt.bytes, rt.alignment).unwrap_or(u64::MAX))
+                .map(|rt| rt.occupied_size().unwrap_or(u64::MAX))
                 .collect(),
             always_live: resolved.tensors.iter().map(owned_always).collect(),
             bytes: resolved.tensors.iter().map(|rt| rt.bytes).collect(),
