@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
-use crate::lists::Lists;
+use crate::lists::{Lists, OptionalIndex};
 
 /// A tensor's or a step's id, and a step's reference to a tensor: held inline up to 24 bytes
 /// (12 in wasm), so the ids of a million tensors, and the steps' references to them, each cost
@@ -824,23 +824,7 @@ impl ResolvedTensor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResolvedStep {
     device: u32,
-    loop_index: InLoop,
-}
-
-/// The index of a step's or a position's loop, if it has one, in four bytes where an
-/// `Option<u32>` takes eight: a snapshot has a step and a position per event, millions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct InLoop(Option<std::num::NonZeroU32>);
-
-impl InLoop {
-    /// Loop indices fit `u32` and are fewer than `u32::MAX` (`index_ids`).
-    fn new(loop_index: Option<u32>) -> InLoop {
-        InLoop(loop_index.and_then(|l| std::num::NonZeroU32::new(l.wrapping_add(1))))
-    }
-
-    fn get(self) -> Option<usize> {
-        self.0.map(|l| l.get() as usize - 1)
-    }
+    loop_index: OptionalIndex,
 }
 
 impl ResolvedStep {
@@ -851,7 +835,7 @@ impl ResolvedStep {
 
     /// The index of the loop it belongs to.
     pub fn loop_index(&self) -> Option<usize> {
-        self.loop_index.get()
+        self.loop_index.get().map(|l| l as usize)
     }
 }
 
@@ -860,7 +844,7 @@ impl ResolvedStep {
 pub struct Position {
     first_step: u32,
     last_step: u32,
-    loop_index: InLoop,
+    loop_index: OptionalIndex,
 }
 
 impl Position {
@@ -876,7 +860,7 @@ impl Position {
 
     /// The loop run at this position, if it is one.
     pub fn loop_index(&self) -> Option<usize> {
-        self.loop_index.get()
+        self.loop_index.get().map(|l| l as usize)
     }
 }
 
@@ -1677,7 +1661,7 @@ fn listed_steps(
         // Device and loop indices fit `u32` (`index_ids`).
         steps.push(ResolvedStep {
             device: device_of(&owner, &s.device)? as u32,
-            loop_index: InLoop::new(match &s.loop_id {
+            loop_index: OptionalIndex::new(match &s.loop_id {
                 None => None,
                 Some(id) => Some(lookup(loop_index, owner, Element::Loop, id)? as u32),
             }),
@@ -1710,7 +1694,7 @@ fn event_steps(
         // At most `MAX_DEVICES`.
         let step = ResolvedStep {
             device: device as u32,
-            loop_index: InLoop::default(),
+            loop_index: OptionalIndex::default(),
         };
         steps.extend(std::iter::repeat_n(step, run.end as usize - start));
         start = run.end as usize;
@@ -1778,7 +1762,7 @@ fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphEr
     let mut closed = vec![false; g.loops.len()];
     // Step indices fit `u32` (`index_ids`).
     for (i, s) in (0u32..).zip(steps) {
-        match (s.loop_index.get(), positions.last_mut()) {
+        match (s.loop_index.get().map(|l| l as usize), positions.last_mut()) {
             (Some(_), Some(p)) if p.loop_index == s.loop_index && p.last_step + 1 == i => {
                 p.last_step = i
             }

@@ -4,6 +4,23 @@
 //! `u32`, as every index of a resolved graph is ([`crate::graph::MAX_ELEMENTS`]): half the
 //! memory of `usize` on a 64-bit target.
 
+/// An index of a resolved graph, or none, in four bytes where an `Option<u32>` takes eight: a
+/// snapshot has a step and a position per event, each with its loop, and a label per
+/// allocation, with its stack; millions of each. `u32::MAX`, which no index of a resolved
+/// graph reaches ([`crate::graph::MAX_ELEMENTS`]), reads as none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OptionalIndex(Option<std::num::NonZeroU32>);
+
+impl OptionalIndex {
+    pub fn new(index: Option<u32>) -> OptionalIndex {
+        OptionalIndex(index.and_then(|i| std::num::NonZeroU32::new(i.wrapping_add(1))))
+    }
+
+    pub fn get(self) -> Option<u32> {
+        self.0.map(|i| i.get() - 1)
+    }
+}
+
 /// A list of indices per element (a step, a tensor), holding at most `u32::MAX` indices in all.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Lists {
@@ -122,6 +139,16 @@ impl std::ops::Index<usize> for Lists {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_optional_index_reads_back_as_made_in_four_bytes() {
+        for index in [None, Some(0), Some(7), Some(u32::MAX - 1)] {
+            assert_eq!(OptionalIndex::new(index).get(), index);
+        }
+        assert_eq!(OptionalIndex::new(Some(u32::MAX)).get(), None);
+        assert_eq!(OptionalIndex::default().get(), None);
+        assert_eq!(std::mem::size_of::<OptionalIndex>(), 4);
+    }
 
     proptest::proptest! {
         #[test]

@@ -827,7 +827,9 @@ fn both_snapshots_are_named_by_their_users_frames_and_searched_by_file() {
         let m = s.view_model(&s.plan(&Scenario::default()).unwrap());
         let mut user_files = std::collections::BTreeSet::new();
         for b in m.buffers.iter() {
-            let Some(k) = b.tensor.stack else { continue };
+            let Some(k) = b.tensor.stack.get() else {
+                continue;
+            };
             let frames = &m.stacks[k as usize].frames;
             if let Some(user) = frames.iter().find(|f| !f.is_internal()) {
                 let site = memplan_core::graph::site(frames).unwrap();
@@ -850,7 +852,7 @@ fn both_snapshots_are_named_by_their_users_frames_and_searched_by_file() {
         );
         let file = user_files.first().expect("a user's frame");
         let stack_has = |b: usize| {
-            (m.buffers[b].tensor.stack).is_some_and(|k| {
+            (m.buffers[b].tensor.stack.get()).is_some_and(|k| {
                 m.stacks[k as usize]
                     .frames
                     .iter()
@@ -876,7 +878,7 @@ fn a_snapshot_reads_as_its_python_code_in_the_views() {
     let m = s.view_model(&outcome);
     assert!(!m.stacks.is_empty());
     for b in m.buffers.iter() {
-        let Some(k) = b.tensor.stack else {
+        let Some(k) = b.tensor.stack.get() else {
             assert!(
                 b.tensor.display_name().contains(" B at 0x"),
                 "{}: no stack, named {}",
@@ -901,7 +903,7 @@ fn a_snapshot_reads_as_its_python_code_in_the_views() {
     let found = m.search("nn_utils.py");
     assert!(!found.is_empty() && found.len() < m.buffers.len());
     for &b in &found {
-        let frames = &m.stacks[m.buffers[b].tensor.stack.unwrap() as usize].frames;
+        let frames = &m.stacks[m.buffers[b].tensor.stack.get().unwrap() as usize].frames;
         assert!(frames.iter().any(|f| f.file.contains("nn_utils.py")));
     }
     assert!(

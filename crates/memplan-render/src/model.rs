@@ -26,6 +26,7 @@ use rustc_hash::FxHashMap;
 use memplan_core::graph::{
     Frame, Graph, Id, NO_STACK, SiteGroup, Storage, TensorKind, group_by_site, site,
 };
+use memplan_core::lists::OptionalIndex;
 use memplan_core::liveness::Uses;
 use memplan_core::recorded::{Allocation, Oom, Recorded, Segment, at_positions};
 use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
@@ -33,13 +34,14 @@ use serde::{Deserialize, Serialize};
 
 /// Indices of steps (into [`ViewModel::steps`]): a buffer's producers or consumers. Most
 /// buffers have at most one of each (a snapshot's allocation: its allocation and its free), so
-/// that one is held inline; longer lists share one allocation. It reads as a slice.
+/// that one is held inline; longer lists share one allocation, behind a pointer of one word
+/// (8 bytes a list in wasm where an `Arc<[u32]>`, two words, made 12). It reads as a slice.
 #[derive(Clone, Default)]
 pub enum StepIndices {
     #[default]
     None,
     One(u32),
-    Many(Arc<[u32]>),
+    Many(Arc<Vec<u32>>),
 }
 
 impl std::ops::Deref for StepIndices {
@@ -61,7 +63,9 @@ impl FromIterator<u32> for StepIndices {
         match (steps.next(), steps.next()) {
             (None, _) => StepIndices::None,
             (Some(step), None) => StepIndices::One(step),
-            (Some(a), Some(b)) => StepIndices::Many([a, b].into_iter().chain(steps).collect()),
+            (Some(a), Some(b)) => {
+                StepIndices::Many(Arc::new([a, b].into_iter().chain(steps).collect()))
+            }
         }
     }
 }
@@ -162,7 +166,7 @@ pub struct TensorLabel {
     /// The views that take its bytes, in tensor order.
     pub views: Arc<[ViewInto]>,
     /// The stack that allocated it: an index into [`ViewModel::stacks`].
-    pub stack: Option<u32>,
+    pub stack: OptionalIndex,
     /// Where the dump's source put it, if it says ([`TensorLabel::allocation`],
     /// [`TensorLabel::given_offset`]).
     pub source: Option<SourcePlace>,
@@ -549,7 +553,7 @@ impl Labels {
                         true => no_views.clone(),
                         false => views.into(),
                     },
-                    stack: (!tensor.stack.is_empty()).then(|| {
+                    stack: OptionalIndex::new((!tensor.stack.is_empty()).then(|| {
                         *stack_at.entry(tensor.stack.as_ptr()).or_insert_with(|| {
                             *stack_index.entry(&tensor.stack).or_insert_with(|| {
                                 stacks.push(StackView {
@@ -561,7 +565,7 @@ impl Labels {
                                 stacks.len() as u32 - 1
                             })
                         })
-                    }),
+                    })),
                     source: None,
                 })
             })
@@ -804,7 +808,7 @@ impl ViewModel {
                         .any(|v| hit(&v.tensor) || hit(&v.name))
                     || x.tensor.producers.iter().any(step_hit)
                     || x.tensor.consumers.iter().any(step_hit)
-                    || x.tensor.stack.is_some_and(|k| stack_hits[k as usize])
+                    || x.tensor.stack.get().is_some_and(|k| stack_hits[k as usize])
             })
             .collect()
     }
@@ -899,6 +903,7 @@ impl ViewModel {
             let stack = x
                 .tensor
                 .stack
+                .get()
                 .map_or(no_stack, |k| &self.stacks[k as usize].frames[..]);
             (stack, x.occupied, b)
         }))
@@ -1098,6 +1103,7 @@ impl ViewModel {
             let site = b
                 .tensor
                 .stack
+                .get()
                 .map_or(NO_STACK, |k| &self.stacks[k as usize].site);
             let k = index.get(site).copied().unwrap_or(rest);
             let (first, last) = if b.always_live {
@@ -1423,8 +1429,13 @@ pub(crate) mod tests {
         assert!(matches!([].into_iter().collect(), StepIndices::None));
         assert!(serde_json::from_str::<StepIndices>("[1, -2]").is_err());
         // Equal by the steps they list, however held.
-        assert_eq!(StepIndices::Many(Arc::from([7])), StepIndices::One(7));
+        assert_eq!(StepIndices::Many(Arc::new(vec![7])), StepIndices::One(7));
         assert_ne!(StepIndices::One(7), StepIndices::None);
+        // A tag and a word: a label holds two of them.
+        assert_eq!(
+            std::mem::size_of::<StepIndices>(),
+            2 * std::mem::size_of::<usize>()
+        );
     }
 
     #[test]

@@ -447,6 +447,7 @@ pub fn Details(state: PageState) -> impl IntoView {
         let stack = b
             .tensor
             .stack
+            .get()
             .and_then(|k| m.stacks.get(k as usize))
             .map(|st| stack_view(&st.frames));
         Some(

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use memplan_core::DType;
 use memplan_core::graph::TensorKind;
+use memplan_core::lists::OptionalIndex;
 use memplan_core::recorded::Allocation;
 use std::fmt;
 use std::marker::PhantomData;
@@ -248,12 +249,12 @@ pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result
     optional_field(&mut fields, "views", (b, Form::Sparse), |b| {
         (!b.tensor.views.is_empty()).then(|| b.tensor.views.clone())
     })?;
-    let no_stack = b.iter().all(|b| b.tensor.stack.is_none());
+    let no_stack = b.iter().all(|b| b.tensor.stack.get().is_none());
     field_unless!(
         fields,
         "stack",
         no_stack,
-        packed_ints(b, |b| b.tensor.stack.map_or(0, |s| u64::from(s) + 1))
+        packed_ints(b, |b| b.tensor.stack.get().map_or(0, |s| u64::from(s) + 1))
     );
     let no_allocation = b.iter().all(|b| b.tensor.allocation().is_none());
     field_unless!(
@@ -494,7 +495,7 @@ impl<'de> Visitor<'de> for Buffers {
                             0 => None,
                             s => Some(u32_of(s - 1)?),
                         };
-                        set(&mut label(b)?.stack, stack)
+                        set(&mut label(b)?.stack, OptionalIndex::new(stack))
                     }))?
                 }
                 "allocation" => {
@@ -879,7 +880,7 @@ mod tests {
                             producers: producers.into_iter().collect(),
                             consumers: consumers.into_iter().collect(),
                             views: Arc::from(views),
-                            stack,
+                            stack: OptionalIndex::new(stack),
                             source,
                         }),
                         dtype,
@@ -985,7 +986,7 @@ mod tests {
                 producers: StepIndices::One(first),
                 consumers: StepIndices::One(last),
                 views: Arc::from([]),
-                stack: None,
+                stack: OptionalIndex::default(),
                 source: None,
             }),
             dtype: None,
