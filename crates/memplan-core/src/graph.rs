@@ -840,7 +840,7 @@ impl ResolvedStep {
 }
 
 /// A position of the schedule: a top-level step, or a whole loop.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
     first_step: u32,
     last_step: u32,
@@ -864,6 +864,74 @@ impl Position {
     }
 }
 
+/// The positions of a schedule, in order. A schedule with no loop (a snapshot's millions of
+/// events) has a position per step, each its own: those are counted, not stored (twelve bytes
+/// a step).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Positions {
+    /// Step `p` at position `p`, this many.
+    EachStep(u32),
+    /// At least one loop: each top-level step, each loop as one.
+    Listed(Vec<Position>),
+}
+
+impl Positions {
+    /// The positions of `steps` (in schedule order, each loop's steps contiguous): each
+    /// top-level step, each run of a loop's steps as one.
+    fn of(steps: &[ResolvedStep]) -> Positions {
+        if steps.iter().all(|s| s.loop_index.get().is_none()) {
+            // Step indices fit `u32` (`index_ids`).
+            return Positions::EachStep(steps.len() as u32);
+        }
+        let mut positions: Vec<Position> = Vec::new();
+        for (i, s) in (0..).zip(steps) {
+            match positions.last_mut() {
+                Some(p) if s.loop_index.get().is_some() && p.loop_index == s.loop_index => {
+                    p.last_step = i
+                }
+                _ => positions.push(Position {
+                    first_step: i,
+                    last_step: i,
+                    loop_index: s.loop_index,
+                }),
+            }
+        }
+        Positions::Listed(positions)
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Positions::EachStep(n) => *n as usize,
+            Positions::Listed(positions) => positions.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Position `p`, if there is one.
+    pub fn get(&self, p: usize) -> Option<Position> {
+        match self {
+            Positions::EachStep(n) => (p < *n as usize).then(|| Position {
+                first_step: p as u32,
+                last_step: p as u32,
+                loop_index: OptionalIndex::default(),
+            }),
+            Positions::Listed(positions) => positions.get(p).copied(),
+        }
+    }
+
+    /// Position `p`, which the schedule has.
+    pub fn at(&self, p: usize) -> Position {
+        self.get(p).expect("a position of the schedule")
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Position> + '_ {
+        (0..self.len()).map(|p| self.at(p))
+    }
+}
+
 /// A graph whose invariants hold (see the module docs), with indices in place of ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedGraph {
@@ -873,7 +941,7 @@ pub struct ResolvedGraph {
     /// The tensors each step reads and writes, in the dump's order, a list per step.
     reads: Lists,
     writes: Lists,
-    pub positions: Vec<Position>,
+    pub positions: Positions,
     /// For each loop, the tensors its back edge reads.
     pub back_edge_reads: Vec<Vec<usize>>,
     /// The tensor index of each id, made at the first lookup ([`ResolvedGraph::tensor_of`]):
@@ -914,20 +982,7 @@ impl ResolvedGraph {
                 .expect("a reorder holds what the graph held");
         }
         let steps: Vec<ResolvedStep> = steps.iter().map(|&s| self.steps[s]).collect();
-        let mut positions: Vec<Position> = Vec::new();
-        // Step indices fit `u32`: a reorder has the graph's steps.
-        for (i, s) in (0..).zip(&steps) {
-            match positions.last_mut() {
-                Some(p) if s.loop_index.get().is_some() && p.loop_index == s.loop_index => {
-                    p.last_step = i
-                }
-                _ => positions.push(Position {
-                    first_step: i,
-                    last_step: i,
-                    loop_index: s.loop_index,
-                }),
-            }
-        }
+        let positions = Positions::of(&steps);
         ResolvedGraph {
             device_ids: self.device_ids.clone(),
             tensors: self.tensors.clone(),
@@ -1756,38 +1811,31 @@ fn check_events(g: &Graph, events: &Events) -> Result<(), GraphError> {
     Ok(())
 }
 
-/// Groups the schedule into positions: each top-level step, each loop as one.
-fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Vec<Position>, GraphError> {
-    let mut positions: Vec<Position> = Vec::with_capacity(steps.len());
+/// Groups the schedule into positions ([`Positions::of`]), once each loop's steps are found
+/// contiguous.
+fn positions(g: &Graph, steps: &[ResolvedStep]) -> Result<Positions, GraphError> {
     let mut closed = vec![false; g.loops.len()];
-    // Step indices fit `u32` (`index_ids`).
-    for (i, s) in (0u32..).zip(steps) {
-        match (s.loop_index.get().map(|l| l as usize), positions.last_mut()) {
-            (Some(_), Some(p)) if p.loop_index == s.loop_index && p.last_step + 1 == i => {
-                p.last_step = i
-            }
-            (l, _) => {
-                if let Some(prev) = positions.last().and_then(Position::loop_index) {
-                    closed[prev] = true;
-                }
-                if let Some(l) = l
-                    && closed[l]
-                {
-                    return Err(GraphError::NonContiguousLoop {
-                        loop_id: g.loops[l].id.clone(),
-                        step: g.step(i as usize).id.to_string(),
-                        index: i as usize,
-                    });
-                }
-                positions.push(Position {
-                    first_step: i,
-                    last_step: i,
-                    loop_index: s.loop_index,
-                });
-            }
+    let mut running = None;
+    for (i, s) in steps.iter().enumerate() {
+        let l = s.loop_index.get().map(|l| l as usize);
+        if l == running {
+            continue;
         }
+        if let Some(prev) = running {
+            closed[prev] = true;
+        }
+        if let Some(l) = l
+            && closed[l]
+        {
+            return Err(GraphError::NonContiguousLoop {
+                loop_id: g.loops[l].id.clone(),
+                step: g.step(i).id.to_string(),
+                index: i,
+            });
+        }
+        running = l;
     }
-    Ok(positions)
+    Ok(Positions::of(steps))
 }
 
 /// Builders of small graphs for the core's tests.
@@ -2304,5 +2352,90 @@ mod lifetime_tests {
         let e = serde_json::to_string(&g).unwrap_err().to_string();
         assert!(e.contains("`Graph::listed`"), "{e}");
         assert!(serde_json::to_string(&*g.listed()).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod position_tests {
+    use super::testing::{step, tensor};
+    use super::*;
+
+    /// Five steps in a chain, `l1` to `l3` in loop `L` where `looped` says.
+    fn chain(looped: [bool; 5]) -> Graph {
+        let mut g = Graph {
+            tensors: (0..6).map(|t| tensor(&format!("t{t}"), 8)).collect(),
+            steps: (0..5)
+                .map(|s| {
+                    step(
+                        &format!("l{s}"),
+                        &[&format!("t{s}")],
+                        &[&format!("t{}", s + 1)],
+                    )
+                })
+                .collect(),
+            loops: vec![Loop {
+                id: "L".into(),
+                trip_count: Some(3),
+                back_edge_reads: Vec::new(),
+            }],
+            ..Graph::default()
+        };
+        for (s, looped) in g.steps.iter_mut().zip(looped) {
+            s.loop_id = looped.then(|| "L".into());
+        }
+        g
+    }
+
+    /// `(steps, loop)` of each position, as read through `Positions`.
+    fn read(positions: &Positions) -> Vec<(std::ops::RangeInclusive<usize>, Option<usize>)> {
+        let read: Vec<_> = positions
+            .iter()
+            .map(|p| (p.steps(), p.loop_index()))
+            .collect();
+        assert_eq!(read.len(), positions.len());
+        for (p, expected) in read.iter().enumerate() {
+            let at = positions.get(p).unwrap();
+            assert_eq!((at.steps(), at.loop_index()), expected.clone());
+        }
+        assert_eq!(positions.get(positions.len()), None);
+        read
+    }
+
+    /// A schedule with no loop has a position per step, counted, not stored; one with a loop
+    /// lists them, the loop's steps as one; a reorder keeps each form.
+    #[test]
+    fn positions_are_counted_without_loops_and_listed_with_them() {
+        let g = chain([false; 5]);
+        let resolved = g.resolve().unwrap();
+        assert_eq!(resolved.positions, Positions::EachStep(5));
+        let each: Vec<_> = (0..5).map(|s| (s..=s, None)).collect();
+        assert_eq!(read(&resolved.positions), each);
+        let reordered = resolved.reordered(&[0, 1, 2, 3, 4]);
+        assert_eq!(reordered.positions, Positions::EachStep(5));
+
+        let g = chain([false, true, true, true, false]);
+        let resolved = g.resolve().unwrap();
+        assert!(matches!(resolved.positions, Positions::Listed(_)));
+        let listed = vec![(0..=0, None), (1..=3, Some(0)), (4..=4, None)];
+        assert_eq!(read(&resolved.positions), listed);
+        assert_eq!(
+            read(&resolved.reordered(&[0, 1, 2, 3, 4]).positions),
+            listed
+        );
+    }
+
+    /// A loop whose steps another step splits is refused, naming the step that reopens it.
+    #[test]
+    fn a_loop_split_by_another_step_is_refused() {
+        let g = chain([false, true, false, true, false]);
+        match g.resolve() {
+            Err(GraphError::NonContiguousLoop {
+                loop_id,
+                step,
+                index,
+            }) => assert_eq!((loop_id.as_str(), step.as_str(), index), ("L", "l3", 3)),
+            other => panic!("{other:?}"),
+        }
+        assert!(chain([true, true, false, false, false]).resolve().is_ok());
     }
 }

@@ -294,7 +294,7 @@ fn problem_visiting(
 /// `Option`, the list grew by doubling (at a million positions, 7 MB unused).
 fn position_times(graph: &Graph, resolved: &ResolvedGraph) -> Vec<u64> {
     let mut times = Vec::with_capacity(resolved.positions.len());
-    for p in &resolved.positions {
+    for p in resolved.positions.iter() {
         match graph.step_time(p.first_step()) {
             Some(t) if times.last().is_none_or(|&last| last < t) => times.push(t),
             _ => return Vec::new(),

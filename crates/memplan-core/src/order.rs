@@ -474,7 +474,7 @@ pub fn steps_in(resolved: &ResolvedGraph, units: &[u32]) -> Vec<usize> {
     units
         .iter()
         .flat_map(|&u| {
-            let p = &resolved.positions[u as usize];
+            let p = resolved.positions.at(u as usize);
             p.steps()
         })
         .collect()

@@ -1302,7 +1302,7 @@ pub(crate) mod tests {
             let view = labels.allocator[d].as_ref().unwrap();
             let own: Vec<(usize, u64)> = (0..positions)
                 .filter_map(|p| {
-                    let step = resolved.positions[p].first_step();
+                    let step = resolved.positions.at(p).first_step();
                     let time = graph.step_time(step)?;
                     (resolved.steps[step].device() == d).then_some((p, time))
                 })
