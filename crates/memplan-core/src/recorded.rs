@@ -24,7 +24,7 @@ pub struct Recorded {
     pub devices: Vec<RecordedDevice>,
 }
 
-/// One allocation as the allocator made it.
+/// One allocation as the allocator made it: 32 bytes (a snapshot has millions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allocation {
     /// Its address in the device's memory.
@@ -33,8 +33,51 @@ pub struct Allocation {
     pub stream: i64,
     /// The event that allocated it.
     pub allocated_at: u64,
+    /// The event that freed it ([`Allocation::freed_at`]); [`NEVER_FREED`]: still allocated at
+    /// the end of the trace. No trace has that many events.
+    #[serde(rename = "freed_at", with = "freed")]
+    freed: u64,
+}
+
+/// What [`Allocation`] holds for an allocation the trace never frees.
+const NEVER_FREED: u64 = u64::MAX;
+
+impl Allocation {
+    /// An allocation; `freed_at` `None` (or `Some(u64::MAX)`, past any trace's events): still
+    /// allocated at the end of the trace.
+    pub fn new(address: u64, stream: i64, allocated_at: u64, freed_at: Option<u64>) -> Allocation {
+        Allocation {
+            address,
+            stream,
+            allocated_at,
+            freed: freed_at.unwrap_or(NEVER_FREED),
+        }
+    }
+
     /// The event that freed it; `None`: still allocated at the end of the trace.
-    pub freed_at: Option<u64>,
+    pub fn freed_at(&self) -> Option<u64> {
+        (self.freed != NEVER_FREED).then_some(self.freed)
+    }
+
+    /// Freed at event `at`.
+    pub fn free(&mut self, at: u64) {
+        self.freed = at;
+    }
+}
+
+/// An allocation's free as its JSON says it: `freed_at`, an event or null.
+mod freed {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(freed: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+        (*freed != super::NEVER_FREED)
+            .then_some(*freed)
+            .serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+        Ok(Option::<u64>::deserialize(deserializer)?.unwrap_or(super::NEVER_FREED))
+    }
 }
 
 /// A device's allocator over the trace.
@@ -115,6 +158,22 @@ pub fn at_positions(series: &[(u64, u64)], times: &[u64]) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An allocation reads back its free as made, in 32 bytes, and its JSON says `freed_at`,
+    /// null while it is never freed.
+    #[test]
+    fn an_allocation_holds_its_free_in_a_word() {
+        for freed_at in [None, Some(0), Some(7), Some(u64::MAX - 1)] {
+            let mut a = Allocation::new(0x7f00, -1, 3, freed_at);
+            assert_eq!(a.freed_at(), freed_at);
+            let json = serde_json::to_value(a).unwrap();
+            assert_eq!(json["freed_at"], serde_json::json!(freed_at));
+            assert_eq!(serde_json::from_value::<Allocation>(json).unwrap(), a);
+            a.free(9);
+            assert_eq!(a.freed_at(), Some(9));
+        }
+        assert_eq!(std::mem::size_of::<Allocation>(), 32);
+    }
 
     #[test]
     fn a_series_at_positions_keeps_each_window_s_peak() {

@@ -233,12 +233,8 @@ impl DeviceEvents {
             stack,
             device: self.named().cloned(),
         });
-        all.allocations.push(Allocation {
-            address,
-            stream,
-            allocated_at: at,
-            freed_at: None,
-        });
+        all.allocations
+            .push(Allocation::new(address, stream, at, None));
         self.lifetimes.push((at, NEVER_FREED));
     }
 
@@ -250,7 +246,7 @@ impl DeviceEvents {
         };
         let t = list.remove(0);
         let start = all.allocations[t].allocated_at;
-        all.allocations[t].freed_at = Some(at);
+        all.allocations[t].free(at);
         // An allocation freed at its own event lives one event.
         self.lifetimes[t - self.first].1 = at.max(start + 1);
         Some(all.pending[t].bytes)
@@ -391,7 +387,7 @@ mod tests {
         assert_eq!(steps.len(), 4);
         assert_eq!(steps[1], ("cuda:0 t=1", &["alloc1".into()][..]));
         assert_eq!(steps[3], ("cuda:1 t=0", &["alloc3".into()][..]));
-        assert_eq!(imported.recorded.allocations[1].freed_at, Some(3));
+        assert_eq!(imported.recorded.allocations[1].freed_at(), Some(3));
         assert!(
             imported
                 .warnings

@@ -508,7 +508,7 @@ mod tests {
         );
         assert_eq!(g.tensors[1].name.as_deref(), Some("aten::linear"));
         let a = &imported.recorded.allocations;
-        assert_eq!((a[0].freed_at, a[1].freed_at), (Some(2), None));
+        assert_eq!((a[0].freed_at(), a[1].freed_at()), (Some(2), None));
         assert!(
             imported.warnings.iter().any(|w| w.contains("1 frees")),
             "{:?}",

@@ -429,7 +429,7 @@ pub fn allocated_text(a: &Allocation) -> String {
 
 /// How an allocation's lifetime ended in the trace.
 pub fn freed_text(a: &Allocation) -> String {
-    match a.freed_at {
+    match a.freed_at() {
         Some(event) => format!("freed at event {event}"),
         None => "still allocated at the end of the trace".to_string(),
     }
@@ -848,7 +848,7 @@ impl ViewModel {
                     Alive::AlwaysLive
                 } else if let Some(a) = x.tensor.allocation() {
                     Alive::UntilFreed {
-                        event: a.freed_at,
+                        event: a.freed_at(),
                         wait: x.last - peak,
                     }
                 } else {

@@ -292,11 +292,11 @@ fn push_allocation(p: &mut Packer<5>, allocation: Option<&Allocation>) {
     let Some(a) = allocation else {
         return p.push(0, 0);
     };
-    p.push(0, if a.freed_at.is_some() { 2 } else { 1 });
+    p.push(0, if a.freed_at().is_some() { 2 } else { 1 });
     p.push(1, a.address);
     p.push(2, a.stream as u64);
     p.push(3, a.allocated_at);
-    if let Some(freed_at) = a.freed_at {
+    if let Some(freed_at) = a.freed_at() {
         p.push(4, freed_at);
     }
 }
@@ -309,12 +309,12 @@ fn next_allocation(u: &mut Unpacker<5>) -> Result<Option<Allocation>, String> {
         2 => true,
         tag => return Err(format!("holds allocation tag {tag}")),
     };
-    Ok(Some(Allocation {
-        address: u.next(1)?,
-        stream: u.next(2)? as i64,
-        allocated_at: u.next(3)?,
-        freed_at: freed.then(|| u.next(4)).transpose()?,
-    }))
+    Ok(Some(Allocation::new(
+        u.next(1)?,
+        u.next(2)? as i64,
+        u.next(3)?,
+        freed.then(|| u.next(4)).transpose()?,
+    )))
 }
 
 /// How a column lays out its values.
@@ -830,12 +830,11 @@ mod tests {
             offset,
             size,
         });
-        let allocation = (any::<u64>(), -2i64..3, any::<u64>(), any::<Option<u64>>()).prop_map(
-            |(address, stream, allocated_at, freed_at)| Allocation {
-                address,
-                stream,
-                allocated_at,
-                freed_at,
+        // An event past the last a trace can have (`u64::MAX`) reads as never freed.
+        let freed_at = prop::option::of(0..u64::MAX);
+        let allocation = (any::<u64>(), -2i64..3, any::<u64>(), freed_at).prop_map(
+            |(address, stream, allocated_at, freed_at)| {
+                Allocation::new(address, stream, allocated_at, freed_at)
             },
         );
         (
@@ -929,12 +928,14 @@ mod tests {
                 let mut b = spanning(&format!("alloc{k}"), (k, k + 2));
                 b.size = u64::from(k % 7) << 20;
                 Arc::make_mut(&mut b.tensor).source =
-                    Some(alone(SourceRecord::Allocated(Arc::new(vec![Allocation {
-                        address: 0x7f00_0000_0000 + u64::from(k) * 4096,
-                        stream: i64::from(k % 3) - 1,
-                        allocated_at: u64::from(k) * 3,
-                        freed_at: (k % 5 != 0).then_some(u64::from(k) * 3 + 7),
-                    }]))));
+                    Some(alone(SourceRecord::Allocated(Arc::new(vec![
+                        Allocation::new(
+                            0x7f00_0000_0000 + u64::from(k) * 4096,
+                            i64::from(k % 3) - 1,
+                            u64::from(k) * 3,
+                            (k % 5 != 0).then_some(u64::from(k) * 3 + 7),
+                        ),
+                    ]))));
                 b
             })
             .collect();
