@@ -1250,17 +1250,24 @@ pub(crate) mod tests {
         }
     }
 
+    /// A recorded dump (`bytes`, named `name`), its liveness, and its labels with its record.
+    fn recorded_labels(bytes: &[u8], name: &str) -> (memplan_formats::Loaded, Liveness, Labels) {
+        let loaded = memplan_formats::load(bytes, name).unwrap();
+        let (graph, resolved) = (&loaded.graph, &loaded.resolved);
+        let liveness = memplan_core::analyze(graph, resolved);
+        let recorded = loaded.recorded.as_ref().unwrap();
+        let labels =
+            Labels::new(graph, resolved, &liveness.uses).with_recorded(graph, resolved, recorded);
+        (loaded, liveness, labels)
+    }
+
     /// A snapshot's labels point into the session's record of its allocations, each at its
     /// own tensor's, where they held a copy; and the page reads them back as they were.
     #[test]
     fn a_snapshots_labels_point_into_its_record_of_allocations() {
         let bytes = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
-        let loaded = memplan_formats::load(bytes, "snapshot.pickle").unwrap();
-        let (graph, resolved) = (&loaded.graph, &loaded.resolved);
+        let (loaded, liveness, labels) = recorded_labels(bytes, "snapshot.pickle");
         let recorded = loaded.recorded.as_ref().unwrap();
-        let liveness = memplan_core::analyze(graph, resolved);
-        let labels =
-            Labels::new(graph, resolved, &liveness.uses).with_recorded(graph, resolved, recorded);
         assert_eq!(labels.tensors.len(), recorded.allocations.len());
         for (label, allocation) in labels.tensors.iter().zip(recorded.allocations.iter()) {
             assert!(std::ptr::eq(label.allocation().unwrap(), allocation));
@@ -1285,12 +1292,9 @@ pub(crate) mod tests {
     #[test]
     fn each_devices_allocator_record_is_spread_over_the_schedules_positions() {
         let bytes = include_bytes!("../../../tests/data/torch-trace/df_index_resolver.json.gz");
-        let loaded = memplan_formats::load(bytes, "trace.json.gz").unwrap();
+        let (loaded, _, labels) = recorded_labels(bytes, "trace.json.gz");
         let (graph, resolved) = (&loaded.graph, &loaded.resolved);
         let recorded = loaded.recorded.as_ref().unwrap();
-        let liveness = memplan_core::analyze(graph, resolved);
-        let labels =
-            Labels::new(graph, resolved, &liveness.uses).with_recorded(graph, resolved, recorded);
         let positions = resolved.positions.len();
         let mut checked = 0;
         for r in &recorded.devices {
