@@ -123,9 +123,10 @@ pub(crate) struct Allocations {
     /// Each allocation's steps, as the graph records them ([`Graph::lifetimes`]).
     lifetimes: Vec<(u32, u32)>,
     devices: Vec<Device>,
-    /// One per allocation, in tensor order: the record's, once all are read.
+    /// The record being read: one allocation per tensor, in tensor order, and each device's
+    /// allocator.
     allocations: Vec<Allocation>,
-    recorded: Recorded,
+    recorded_devices: Vec<RecordedDevice>,
     warnings: Vec<String>,
 }
 
@@ -199,7 +200,7 @@ impl Allocations {
             },
             recorded: Recorded {
                 allocations: Arc::new(self.allocations),
-                ..self.recorded
+                devices: self.recorded_devices,
             },
             warnings: self.warnings,
         })
@@ -288,7 +289,7 @@ impl DeviceEvents {
             all.lifetimes.resize(first + recorded.len(), (0, 0));
         }
         all.lifetimes[first..first + recorded.len()].copy_from_slice(&recorded);
-        all.recorded.devices.push(RecordedDevice {
+        all.recorded_devices.push(RecordedDevice {
             device: device.to_string(),
             events,
             reserved: record.reserved,

@@ -499,25 +499,17 @@ impl<'de> Visitor<'de> for Buffers {
                     }))?
                 }
                 "allocation" => {
-                    let ((owners, allocations), mut k) = (&mut allocated, 0);
-                    allocations.reserve_exact(out.len());
+                    let mut k = 0;
+                    allocated.1.reserve_exact(out.len());
                     map.next_value_seed(optional(out, "allocation").unpack(|_, u| {
-                        if let Some(allocation) = next_allocation(u)? {
-                            owners.push(k);
-                            allocations.push(allocation);
-                        }
-                        k += 1;
+                        entry(&mut allocated, &mut k, next_allocation(u)?);
                         Ok(())
                     }))?
                 }
                 "given_offset" => {
-                    let ((owners, offsets), mut k) = (&mut given, 0);
-                    map.next_value_seed(optional(out, "given_offset").with(|_, v: Option<u64>| {
-                        if let Some(offset) = v {
-                            owners.push(k);
-                            offsets.push(offset);
-                        }
-                        k += 1;
+                    let mut k = 0;
+                    map.next_value_seed(optional(out, "given_offset").with(|_, v| {
+                        entry(&mut given, &mut k, v);
                         Ok(())
                     }))?
                 }
@@ -579,6 +571,16 @@ fn next_steps(u: &mut Unpacker<2>) -> Result<StepIndices, String> {
 fn set<T>(field: &mut T, value: T) -> Result<(), String> {
     *field = value;
     Ok(())
+}
+
+/// Buffer `*k`'s entry in a record being read (`owners`, `entries`), if it has one; then on to
+/// the next buffer.
+fn entry<T>((owners, entries): &mut (Vec<u32>, Vec<T>), k: &mut u32, value: Option<T>) {
+    if let Some(value) = value {
+        owners.push(*k);
+        entries.push(value);
+    }
+    *k += 1;
 }
 
 /// Points the tensor of each buffer `owners[j]` of `out` at entry `j` of `record` (`owners`
