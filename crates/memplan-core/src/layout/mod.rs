@@ -227,9 +227,9 @@ pub const BEST_SEARCH_WORK: u64 = 2_500_000;
 /// Within `best`, the work of the exact search, in buffer visits ([`best_node_cost`]), on the
 /// regions where it runs (those whose first round [`BEST_SEARCH_WORK`] covers: up to about
 /// 320 buffers). Its nodes are what moves a layout towards the floor, and past the first
-/// rounds they come cheap to a small region: this buys about 20,000 nodes on 300 sparse
-/// buffers, 37,000 on minimalloc's A and 19,000 on D, the densest, each under a tenth of a
-/// second natively (docs/benchmarks.md measures it on each minimalloc file), where `search` by
+/// rounds they come cheap to a small region: this buys about 70,000 nodes on 300 buffers of 33
+/// neighbours each, 37,000 on minimalloc's A and 19,000 on D, the densest, each under a tenth
+/// of a second natively (docs/benchmarks.md measures it on each minimalloc file), where `search` by
 /// name spends more and a time limit as long as the caller gives. With a tenth of it, `best`
 /// stopped 15% above the proven bound on puzzles its search solves (minimalloc's E, upstream's
 /// G) and on packed instances whose optimum is the bound (scripts/gen-packed.py).
@@ -237,18 +237,19 @@ pub const BEST_EXACT_WORK: u64 = 50_000_000;
 
 /// What a node of `best`'s exact search costs, in buffer visits, on `n` buffers that make
 /// `visits` conflict visits ([`total_overlaps`]: each buffer's neighbours and itself): its
-/// entry scans the part's unplaced buffers (8 a buffer), or its placement walks the placed
-/// buffer's neighbours, raising their floors and the sections under them (22 a neighbour),
-/// whichever is more. A node's time follows its neighbours: measured with fixed budgets on
-/// minimalloc's A-F and on packed instances, 0.031 µs a neighbour, within 0.7 to 1.7 times
-/// that, where the buffer count alone was off by 0.6 to 3.2 times. The walk counts only where a
-/// buffer meets more than a third of the others: there it keeps the densest puzzle, D (119
-/// neighbours a buffer, twice A's, and twice A's time a node), under a tenth of a second. At
-/// the weight a node's time would give it, A (61 a buffer) would get fewer nodes than find its
-/// layout; at none, D took 0.11 s for the same layout.
+/// placement walks the placed buffer's neighbours, raising their floors and the sections under
+/// them (22 a neighbour), and its entry scans the part's unplaced buffers (2 a buffer), which
+/// is the cost only where a buffer meets fewer than a tenth of the others. A node's time
+/// follows its neighbours: measured as the difference of two runs with four times the nodes
+/// apart, on minimalloc's A and D and on the 26 packed 250- and 300-buffer instances whose
+/// search ran out of nodes, 0.018 to 0.034 µs a neighbour (0.53 µs a node at 24 neighbours a
+/// buffer, 3.9 at D's 119), so every region gets about the same time, three quarters of a tenth
+/// of a second natively. Weighted by its buffers (8 each) where that was more, a sparse region
+/// got a third of that time: on those 26 and minimalloc's A-F, 18 of 56 ended more than 3%
+/// above the floor, 15 with this weight.
 fn best_node_cost(n: usize, visits: u64) -> u64 {
     let n = (n as u64).max(1);
-    (8 * n).max(22 * visits / n)
+    (2 * n).max(22 * visits / n)
 }
 
 /// Whether `search` lays out a region of `n` buffers under `options`: asked for by name at any

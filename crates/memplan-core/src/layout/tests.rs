@@ -902,25 +902,23 @@ fn best_runs_the_exact_search_where_its_budget_covers_a_round() {
     assert!(runs(by_name, largest + 1) && runs(by_name, 100_000));
 }
 
-/// Within `best`, a node of the exact search costs its scan of the region's buffers or its
-/// walk over the placed buffer's neighbours, whichever is more: a sparse region gets the nodes
-/// its buffer count buys, a dense one fewer, in proportion to its neighbours.
+/// Within `best`, a node of the exact search costs its walk over the placed buffer's
+/// neighbours, or its scan of the region's buffers where that is more: a region gets nodes in
+/// inverse proportion to its neighbours, and a very sparse one the nodes its buffer count buys.
 #[test]
-fn best_budgets_a_dense_region_by_its_neighbours() {
+fn best_budgets_a_region_by_its_neighbours() {
     let n = 200;
     // Per buffer, the conflict visits its neighbours and itself make.
     let nodes = |visits: u64| BEST_EXACT_WORK / best_node_cost(n, n as u64 * visits);
-    // Sparse: the buffers set it (about 31,000 nodes on 200 buffers).
-    assert_eq!(nodes(3), BEST_EXACT_WORK / (8 * n as u64));
-    assert_eq!(nodes(3), nodes(40));
-    // Dense: twice the neighbours, half the nodes.
-    assert!(nodes(120) < nodes(40));
-    assert!(
-        nodes(120).abs_diff(nodes(240) * 2) <= 1,
-        "{} {}",
-        nodes(120),
-        nodes(240)
-    );
+    // Very sparse: the buffers set it (125,000 nodes on 200 buffers).
+    assert_eq!(nodes(3), BEST_EXACT_WORK / (2 * n as u64));
+    assert_eq!(nodes(3), nodes(15));
+    // Past a tenth of the others: twice the neighbours, half the nodes.
+    assert!(nodes(40) < nodes(15));
+    for visits in [40, 120] {
+        let (once, twice) = (nodes(visits), nodes(2 * visits));
+        assert!(once.abs_diff(twice * 2) <= 1, "{once} {twice}");
+    }
 }
 
 /// The exact search starts from the greedy portfolio's best: stopped by its caller before its
