@@ -859,6 +859,37 @@ fn search_by_name_runs_its_portfolio_past_the_size_best_stops_at() {
     assert!(heard.windows(2).all(|w| w[1].best_bytes <= w[0].best_bytes));
 }
 
+/// Past `BEST_GREEDY_MOST_ITEMS` buffers, `best` first asks TLSF for a layout at the floor:
+/// where it gets one, first-fit (which reaches the floor too, and would take the tie) is not
+/// run; where it does not, the layout is the lower of the two as before.
+#[test]
+fn past_the_portfolio_best_takes_tlsf_at_the_floor_without_first_fit() {
+    let n = BEST_GREEDY_MOST_ITEMS + 1;
+    // Each buffer (of TLSF's granule) lives two positions, beside its neighbours: two are
+    // live at a time.
+    let chain = problem(
+        n as u32 + 1,
+        (0..n)
+            .map(|i| buffer("b", 256, 256, live(i as u32, i as u32 + 1)))
+            .collect(),
+    );
+    let first_fit = planned(&chain, Strategy::FirstFit);
+    assert_eq!(first_fit.footprint_bytes(), 512);
+    assert_eq!(first_fit.lower_bound_bytes(), 512);
+    let best = plan(&chain, &PlanOptions::default()).unwrap();
+    assert_eq!(best.devices[0].strategy, Strategy::Tlsf);
+    assert_eq!(best.footprint_bytes(), 512);
+    // Random lifetimes: TLSF misses the floor, first-fit runs and is lower.
+    let p = random_problem(n, n as u64 / 2, 128);
+    let tlsf = planned(&p, Strategy::Tlsf);
+    let first_fit = planned(&p, Strategy::FirstFit).footprint_bytes();
+    assert!(first_fit < tlsf.footprint_bytes());
+    assert!(tlsf.footprint_bytes() > tlsf.lower_bound_bytes());
+    let best = plan(&p, &PlanOptions::default()).unwrap();
+    assert_eq!(best.devices[0].strategy, Strategy::FirstFit);
+    assert_eq!(best.footprint_bytes(), first_fit);
+}
+
 /// A stop heard while a portfolio decode runs ends it there (a decode of a hundred thousand
 /// buffers takes a good part of a second): the search keeps first-fit's layout, stopped.
 #[test]
