@@ -213,8 +213,9 @@ pub const EXACT_MOST_VISITS: u64 = DEFAULT_SEARCH_WORK;
 /// buffers is the peak of that portfolio (OmniMalloc's `greedy_by_all`), so it runs there, at a
 /// second or two at 100k (less where a decode passes the best so far early, none where
 /// first-fit reaches the floor). Past this first-fit stands in, with TLSF (a tenth of its
-/// time, asked first for a layout at the floor: see [`choose_arena`]): past it the other decodes cost more than first-fit itself for no lower layout (on a
-/// 250k-row minimalloc CSV, whose overlaps the budget covers, four times first-fit's time).
+/// time, asked first for a layout at the floor: see [`choose_arena`]): past it the other
+/// decodes cost more than first-fit itself for no lower layout (on a 250k-row minimalloc CSV,
+/// whose overlaps the budget covers, four times first-fit's time).
 /// `best-fit` and `search` asked for by name run at any size (a time limit stops `search`
 /// within a decode).
 pub const BEST_GREEDY_MOST_ITEMS: usize = 150_000;
@@ -1092,19 +1093,18 @@ fn choose_arena(
     if options.strategy == StrategyChoice::Best && len > BEST_GREEDY_MOST_ITEMS {
         let floor = floor_of(known);
         let at_the_floor = (capacity, Some(floor.saturating_add(1)));
-        let tlsf = Strategy::Tlsf;
-        match layout_arena(
+        let tried = layout_arena(
             regions,
             len,
-            tlsf,
+            Strategy::Tlsf,
             options,
             at_the_floor,
             known,
             device,
             control,
-        ) {
-            Some(layout) if layout.extent <= floor => return Some(layout),
-            _ => {}
+        );
+        if let Some(layout) = tried.filter(|layout| layout.extent <= floor) {
+            return Some(layout);
         }
     }
     let mut chosen: Option<ArenaLayout> = None;
