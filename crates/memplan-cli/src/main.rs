@@ -549,6 +549,8 @@ fn timed(mut scenario: Scenario, time_limit: Option<u64>) -> Scenario {
 }
 
 fn main() -> ExitCode {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    out_of_memory::map_large_blocks();
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
