@@ -15,7 +15,7 @@
 //! at its own position. So the producer's inputs live longer, which is why inlining can cost
 //! bytes as well as free them.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 mod flips;
 
@@ -26,18 +26,48 @@ use crate::lists::Lists;
 use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 
 /// The planning problem of a graph, with the map back to its tensors.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Liveness {
     pub problem: Problem,
-    /// Which steps write and read each tensor's storage: of the graph alone, so every flip set
-    /// of one graph shares them.
-    pub uses: Arc<Uses>,
+    /// Which steps write and read each tensor's storage ([`Liveness::uses`]), made the first
+    /// time they are asked for: planning never reads them (a million-row CSV's plan made them
+    /// for nothing, 16 MB at its peak), the views and the remat candidates do. Of the graph
+    /// alone, so every flip set of one graph shares them ([`Liveness::shared_uses`]).
+    uses: SharedUses,
     /// The tensor index of each buffer.
     pub buffer_tensor: Vec<u32>,
     /// Tensors that own storage but are never taken and not always-live.
     pub unused: Vec<usize>,
     /// Tensors flipped (recomputed at each use): no storage.
     pub flipped: Vec<usize>,
+}
+
+/// Equal where the problems and the maps back to the tensors are: the uses follow from the graph.
+impl PartialEq for Liveness {
+    fn eq(&self, other: &Self) -> bool {
+        (self.problem == other.problem)
+            && (self.buffer_tensor == other.buffer_tensor)
+            && (self.unused == other.unused)
+            && (self.flipped == other.flipped)
+    }
+}
+
+impl Eq for Liveness {}
+
+/// The uses of one graph, made once, shared by the liveness of each of its flip sets.
+pub type SharedUses = Arc<OnceLock<Uses>>;
+
+impl Liveness {
+    /// The uses of `resolved`, the graph this was analyzed from, made the first time they are
+    /// asked for.
+    pub fn uses(&self, resolved: &ResolvedGraph) -> &Uses {
+        self.uses.get_or_init(|| Uses::of(resolved))
+    }
+
+    /// The uses, made or not, for [`analyze_flipped_with`] to share with another flip set.
+    pub fn shared_uses(&self) -> SharedUses {
+        Arc::clone(&self.uses)
+    }
 }
 
 /// For each storage root, the steps that write it (or a view of it) and the steps that read it,
@@ -196,16 +226,16 @@ pub fn analyze(graph: &Graph, resolved: &ResolvedGraph) -> Liveness {
 /// [`analyze`] with the tensors of `flipped` (one flag per tensor, or empty for none)
 /// recomputed at their uses instead of stored (see the module docs).
 pub fn analyze_flipped(graph: &Graph, resolved: &ResolvedGraph, flipped: &[bool]) -> Liveness {
-    analyze_flipped_with(graph, resolved, flipped, Arc::new(Uses::of(resolved)))
+    analyze_flipped_with(graph, resolved, flipped, SharedUses::default())
 }
 
-/// [`analyze_flipped`] with the uses of `resolved` already built (flips do not change them): a
-/// caller that re-derives flip sets of one graph builds them once.
+/// [`analyze_flipped`] sharing the uses of `resolved` with another flip set (flips do not change
+/// them): a caller that re-derives flip sets of one graph makes them once.
 pub fn analyze_flipped_with(
     graph: &Graph,
     resolved: &ResolvedGraph,
     flipped: &[bool],
-    uses: Arc<Uses>,
+    uses: SharedUses,
 ) -> Liveness {
     Liveness {
         uses,
@@ -378,7 +408,7 @@ fn storage_of_spans(
     );
     Liveness {
         problem,
-        uses: Arc::default(),
+        uses: SharedUses::default(),
         buffer_tensor,
         unused,
         flipped: flipped_list,
@@ -428,6 +458,32 @@ mod tests {
         assert!(times([Some(0), None, Some(9)]).is_empty());
         assert!(times([Some(0), Some(5), Some(5)]).is_empty());
         assert!(times([Some(9), Some(5), Some(0)]).is_empty());
+    }
+
+    /// The uses are made when first asked for, as `Uses::of` makes them, and once for every
+    /// flip set that shares them.
+    #[test]
+    fn uses_are_made_when_asked_for_and_shared_by_flip_sets() {
+        let g = Graph {
+            tensors: vec![tensor("a", 8), tensor("b", 8), tensor("c", 8)],
+            steps: vec![
+                step("s0", &[], &["a"]),
+                step("s1", &["a"], &["b"]),
+                step("s2", &["a", "b"], &["c"]),
+            ],
+            ..Graph::default()
+        };
+        let resolved = g.resolve().unwrap();
+        let liveness = analyze(&g, &resolved);
+        assert!(liveness.uses.get().is_none(), "planning needs no uses");
+        let flipped = analyze_flipped_with(&g, &resolved, &[false, true], liveness.shared_uses());
+        assert_eq!(liveness.uses(&resolved), &Uses::of(&resolved));
+        assert_eq!(liveness.uses(&resolved).consumers[0], [1, 2]);
+        assert!(std::ptr::eq(
+            flipped.uses(&resolved),
+            liveness.uses(&resolved)
+        ));
+        assert_ne!(flipped.problem, liveness.problem);
     }
 
     #[test]

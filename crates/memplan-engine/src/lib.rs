@@ -722,7 +722,7 @@ impl Session {
             Some(b) => (&b.graph, &b.resolved, &b.liveness),
             None => (&self.graph, &self.resolved, &self.liveness),
         };
-        let candidates = candidates(graph, resolved, &liveness.uses);
+        let candidates = candidates(graph, resolved, liveness.uses(resolved));
         known
             .flips
             .retain(|id| match flip_index(graph, resolved, &candidates, id) {
@@ -902,7 +902,7 @@ impl Session {
             Some(b) => &b.liveness,
             None => &self.liveness,
         };
-        let candidates = candidates(graph, resolved, &liveness.uses);
+        let candidates = candidates(graph, resolved, liveness.uses(resolved));
         let mut flags = vec![false; resolved.tensors.len()];
         for id in &scenario.flips {
             let t = flip_index(graph, resolved, &candidates, id).map_err(|reason| {
@@ -914,7 +914,7 @@ impl Session {
             })?;
             flags[t] = true;
         }
-        let liveness = analyze_flipped_with(graph, resolved, &flags, Arc::clone(&liveness.uses));
+        let liveness = analyze_flipped_with(graph, resolved, &flags, liveness.shared_uses());
         let (graph, resolved) = (Arc::clone(graph), Arc::clone(resolved));
         // Reordered, the given order is measured with the same flips: the figure beside the
         // plan is what the order alone changes.
@@ -965,8 +965,12 @@ impl Session {
     pub fn candidates(&self, scenario: &Scenario) -> Result<Vec<Candidate>, EngineError> {
         // The params alone: an order moves steps, not what each tensor costs to recompute.
         Ok(match self.bind(&scenario.params)? {
-            Some(b) => candidates(&b.graph, &b.resolved, &b.liveness.uses),
-            None => candidates(&self.graph, &self.resolved, &self.liveness.uses),
+            Some(b) => candidates(&b.graph, &b.resolved, b.liveness.uses(&b.resolved)),
+            None => candidates(
+                &self.graph,
+                &self.resolved,
+                self.liveness.uses(&self.resolved),
+            ),
         })
     }
 
@@ -974,7 +978,7 @@ impl Session {
     /// tensor's id and bytes, and whether the outcome recomputes it.
     pub fn candidate_rows(&self, outcome: &Outcome) -> Vec<CandidateRow> {
         let (graph, resolved, liveness) = self.parts(outcome);
-        candidates(graph, resolved, &liveness.uses)
+        candidates(graph, resolved, liveness.uses(resolved))
             .into_iter()
             .map(|c| {
                 let tensor = graph.tensors[c.tensor].id.to_string();
@@ -1028,7 +1032,7 @@ impl Session {
             graph,
             resolved,
             &options,
-            candidates(graph, resolved, &liveness.uses),
+            candidates(graph, resolved, liveness.uses(resolved)),
             std::mem::take(scores),
         );
         let result = f(&remat);
@@ -1188,7 +1192,7 @@ impl Session {
             }
         }
         if !outcome.scenario.flips.is_empty() {
-            let costs = candidates(graph, resolved, &liveness.uses);
+            let costs = candidates(graph, resolved, liveness.uses(resolved));
             summary.flips = outcome.scenario.flips.clone();
             summary.recompute_cost = liveness
                 .flipped
@@ -1226,7 +1230,7 @@ impl Session {
     /// same for every outcome under those params, whatever its flips and strategy.
     pub fn labels(&self, outcome: &Outcome) -> Labels {
         let (graph, resolved, liveness) = self.parts(outcome);
-        let mut labels = Labels::new(graph, resolved, &liveness.uses);
+        let mut labels = Labels::new(graph, resolved, liveness.uses(resolved));
         if let Some(recorded) = &self.recorded {
             labels = labels.with_recorded(graph, resolved, recorded);
         }

@@ -693,7 +693,7 @@ impl Labels {
 impl ViewModel {
     pub fn new(graph: &Graph, resolved: &ResolvedGraph, liveness: &Liveness, plan: &Plan) -> Self {
         Self::labelled(
-            &Labels::new(graph, resolved, &liveness.uses),
+            &Labels::new(graph, resolved, liveness.uses(resolved)),
             liveness,
             plan,
         )
@@ -1256,8 +1256,8 @@ pub(crate) mod tests {
         let (graph, resolved) = (&loaded.graph, &loaded.resolved);
         let liveness = memplan_core::analyze(graph, resolved);
         let recorded = loaded.recorded.as_ref().unwrap();
-        let labels =
-            Labels::new(graph, resolved, &liveness.uses).with_recorded(graph, resolved, recorded);
+        let labels = Labels::new(graph, resolved, liveness.uses(resolved))
+            .with_recorded(graph, resolved, recorded);
         (loaded, liveness, labels)
     }
 
@@ -1356,7 +1356,7 @@ pub(crate) mod tests {
         let graph = memplan_formats::json::parse(dump).unwrap();
         let resolved = graph.resolve().unwrap();
         let liveness = memplan_core::analyze(&graph, &resolved);
-        let labels = Labels::new(&graph, &resolved, &liveness.uses);
+        let labels = Labels::new(&graph, &resolved, liveness.uses(&resolved));
         let names: Vec<&str> = (labels.tensors.iter()).map(|t| t.display_name()).collect();
         assert_eq!(names, ["attention scores", "b", "c", "d"]);
         // The graph's own allocation, not a copy; none where the name is the id.
@@ -1372,7 +1372,7 @@ pub(crate) mod tests {
         let graph = memplan_formats::json::parse(dump).unwrap();
         let resolved = graph.resolve().unwrap();
         let liveness = memplan_core::analyze(&graph, &resolved);
-        let labels = Labels::new(&graph, &resolved, &liveness.uses);
+        let labels = Labels::new(&graph, &resolved, liveness.uses(&resolved));
         let plan_with = |strategy| {
             let options = memplan_core::PlanOptions {
                 strategy: memplan_core::StrategyChoice::One(strategy),
