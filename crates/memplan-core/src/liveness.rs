@@ -30,9 +30,9 @@ use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 pub struct Liveness {
     pub problem: Problem,
     /// Which steps write and read each tensor's storage ([`Liveness::uses`]), made the first
-    /// time they are asked for: planning never reads them (a million-row CSV's plan made them
-    /// for nothing, 16 MB at its peak), the views and the remat candidates do. Of the graph
-    /// alone, so every flip set of one graph shares them ([`Liveness::shared_uses`]).
+    /// time they are asked for: planning never reads them (16 MB on a million-row CSV), the
+    /// views and the remat candidates do. Of the graph alone, so every flip set of one graph
+    /// shares them ([`Liveness::shared_uses`]).
     uses: SharedUses,
     /// The tensor index of each buffer.
     pub buffer_tensor: Vec<u32>,

@@ -39,8 +39,9 @@ pub struct Allocation {
     freed: u64,
 }
 
-/// What [`Allocation`] holds for an allocation the trace never frees.
-const NEVER_FREED: u64 = u64::MAX;
+/// The event of a free the trace never makes: what [`Allocation`] holds for an allocation still
+/// allocated at its end, and what an importer's lifetimes hold until the free.
+pub const NEVER_FREED: u64 = u64::MAX;
 
 impl Allocation {
     /// An allocation; `freed_at` `None` (or `Some(u64::MAX)`, past any trace's events): still

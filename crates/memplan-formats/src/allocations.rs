@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use memplan_core::graph::{Device, Events, Frame, Graph, Id, Tensor, site};
-use memplan_core::recorded::{Allocation, Recorded, RecordedDevice};
+use memplan_core::recorded::{Allocation, NEVER_FREED, Recorded, RecordedDevice};
 
 use crate::minimalloc::steps_of_lifetimes;
 
@@ -140,9 +140,6 @@ pub(crate) struct DeviceEvents {
     lifetimes: Vec<(u64, u64)>,
     orphan_frees: usize,
 }
-
-/// The end of a lifetime whose free the trace never records.
-const NEVER_FREED: u64 = u64::MAX;
 
 /// What a device's allocator held besides its allocations.
 pub(crate) struct DeviceRecord {
