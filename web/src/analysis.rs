@@ -354,15 +354,16 @@ impl LeftOut {
     }
 }
 
-/// Where and when a buffer lives (pool, offset, address, and its live interval's first and
-/// last position): what a flip or another strategy changes of it. Not the core's
-/// `Placement`, which is the pool and offset alone.
+/// Where and when a buffer lives (pool, offset, and its live interval's first and last
+/// position): what a flip or another strategy changes of it. Not the core's `Placement`, which
+/// is the pool and offset alone. (Its address follows from its pool's base, which the answer
+/// carries.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlacedSpan(usize, u64, u64, u32, u32);
+pub struct PlacedSpan(usize, u64, u32, u32);
 
 impl PlacedSpan {
     fn of(b: &BufferView) -> PlacedSpan {
-        PlacedSpan(b.pool, b.offset, b.address, b.first, b.last)
+        PlacedSpan(b.pool, b.offset, b.first, b.last)
     }
 
     /// Whether `b` is `earlier` but for where and when it lives. The pattern names every field, so a
@@ -373,28 +374,27 @@ impl PlacedSpan {
             tensor,
             dtype,
             size,
-            occupied,
+            alignment_log2,
             device,
             pool: _,
             offset: _,
-            address: _,
             first: _,
             last: _,
             always_live,
         } = b;
-        (tensor, dtype, size, occupied, device, always_live)
+        (tensor, dtype, size, alignment_log2, device, always_live)
             == (
                 &earlier.tensor,
                 &earlier.dtype,
                 &earlier.size,
-                &earlier.occupied,
+                &earlier.alignment_log2,
                 &earlier.device,
                 &earlier.always_live,
             )
     }
 
     fn put(self, b: &mut BufferView) {
-        PlacedSpan(b.pool, b.offset, b.address, b.first, b.last) = self;
+        PlacedSpan(b.pool, b.offset, b.first, b.last) = self;
     }
 }
 
@@ -971,11 +971,10 @@ mod tests {
             tensor: tensors[t].clone(),
             dtype: None,
             size,
-            occupied: size,
+            alignment_log2: 0,
             device: 0,
             pool: 0,
             offset,
-            address: offset,
             first,
             last: first + 1,
             always_live: false,
@@ -1042,7 +1041,7 @@ mod tests {
             let sent = BuffersSent {
                 earlier_count: 4,
                 runs,
-                moved: moved.into_iter().map(|i| (i, PlacedSpan(0, 1, 1, 0, 0))).collect(),
+                moved: moved.into_iter().map(|i| (i, PlacedSpan(0, 1, 0, 0))).collect(),
                 whole: buffers_of(&ids, &vec![(0, 1, 0, 0); whole]).into(),
             };
             match sent.apply(&earlier) {

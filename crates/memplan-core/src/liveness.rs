@@ -68,6 +68,12 @@ impl Liveness {
     pub fn shared_uses(&self) -> SharedUses {
         Arc::clone(&self.uses)
     }
+
+    /// Whether the uses have been made.
+    #[cfg(test)]
+    pub(crate) fn uses_made(&self) -> bool {
+        self.uses.get().is_some()
+    }
 }
 
 /// For each storage root, the steps that write it (or a view of it) and the steps that read it,
@@ -81,22 +87,33 @@ pub struct Uses {
 impl Uses {
     pub fn of(resolved: &ResolvedGraph) -> Uses {
         // A root's steps are among the lists' items, and step indices fit `u32`.
-        let lists = |of: fn(&ResolvedGraph, usize) -> &[u32]| {
+        let lists = |writes: bool| {
             Lists::collect(resolved.tensors.len(), |push| {
-                for s in 0..resolved.steps.len() {
-                    for r in of(resolved, s)
-                        .iter()
-                        .filter_map(|&t| resolved.root(t as usize))
-                    {
-                        push(r, s as u32);
-                    }
-                }
+                for_each_use(resolved, writes, push)
             })
             .expect("no more uses than the resolved graph's lists hold")
         };
         Uses {
-            producers: lists(ResolvedGraph::writes),
-            consumers: lists(ResolvedGraph::reads),
+            producers: lists(true),
+            consumers: lists(false),
+        }
+    }
+}
+
+/// Calls `each(root, step)` for each step in schedule order and each storage root it writes
+/// (`writes`) or reads: the uses [`Uses`] lists, with a root repeated where a step takes it
+/// more than once (as the views' labels take them, without holding the lists).
+pub fn for_each_use(resolved: &ResolvedGraph, writes: bool, each: &mut dyn FnMut(usize, u32)) {
+    let of = match writes {
+        true => ResolvedGraph::writes,
+        false => ResolvedGraph::reads,
+    };
+    for s in 0..resolved.steps.len() {
+        for r in of(resolved, s)
+            .iter()
+            .filter_map(|&t| resolved.root(t as usize))
+        {
+            each(r, s as u32);
         }
     }
 }

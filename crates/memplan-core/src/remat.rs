@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graph, ResolvedGraph, Storage, TensorKind};
 use crate::layout::{Control, Decodes, PlanError, PlanOptions, lay_out, lay_out_within, plan_with};
-use crate::liveness::{FlipSpans, Uses, floor_of_spans, problem_of_spans, spans_flipped};
+use crate::liveness::{FlipSpans, Liveness, floor_of_spans, problem_of_spans, spans_flipped};
 use crate::problem::{LiveInterval, Problem};
 use crate::reused::Reused;
 
@@ -61,8 +61,10 @@ fn cheapest_first(candidates: &mut [Candidate]) {
     candidates.sort_by_key(|c| (c.recompute_cost, c.tensor));
 }
 
-/// The candidates of a graph: the dump's list, or derived (see the module docs).
-pub fn candidates(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Vec<Candidate> {
+/// The candidates of a graph, analyzed as `liveness`: the dump's list, or derived (see the
+/// module docs). The uses are asked for only where a step passes the other tests: a dump that
+/// lists its candidates (a snapshot, a CSV: none) never makes them.
+pub fn candidates(graph: &Graph, resolved: &ResolvedGraph, liveness: &Liveness) -> Vec<Candidate> {
     if let Some(given) = &graph.remat_candidates {
         return given
             .iter()
@@ -91,12 +93,15 @@ pub fn candidates(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Vec<C
             && !rt.always_live
             && graph.tensors[w as usize].kind == TensorKind::Intermediate
             && !has_views[w as usize]
-            && uses.producers[w as usize] == [s as u32]
             && !resolved.reads(s).contains(&w);
+        if !eligible {
+            continue;
+        }
+        let uses = liveness.uses(resolved);
         let readers = (uses.consumers[w as usize].iter())
             .filter(|&&c| c as usize != s)
             .count() as u64;
-        if eligible && readers > 0 {
+        if uses.producers[w as usize] == [s as u32] && readers > 0 {
             found.push(Candidate {
                 tensor: w as usize,
                 recompute_cost: graph.step_cost(s).saturating_mul(readers),

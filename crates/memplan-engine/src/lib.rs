@@ -722,7 +722,7 @@ impl Session {
             Some(b) => (&b.graph, &b.resolved, &b.liveness),
             None => (&self.graph, &self.resolved, &self.liveness),
         };
-        let candidates = candidates(graph, resolved, liveness.uses(resolved));
+        let candidates = candidates(graph, resolved, liveness);
         known
             .flips
             .retain(|id| match flip_index(graph, resolved, &candidates, id) {
@@ -902,7 +902,7 @@ impl Session {
             Some(b) => &b.liveness,
             None => &self.liveness,
         };
-        let candidates = candidates(graph, resolved, liveness.uses(resolved));
+        let candidates = candidates(graph, resolved, liveness);
         let mut flags = vec![false; resolved.tensors.len()];
         for id in &scenario.flips {
             let t = flip_index(graph, resolved, &candidates, id).map_err(|reason| {
@@ -965,12 +965,8 @@ impl Session {
     pub fn candidates(&self, scenario: &Scenario) -> Result<Vec<Candidate>, EngineError> {
         // The params alone: an order moves steps, not what each tensor costs to recompute.
         Ok(match self.bind(&scenario.params)? {
-            Some(b) => candidates(&b.graph, &b.resolved, b.liveness.uses(&b.resolved)),
-            None => candidates(
-                &self.graph,
-                &self.resolved,
-                self.liveness.uses(&self.resolved),
-            ),
+            Some(b) => candidates(&b.graph, &b.resolved, &b.liveness),
+            None => candidates(&self.graph, &self.resolved, &self.liveness),
         })
     }
 
@@ -978,7 +974,7 @@ impl Session {
     /// tensor's id and bytes, and whether the outcome recomputes it.
     pub fn candidate_rows(&self, outcome: &Outcome) -> Vec<CandidateRow> {
         let (graph, resolved, liveness) = self.parts(outcome);
-        candidates(graph, resolved, liveness.uses(resolved))
+        candidates(graph, resolved, liveness)
             .into_iter()
             .map(|c| {
                 let tensor = graph.tensors[c.tensor].id.to_string();
@@ -1032,7 +1028,7 @@ impl Session {
             graph,
             resolved,
             &options,
-            candidates(graph, resolved, liveness.uses(resolved)),
+            candidates(graph, resolved, liveness),
             std::mem::take(scores),
         );
         let result = f(&remat);
@@ -1192,7 +1188,7 @@ impl Session {
             }
         }
         if !outcome.scenario.flips.is_empty() {
-            let costs = candidates(graph, resolved, liveness.uses(resolved));
+            let costs = candidates(graph, resolved, liveness);
             summary.flips = outcome.scenario.flips.clone();
             summary.recompute_cost = liveness
                 .flipped
@@ -1229,8 +1225,8 @@ impl Session {
     /// What the views show of the dump under `outcome`'s params that no plan changes: the
     /// same for every outcome under those params, whatever its flips and strategy.
     pub fn labels(&self, outcome: &Outcome) -> Labels {
-        let (graph, resolved, liveness) = self.parts(outcome);
-        let mut labels = Labels::new(graph, resolved, liveness.uses(resolved));
+        let (graph, resolved, _) = self.parts(outcome);
+        let mut labels = Labels::new(graph, resolved);
         if let Some(recorded) = &self.recorded {
             labels = labels.with_recorded(graph, resolved, recorded);
         }

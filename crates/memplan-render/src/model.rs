@@ -27,7 +27,7 @@ use memplan_core::graph::{
     Frame, Graph, Id, NO_STACK, SiteGroup, Storage, TensorKind, group_by_site, site,
 };
 use memplan_core::lists::OptionalIndex;
-use memplan_core::liveness::Uses;
+use memplan_core::liveness::for_each_use;
 use memplan_core::recorded::{Allocation, Oom, Recorded, Segment, at_positions};
 use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
 use serde::{Deserialize, Serialize};
@@ -53,6 +53,29 @@ impl std::ops::Deref for StepIndices {
             StepIndices::One(step) => std::slice::from_ref(step),
             StepIndices::Many(steps) => steps,
         }
+    }
+}
+
+impl StepIndices {
+    /// Appends `step`, unless it is the last already (the uses of a step are in schedule order).
+    fn push(&mut self, step: u32) {
+        match self {
+            StepIndices::None => *self = StepIndices::One(step),
+            StepIndices::One(last) if *last == step => {}
+            StepIndices::One(last) => *self = StepIndices::Many(Arc::new(vec![*last, step])),
+            StepIndices::Many(steps) => {
+                if steps.last() != Some(&step) {
+                    Arc::make_mut(steps).push(step);
+                }
+            }
+        }
+    }
+    /// These, holding no more room than they use.
+    fn fitted(mut self) -> StepIndices {
+        if let StepIndices::Many(steps) = &mut self {
+            Arc::make_mut(steps).shrink_to_fit();
+        }
+        self
     }
 }
 
@@ -133,18 +156,27 @@ pub struct BufferView {
     pub tensor: Arc<TensorLabel>,
     pub dtype: Option<DType>,
     pub size: u64,
-    /// Its size rounded up to its alignment: the bytes it holds.
-    pub occupied: u64,
+    /// Its alignment, as a power of two: its size rounded up to it is the bytes it holds
+    /// ([`BufferView::occupied`]). Held as the exponent, where the bytes held took a word a
+    /// buffer.
+    pub alignment_log2: u8,
     pub device: usize,
     pub pool: usize,
-    /// The offset in its pool.
+    /// The offset in its pool; its address in the device's memory follows from its pool's
+    /// base ([`ViewModel::address`]).
     pub offset: u64,
-    /// The offset in its device's memory, pools laid end to end.
-    pub address: u64,
     /// Live interval `[first, last]`; always-live buffers span every position.
     pub first: u32,
     pub last: u32,
     pub always_live: bool,
+}
+
+impl BufferView {
+    /// Its size rounded up to its alignment: the bytes it holds.
+    pub fn occupied(&self) -> u64 {
+        let alignment = 1u64 << self.alignment_log2.min(63);
+        memplan_core::graph::align_up(self.size, alignment).unwrap_or(u64::MAX)
+    }
 }
 
 /// What the views show of a buffer's tensor that no plan changes (flips and strategies move a
@@ -508,9 +540,17 @@ pub struct Labels {
 }
 
 impl Labels {
-    /// The labels of `graph` resolved as `resolved`, whose uses are `uses`.
-    pub fn new(graph: &Graph, resolved: &ResolvedGraph, uses: &Uses) -> Labels {
-        let indices = |steps: &[u32]| steps.iter().copied().collect();
+    /// The labels of `graph` resolved as `resolved`. Each tensor's producers and consumers are
+    /// taken from the steps here, not from the liveness's [`Uses`](memplan_core::liveness::Uses):
+    /// the labels hold them inline, and a dump that lists its remat candidates never makes
+    /// those lists (a snapshot's were a sixth of the labels).
+    pub fn new(graph: &Graph, resolved: &ResolvedGraph) -> Labels {
+        let uses = |writes: bool| {
+            let mut steps = vec![StepIndices::None; resolved.tensors.len()];
+            for_each_use(resolved, writes, &mut |root, step| steps[root].push(step));
+            steps
+        };
+        let (producers, consumers) = (uses(true), uses(false));
         let mut views: Vec<Vec<ViewInto>> = vec![Vec::new(); graph.tensors.len()];
         let mut elided = Vec::new();
         let mut size_unknown = Vec::new();
@@ -536,19 +576,16 @@ impl Labels {
         let mut stack_at: FxHashMap<*const Frame, u32> = FxHashMap::default();
         // One empty list for the tensors no view takes (an `Arc` allocates even when empty).
         let no_views: Arc<[ViewInto]> = Arc::new([]);
-        let tensors = graph
-            .tensors
-            .iter()
-            .zip(views)
-            .enumerate()
-            .map(|(t, (tensor, views))| {
+        let tensors = (graph.tensors.iter().zip(views))
+            .zip(producers.into_iter().zip(consumers))
+            .map(|((tensor, views), (producers, consumers))| {
                 Arc::new(TensorLabel {
                     id: tensor.id.clone(),
                     // A name that is the id says nothing more (and reads back as none).
                     name: (tensor.name.clone()).filter(|name| **name != *tensor.id),
                     kind: tensor.kind,
-                    producers: indices(&uses.producers[t]),
-                    consumers: indices(&uses.consumers[t]),
+                    producers: producers.fitted(),
+                    consumers: consumers.fitted(),
                     views: match views.is_empty() {
                         true => no_views.clone(),
                         false => views.into(),
@@ -692,11 +729,7 @@ impl Labels {
 
 impl ViewModel {
     pub fn new(graph: &Graph, resolved: &ResolvedGraph, liveness: &Liveness, plan: &Plan) -> Self {
-        Self::labelled(
-            &Labels::new(graph, resolved, liveness.uses(resolved)),
-            liveness,
-            plan,
-        )
+        Self::labelled(&Labels::new(graph, resolved), liveness, plan)
     }
 
     /// The view model of `plan`, with `labels`: those of the graph and params `liveness` was
@@ -719,11 +752,10 @@ impl ViewModel {
                     tensor: labels.tensors[liveness.buffer_tensor[b] as usize].clone(),
                     dtype: buffer.dtype,
                     size: buffer.size,
-                    occupied: buffer.occupied_size(),
+                    alignment_log2: buffer.alignment.trailing_zeros() as u8,
                     device: buffer.device,
                     pool: plan.placements[b].pool,
                     offset: plan.placements[b].offset,
-                    address: plan.device_offset(problem, &bases, b),
                     first: span.first,
                     last: span.last,
                     always_live: buffer.lifetime == Lifetime::Always,
@@ -763,6 +795,13 @@ impl ViewModel {
             allocator: labels.allocator.clone(),
             given_planner: labels.given_planner.clone(),
         }
+    }
+
+    /// Where buffer `b` starts in its device's memory: its offset past its pool's base, the
+    /// device's pools laid end to end.
+    pub fn address(&self, b: &BufferView) -> u64 {
+        let pool = self.devices.get(b.device).and_then(|d| d.pools.get(b.pool));
+        pool.map_or(b.offset, |p| p.base.saturating_add(b.offset))
     }
 
     /// What the arena map can show besides memplan's plan; `None`: nothing.
@@ -878,7 +917,7 @@ impl ViewModel {
                 };
                 PeakRow {
                     buffer: b,
-                    bytes: x.occupied,
+                    bytes: x.occupied(),
                     producer: x.tensor.producers.first().copied(),
                     alive,
                 }
@@ -905,7 +944,7 @@ impl ViewModel {
                 .stack
                 .get()
                 .map_or(no_stack, |k| &self.stacks[k as usize].frames[..]);
-            (stack, x.occupied, b)
+            (stack, x.occupied(), b)
         }))
     }
 
@@ -1011,8 +1050,8 @@ impl ViewModel {
             .filter(|b| b.device == device && b.always_live)
         {
             match by_kind.iter_mut().find(|(k, _)| *k == b.tensor.kind) {
-                Some((_, bytes)) => *bytes = bytes.saturating_add(b.occupied),
-                None => by_kind.push((b.tensor.kind, b.occupied)),
+                Some((_, bytes)) => *bytes = bytes.saturating_add(b.occupied()),
+                None => by_kind.push((b.tensor.kind, b.occupied())),
             }
         }
         by_kind.sort_by_key(|&(kind, bytes)| (std::cmp::Reverse(bytes), kind));
@@ -1098,7 +1137,7 @@ impl ViewModel {
         for b in self
             .buffers
             .iter()
-            .filter(|b| b.device == device && b.occupied > 0)
+            .filter(|b| b.device == device && b.occupied() > 0)
         {
             let site = b
                 .tensor
@@ -1111,8 +1150,8 @@ impl ViewModel {
             } else {
                 (b.first as usize, b.last as usize)
             };
-            deltas[k][first.min(n)] += i128::from(b.occupied);
-            deltas[k][(last + 1).min(n)] -= i128::from(b.occupied);
+            deltas[k][first.min(n)] += i128::from(b.occupied());
+            deltas[k][(last + 1).min(n)] -= i128::from(b.occupied());
         }
         let full: Vec<Vec<u64>> = deltas
             .into_iter()
@@ -1256,8 +1295,7 @@ pub(crate) mod tests {
         let (graph, resolved) = (&loaded.graph, &loaded.resolved);
         let liveness = memplan_core::analyze(graph, resolved);
         let recorded = loaded.recorded.as_ref().unwrap();
-        let labels = Labels::new(graph, resolved, liveness.uses(resolved))
-            .with_recorded(graph, resolved, recorded);
+        let labels = Labels::new(graph, resolved).with_recorded(graph, resolved, recorded);
         (loaded, liveness, labels)
     }
 
@@ -1345,6 +1383,35 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn labels_list_each_tensors_steps_as_the_uses_do() {
+        // Views (a step writing a root twice through them), a step reading what it writes,
+        // and the bundled examples.
+        let views = r#"{"memplan": 1, "tensors": [
+            {"id": "a", "bytes": 64}, {"id": "v", "bytes": 32, "view_of": "a"},
+            {"id": "w", "bytes": 32, "view_of": "a", "view_offset": 32}, {"id": "b", "bytes": 8},
+            {"id": "c", "bytes": 8}],
+          "steps": [{"id": "s", "writes": ["a", "v", "w"]}, {"id": "t", "reads": ["v", "b"], "writes": ["b"]},
+                    {"id": "u", "reads": ["w", "a", "b"], "writes": ["c"]}]}"#;
+        for dump in [
+            views,
+            include_str!("../../../static/examples/transformer-training.json"),
+            include_str!("../../../static/examples/transformer-decode.json"),
+            include_str!("../../../static/examples/convnet-training.json"),
+            include_str!("../../../static/examples/mlp-training.json"),
+        ] {
+            let graph = memplan_formats::json::parse(dump).unwrap();
+            let resolved = graph.resolve().unwrap();
+            let uses = memplan_core::liveness::Uses::of(&resolved);
+            let labels = Labels::new(&graph, &resolved);
+            for (t, label) in labels.tensors.iter().enumerate() {
+                assert_eq!(&*label.producers, &uses.producers[t], "{}", label.id);
+                assert_eq!(&*label.consumers, &uses.consumers[t], "{}", label.id);
+            }
+            assert!(labels.tensors.iter().any(|l| l.consumers.len() > 1));
+        }
+    }
+
+    #[test]
     fn a_label_holds_the_graphs_name_and_no_name_that_is_its_id() {
         let dump = r#"{"memplan": 1, "tensors": [
             {"id": "a", "bytes": 64, "name": "attention scores"},
@@ -1355,8 +1422,7 @@ pub(crate) mod tests {
                     {"id": "t", "reads": ["a", "b", "c"], "writes": ["d"]}]}"#;
         let graph = memplan_formats::json::parse(dump).unwrap();
         let resolved = graph.resolve().unwrap();
-        let liveness = memplan_core::analyze(&graph, &resolved);
-        let labels = Labels::new(&graph, &resolved, liveness.uses(&resolved));
+        let labels = Labels::new(&graph, &resolved);
         let names: Vec<&str> = (labels.tensors.iter()).map(|t| t.display_name()).collect();
         assert_eq!(names, ["attention scores", "b", "c", "d"]);
         // The graph's own allocation, not a copy; none where the name is the id.
@@ -1367,12 +1433,31 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn addresses_and_bytes_held_follow_from_the_pools_and_alignments() {
+        let dump = include_str!("../../../static/examples/transformer-training.json");
+        let graph = memplan_formats::json::parse(dump).unwrap();
+        let resolved = graph.resolve().unwrap();
+        let liveness = memplan_core::analyze(&graph, &resolved);
+        let plan = memplan_core::plan(&liveness.problem, &Default::default()).unwrap();
+        let model = ViewModel::new(&graph, &resolved, &liveness, &plan);
+        let problem = &liveness.problem;
+        let addresses = plan.device_offsets(problem);
+        for (b, view) in model.buffers.iter().enumerate() {
+            assert_eq!(model.address(view), addresses[b], "{}", view.tensor.id);
+            assert_eq!(view.occupied(), problem.buffers[b].occupied_size());
+        }
+        // Pools past the first start past 0, and some sizes round up: neither is the identity.
+        assert!(model.buffers.iter().any(|b| model.address(b) != b.offset));
+        assert!(model.buffers.iter().any(|b| b.occupied() != b.size));
+    }
+
+    #[test]
     fn plans_under_one_labels_share_each_tensor_where_they_held_a_copy() {
         let dump = include_str!("../../../static/examples/transformer-training.json");
         let graph = memplan_formats::json::parse(dump).unwrap();
         let resolved = graph.resolve().unwrap();
         let liveness = memplan_core::analyze(&graph, &resolved);
-        let labels = Labels::new(&graph, &resolved, liveness.uses(&resolved));
+        let labels = Labels::new(&graph, &resolved);
         let plan_with = |strategy| {
             let options = memplan_core::PlanOptions {
                 strategy: memplan_core::StrategyChoice::One(strategy),
@@ -1393,7 +1478,7 @@ pub(crate) mod tests {
         // A buffer is where and when it lives, and a pointer to its tensor: a copy of the
         // tensor's labels in each (its id, name, steps, views, allocation) was 168 bytes in
         // wasm, and a plan's buffers are one block, the largest a large snapshot's views ask for.
-        assert!(std::mem::size_of::<BufferView>() <= 72);
+        assert!(std::mem::size_of::<BufferView>() <= 56);
         // Where the source put a tensor is a pointer to the record its labels share and an
         // index there, not a copy of its entry (an allocation is five words).
         assert_eq!(

@@ -409,12 +409,12 @@ pub fn Details(state: PageState) -> impl IntoView {
             .map_or_else(String::new, |p| format!(" ({})", p.role.name()));
         // What a reader would ask only where it differs: the bytes its alignment rounds it up
         // to, and its address where its pool does not start at 0.
-        let occupies = match b.occupied != b.size {
-            true => format!("; occupies {} B", b.occupied),
+        let occupies = match b.occupied() != b.size {
+            true => format!("; occupies {} B", b.occupied()),
             false => String::new(),
         };
-        let address = match b.address != b.offset {
-            true => format!("; address {}", b.address),
+        let address = match m.address(b) != b.offset {
+            true => format!("; address {}", m.address(b)),
             false => String::new(),
         };
         let loops: Vec<String> = m

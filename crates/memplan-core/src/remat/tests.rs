@@ -62,9 +62,9 @@ fn first_fit() -> PlanOptions {
 /// Fits `g` (with derived candidates) and checks the invariants every fit holds.
 fn fit(g: &Graph, target: Target) -> (FitResult, Vec<String>) {
     let resolved = g.resolve().unwrap();
-    let uses = Uses::of(&resolved);
+    let liveness = crate::analyze(g, &resolved);
     let options = first_fit();
-    let r = Rematerializer::new(g, &resolved, &options, candidates(g, &resolved, &uses));
+    let r = Rematerializer::new(g, &resolved, &options, candidates(g, &resolved, &liveness));
     let result = r.fit(target, None).unwrap();
     let reliefs: i128 = result.flips.iter().map(|f| f.relief_bytes).sum();
     assert_eq!(
@@ -116,6 +116,33 @@ fn twin_peaks() -> Graph {
             step("cy", &["y"], &["v"], 1),
         ],
         ..Graph::default()
+    }
+}
+
+#[test]
+fn candidates_make_the_uses_only_for_a_step_that_passes_the_other_tests() {
+    let g = twin_peaks();
+    let resolved = g.resolve().unwrap();
+    let liveness = crate::analyze(&g, &resolved);
+    let found: Vec<usize> = (candidates(&g, &resolved, &liveness).iter())
+        .map(|c| c.tensor)
+        .collect();
+    assert_eq!(found, [1, 3]);
+    assert!(liveness.uses_made());
+    // A dump that lists its candidates (none), and one whose steps each write an input.
+    let listed = Graph {
+        remat_candidates: Some(Vec::new()),
+        ..twin_peaks()
+    };
+    let mut inputs = twin_peaks();
+    for t in &mut inputs.tensors {
+        t.kind = crate::graph::TensorKind::Input;
+    }
+    for g in [listed, inputs] {
+        let resolved = g.resolve().unwrap();
+        let liveness = crate::analyze(&g, &resolved);
+        assert!(candidates(&g, &resolved, &liveness).is_empty());
+        assert!(!liveness.uses_made());
     }
 }
 
@@ -179,7 +206,7 @@ fn a_candidate_with_negative_relief_is_never_paid_for() {
         &g,
         &resolved,
         &options,
-        candidates(&g, &resolved, &Uses::of(&resolved)),
+        candidates(&g, &resolved, &crate::analyze(&g, &resolved)),
     );
     let x = resolved.tensor_of(&g, "x").unwrap();
     let solo = i128::from(r.score(&[]).unwrap()) - i128::from(r.score(&[x]).unwrap());
@@ -201,7 +228,7 @@ fn the_cut_keeps_the_cheapest_and_reports_the_rest() {
     let g = twin_peaks();
     let resolved = g.resolve().unwrap();
     let options = first_fit();
-    let mut cands = candidates(&g, &resolved, &Uses::of(&resolved));
+    let mut cands = candidates(&g, &resolved, &crate::analyze(&g, &resolved));
     cands[1].recompute_cost = 99;
     let r = Rematerializer::new(&g, &resolved, &options, cands);
     let result = r.fit(Target::Minimize, Some(1)).unwrap();
@@ -387,7 +414,7 @@ proptest! {
     fn a_met_budget_needs_every_flip_it_keeps(g in arb_graph(), budget in 0u64..3000) {
         let resolved = g.resolve().unwrap();
         let options = first_fit();
-        let cands = candidates(&g, &resolved, &Uses::of(&resolved));
+        let cands = candidates(&g, &resolved, &crate::analyze(&g, &resolved));
         let remat = Rematerializer::new(&g, &resolved, &options, cands);
         let r = remat.fit(Target::Bytes(budget), None).unwrap();
         if r.within_target {
@@ -407,8 +434,8 @@ proptest! {
 fn sweep_points_are_fits(g: &Graph, points: usize) -> usize {
     let resolved = g.resolve().unwrap();
     let options = first_fit();
-    let uses = Uses::of(&resolved);
-    let remat = || Rematerializer::new(g, &resolved, &options, candidates(g, &resolved, &uses));
+    let liveness = crate::analyze(g, &resolved);
+    let remat = || Rematerializer::new(g, &resolved, &options, candidates(g, &resolved, &liveness));
     let sweep = remat().sweep(points, None).unwrap();
     assert_eq!(sweep.len(), points);
     let mut pruned = 0;

@@ -220,13 +220,10 @@ pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result
         packed_ints(&name, |&i| i.into())
     );
     fields.serialize_field("size", &packed_bytes(b, |b| b.size))?;
-    optional_field(&mut fields, "occupied", (b, Form::Sparse), |b| {
-        (b.occupied != b.size).then_some(b.occupied)
+    optional_field(&mut fields, "alignment_log2", (b, Form::Sparse), |b| {
+        (b.alignment_log2 != 0).then_some(b.alignment_log2)
     })?;
     fields.serialize_field("offset", &packed_bytes(b, |b| b.offset))?;
-    optional_field(&mut fields, "address", (b, Form::Sparse), |b| {
-        (b.address != b.offset).then_some(b.address)
-    })?;
     fields.serialize_field("first", &packed_ints(b, |b| b.first.into()))?;
     fields.serialize_field("last", &packed_ints(b, |b| b.last.into()))?;
     fields.serialize_field("producers", &steps_column(b, |b| &b.tensor.producers))?;
@@ -376,9 +373,6 @@ impl<'de> Visitor<'de> for Buffers {
             "producers",
             "consumers",
         ];
-        // Set after the dense columns they default to, whatever the order.
-        let mut occupied: Vec<(u32, u64)> = Vec::new();
-        let mut address: Vec<(u32, u64)> = Vec::new();
         // Where the source put each buffer's tensor, for the buffers (by index) it places: set
         // once all are read, each label pointing into one record.
         let mut allocated: (Vec<u32>, Vec<Allocation>) = Default::default();
@@ -437,20 +431,24 @@ impl<'de> Visitor<'de> for Buffers {
                 }
                 "size" => {
                     map.next_value_seed(dense(out, "size").unpack(|b, u: &mut Unpacker<1>| {
-                        let v = u.next(0)?;
-                        (b.size, b.occupied) = (v, v);
+                        b.size = u.next(0)?;
                         Ok(())
                     }))?
                 }
                 "offset" => {
                     map.next_value_seed(dense(out, "offset").unpack(|b, u: &mut Unpacker<1>| {
-                        let v = u.next(0)?;
-                        (b.offset, b.address) = (v, v);
+                        b.offset = u.next(0)?;
                         Ok(())
                     }))?
                 }
-                "occupied" => occupied = map.next_value()?,
-                "address" => address = map.next_value()?,
+                "alignment_log2" => {
+                    map.next_value_seed(sparse(out, "alignment_log2").with(|b, v: u8| {
+                        match v < 64 {
+                            true => set(&mut b.alignment_log2, v),
+                            false => Err(format!("holds alignment 2^{v}, past 64 bits")),
+                        }
+                    }))?
+                }
                 "first" => map.next_value_seed(
                     dense(out, "first")
                         .unpack(|b, u: &mut Unpacker<1>| set(&mut b.first, u32_of(u.next(0)?)?)),
@@ -525,18 +523,6 @@ impl<'de> Visitor<'de> for Buffers {
         let Some(out) = Arc::get_mut(&mut buffers) else {
             return Err(de::Error::custom("the buffers are shared while read"));
         };
-        for (column, list, apply) in [
-            (
-                "occupied",
-                occupied,
-                (|b, v| b.occupied = v) as fn(&mut BufferView, u64),
-            ),
-            ("address", address, |b, v| b.address = v),
-        ] {
-            for (k, v) in list {
-                apply(at(out, k, column).map_err(de::Error::custom)?, v);
-            }
-        }
         // A buffer's tensor has at most one of these: each sets it where it has one.
         let (owners, mut allocations) = allocated;
         allocations.shrink_to_fit();
@@ -647,11 +633,10 @@ fn blank_buffers(n: usize) -> Arc<[BufferView]> {
         }),
         dtype: None,
         size: 0,
-        occupied: 0,
+        alignment_log2: 0,
         device: 0,
         pool: 0,
         offset: 0,
-        address: 0,
         first: 0,
         last: 0,
         always_live: false,
@@ -841,19 +826,8 @@ mod tests {
         );
         (
             ("[ab]{1,2}", prop::option::of(names), kinds, dtypes),
-            (
-                any::<u64>(),
-                prop::option::of(any::<u64>()),
-                0usize..3,
-                0usize..3,
-            ),
-            (
-                any::<u64>(),
-                prop::option::of(any::<u64>()),
-                0u32..50,
-                0u32..50,
-                any::<bool>(),
-            ),
+            (any::<u64>(), 0u8..64, 0usize..3, 0usize..3),
+            (any::<u64>(), 0u32..50, 0u32..50, any::<bool>()),
             (lists.clone(), lists, prop::collection::vec(view, 0..2)),
             (
                 prop::option::of(0u32..4),
@@ -866,8 +840,8 @@ mod tests {
             .prop_map(
                 |(
                     (tensor, name, kind, dtype),
-                    (size, occupied, device, pool),
-                    (offset, address, first, last, always_live),
+                    (size, alignment_log2, device, pool),
+                    (offset, first, last, always_live),
                     (producers, consumers, views),
                     (stack, source),
                 )| {
@@ -886,11 +860,10 @@ mod tests {
                         }),
                         dtype,
                         size,
-                        occupied: occupied.unwrap_or(size),
+                        alignment_log2,
                         device,
                         pool,
                         offset,
-                        address: address.unwrap_or(offset),
                         first,
                         last,
                         always_live,
@@ -994,11 +967,10 @@ mod tests {
             }),
             dtype: None,
             size: 64,
-            occupied: 64,
+            alignment_log2: 0,
             device: 0,
             pool: 0,
             offset: 0,
-            address: 0,
             first,
             last,
             always_live: false,
@@ -1227,10 +1199,10 @@ mod tests {
 
     #[test]
     fn columns_read_in_any_order_after_the_tensors() {
-        // `occupied` and `address` before the columns they differ from; an empty optional column;
-        // a column this reader does not know.
+        // `alignment_log2` before the sizes it rounds; an empty optional column; a column this
+        // reader does not know.
         let json = format!(
-            r#"{{"count":2,"tensor":{},"address":[[1,9]],"occupied":[[0,8]],"stack":[],"later":{{"x":1}},"size":{},"offset":{},"first":{},"last":{},"producers":{},"consumers":{}}}"#,
+            r#"{{"count":2,"tensor":{},"alignment_log2":[[0,3]],"stack":[],"later":{{"x":1}},"size":{},"offset":{},"first":{},"last":{},"producers":{},"consumers":{}}}"#,
             words(&["a", "b"]),
             p(&[5, 6]),
             p(&[0, 5]),
@@ -1243,17 +1215,16 @@ mod tests {
         let expected: [BufferView; 2] = [
             BufferView {
                 size: 5,
-                occupied: 8,
+                alignment_log2: 3,
                 ..spanning("a", (0, 1))
             },
             BufferView {
                 size: 6,
-                occupied: 6,
                 offset: 5,
-                address: 9,
                 ..spanning("b", (1, 2))
             },
         ];
         assert_eq!(*back, expected);
+        assert_eq!((back[0].occupied(), back[1].occupied()), (8, 6));
     }
 }

@@ -658,7 +658,7 @@ fn HoverCard(
             <div class="name">{b.tensor.display_name().to_string()}</div>
             <div class="muted">{identity_text(b)}</div>
             <div>{format!("size {} ({} B)", bytes(b.size), b.size)}</div>
-            <div>{format!("offset {} in pool {} · address {}", b.offset, b.pool, b.address)}</div>
+            <div>{format!("offset {} in pool {} · address {}", b.offset, b.pool, m.address(b))}</div>
             <div>{interval_text(m, b)}</div>
             {match b.tensor.allocation() {
                 Some(a) => view! {
