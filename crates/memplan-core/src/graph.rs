@@ -786,8 +786,9 @@ pub const MAX_DEVICES: usize = 1024;
 pub enum Storage {
     /// It owns its bytes.
     Owned,
-    /// It takes the bytes of `root` (an owning tensor's index) from `offset`.
-    View { root: u32, offset: u64 },
+    /// It takes the bytes of `root` (an owning tensor's index), from its offset there
+    /// ([`ResolvedGraph::view_offset`]).
+    View { root: u32 },
     /// It has no bytes.
     Elided,
 }
@@ -797,7 +798,7 @@ pub enum Storage {
 pub struct ResolvedTensor {
     pub bytes: u64,
     /// Its alignment's log2 ([`ResolvedTensor::alignment`]): a byte where the alignment took
-    /// eight, and a resolved tensor 32 bytes (a snapshot has one per allocation, millions).
+    /// eight, and a resolved tensor 24 bytes (a snapshot has one per allocation, millions).
     alignment_log2: u8,
     /// The index of its device (of at most [`MAX_DEVICES`]).
     pub device: u32,
@@ -944,6 +945,10 @@ pub struct ResolvedGraph {
     pub positions: Positions,
     /// For each loop, the tensors its back edge reads.
     pub back_edge_reads: Vec<Vec<usize>>,
+    /// Each view's offset in its root, by view index, ascending ([`ResolvedGraph::view_offset`]):
+    /// views are few (a snapshot or a CSV has none), and an offset in every tensor's storage
+    /// made each resolved tensor a word longer.
+    view_offsets: Vec<(u32, u64)>,
     /// The tensor index of each id, made at the first lookup ([`ResolvedGraph::tensor_of`]):
     /// most dumps are never asked (a million-row CSV's ids were a copy of every id), and
     /// reorders of one graph share it.
@@ -991,6 +996,7 @@ impl ResolvedGraph {
             writes,
             positions,
             back_edge_reads: self.back_edge_reads.clone(),
+            view_offsets: self.view_offsets.clone(),
             tensor_index: self.tensor_index.clone(),
         }
     }
@@ -1013,6 +1019,12 @@ impl ResolvedGraph {
                 .collect()
         });
         index.get(id).copied()
+    }
+
+    /// Where view `t` starts in its root's bytes; `None` for a tensor that is no view.
+    pub fn view_offset(&self, t: usize) -> Option<u64> {
+        let k = (self.view_offsets).binary_search_by_key(&t, |&(v, _)| v as usize);
+        k.ok().map(|k| self.view_offsets[k].1)
     }
 
     /// The tensor whose storage `t` uses: itself, its view's root, or none when elided.
@@ -1421,7 +1433,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
             always_live,
         });
     }
-    resolve_views(g, &tensor_index, &mut tensors)?;
+    let view_offsets = resolve_views(g, &tensor_index, &mut tensors)?;
 
     let recorded = recorded_lists(g)?;
     let (steps, reads, writes) = match &g.events {
@@ -1495,6 +1507,7 @@ fn resolve(g: &Graph) -> Result<ResolvedGraph, GraphError> {
         writes,
         positions,
         back_edge_reads,
+        view_offsets,
         tensor_index: TensorIndex::default(),
     })
 }
@@ -1541,7 +1554,7 @@ fn resolve_views(
     g: &Graph,
     tensor_index: &Ids<'_>,
     tensors: &mut [ResolvedTensor],
-) -> Result<(), GraphError> {
+) -> Result<Vec<(u32, u64)>, GraphError> {
     let base: Vec<Option<usize>> = g
         .tensors
         .iter()
@@ -1605,6 +1618,7 @@ fn resolve_views(
             on_path[v] = false;
         }
     }
+    let mut view_offsets = Vec::new();
     for start in 0..tensors.len() {
         let Some((root, offset, elided)) = root_of[start] else {
             continue;
@@ -1639,10 +1653,8 @@ fn resolve_views(
                 Storage::Elided
             } else {
                 // Tensor indices fit `u32` (`index_ids`).
-                Storage::View {
-                    root: root as u32,
-                    offset,
-                }
+                view_offsets.push((start as u32, offset));
+                Storage::View { root: root as u32 }
             },
         );
         tensors[start].device = device;
@@ -1653,7 +1665,7 @@ fn resolve_views(
             tensors[root].always_live = true;
         }
     }
-    Ok(())
+    Ok(view_offsets)
 }
 
 /// The steps a graph lists, resolved: each one's device and loop, and the tensors it reads and
@@ -1875,7 +1887,7 @@ mod size_tests {
         assert_eq!(std::mem::size_of::<Step>(), 168);
         assert_eq!(std::mem::size_of::<ResolvedStep>(), 8);
         assert_eq!(std::mem::size_of::<Position>(), 12);
-        assert_eq!(std::mem::size_of::<ResolvedTensor>(), 32);
+        assert_eq!(std::mem::size_of::<ResolvedTensor>(), 24);
         // An id of up to 24 bytes is held inline.
         let id = Id::from("a 24-byte id: no heap!!!");
         assert_eq!((id.len(), id.is_heap_allocated()), (24, false));

@@ -574,10 +574,11 @@ mod tests {
         let resolved = g.resolve().unwrap();
         assert_eq!(
             resolved.tensors[2].storage,
-            crate::graph::Storage::View {
-                root: 0,
-                offset: 32
-            }
+            crate::graph::Storage::View { root: 0 }
+        );
+        assert_eq!(
+            (0..4).map(|t| resolved.view_offset(t)).collect::<Vec<_>>(),
+            [None, Some(32), Some(32), None]
         );
         assert_eq!(
             lifetimes(&g),
@@ -610,11 +611,10 @@ mod tests {
         let resolved = g.resolve().unwrap();
         assert_eq!(
             resolved.tensors[n - 1].storage,
-            crate::graph::Storage::View {
-                root: 0,
-                offset: n as u64 - 1
-            }
+            crate::graph::Storage::View { root: 0 }
         );
+        assert_eq!(resolved.view_offset(n - 1), Some(n as u64 - 1));
+        assert_eq!(resolved.view_offset(0), None);
         assert_eq!(lifetimes(&g), vec![("v0".into(), at(0, 0))]);
     }
 

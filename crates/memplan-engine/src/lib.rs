@@ -1441,7 +1441,8 @@ impl Session {
             }
         }
         for (t, r) in self.resolved.tensors.iter().enumerate() {
-            if let memplan_core::graph::Storage::View { root, offset } = r.storage {
+            if let memplan_core::graph::Storage::View { root } = r.storage {
+                let offset = self.resolved.view_offset(t).unwrap_or(0);
                 offsets[t] = offsets[root as usize].map(|o| o + offset);
             }
         }

@@ -557,10 +557,10 @@ impl Labels {
         for (t, rt) in resolved.tensors.iter().enumerate() {
             let tensor = &graph.tensors[t];
             match rt.storage {
-                Storage::View { root, offset } => views[root as usize].push(ViewInto {
+                Storage::View { root } => views[root as usize].push(ViewInto {
                     tensor: tensor.id.to_string(),
                     name: tensor.display_name().to_string(),
-                    offset,
+                    offset: resolved.view_offset(t).unwrap_or(0),
                     size: rt.bytes,
                 }),
                 Storage::Elided if tensor.size_unknown => size_unknown.push(t),
