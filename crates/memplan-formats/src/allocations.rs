@@ -216,7 +216,7 @@ impl DeviceEvents {
     pub(crate) fn alloc(
         &mut self,
         all: &mut Allocations,
-        at: u64,
+        at: u32,
         address: u64,
         size: u64,
         stream: i64,
@@ -233,11 +233,11 @@ impl DeviceEvents {
         });
         all.allocations
             .push(Allocation::new(address, stream, at, None));
-        self.lifetimes.push((at, NEVER_FREED));
+        self.lifetimes.push((at.into(), NEVER_FREED));
     }
 
     /// Event `at` frees `address`: the size of the tensor it ends, if one was open there.
-    pub(crate) fn free(&mut self, all: &mut Allocations, at: u64, address: u64) -> Option<u64> {
+    pub(crate) fn free(&mut self, all: &mut Allocations, at: u32, address: u64) -> Option<u64> {
         let Some(list) = self.open.get_mut(&address).filter(|l| !l.is_empty()) else {
             self.orphan_frees += 1;
             return None;
@@ -246,7 +246,7 @@ impl DeviceEvents {
         let start = all.allocations[t].allocated_at;
         all.allocations[t].free(at);
         // An allocation freed at its own event lives one event.
-        self.lifetimes[t - self.first].1 = at.max(start + 1);
+        self.lifetimes[t - self.first].1 = u64::from(at).max(u64::from(start) + 1);
         Some(all.pending[t].bytes)
     }
 

@@ -13,7 +13,7 @@
 //! walked back through the trace's segment events); the segments; the out-of-memory events.
 
 use memplan_core::graph::Frame;
-use memplan_core::recorded::{Oom, Segment};
+use memplan_core::recorded::{MAX_EVENTS, Oom, Segment};
 
 use crate::FormatError;
 pub use crate::allocations::Imported;
@@ -212,6 +212,13 @@ impl Reader {
         }
         let (_, on, trace) = self.on.as_mut().expect("a device");
         let k = trace.events;
+        if k > MAX_EVENTS {
+            return Err(bad(format!(
+                "device_traces[{d}] has more than the {MAX_EVENTS} events memplan numbers"
+            )));
+        }
+        // At most `MAX_EVENTS`, checked above.
+        let event = k as u32;
         trace.events += 1;
         let at = || format!("device_traces[{d}][{k}]");
         let Some(Value::Str(action)) = e.get("action") else {
@@ -252,10 +259,10 @@ impl Reader {
                 }
                 let stack = self.all.stacks.stack(&self.ids);
                 let (_, on, _) = self.on.as_mut().expect("a device");
-                on.alloc(&mut self.all, k, address, size, stream, stack);
+                on.alloc(&mut self.all, event, address, size, stream, stack);
             }
             "free_completed" => {
-                on.free(&mut self.all, k, field(e, "addr", &at)?);
+                on.free(&mut self.all, event, field(e, "addr", &at)?);
             }
             "segment_alloc" | "segment_map" => {
                 trace

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use memplan_core::graph::Frame;
+use memplan_core::recorded::MAX_EVENTS;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -288,6 +289,12 @@ fn read(input: &mut dyn std::io::Read) -> Result<Imported, FormatError> {
         ));
     }
     for (device, mut memory) in by_device {
+        if memory.len() as u64 > MAX_EVENTS {
+            return Err(bad(format!(
+                "{device} has {} `[memory]` events, more than the {MAX_EVENTS} memplan numbers",
+                memory.len()
+            )));
+        }
         memory.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.order.cmp(&b.order)));
         let enclosing = enclosing_stacks(&memory, (&spans, &frames), &mut all.stacks);
         let mut on = all.device(device.clone());
@@ -295,7 +302,9 @@ fn read(input: &mut dyn std::io::Read) -> Result<Imported, FormatError> {
         let mut reserved = Vec::new();
         let mut allocated = Vec::new();
         for (k, m) in memory.iter().enumerate() {
-            let at = k as u64;
+            // At most `MAX_EVENTS`, checked above.
+            let event = k as u32;
+            let at = u64::from(event);
             if let Some(r) = m.reserved {
                 reserved.push((at, r));
             }
@@ -307,7 +316,7 @@ fn read(input: &mut dyn std::io::Read) -> Result<Imported, FormatError> {
                 bytes if bytes > 0 => {
                     on.alloc(
                         &mut all,
-                        at,
+                        event,
                         m.address,
                         bytes as u64,
                         0,
@@ -316,7 +325,7 @@ fn read(input: &mut dyn std::io::Read) -> Result<Imported, FormatError> {
                 }
                 bytes => {
                     if on
-                        .free(&mut all, at, m.address)
+                        .free(&mut all, event, m.address)
                         .is_some_and(|b| b != bytes.unsigned_abs())
                     {
                         mismatched += 1;

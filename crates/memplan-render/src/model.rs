@@ -887,7 +887,7 @@ impl ViewModel {
                     Alive::AlwaysLive
                 } else if let Some(a) = x.tensor.allocation() {
                     Alive::UntilFreed {
-                        event: a.freed_at(),
+                        event: a.freed_at().map(u64::from),
                         wait: x.last - peak,
                     }
                 } else {

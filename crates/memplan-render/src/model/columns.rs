@@ -292,9 +292,9 @@ fn push_allocation(p: &mut Packer<5>, allocation: Option<&Allocation>) {
     p.push(0, if a.freed_at().is_some() { 2 } else { 1 });
     p.push(1, a.address);
     p.push(2, a.stream as u64);
-    p.push(3, a.allocated_at);
+    p.push(3, a.allocated_at.into());
     if let Some(freed_at) = a.freed_at() {
-        p.push(4, freed_at);
+        p.push(4, freed_at.into());
     }
 }
 
@@ -309,8 +309,8 @@ fn next_allocation(u: &mut Unpacker<5>) -> Result<Option<Allocation>, String> {
     Ok(Some(Allocation::new(
         u.next(1)?,
         u.next(2)? as i64,
-        u.next(3)?,
-        freed.then(|| u.next(4)).transpose()?,
+        u32_of(u.next(3)?)?,
+        freed.then(|| u32_of(u.next(4)?)).transpose()?,
     )))
 }
 
@@ -817,9 +817,9 @@ mod tests {
             offset,
             size,
         });
-        // An event past the last a trace can have (`u64::MAX`) reads as never freed.
-        let freed_at = prop::option::of(0..u64::MAX);
-        let allocation = (any::<u64>(), -2i64..3, any::<u64>(), freed_at).prop_map(
+        // An event past the last a trace can have (`u32::MAX`) reads as never freed.
+        let freed_at = prop::option::of(0..u32::MAX);
+        let allocation = (any::<u64>(), -2i64..3, any::<u32>(), freed_at).prop_map(
             |(address, stream, allocated_at, freed_at)| {
                 Allocation::new(address, stream, allocated_at, freed_at)
             },
@@ -907,8 +907,8 @@ mod tests {
                         Allocation::new(
                             0x7f00_0000_0000 + u64::from(k) * 4096,
                             i64::from(k % 3) - 1,
-                            u64::from(k) * 3,
-                            (k % 5 != 0).then_some(u64::from(k) * 3 + 7),
+                            k * 3,
+                            (k % 5 != 0).then_some(k * 3 + 7),
                         ),
                     ]))));
                 b
