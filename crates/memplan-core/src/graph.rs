@@ -947,7 +947,7 @@ pub struct ResolvedGraph {
     pub back_edge_reads: Vec<Vec<usize>>,
     /// Each view's offset in its root, by view index, ascending ([`ResolvedGraph::view_offset`]):
     /// views are few (a snapshot or a CSV has none), and an offset in every tensor's storage
-    /// made each resolved tensor a word longer.
+    /// would make each resolved tensor a word longer.
     view_offsets: Vec<(u32, u64)>,
     /// The tensor index of each id, made at the first lookup ([`ResolvedGraph::tensor_of`]):
     /// most dumps are never asked (a million-row CSV's ids were a copy of every id), and

@@ -30,9 +30,9 @@ use crate::problem::{Buffer, Lifetime, LiveInterval, Problem};
 pub struct Liveness {
     pub problem: Problem,
     /// Which steps write and read each tensor's storage ([`Liveness::uses`]), made the first
-    /// time they are asked for: planning never reads them (16 MB on a million-row CSV), the
-    /// views and the remat candidates do. Of the graph alone, so every flip set of one graph
-    /// shares them ([`Liveness::shared_uses`]).
+    /// time they are asked for: planning and the views never read them (16 MB on a million-row
+    /// CSV), the remat candidates do, for a step that passes their other tests. Of the graph
+    /// alone, so every flip set of one graph shares them ([`Liveness::shared_uses`]).
     uses: SharedUses,
     /// The tensor index of each buffer.
     pub buffer_tensor: Vec<u32>,

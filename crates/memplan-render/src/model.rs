@@ -70,6 +70,7 @@ impl StepIndices {
             }
         }
     }
+
     /// These, holding no more room than they use.
     fn fitted(mut self) -> StepIndices {
         if let StepIndices::Many(steps) = &mut self {
@@ -157,8 +158,8 @@ pub struct BufferView {
     pub dtype: Option<DType>,
     pub size: u64,
     /// Its alignment, as a power of two: its size rounded up to it is the bytes it holds
-    /// ([`BufferView::occupied`]). Held as the exponent, where the bytes held took a word a
-    /// buffer.
+    /// ([`BufferView::occupied`]). The exponent is a byte where the bytes held are a word, and a
+    /// snapshot's plan has millions of buffers.
     pub alignment_log2: u8,
     pub device: usize,
     pub pool: usize,
@@ -542,8 +543,8 @@ pub struct Labels {
 impl Labels {
     /// The labels of `graph` resolved as `resolved`. Each tensor's producers and consumers are
     /// taken from the steps here, not from the liveness's [`Uses`](memplan_core::liveness::Uses):
-    /// the labels hold them inline, and a dump that lists its remat candidates never makes
-    /// those lists (a snapshot's were a sixth of the labels).
+    /// the labels hold them inline, and a dump that lists its own remat candidates (a snapshot,
+    /// a CSV) never makes those lists, about a sixth of the labels' memory.
     pub fn new(graph: &Graph, resolved: &ResolvedGraph) -> Labels {
         let uses = |writes: bool| {
             let mut steps = vec![StepIndices::None; resolved.tensors.len()];
