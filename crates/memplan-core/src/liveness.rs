@@ -86,17 +86,19 @@ pub struct Uses {
 
 impl Uses {
     pub fn of(resolved: &ResolvedGraph) -> Uses {
-        // A root's steps are among the lists' items, and step indices fit `u32`.
-        let lists = |writes: bool| {
-            Lists::collect(resolved.tensors.len(), |push| {
-                for_each_use(resolved, writes, push)
-            })
-            .expect("no more uses than the resolved graph's lists hold")
-        };
         Uses {
-            producers: lists(true),
-            consumers: lists(false),
+            producers: Uses::side(resolved, true),
+            consumers: Uses::side(resolved, false),
         }
+    }
+
+    /// One side of the uses: the steps that write each root (`writes`), or that read it.
+    pub(crate) fn side(resolved: &ResolvedGraph, writes: bool) -> Lists {
+        // A root's steps are among the lists' items, and step indices fit `u32`.
+        Lists::collect(resolved.tensors.len(), |push| {
+            for_each_use(resolved, writes, push)
+        })
+        .expect("no more uses than the resolved graph's lists hold")
     }
 }
 

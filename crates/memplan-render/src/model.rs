@@ -798,11 +798,15 @@ impl ViewModel {
         }
     }
 
+    /// The pool buffer `b` is in.
+    pub fn pool_of(&self, b: &BufferView) -> Option<&PoolView> {
+        self.devices.get(b.device).and_then(|d| d.pools.get(b.pool))
+    }
+
     /// Where buffer `b` starts in its device's memory: its offset past its pool's base, the
     /// device's pools laid end to end.
     pub fn address(&self, b: &BufferView) -> u64 {
-        let pool = self.devices.get(b.device).and_then(|d| d.pools.get(b.pool));
-        pool.map_or(b.offset, |p| p.base.saturating_add(b.offset))
+        (self.pool_of(b)).map_or(b.offset, |p| p.base.saturating_add(b.offset))
     }
 
     /// What the arena map can show besides memplan's plan; `None`: nothing.

@@ -43,10 +43,10 @@ pub fn arena_rects(model: &ViewModel, device: usize, arena_only: bool) -> Vec<Re
         .buffers
         .iter()
         .enumerate()
-        .filter(|(_, b)| b.device == device && b.occupied() > 0 && !(arena_only && b.always_live))
-        .map(|(i, b)| {
-            let address = model.address(b) as f64;
-            Rect::spanning(model, i, address, address + b.occupied() as f64)
+        .filter(|(_, b)| b.device == device && !(arena_only && b.always_live))
+        .filter_map(|(i, b)| {
+            let (address, occupied) = (model.address(b) as f64, b.occupied());
+            (occupied > 0).then(|| Rect::spanning(model, i, address, address + occupied as f64))
         })
         .collect()
 }

@@ -402,19 +402,16 @@ pub fn Details(state: PageState) -> impl IntoView {
                 .into_any(),
             );
         };
-        let pool = m
-            .devices
-            .get(b.device)
-            .and_then(|d| d.pools.get(b.pool))
-            .map_or_else(String::new, |p| format!(" ({})", p.role.name()));
+        let pool = (m.pool_of(b)).map_or_else(String::new, |p| format!(" ({})", p.role.name()));
         // What a reader would ask only where it differs: the bytes its alignment rounds it up
         // to, and its address where its pool does not start at 0.
-        let occupies = match b.occupied() != b.size {
-            true => format!("; occupies {} B", b.occupied()),
+        let (occupied, address) = (b.occupied(), m.address(b));
+        let occupies = match occupied != b.size {
+            true => format!("; occupies {occupied} B"),
             false => String::new(),
         };
-        let address = match m.address(b) != b.offset {
-            true => format!("; address {}", m.address(b)),
+        let address = match address != b.offset {
+            true => format!("; address {address}"),
             false => String::new(),
         };
         let loops: Vec<String> = m

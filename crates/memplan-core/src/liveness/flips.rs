@@ -205,7 +205,7 @@ impl FlipSpans {
                 });
             }
         }
-        let producers = Uses::of(resolved).producers;
+        let producers = Uses::side(resolved, true);
         let mut takers: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (s, source) in sources.iter().enumerate() {
             for &r in &source.uses {
