@@ -840,7 +840,7 @@ fn snapshots_of_every_pickle_protocol_have_the_generators_figures() {
                 "{} {}",
                 entry.path, want.device
             );
-            let count = problem.buffers.iter().filter(|b| b.device == k).count();
+            let count = problem.buffers.iter().filter(|b| b.device() == k).count();
             assert_eq!(count, want.allocations, "{} {}", entry.path, want.device);
             let r = recorded
                 .devices
@@ -892,7 +892,7 @@ fn a_profiler_trace_has_the_figures_of_an_independent_script() {
                 .iter()
                 .position(|id| *id == d.device)
                 .unwrap();
-            let count = problem.buffers.iter().filter(|b| b.device == k).count();
+            let count = problem.buffers.iter().filter(|b| b.device() == k).count();
             assert_eq!(count, want.allocations, "{}", d.device);
         }
         let recorded = s.recorded.as_ref().expect("the allocator's record");

@@ -135,25 +135,20 @@ fn generate(
 ) -> Problem {
     let mut rng = SplitMix64(n as u64);
     let buffers = (0..n)
-        .map(|i| {
+        .map(|_| {
             let (first, last) = interval(&mut rng);
             // log2 of the size, uniform in [8, 22].
             let log = 8.0 + (rng.next() % 1_000_000) as f64 / 1_000_000.0 * 14.0;
             let size = ((2f64.powf(log) as u64) / 256).max(1) * 256;
-            Buffer {
-                name: format!("b{i}").into(),
-                device: 0,
-                size,
-                alignment: 256,
-                dtype: None,
-                lifetime: Lifetime::Live(LiveInterval::new(first as u32, last as u32)),
-            }
+            let live = LiveInterval::new(first as u32, last as u32);
+            Buffer::new(0, size, 8, None, Lifetime::Live(live))
         })
         .collect();
     Problem {
         device_ids: vec!["device0".into()],
         positions: positions as u32,
         buffers,
+        names: (0..n).map(|i| format!("b{i}").into()).collect(),
         position_times: Vec::new(),
     }
 }

@@ -229,26 +229,30 @@ pub fn check(
     // (device, pool) -> buffers in it with bytes.
     let mut by_pool: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
     for (b, (buffer, placement)) in problem.buffers.iter().zip(layout.placements).enumerate() {
-        let pools = layout.pools.get(buffer.device).copied().unwrap_or_default();
+        let pools = layout
+            .pools
+            .get(buffer.device())
+            .copied()
+            .unwrap_or_default();
         let Some(pool) = pools.get(placement.pool) else {
             found.push(Violation::NoSuchPool {
-                buffer: buffer.name.to_string(),
+                buffer: problem.buffer_name(b),
                 pool: placement.pool,
                 pools: pools.len(),
             });
             continue;
         };
-        if placement.offset % buffer.alignment != 0 {
+        if placement.offset % buffer.alignment() != 0 {
             found.push(Violation::Misaligned {
-                buffer: buffer.name.to_string(),
+                buffer: problem.buffer_name(b),
                 offset: placement.offset,
-                alignment: buffer.alignment,
+                alignment: buffer.alignment(),
             });
         }
         let end = placement.offset.checked_add(buffer.occupied_size());
         if end.is_none_or(|end| end > pool.bytes) {
             found.push(Violation::OutsidePool {
-                buffer: buffer.name.to_string(),
+                buffer: problem.buffer_name(b),
                 end,
                 pool: placement.pool,
                 pool_bytes: pool.bytes,
@@ -256,7 +260,7 @@ pub fn check(
         }
         if buffer.occupied_size() > 0 {
             by_pool
-                .entry((buffer.device, placement.pool))
+                .entry((buffer.device(), placement.pool))
                 .or_default()
                 .push(b);
         }
@@ -311,8 +315,8 @@ fn overlaps_in_time(
         for (&(other_offset, other), &other_end) in below.into_iter().chain(above) {
             if other_offset < end && offset < other_end && found.len() < MAX_VIOLATIONS {
                 found.push(Violation::Overlap {
-                    first: problem.buffers[other.min(b)].name.to_string(),
-                    second: problem.buffers[other.max(b)].name.to_string(),
+                    first: problem.buffer_name(other.min(b)),
+                    second: problem.buffer_name(other.max(b)),
                     pool,
                 });
             }
@@ -359,8 +363,8 @@ fn overlaps_across_classes(
             && found.len() < MAX_VIOLATIONS
         {
             found.push(Violation::AcrossClasses {
-                first: problem.buffers[owner.min(b)].name.to_string(),
-                second: problem.buffers[owner.max(b)].name.to_string(),
+                first: problem.buffer_name(owner.min(b)),
+                second: problem.buffer_name(owner.max(b)),
                 pool,
             });
         }

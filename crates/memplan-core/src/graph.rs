@@ -813,6 +813,11 @@ impl ResolvedTensor {
         1 << self.alignment_log2
     }
 
+    /// Its alignment's log2.
+    pub fn alignment_log2(&self) -> u8 {
+        self.alignment_log2
+    }
+
     /// The bytes it holds in an arena: its size rounded up to its alignment (`None` past `u64`).
     pub fn occupied_size(&self) -> Option<u64> {
         align_up(self.bytes, self.alignment())
@@ -1888,6 +1893,7 @@ mod size_tests {
         assert_eq!(std::mem::size_of::<ResolvedStep>(), 8);
         assert_eq!(std::mem::size_of::<Position>(), 12);
         assert_eq!(std::mem::size_of::<ResolvedTensor>(), 24);
+        assert_eq!(std::mem::size_of::<crate::problem::Buffer>(), 24);
         // An id of up to 24 bytes is held inline.
         let id = Id::from("a 24-byte id: no heap!!!");
         assert_eq!((id.len(), id.is_heap_allocated()), (24, false));

@@ -66,13 +66,13 @@ pub fn device_usage(problem: &Problem) -> Vec<DeviceUsage> {
     let positions = problem.positions as usize;
     (0..problem.device_ids.len())
         .map(|device| {
-            let on_device = problem.buffers.iter().filter(|b| b.device == device);
+            let on_device = problem.buffers.iter().filter(|b| b.device() == device);
             let always_live_bytes: u64 = on_device
                 .clone()
                 .filter(|b| b.is_always_live())
                 .map(|b| b.occupied_size())
                 .sum();
-            let spans = on_device.filter_map(|b| match b.lifetime {
+            let spans = on_device.filter_map(|b| match b.lifetime() {
                 Lifetime::Live(i) => Some((i, b.occupied_size())),
                 Lifetime::Always => None,
             });
@@ -93,8 +93,8 @@ pub fn device_usage(problem: &Problem) -> Vec<DeviceUsage> {
                     .buffers
                     .iter()
                     .enumerate()
-                    .filter(|(_, b)| b.device == device)
-                    .filter(|(_, b)| match b.lifetime {
+                    .filter(|(_, b)| b.device() == device)
+                    .filter(|(_, b)| match b.lifetime() {
                         Lifetime::Always => true,
                         Lifetime::Live(i) => i.first <= p && p <= i.last,
                     })

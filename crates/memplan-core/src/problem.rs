@@ -3,7 +3,7 @@
 //! This is what layout strategies and the checker see. [`crate::liveness`] builds it from a
 //! graph; tests and benchmarks build it directly. Positions are abstract: `0..positions`.
 //!
-//! Invariants ([`Problem::validate`]): alignments are powers of two; a buffer's size rounded up
+//! Invariants ([`Problem::validate`]; an alignment is a power of two by construction): a buffer's size rounded up
 //! to its alignment (its *occupied size*, what it holds in an arena) fits in a `u64`; live
 //! intervals are closed, ordered and inside `0..positions`; devices index `device_ids`; the
 //! occupied sizes of all buffers, with alignment slack, add up to less than 2^64, so no sum of
@@ -53,33 +53,83 @@ pub enum Lifetime {
     Always,
 }
 
-/// One buffer to place.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One buffer to place, in 24 bytes: a problem holds one per tensor that owns storage, ten
+/// million of them in a large trace. Its name is the problem's ([`Problem::names`]), not its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Buffer {
-    /// What the user calls it (the tensor id).
-    pub name: crate::graph::Id,
-    pub device: usize,
     pub size: u64,
-    pub alignment: u64,
+    /// Its live interval; unread when it is always-live.
+    live: LiveInterval,
+    device: u32,
+    /// The alignment's log2 in the low six bits, [`ALWAYS_LIVE`] above them.
+    alignment_and_always: u8,
     /// The precision class: with classes on, only buffers of equal dtype share bytes.
     pub dtype: Option<DType>,
-    pub lifetime: Lifetime,
 }
 
+/// The flag of an always-live buffer, above its alignment's log2 (at most 63).
+const ALWAYS_LIVE: u8 = 0x80;
+
 impl Buffer {
+    /// A buffer of `size` bytes aligned to `2^alignment_log2` (at most `2^63`) on device
+    /// `device`.
+    pub fn new(
+        device: u32,
+        size: u64,
+        alignment_log2: u8,
+        dtype: Option<DType>,
+        lifetime: Lifetime,
+    ) -> Buffer {
+        assert!(alignment_log2 < 64, "an alignment is a power of two in u64");
+        let (live, always) = match lifetime {
+            Lifetime::Live(live) => (live, 0),
+            Lifetime::Always => (LiveInterval { first: 0, last: 0 }, ALWAYS_LIVE),
+        };
+        Buffer {
+            size,
+            live,
+            device,
+            alignment_and_always: alignment_log2 | always,
+            dtype,
+        }
+    }
+
+    /// The device index (into [`Problem::device_ids`]).
+    pub fn device(&self) -> usize {
+        self.device as usize
+    }
+
+    /// Bytes, a power of two.
+    pub fn alignment(&self) -> u64 {
+        1 << self.alignment_log2()
+    }
+
+    /// The alignment's log2.
+    pub fn alignment_log2(&self) -> u8 {
+        self.alignment_and_always & !ALWAYS_LIVE
+    }
+
+    /// When it needs its bytes.
+    pub fn lifetime(&self) -> Lifetime {
+        match self.alignment_and_always & ALWAYS_LIVE {
+            0 => Lifetime::Live(self.live),
+            _ => Lifetime::Always,
+        }
+    }
+
     /// The bytes it holds in an arena: its size rounded up to its alignment. Rounding the
     /// occupancy (not just the offset) keeps the lower bound a true bound on every layout.
     pub fn occupied_size(&self) -> u64 {
-        align_up(self.size, self.alignment).expect("validated: occupied size fits in u64")
+        align_up(self.size, self.alignment()).expect("validated: occupied size fits in u64")
     }
 
     pub fn is_always_live(&self) -> bool {
-        self.lifetime == Lifetime::Always
+        self.alignment_and_always & ALWAYS_LIVE != 0
     }
 
     /// Its live interval, with always-live buffers spanning every position.
     pub fn span(&self, positions: u32) -> LiveInterval {
-        match self.lifetime {
+        match self.lifetime() {
             Lifetime::Live(i) => i,
             Lifetime::Always => LiveInterval::new(0, positions.saturating_sub(1)),
         }
@@ -92,6 +142,10 @@ pub struct Problem {
     pub device_ids: Vec<String>,
     pub positions: u32,
     pub buffers: Vec<Buffer>,
+    /// What the user calls each buffer, in buffer order; empty where the names are kept
+    /// elsewhere (a graph's problem: its tensors' ids, [`crate::liveness::Liveness::named`]), and a
+    /// buffer is then named by its index ([`Problem::buffer_name`]). A layout never reads them.
+    pub names: Vec<crate::graph::Id>,
     /// When each position starts, in the source's time units, where every step says
     /// ([`crate::graph::Step::time`]) and the times strictly increase; else empty: each position
     /// lasts one unit. `search`'s preorderings read it (a lifetime's length in time, as MiniMalloc
@@ -103,8 +157,6 @@ pub struct Problem {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemError {
-    #[error("buffer `{buffer}`: alignment {alignment} is not a power of two")]
-    BadAlignment { buffer: String, alignment: u64 },
     #[error("buffer `{buffer}`: {size} bytes rounded up to alignment {alignment} overflow 64 bits")]
     SizeOverflow {
         buffer: String,
@@ -158,33 +210,27 @@ impl Problem {
     /// Checks the invariants of the module docs.
     pub fn validate(&self) -> Result<(), ProblemError> {
         let mut total = 0u64;
-        for b in &self.buffers {
-            if !b.alignment.is_power_of_two() {
-                return Err(ProblemError::BadAlignment {
-                    buffer: b.name.to_string(),
-                    alignment: b.alignment,
-                });
-            }
+        for (k, b) in self.buffers.iter().enumerate() {
             let occupied =
-                align_up(b.size, b.alignment).ok_or_else(|| ProblemError::SizeOverflow {
-                    buffer: b.name.to_string(),
+                align_up(b.size, b.alignment()).ok_or_else(|| ProblemError::SizeOverflow {
+                    buffer: self.buffer_name(k),
                     size: b.size,
-                    alignment: b.alignment,
+                    alignment: b.alignment(),
                 })?;
-            if let Lifetime::Live(i) = b.lifetime
+            if let Lifetime::Live(i) = b.lifetime()
                 && (i.first > i.last || i.last >= self.positions)
             {
                 return Err(ProblemError::BadInterval {
-                    buffer: b.name.to_string(),
+                    buffer: self.buffer_name(k),
                     first: i.first,
                     last: i.last,
                     positions: self.positions,
                 });
             }
-            if b.device >= self.device_ids.len() {
+            if b.device() >= self.device_ids.len() {
                 return Err(ProblemError::BadDevice {
-                    buffer: b.name.to_string(),
-                    device: b.device,
+                    buffer: self.buffer_name(k),
+                    device: b.device(),
                     devices: self.device_ids.len(),
                 });
             }
@@ -194,21 +240,29 @@ impl Problem {
             // device, lets every strategy add offsets, every device address be computed and every
             // report add devices without overflow.
             let padded = occupied
-                .checked_add(b.alignment.max(MAX_GRANULE_SLACK))
-                .and_then(|p| p.checked_add(b.alignment));
+                .checked_add(b.alignment().max(MAX_GRANULE_SLACK))
+                .and_then(|p| p.checked_add(b.alignment()));
             let Some(padded) = padded else {
                 return Err(ProblemError::BufferTooLarge {
-                    buffer: b.name.to_string(),
+                    buffer: self.buffer_name(k),
                     size: b.size,
                 });
             };
             total = total
                 .checked_add(padded)
                 .ok_or_else(|| ProblemError::TotalOverflow {
-                    buffer: b.name.to_string(),
+                    buffer: self.buffer_name(k),
                 })?;
         }
         Ok(())
+    }
+
+    /// What the user calls buffer `b`: its listed name, else `#b`.
+    pub fn buffer_name(&self, b: usize) -> String {
+        match self.names.get(b) {
+            Some(name) => name.to_string(),
+            None => format!("#{b}"),
+        }
     }
 
     /// The indices of the buffers on `device`, in canonical order.
@@ -216,7 +270,7 @@ impl Problem {
         self.buffers
             .iter()
             .enumerate()
-            .filter(move |(_, b)| b.device == device)
+            .filter(move |(_, b)| b.device() == device)
             .map(|(i, _)| i)
     }
 }

@@ -542,14 +542,14 @@ impl Session {
             warnings: loaded.warnings,
         };
         session
-            .problem()
-            .validate()
+            .liveness
+            .validate(&session.graph)
             .map_err(|error| EngineError::Problem {
                 input: session.source.clone(),
                 error,
             })?;
         if let Some(cap) = session.graph.pool_cap {
-            session.check_cap(cap)?;
+            session.check_cap(&session.graph, &session.liveness, cap)?;
         }
         Ok(session)
     }
@@ -569,17 +569,13 @@ impl Session {
         }
     }
 
-    /// Refuses a cap that some buffer cannot fit under, naming it.
-    fn check_cap(&self, cap: u64) -> Result<(), EngineError> {
-        match self
-            .problem()
-            .buffers
-            .iter()
-            .find(|b| b.occupied_size() > cap)
-        {
+    /// Refuses a cap that some buffer of `liveness` (of `graph`) cannot fit under, naming it.
+    fn check_cap(&self, graph: &Graph, liveness: &Liveness, cap: u64) -> Result<(), EngineError> {
+        let problem = &liveness.problem;
+        match (problem.buffers.iter()).position(|b| b.occupied_size() > cap) {
             Some(b) => Err(self.plan_error(PlanError::OverCap {
-                buffer: b.name.to_string(),
-                occupied: b.occupied_size(),
+                buffer: liveness.buffer_id(graph, b).to_string(),
+                occupied: problem.buffers[b].occupied_size(),
                 cap,
             })),
             None => Ok(()),
@@ -637,13 +633,23 @@ impl Session {
     ) -> Result<Option<Outcome>, EngineError> {
         let budget = self.budget(scenario)?;
         let bound = self.derive_with(scenario, control)?;
-        let problem = bound
-            .as_ref()
-            .map_or(self.problem(), |b| &b.liveness.problem);
-        let planned = plan_unless_cancelled(problem, &self.options(scenario), control);
+        let (graph, liveness) = match &bound {
+            Some(b) => (&*b.graph, &b.liveness),
+            None => (&*self.graph, &self.liveness),
+        };
+        // The problem holds no names: a buffer over the cap is named here, where its tensor's
+        // id is known, and the checker's findings (there are none unless a planner is wrong)
+        // are made again from the named problem.
+        if let Some(cap) = self.pool_cap(scenario) {
+            self.check_cap(graph, liveness, cap)?;
+        }
+        let planned = plan_unless_cancelled(&liveness.problem, &self.options(scenario), control);
         let Some(mut plan) = planned.map_err(|e| self.plan_error(e))? else {
             return Ok(None);
         };
+        if !plan.violations.is_empty() {
+            plan.violations = plan.check(&liveness.named(graph));
+        }
         if let Some(r) = bound.as_ref().and_then(|b| b.reordering.as_ref()) {
             plan.violations.extend(r.violations.iter().cloned());
             // `best` is chosen for the dump without flips; with them it can lose to the given
@@ -783,8 +789,7 @@ impl Session {
         })?;
         let liveness = analyze(&graph, &resolved);
         liveness
-            .problem
-            .validate()
+            .validate(&graph)
             .map_err(|error| EngineError::Problem {
                 input: self.source.clone(),
                 error,
@@ -1144,14 +1149,21 @@ impl Session {
 
     /// The plan report: what `memplan plan --json` prints and the page exports.
     pub fn report(&self, outcome: &Outcome) -> PlanReport {
-        let (_, _, liveness) = self.parts(outcome);
-        PlanReport::with_summary(self.summary(outcome), &liveness.problem, &outcome.plan)
+        let (graph, _, liveness) = self.parts(outcome);
+        let name = |b| liveness.buffer_id(graph, b).to_string();
+        PlanReport::with_summary(
+            self.summary(outcome),
+            &liveness.problem,
+            &name,
+            &outcome.plan,
+        )
     }
 
     /// The report's summary alone (what the page shows, without a placement per buffer).
     pub fn summary(&self, outcome: &Outcome) -> PlanSummary {
         let (graph, resolved, liveness) = self.parts(outcome);
-        let mut summary = PlanSummary::new(&liveness.problem, &outcome.plan);
+        let name = |b| liveness.buffer_id(graph, b).to_string();
+        let mut summary = PlanSummary::new(&liveness.problem, &name, &outcome.plan);
         summary.size_unknown_tensors = graph.tensors.iter().filter(|t| t.size_unknown).count();
         summary.complete = summary.size_unknown_tensors == 0;
         summary.given_plan = self.given_plan_report(outcome.scenario.precision_classes);
@@ -1179,9 +1191,7 @@ impl Session {
                         bytes: g.bytes,
                         count: g.tensors.len(),
                         share: g.bytes as f64 / peak,
-                        tensors: (g.tensors.iter())
-                            .map(|&b| problem.buffers[b].name.to_string())
-                            .collect(),
+                        tensors: (g.tensors.iter()).map(|&b| name(b)).collect(),
                     })
                     .collect();
                 report.live_at_peak_by_site = Some(sites);
@@ -1385,10 +1395,11 @@ impl Session {
     /// laid end to end). minimalloc has one address space, so a dump of several devices is
     /// refused (the same refusal in the CLI and the page).
     pub fn minimalloc_csv(&self, outcome: Option<&Outcome>) -> Result<String, EngineError> {
-        let problem = match outcome {
-            Some(o) => &self.parts(o).2.problem,
-            None => self.problem(),
+        let (graph, liveness) = match outcome {
+            Some(o) => (self.parts(o).0, self.parts(o).2),
+            None => (&*self.graph, &self.liveness),
         };
+        let problem = &liveness.problem;
         let devices = problem.device_ids.len();
         if devices > 1 {
             return Err(EngineError::MultiDevice {
@@ -1397,7 +1408,8 @@ impl Session {
             });
         }
         let offsets = outcome.map(|o| o.plan.device_offsets(problem));
-        Ok(minimalloc::write(problem, offsets.as_deref()))
+        let name = |b| liveness.buffer_id(graph, b).to_string();
+        Ok(minimalloc::write(problem, &name, offsets.as_deref()))
     }
 
     /// The TFLite model `bytes` (the file this session read) with `outcome`'s plan as its offline
@@ -1463,8 +1475,9 @@ impl Session {
         scenario: &Scenario,
     ) -> Result<Checked, FormatError> {
         let Some(order) = &report.summary.order else {
-            let (pools, placements) = report.layout_for(self.problem())?;
-            return Ok(self.check_layout(self.problem(), pools, placements, scenario));
+            let named = self.liveness.named(&self.graph);
+            let (pools, placements) = report.layout_for(&named)?;
+            return Ok(self.check_layout(&named, &pools, &placements, scenario));
         };
         // A reordered plan: its order must keep every dependency of the dump's, and its
         // placements must hold for the liveness of that order.
@@ -1486,9 +1499,9 @@ impl Session {
             });
         }
         let graph = self.graph.reordered(&steps);
-        let problem = analyze(&graph, &self.resolved.reordered(&steps)).problem;
+        let problem = analyze(&graph, &self.resolved.reordered(&steps)).named(&graph);
         let (pools, placements) = report.layout_for(&problem)?;
-        Ok(self.check_layout(&problem, pools, placements, scenario))
+        Ok(self.check_layout(&problem, &pools, &placements, scenario))
     }
 
     /// The plan the file gives itself, if it gives one.
@@ -1528,7 +1541,7 @@ impl Session {
             match given.offsets[t as usize] {
                 Some(offset) if !b.is_always_live() => {
                     let end = offset.saturating_add(b.occupied_size());
-                    arena[b.device] = arena[b.device].max(end);
+                    arena[b.device()] = arena[b.device()].max(end);
                 }
                 Some(_) => {}
                 None => unplaced += 1,
@@ -1572,7 +1585,7 @@ impl Session {
         let given = |b: usize| offsets[self.liveness.buffer_tensor[b] as usize];
         for (b, buffer) in problem.buffers.iter().enumerate() {
             if let Some(offset) = given(b) {
-                let pool = &mut pools[buffer.device][0];
+                let pool = &mut pools[buffer.device()][0];
                 pool.bytes = pool
                     .bytes
                     .max(offset.saturating_add(buffer.occupied_size()));
@@ -1581,8 +1594,8 @@ impl Session {
         let placements: Vec<Placement> = (problem.buffers.iter().enumerate())
             .map(|(b, buffer)| {
                 let offset = given(b).unwrap_or_else(|| {
-                    let pool = &mut pools[buffer.device][0];
-                    let at = memplan_core::graph::align_up(pool.bytes, buffer.alignment)
+                    let pool = &mut pools[buffer.device()][0];
+                    let at = memplan_core::graph::align_up(pool.bytes, buffer.alignment())
                         .unwrap_or(u64::MAX);
                     pool.bytes = at.saturating_add(buffer.occupied_size());
                     at
@@ -1590,14 +1603,20 @@ impl Session {
                 Placement { pool: 0, offset }
             })
             .collect();
-        Ok(self.check_layout(self.problem(), pools, placements, scenario))
+        let checked = self.check_layout(self.problem(), &pools, &placements, scenario);
+        // The problem holds no names: a plan the checker faults is checked again with them.
+        if checked.violations.is_empty() {
+            return Ok(checked);
+        }
+        let named = self.liveness.named(&self.graph);
+        Ok(self.check_layout(&named, &pools, &placements, scenario))
     }
 
     fn check_layout(
         &self,
         problem: &Problem,
-        pools: Vec<Vec<Pool>>,
-        placements: Vec<Placement>,
+        pools: &[Vec<Pool>],
+        placements: &[Placement],
         scenario: &Scenario,
     ) -> Checked {
         let pool_refs: Vec<&[Pool]> = pools.iter().map(Vec::as_slice).collect();
@@ -1605,7 +1624,7 @@ impl Session {
             problem,
             Layout {
                 pools: &pool_refs,
-                placements: &placements,
+                placements,
             },
             scenario.precision_classes,
             self.pool_cap(scenario),

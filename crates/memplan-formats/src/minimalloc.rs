@@ -283,15 +283,16 @@ pub(crate) fn steps_of_lifetimes(
     recorded
 }
 
-/// Writes `problem` as minimalloc CSV, with `offsets` (one per buffer, e.g.
+/// Writes `problem` as minimalloc CSV, each buffer named by `name` (see
+/// [`crate::report::PlanReport::new`]), with `offsets` (one per buffer, e.g.
 /// [`memplan_core::Plan::device_offsets`]) when given. Always-live buffers span every position.
 /// Views and elided tensors own no buffer and are not written.
-pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
+pub fn write(problem: &Problem, name: &dyn Fn(usize) -> String, offsets: Option<&[u64]>) -> String {
     let mut writer = csv::WriterBuilder::new()
         .quote_style(csv::QuoteStyle::Necessary)
         .from_writer(Vec::new());
     // Alignments other than 1 are written, so the buffers occupy the same bytes when read back.
-    let aligned = problem.buffers.iter().any(|b| b.alignment != 1);
+    let aligned = problem.buffers.iter().any(|b| b.alignment() != 1);
     let mut header = vec!["id", "lower", "upper", "size"];
     if aligned {
         header.push("alignment");
@@ -301,18 +302,18 @@ pub fn write(problem: &Problem, offsets: Option<&[u64]>) -> String {
     }
     writer.write_record(&header).expect("writing to memory");
     for (b, buffer) in problem.buffers.iter().enumerate() {
-        let span = match buffer.lifetime {
+        let span = match buffer.lifetime() {
             Lifetime::Live(i) => i,
             Lifetime::Always => buffer.span(problem.positions),
         };
         let mut record = vec![
-            buffer.name.to_string(),
+            name(b),
             problem.time_at(span.first).to_string(),
             problem.time_after(span.last).to_string(),
             buffer.size.to_string(),
         ];
         if aligned {
-            record.push(buffer.alignment.to_string());
+            record.push(buffer.alignment().to_string());
         }
         if let Some(offsets) = offsets {
             record.push(offsets[b].to_string());
@@ -330,7 +331,7 @@ mod tests {
     fn half_open_lifetimes_that_touch_do_not_conflict() {
         let imported = parse("id,lower,upper,size\n0,0,10,4\n1,10,20,4\n2,5,15,8\n").unwrap();
         let live = memplan_core::liveness_of(&imported.graph).unwrap();
-        let spans: Vec<_> = live.problem.buffers.iter().map(|b| b.lifetime).collect();
+        let spans: Vec<_> = live.problem.buffers.iter().map(|b| b.lifetime()).collect();
         // Start times 0, 5, 10 are positions 0, 1, 2.
         use memplan_core::LiveInterval as I;
         assert_eq!(
@@ -450,35 +451,36 @@ mod tests {
         );
     }
 
+    /// The problem of a minimalloc CSV, its buffers named.
+    fn problem_of(text: &str) -> Problem {
+        let graph = parse(text).unwrap().graph;
+        memplan_core::liveness_of(&graph).unwrap().named(&graph)
+    }
+
+    fn written(problem: &Problem, offsets: Option<&[u64]>) -> String {
+        write(problem, &|b| problem.buffer_name(b), offsets)
+    }
+
     #[test]
     fn ids_with_spaces_survive_a_round_trip() {
         let text = "id,lower,upper,size\n\" a \",0,2,4\n\"b, c\", 1 , 3 ,8\n";
-        let first = memplan_core::liveness_of(&parse(text).unwrap().graph)
-            .unwrap()
-            .problem;
-        assert_eq!(first.buffers[0].name, " a ");
-        assert_eq!(first.buffers[1].name, "b, c");
-        let again = memplan_core::liveness_of(&parse(&write(&first, None)).unwrap().graph)
-            .unwrap()
-            .problem;
-        assert_eq!(first.buffers, again.buffers);
+        let first = problem_of(text);
+        assert_eq!(first.names, [" a ", "b, c"]);
+        let again = problem_of(&written(&first, None));
+        assert_eq!(first, again);
     }
 
     #[test]
     fn export_then_import_keeps_every_conflict() {
         let text = "id,lower,upper,size\n0,0,10,4\n1,10,20,4\n2,5,15,8\n3,0,20,2\n";
-        let first = memplan_core::liveness_of(&parse(text).unwrap().graph)
-            .unwrap()
-            .problem;
-        let written = write(&first, None);
-        let again = memplan_core::liveness_of(&parse(&written).unwrap().graph)
-            .unwrap()
-            .problem;
+        let first = problem_of(text);
+        let csv = written(&first, None);
+        let again = problem_of(&csv);
         assert_eq!(first.buffers, again.buffers);
         // In the file's own times: each lifetime from its start to the next start after it.
         assert_eq!(again.position_times, [0, 5, 10]);
         assert_eq!(
-            written,
+            csv,
             "id,lower,upper,size\n0,0,10,4\n1,10,11,4\n2,5,11,8\n3,0,11,2\n"
         );
         // A problem without times writes its positions.
@@ -486,6 +488,6 @@ mod tests {
             position_times: Vec::new(),
             ..first
         };
-        assert!(write(&untimed, None).ends_with("\n3,0,3,2\n"));
+        assert!(written(&untimed, None).ends_with("\n3,0,3,2\n"));
     }
 }

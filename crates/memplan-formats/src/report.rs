@@ -11,7 +11,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use memplan_core::budget::Budget;
-use memplan_core::{CapFallback, Lifetime, Placement, Plan, Pool, PoolRole, Problem};
+use memplan_core::{CapFallback, Placement, Plan, Pool, PoolRole, Problem};
 use serde::{Deserialize, Serialize};
 
 use crate::FormatError;
@@ -276,28 +276,36 @@ pub struct PlacementReport {
 }
 
 impl PlanReport {
-    pub fn new(problem: &Problem, plan: &Plan) -> Self {
-        PlanReport::with_summary(PlanSummary::new(problem, plan), problem, plan)
+    /// The report of `plan` of `problem`, its buffers named by `name` (the problem's own names,
+    /// [`Problem::buffer_name`], or a graph's tensor ids, `Liveness::buffer_id`).
+    pub fn new(problem: &Problem, name: &dyn Fn(usize) -> String, plan: &Plan) -> Self {
+        PlanReport::with_summary(PlanSummary::new(problem, name, plan), problem, name, plan)
     }
 
     /// The report of `plan` with `summary`, its summary (with what the caller adds to it).
-    pub fn with_summary(summary: PlanSummary, problem: &Problem, plan: &Plan) -> Self {
+    pub fn with_summary(
+        summary: PlanSummary,
+        problem: &Problem,
+        name: &dyn Fn(usize) -> String,
+        plan: &Plan,
+    ) -> Self {
         PlanReport {
             summary,
             placements: problem
                 .buffers
                 .iter()
                 .zip(&plan.placements)
-                .map(|(b, p)| {
+                .enumerate()
+                .map(|(k, (b, p))| {
                     let span = b.span(problem.positions);
                     PlacementReport {
-                        tensor: b.name.to_string(),
-                        device: problem.device_ids[b.device].clone(),
+                        tensor: name(k),
+                        device: problem.device_ids[b.device()].clone(),
                         pool: p.pool,
                         offset: p.offset,
                         size: b.size,
                         live: [span.first, span.last],
-                        always_live: b.lifetime == Lifetime::Always,
+                        always_live: b.is_always_live(),
                     }
                 })
                 .collect(),
@@ -314,7 +322,8 @@ fn is_zero_count(n: &usize) -> bool {
 }
 
 impl PlanSummary {
-    pub fn new(problem: &Problem, plan: &Plan) -> Self {
+    /// The summary of `plan` of `problem`, its buffers named by `name` (see [`PlanReport::new`]).
+    pub fn new(problem: &Problem, name: &dyn Fn(usize) -> String, plan: &Plan) -> Self {
         let device = |d: usize| problem.device_ids[d].clone();
         PlanSummary {
             strategy: plan.options.strategy.name().to_string(),
@@ -339,12 +348,7 @@ impl PlanSummary {
                     always_live_bytes: d.usage.always_live_bytes,
                     static_bytes: d.static_bytes,
                     peak_position: d.usage.peak_position,
-                    live_at_peak: d
-                        .usage
-                        .live_at_peak
-                        .iter()
-                        .map(|&b| problem.buffers[b].name.to_string())
-                        .collect(),
+                    live_at_peak: d.usage.live_at_peak.iter().map(|&b| name(b)).collect(),
                     live_at_peak_by_site: None,
                     pools: d
                         .pools
@@ -418,8 +422,8 @@ impl PlanReport {
         })
     }
 
-    /// The pools (per device of `problem`) and placements (per buffer) this report gives, for the
-    /// checker. The report must describe this problem: each tensor placed once, none unknown,
+    /// The pools (per device of `problem`, whose buffers are named: [`Problem::names`]) and
+    /// placements (per buffer) this report gives, for the checker. The report must describe this problem: each tensor placed once, none unknown,
     /// each on its own device with its own size and live interval; anything else is an error
     /// naming the placement, so a tampered report cannot pass by leaving a buffer out or by
     /// moving it where the checker would not look.
@@ -489,11 +493,9 @@ impl PlanReport {
                 ),
             ));
         }
-        let buffer_of: HashMap<&str, usize> = problem
-            .buffers
-            .iter()
+        let buffer_of: HashMap<&str, usize> = (problem.names.iter())
             .enumerate()
-            .map(|(b, buffer)| (buffer.name.as_str(), b))
+            .map(|(b, name)| (name.as_str(), b))
             .collect();
         let mut placements: Vec<Option<Placement>> = vec![None; problem.buffers.len()];
         for (k, p) in self.placements.iter().enumerate() {
@@ -505,7 +507,7 @@ impl PlanReport {
                 ));
             };
             let buffer = &problem.buffers[b];
-            let device = &problem.device_ids[buffer.device];
+            let device = &problem.device_ids[buffer.device()];
             if p.device != *device {
                 return Err(structure(
                     at(".device"),
@@ -525,7 +527,7 @@ impl PlanReport {
                 ));
             }
             let span = buffer.span(problem.positions);
-            let always_live = buffer.lifetime == Lifetime::Always;
+            let always_live = buffer.is_always_live();
             if p.live != [span.first, span.last] || p.always_live != always_live {
                 return Err(structure(
                     at(".live"),
@@ -551,12 +553,12 @@ impl PlanReport {
         }
         let placements = placements
             .into_iter()
-            .zip(&problem.buffers)
-            .map(|(p, b)| {
+            .enumerate()
+            .map(|(b, p)| {
                 p.ok_or_else(|| {
                     structure(
                         "placements".into(),
-                        format!("tensor `{}` has no placement", b.name),
+                        format!("tensor `{}` has no placement", problem.buffer_name(b)),
                     )
                 })
             })

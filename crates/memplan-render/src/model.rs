@@ -29,7 +29,7 @@ use memplan_core::graph::{
 use memplan_core::lists::OptionalIndex;
 use memplan_core::liveness::for_each_use;
 use memplan_core::recorded::{Allocation, Oom, Recorded, Segment, at_positions};
-use memplan_core::{DType, Lifetime, Liveness, Plan, PoolRole, ResolvedGraph};
+use memplan_core::{DType, Liveness, Plan, PoolRole, ResolvedGraph};
 use serde::{Deserialize, Serialize};
 
 /// Indices of steps (into [`ViewModel::steps`]): a buffer's producers or consumers. Most
@@ -753,13 +753,13 @@ impl ViewModel {
                     tensor: labels.tensors[liveness.buffer_tensor[b] as usize].clone(),
                     dtype: buffer.dtype,
                     size: buffer.size,
-                    alignment_log2: buffer.alignment.trailing_zeros() as u8,
-                    device: buffer.device,
+                    alignment_log2: buffer.alignment_log2(),
+                    device: buffer.device(),
                     pool: plan.placements[b].pool,
                     offset: plan.placements[b].offset,
                     first: span.first,
                     last: span.last,
-                    always_live: buffer.lifetime == Lifetime::Always,
+                    always_live: buffer.is_always_live(),
                 }
             })
             .collect();

@@ -527,8 +527,10 @@ impl Plan {
         self.violations.is_empty()
     }
 
-    /// What the independent checker finds wrong with this plan of `problem`.
-    fn check(&self, problem: &Problem) -> Vec<Violation> {
+    /// What the independent checker finds wrong with this plan of `problem`: what
+    /// [`Plan::violations`] holds, its buffers named as `problem` names them (a caller whose
+    /// problem holds no names checks again with a named one).
+    pub fn check(&self, problem: &Problem) -> Vec<Violation> {
         let pools: Vec<&[Pool]> = self.devices.iter().map(|d| d.pools.as_slice()).collect();
         let layout = Layout {
             pools: &pools,
@@ -549,8 +551,8 @@ impl Plan {
             .map(|d| vec![1; d.pools.len()])
             .collect();
         for (b, p) in problem.buffers.iter().zip(&self.placements) {
-            let a = &mut alignment[b.device][p.pool];
-            *a = (*a).max(b.alignment);
+            let a = &mut alignment[b.device()][p.pool];
+            *a = (*a).max(b.alignment());
         }
         (self.devices.iter().zip(&alignment))
             .map(|(d, alignment)| {
@@ -579,7 +581,7 @@ impl Plan {
     /// views take one buffer's at a time: a list of them all was a transient copy per buffer).
     pub fn device_offset(&self, problem: &Problem, bases: &[Vec<u64>], b: usize) -> u64 {
         let p = &self.placements[b];
-        bases[problem.buffers[b].device][p.pool].saturating_add(p.offset)
+        bases[problem.buffers[b].device()][p.pool].saturating_add(p.offset)
     }
 }
 
@@ -999,7 +1001,7 @@ fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> V
                     let b = &problem.buffers[arena[k]];
                     Item {
                         size: b.occupied_size(),
-                        alignment: b.alignment,
+                        alignment: b.alignment(),
                         live: b.span(problem.positions),
                     }
                 })
@@ -1477,12 +1479,12 @@ fn bump_into_pools(
         .map(|&b| {
             (
                 problem.buffers[b].occupied_size(),
-                problem.buffers[b].alignment,
+                problem.buffers[b].alignment(),
             )
         })
         .collect();
     let packed = pack_into_pools(&items, cap).map_err(|k| PlanError::OverCap {
-        buffer: problem.buffers[buffers[k]].name.to_string(),
+        buffer: problem.buffer_name(buffers[k]),
         occupied: items[k].0,
         cap,
     })?;

@@ -5,17 +5,13 @@ use proptest::prelude::{Strategy as _, *};
 use super::Strategy;
 use super::*;
 use crate::check::{Layout, Violation, check};
+use crate::graph::Id;
 use crate::problem::{Buffer, Lifetime};
 
-fn buffer(name: &str, size: u64, alignment: u64, lifetime: Lifetime) -> Buffer {
-    Buffer {
-        name: name.into(),
-        device: 0,
-        size,
-        alignment,
-        dtype: None,
-        lifetime,
-    }
+/// A buffer of device 0, with its name.
+fn buffer(name: &str, size: u64, alignment: u64, lifetime: Lifetime) -> (Id, Buffer) {
+    let buffer = Buffer::new(0, size, alignment.trailing_zeros() as u8, None, lifetime);
+    (name.into(), buffer)
 }
 
 /// `p` planned with `strategy` and the default options.
@@ -34,11 +30,13 @@ fn live(first: u32, last: u32) -> Lifetime {
     Lifetime::Live(LiveInterval::new(first, last))
 }
 
-fn problem(positions: u32, buffers: Vec<Buffer>) -> Problem {
+fn problem(positions: u32, buffers: Vec<(Id, Buffer)>) -> Problem {
+    let (names, buffers) = buffers.into_iter().unzip();
     Problem {
         device_ids: vec!["d0".into(), "d1".into()],
         positions,
         buffers,
+        names,
         position_times: Vec::new(),
     }
 }
@@ -49,25 +47,28 @@ fn arb_problem() -> impl proptest::strategy::Strategy<Value = Problem> {
             0u64..5000,
             prop::sample::select(vec![1u64, 2, 8, 32, 256]),
             prop::option::of(prop::sample::select(vec![DType::F32, DType::F16])),
-            0usize..2,
+            0u32..2,
             prop::option::weighted(0.9, (0..positions, 0..positions)),
         )
-            .prop_map(|(size, alignment, dtype, device, span)| Buffer {
-                name: crate::graph::Id::default(),
-                device,
-                size,
-                alignment,
-                dtype,
-                lifetime: match span {
+            .prop_map(|(size, alignment, dtype, device, span)| {
+                let lifetime = match span {
                     None => Lifetime::Always,
                     Some((a, b)) => live(a.min(b), a.max(b)),
-                },
+                };
+                Buffer::new(
+                    device,
+                    size,
+                    alignment.trailing_zeros() as u8,
+                    dtype,
+                    lifetime,
+                )
             });
-        prop::collection::vec(buffer, 0..40).prop_map(move |mut buffers| {
-            for (i, b) in buffers.iter_mut().enumerate() {
-                b.name = format!("b{i}").into();
-            }
-            problem(positions, buffers)
+        prop::collection::vec(buffer, 0..40).prop_map(move |buffers| {
+            let named = buffers.into_iter().enumerate();
+            problem(
+                positions,
+                named.map(|(i, b)| (format!("b{i}").into(), b)).collect(),
+            )
         })
     })
 }
@@ -84,7 +85,7 @@ fn live_bytes(p: &Problem, device: usize, position: u32) -> u64 {
     p.buffers
         .iter()
         .filter(|b| {
-            b.device == device
+            b.device() == device
                 && b.span(p.positions).first <= position
                 && position <= b.span(p.positions).last
         })
@@ -169,7 +170,7 @@ proptest! {
         for (d, device) in first_fit.devices.iter().enumerate() {
             let floor = (0..p.positions)
                 .map(|q| p.buffers.iter()
-                    .filter(|b| b.device == d && !b.is_always_live() && { let s = b.span(p.positions); s.first <= q && q <= s.last })
+                    .filter(|b| b.device() == d && !b.is_always_live() && { let s = b.span(p.positions); s.first <= q && q <= s.last })
                     .map(Buffer::occupied_size)
                     .sum::<u64>())
                 .max()
@@ -220,7 +221,7 @@ proptest! {
             }
             Err(PlanError::OverCap { buffer, occupied, cap: c }) => {
                 prop_assert_eq!(c, cap);
-                let b = p.buffers.iter().find(|b| b.name == buffer).unwrap();
+                let b = &p.buffers[p.names.iter().position(|n| *n == buffer).unwrap()];
                 prop_assert!(b.occupied_size() > cap && b.occupied_size() == occupied);
             }
             Err(e) => prop_assert!(false, "unexpected error {e}"),
@@ -236,11 +237,11 @@ proptest! {
             .filter(|&(a, b)| a < b)
             .filter(|&(a, b)| {
                 let (x, y) = (&p.buffers[a], &p.buffers[b]);
-                x.device == y.device
+                x.device() == y.device()
                     && plan.placements[a].pool == plan.placements[b].pool
                     && x.occupied_size() > 0 && y.occupied_size() > 0
                     && x.span(p.positions).overlaps(y.span(p.positions))
-                    && plan.placements[a].offset.is_multiple_of(y.alignment)
+                    && plan.placements[a].offset.is_multiple_of(y.alignment())
             })
             .collect();
         prop_assume!(!pairs.is_empty());
@@ -260,7 +261,7 @@ proptest! {
         offsets in prop::collection::vec(0u64..64, 64),
     ) {
         let placements: Vec<Placement> = (p.buffers.iter().zip(&offsets))
-            .map(|(b, &slot)| Placement { pool: 0, offset: slot * b.alignment * 64 })
+            .map(|(b, &slot)| Placement { pool: 0, offset: slot * b.alignment() * 64 })
             .collect();
         let pool = [Pool { role: PoolRole::Arena, bytes: u64::MAX / 2 }];
         let pools: Vec<&[Pool]> = vec![&pool; p.device_ids.len()];
@@ -270,7 +271,7 @@ proptest! {
                 let (x, y) = (&p.buffers[a], &p.buffers[b]);
                 let ((s, e), (t, f)) = (range(a), range(b));
                 // Both hold a byte (an empty buffer inside another's range shares none).
-                x.device == y.device
+                x.device() == y.device()
                     && x.span(p.positions).overlaps(y.span(p.positions))
                     && s < e && t < f
                     && s < f && t < e
@@ -791,7 +792,7 @@ fn device_totals_never_wrap() {
             buffer("b", 1 << 63, 1, live(0, 0)),
         ],
     );
-    p.buffers[1].device = 1;
+    p.buffers[1] = Buffer::new(1, 1 << 63, 0, None, live(0, 0));
     let e = plan(&p, &PlanOptions::default()).unwrap_err();
     assert!(e.to_string().contains("more than 2^64 bytes"), "{e}");
 }
@@ -1078,7 +1079,14 @@ fn regions_carry_durations_only_where_search_reads_them() {
             Some(crate::dtype::DType::F16),
         ][b % 3];
     }
-    p.buffers[0].lifetime = Lifetime::Always;
+    let b = p.buffers[0];
+    p.buffers[0] = Buffer::new(
+        0,
+        b.size,
+        b.alignment().trailing_zeros() as u8,
+        b.dtype,
+        Lifetime::Always,
+    );
     let arena: Vec<usize> = (0..p.buffers.len())
         .filter(|&b| !p.buffers[b].is_always_live())
         .collect();

@@ -258,8 +258,10 @@ fn reference_peaks(g: &Graph, r: &ResolvedGraph, units: &[u32]) -> Vec<u64> {
     for p in 0..problem.positions {
         for (d, peak) in peaks.iter_mut().enumerate() {
             let live: u64 = (problem.buffers.iter())
-                .filter(|b| b.device == d)
-                .filter(|b| matches!(b.lifetime, Lifetime::Live(i) if i.first <= p && p <= i.last))
+                .filter(|b| b.device() == d)
+                .filter(
+                    |b| matches!(b.lifetime(), Lifetime::Live(i) if i.first <= p && p <= i.last),
+                )
                 .map(|b| b.occupied_size())
                 .sum();
             *peak = (*peak).max(live);

@@ -262,11 +262,9 @@ fn inlining_moves_the_producers_inputs_to_the_uses() {
     let mut flags = vec![false; 4];
     flags[1] = true;
     let l = analyze_flipped(&g, &resolved, &flags);
-    let spans: Vec<(Id, crate::Lifetime)> = l
-        .problem
-        .buffers
-        .iter()
-        .map(|b| (b.name.clone(), b.lifetime))
+    let named = l.named(&g);
+    let spans: Vec<(Id, crate::Lifetime)> = (named.names.into_iter())
+        .zip(named.buffers.iter().map(crate::problem::Buffer::lifetime))
         .collect();
     let at = |a, b| crate::Lifetime::Live(crate::LiveInterval::new(a, b));
     // `a` now lives until `use` recomputes x from it; x has no storage; px takes nothing.
