@@ -1150,7 +1150,7 @@ impl Session {
     /// The plan report: what `memplan plan --json` prints and the page exports.
     pub fn report(&self, outcome: &Outcome) -> PlanReport {
         let (graph, _, liveness) = self.parts(outcome);
-        let name = |b| liveness.buffer_id(graph, b).to_string();
+        let name = buffer_names(graph, liveness);
         PlanReport::with_summary(
             self.summary(outcome),
             &liveness.problem,
@@ -1162,7 +1162,7 @@ impl Session {
     /// The report's summary alone (what the page shows, without a placement per buffer).
     pub fn summary(&self, outcome: &Outcome) -> PlanSummary {
         let (graph, resolved, liveness) = self.parts(outcome);
-        let name = |b| liveness.buffer_id(graph, b).to_string();
+        let name = buffer_names(graph, liveness);
         let mut summary = PlanSummary::new(&liveness.problem, &name, &outcome.plan);
         summary.size_unknown_tensors = graph.tensors.iter().filter(|t| t.size_unknown).count();
         summary.complete = summary.size_unknown_tensors == 0;
@@ -1408,7 +1408,7 @@ impl Session {
             });
         }
         let offsets = outcome.map(|o| o.plan.device_offsets(problem));
-        let name = |b| liveness.buffer_id(graph, b).to_string();
+        let name = buffer_names(graph, liveness);
         Ok(minimalloc::write(problem, &name, offsets.as_deref()))
     }
 
@@ -1639,6 +1639,12 @@ impl Session {
             violations,
         }
     }
+}
+
+/// What the user calls each buffer of `liveness`, a liveness of `graph`: its tensor's id (the
+/// problem holds no names).
+fn buffer_names<'a>(graph: &'a Graph, liveness: &'a Liveness) -> impl Fn(usize) -> String + 'a {
+    move |b| liveness.buffer_id(graph, b).to_string()
 }
 
 /// A checked plan from outside: its size and what the checker found.
