@@ -3,11 +3,11 @@
 //! This is what layout strategies and the checker see. [`crate::liveness`] builds it from a
 //! graph; tests and benchmarks build it directly. Positions are abstract: `0..positions`.
 //!
-//! Invariants ([`Problem::validate`]; an alignment is a power of two by construction): a buffer's size rounded up
-//! to its alignment (its *occupied size*, what it holds in an arena) fits in a `u64`; live
-//! intervals are closed, ordered and inside `0..positions`; devices index `device_ids`; the
-//! occupied sizes of all buffers, with alignment slack, add up to less than 2^64, so no sum of
-//! bytes over buffers, pools or devices overflows.
+//! Invariants ([`Problem::validate`]; an alignment is a power of two by construction): buffer
+//! indices fit `u32`; a buffer's size rounded up to its alignment (its *occupied size*, what it
+//! holds in an arena) fits in a `u64`; live intervals are closed, ordered and inside
+//! `0..positions`; devices index `device_ids`; the occupied sizes of all buffers, with alignment
+//! slack, add up to less than 2^64, so no sum of bytes over buffers, pools or devices overflows.
 
 use crate::dtype::DType;
 use crate::graph::align_up;
@@ -157,6 +157,9 @@ pub struct Problem {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemError {
+    /// A plan indexes buffers in 32 bits (half the bytes of its lists at a million buffers).
+    #[error("{buffers} buffers: a plan indexes at most 2^32 of them")]
+    TooManyBuffers { buffers: usize },
     #[error("buffer `{buffer}`: {size} bytes rounded up to alignment {alignment} overflow 64 bits")]
     SizeOverflow {
         buffer: String,
@@ -209,6 +212,10 @@ impl Problem {
 
     /// Checks the invariants of the module docs.
     pub fn validate(&self) -> Result<(), ProblemError> {
+        let buffers = self.buffers.len();
+        if buffers as u64 > 1 << 32 {
+            return Err(ProblemError::TooManyBuffers { buffers });
+        }
         let mut total = 0u64;
         for (k, b) in self.buffers.iter().enumerate() {
             let occupied =

@@ -921,7 +921,7 @@ fn lay_out_up_to(
                     });
                 }
                 for (&b, &offset) in arena.iter().zip(&layout.offsets) {
-                    placements[b] = Placement { pool: 0, offset };
+                    placements[b as usize] = Placement { pool: 0, offset };
                 }
             }
         }
@@ -962,7 +962,7 @@ fn lay_out_up_to(
 /// their items, laid out together.
 struct Region {
     class: Option<DType>,
-    members: Vec<usize>,
+    members: Vec<u32>,
     items: Vec<Item>,
     /// Each item's lifetime in the problem's time units ([`Problem::position_times`]), where
     /// it has them; else empty.
@@ -972,10 +972,11 @@ struct Region {
 /// The buffers of `device`: those laid out in its arena and the always-live ones, each list in
 /// canonical order and cut to its length (grown by doubling, a list of a million buffers held
 /// up to twice its bytes through the decode's peak, which comes after).
-fn arena_and_statics(problem: &Problem, device: usize) -> (Vec<usize>, Vec<usize>) {
-    let (mut arena, mut statics): (Vec<usize>, Vec<usize>) = problem
-        .buffers_on(device)
-        .partition(|&b| !problem.buffers[b].is_always_live());
+fn arena_and_statics(problem: &Problem, device: usize) -> (Vec<u32>, Vec<u32>) {
+    // Buffer indices fit `u32` (`Problem::validate`): half the bytes of a million-buffer list.
+    let (mut arena, mut statics): (Vec<u32>, Vec<u32>) = (problem.buffers_on(device))
+        .map(|b| b as u32)
+        .partition(|&b| !problem.buffers[b as usize].is_always_live());
     arena.shrink_to_fit();
     statics.shrink_to_fit();
     (arena, statics)
@@ -983,22 +984,22 @@ fn arena_and_statics(problem: &Problem, device: usize) -> (Vec<usize>, Vec<usize
 
 /// The regions of the arena buffers `arena` of one device, one per precision class (one in
 /// all without precision classes), in class order.
-fn arena_regions(problem: &Problem, arena: &[usize], options: &PlanOptions) -> Vec<Region> {
-    let mut classes: BTreeMap<Option<DType>, Vec<usize>> = BTreeMap::new();
+fn arena_regions(problem: &Problem, arena: &[u32], options: &PlanOptions) -> Vec<Region> {
+    let mut classes: BTreeMap<Option<DType>, Vec<u32>> = BTreeMap::new();
     for (k, &b) in arena.iter().enumerate() {
         let class = if options.precision_classes {
-            problem.buffers[b].dtype
+            problem.buffers[b as usize].dtype
         } else {
             None
         };
-        classes.entry(class).or_default().push(k);
+        classes.entry(class).or_default().push(k as u32);
     }
     (classes.into_iter())
         .map(|(class, mut members)| {
             members.shrink_to_fit();
             let items: Vec<Item> = (members.iter())
                 .map(|&k| {
-                    let b = &problem.buffers[arena[k]];
+                    let b = &problem.buffers[arena[k as usize] as usize];
                     Item {
                         size: b.occupied_size(),
                         alignment: b.alignment(),
@@ -1213,7 +1214,7 @@ fn layout_arena(
         let alignment = items.iter().map(|i| i.alignment).fold(granule, u64::max);
         base = align_up(base, alignment)?;
         for (&k, &offset) in members.iter().zip(&region.layout.offsets) {
-            offsets[k] = base.checked_add(offset)?;
+            offsets[k as usize] = base.checked_add(offset)?;
         }
         base = base.checked_add(region.layout.extent)?;
     }
@@ -1468,30 +1469,25 @@ fn layout_region(
 /// Bump-packs `buffers` (in canonical order) into new pools of `role`, none over `cap`.
 fn bump_into_pools(
     problem: &Problem,
-    buffers: &[usize],
+    buffers: &[u32],
     role: PoolRole,
     cap: u64,
     pools: &mut Vec<Pool>,
     placements: &mut [Placement],
 ) -> Result<(), PlanError> {
-    let items: Vec<(u64, u64)> = buffers
-        .iter()
-        .map(|&b| {
-            (
-                problem.buffers[b].occupied_size(),
-                problem.buffers[b].alignment(),
-            )
-        })
+    let items: Vec<(u64, u64)> = (buffers.iter())
+        .map(|&b| &problem.buffers[b as usize])
+        .map(|b| (b.occupied_size(), b.alignment()))
         .collect();
     let packed = pack_into_pools(&items, cap).map_err(|k| PlanError::OverCap {
-        buffer: problem.buffer_name(buffers[k]),
+        buffer: problem.buffer_name(buffers[k] as usize),
         occupied: items[k].0,
         cap,
     })?;
     let first = pools.len();
     pools.extend(packed.pool_bytes.iter().map(|&bytes| Pool { role, bytes }));
     for (&b, &(pool, offset)) in buffers.iter().zip(&packed.placements) {
-        placements[b] = Placement {
+        placements[b as usize] = Placement {
             pool: first + pool,
             offset,
         };

@@ -1087,8 +1087,8 @@ fn regions_carry_durations_only_where_search_reads_them() {
         b.dtype,
         Lifetime::Always,
     );
-    let arena: Vec<usize> = (0..p.buffers.len())
-        .filter(|&b| !p.buffers[b].is_always_live())
+    let arena: Vec<u32> = (0..p.buffers.len() as u32)
+        .filter(|&b| !p.buffers[b as usize].is_always_live())
         .collect();
     let regions = |strategy: StrategyChoice, precision_classes| {
         let options = PlanOptions {
@@ -1110,7 +1110,7 @@ fn regions_carry_durations_only_where_search_reads_them() {
             let mut members: Vec<usize> = Vec::new();
             for r in &regions {
                 assert!(r.members.is_sorted());
-                members.extend(&r.members);
+                members.extend(r.members.iter().map(|&k| k as usize));
                 let expected = match timed {
                     true => durations(&p, &r.items),
                     false => Vec::new(),
