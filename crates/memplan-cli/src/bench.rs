@@ -141,6 +141,7 @@ fn generate(
             let log = 8.0 + (rng.next() % 1_000_000) as f64 / 1_000_000.0 * 14.0;
             let size = ((2f64.powf(log) as u64) / 256).max(1) * 256;
             let live = LiveInterval::new(first as u32, last as u32);
+            // Aligned to 256 bytes (2^8).
             Buffer::new(0, size, 8, None, Lifetime::Live(live))
         })
         .collect();
