@@ -376,10 +376,9 @@ pub fn parse(text: &str) -> Result<Graph, FormatError> {
 /// A program of several routines is refused here, with a message that says so: it plans
 /// through [`parse_dump`].
 pub fn parse_resolved(text: &str) -> Result<(Graph, ResolvedGraph), FormatError> {
-    match parse_dump(text)? {
-        Parsed::Graph(graph, resolved) => Ok((graph, *resolved)),
-        Parsed::Program(_) => Err(FormatError::IsProgram),
-    }
+    let graph = read_unresolved(text)?;
+    let resolved = graph.resolve()?;
+    Ok((graph, resolved))
 }
 
 /// A memplan JSON dump: one computation, or a program of several routines in contexts.
@@ -402,6 +401,32 @@ pub struct ParsedProgram {
 
 /// Parses and validates a memplan JSON dump of either kind.
 pub fn parse_dump(text: &str) -> Result<Parsed, FormatError> {
+    Ok(match read_dump(text)? {
+        ReadDump::Graph(graph) => {
+            let resolved = graph.resolve()?;
+            Parsed::Graph(graph, Box::new(resolved))
+        }
+        ReadDump::Program(program) => Parsed::Program(program),
+    })
+}
+
+/// A dump of one computation, its graph read but not resolved: a caller that holds the file's
+/// text drops it before the graph resolves.
+pub(crate) fn read_unresolved(text: &str) -> Result<Graph, FormatError> {
+    match read_dump(text)? {
+        ReadDump::Graph(graph) => Ok(graph),
+        ReadDump::Program(_) => Err(FormatError::IsProgram),
+    }
+}
+
+/// A dump as [`read_dump`] reads it: a program whole, a graph not yet resolved.
+enum ReadDump {
+    Graph(Graph),
+    Program(ParsedProgram),
+}
+
+/// [`parse_dump`] but for the graph's resolve.
+fn read_dump(text: &str) -> Result<ReadDump, FormatError> {
     let syntax = |e: serde_json::Error| FormatError::JsonSyntax {
         line: e.line(),
         column: e.column(),
@@ -440,11 +465,9 @@ pub fn parse_dump(text: &str) -> Result<Parsed, FormatError> {
             ));
         };
         object.remove("memplan");
-        return parse_program(object).map(Parsed::Program);
+        return parse_program(object).map(ReadDump::Program);
     }
-    let graph = read_graph(text)?;
-    let resolved = graph.resolve()?;
-    Ok(Parsed::Graph(graph, Box::new(resolved)))
+    read_graph(text).map(ReadDump::Graph)
 }
 
 /// Deserializes `value`, an error's path prefixed with `at` (the path of `value` in the dump).

@@ -219,6 +219,59 @@ pub fn load_with(
     name: &str,
     onnx_options: &onnx::Options,
 ) -> Result<Loaded, FormatError> {
+    read_with(bytes, name, onnx_options)?.resolve()
+}
+
+/// What [`load_with`] reads from a file's bytes: the import, its graph resolved only where
+/// the format resolves as it reads (minimalloc CSV, which places a duplicate id by its line).
+/// [`load_from`], which owns the bytes, drops them before the graph resolves: a million-buffer
+/// JSON dump's 192 MB of text was held beside the resolve, the load's peak.
+struct Read {
+    format: Format,
+    graph: Graph,
+    resolved: Option<ResolvedGraph>,
+    given_plan: Option<GivenPlan>,
+    recorded: Option<memplan_core::recorded::Recorded>,
+    warnings: Vec<String>,
+}
+
+impl Read {
+    fn unresolved(
+        format: Format,
+        graph: Graph,
+        given_plan: Option<GivenPlan>,
+        recorded: Option<memplan_core::recorded::Recorded>,
+        warnings: Vec<String>,
+    ) -> Result<Read, FormatError> {
+        Ok(Read {
+            format,
+            graph,
+            resolved: None,
+            given_plan,
+            recorded,
+            warnings,
+        })
+    }
+
+    /// The load: the graph resolved, the one resolve of a load.
+    fn resolve(self) -> Result<Loaded, FormatError> {
+        let resolved = match self.resolved {
+            Some(resolved) => resolved,
+            None => self.graph.resolve()?,
+        };
+        Ok(Loaded {
+            format: self.format,
+            graph: self.graph,
+            resolved,
+            given_plan: self.given_plan,
+            recorded: self.recorded,
+            warnings: self.warnings,
+        })
+    }
+}
+
+/// [`load_with`] up to the graph's resolve ([`Read`]).
+fn read_with(bytes: &[u8], name: &str, onnx_options: &onnx::Options) -> Result<Read, FormatError> {
     if bytes.is_empty() {
         return Err(FormatError::Empty { unpacked: false });
     }
@@ -228,30 +281,30 @@ pub fn load_with(
             return Err(FormatError::Empty { unpacked: true });
         }
         let inner = name.strip_suffix(".gz").unwrap_or(name);
-        return load_with(&unpacked, inner, onnx_options);
+        return read_with(&unpacked, inner, onnx_options);
     }
     if bytes.starts_with(&ZIP_MAGIC) {
         let (inner, unpacked, note) = unzip(bytes, name)?;
-        let mut loaded = load_with(&unpacked, &inner, onnx_options)?;
-        loaded.warnings.extend(note);
-        return Ok(loaded);
+        let mut read = read_with(&unpacked, &inner, onnx_options)?;
+        read.warnings.extend(note);
+        return Ok(read);
     }
     let lower = name.to_ascii_lowercase();
     if tflite::detect(bytes) || lower.ends_with(".tflite") {
         let i = tflite::parse(bytes)?;
-        return Loaded::resolved(Format::Tflite, i.graph, i.given_plan, None, i.warnings);
+        return Read::unresolved(Format::Tflite, i.graph, i.given_plan, None, i.warnings);
     }
     // A protobuf is binary: an ONNX model by its name, or (not text, first field the IR version)
     // by its content.
     let looks_onnx = std::str::from_utf8(bytes).is_err() && bytes.first() == Some(&0x08);
     if lower.ends_with(".onnx") || looks_onnx {
         let i = onnx::parse(bytes, onnx_options)?;
-        return Loaded::resolved(Format::Onnx, i.graph, None, None, i.warnings);
+        return Read::unresolved(Format::Onnx, i.graph, None, None, i.warnings);
     }
     if is_pickle(bytes) || lower.ends_with(".pickle") || lower.ends_with(".pkl") {
         let i = torch::parse(bytes)?;
         let recorded = Some(i.recorded);
-        return Loaded::resolved(Format::TorchSnapshot, i.graph, None, recorded, i.warnings);
+        return Read::unresolved(Format::TorchSnapshot, i.graph, None, recorded, i.warnings);
     }
     let text = std::str::from_utf8(bytes).map_err(|_| FormatError::NotText(name.to_string()))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -266,24 +319,24 @@ pub fn load_with(
         }
         Format::Xla => {
             let i = xla::parse(text)?;
-            Loaded::resolved(format, i.graph, Some(i.given_plan), None, i.warnings)
+            Read::unresolved(format, i.graph, Some(i.given_plan), None, i.warnings)
         }
         Format::TorchTrace => {
             let i = torch_trace::parse(text)?;
-            Loaded::resolved(format, i.graph, None, Some(i.recorded), i.warnings)
+            Read::unresolved(format, i.graph, None, Some(i.recorded), i.warnings)
         }
         Format::MemplanJson => {
-            let (graph, resolved) = json::parse_resolved(text)?;
-            Ok(Loaded::plain(format, graph, resolved))
+            Read::unresolved(format, json::read_unresolved(text)?, None, None, Vec::new())
         }
         Format::MinimallocCsv => {
             let i = minimalloc::parse(text)?;
-            Ok(Loaded {
-                given_plan: i.offsets.map(|offsets| GivenPlan {
-                    planner: "the CSV".into(),
-                    offsets: offsets.into_iter().map(Some).collect(),
-                }),
-                ..Loaded::plain(format, i.graph, i.resolved)
+            let given_plan = i.offsets.map(|offsets| GivenPlan {
+                planner: "the CSV".into(),
+                offsets: offsets.into_iter().map(Some).collect(),
+            });
+            Ok(Read {
+                resolved: Some(i.resolved),
+                ..Read::unresolved(format, i.graph, given_plan, None, Vec::new())?
             })
         }
     }
@@ -384,7 +437,9 @@ fn load_from_any(
     let mut bytes = Vec::new();
     let input = counted.inner;
     input.read_to_end(&mut bytes).map_err(unreadable)?;
-    load_with(&bytes, name, onnx_options)
+    let read = read_with(&bytes, name, onnx_options)?;
+    drop(bytes);
+    read.resolve()
 }
 
 /// How much of a file [`load_from`] reads first to tell how to read the rest
