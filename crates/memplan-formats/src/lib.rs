@@ -186,25 +186,6 @@ impl Loaded {
             warnings: Vec::new(),
         }
     }
-
-    /// An imported `graph`, resolved: the one resolve of a load.
-    fn resolved(
-        format: Format,
-        graph: Graph,
-        given_plan: Option<GivenPlan>,
-        recorded: Option<memplan_core::recorded::Recorded>,
-        warnings: Vec<String>,
-    ) -> Result<Loaded, FormatError> {
-        let resolved = graph.resolve()?;
-        Ok(Loaded {
-            format,
-            graph,
-            resolved,
-            given_plan,
-            recorded,
-            warnings,
-        })
-    }
 }
 
 /// Detects the format by content (the file name's extension only breaks ties) and imports it.
@@ -226,7 +207,7 @@ pub fn load_with(
 /// the format resolves as it reads (minimalloc CSV, which places a duplicate id by its line).
 /// [`load_from`], which owns the bytes, drops them before the graph resolves: a million-buffer
 /// JSON dump's 192 MB of text was held beside the resolve, the load's peak.
-struct Read {
+struct Import {
     format: Format,
     graph: Graph,
     resolved: Option<ResolvedGraph>,
@@ -235,25 +216,26 @@ struct Read {
     warnings: Vec<String>,
 }
 
-impl Read {
-    fn unresolved(
+impl Import {
+    /// An imported `graph`, to resolve.
+    fn new(
         format: Format,
         graph: Graph,
         given_plan: Option<GivenPlan>,
         recorded: Option<memplan_core::recorded::Recorded>,
         warnings: Vec<String>,
-    ) -> Result<Read, FormatError> {
-        Ok(Read {
+    ) -> Import {
+        Import {
             format,
             graph,
             resolved: None,
             given_plan,
             recorded,
             warnings,
-        })
+        }
     }
 
-    /// The load: the graph resolved, the one resolve of a load.
+    /// The load: its graph resolved, the one resolve of a load.
     fn resolve(self) -> Result<Loaded, FormatError> {
         let resolved = match self.resolved {
             Some(resolved) => resolved,
@@ -270,8 +252,12 @@ impl Read {
     }
 }
 
-/// [`load_with`] up to the graph's resolve ([`Read`]).
-fn read_with(bytes: &[u8], name: &str, onnx_options: &onnx::Options) -> Result<Read, FormatError> {
+/// [`load_with`] up to the graph's resolve ([`Import`]).
+fn read_with(
+    bytes: &[u8],
+    name: &str,
+    onnx_options: &onnx::Options,
+) -> Result<Import, FormatError> {
     if bytes.is_empty() {
         return Err(FormatError::Empty { unpacked: false });
     }
@@ -292,19 +278,31 @@ fn read_with(bytes: &[u8], name: &str, onnx_options: &onnx::Options) -> Result<R
     let lower = name.to_ascii_lowercase();
     if tflite::detect(bytes) || lower.ends_with(".tflite") {
         let i = tflite::parse(bytes)?;
-        return Read::unresolved(Format::Tflite, i.graph, i.given_plan, None, i.warnings);
+        return Ok(Import::new(
+            Format::Tflite,
+            i.graph,
+            i.given_plan,
+            None,
+            i.warnings,
+        ));
     }
     // A protobuf is binary: an ONNX model by its name, or (not text, first field the IR version)
     // by its content.
     let looks_onnx = std::str::from_utf8(bytes).is_err() && bytes.first() == Some(&0x08);
     if lower.ends_with(".onnx") || looks_onnx {
         let i = onnx::parse(bytes, onnx_options)?;
-        return Read::unresolved(Format::Onnx, i.graph, None, None, i.warnings);
+        return Ok(Import::new(Format::Onnx, i.graph, None, None, i.warnings));
     }
     if is_pickle(bytes) || lower.ends_with(".pickle") || lower.ends_with(".pkl") {
         let i = torch::parse(bytes)?;
         let recorded = Some(i.recorded);
-        return Read::unresolved(Format::TorchSnapshot, i.graph, None, recorded, i.warnings);
+        return Ok(Import::new(
+            Format::TorchSnapshot,
+            i.graph,
+            None,
+            recorded,
+            i.warnings,
+        ));
     }
     let text = std::str::from_utf8(bytes).map_err(|_| FormatError::NotText(name.to_string()))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -319,14 +317,27 @@ fn read_with(bytes: &[u8], name: &str, onnx_options: &onnx::Options) -> Result<R
         }
         Format::Xla => {
             let i = xla::parse(text)?;
-            Read::unresolved(format, i.graph, Some(i.given_plan), None, i.warnings)
+            Ok(Import::new(
+                format,
+                i.graph,
+                Some(i.given_plan),
+                None,
+                i.warnings,
+            ))
         }
         Format::TorchTrace => {
             let i = torch_trace::parse(text)?;
-            Read::unresolved(format, i.graph, None, Some(i.recorded), i.warnings)
+            Ok(Import::new(
+                format,
+                i.graph,
+                None,
+                Some(i.recorded),
+                i.warnings,
+            ))
         }
         Format::MemplanJson => {
-            Read::unresolved(format, json::read_unresolved(text)?, None, None, Vec::new())
+            let graph = json::read_unresolved(text)?;
+            Ok(Import::new(format, graph, None, None, Vec::new()))
         }
         Format::MinimallocCsv => {
             let i = minimalloc::parse(text)?;
@@ -334,9 +345,9 @@ fn read_with(bytes: &[u8], name: &str, onnx_options: &onnx::Options) -> Result<R
                 planner: "the CSV".into(),
                 offsets: offsets.into_iter().map(Some).collect(),
             });
-            Ok(Read {
+            Ok(Import {
                 resolved: Some(i.resolved),
-                ..Read::unresolved(format, i.graph, given_plan, None, Vec::new())?
+                ..Import::new(format, i.graph, given_plan, None, Vec::new())
             })
         }
     }
@@ -384,7 +395,7 @@ fn load_from_any(
         let of = len.saturating_mul(2);
         let i = torch::parse_stream(input, len, &mut |done| progress(done, of))?;
         let recorded = Some(i.recorded);
-        return Loaded::resolved(Format::TorchSnapshot, i.graph, None, recorded, i.warnings);
+        return Import::new(Format::TorchSnapshot, i.graph, None, recorded, i.warnings).resolve();
     }
     let failure = std::cell::RefCell::new(None);
     let counted = Counted {
@@ -480,13 +491,14 @@ fn streamed_trace(
         (Err(_), Some(message)) => return Err(read_error(message)),
         (imported, _) => imported?,
     };
-    Loaded::resolved(
+    Import::new(
         Format::TorchTrace,
         i.graph,
         None,
         Some(i.recorded),
         i.warnings,
     )
+    .resolve()
 }
 
 /// A reader that tells `progress` how many bytes it has read.
