@@ -6,9 +6,9 @@
 // file, its buffers (a snapshot's allocations), the CLI's time and peak memory, the
 // page's time to the drawn plan, its worker's memory (its wasm memory, which only grows: its
 // peak), the page's own wasm memory (its peak, likewise) and the peak memory of its renderer process (the page and its worker, which runs in the
-// same process), or the page's error; and, for a snapshot, a second load cancelled halfway through
-// the first one's time: how long the page took to be idle again, with the plan it showed before
-// (checked, as the cancel tests check it). The test suite asserts what a load does; this script
+// same process), or the page's error; and, for a snapshot, two more loads cancelled, one halfway
+// through the first one's time and one as soon as the file is read: how long the page took to be
+// idle again, with the plan it showed before (checked, as the cancel tests check it). The test suite asserts what a load does; this script
 // only measures.
 //
 // Usage: node scripts/snapshot-bench.mjs [MiB | csv:ROWS ...]   (default: 64 256 1024)
@@ -87,10 +87,12 @@ function rendererPeakMb(pid) {
 }
 
 /**
- * Cancels a load of `file` in the page `after` seconds in, as a user would: the seconds from the
- * click to the page idle and what the progress said at the click. `cancellable` (the test
- * hooks') checks that the plan shown before the load stayed and that the worker heard the cancel
- * and lives on; a failed check is this row's answer.
+ * Cancels a load of `file` in the page, as a user would: `after` seconds in, or (`after` null)
+ * as soon as the progress says the whole file is read, when the reader pairs the events, builds
+ * the graph and resolves it. Gives the seconds from the click to the page idle and what the
+ * progress said at the click. `cancellable` (the test hooks') checks that the plan shown before
+ * the load stayed and that the worker heard the cancel and lives on; a failed check is this
+ * row's answer.
  */
 async function cancelFigures(file, after) {
   const server = await serve();
@@ -100,8 +102,14 @@ async function cancelFigures(file, after) {
     await page.goto(server.url);
     await testid('summary').waitFor();
     const cancel = await cancellable();
+    const started = Date.now();
     await testid('file-input').setInputFiles(file);
-    await page.waitForTimeout(after * 1000);
+    if (after === null) {
+      await page.waitForFunction(() => /: 100%/.test(document.querySelector('[data-testid=progress]')?.innerText ?? ''), null, { timeout: 600000, polling: 20 });
+      after = (Date.now() - started) / 1000;
+    } else {
+      await page.waitForTimeout(after * 1000);
+    }
     // The progress's own words (what the load is doing), without the solver's or the button's.
     const doing = (await page.evaluate(() => document.querySelector('[data-testid=progress] > span:not(.spinner):not(.solver)')?.innerText ?? ''))
       .replace(/\s+/g, ' ')
@@ -158,11 +166,13 @@ for (const input of inputs) {
   const name = `${rows ? `${rows}-row CSV, ` : ''}${(bytes / 1048576).toFixed(0)} MiB`;
   // A snapshot's load cancelled halfway through its time (reading or planning, as it falls).
   const cancelled = !rows && outcome === 'loaded' ? await cancelFigures(file, pageSeconds / 2) : '';
-  results.push({ name, ...native, pageSeconds: pageSeconds.toFixed(1), workerMb, pageMb, peak, outcome, cancelled });
+  // And once the file is read: the reader's last stages, which hear a cancel between them.
+  const cancelledRead = !rows && outcome === 'loaded' ? await cancelFigures(file, null) : '';
+  results.push({ name, ...native, pageSeconds: pageSeconds.toFixed(1), workerMb, pageMb, peak, outcome, cancelled, cancelledRead });
 }
 
-console.log('| file | buffers | CLI `plan` | CLI peak memory | page, file to plan | worker memory | page memory | renderer peak memory | page | cancel halfway: click to idle |');
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('| file | buffers | CLI `plan` | CLI peak memory | page, file to plan | worker memory | page memory | renderer peak memory | page | cancel halfway: click to idle | cancel once read: click to idle |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of results) {
-  console.log(`| ${r.name} | ${r.buffers} | ${r.seconds} s | ${r.mb} MiB | ${r.pageSeconds} s | ${r.workerMb} MiB | ${r.pageMb} MiB | ${r.peak} MiB | ${r.outcome} | ${r.cancelled} |`);
+  console.log(`| ${r.name} | ${r.buffers} | ${r.seconds} s | ${r.mb} MiB | ${r.pageSeconds} s | ${r.workerMb} MiB | ${r.pageMb} MiB | ${r.peak} MiB | ${r.outcome} | ${r.cancelled} | ${r.cancelledRead} |`);
 }

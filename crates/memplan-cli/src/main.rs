@@ -600,6 +600,7 @@ fn load_dump(path: &Path, options: &memplan_formats::onnx::Options) -> Result<Se
         &source,
         options,
         &mut |_, _| {},
+        &|| false,
     )?)
 }
 

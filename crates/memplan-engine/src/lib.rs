@@ -509,15 +509,22 @@ impl Session {
     }
 
     /// [`Session::load_with`] from `input` of `len` bytes, a PyTorch snapshot read as a stream
-    /// ([`memplan_formats::load_from`]); `progress(done, of)` hears how far.
+    /// ([`memplan_formats::load_from`]); `progress(done, of)` hears how far, and `should_stop`
+    /// is asked between the stages past the reading, the liveness analysis the last of them
+    /// (a cancel ends the load with [`FormatError::Cancelled`]).
     pub fn load_from<R: std::io::Read + std::io::Seek>(
         input: R,
         len: u64,
         source: &str,
         options: &onnx::Options,
         progress: &mut dyn FnMut(u64, u64),
+        should_stop: &dyn Fn() -> bool,
     ) -> Result<Session, EngineError> {
-        let loaded = memplan_formats::load_from(input, len, source, options, progress);
+        let loaded = memplan_formats::load_from(input, len, source, options, progress, should_stop)
+            .and_then(|loaded| match should_stop() {
+                true => Err(FormatError::Cancelled),
+                false => Ok(loaded),
+            });
         Self::loaded(loaded, source)
     }
 

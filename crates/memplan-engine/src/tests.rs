@@ -903,6 +903,48 @@ fn both_snapshots_are_named_by_their_users_frames_and_searched_by_file() {
     }
 }
 
+/// A load's last stage past the reading, the liveness analysis, heeds a stop too: the engine
+/// asks once more than the formats' load does, and a stop raised then ends the load with
+/// `Cancelled`.
+#[test]
+fn a_stop_before_the_liveness_analysis_ends_the_load() {
+    let bytes = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
+    let asking = |stop_at: Option<usize>| {
+        let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+        let counted = asked.clone();
+        let stop = move || {
+            counted.set(counted.get() + 1);
+            Some(counted.get()) == stop_at
+        };
+        (stop, asked)
+    };
+    let input = || std::io::Cursor::new(bytes);
+    let len = bytes.len() as u64;
+    let options = Default::default();
+    let formats_asks = {
+        let (stop, asked) = asking(None);
+        memplan_formats::load_from(input(), len, "s.pickle", &options, &mut |_, _| {}, &stop)
+            .unwrap();
+        asked.get()
+    };
+    let (stop, asked) = asking(None);
+    Session::load_from(input(), len, "s.pickle", &options, &mut |_, _| {}, &stop).unwrap();
+    assert_eq!(asked.get(), formats_asks + 1);
+    let (stop, _) = asking(Some(formats_asks + 1));
+    let stopped = Session::load_from(input(), len, "s.pickle", &options, &mut |_, _| {}, &stop);
+    assert!(
+        matches!(
+            stopped,
+            Err(EngineError::Format {
+                error: FormatError::Cancelled,
+                ..
+            })
+        ),
+        "{:?}",
+        stopped.err()
+    );
+}
+
 /// A real PyTorch snapshot as the views show it: names from the user's frames, the peak by
 /// site summing to the live peak, a search over frames, lifetimes ending where the allocator
 /// freed, and the reserved curve over the schedule.

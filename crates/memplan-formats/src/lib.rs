@@ -91,6 +91,9 @@ pub enum FormatError {
         "this dump is a program of several routines (a `program` field): `memplan plan` plans it whole; other commands take one computation"
     )]
     IsProgram,
+    /// The caller's `should_stop` said so between two stages of a load ([`load_from`]).
+    #[error("the load was cancelled")]
+    Cancelled,
 }
 
 impl From<memplan_core::program::ProgramError> for FormatError {
@@ -357,14 +360,30 @@ fn read_with(
 /// ([`torch::parse_stream`]) or profiler trace ([`torch_trace::parse_from`], gzipped too) as a
 /// stream (the reader holds the graph, never the file or its events, so files of gigabytes
 /// load), any other format whole. `progress(done, of)` hears how far a stream has read.
+///
+/// `should_stop` ends the load with [`FormatError::Cancelled`] when it says so between the
+/// stages that follow the reading (a snapshot's pairing of its events, its graph, the graph's
+/// resolve): at a gigabyte they take seconds with no read in them, and a read is the caller's
+/// to fail (its reader's error ends the load there).
 pub fn load_from<R: std::io::Read + std::io::Seek>(
     mut input: R,
     len: u64,
     name: &str,
     onnx_options: &onnx::Options,
     progress: &mut dyn FnMut(u64, u64),
+    should_stop: &dyn Fn() -> bool,
 ) -> Result<Loaded, FormatError> {
-    load_from_any(&mut input, len, name, onnx_options, progress)
+    let import = import_from(&mut input, len, name, onnx_options, progress, should_stop)?;
+    stop_if(should_stop)?;
+    import.resolve()
+}
+
+/// `Err(Cancelled)` if `should_stop` says so.
+pub(crate) fn stop_if(should_stop: &dyn Fn() -> bool) -> Result<(), FormatError> {
+    match should_stop() {
+        true => Err(FormatError::Cancelled),
+        false => Ok(()),
+    }
 }
 
 /// A reader that seeks: what streamed importers take as `&mut dyn ReadSeek`, so each is
@@ -373,13 +392,15 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
 /// The unpickler's, whose crate is below this one.
 pub use memplan_pickle::ReadSeek;
 
-fn load_from_any(
+/// [`load_from`] up to the resolve.
+fn import_from(
     mut input: &mut dyn ReadSeek,
     len: u64,
     name: &str,
     onnx_options: &onnx::Options,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<Loaded, FormatError> {
+    should_stop: &dyn Fn() -> bool,
+) -> Result<Import, FormatError> {
     use std::io::{Read, SeekFrom};
     let unreadable = |e: std::io::Error| FormatError::Unreadable {
         name: name.to_string(),
@@ -393,9 +414,15 @@ fn load_from_any(
     input.seek(SeekFrom::Start(0)).map_err(unreadable)?;
     if streamed_format(&head) == Some(Format::TorchSnapshot) {
         let of = len.saturating_mul(2);
-        let i = torch::parse_stream(input, len, &mut |done| progress(done, of))?;
+        let i = torch::parse_stream(input, len, &mut |done| progress(done, of), should_stop)?;
         let recorded = Some(i.recorded);
-        return Import::new(Format::TorchSnapshot, i.graph, None, recorded, i.warnings).resolve();
+        return Ok(Import::new(
+            Format::TorchSnapshot,
+            i.graph,
+            None,
+            recorded,
+            i.warnings,
+        ));
     }
     let failure = std::cell::RefCell::new(None);
     let counted = Counted {
@@ -430,7 +457,7 @@ fn load_from_any(
         if head.is_empty() {
             return Err(FormatError::Empty { unpacked: true });
         }
-        return load_with(&head, inner, onnx_options);
+        return read_with(&head, inner, onnx_options);
     }
     if streamed_format(&head) == Some(Format::TorchTrace) {
         let text = Watched {
@@ -448,9 +475,8 @@ fn load_from_any(
     let mut bytes = Vec::new();
     let input = counted.inner;
     input.read_to_end(&mut bytes).map_err(unreadable)?;
-    let read = read_with(&bytes, name, onnx_options)?;
-    drop(bytes);
-    read.resolve()
+    // `bytes` goes as this returns: before the graph resolves.
+    read_with(&bytes, name, onnx_options)
 }
 
 /// How much of a file [`load_from`] reads first to tell how to read the rest
@@ -486,19 +512,18 @@ fn streamed_trace(
     imported: Result<torch_trace::Imported, FormatError>,
     failure: &std::cell::RefCell<Option<String>>,
     read_error: impl FnOnce(String) -> FormatError,
-) -> Result<Loaded, FormatError> {
+) -> Result<Import, FormatError> {
     let i = match (imported, failure.borrow_mut().take()) {
         (Err(_), Some(message)) => return Err(read_error(message)),
         (imported, _) => imported?,
     };
-    Import::new(
+    Ok(Import::new(
         Format::TorchTrace,
         i.graph,
         None,
         Some(i.recorded),
         i.warnings,
-    )
-    .resolve()
+    ))
 }
 
 /// A reader that tells `progress` how many bytes it has read.
@@ -820,6 +845,52 @@ mod tests {
             Err(FormatError::NotText(_))
         ));
     }
+
+    /// A stop asked for once the file is read ends the load at the next stage, whichever it
+    /// is: a snapshot's (each device's pairing, its graph, the resolve) and every format's
+    /// resolve. Counted through a load that runs to the end: a stop raised at the `k`-th
+    /// question, for each `k` it asks, ends the load with `Cancelled`, not a graph.
+    #[test]
+    fn a_stop_after_the_reading_ends_the_load_at_its_next_stage() {
+        let snapshot = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
+        let trace = include_bytes!("../../../tests/data/torch-trace/df_index_resolver.json.gz");
+        let json = include_bytes!("../../../static/examples/mlp-training.json");
+        // The magma snapshot has one device: asked after the read, before its pairing, before
+        // the graph, and before the resolve.
+        for (bytes, name, asks) in [
+            (&snapshot[..], "snapshot.pickle", 4),
+            (&trace[..], "trace.json.gz", 1),
+            (&json[..], "mlp-training.json", 1),
+        ] {
+            let load_asking = |stop_at: Option<usize>| {
+                let asked = std::cell::Cell::new(0);
+                let loaded = load_from(
+                    std::io::Cursor::new(bytes),
+                    bytes.len() as u64,
+                    name,
+                    &Default::default(),
+                    &mut |_, _| {},
+                    &|| {
+                        asked.set(asked.get() + 1);
+                        Some(asked.get()) == stop_at
+                    },
+                );
+                (loaded, asked.get())
+            };
+            let (loaded, asked) = load_asking(None);
+            assert!(loaded.is_ok(), "{name}");
+            assert_eq!(asked, asks, "{name}");
+            for k in 1..=asked {
+                let (stopped, asked) = load_asking(Some(k));
+                assert_eq!(
+                    stopped.unwrap_err(),
+                    FormatError::Cancelled,
+                    "{name}, stop {k}"
+                );
+                assert_eq!(asked, k, "{name}: nothing asked past the stop");
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -929,7 +1000,7 @@ mod fuzz {
             // A stream said to be longer or shorter than it is.
             for said in [bytes.len() as u64 + 1 + cut as u64, cut as u64] {
                 let cursor = std::io::Cursor::new(&bytes);
-                let _ = load_from(cursor, said, name, &Default::default(), &mut |_, _| ());
+                let _ = load_from(cursor, said, name, &Default::default(), &mut |_, _| (), &|| false);
             }
         }
 
@@ -959,7 +1030,7 @@ mod fuzz {
                 });
             }
             // Read as a stream (a trace is), it loads as it does whole, or fails as whole.
-            let streamed = load_from(std::io::Cursor::new(text.as_bytes()), text.len() as u64, "fuzz", &Default::default(), &mut |_, _| ());
+            let streamed = load_from(std::io::Cursor::new(text.as_bytes()), text.len() as u64, "fuzz", &Default::default(), &mut |_, _| (), &|| false);
             let whole = load(text.as_bytes(), "fuzz");
             prop_assert_eq!(streamed.as_ref().ok().map(|l| &l.graph), whole.as_ref().ok().map(|l| &l.graph));
         }
@@ -980,6 +1051,7 @@ mod fuzz {
             name,
             &Default::default(),
             &mut |done, of| heard.push((done, of)),
+            &|| false,
         );
         (loaded, heard)
     }

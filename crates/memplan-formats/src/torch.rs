@@ -89,19 +89,23 @@ pub fn parse(bytes: &[u8]) -> Result<Imported, FormatError> {
         bytes.len() as u64,
         true,
         &mut |_| {},
+        &|| false,
     )
 }
 
 /// Reads a snapshot pickle of `len` bytes from `input`, as a stream: each trace event becomes
 /// part of the graph as the unpickler completes it, and is then dropped, so what the reader
 /// holds is the graph and the values the pickle shares (frames, strings), never the events.
-/// `progress` hears the bytes read so far, of `2 * len` ([`pickle::read_streaming`]).
+/// `progress` hears the bytes read so far, of `2 * len` ([`pickle::read_streaming`]);
+/// `should_stop` is asked once the file is read, before each device's events are paired and
+/// before the graph is built ([`crate::load_from`]).
 pub fn parse_stream<R: std::io::Read + std::io::Seek>(
     mut input: R,
     len: u64,
     progress: &mut dyn FnMut(u64),
+    should_stop: &dyn Fn() -> bool,
 ) -> Result<Imported, FormatError> {
-    parse_from(&mut input, len, true, progress)
+    parse_from(&mut input, len, true, progress, should_stop)
 }
 
 /// [`parse_stream`], or with `stream` false, the events read whole first and then walked (the
@@ -111,6 +115,7 @@ fn parse_from(
     len: u64,
     stream: bool,
     progress: &mut dyn FnMut(u64),
+    should_stop: &dyn Fn() -> bool,
 ) -> Result<Imported, FormatError> {
     let mut reader = Reader::default();
     let mut failed: Option<FormatError> = None;
@@ -134,6 +139,7 @@ fn parse_from(
         return Err(error);
     }
     let root = root?;
+    crate::stop_if(should_stop)?;
     if !matches!(root, Value::Dict(_)) {
         return Err(bad(
             "the pickle is not a dict (a snapshot is one with `device_traces`)",
@@ -156,7 +162,7 @@ fn parse_from(
         .get("segments")
         .and_then(|s| s.items())
         .unwrap_or_default();
-    reader.finish(&segment_list)
+    reader.finish(&segment_list, should_stop)
 }
 
 /// The graph being read from a snapshot's events, device by device.
@@ -289,13 +295,18 @@ impl Reader {
 
     /// The graph, once every event is read: each device's reserved bytes walked back from
     /// the segments at the dump (`segment_list`).
-    fn finish(mut self, segment_list: &[Value]) -> Result<Imported, FormatError> {
+    fn finish(
+        mut self,
+        segment_list: &[Value],
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Imported, FormatError> {
         self.done.extend(self.on.take());
         if self.done.iter().all(|(_, _, t)| t.events == 0) {
             return Err(bad(NO_TRACE_HELP));
         }
         let mut all = self.all;
         for (d, on, trace) in self.done {
+            crate::stop_if(should_stop)?;
             let device = format!("cuda:{d}");
             let segments = segments_of(segment_list, d)?;
             let at_dump: i128 = segments.iter().map(|s| i128::from(s.bytes)).sum();
@@ -324,6 +335,7 @@ impl Reader {
                 },
             );
         }
+        crate::stop_if(should_stop)?;
         all.finish("PyTorch CUDA memory snapshot")
             .ok_or_else(|| bad(format!("the trace records no allocation; {NO_TRACE_HELP}")))
     }
@@ -346,8 +358,8 @@ mod tests {
         for bytes in SNAPSHOTS {
             let len = bytes.len() as u64;
             let cursor = || std::io::Cursor::new(bytes);
-            let streamed = parse_from(&mut cursor(), len, true, &mut |_| {}).unwrap();
-            let whole = parse_from(&mut cursor(), len, false, &mut |_| {}).unwrap();
+            let streamed = parse_from(&mut cursor(), len, true, &mut |_| {}, &|| false).unwrap();
+            let whole = parse_from(&mut cursor(), len, false, &mut |_| {}, &|| false).unwrap();
             assert!(!streamed.graph.tensors.is_empty());
             assert_eq!(streamed, whole);
         }
@@ -374,7 +386,12 @@ mod tests {
     fn a_snapshot_read_a_byte_at_a_time_reads_as_one_read_whole() {
         for bytes in SNAPSHOTS {
             let len = bytes.len() as u64;
-            let trickled = parse_stream(Trickle(std::io::Cursor::new(bytes)), len, &mut |_| {});
+            let trickled = parse_stream(
+                Trickle(std::io::Cursor::new(bytes)),
+                len,
+                &mut |_| {},
+                &|| false,
+            );
             assert_eq!(trickled.unwrap(), parse(bytes).unwrap());
         }
     }

@@ -90,11 +90,13 @@ impl std::io::Seek for Heeding<'_> {
 pub const MAX_BUFFERS: usize = 4_750_000;
 
 /// Reads `input` (of any length: a snapshot is read as a stream), naming it `source`; refuses a
-/// dump of more than [`MAX_BUFFERS`] buffers, before it is planned.
+/// dump of more than [`MAX_BUFFERS`] buffers, before it is planned. `stop` ends it between the
+/// stages past the reading (the reads are `input`'s to stop: [`Heeding`]).
 fn load(
     input: &mut dyn memplan_formats::ReadSeek,
     source: &str,
     import: &memplan_formats::onnx::Options,
+    stop: &dyn Fn() -> bool,
     post: &mut dyn FnMut(Response),
 ) -> Result<Session, WebError> {
     let unreadable = |e: std::io::Error| WebError::FileUnreadable {
@@ -109,9 +111,14 @@ fn load(
         percent: 0,
         post,
     };
-    let session = Session::load_from(&mut *input, len, source, import, &mut |done, of| {
-        reading.hear(done, of)
-    })?;
+    let session = Session::load_from(
+        &mut *input,
+        len,
+        source,
+        import,
+        &mut |done, of| reading.hear(done, of),
+        stop,
+    )?;
     within(session, source, MAX_BUFFERS)
 }
 
@@ -451,7 +458,13 @@ impl Worker {
                 };
                 let other = match (source, bytes) {
                     (Some(source), Some(mut input)) => {
-                        match load(&mut input, &source, &Default::default(), &mut |_| {}) {
+                        match load(
+                            &mut input,
+                            &source,
+                            &Default::default(),
+                            &|| false,
+                            &mut |_| {},
+                        ) {
                             Ok(session) => Some(session),
                             Err(e) => return post(failed(e)),
                         }
@@ -545,7 +558,7 @@ impl Worker {
             input: &mut bytes,
             stop,
         };
-        let loaded = match load(&mut input, &source, import, post) {
+        let loaded = match load(&mut input, &source, import, stop, post) {
             Err(WebError::Engine(EngineError::Format {
                 error: memplan_formats::FormatError::IsProgram,
                 ..
