@@ -440,6 +440,28 @@ impl<W: Copy + Default> Nodes<W> {
     }
 }
 
+/// Reads the middle of each union that the insert over the leaf span `(lo, hi)` after a query
+/// may search ([`Occupancy::insert`]: the `touching` unions up its root paths, the `covering`
+/// ones of its canonical nodes), in one loop of independent loads, as the query reads the ends
+/// of its own: at a million buffers each is a cache miss, which an insert's search met one
+/// union after another (side by side on a million-row CSV: `plan` a tenth faster).
+fn touch_for_insert<W: Unit>(
+    nodes: &Nodes<W>,
+    pool: &Pool<W>,
+    lowest: usize,
+    (lo, hi): (usize, usize),
+) {
+    let touch = |r: Ranges<W>| {
+        if r.len > 1 {
+            std::hint::black_box(pool.get(r)[r.len as usize / 2]);
+        }
+    };
+    root_paths(lo / 2, (hi - 1) / 2, lowest, |n| {
+        touch(nodes.union(n, false))
+    });
+    canonical(lo, hi, |n| touch(nodes.union(n, true)));
+}
+
 #[derive(Default)]
 struct Occupancy<W> {
     /// Bytes per unit of the unions.
@@ -590,6 +612,8 @@ impl<W: Unit> Occupancy<W> {
         };
         canonical(lo, hi, |n| add(n, false));
         root_paths(lo, hi - 1, self.lowest, |n| add(n, true));
+        // The insert that follows, read now with these (see `touch_for_insert`).
+        touch_for_insert(nodes, pool, self.lowest, (lo, hi));
         if !unions.is_empty() {
             unions.swap(0, longest.1);
         }
