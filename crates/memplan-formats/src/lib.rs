@@ -238,6 +238,11 @@ impl Import {
         }
     }
 
+    /// A graph read from a source's allocation events (a snapshot's, a trace's), to resolve.
+    fn recorded(format: Format, i: allocations::Imported) -> Import {
+        Import::new(format, i.graph, None, Some(i.recorded), i.warnings)
+    }
+
     /// The load: its graph resolved, the one resolve of a load.
     fn resolve(self) -> Result<Loaded, FormatError> {
         let resolved = match self.resolved {
@@ -297,14 +302,9 @@ fn read_with(
         return Ok(Import::new(Format::Onnx, i.graph, None, None, i.warnings));
     }
     if is_pickle(bytes) || lower.ends_with(".pickle") || lower.ends_with(".pkl") {
-        let i = torch::parse(bytes)?;
-        let recorded = Some(i.recorded);
-        return Ok(Import::new(
+        return Ok(Import::recorded(
             Format::TorchSnapshot,
-            i.graph,
-            None,
-            recorded,
-            i.warnings,
+            torch::parse(bytes)?,
         ));
     }
     let text = std::str::from_utf8(bytes).map_err(|_| FormatError::NotText(name.to_string()))?;
@@ -328,16 +328,7 @@ fn read_with(
                 i.warnings,
             ))
         }
-        Format::TorchTrace => {
-            let i = torch_trace::parse(text)?;
-            Ok(Import::new(
-                format,
-                i.graph,
-                None,
-                Some(i.recorded),
-                i.warnings,
-            ))
-        }
+        Format::TorchTrace => Ok(Import::recorded(format, torch_trace::parse(text)?)),
         Format::MemplanJson => {
             let graph = json::read_unresolved(text)?;
             Ok(Import::new(format, graph, None, None, Vec::new()))
@@ -415,14 +406,7 @@ fn import_from(
     if streamed_format(&head) == Some(Format::TorchSnapshot) {
         let of = len.saturating_mul(2);
         let i = torch::parse_stream(input, len, &mut |done| progress(done, of), should_stop)?;
-        let recorded = Some(i.recorded);
-        return Ok(Import::new(
-            Format::TorchSnapshot,
-            i.graph,
-            None,
-            recorded,
-            i.warnings,
-        ));
+        return Ok(Import::recorded(Format::TorchSnapshot, i));
     }
     let failure = std::cell::RefCell::new(None);
     let counted = Counted {
@@ -517,13 +501,7 @@ fn streamed_trace(
         (Err(_), Some(message)) => return Err(read_error(message)),
         (imported, _) => imported?,
     };
-    Ok(Import::new(
-        Format::TorchTrace,
-        i.graph,
-        None,
-        Some(i.recorded),
-        i.warnings,
-    ))
+    Ok(Import::recorded(Format::TorchTrace, i))
 }
 
 /// A reader that tells `progress` how many bytes it has read.
