@@ -1213,6 +1213,12 @@ fn place_on(
         if r % STOP_EVERY == STOP_EVERY - 1 && stop() {
             return None;
         }
+        // The next item's figures, read now: this one's query and insert hide their cache
+        // misses (an order by size reaches the items in no order of memory).
+        if let Some(&next) = order.get(r + 1) {
+            let next = next as usize;
+            std::hint::black_box((items[next].size, taken.span(next), offsets[next]));
+        }
         let item = &items[i as usize];
         if item.size == 0 {
             continue;
