@@ -281,8 +281,8 @@ pub fn check(
 }
 
 /// Sweeps positions, keeping the live members ordered by offset, and by when each stops being
-/// live (a heap of the live ones only: the check of millions of buffers holds two words a
-/// member, where a copy of each member's figures sorted twice took four times that).
+/// live (a heap of the live ones only: with `members`, the check holds 20 bytes a member, where
+/// two sorted copies of each member's figures took 88, the peak of a plan of millions).
 fn overlaps_in_time(
     problem: &Problem,
     placements: &[Placement],

@@ -521,10 +521,7 @@ impl Session {
         should_stop: &dyn Fn() -> bool,
     ) -> Result<Session, EngineError> {
         let loaded = memplan_formats::load_from(input, len, source, options, progress, should_stop)
-            .and_then(|loaded| match should_stop() {
-                true => Err(FormatError::Cancelled),
-                false => Ok(loaded),
-            });
+            .and_then(|loaded| memplan_formats::stop_if(should_stop).map(|()| loaded));
         Self::loaded(loaded, source)
     }
 

@@ -369,8 +369,8 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
     import.resolve()
 }
 
-/// `Err(Cancelled)` if `should_stop` says so.
-pub(crate) fn stop_if(should_stop: &dyn Fn() -> bool) -> Result<(), FormatError> {
+/// `Err(Cancelled)` if `should_stop` says so: a load's check between two of its stages.
+pub fn stop_if(should_stop: &dyn Fn() -> bool) -> Result<(), FormatError> {
     match should_stop() {
         true => Err(FormatError::Cancelled),
         false => Ok(()),
