@@ -641,14 +641,18 @@ impl Session {
             Some(b) => (&*b.graph, &b.liveness),
             None => (&*self.graph, &self.liveness),
         };
-        // The problem holds no names: a buffer over the cap is named here, where its tensor's
+        // The problem holds no names: a buffer over the cap is named again where its tensor's
         // id is known, and the checker's findings (there are none unless a planner is wrong)
-        // are made again from the named problem.
-        if let Some(cap) = self.pool_cap(scenario) {
-            self.check_cap(graph, liveness, cap)?;
-        }
+        // are made again from the named problem. Only a failed or faulted plan pays for it.
         let planned = plan_unless_cancelled(&liveness.problem, &self.options(scenario), control);
-        let Some(mut plan) = planned.map_err(|e| self.plan_error(e))? else {
+        let planned = planned.map_err(|e| match e {
+            PlanError::OverCap { cap, .. } => self
+                .check_cap(graph, liveness, cap)
+                .err()
+                .unwrap_or_else(|| self.plan_error(e)),
+            e => self.plan_error(e),
+        });
+        let Some(mut plan) = planned? else {
             return Ok(None);
         };
         if !plan.violations.is_empty() {

@@ -833,10 +833,10 @@ mod tests {
         let snapshot = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
         let trace = include_bytes!("../../../tests/data/torch-trace/df_index_resolver.json.gz");
         let json = include_bytes!("../../../static/examples/mlp-training.json");
-        // The magma snapshot has one device: asked after the read, before its pairing, before
-        // the graph, and before the resolve.
+        // The magma snapshot has one device: asked once it is read, before its pairing, then
+        // before the graph and before the resolve.
         for (bytes, name, asks) in [
-            (&snapshot[..], "snapshot.pickle", 4),
+            (&snapshot[..], "snapshot.pickle", 3),
             (&trace[..], "trace.json.gz", 1),
             (&json[..], "mlp-training.json", 1),
         ] {

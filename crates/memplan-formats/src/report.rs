@@ -422,8 +422,9 @@ impl PlanReport {
         })
     }
 
-    /// The pools (per device of `problem`, whose buffers are named: [`Problem::names`]) and
-    /// placements (per buffer) this report gives, for the checker. The report must describe this problem: each tensor placed once, none unknown,
+    /// The pools (per device of `problem`) and placements (per buffer, named as
+    /// [`Problem::buffer_name`] names it) this report gives, for the checker. The report must
+    /// describe this problem: each tensor placed once, none unknown,
     /// each on its own device with its own size and live interval; anything else is an error
     /// naming the placement, so a tampered report cannot pass by leaving a buffer out or by
     /// moving it where the checker would not look.
@@ -493,9 +494,8 @@ impl PlanReport {
                 ),
             ));
         }
-        let buffer_of: HashMap<&str, usize> = (problem.names.iter())
-            .enumerate()
-            .map(|(b, name)| (name.as_str(), b))
+        let buffer_of: HashMap<String, usize> = (0..problem.buffers.len())
+            .map(|b| (problem.buffer_name(b), b))
             .collect();
         let mut placements: Vec<Option<Placement>> = vec![None; problem.buffers.len()];
         for (k, p) in self.placements.iter().enumerate() {
@@ -564,5 +564,44 @@ impl PlanReport {
             })
             .collect::<Result<_, _>>()?;
         Ok((pools, placements))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memplan_core::{Buffer, Lifetime, LiveInterval, PlanOptions};
+
+    /// A report reads back onto the problem it was written from, whether the problem lists its
+    /// buffers' names or leaves them to be named by index.
+    #[test]
+    fn a_report_reads_back_onto_its_problem_named_or_not() {
+        let buffer = |first, last| {
+            Buffer::new(
+                0,
+                64,
+                3,
+                None,
+                Lifetime::Live(LiveInterval::new(first, last)),
+            )
+        };
+        let unnamed = Problem {
+            device_ids: vec!["d".into()],
+            positions: 3,
+            buffers: vec![buffer(0, 1), buffer(1, 2), buffer(2, 2)],
+            names: Vec::new(),
+            position_times: Vec::new(),
+        };
+        let named = Problem {
+            names: vec!["a".into(), "b".into(), "c".into()],
+            ..unnamed.clone()
+        };
+        for problem in [unnamed, named] {
+            let plan = memplan_core::plan(&problem, &PlanOptions::default()).unwrap();
+            let report = PlanReport::new(&problem, &|b| problem.buffer_name(b), &plan);
+            let (pools, placements) = report.layout_for(&problem).unwrap();
+            assert_eq!(placements, plan.placements);
+            assert_eq!(pools.len(), 1);
+        }
     }
 }

@@ -97,7 +97,7 @@ pub fn parse(bytes: &[u8]) -> Result<Imported, FormatError> {
 /// part of the graph as the unpickler completes it, and is then dropped, so what the reader
 /// holds is the graph and the values the pickle shares (frames, strings), never the events.
 /// `progress` hears the bytes read so far, of `2 * len` ([`pickle::read_streaming`]);
-/// `should_stop` is asked once the file is read, before each device's events are paired and
+/// `should_stop` is asked once the file is read, before each device's events are paired, and
 /// before the graph is built ([`crate::load_from`]).
 pub fn parse_stream<R: std::io::Read + std::io::Seek>(
     mut input: R,
@@ -139,7 +139,6 @@ fn parse_from(
         return Err(error);
     }
     let root = root?;
-    crate::stop_if(should_stop)?;
     if !matches!(root, Value::Dict(_)) {
         return Err(bad(
             "the pickle is not a dict (a snapshot is one with `device_traces`)",
