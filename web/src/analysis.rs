@@ -15,7 +15,7 @@ use memplan_engine::query::{Ask, FitQuery, SpacesQuery};
 use memplan_engine::{CandidateRow, EngineError, Outcome, Scenario, Session};
 use memplan_formats::report::PlanSummary;
 use memplan_human::SpaceRow;
-use memplan_render::{BufferView, Labels, ViewModel};
+use memplan_render::{BufferRows, BufferView, Labels, PlannedBuffers, ViewModel};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{AnswerMismatch, WebError};
@@ -87,12 +87,14 @@ impl AnalysisCache {
         }
     }
 
-    /// The plan of `outcome` as the views show it, with the labels of its params.
-    fn view_model(&mut self, session: &Session, outcome: &Outcome) -> ViewModel {
+    /// The plan of `outcome` as the views show it, with the labels of its params: the model
+    /// but for its buffers, and the buffers, to be made or written where they are needed.
+    fn view_model(&mut self, session: &Session, outcome: &Outcome) -> (ViewModel, PlannedBuffers) {
         let labels = keyed(&mut self.labels, &Schedule::of(outcome), || {
             Arc::new(session.labels(outcome))
         });
-        session.view_model_labelled(outcome, &labels)
+        let planned = session.planned_buffers(outcome, labels);
+        (ViewModel::labelled_apart(&planned), planned)
     }
 
     fn baseline(&mut self, session: &Session, scenario: &Scenario) -> Option<Baseline> {
@@ -210,18 +212,21 @@ impl Analysis {
     /// [`Analysis::of`], with the plan without flips and the spaces from `cache` when it has
     /// them.
     pub fn of_cached(session: &Session, outcome: &Outcome, cache: &mut AnalysisCache) -> Analysis {
-        Analysis::of_cached_with(session, outcome, cache, true)
+        let (mut analysis, planned) = Analysis::of_cached_with(session, outcome, cache, true);
+        analysis.model.buffers = planned.made();
+        analysis
     }
 
-    /// [`Analysis::of_cached`], without what depends on the params alone when `params_parts`
-    /// is false ([`Analysis::without_params_parts`]): the spaces and the candidates are then not
-    /// even looked up.
+    /// [`Analysis::of_cached`], but for its buffers (the model's are empty: the worker writes
+    /// them to its answer from the [`PlannedBuffers`], never made), and without what depends on
+    /// the params alone when `params_parts` is false ([`Analysis::without_params_parts`]): the
+    /// spaces and the candidates are then not even looked up.
     pub fn of_cached_with(
         session: &Session,
         outcome: &Outcome,
         cache: &mut AnalysisCache,
         params_parts: bool,
-    ) -> Analysis {
+    ) -> (Analysis, PlannedBuffers) {
         // What is made and dropped on the way (the spaces' classification, a baseline's plan)
         // before the view model, the largest part, so the two are not held at once (natively,
         // a 294k-allocation snapshot's peak a sixteenth lower).
@@ -230,7 +235,7 @@ impl Analysis {
             .flatten();
         let baseline = cache.baseline(session, &outcome.scenario);
         let summary = session.summary(outcome);
-        let model = cache.view_model(session, outcome);
+        let (model, planned) = cache.view_model(session, outcome);
         cache.remember(outcome);
         let analysis = Analysis {
             source: session.source.clone(),
@@ -268,11 +273,11 @@ impl Analysis {
                 })
                 .collect(),
         };
-        if params_parts {
-            analysis
-        } else {
-            analysis.without_params_parts()
-        }
+        let analysis = match params_parts {
+            true => analysis,
+            false => analysis.without_params_parts(),
+        };
+        (analysis, planned)
     }
 
     pub fn strategy(&self) -> StrategyChoice {
@@ -309,9 +314,7 @@ impl Analysis {
             self.baseline = Some(baseline.ok_or(AnswerMismatch::NoBaseline)?);
         }
         if let Some(sent) = buffers {
-            self.model.buffers = sent
-                .apply(earlier.map_or(&[][..], |e| &e.model.buffers))?
-                .into();
+            self.model.buffers = sent.apply(earlier.map_or(&[][..], |e| &e.model.buffers))?;
         }
         Ok(self)
     }
@@ -413,12 +416,70 @@ impl PlacedSpan {
 pub struct BuffersSent {
     /// How many buffers the plan sent before had: the page checks it holds that plan.
     pub earlier_count: usize,
-    /// The buffers, in order.
+    /// The buffers, in order. None: the buffers are `whole`, all of them, whatever the page
+    /// holds ([`BuffersSent::all`]).
     pub runs: Vec<Run>,
     /// The buffers taken from the earlier plan that moved: (index, where and when it lives now).
     pub moved: Vec<(u32, PlacedSpan)>,
-    #[serde(with = "memplan_render::model::columns")]
-    pub whole: Arc<[BufferView]>,
+    pub whole: Whole,
+}
+
+/// The buffers a [`BuffersSent`] sends whole: made, as the page reads them, or a plan's, written
+/// to the answer from where they are, never made (a plan sent with no earlier one to send it
+/// against: a snapshot's first plan, whose buffers made would be 40 bytes each in the
+/// worker's memory, at millions of buffers its largest part but the dump itself).
+#[derive(Clone)]
+pub enum Whole {
+    Made(Arc<[BufferView]>),
+    Planned(Arc<dyn BufferRows>),
+}
+
+impl Whole {
+    /// How many buffers it holds.
+    pub fn count(&self) -> usize {
+        self.rows().count()
+    }
+
+    fn rows(&self) -> &dyn BufferRows {
+        match self {
+            Whole::Made(buffers) => buffers,
+            Whole::Planned(rows) => &**rows,
+        }
+    }
+
+    /// The buffers, made.
+    fn made(self) -> Arc<[BufferView]> {
+        match self {
+            Whole::Made(buffers) => buffers,
+            Whole::Planned(rows) => (0..rows.count()).map(|k| rows.buffer(k)).collect(),
+        }
+    }
+}
+
+impl Serialize for Whole {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        memplan_render::model::columns::write(self.rows(), serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Whole {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        memplan_render::model::columns::deserialize(deserializer).map(Whole::Made)
+    }
+}
+
+/// Equal when they hold the same buffers, made or not.
+impl PartialEq for Whole {
+    fn eq(&self, other: &Whole) -> bool {
+        let (a, b) = (self.rows(), other.rows());
+        a.count() == b.count() && (0..a.count()).all(|k| a.buffer(k) == b.buffer(k))
+    }
+}
+
+impl std::fmt::Debug for Whole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} buffers", self.count())
+    }
 }
 
 /// Consecutive buffers of a [`BuffersSent`].
@@ -432,37 +493,41 @@ pub enum Run {
 }
 
 impl BuffersSent {
-    pub fn against(earlier: &[BufferView], buffers: &[BufferView]) -> BuffersSent {
-        let id = |b: &BufferView| (Arc::as_ptr(&b.tensor) as usize, b.device);
-        let mut index: Vec<((usize, usize), u32)> = (earlier.iter().enumerate())
-            .filter_map(|(k, b)| Some((id(b), u32::try_from(k).ok()?)))
+    pub fn against(earlier: &dyn BufferRows, buffers: &dyn BufferRows) -> BuffersSent {
+        let id = |rows: &dyn BufferRows, k| (Arc::as_ptr(rows.tensor(k)) as usize, k);
+        let mut index: Vec<((usize, usize), u32)> = (0..earlier.count())
+            .map(|k| (id(earlier, k), earlier.buffer(k).device))
+            .filter_map(|((tensor, k), device)| Some(((tensor, device), u32::try_from(k).ok()?)))
             .collect();
         index.sort_unstable();
         let find = |b: &BufferView| {
-            let k = index.binary_search_by_key(&id(b), |&(id, _)| id).ok()?;
+            let key = (Arc::as_ptr(&b.tensor) as usize, b.device);
+            let k = index.binary_search_by_key(&key, |&(id, _)| id).ok()?;
             Some(index[k].1)
         };
         let mut whole = Vec::new();
         let mut sent = BuffersSent {
-            earlier_count: earlier.len(),
+            earlier_count: earlier.count(),
             runs: Vec::new(),
             moved: Vec::new(),
-            whole: Arc::new([]),
+            whole: Whole::Made(Arc::new([])),
         };
-        for (i, b) in buffers.iter().enumerate() {
-            let like = find(b)
-                .filter(|&k| PlacedSpan::only_change(&earlier[k as usize], b))
+        for i in 0..buffers.count() {
+            let b = buffers.buffer(i);
+            let like = find(&b)
+                .map(|k| (k, earlier.buffer(k as usize)))
+                .filter(|(_, e)| PlacedSpan::only_change(e, &b))
                 .zip(u32::try_from(i).ok());
             let run = match like {
-                Some((k, i)) => {
-                    let placed = PlacedSpan::of(b);
-                    if placed != PlacedSpan::of(&earlier[k as usize]) {
+                Some(((k, e), i)) => {
+                    let placed = PlacedSpan::of(&b);
+                    if placed != PlacedSpan::of(&e) {
                         sent.moved.push((i, placed));
                     }
                     Run::Earlier { from: k, count: 1 }
                 }
                 None => {
-                    whole.push(b.clone());
+                    whole.push(b);
                     Run::Whole { count: 1 }
                 }
             };
@@ -476,12 +541,25 @@ impl BuffersSent {
                 _ => sent.runs.push(run),
             }
         }
-        sent.whole = whole.into();
+        sent.whole = Whole::Made(whole.into());
         sent
     }
 
+    /// Every buffer of `rows`, sent whole, against nothing the page holds.
+    pub fn all(rows: Arc<dyn BufferRows>) -> BuffersSent {
+        BuffersSent {
+            earlier_count: 0,
+            runs: Vec::new(),
+            moved: Vec::new(),
+            whole: Whole::Planned(rows),
+        }
+    }
+
     /// The buffers sent, from `earlier`, the buffers of the last plan the page was sent.
-    pub fn apply(self, earlier: &[BufferView]) -> Result<Vec<BufferView>, AnswerMismatch> {
+    pub fn apply(self, earlier: &[BufferView]) -> Result<Arc<[BufferView]>, AnswerMismatch> {
+        if self.runs.is_empty() && self.moved.is_empty() {
+            return Ok(self.whole.made());
+        }
         if earlier.len() != self.earlier_count {
             return Err(AnswerMismatch::BufferCount {
                 sent: self.earlier_count,
@@ -489,7 +567,8 @@ impl BuffersSent {
             });
         }
         let mut buffers = Vec::with_capacity(earlier.len());
-        let mut whole = self.whole.iter().cloned();
+        let whole = self.whole.made();
+        let mut whole = whole.iter().cloned();
         for run in self.runs {
             match run {
                 Run::Earlier { from, count } => {
@@ -513,7 +592,7 @@ impl BuffersSent {
             let b = (buffers.get_mut(i as usize)).ok_or(AnswerMismatch::NoSuchBuffer(i))?;
             placed.put(b);
         }
-        Ok(buffers)
+        Ok(buffers.into())
     }
 }
 
@@ -1010,7 +1089,8 @@ mod tests {
                 v.dedup_by_key(|b| b.0);
                 v
             };
-            let (earlier, later) = (buffers_of(&ids, &dedup(earlier)), buffers_of(&ids, &dedup(later)));
+            let (earlier, later): (Arc<[BufferView]>, Arc<[BufferView]>) =
+                (buffers_of(&ids, &dedup(earlier)).into(), buffers_of(&ids, &dedup(later)).into());
             let sent = BuffersSent::against(&earlier, &later);
             let text = serde_json::to_string(&sent).unwrap();
             let received: BuffersSent = serde_json::from_str(&text).unwrap();
@@ -1042,9 +1122,12 @@ mod tests {
                 earlier_count: 4,
                 runs,
                 moved: moved.into_iter().map(|i| (i, PlacedSpan(0, 1, 0, 0))).collect(),
-                whole: buffers_of(&ids, &vec![(0, 1, 0, 0); whole]).into(),
+                whole: Whole::Made(buffers_of(&ids, &vec![(0, 1, 0, 0); whole]).into()),
             };
+            // No runs and no moves: the buffers are the whole ones, whatever the page holds.
+            let all_whole = sent.runs.is_empty() && sent.moved.is_empty();
             match sent.apply(&earlier) {
+                Ok(buffers) if all_whole => proptest::prop_assert_eq!(buffers.len(), whole),
                 Ok(buffers) => {
                     proptest::prop_assert_eq!(earlier_count, 4);
                     proptest::prop_assert_eq!(buffers.len(), announced as usize);

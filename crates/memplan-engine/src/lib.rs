@@ -44,7 +44,7 @@ use memplan_formats::report::{
     BudgetReport, GivenPlanReport, OrderReport, OrderTried, PlanReport, PlanSummary, SiteReport,
 };
 use memplan_formats::{Format, FormatError, GivenPlan, load_with, minimalloc, onnx};
-use memplan_render::{Labels, ViewModel};
+use memplan_render::{Labels, PlannedBuffers, ViewModel};
 use serde::{Deserialize, Serialize};
 
 /// What went wrong, with the input (file, URL or example) it came from. Serde, so that the
@@ -239,7 +239,7 @@ impl Default for Scenario {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub scenario: Scenario,
-    pub plan: Plan,
+    pub plan: Arc<Plan>,
     /// The dump under the scenario's params, when they differ from its own.
     pub bound: Option<Box<Bound>>,
     pub budget: Option<Budget>,
@@ -252,7 +252,7 @@ pub struct Bound {
     /// Shared with the session when only flips changed.
     pub graph: Arc<Graph>,
     pub resolved: Arc<ResolvedGraph>,
-    pub liveness: Liveness,
+    pub liveness: Arc<Liveness>,
     /// How the steps were reordered, when the scenario's order is not the given one.
     pub reordering: Option<Arc<Reordering>>,
 }
@@ -466,7 +466,7 @@ pub struct Session {
     /// Shared, not copied, by the scenarios that only flip tensors (a toggle re-plans often).
     pub graph: Arc<Graph>,
     pub resolved: Arc<ResolvedGraph>,
-    pub liveness: Liveness,
+    pub liveness: Arc<Liveness>,
     /// The plan the file gives itself (a minimalloc `offset` column, XLA's buffer assignment):
     /// private, so that its report, cached per precision-class setting, always describes it.
     given_plan: Option<GivenPlan>,
@@ -539,7 +539,7 @@ impl Session {
             format: loaded.format,
             graph: Arc::new(loaded.graph),
             resolved: Arc::new(loaded.resolved),
-            liveness,
+            liveness: Arc::new(liveness),
             given_plan: loaded.given_plan,
             given_reports: Default::default(),
             recorded: loaded.recorded.map(Arc::new),
@@ -686,7 +686,7 @@ impl Session {
         }
         Ok(Some(Outcome {
             scenario: scenario.clone(),
-            plan,
+            plan: Arc::new(plan),
             bound: bound.map(Box::new),
             budget,
         }))
@@ -805,7 +805,7 @@ impl Session {
         Ok(Some(Bound {
             graph: Arc::new(graph),
             resolved: Arc::new(resolved),
-            liveness,
+            liveness: Arc::new(liveness),
             reordering: None,
         }))
     }
@@ -869,7 +869,7 @@ impl Session {
         Ok(Some(Bound {
             graph: Arc::new(graph),
             resolved: Arc::new(resolved),
-            liveness,
+            liveness: Arc::new(liveness),
             reordering: Some(Arc::new(Reordering {
                 order: scenario.order,
                 steps,
@@ -954,7 +954,7 @@ impl Session {
         Ok(Some(Bound {
             graph,
             resolved,
-            liveness,
+            liveness: Arc::new(liveness),
             reordering,
         }))
     }
@@ -1236,8 +1236,7 @@ impl Session {
 
     /// The plan as the views show it.
     pub fn view_model(&self, outcome: &Outcome) -> ViewModel {
-        let (_, _, liveness) = self.parts(outcome);
-        ViewModel::labelled(&self.labels(outcome), liveness, &outcome.plan)
+        ViewModel::labelled(&self.planned_buffers(outcome, Arc::new(self.labels(outcome))))
     }
 
     /// What the views show of the dump under `outcome`'s params that no plan changes: the
@@ -1256,11 +1255,14 @@ impl Session {
         labels
     }
 
-    /// [`Session::view_model`], with `labels`: [`Session::labels`] of an outcome under the same
-    /// params.
-    pub fn view_model_labelled(&self, outcome: &Outcome, labels: &Labels) -> ViewModel {
-        let (_, _, liveness) = self.parts(outcome);
-        ViewModel::labelled(labels, liveness, &outcome.plan)
+    /// The buffers of `outcome`'s plan as the views show them, with `labels`:
+    /// [`Session::labels`] of an outcome under the same params.
+    pub fn planned_buffers(&self, outcome: &Outcome, labels: Arc<Labels>) -> PlannedBuffers {
+        let liveness = match &outcome.bound {
+            Some(b) => &b.liveness,
+            None => &self.liveness,
+        };
+        PlannedBuffers::new(labels, liveness.clone(), outcome.plan.clone())
     }
 
     /// The memory spaces of the dump (under the scenario's params).
@@ -1405,7 +1407,7 @@ impl Session {
     pub fn minimalloc_csv(&self, outcome: Option<&Outcome>) -> Result<String, EngineError> {
         let (graph, liveness) = match outcome {
             Some(o) => (self.parts(o).0, self.parts(o).2),
-            None => (&*self.graph, &self.liveness),
+            None => (&*self.graph, &*self.liveness),
         };
         let problem = &liveness.problem;
         let devices = problem.device_ids.len();

@@ -18,4 +18,6 @@ pub mod raster;
 pub mod scene;
 pub mod svg;
 
-pub use model::{BufferView, DeviceView, Labels, StepIndices, TensorLabel, ViewModel};
+pub use model::{
+    BufferRows, BufferView, DeviceView, Labels, PlannedBuffers, StepIndices, TensorLabel, ViewModel,
+};

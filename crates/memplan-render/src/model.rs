@@ -180,6 +180,87 @@ impl BufferView {
     }
 }
 
+/// Buffers read one at a time, by index: the wire's columns are written from these
+/// ([`columns::write`]), so a plan's buffers go to the page without being made whole first
+/// ([`PlannedBuffers`]).
+pub trait BufferRows {
+    fn count(&self) -> usize;
+    /// Buffer `k`'s tensor.
+    fn tensor(&self, k: usize) -> &Arc<TensorLabel>;
+    /// Buffer `k`, its tensor shared.
+    fn buffer(&self, k: usize) -> BufferView;
+}
+
+impl BufferRows for Arc<[BufferView]> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn tensor(&self, k: usize) -> &Arc<TensorLabel> {
+        &self[k].tensor
+    }
+
+    fn buffer(&self, k: usize) -> BufferView {
+        self[k].clone()
+    }
+}
+
+/// A plan's buffers as the views show them, each made when it is read: its labels, liveness
+/// and plan, shared. The worker writes a plan's answer from these: made whole, a snapshot's
+/// buffers were 40 bytes each in wasm (180 MiB at 4.7 million), held beside everything they
+/// are made of.
+#[derive(Clone)]
+pub struct PlannedBuffers {
+    labels: Arc<Labels>,
+    liveness: Arc<Liveness>,
+    plan: Arc<Plan>,
+}
+
+impl PlannedBuffers {
+    /// The buffers of `plan`, with `labels`: those of the graph and params `liveness` was
+    /// derived from.
+    pub fn new(labels: Arc<Labels>, liveness: Arc<Liveness>, plan: Arc<Plan>) -> Self {
+        PlannedBuffers {
+            labels,
+            liveness,
+            plan,
+        }
+    }
+
+    /// All of them, made.
+    pub fn made(&self) -> Arc<[BufferView]> {
+        (0..self.count()).map(|k| self.buffer(k)).collect()
+    }
+}
+
+impl BufferRows for PlannedBuffers {
+    fn count(&self) -> usize {
+        self.liveness.problem.buffers.len()
+    }
+
+    fn tensor(&self, k: usize) -> &Arc<TensorLabel> {
+        &self.labels.tensors[self.liveness.buffer_tensor[k] as usize]
+    }
+
+    fn buffer(&self, k: usize) -> BufferView {
+        let problem = &self.liveness.problem;
+        let buffer = &problem.buffers[k];
+        let span = buffer.span(problem.positions);
+        BufferView {
+            tensor: self.tensor(k).clone(),
+            dtype: buffer.dtype,
+            size: buffer.size,
+            alignment_log2: buffer.alignment_log2(),
+            device: buffer.device(),
+            pool: self.plan.placements[k].pool,
+            offset: self.plan.placements[k].offset,
+            first: span.first,
+            last: span.last,
+            always_live: buffer.is_always_live(),
+        }
+    }
+}
+
 /// What the views show of a buffer's tensor that no plan changes (flips and strategies move a
 /// buffer, never these): one per tensor, shared by the buffers of every plan under the same
 /// [`Labels`].
@@ -729,39 +810,38 @@ impl Labels {
 }
 
 impl ViewModel {
-    pub fn new(graph: &Graph, resolved: &ResolvedGraph, liveness: &Liveness, plan: &Plan) -> Self {
-        Self::labelled(&Labels::new(graph, resolved), liveness, plan)
+    pub fn new(
+        graph: &Graph,
+        resolved: &ResolvedGraph,
+        liveness: Arc<Liveness>,
+        plan: Arc<Plan>,
+    ) -> Self {
+        let labels = Arc::new(Labels::new(graph, resolved));
+        Self::labelled(&PlannedBuffers::new(labels, liveness, plan))
     }
 
-    /// The view model of `plan`, with `labels`: those of the graph and params `liveness` was
-    /// derived from.
-    pub fn labelled(labels: &Labels, liveness: &Liveness, plan: &Plan) -> Self {
+    /// The view model of `planned`'s plan, its buffers made.
+    pub fn labelled(planned: &PlannedBuffers) -> Self {
+        ViewModel {
+            buffers: planned.made(),
+            ..Self::labelled_apart(planned)
+        }
+    }
+
+    /// [`ViewModel::labelled`] but for the buffers, left empty: the worker writes them from
+    /// `planned` ([`columns::write`]) rather than make them.
+    pub fn labelled_apart(planned: &PlannedBuffers) -> Self {
+        let PlannedBuffers {
+            labels,
+            liveness,
+            plan,
+        } = planned;
         let problem = &liveness.problem;
         let bases = plan.pool_bases(problem);
         let unplanned = (labels.unplanned(&labels.size_unknown, Unplanned::SizeUnknown))
             .chain(labels.unplanned(&labels.elided, Unplanned::Elided))
             .chain(labels.unplanned(&liveness.flipped, Unplanned::Flipped))
             .chain(labels.unplanned(&liveness.unused, Unplanned::Unused))
-            .collect();
-        let buffers = problem
-            .buffers
-            .iter()
-            .enumerate()
-            .map(|(b, buffer)| {
-                let span = buffer.span(problem.positions);
-                BufferView {
-                    tensor: labels.tensors[liveness.buffer_tensor[b] as usize].clone(),
-                    dtype: buffer.dtype,
-                    size: buffer.size,
-                    alignment_log2: buffer.alignment_log2(),
-                    device: buffer.device(),
-                    pool: plan.placements[b].pool,
-                    offset: plan.placements[b].offset,
-                    first: span.first,
-                    last: span.last,
-                    always_live: buffer.is_always_live(),
-                }
-            })
             .collect();
         let devices = (plan.devices.iter().zip(&bases))
             .map(|(d, bases)| DeviceView {
@@ -791,7 +871,7 @@ impl ViewModel {
             loops: labels.loops.clone(),
             unplanned,
             devices,
-            buffers,
+            buffers: Arc::new([]),
             stacks: labels.stacks.clone(),
             allocator: labels.allocator.clone(),
             given_planner: labels.given_planner.clone(),
@@ -1260,7 +1340,7 @@ pub(crate) mod tests {
         let liveness = memplan_core::analyze(&graph, &resolved);
         let plan =
             memplan_core::plan(&liveness.problem, &memplan_core::PlanOptions::default()).unwrap();
-        ViewModel::new(&graph, &resolved, &liveness, &plan)
+        ViewModel::new(&graph, &resolved, Arc::new(liveness), Arc::new(plan))
     }
 
     fn example() -> ViewModel {
@@ -1279,7 +1359,7 @@ pub(crate) mod tests {
         let liveness = memplan_core::analyze(&graph, &resolved);
         let plan =
             memplan_core::plan(&liveness.problem, &memplan_core::PlanOptions::default()).unwrap();
-        let m = ViewModel::new(&graph, &resolved, &liveness, &plan);
+        let m = ViewModel::new(&graph, &resolved, Arc::new(liveness), Arc::new(plan));
         assert!(matches!(m.steps.parts(), steps::StepParts::Events(..)));
         let back: ViewModel = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert!(back.steps.iter().eq(m.steps.iter()));
@@ -1318,7 +1398,8 @@ pub(crate) mod tests {
         }
         let plan =
             memplan_core::plan(&liveness.problem, &memplan_core::PlanOptions::default()).unwrap();
-        let m = ViewModel::labelled(&labels, &liveness, &plan);
+        let planned = PlannedBuffers::new(Arc::new(labels), Arc::new(liveness), Arc::new(plan));
+        let m = ViewModel::labelled(&planned);
         let back: ViewModel = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(back.buffers, m.buffers);
         let addresses = |m: &ViewModel| -> Vec<Option<u64>> {
@@ -1444,7 +1525,8 @@ pub(crate) mod tests {
         let resolved = graph.resolve().unwrap();
         let liveness = memplan_core::analyze(&graph, &resolved);
         let plan = memplan_core::plan(&liveness.problem, &Default::default()).unwrap();
-        let model = ViewModel::new(&graph, &resolved, &liveness, &plan);
+        let (liveness, plan) = (Arc::new(liveness), Arc::new(plan));
+        let model = ViewModel::new(&graph, &resolved, liveness.clone(), plan.clone());
         let problem = &liveness.problem;
         let addresses = plan.device_offsets(problem);
         for (b, view) in model.buffers.iter().enumerate() {
@@ -1462,14 +1544,19 @@ pub(crate) mod tests {
         let graph = memplan_formats::json::parse(dump).unwrap();
         let resolved = graph.resolve().unwrap();
         let liveness = memplan_core::analyze(&graph, &resolved);
-        let labels = Labels::new(&graph, &resolved);
+        let labels = Arc::new(Labels::new(&graph, &resolved));
+        let liveness = Arc::new(liveness);
         let plan_with = |strategy| {
             let options = memplan_core::PlanOptions {
                 strategy: memplan_core::StrategyChoice::One(strategy),
                 ..Default::default()
             };
             let plan = memplan_core::plan(&liveness.problem, &options).unwrap();
-            ViewModel::labelled(&labels, &liveness, &plan)
+            ViewModel::labelled(&PlannedBuffers::new(
+                labels.clone(),
+                liveness.clone(),
+                Arc::new(plan),
+            ))
         };
         let (first_fit, bump) = (
             plan_with(memplan_core::Strategy::FirstFit),

@@ -13,7 +13,7 @@ use memplan_engine::job::{Job, JobStep, PlanJob};
 use memplan_engine::program::{ProgramCache, ProgramReport, ProgramSession};
 use memplan_engine::query::{Ask, DiffQuery, FitsQuery};
 use memplan_engine::{EngineError, Outcome, Scenario, Session, SweepJob};
-use memplan_render::BufferView;
+use memplan_render::BufferRows;
 
 use super::protocol::{ReadProgress, Request, Response, STAGES, failed};
 use crate::analysis::{
@@ -225,8 +225,9 @@ pub struct Worker {
     /// The baseline of the last analysis sent: a toggle's answer leaves it out when it is the
     /// same ([`LeftOut::baseline`]), a usage curve per device.
     baseline_sent: Option<Baseline>,
-    /// The buffers of the last analysis sent: the next is sent against them.
-    buffers_sent: Option<Arc<[BufferView]>>,
+    /// The buffers of the last analysis sent (its plan's, not made): the next is sent against
+    /// them.
+    buffers_sent: Option<Arc<dyn BufferRows>>,
     /// The last plans' greedy decodes: a toggle's re-plan resumes from them.
     decodes: Decodes,
     bytes: Option<(String, Input)>,
@@ -883,7 +884,7 @@ impl Worker {
         if !left_out.params_parts {
             self.schedule_sent = Some(schedule);
         }
-        let mut analysis = Analysis::of_cached_with(
+        let (mut analysis, planned) = Analysis::of_cached_with(
             &local.session,
             &local.outcome,
             &mut self.cache,
@@ -899,20 +900,20 @@ impl Worker {
             true => analysis.baseline.take(),
             false => analysis.baseline.clone(),
         };
-        let buffers = self
-            .buffers_sent
-            .as_ref()
-            .map(|earlier| BuffersSent::against(earlier, &analysis.model.buffers));
-        // Shared with the answer: the next plan's buffers are sent against these.
-        self.buffers_sent = Some(analysis.model.buffers.clone());
-        if buffers.is_some() {
-            analysis.model.buffers = Arc::default();
-        }
+        // The buffers go beside the model, written from the plan: against the last plan sent
+        // where there is one, else all of them.
+        let planned: Arc<dyn BufferRows> = Arc::new(planned);
+        let buffers = match &self.buffers_sent {
+            Some(earlier) => BuffersSent::against(&**earlier, &*planned),
+            None => BuffersSent::all(planned.clone()),
+        };
+        // The next plan's buffers are sent against these.
+        self.buffers_sent = Some(planned);
         post(Response::Planned {
             analysis: Box::new(analysis),
             cancelled,
             left_out,
-            buffers,
+            buffers: Some(buffers),
         });
         // Then the program with this routine's plan, unless a cancel cut its search short (the
         // program's figures are of whole plans, as the CLI's are): the routine's views do not
@@ -1441,7 +1442,7 @@ mod tests {
                             Run::Whole { .. } => 0,
                         })
                         .sum();
-                    (taken as usize + b.whole.len(), b.whole.len())
+                    (taken as usize + b.whole.count(), b.whole.count())
                 });
                 let received = (**analysis)
                     .clone()
@@ -1456,7 +1457,10 @@ mod tests {
         let whole = |scenario: &Scenario| Analysis::of(&session, &session.plan(scenario).unwrap());
         let (first, left_out, patched) =
             receive(&run(&mut worker, load, Some(example.text.as_bytes())));
-        assert!(left_out.is_nothing() && first.spaces.is_some() && patched.is_none());
+        // The first plan of a dump goes whole: every buffer, against nothing.
+        let count = first.model.buffers.len();
+        assert!(left_out.is_nothing() && first.spaces.is_some());
+        assert_eq!(patched, Some((count, count)));
         assert_eq!(first, whole(&scenario(Strategy::FirstFit)));
 
         let best_fit = scenario(Strategy::BestFit);

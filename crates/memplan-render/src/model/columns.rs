@@ -4,8 +4,8 @@
 //! each repeated every key and its name (a snapshot's tensors share a few hundred names), 300
 //! bytes a buffer; as columns, a third of that, and each name is read (and held) once.
 //!
-//! Use on a field of `Vec<BufferView>` or `Arc<[BufferView]>`: `#[serde(with =
-//! "crate::model::columns")]`. The form is the wire's, not a file format: both ends are built
+//! Use on a field of `Arc<[BufferView]>`: `#[serde(with = "crate::model::columns")]`; or write
+//! buffers not made from where they are ([`write`], [`BufferRows`]). The form is the wire's, not a file format: both ends are built
 //! together. Each column is written straight from the buffers (nothing is gathered first: on a
 //! snapshot, a copy of every buffer while the answer is written), and read straight into them:
 //! the first column (`tensor`) makes the buffers, each later one sets its field in each as its
@@ -28,17 +28,20 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::model::packed::{
-    Packer, Stand, Unpacker, Words, packed, packed_bytes, packed_ints, unpack,
+    Packer, Stand, Unpacker, Words, packed_bytes_each, packed_each, packed_ints, packed_ints_each,
+    unpack,
 };
-use crate::model::{BufferView, SourcePlace, SourceRecord, StepIndices, TensorLabel, ViewInto};
+use crate::model::{
+    BufferRows, BufferView, SourcePlace, SourceRecord, StepIndices, TensorLabel, ViewInto,
+};
 
-/// A column written straight from the items, one value each: nothing is copied to write it
-/// (a snapshot's columns, gathered first, were a transient copy of every buffer).
-struct Column<'a, I, F>(&'a [I], F);
+/// A column written straight from the items `0..count`, one value each: nothing is copied to
+/// write it (a snapshot's columns, gathered first, were a transient copy of every buffer).
+struct Column<F>(usize, F);
 
-impl<I, T: Serialize, F: Fn(&I) -> T> Serialize for Column<'_, I, F> {
+impl<T: Serialize, F: Fn(usize) -> T> Serialize for Column<F> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(&self.1))
+        serializer.collect_seq((0..self.0).map(&self.1))
     }
 }
 
@@ -51,30 +54,31 @@ impl<I> Serialize for Strs<'_, I> {
     }
 }
 
-/// `(k, value)` for each item whose `value` is `Some`, written straight from them.
-struct Sparse<'a, I, F>(&'a [I], F);
+/// `(k, value)` for each item `k` of `0..count` whose `value` is `Some`, written straight from
+/// them.
+struct Sparse<F>(usize, F);
 
-impl<I, T: Serialize, F: Fn(&I) -> Option<T>> Serialize for Sparse<'_, I, F> {
+impl<T: Serialize, F: Fn(usize) -> Option<T>> Serialize for Sparse<F> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let values = self.0.iter().enumerate();
-        serializer.collect_seq(values.filter_map(|(k, item)| Some((k as u32, (self.1)(item)?))))
+        let values = (0..self.0).filter_map(|k| Some((k as u32, (self.1)(k)?)));
+        serializer.collect_seq(values)
     }
 }
 
-/// The distinct names of `items` that are not their own ids, and per item `k + 1` for
-/// `names[k]` or 0 for its id (empty when every name is its id).
-fn names_of<'a, I>(
-    items: &'a [I],
-    id: impl Fn(&'a I) -> &'a str,
-    name: impl Fn(&'a I) -> &'a str,
+/// The distinct names of the items `0..count` that are not their own ids, and per item `k + 1`
+/// for `names[k]` or 0 for its id (empty when every name is its id).
+fn names_of<'a>(
+    count: usize,
+    id: impl Fn(usize) -> &'a str,
+    name: impl Fn(usize) -> &'a str,
 ) -> (Vec<&'a str>, Vec<u32>) {
     let mut names: Vec<&str> = Vec::new();
     let mut known: HashMap<&str, u32> = HashMap::new();
-    let index: Vec<u32> = (items.iter())
-        .map(|item| match name(item) == id(item) {
+    let index: Vec<u32> = (0..count)
+        .map(|k| match name(k) == id(k) {
             true => 0,
-            false => *known.entry(name(item)).or_insert_with(|| {
-                names.push(name(item));
+            false => *known.entry(name(k)).or_insert_with(|| {
+                names.push(name(k));
                 names.len() as u32
             }),
         })
@@ -124,7 +128,7 @@ pub mod steps {
         let mut fields = serializer.serialize_struct("StepColumns", 5)?;
         match steps.parts() {
             StepParts::Listed(listed) => {
-                let (names, name) = names_of(listed, |s| &s.id, |s| &s.name);
+                let (names, name) = names_of(listed.len(), |k| &listed[k].id, |k| &listed[k].name);
                 let no_op = !listed.iter().any(|s| !s.op.is_empty());
                 fields.serialize_field("id", &Words::pack(listed.iter().map(|s| &*s.id)))?;
                 field_unless!(fields, "name", name.is_empty(), name);
@@ -206,12 +210,23 @@ pub mod steps {
     }
 }
 
-pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result<S::Ok, S::Error> {
-    let b = buffers;
-    let (names, name) = names_of(b, |b| &b.tensor.id, |b| b.tensor.display_name());
+pub fn serialize<S: Serializer>(
+    buffers: &Arc<[BufferView]>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    write(buffers, serializer)
+}
+
+/// The columns of `rows`, each read from them one buffer at a time: what [`serialize`] writes of
+/// a model's buffers, from buffers that need not be made first ([`BufferRows`]).
+pub fn write<S: Serializer>(rows: &dyn BufferRows, serializer: S) -> Result<S::Ok, S::Error> {
+    let n = rows.count();
+    let tensor = |k| &**rows.tensor(k);
+    let buffer = |k| rows.buffer(k);
+    let (names, name) = names_of(n, |k| &tensor(k).id, |k| tensor(k).display_name());
     let mut fields = serializer.serialize_struct("Columns", 22)?;
-    fields.serialize_field("count", &b.len())?;
-    fields.serialize_field("tensor", &Words::pack(b.iter().map(|b| &*b.tensor.id)))?;
+    fields.serialize_field("count", &n)?;
+    fields.serialize_field("tensor", &Words::pack((0..n).map(|k| &*tensor(k).id)))?;
     fields.serialize_field("names", &names)?;
     field_unless!(
         fields,
@@ -219,63 +234,66 @@ pub fn serialize<S: Serializer>(buffers: &[BufferView], serializer: S) -> Result
         name.is_empty(),
         packed_ints(&name, |&i| i.into())
     );
-    fields.serialize_field("size", &packed_bytes(b, |b| b.size))?;
-    optional_field(&mut fields, "alignment_log2", (b, Form::Sparse), |b| {
+    fields.serialize_field("size", &packed_bytes_each(n, |k| buffer(k).size))?;
+    optional_field(&mut fields, "alignment_log2", (n, Form::Sparse), |k| {
+        let b = buffer(k);
         (b.alignment_log2 != 0).then_some(b.alignment_log2)
     })?;
-    fields.serialize_field("offset", &packed_bytes(b, |b| b.offset))?;
-    fields.serialize_field("first", &packed_ints(b, |b| b.first.into()))?;
-    fields.serialize_field("last", &packed_ints(b, |b| b.last.into()))?;
-    fields.serialize_field("producers", &steps_column(b, |b| &b.tensor.producers))?;
-    fields.serialize_field("consumers", &steps_column(b, |b| &b.tensor.consumers))?;
-    optional_field(&mut fields, "kind", (b, Form::Sparse), |b| {
-        (b.tensor.kind != TensorKind::Intermediate).then_some(b.tensor.kind)
+    fields.serialize_field("offset", &packed_bytes_each(n, |k| buffer(k).offset))?;
+    fields.serialize_field("first", &packed_ints_each(n, |k| buffer(k).first.into()))?;
+    fields.serialize_field("last", &packed_ints_each(n, |k| buffer(k).last.into()))?;
+    fields.serialize_field("producers", &steps_column(n, |k| &tensor(k).producers))?;
+    fields.serialize_field("consumers", &steps_column(n, |k| &tensor(k).consumers))?;
+    optional_field(&mut fields, "kind", (n, Form::Sparse), |k| {
+        (tensor(k).kind != TensorKind::Intermediate).then_some(tensor(k).kind)
     })?;
-    optional_field(&mut fields, "dtype", (b, Form::Sparse), |b| b.dtype)?;
-    optional_field(&mut fields, "device", (b, Form::Sparse), |b| {
+    optional_field(&mut fields, "dtype", (n, Form::Sparse), |k| buffer(k).dtype)?;
+    optional_field(&mut fields, "device", (n, Form::Sparse), |k| {
+        let b = buffer(k);
         (b.device != 0).then_some(b.device)
     })?;
-    optional_field(&mut fields, "pool", (b, Form::Sparse), |b| {
+    optional_field(&mut fields, "pool", (n, Form::Sparse), |k| {
+        let b = buffer(k);
         (b.pool != 0).then_some(b.pool)
     })?;
-    let always_live: Vec<u32> = (b.iter().enumerate())
-        .filter(|(_, b)| b.always_live)
-        .map(|(k, _)| k as u32)
+    let always_live: Vec<u32> = (0..n)
+        .filter(|&k| buffer(k).always_live)
+        .map(|k| k as u32)
         .collect();
     field_unless!(fields, "always_live", always_live.is_empty(), always_live);
-    optional_field(&mut fields, "views", (b, Form::Sparse), |b| {
-        (!b.tensor.views.is_empty()).then(|| b.tensor.views.clone())
+    optional_field(&mut fields, "views", (n, Form::Sparse), |k| {
+        (!tensor(k).views.is_empty()).then(|| tensor(k).views.clone())
     })?;
-    let no_stack = b.iter().all(|b| b.tensor.stack.get().is_none());
+    let no_stack = (0..n).all(|k| tensor(k).stack.get().is_none());
     field_unless!(
         fields,
         "stack",
         no_stack,
-        packed_ints(b, |b| b.tensor.stack.get().map_or(0, |s| u64::from(s) + 1))
+        packed_ints_each(n, |k| tensor(k).stack.get().map_or(0, |s| u64::from(s) + 1))
     );
-    let no_allocation = b.iter().all(|b| b.tensor.allocation().is_none());
+    let no_allocation = (0..n).all(|k| tensor(k).allocation().is_none());
     field_unless!(
         fields,
         "allocation",
         no_allocation,
-        packed(b, |b, p: &mut Packer<5>| push_allocation(
+        packed_each(n, |k, p: &mut Packer<5>| push_allocation(
             p,
-            b.tensor.allocation()
+            tensor(k).allocation()
         ))
     );
-    optional_field(&mut fields, "given_offset", (b, Form::Dense), |b| {
-        b.tensor.given_offset()
+    optional_field(&mut fields, "given_offset", (n, Form::Dense), |k| {
+        tensor(k).given_offset()
     })?;
     fields.end()
 }
 
 /// Per buffer, how many steps `steps` lists and then each (field 1).
 fn steps_column<'a>(
-    buffers: &'a [BufferView],
-    steps: impl Fn(&BufferView) -> &StepIndices + 'a,
+    count: usize,
+    steps: impl Fn(usize) -> &'a StepIndices + 'a,
 ) -> impl Serialize + 'a {
-    packed(buffers, move |b, p: &mut Packer<2>| {
-        let steps = steps(b);
+    packed_each(count, move |k, p: &mut Packer<2>| {
+        let steps = steps(k);
         p.push(0, steps.len() as u64);
         for &s in steps.iter() {
             p.push(1, s.into());
@@ -324,18 +342,18 @@ enum Form {
 }
 
 /// Writes the column `name` of `value` in `form`, or skips it where no item has a value.
-fn optional_field<S: SerializeStruct, I, T: Serialize>(
+fn optional_field<S: SerializeStruct, T: Serialize>(
     fields: &mut S,
     name: &'static str,
-    (items, form): (&[I], Form),
-    value: impl Fn(&I) -> Option<T>,
+    (count, form): (usize, Form),
+    value: impl Fn(usize) -> Option<T>,
 ) -> Result<(), S::Error> {
-    if !items.iter().any(|i| value(i).is_some()) {
+    if !(0..count).any(|k| value(k).is_some()) {
         return fields.skip_field(name);
     }
     match form {
-        Form::Sparse => fields.serialize_field(name, &Sparse(items, value)),
-        Form::Dense => fields.serialize_field(name, &Column(items, value)),
+        Form::Sparse => fields.serialize_field(name, &Sparse(count, value)),
+        Form::Dense => fields.serialize_field(name, &Column(count, value)),
     }
 }
 

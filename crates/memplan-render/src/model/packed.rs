@@ -218,17 +218,17 @@ pub fn unpack<T>(chunks: &[String], convert: impl Fn(u64) -> Option<T>) -> Resul
 }
 
 /// A packed column of `N` interleaved fields, written straight from the items: `push` packs
-/// each item's values.
-pub struct Packed<'a, I, F, const N: usize>(&'a [I], F, u32);
+/// item `k`'s values, for each `k` below the count.
+pub struct Packed<F, const N: usize>(usize, F, u32);
 
-impl<I, F: Fn(&I, &mut Packer<N>), const N: usize> serde::Serialize for Packed<'_, I, F, N> {
+impl<F: Fn(usize, &mut Packer<N>), const N: usize> serde::Serialize for Packed<F, N> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
         let mut packer = Packer::shifted(self.2);
-        let mut chunks = serializer.serialize_seq(Some(self.0.len().div_ceil(CHUNK)))?;
-        for items in self.0.chunks(CHUNK) {
-            for item in items {
-                (self.1)(item, &mut packer);
+        let mut chunks = serializer.serialize_seq(Some(self.0.div_ceil(CHUNK)))?;
+        for start in (0..self.0).step_by(CHUNK) {
+            for k in start..self.0.min(start + CHUNK) {
+                (self.1)(k, &mut packer);
             }
             chunks.serialize_element(&packer.take())?;
         }
@@ -236,27 +236,35 @@ impl<I, F: Fn(&I, &mut Packer<N>), const N: usize> serde::Serialize for Packed<'
     }
 }
 
-pub fn packed<I, F: Fn(&I, &mut Packer<N>), const N: usize>(
-    items: &[I],
+/// The items `0..count`, each packed by `push`.
+pub fn packed_each<F: Fn(usize, &mut Packer<N>), const N: usize>(
+    count: usize,
     push: F,
-) -> Packed<'_, I, F, N> {
-    Packed(items, push, 0)
+) -> Packed<F, N> {
+    Packed(count, push, 0)
 }
 
 /// One integer of each item, packed.
 pub fn packed_ints<I>(items: &[I], value: impl Fn(&I) -> u64) -> impl serde::Serialize {
-    packed(items, move |item, p: &mut Packer<1>| p.push(0, value(item)))
+    packed_ints_each(items.len(), move |k| value(&items[k]))
+}
+
+/// [`packed_ints`] of the items `0..count`.
+pub fn packed_ints_each(count: usize, value: impl Fn(usize) -> u64) -> impl serde::Serialize {
+    packed_each(count, move |k, p: &mut Packer<1>| p.push(0, value(k)))
 }
 
 /// [`packed_ints`] of integers that are mostly multiples of an alignment (sizes, offsets, live
 /// bytes): shifted down by the trailing zero bits they all have.
 pub fn packed_bytes<I>(items: &[I], value: impl Fn(&I) -> u64) -> impl serde::Serialize {
-    let zeros = items
-        .iter()
-        .fold(0, |or, item| or | value(item))
-        .trailing_zeros();
-    let push = move |item: &I, p: &mut Packer<1>| p.push(0, value(item));
-    Packed(items, push, zeros % u64::BITS)
+    packed_bytes_each(items.len(), move |k| value(&items[k]))
+}
+
+/// [`packed_bytes`] of the items `0..count`.
+pub fn packed_bytes_each(count: usize, value: impl Fn(usize) -> u64) -> impl serde::Serialize {
+    let zeros = (0..count).fold(0, |or, k| or | value(k)).trailing_zeros();
+    let push = move |k, p: &mut Packer<1>| p.push(0, value(k));
+    Packed(count, push, zeros % u64::BITS)
 }
 
 /// Strings as the wire packs a long column of them: each is a stem and the decimal number that
