@@ -1384,6 +1384,70 @@ pub(crate) mod tests {
         (loaded, liveness, labels)
     }
 
+    /// A plan's buffers written from the plan (the worker's answer) are, byte for byte, the
+    /// buffers made and then written: a snapshot's, with its record of allocations, and a
+    /// training step's, with views and steps of several uses.
+    #[test]
+    fn buffers_written_from_the_plan_are_written_as_the_buffers_made() {
+        let snapshot = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
+        let (_, liveness, labels) = recorded_labels(snapshot, "snapshot.pickle");
+        let training = include_str!("../../../static/examples/transformer-training.json");
+        let graph = memplan_formats::json::parse(training).unwrap();
+        let resolved = graph.resolve().unwrap();
+        let dumps = [
+            (labels, liveness),
+            (
+                Labels::new(&graph, &resolved),
+                memplan_core::analyze(&graph, &resolved),
+            ),
+        ];
+        for (labels, liveness) in dumps {
+            let plan = memplan_core::plan(&liveness.problem, &Default::default()).unwrap();
+            let problem = &liveness.problem;
+            // What each buffer made reads, from the liveness and the plan themselves.
+            let expected: Vec<_> = (problem.buffers.iter().enumerate())
+                .map(|(k, b)| {
+                    let span = b.span(problem.positions);
+                    let t = liveness.buffer_tensor[k] as usize;
+                    let placed = (plan.placements[k].pool, plan.placements[k].offset);
+                    (
+                        labels.tensors[t].id.clone(),
+                        b.size,
+                        placed,
+                        span.first,
+                        span.last,
+                    )
+                })
+                .collect();
+            let planned = PlannedBuffers::new(Arc::new(labels), Arc::new(liveness), Arc::new(plan));
+            let made = planned.made();
+            assert!(made.len() > 100);
+            let read: Vec<_> = (made.iter())
+                .map(|b| {
+                    (
+                        b.tensor.id.clone(),
+                        b.size,
+                        (b.pool, b.offset),
+                        b.first,
+                        b.last,
+                    )
+                })
+                .collect();
+            assert_eq!(read, expected);
+            let write = |rows: &dyn BufferRows| {
+                let mut out = Vec::new();
+                columns::write(rows, &mut serde_json::Serializer::new(&mut out)).unwrap();
+                out
+            };
+            assert_eq!(write(&planned), write(&made));
+            let back = columns::deserialize::<_, Arc<[BufferView]>>(
+                &mut serde_json::Deserializer::from_slice(&write(&planned)),
+            )
+            .unwrap();
+            assert_eq!(back, made);
+        }
+    }
+
     /// A snapshot's labels point into the session's record of its allocations, each at its
     /// own tensor's, where they held a copy; and the page reads them back as they were.
     #[test]
