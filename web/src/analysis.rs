@@ -451,7 +451,7 @@ impl Whole {
     fn made(self) -> Arc<[BufferView]> {
         match self {
             Whole::Made(buffers) => buffers,
-            Whole::Planned(rows) => (0..rows.count()).map(|k| rows.buffer(k)).collect(),
+            Whole::Planned(rows) => rows.made(),
         }
     }
 }
@@ -494,15 +494,13 @@ pub enum Run {
 
 impl BuffersSent {
     pub fn against(earlier: &dyn BufferRows, buffers: &dyn BufferRows) -> BuffersSent {
-        let id = |rows: &dyn BufferRows, k| (Arc::as_ptr(rows.tensor(k)) as usize, k);
+        let id = |b: &BufferView| (Arc::as_ptr(&b.tensor) as usize, b.device);
         let mut index: Vec<((usize, usize), u32)> = (0..earlier.count())
-            .map(|k| (id(earlier, k), earlier.buffer(k).device))
-            .filter_map(|((tensor, k), device)| Some(((tensor, device), u32::try_from(k).ok()?)))
+            .filter_map(|k| Some((id(&earlier.buffer(k)), u32::try_from(k).ok()?)))
             .collect();
         index.sort_unstable();
         let find = |b: &BufferView| {
-            let key = (Arc::as_ptr(&b.tensor) as usize, b.device);
-            let k = index.binary_search_by_key(&key, |&(id, _)| id).ok()?;
+            let k = index.binary_search_by_key(&id(b), |&(id, _)| id).ok()?;
             Some(index[k].1)
         };
         let mut whole = Vec::new();

@@ -1148,7 +1148,10 @@ impl Session {
     }
 
     /// The graph, resolved graph and liveness an outcome was planned from.
-    fn parts<'a>(&'a self, outcome: &'a Outcome) -> (&'a Graph, &'a ResolvedGraph, &'a Liveness) {
+    fn parts<'a>(
+        &'a self,
+        outcome: &'a Outcome,
+    ) -> (&'a Graph, &'a ResolvedGraph, &'a Arc<Liveness>) {
         match &outcome.bound {
             Some(b) => (&b.graph, &b.resolved, &b.liveness),
             None => (&self.graph, &self.resolved, &self.liveness),
@@ -1258,11 +1261,8 @@ impl Session {
     /// The buffers of `outcome`'s plan as the views show them, with `labels`:
     /// [`Session::labels`] of an outcome under the same params.
     pub fn planned_buffers(&self, outcome: &Outcome, labels: Arc<Labels>) -> PlannedBuffers {
-        let liveness = match &outcome.bound {
-            Some(b) => &b.liveness,
-            None => &self.liveness,
-        };
-        PlannedBuffers::new(labels, liveness.clone(), outcome.plan.clone())
+        let liveness = self.parts(outcome).2.clone();
+        PlannedBuffers::new(labels, liveness, outcome.plan.clone())
     }
 
     /// The memory spaces of the dump (under the scenario's params).
@@ -1407,7 +1407,7 @@ impl Session {
     pub fn minimalloc_csv(&self, outcome: Option<&Outcome>) -> Result<String, EngineError> {
         let (graph, liveness) = match outcome {
             Some(o) => (self.parts(o).0, self.parts(o).2),
-            None => (&*self.graph, &*self.liveness),
+            None => (&*self.graph, &self.liveness),
         };
         let problem = &liveness.problem;
         let devices = problem.device_ids.len();

@@ -189,6 +189,11 @@ pub trait BufferRows {
     fn tensor(&self, k: usize) -> &Arc<TensorLabel>;
     /// Buffer `k`, its tensor shared.
     fn buffer(&self, k: usize) -> BufferView;
+
+    /// All of them, made.
+    fn made(&self) -> Arc<[BufferView]> {
+        (0..self.count()).map(|k| self.buffer(k)).collect()
+    }
 }
 
 impl BufferRows for Arc<[BufferView]> {
@@ -225,11 +230,6 @@ impl PlannedBuffers {
             liveness,
             plan,
         }
-    }
-
-    /// All of them, made.
-    pub fn made(&self) -> Arc<[BufferView]> {
-        (0..self.count()).map(|k| self.buffer(k)).collect()
     }
 }
 

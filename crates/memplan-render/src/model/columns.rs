@@ -5,8 +5,8 @@
 //! bytes a buffer; as columns, a third of that, and each name is read (and held) once.
 //!
 //! Use on a field of `Arc<[BufferView]>`: `#[serde(with = "crate::model::columns")]`; or write
-//! buffers not made from where they are ([`write`], [`BufferRows`]). The form is the wire's, not a file format: both ends are built
-//! together. Each column is written straight from the buffers (nothing is gathered first: on a
+//! buffers not made from where they are ([`write`], [`BufferRows`]). The form is the wire's,
+//! not a file format: both ends are built together. Each column is written straight from the buffers (nothing is gathered first: on a
 //! snapshot, a copy of every buffer while the answer is written), and read straight into them:
 //! the first column (`tensor`) makes the buffers, each later one sets its field in each as its
 //! values arrive (read into columns first, they were a transient copy of every buffer in the
