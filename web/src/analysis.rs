@@ -15,7 +15,8 @@ use memplan_engine::query::{Ask, FitQuery, SpacesQuery};
 use memplan_engine::{CandidateRow, EngineError, Outcome, Scenario, Session};
 use memplan_formats::report::PlanSummary;
 use memplan_human::SpaceRow;
-use memplan_render::{BufferRows, BufferView, Labels, PlannedBuffers, ViewModel};
+use memplan_render::model::TensorIdentity;
+use memplan_render::{BufferPlace, BufferRows, BufferView, Labels, PlannedBuffers, ViewModel};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{AnswerMismatch, WebError};
@@ -365,16 +366,15 @@ impl LeftOut {
 pub struct PlacedSpan(usize, u64, u32, u32);
 
 impl PlacedSpan {
-    fn of(b: &BufferView) -> PlacedSpan {
+    fn of(b: &BufferPlace) -> PlacedSpan {
         PlacedSpan(b.pool, b.offset, b.first, b.last)
     }
 
-    /// Whether `b` is `earlier` but for where and when it lives. The pattern names every field, so a
-    /// field added to [`BufferView`] must be placed on one side or the other. (`Arc`'s equality
-    /// compares addresses first: the tensors of two plans under the same labels are one.)
-    fn only_change(earlier: &BufferView, b: &BufferView) -> bool {
-        let BufferView {
-            tensor,
+    /// Whether `b` is `earlier` but for where and when it lives (their tensors compared
+    /// apart). The pattern names every field, so a field added to [`BufferPlace`] must be
+    /// placed on one side or the other.
+    fn only_change(earlier: &BufferPlace, b: &BufferPlace) -> bool {
+        let BufferPlace {
             dtype,
             size,
             alignment_log2,
@@ -385,9 +385,8 @@ impl PlacedSpan {
             last: _,
             always_live,
         } = b;
-        (tensor, dtype, size, alignment_log2, device, always_live)
+        (dtype, size, alignment_log2, device, always_live)
             == (
-                &earlier.tensor,
                 &earlier.dtype,
                 &earlier.size,
                 &earlier.alignment_log2,
@@ -408,10 +407,10 @@ impl PlacedSpan {
 /// placements that moved (a quarter to two fifths of them): about 33 KB, where the buffers
 /// whole are 520 KB.
 ///
-/// The earlier buffer of a tensor is found by the identity of its label: plans under the same
-/// params share their [`Labels`], so their buffers share each tensor's, and no id is read, let
-/// alone hashed (the address and device are looked up in a sorted list). A buffer
-/// of other labels (new params) finds none and goes whole.
+/// The earlier buffer of a tensor is found by its tensor's identity
+/// ([`memplan_render::TensorRef::identity`]): plans under the same params share their
+/// [`Labels`], and no id is read, let alone hashed (the identity and device are looked up in a
+/// sorted list). A buffer of other labels (new params) finds none and goes whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BuffersSent {
     /// How many buffers the plan sent before had: the page checks it holds that plan.
@@ -494,13 +493,15 @@ pub enum Run {
 
 impl BuffersSent {
     pub fn against(earlier: &dyn BufferRows, buffers: &dyn BufferRows) -> BuffersSent {
-        let id = |b: &BufferView| (Arc::as_ptr(&b.tensor) as usize, b.device);
-        let mut index: Vec<((usize, usize), u32)> = (0..earlier.count())
-            .filter_map(|k| Some((id(&earlier.buffer(k)), u32::try_from(k).ok()?)))
+        let id = |rows: &dyn BufferRows, k| (rows.tensor(k).identity(), rows.place(k).device);
+        let mut index: Vec<((TensorIdentity, usize), u32)> = (0..earlier.count())
+            .filter_map(|k| Some((id(earlier, k), u32::try_from(k).ok()?)))
             .collect();
         index.sort_unstable();
-        let find = |b: &BufferView| {
-            let k = index.binary_search_by_key(&id(b), |&(id, _)| id).ok()?;
+        let find = |i| {
+            let k = index
+                .binary_search_by_key(&id(buffers, i), |&(id, _)| id)
+                .ok()?;
             Some(index[k].1)
         };
         let mut whole = Vec::new();
@@ -511,9 +512,9 @@ impl BuffersSent {
             whole: Whole::Made(Arc::new([])),
         };
         for i in 0..buffers.count() {
-            let b = buffers.buffer(i);
-            let like = find(&b)
-                .map(|k| (k, earlier.buffer(k as usize)))
+            let b = buffers.place(i);
+            let like = find(i)
+                .map(|k| (k, earlier.place(k as usize)))
                 .filter(|(_, e)| PlacedSpan::only_change(e, &b))
                 .zip(u32::try_from(i).ok());
             let run = match like {
@@ -525,7 +526,7 @@ impl BuffersSent {
                     Run::Earlier { from: k, count: 1 }
                 }
                 None => {
-                    whole.push(b);
+                    whole.push(buffers.buffer(i));
                     Run::Whole { count: 1 }
                 }
             };

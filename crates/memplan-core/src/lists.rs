@@ -8,8 +8,22 @@
 /// snapshot has a step and a position per event, each with its loop, and a label per
 /// allocation, with its stack; millions of each. `u32::MAX`, which no index of a resolved
 /// graph reaches ([`crate::graph::MAX_ELEMENTS`]), reads as none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Written and read as an `Option<u32>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(from = "Option<u32>", into = "Option<u32>")]
 pub struct OptionalIndex(Option<std::num::NonZeroU32>);
+
+impl From<Option<u32>> for OptionalIndex {
+    fn from(index: Option<u32>) -> OptionalIndex {
+        OptionalIndex::new(index)
+    }
+}
+
+impl From<OptionalIndex> for Option<u32> {
+    fn from(index: OptionalIndex) -> Option<u32> {
+        index.get()
+    }
+}
 
 impl OptionalIndex {
     pub fn new(index: Option<u32>) -> OptionalIndex {

@@ -25,6 +25,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::graph::{Dim, Graph, MemorySpace, ResolvedGraph, Storage, TensorKind};
+use crate::lists::OptionalIndex;
 
 /// How the computation touches a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -156,22 +157,31 @@ pub struct SpaceCounts {
 pub struct Spaces {
     /// One per slot, in tensor order of their roots.
     pub slots: Vec<SlotSpace>,
-    /// The slot of each tensor (views: their root's), `None` when elided.
-    pub slot_of: Vec<Option<usize>>,
+    /// The slot of each tensor (views: their root's), none when elided. An [`OptionalIndex`]:
+    /// half an `Option<usize>`, at a snapshot's millions of tensors.
+    pub slot_of: Vec<OptionalIndex>,
     pub outputs: Vec<Output>,
     pub counts: SpaceCounts,
     pub diagnostics: Vec<MissingWriter>,
 }
 
+impl Spaces {
+    /// The slot of tensor `t` (a view: its root's), none when elided.
+    pub fn slot(&self, t: usize) -> Option<usize> {
+        self.slot_of.get(t)?.get().map(|s| s as usize)
+    }
+}
+
 /// Classifies every slot of `graph` (resolved as `resolved`).
 pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
-    let n = resolved.tensors.len();
-    let mut slot_index: Vec<Option<usize>> = vec![None; n];
-    let mut slots: Vec<SlotSpace> = Vec::new();
+    let owned = |rt: &&crate::graph::ResolvedTensor| rt.storage == Storage::Owned;
+    let mut slots: Vec<SlotSpace> =
+        Vec::with_capacity(resolved.tensors.iter().filter(owned).count());
+    let mut slot_of = vec![OptionalIndex::default(); resolved.tensors.len()];
     let mut counts = SpaceCounts::default();
     for (t, rt) in resolved.tensors.iter().enumerate() {
         if rt.storage == Storage::Owned {
-            slot_index[t] = Some(slots.len());
+            slot_of[t] = OptionalIndex::new(u32::try_from(slots.len()).ok());
             let dynamic = graph.tensors[t]
                 .declared
                 .shape
@@ -190,12 +200,16 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
             });
         }
     }
-    let slot_of: Vec<Option<usize>> = (0..n)
-        .map(|t| resolved.root(t).and_then(|r| slot_index[r]))
-        .collect();
+    // A view's slot is its root's, which the roots' pass set.
+    for t in 0..slot_of.len() {
+        if let Some(root) = resolved.root(t).filter(|&r| r != t) {
+            slot_of[t] = slot_of[root];
+        }
+    }
+    let slot = |t: usize| slot_of[t].get().map(|s| s as usize);
     // Roles: the union of the kinds on each slot.
     for (t, tensor) in graph.tensors.iter().enumerate() {
-        let Some(s) = slot_of[t] else {
+        let Some(s) = slot(t) else {
             if resolved.tensors[t].storage == Storage::Elided {
                 counts.elided += 1;
             }
@@ -245,11 +259,13 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
         }
     }
     // The first step writing each slot.
-    let mut writer: Vec<Option<usize>> = vec![None; slots.len()];
-    for s in 0..resolved.steps.len() {
-        for &t in resolved.writes(s) {
-            if let Some(slot) = slot_of[t as usize] {
-                writer[slot].get_or_insert(s);
+    let mut writer = vec![OptionalIndex::default(); slots.len()];
+    for step in 0..resolved.steps.len() {
+        for &t in resolved.writes(step) {
+            if let Some(s) = slot(t as usize)
+                && writer[s].get().is_none()
+            {
+                writer[s] = OptionalIndex::new(u32::try_from(step).ok());
             }
         }
     }
@@ -260,15 +276,17 @@ pub fn classify(graph: &Graph, resolved: &ResolvedGraph) -> Spaces {
             continue;
         }
         let index = outputs.len();
-        let source = slot_of[t].and_then(|s| match writer[s] {
-            Some(step) => Some(OutputSource::Written { step }),
+        let source = slot(t).and_then(|s| match writer[s].get() {
+            Some(step) => Some(OutputSource::Written {
+                step: step as usize,
+            }),
             None if slots[s].input || slots[s].constant => Some(OutputSource::Alias {
                 tensor: slots[s].tensor,
             }),
             None => None,
         });
         // An elided output owns nothing to write; only a slot without a source is missing.
-        if source.is_none() && slot_of[t].is_some() {
+        if source.is_none() && slot(t).is_some() {
             diagnostics.push(MissingWriter {
                 graph: graph.name.clone(),
                 output_index: index,
@@ -450,7 +468,7 @@ mod tests {
         };
         let s = spaces(&g);
         assert_eq!(s.counts.elided, 1);
-        assert_eq!(s.slot_of[2], None);
+        assert_eq!(s.slot_of[2].get(), None);
         assert_eq!(s.slots.len(), 3);
         // `product`'s size depends on B: dynamic, out of the static total.
         assert_eq!(s.counts.dynamic, 1);

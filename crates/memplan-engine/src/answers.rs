@@ -2,6 +2,9 @@
 //! steps named by id. The CLI prints these and builds no JSON of its own; a field's name is the
 //! glossary's (ARCHITECTURE.md), and a renamed one is listed in docs/changes.md.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use memplan_core::budget::Budget;
 use memplan_core::graph::MemorySpace;
 use memplan_core::remat::{Event, FitResult, Flip, SweepPoint, Target};
@@ -310,8 +313,8 @@ impl SpacesAnswer {
         };
         // The views of each slot answered, found once: one pass over the tensors.
         let mut views: Vec<Vec<String>> = vec![Vec::new(); which.len()];
-        for (t, k) in spaces.slot_of.iter().enumerate() {
-            if let Some(k) = *k
+        for t in 0..spaces.slot_of.len() {
+            if let Some(k) = spaces.slot(t)
                 && spaces.slots[k].tensor != t
                 && let Ok(at) = which.binary_search(&k)
             {
@@ -336,7 +339,7 @@ impl SpacesAnswer {
                 .map(|o| OutputAnswer {
                     index: o.index,
                     tensor: g.tensors[o.tensor].id.to_string(),
-                    slot: spaces.slot_of[o.tensor]
+                    slot: (spaces.slot(o.tensor))
                         .map(|k| g.tensors[spaces.slots[k].tensor].id.to_string()),
                     source: o.source.map(|s| match s {
                         OutputSource::Written { step } => {
@@ -359,21 +362,24 @@ impl SpacesAnswer {
 /// not a snapshot's million slots, and makes (and sends) only these.
 pub fn listed(spaces: &Spaces, most: usize) -> Vec<usize> {
     let slots = &spaces.slots;
-    if slots.len() <= most {
-        return (0..slots.len()).collect();
-    }
-    // The largest first, ties in order: a total order, so the slots kept are the same however
-    // the partition runs.
-    let mut by_size: Vec<usize> = (0..slots.len()).collect();
-    by_size.select_nth_unstable_by(most, |&a, &b| {
-        slots[b].bytes.cmp(&slots[a].bytes).then(a.cmp(&b))
-    });
-    let mut keep = vec![false; slots.len()];
-    by_size[..most].iter().for_each(|&k| keep[k] = true);
-    for o in &spaces.outputs {
-        if let Some(k) = spaces.slot_of[o.tensor] {
-            keep[k] = true;
+    // The `most` largest, ties to the earlier: a total order, so the slots kept are the same
+    // however they are found. Kept in a heap of `most`, the smallest on top: a snapshot's
+    // millions of slots are read once, never sorted or copied.
+    let rank = |k: usize| Reverse((slots[k].bytes, Reverse(k)));
+    let mut largest = BinaryHeap::with_capacity(most.min(slots.len()));
+    for k in 0..slots.len() {
+        if largest.len() < most {
+            largest.push(rank(k));
+        } else if let Some(mut smallest) = largest.peek_mut()
+            && rank(k) < *smallest
+        {
+            *smallest = rank(k);
         }
     }
-    (0..slots.len()).filter(|&k| keep[k]).collect()
+    let mut kept: Vec<usize> = (largest.into_iter().map(|Reverse((_, Reverse(k)))| k))
+        .chain(spaces.outputs.iter().filter_map(|o| spaces.slot(o.tensor)))
+        .collect();
+    kept.sort_unstable();
+    kept.dedup();
+    kept
 }

@@ -1151,7 +1151,7 @@ impl Session {
     fn parts<'a>(
         &'a self,
         outcome: &'a Outcome,
-    ) -> (&'a Graph, &'a ResolvedGraph, &'a Arc<Liveness>) {
+    ) -> (&'a Arc<Graph>, &'a ResolvedGraph, &'a Arc<Liveness>) {
         match &outcome.bound {
             Some(b) => (&b.graph, &b.resolved, &b.liveness),
             None => (&self.graph, &self.resolved, &self.liveness),
@@ -1246,9 +1246,9 @@ impl Session {
     /// same for every outcome under those params, whatever its flips and strategy.
     pub fn labels(&self, outcome: &Outcome) -> Labels {
         let (graph, resolved, _) = self.parts(outcome);
-        let mut labels = Labels::new(graph, resolved);
+        let mut labels = Labels::new(graph.clone(), resolved);
         if let Some(recorded) = &self.recorded {
-            labels = labels.with_recorded(graph, resolved, recorded);
+            labels = labels.with_recorded(resolved, recorded);
         }
         // The dumps that come with a plan have pinned steps and nothing to flip: the plan holds
         // for every outcome.
@@ -1407,7 +1407,7 @@ impl Session {
     pub fn minimalloc_csv(&self, outcome: Option<&Outcome>) -> Result<String, EngineError> {
         let (graph, liveness) = match outcome {
             Some(o) => (self.parts(o).0, self.parts(o).2),
-            None => (&*self.graph, &self.liveness),
+            None => (&self.graph, &self.liveness),
         };
         let problem = &liveness.problem;
         let devices = problem.device_ids.len();

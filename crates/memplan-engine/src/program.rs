@@ -292,7 +292,7 @@ impl ProgramSession {
             .zip(&outcomes)
             .map(|(s, o)| {
                 let (graph, resolved, _) = s.parts(o);
-                (graph, resolved)
+                (&**graph, resolved)
             })
             .collect();
         let resolved: Vec<&ResolvedGraph> = graphs.iter().map(|(_, r)| *r).collect();

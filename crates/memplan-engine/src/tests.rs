@@ -426,6 +426,7 @@ fn spaces_of_an_example() {
 
 #[test]
 fn a_spaces_table_lists_the_largest_slots_and_every_output_in_order() {
+    use memplan_core::lists::OptionalIndex;
     use memplan_core::spaces::{Access, Output, SlotSpace, Spaces, Transfer};
     // Slot k holds k % 250 bytes: the largest 200 are slots 50..250; outputs sit on slots 3
     // and 260 (the second through a view, tensor 300).
@@ -445,8 +446,8 @@ fn a_spaces_table_lists_the_largest_slots_and_every_output_in_order() {
         tensor,
         source: None,
     };
-    let mut slot_of: Vec<Option<usize>> = (0..300).map(Some).collect();
-    slot_of.push(Some(260));
+    let mut slot_of: Vec<OptionalIndex> = (0..300).map(|k| OptionalIndex::new(Some(k))).collect();
+    slot_of.push(OptionalIndex::new(Some(260)));
     let spaces = Spaces {
         slots: (0..300).map(slot).collect(),
         slot_of,
@@ -471,6 +472,51 @@ fn a_spaces_table_lists_the_largest_slots_and_every_output_in_order() {
     assert_eq!(answers::listed(&equal, 200), (0..200).collect::<Vec<_>>());
     // Room for every slot: every one, in order.
     assert_eq!(answers::listed(&spaces, 300), (0..300).collect::<Vec<_>>());
+}
+
+proptest::proptest! {
+    /// A spaces table lists what a sort of every slot lists: the `most` largest (ties to the
+    /// earlier) and every output's slot, in order, each once.
+    #[test]
+    fn a_spaces_table_lists_what_sorting_every_slot_lists(
+        bytes in proptest::collection::vec(0..6u64, 0..60),
+        outputs in proptest::collection::vec(0..80usize, 0..5),
+        most in 0..70usize,
+    ) {
+        use memplan_core::lists::OptionalIndex;
+        use memplan_core::spaces::{Access, Output, SlotSpace, Spaces, Transfer};
+        let n = bytes.len();
+        let spaces = Spaces {
+            slots: (bytes.iter().enumerate())
+                .map(|(k, &bytes)| SlotSpace {
+                    tensor: k,
+                    space: memplan_core::graph::MemorySpace::DeviceGlobal,
+                    access: Access::ReadWrite,
+                    transfer: Transfer::None,
+                    bytes,
+                    dynamic: false,
+                    input: false,
+                    constant: false,
+                    output: true,
+                })
+                .collect(),
+            slot_of: (0..n).map(|k| OptionalIndex::new(Some(k as u32))).collect(),
+            // Past the tensors: an output whose tensor has no slot.
+            outputs: (outputs.iter().enumerate())
+                .map(|(index, &tensor)| Output { index, tensor, source: None })
+                .collect(),
+            counts: Default::default(),
+            diagnostics: Vec::new(),
+        };
+        let mut by_size: Vec<usize> = (0..n).collect();
+        by_size.sort_by_key(|&k| (std::cmp::Reverse(bytes[k]), k));
+        let mut expected: Vec<usize> = (by_size.into_iter().take(most))
+            .chain(outputs.iter().copied().filter(|&t| t < n))
+            .collect();
+        expected.sort();
+        expected.dedup();
+        proptest::prop_assert_eq!(answers::listed(&spaces, most), expected);
+    }
 }
 
 #[test]

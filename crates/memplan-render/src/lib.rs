@@ -19,5 +19,6 @@ pub mod scene;
 pub mod svg;
 
 pub use model::{
-    BufferRows, BufferView, DeviceView, Labels, PlannedBuffers, StepIndices, TensorLabel, ViewModel,
+    BufferPlace, BufferRows, BufferView, DeviceView, Labels, PlannedBuffers, StepIndices,
+    TensorLabel, TensorRef, ViewModel,
 };

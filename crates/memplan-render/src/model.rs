@@ -180,15 +180,82 @@ impl BufferView {
     }
 }
 
+/// A buffer but for its tensor: its size and type, and where and when its plan puts it
+/// ([`BufferView`]'s other fields). Read from a plan's buffers without making their tensors'
+/// labels ([`BufferRows::place`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferPlace {
+    pub dtype: Option<DType>,
+    pub size: u64,
+    pub alignment_log2: u8,
+    pub device: usize,
+    pub pool: usize,
+    pub offset: u64,
+    pub first: u32,
+    pub last: u32,
+    pub always_live: bool,
+}
+
+impl BufferPlace {
+    /// The buffer of `tensor` placed here.
+    pub fn with_tensor(self, tensor: Arc<TensorLabel>) -> BufferView {
+        let BufferPlace {
+            dtype,
+            size,
+            alignment_log2,
+            device,
+            pool,
+            offset,
+            first,
+            last,
+            always_live,
+        } = self;
+        BufferView {
+            tensor,
+            dtype,
+            size,
+            alignment_log2,
+            device,
+            pool,
+            offset,
+            first,
+            last,
+            always_live,
+        }
+    }
+}
+
+impl BufferView {
+    /// All of it but its tensor.
+    pub fn place(&self) -> BufferPlace {
+        BufferPlace {
+            dtype: self.dtype,
+            size: self.size,
+            alignment_log2: self.alignment_log2,
+            device: self.device,
+            pool: self.pool,
+            offset: self.offset,
+            first: self.first,
+            last: self.last,
+            always_live: self.always_live,
+        }
+    }
+}
+
 /// Buffers read one at a time, by index: the wire's columns are written from these
 /// ([`columns::write`]), so a plan's buffers go to the page without being made whole first
 /// ([`PlannedBuffers`]).
 pub trait BufferRows {
     fn count(&self) -> usize;
-    /// Buffer `k`'s tensor.
-    fn tensor(&self, k: usize) -> &Arc<TensorLabel>;
-    /// Buffer `k`, its tensor shared.
-    fn buffer(&self, k: usize) -> BufferView;
+    /// Buffer `k`'s tensor, borrowed.
+    fn tensor(&self, k: usize) -> TensorRef<'_>;
+    /// Buffer `k` but for its tensor.
+    fn place(&self, k: usize) -> BufferPlace;
+
+    /// Buffer `k`, made.
+    fn buffer(&self, k: usize) -> BufferView {
+        self.place(k).with_tensor(Arc::new(self.tensor(k).label()))
+    }
 
     /// All of them, made.
     fn made(&self) -> Arc<[BufferView]> {
@@ -201,8 +268,12 @@ impl BufferRows for Arc<[BufferView]> {
         self.len()
     }
 
-    fn tensor(&self, k: usize) -> &Arc<TensorLabel> {
-        &self[k].tensor
+    fn tensor(&self, k: usize) -> TensorRef<'_> {
+        self[k].tensor.borrowed()
+    }
+
+    fn place(&self, k: usize) -> BufferPlace {
+        self[k].place()
     }
 
     fn buffer(&self, k: usize) -> BufferView {
@@ -212,8 +283,8 @@ impl BufferRows for Arc<[BufferView]> {
 
 /// A plan's buffers as the views show them, each made when it is read: its labels, liveness
 /// and plan, shared. The worker writes a plan's answer from these: made whole, a snapshot's
-/// buffers were 40 bytes each in wasm (180 MiB at 4.7 million), held beside everything they
-/// are made of.
+/// buffers were 40 bytes each in wasm (180 MiB at 4.7 million), and their tensors' labels
+/// another 76, held beside everything they are made of.
 #[derive(Clone)]
 pub struct PlannedBuffers {
     labels: Arc<Labels>,
@@ -238,16 +309,15 @@ impl BufferRows for PlannedBuffers {
         self.liveness.problem.buffers.len()
     }
 
-    fn tensor(&self, k: usize) -> &Arc<TensorLabel> {
-        &self.labels.tensors[self.liveness.buffer_tensor[k] as usize]
+    fn tensor(&self, k: usize) -> TensorRef<'_> {
+        self.labels.tensor(self.liveness.buffer_tensor[k] as usize)
     }
 
-    fn buffer(&self, k: usize) -> BufferView {
+    fn place(&self, k: usize) -> BufferPlace {
         let problem = &self.liveness.problem;
         let buffer = &problem.buffers[k];
         let span = buffer.span(problem.positions);
-        BufferView {
-            tensor: self.tensor(k).clone(),
+        BufferPlace {
             dtype: buffer.dtype,
             size: buffer.size,
             alignment_log2: buffer.alignment_log2(),
@@ -262,8 +332,8 @@ impl BufferRows for PlannedBuffers {
 }
 
 /// What the views show of a buffer's tensor that no plan changes (flips and strategies move a
-/// buffer, never these): one per tensor, shared by the buffers of every plan under the same
-/// [`Labels`].
+/// buffer, never these), as the page holds it: one per buffer it reads. The worker holds them
+/// as [`Labels`]' columns and lends them as [`TensorRef`]s.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TensorLabel {
     /// The tensor id: held inline up to 12 bytes in wasm (a snapshot's `a1234567`), where an
@@ -286,9 +356,72 @@ pub struct TensorLabel {
     pub source: Option<SourcePlace>,
 }
 
+/// A tensor's label, borrowed: from a [`TensorLabel`], or from the [`Labels`] of a plan's
+/// buffers, which hold no label per tensor.
+#[derive(Debug, Clone, Copy)]
+pub struct TensorRef<'a> {
+    identity: TensorIdentity,
+    pub id: &'a Id,
+    /// Its name, when the dump gives one that is not its id.
+    pub name: Option<&'a Arc<str>>,
+    pub kind: TensorKind,
+    pub producers: &'a StepIndices,
+    pub consumers: &'a StepIndices,
+    pub views: &'a Arc<[ViewInto]>,
+    pub stack: OptionalIndex,
+    /// Its entry in the source's record.
+    source: Option<(&'a Arc<SourceRecord>, u32)>,
+}
+
+impl<'a> TensorRef<'a> {
+    /// Its name, else its id.
+    pub fn display_name(self) -> &'a str {
+        self.name.map_or(self.id, |name| name)
+    }
+
+    /// How the source's allocator made it (a PyTorch snapshot or trace).
+    pub fn allocation(self) -> Option<&'a Allocation> {
+        let (record, index) = self.source?;
+        record.allocation(index)
+    }
+
+    /// Its offset in the plan the dump came with (XLA's, a minimalloc `offset` column).
+    pub fn given_offset(self) -> Option<u64> {
+        let (record, index) = self.source?;
+        record.given_offset(index)
+    }
+
+    pub fn identity(self) -> TensorIdentity {
+        self.identity
+    }
+
+    /// The label, made.
+    pub fn label(self) -> TensorLabel {
+        TensorLabel {
+            id: self.id.clone(),
+            name: self.name.cloned(),
+            kind: self.kind,
+            producers: self.producers.clone(),
+            consumers: self.consumers.clone(),
+            views: self.views.clone(),
+            stack: self.stack,
+            source: (self.source).map(|(record, index)| SourcePlace {
+                record: record.clone(),
+                index,
+            }),
+        }
+    }
+}
+
+/// Which tensor a [`TensorRef`] lends, cheaply compared: the same for the same tensor of the
+/// same labels (one [`Labels`], or one [`TensorLabel`]), whatever plan's buffer lends it: the
+/// address of what lends it and the tensor's index there. Identities compare only while what
+/// lends them lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TensorIdentity(usize, usize);
+
 /// Where the dump's source put a tensor: its entry in the [`SourceRecord`] its labels share.
-/// A label holds a pointer and an index (8 bytes in wasm) where it held a copy of the entry (48):
-/// a snapshot's labels point into the session's own record of millions of allocations.
+/// A label holds a pointer and an index (8 bytes in wasm) where it held a copy of the entry (48).
 #[derive(Clone)]
 pub struct SourcePlace {
     record: Arc<SourceRecord>,
@@ -319,12 +452,31 @@ impl SourceRecord {
             index,
         })
     }
+
+    fn allocation(&self, index: u32) -> Option<&Allocation> {
+        match self {
+            SourceRecord::Allocated(allocations) => allocations.get(index as usize),
+            SourceRecord::Given(_) => None,
+        }
+    }
+
+    fn given_offset(&self, index: u32) -> Option<u64> {
+        match self {
+            SourceRecord::Given(offsets) => offsets.get(index as usize).copied(),
+            SourceRecord::Allocated(_) => None,
+        }
+    }
 }
 
 /// Equal when they read the same, whichever record holds them.
 impl PartialEq for SourcePlace {
     fn eq(&self, other: &Self) -> bool {
-        let read = |p: &SourcePlace| (p.allocation().copied(), p.given_offset());
+        let read = |p: &SourcePlace| {
+            (
+                p.record.allocation(p.index).copied(),
+                p.record.given_offset(p.index),
+            )
+        };
         read(self) == read(other)
     }
 }
@@ -333,35 +485,37 @@ impl Eq for SourcePlace {}
 
 impl std::fmt::Debug for SourcePlace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        (self.allocation(), self.given_offset()).fmt(f)
-    }
-}
-
-impl SourcePlace {
-    fn allocation(&self) -> Option<&Allocation> {
-        match &*self.record {
-            SourceRecord::Allocated(allocations) => allocations.get(self.index as usize),
-            SourceRecord::Given(_) => None,
-        }
-    }
-
-    fn given_offset(&self) -> Option<u64> {
-        match &*self.record {
-            SourceRecord::Given(offsets) => offsets.get(self.index as usize).copied(),
-            SourceRecord::Allocated(_) => None,
-        }
+        let (record, index) = (&self.record, self.index);
+        (record.allocation(index), record.given_offset(index)).fmt(f)
     }
 }
 
 impl TensorLabel {
+    /// It, borrowed.
+    pub fn borrowed(&self) -> TensorRef<'_> {
+        TensorRef {
+            identity: TensorIdentity(self as *const TensorLabel as usize, 0),
+            id: &self.id,
+            name: self.name.as_ref(),
+            kind: self.kind,
+            producers: &self.producers,
+            consumers: &self.consumers,
+            views: &self.views,
+            stack: self.stack,
+            source: (self.source.as_ref()).map(|p| (&p.record, p.index)),
+        }
+    }
+
     /// How the source's allocator made it (a PyTorch snapshot or trace).
     pub fn allocation(&self) -> Option<&Allocation> {
-        self.source.as_ref()?.allocation()
+        let place = self.source.as_ref()?;
+        place.record.allocation(place.index)
     }
 
     /// Its offset in the plan the dump came with (XLA's, a minimalloc `offset` column).
     pub fn given_offset(&self) -> Option<u64> {
-        self.source.as_ref()?.given_offset()
+        let place = self.source.as_ref()?;
+        place.record.given_offset(place.index)
     }
 
     /// Its name, else its id.
@@ -400,11 +554,7 @@ impl LayoutSource {
 impl BufferView {
     /// Where the source put it: the allocator's address, or the given plan's offset.
     pub fn source_address(&self) -> Option<u64> {
-        let place = self.tensor.source.as_ref()?;
-        place
-            .allocation()
-            .map(|a| a.address)
-            .or(place.given_offset())
+        (self.tensor.allocation().map(|a| a.address)).or(self.tensor.given_offset())
     }
 }
 
@@ -605,10 +755,24 @@ pub struct ViewModel {
 /// the steps that write and read it, and the views into it; the schedule's steps and loops.
 /// Flips and strategies change where and when a buffer lives, never these, so one `Labels`
 /// serves every plan of the same graph under the same params.
+///
+/// Held as columns, a tensor's label lent as a [`TensorRef`]: its id, name and kind read from
+/// the graph, which the labels share; its steps and stack, 20 bytes in wasm, where a label made
+/// per tensor took 76 (341 MiB of a 965 MiB snapshot's 4.7 million); its views and its source's
+/// entry only where it has them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Labels {
-    title: String,
-    tensors: Vec<Arc<TensorLabel>>,
+    graph: Arc<Graph>,
+    /// Per tensor, the steps writing it or a view of it, and reading it.
+    producers: Vec<StepIndices>,
+    consumers: Vec<StepIndices>,
+    /// Per tensor, the stack that allocated it: an index into `stacks`.
+    stack: Vec<OptionalIndex>,
+    /// The views into each tensor some view takes, by tensor.
+    views: Vec<(u32, Arc<[ViewInto]>)>,
+    /// What the tensors no view takes lend (an `Arc` allocates even when empty).
+    no_views: Arc<[ViewInto]>,
+    source: Option<TensorSources>,
     /// The tensors fused away, in tensor order.
     elided: Vec<usize>,
     /// The tensors the source could not size.
@@ -617,76 +781,74 @@ pub struct Labels {
     loops: Arc<[LoopView]>,
     stacks: Arc<[StackView]>,
     allocator: Arc<[Option<AllocatorDeviceView>]>,
-    /// Who made the plan the dump came with (its offsets are in the tensors' labels).
+    /// Who made the plan the dump came with (its offsets are in `source`).
     given_planner: Option<Arc<str>>,
+}
+
+/// Where the dump's source put the tensors: its record, and each tensor's entry in it.
+#[derive(Debug, Clone, PartialEq)]
+struct TensorSources {
+    record: Arc<SourceRecord>,
+    /// Per tensor, its entry; `None`: tensor `t`'s is entry `t` (an allocator's record).
+    entries: Option<Vec<OptionalIndex>>,
 }
 
 impl Labels {
     /// The labels of `graph` resolved as `resolved`. Each tensor's producers and consumers are
     /// taken from the steps here, not from the liveness's [`Uses`](memplan_core::liveness::Uses):
-    /// the labels hold them inline, and a dump that lists its own remat candidates (a snapshot,
-    /// a CSV) never makes those lists, about a sixth of the labels' memory.
-    pub fn new(graph: &Graph, resolved: &ResolvedGraph) -> Labels {
+    /// a dump that lists its own remat candidates (a snapshot, a CSV) never makes those lists.
+    pub fn new(graph: Arc<Graph>, resolved: &ResolvedGraph) -> Labels {
         let uses = |writes: bool| {
             let mut steps = vec![StepIndices::None; resolved.tensors.len()];
             for_each_use(resolved, writes, &mut |root, step| steps[root].push(step));
-            steps
+            steps.into_iter().map(StepIndices::fitted).collect()
         };
-        let (producers, consumers) = (uses(true), uses(false));
-        let mut views: Vec<Vec<ViewInto>> = vec![Vec::new(); graph.tensors.len()];
+        let mut views: Vec<(u32, ViewInto)> = Vec::new();
         let mut elided = Vec::new();
         let mut size_unknown = Vec::new();
         for (t, rt) in resolved.tensors.iter().enumerate() {
             let tensor = &graph.tensors[t];
             match rt.storage {
-                Storage::View { root } => views[root as usize].push(ViewInto {
-                    tensor: tensor.id.to_string(),
-                    name: tensor.display_name().to_string(),
-                    offset: resolved.view_offset(t).unwrap_or(0),
-                    size: rt.bytes,
-                }),
+                Storage::View { root } => views.push((
+                    root,
+                    ViewInto {
+                        tensor: tensor.id.to_string(),
+                        name: tensor.display_name().to_string(),
+                        offset: resolved.view_offset(t).unwrap_or(0),
+                        size: rt.bytes,
+                    },
+                )),
                 Storage::Elided if tensor.size_unknown => size_unknown.push(t),
                 Storage::Elided => elided.push(t),
                 Storage::Owned => {}
             }
         }
+        // In tensor order within each root: the sort is stable.
+        views.sort_by_key(|&(root, _)| root);
+        let views = (views.chunk_by(|a, b| a.0 == b.0))
+            .map(|run| (run[0].0, run.iter().map(|(_, v)| v.clone()).collect()))
+            .collect();
         let mut stacks: Vec<StackView> = Vec::new();
         // Each distinct stack once. An importer shares one allocation among the tensors of a
         // stack, so most are found by address; a stack met at a new address is looked up by
         // its frames (hashing a snapshot's 40-frame stacks per tensor took a tenth of a load).
         let mut stack_index: HashMap<&[Frame], u32> = HashMap::new();
         let mut stack_at: FxHashMap<*const Frame, u32> = FxHashMap::default();
-        // One empty list for the tensors no view takes (an `Arc` allocates even when empty).
-        let no_views: Arc<[ViewInto]> = Arc::new([]);
-        let tensors = (graph.tensors.iter().zip(views))
-            .zip(producers.into_iter().zip(consumers))
-            .map(|((tensor, views), (producers, consumers))| {
-                Arc::new(TensorLabel {
-                    id: tensor.id.clone(),
-                    // A name that is the id says nothing more (and reads back as none).
-                    name: (tensor.name.clone()).filter(|name| **name != *tensor.id),
-                    kind: tensor.kind,
-                    producers: producers.fitted(),
-                    consumers: consumers.fitted(),
-                    views: match views.is_empty() {
-                        true => no_views.clone(),
-                        false => views.into(),
-                    },
-                    stack: OptionalIndex::new((!tensor.stack.is_empty()).then(|| {
-                        *stack_at.entry(tensor.stack.as_ptr()).or_insert_with(|| {
-                            *stack_index.entry(&tensor.stack).or_insert_with(|| {
-                                stacks.push(StackView {
-                                    frames: tensor.stack.clone(),
-                                    site: site(&tensor.stack)
-                                        .map_or_else(String::new, |f| f.to_string())
-                                        .into(),
-                                });
-                                stacks.len() as u32 - 1
-                            })
+        let stack = (graph.tensors.iter())
+            .map(|tensor| {
+                OptionalIndex::new((!tensor.stack.is_empty()).then(|| {
+                    *stack_at.entry(tensor.stack.as_ptr()).or_insert_with(|| {
+                        *stack_index.entry(&tensor.stack).or_insert_with(|| {
+                            stacks.push(StackView {
+                                frames: tensor.stack.clone(),
+                                site: site(&tensor.stack)
+                                    .map_or_else(String::new, |f| f.to_string())
+                                    .into(),
+                            });
+                            stacks.len() as u32 - 1
                         })
-                    })),
-                    source: None,
-                })
+                    })
+                }))
             })
             .collect();
         let mut loops = Vec::new();
@@ -700,44 +862,84 @@ impl Labels {
                 });
             }
         }
+        let steps = Steps::of(&graph, resolved);
         Labels {
-            title: graph.name.clone(),
-            tensors,
+            producers: uses(true),
+            consumers: uses(false),
+            stack,
+            views,
+            no_views: Arc::new([]),
+            source: None,
             elided,
             size_unknown,
-            steps: Steps::of(graph, resolved),
+            steps,
             loops: loops.into(),
             stacks: stacks.into(),
             allocator: Arc::new([]),
             given_planner: None,
+            graph,
         }
+    }
+
+    /// Tensor `t`'s label, borrowed.
+    pub fn tensor(&self, t: usize) -> TensorRef<'_> {
+        let tensor = &self.graph.tensors[t];
+        let views = (self
+            .views
+            .binary_search_by_key(&(t as u32), |&(root, _)| root))
+        .map_or(&self.no_views, |k| &self.views[k].1);
+        let source = self.source.as_ref().and_then(|s| {
+            let index = match &s.entries {
+                None => u32::try_from(t).ok(),
+                Some(entries) => entries.get(t)?.get(),
+            };
+            Some((&s.record, index?))
+        });
+        TensorRef {
+            identity: TensorIdentity(self as *const Labels as usize, t),
+            id: &tensor.id,
+            // A name that is the id says nothing more (and reads back as none).
+            name: tensor.name.as_ref().filter(|name| ***name != *tensor.id),
+            kind: tensor.kind,
+            producers: &self.producers[t],
+            consumers: &self.consumers[t],
+            views,
+            stack: self.stack[t],
+            source,
+        }
+    }
+
+    /// Every tensor's label, borrowed, in tensor order.
+    pub fn tensors(&self) -> impl Iterator<Item = TensorRef<'_>> {
+        (0..self.graph.tensors.len()).map(|t| self.tensor(t))
     }
 
     /// These labels with the plan the dump came with: `offsets`, one per tensor (`None`: left
     /// to the runtime), by `planner`.
     pub fn with_given_plan(mut self, planner: &str, offsets: &[Option<u64>]) -> Labels {
         self.given_planner = Some(planner.into());
-        let record = Arc::new(SourceRecord::Given(
-            offsets.iter().flatten().copied().collect(),
-        ));
         let mut given = 0;
-        for (label, offset) in self.tensors.iter_mut().zip(offsets) {
-            if offset.is_some() {
-                Arc::make_mut(label).source = record.place(given);
-                given += 1;
-            }
-        }
+        let entries = (offsets.iter())
+            .map(|offset| {
+                OptionalIndex::new(offset.map(|_| {
+                    given += 1;
+                    given - 1
+                }))
+            })
+            .collect();
+        self.source = Some(TensorSources {
+            record: Arc::new(SourceRecord::Given(
+                offsets.iter().flatten().copied().collect(),
+            )),
+            entries: Some(entries),
+        });
         self
     }
 
     /// These labels with what the source's allocator did (`recorded`, of the same graph), its
     /// series taken to the schedule's positions.
-    pub fn with_recorded(
-        mut self,
-        graph: &Graph,
-        resolved: &ResolvedGraph,
-        recorded: &Recorded,
-    ) -> Labels {
+    pub fn with_recorded(mut self, resolved: &ResolvedGraph, recorded: &Recorded) -> Labels {
+        let graph = self.graph.clone();
         let device_count = resolved.device_ids.len();
         let positions = resolved.positions.len();
         let mut allocator: Vec<Option<AllocatorDeviceView>> = vec![None; device_count];
@@ -788,10 +990,10 @@ impl Labels {
         }
         self.allocator = allocator.into();
         if recorded.allocations.len() == graph.tensors.len() {
-            let record = Arc::new(SourceRecord::Allocated(recorded.allocations.clone()));
-            for (t, label) in self.tensors.iter_mut().enumerate() {
-                Arc::make_mut(label).source = record.place(t);
-            }
+            self.source = Some(TensorSources {
+                record: Arc::new(SourceRecord::Allocated(recorded.allocations.clone())),
+                entries: None,
+            });
         }
         self
     }
@@ -802,8 +1004,8 @@ impl Labels {
         reason: Unplanned,
     ) -> impl Iterator<Item = UnplannedTensor> {
         tensors.iter().map(move |&t| UnplannedTensor {
-            tensor: self.tensors[t].id.as_str().into(),
-            name: self.tensors[t].display_name().into(),
+            tensor: self.graph.tensors[t].id.as_str().into(),
+            name: self.tensor(t).display_name().into(),
             reason,
         })
     }
@@ -811,7 +1013,7 @@ impl Labels {
 
 impl ViewModel {
     pub fn new(
-        graph: &Graph,
+        graph: Arc<Graph>,
         resolved: &ResolvedGraph,
         liveness: Arc<Liveness>,
         plan: Arc<Plan>,
@@ -865,7 +1067,7 @@ impl ViewModel {
             })
             .collect();
         ViewModel {
-            title: labels.title.clone(),
+            title: labels.graph.name.clone(),
             positions: problem.positions,
             steps: labels.steps.clone(),
             loops: labels.loops.clone(),
@@ -1340,7 +1542,12 @@ pub(crate) mod tests {
         let liveness = memplan_core::analyze(&graph, &resolved);
         let plan =
             memplan_core::plan(&liveness.problem, &memplan_core::PlanOptions::default()).unwrap();
-        ViewModel::new(&graph, &resolved, Arc::new(liveness), Arc::new(plan))
+        ViewModel::new(
+            Arc::new(graph),
+            &resolved,
+            Arc::new(liveness),
+            Arc::new(plan),
+        )
     }
 
     fn example() -> ViewModel {
@@ -1359,7 +1566,12 @@ pub(crate) mod tests {
         let liveness = memplan_core::analyze(&graph, &resolved);
         let plan =
             memplan_core::plan(&liveness.problem, &memplan_core::PlanOptions::default()).unwrap();
-        let m = ViewModel::new(&graph, &resolved, Arc::new(liveness), Arc::new(plan));
+        let m = ViewModel::new(
+            Arc::new(graph.clone()),
+            &resolved,
+            Arc::new(liveness),
+            Arc::new(plan),
+        );
         assert!(matches!(m.steps.parts(), steps::StepParts::Events(..)));
         let back: ViewModel = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert!(back.steps.iter().eq(m.steps.iter()));
@@ -1380,7 +1592,8 @@ pub(crate) mod tests {
         let (graph, resolved) = (&loaded.graph, &loaded.resolved);
         let liveness = memplan_core::analyze(graph, resolved);
         let recorded = loaded.recorded.as_ref().unwrap();
-        let labels = Labels::new(graph, resolved).with_recorded(graph, resolved, recorded);
+        let labels =
+            Labels::new(Arc::new(graph.clone()), resolved).with_recorded(resolved, recorded);
         (loaded, liveness, labels)
     }
 
@@ -1397,7 +1610,7 @@ pub(crate) mod tests {
         let dumps = [
             (labels, liveness),
             (
-                Labels::new(&graph, &resolved),
+                Labels::new(Arc::new(graph.clone()), &resolved),
                 memplan_core::analyze(&graph, &resolved),
             ),
         ];
@@ -1411,7 +1624,7 @@ pub(crate) mod tests {
                     let t = liveness.buffer_tensor[k] as usize;
                     let placed = (plan.placements[k].pool, plan.placements[k].offset);
                     (
-                        labels.tensors[t].id.clone(),
+                        labels.tensor(t).id.clone(),
                         b.size,
                         placed,
                         span.first,
@@ -1455,8 +1668,8 @@ pub(crate) mod tests {
         let bytes = include_bytes!("../../../tests/data/torch/magma27_memory_snapshot.pickle");
         let (loaded, liveness, labels) = recorded_labels(bytes, "snapshot.pickle");
         let recorded = loaded.recorded.as_ref().unwrap();
-        assert_eq!(labels.tensors.len(), recorded.allocations.len());
-        for (label, allocation) in labels.tensors.iter().zip(recorded.allocations.iter()) {
+        assert_eq!(labels.tensors().count(), recorded.allocations.len());
+        for (label, allocation) in labels.tensors().zip(recorded.allocations.iter()) {
             assert!(std::ptr::eq(label.allocation().unwrap(), allocation));
             assert_eq!(label.given_offset(), None);
         }
@@ -1552,12 +1765,12 @@ pub(crate) mod tests {
             let graph = memplan_formats::json::parse(dump).unwrap();
             let resolved = graph.resolve().unwrap();
             let uses = memplan_core::liveness::Uses::of(&resolved);
-            let labels = Labels::new(&graph, &resolved);
-            for (t, label) in labels.tensors.iter().enumerate() {
-                assert_eq!(&*label.producers, &uses.producers[t], "{}", label.id);
-                assert_eq!(&*label.consumers, &uses.consumers[t], "{}", label.id);
+            let labels = Labels::new(Arc::new(graph.clone()), &resolved);
+            for (t, label) in labels.tensors().enumerate() {
+                assert_eq!(&**label.producers, &uses.producers[t], "{}", label.id);
+                assert_eq!(&**label.consumers, &uses.consumers[t], "{}", label.id);
             }
-            assert!(labels.tensors.iter().any(|l| l.consumers.len() > 1));
+            assert!(labels.tensors().any(|l| l.consumers.len() > 1));
         }
     }
 
@@ -1572,14 +1785,14 @@ pub(crate) mod tests {
                     {"id": "t", "reads": ["a", "b", "c"], "writes": ["d"]}]}"#;
         let graph = memplan_formats::json::parse(dump).unwrap();
         let resolved = graph.resolve().unwrap();
-        let labels = Labels::new(&graph, &resolved);
-        let names: Vec<&str> = (labels.tensors.iter()).map(|t| t.display_name()).collect();
+        let labels = Labels::new(Arc::new(graph.clone()), &resolved);
+        let names: Vec<&str> = labels.tensors().map(|t| t.display_name()).collect();
         assert_eq!(names, ["attention scores", "b", "c", "d"]);
         // The graph's own allocation, not a copy; none where the name is the id.
-        let given = labels.tensors[0].name.as_ref().unwrap();
+        let given = labels.tensor(0).name.unwrap();
         assert!(Arc::ptr_eq(given, graph.tensors[0].name.as_ref().unwrap()));
-        assert_eq!(labels.tensors[1].name, None);
-        assert_eq!(labels.tensors[2].name, None);
+        assert_eq!(labels.tensor(1).name, None);
+        assert_eq!(labels.tensor(2).name, None);
     }
 
     #[test]
@@ -1590,7 +1803,7 @@ pub(crate) mod tests {
         let liveness = memplan_core::analyze(&graph, &resolved);
         let plan = memplan_core::plan(&liveness.problem, &Default::default()).unwrap();
         let (liveness, plan) = (Arc::new(liveness), Arc::new(plan));
-        let model = ViewModel::new(&graph, &resolved, liveness.clone(), plan.clone());
+        let model = ViewModel::new(Arc::new(graph), &resolved, liveness.clone(), plan.clone());
         let problem = &liveness.problem;
         let addresses = plan.device_offsets(problem);
         for (b, view) in model.buffers.iter().enumerate() {
@@ -1602,34 +1815,42 @@ pub(crate) mod tests {
         assert!(model.buffers.iter().any(|b| b.occupied() != b.size));
     }
 
+    /// Plans under one labels lend each buffer's tensor with one identity (what an answer
+    /// sent against the last one finds its earlier buffers by), and labels of their own lend
+    /// others; the labels made read the same either way.
     #[test]
-    fn plans_under_one_labels_share_each_tensor_where_they_held_a_copy() {
+    fn plans_under_one_labels_lend_each_tensor_with_one_identity() {
         let dump = include_str!("../../../static/examples/transformer-training.json");
-        let graph = memplan_formats::json::parse(dump).unwrap();
+        let graph = Arc::new(memplan_formats::json::parse(dump).unwrap());
         let resolved = graph.resolve().unwrap();
-        let liveness = memplan_core::analyze(&graph, &resolved);
-        let labels = Arc::new(Labels::new(&graph, &resolved));
-        let liveness = Arc::new(liveness);
-        let plan_with = |strategy| {
+        let liveness = Arc::new(memplan_core::analyze(&graph, &resolved));
+        let labels = Arc::new(Labels::new(graph.clone(), &resolved));
+        let planned = |labels: &Arc<Labels>, strategy| {
             let options = memplan_core::PlanOptions {
                 strategy: memplan_core::StrategyChoice::One(strategy),
                 ..Default::default()
             };
             let plan = memplan_core::plan(&liveness.problem, &options).unwrap();
-            ViewModel::labelled(&PlannedBuffers::new(
-                labels.clone(),
-                liveness.clone(),
-                Arc::new(plan),
-            ))
+            PlannedBuffers::new(labels.clone(), liveness.clone(), Arc::new(plan))
         };
-        let (first_fit, bump) = (
-            plan_with(memplan_core::Strategy::FirstFit),
-            plan_with(memplan_core::Strategy::Bump),
+        let first_fit = planned(&labels, memplan_core::Strategy::FirstFit);
+        let bump = planned(&labels, memplan_core::Strategy::Bump);
+        let apart = planned(
+            &Arc::new(Labels::new(graph.clone(), &resolved)),
+            memplan_core::Strategy::Bump,
         );
-        assert_ne!(first_fit.buffers, bump.buffers);
-        assert_eq!(first_fit.buffers.len(), bump.buffers.len());
-        for (a, b) in first_fit.buffers.iter().zip(bump.buffers.iter()) {
-            assert!(Arc::ptr_eq(&a.tensor, &b.tensor), "{}", a.tensor.id);
+        assert_ne!(first_fit.made(), bump.made());
+        assert_eq!(apart.made(), bump.made());
+        assert!(first_fit.count() > 100);
+        for k in 0..first_fit.count() {
+            let (a, b, c) = (first_fit.tensor(k), bump.tensor(k), apart.tensor(k));
+            assert_eq!(a.identity(), b.identity(), "{}", a.id);
+            assert_ne!(a.identity(), c.identity(), "{}", a.id);
+            assert_eq!(a.label(), c.label());
+            // A made label lends itself with an identity of its own.
+            let made = a.label();
+            assert_ne!(made.borrowed().identity(), a.identity());
+            assert_eq!(made.borrowed().identity(), made.borrowed().identity());
         }
         // A buffer is where and when it lives, and a pointer to its tensor: a copy of the
         // tensor's labels in each (its id, name, steps, views, allocation) was 168 bytes in

@@ -221,12 +221,12 @@ pub fn serialize<S: Serializer>(
 /// a model's buffers, from buffers that need not be made first ([`BufferRows`]).
 pub fn write<S: Serializer>(rows: &dyn BufferRows, serializer: S) -> Result<S::Ok, S::Error> {
     let n = rows.count();
-    let tensor = |k| &**rows.tensor(k);
-    let buffer = |k| rows.buffer(k);
-    let (names, name) = names_of(n, |k| &tensor(k).id, |k| tensor(k).display_name());
+    let tensor = |k| rows.tensor(k);
+    let buffer = |k| rows.place(k);
+    let (names, name) = names_of(n, |k| tensor(k).id, |k| tensor(k).display_name());
     let mut fields = serializer.serialize_struct("Columns", 22)?;
     fields.serialize_field("count", &n)?;
-    fields.serialize_field("tensor", &Words::pack((0..n).map(|k| &*tensor(k).id)))?;
+    fields.serialize_field("tensor", &Words::pack((0..n).map(|k| &**tensor(k).id)))?;
     fields.serialize_field("names", &names)?;
     field_unless!(
         fields,
@@ -242,8 +242,8 @@ pub fn write<S: Serializer>(rows: &dyn BufferRows, serializer: S) -> Result<S::O
     fields.serialize_field("offset", &packed_bytes_each(n, |k| buffer(k).offset))?;
     fields.serialize_field("first", &packed_ints_each(n, |k| buffer(k).first.into()))?;
     fields.serialize_field("last", &packed_ints_each(n, |k| buffer(k).last.into()))?;
-    fields.serialize_field("producers", &steps_column(n, |k| &tensor(k).producers))?;
-    fields.serialize_field("consumers", &steps_column(n, |k| &tensor(k).consumers))?;
+    fields.serialize_field("producers", &steps_column(n, |k| tensor(k).producers))?;
+    fields.serialize_field("consumers", &steps_column(n, |k| tensor(k).consumers))?;
     optional_field(&mut fields, "kind", (n, Form::Sparse), |k| {
         (tensor(k).kind != TensorKind::Intermediate).then_some(tensor(k).kind)
     })?;
@@ -262,7 +262,8 @@ pub fn write<S: Serializer>(rows: &dyn BufferRows, serializer: S) -> Result<S::O
         .collect();
     field_unless!(fields, "always_live", always_live.is_empty(), always_live);
     optional_field(&mut fields, "views", (n, Form::Sparse), |k| {
-        (!tensor(k).views.is_empty()).then(|| tensor(k).views.clone())
+        let views = tensor(k).views;
+        (!views.is_empty()).then_some(views)
     })?;
     let no_stack = (0..n).all(|k| tensor(k).stack.get().is_none());
     field_unless!(
