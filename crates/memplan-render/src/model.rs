@@ -182,7 +182,9 @@ impl BufferView {
 
 /// A buffer but for its tensor: its size and type, and where and when its plan puts it
 /// ([`BufferView`]'s other fields). Read from a plan's buffers without making their tensors'
-/// labels ([`BufferRows::place`]).
+/// labels ([`BufferRows::place`]). Not a field of [`BufferView`]: held apart, the tensor's
+/// pointer would not share its padding, 48 bytes a buffer in wasm where they are 40, and the
+/// page holds millions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufferPlace {
     pub dtype: Option<DType>,
@@ -416,7 +418,7 @@ impl<'a> TensorRef<'a> {
 /// Which tensor a [`TensorRef`] lends, cheaply compared: the same for the same tensor of the
 /// same labels (one [`Labels`], or one [`TensorLabel`]), whatever plan's buffer lends it: the
 /// address of what lends it and the tensor's index there. Identities compare only while what
-/// lends them lives.
+/// lends them lives, where it is (in an `Arc`, as plans share their labels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TensorIdentity(usize, usize);
 

@@ -804,7 +804,7 @@ impl<'de, T: Deserialize<'de>, F: FnMut(&mut BufferView, T) -> Result<(), String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{StepIndices, ViewModel};
+    use crate::model::{BufferPlace, StepIndices, ViewModel};
     use memplan_core::graph::Id;
     use proptest::prelude::*;
 
@@ -865,18 +865,7 @@ mod tests {
                     (stack, source),
                 )| {
                     let id = Id::from(tensor);
-                    BufferView {
-                        tensor: Arc::new(TensorLabel {
-                            // A name that is the id is none, as labels hold it.
-                            name: name.filter(|name| *name != id).map(Arc::from),
-                            id,
-                            kind,
-                            producers: producers.into_iter().collect(),
-                            consumers: consumers.into_iter().collect(),
-                            views: Arc::from(views),
-                            stack: OptionalIndex::new(stack),
-                            source,
-                        }),
+                    let place = BufferPlace {
                         dtype,
                         size,
                         alignment_log2,
@@ -886,7 +875,18 @@ mod tests {
                         first,
                         last,
                         always_live,
-                    }
+                    };
+                    place.with_tensor(Arc::new(TensorLabel {
+                        // A name that is the id is none, as labels hold it.
+                        name: name.filter(|name| *name != id).map(Arc::from),
+                        id,
+                        kind,
+                        producers: producers.into_iter().collect(),
+                        consumers: consumers.into_iter().collect(),
+                        views: Arc::from(views),
+                        stack: OptionalIndex::new(stack),
+                        source,
+                    }))
                 },
             )
     }
