@@ -31,9 +31,6 @@ pub(crate) struct Stacks {
     frames: FxHashMap<Frame, u32>,
     stacks: FxHashMap<Vec<u32>, Arc<[Frame]>>,
     all: Vec<Frame>,
-    /// Each interned stack's site, as shown, by the stack's address (interned stacks live as
-    /// long as this table, so their addresses are theirs).
-    sites: FxHashMap<usize, Option<Arc<str>>>,
 }
 
 impl Stacks {
@@ -53,14 +50,6 @@ impl Stacks {
         id
     }
 
-    /// The site of `stack`, one of this table's, as shown ([`site`]).
-    fn site(&mut self, stack: &Arc<[Frame]>) -> Option<Arc<str>> {
-        let key = stack.as_ptr() as usize;
-        (self.sites.entry(key))
-            .or_insert_with(|| site(stack).map(|f| Arc::from(f.to_string())))
-            .clone()
-    }
-
     /// The stack of the frames `ids` names.
     pub(crate) fn stack(&mut self, ids: &[u32]) -> Arc<[Frame]> {
         if let Some(stack) = self.stacks.get(ids) {
@@ -72,28 +61,29 @@ impl Stacks {
     }
 }
 
-/// The name of an allocation: its site, its stream when not the default. Allocations from one
-/// site on one stream share the name (a training loop makes millions of them).
+/// The name of the allocations from `site` on `stream`: the site, with the stream when not the
+/// default. Allocations from one site on one stream share it (a training loop makes millions).
 fn allocation_name(
     names: &mut FxHashMap<(Arc<str>, i64), Arc<str>>,
-    site: Option<Arc<str>>,
-    size: u64,
-    address: u64,
+    site: Arc<str>,
     stream: i64,
 ) -> Arc<str> {
-    let Some(site) = site else {
-        let mut name = format!("{size} B at 0x{address:x}");
-        if stream != 0 {
-            name.push_str(&format!(" [stream {stream}]"));
-        }
-        return name.into();
-    };
     (names.entry((site, stream)))
         .or_insert_with_key(|(site, stream)| match stream {
             0 => site.clone(),
             _ => format!("{site} [stream {stream}]").into(),
         })
         .clone()
+}
+
+/// The name of an allocation from a stack without a site: its size and address, and its
+/// stream when not the default.
+fn address_name(size: u64, address: u64, stream: i64) -> Arc<str> {
+    let mut name = format!("{size} B at 0x{address:x}");
+    if stream != 0 {
+        name.push_str(&format!(" [stream {stream}]"));
+    }
+    name.into()
 }
 
 /// An allocation read, its tensor made once the trace is read: the count is unknown until then,
@@ -119,6 +109,11 @@ pub(crate) struct Allocations {
     pending: Vec<Pending>,
     /// The name of each site on each stream, shared by its allocations.
     names: FxHashMap<(Arc<str>, i64), Arc<str>>,
+    /// The name of the allocations of each interned stack (by its address: interned stacks
+    /// live as long as their table) on each stream; none for a stack without a site, whose
+    /// allocations are named by address. One lookup an allocation, where a site's name was
+    /// hashed for each.
+    named: FxHashMap<(usize, i64), Option<Arc<str>>>,
     events: Events,
     /// Each allocation's steps, as the graph records them ([`Graph::lifetimes`]).
     lifetimes: Vec<(u32, u32)>,
@@ -224,10 +219,21 @@ impl DeviceEvents {
     ) {
         let t = all.pending.len();
         self.open.entry(address).or_default().push(t);
-        let site = all.stacks.site(&stack);
+        let named = (all.named.entry((stack.as_ptr() as usize, stream))).or_insert_with(|| {
+            let site = site(&stack)?;
+            Some(allocation_name(
+                &mut all.names,
+                site.to_string().into(),
+                stream,
+            ))
+        });
+        let name = match named {
+            Some(name) => name.clone(),
+            None => address_name(size, address, stream),
+        };
         all.pending.push(Pending {
             bytes: size,
-            name: allocation_name(&mut all.names, site, size, address, stream),
+            name,
             stack,
             device: self.named().cloned(),
         });
@@ -338,8 +344,11 @@ mod tests {
         assert_eq!(cuda0.free(&mut all, 4, 0x999), None);
         cuda0.finish(&mut all, 5, record());
         let mut cuda1 = all.device("cuda:1".into());
-        cuda1.alloc(&mut all, 0, 0xab, 4, 0, Arc::from([]));
-        cuda1.finish(&mut all, 1, record());
+        // A stack without a site: each allocation named by its own size and address.
+        let nowhere = all.stacks.intern(std::iter::empty());
+        cuda1.alloc(&mut all, 0, 0xab, 4, 0, nowhere.clone());
+        cuda1.alloc(&mut all, 1, 0xcd, 8, 0, nowhere);
+        cuda1.finish(&mut all, 2, record());
         let imported = all.finish("trace").unwrap();
         let tensors = &imported.graph.tensors;
         let names: Vec<&str> = tensors.iter().map(|t| t.name.as_deref().unwrap()).collect();
@@ -350,18 +359,19 @@ mod tests {
                 "forward (model.py:54)",
                 "forward (model.py:54) [stream 7]",
                 "4 B at 0xab",
+                "8 B at 0xcd",
             ]
         );
         // One name for the site's allocations on a stream, not a copy each.
         let name = |t: usize| tensors[t].name.clone().unwrap();
         assert!(Arc::ptr_eq(&name(0), &name(1)));
         let ids: Vec<&str> = tensors.iter().map(|t| t.id.as_str()).collect();
-        assert_eq!(ids, ["alloc0", "alloc1", "alloc2", "alloc3"]);
+        assert_eq!(ids, ["alloc0", "alloc1", "alloc2", "alloc3", "alloc4"]);
         let bytes: Vec<Option<u64>> = tensors.iter().map(|t| t.bytes).collect();
-        assert_eq!(bytes, [Some(8), Some(16), Some(32), Some(4)]);
+        assert_eq!(bytes, [Some(8), Some(16), Some(32), Some(4), Some(8)]);
         // The first device is the one an absent device means; the others are named.
         let devices: Vec<Option<&str>> = tensors.iter().map(|t| t.device.as_deref()).collect();
-        assert_eq!(devices, [None, None, None, Some("cuda:1")]);
+        assert_eq!(devices, [None, None, None, Some("cuda:1"), Some("cuda:1")]);
         // One name per device, shared by its tensors and steps.
         let on_cuda1 = |d: &Option<Arc<str>>| d.clone().unwrap();
         let step = imported.graph.step(imported.graph.step_count() - 1);
@@ -382,7 +392,7 @@ mod tests {
         let steps: Vec<(&str, &[Id])> = (listed.steps.iter())
             .map(|s| (s.id.as_str(), &s.writes[..]))
             .collect();
-        assert_eq!(steps.len(), 4);
+        assert_eq!(steps.len(), 5);
         assert_eq!(steps[1], ("cuda:0 t=1", &["alloc1".into()][..]));
         assert_eq!(steps[3], ("cuda:1 t=0", &["alloc3".into()][..]));
         assert_eq!(imported.recorded.allocations[1].freed_at(), Some(3));

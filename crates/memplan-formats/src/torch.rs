@@ -20,6 +20,7 @@ pub use crate::allocations::Imported;
 use crate::allocations::{Allocations, DeviceEvents, DeviceRecord};
 use crate::pickle::{self, Value};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// How a snapshot that has no trace can get one.
 pub const NO_TRACE_HELP: &str = "the snapshot holds no allocation trace (`device_traces` is missing or empty): record one with `torch.cuda.memory._record_memory_history(max_entries=100000)` before running, then `torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")`";
@@ -180,6 +181,12 @@ struct Reader {
     /// address is a key (so the address cannot be reused); the table is emptied when full.
     by_dict: rustc_hash::FxHashMap<usize, Option<u32>>,
     alive: Vec<Value>,
+    /// Stacks by the addresses of their frame dicts, all kept alive in `alive`: a training
+    /// loop's events list a few stacks millions of times, each event its own list of shared
+    /// dicts, so most stacks are found with one lookup, not one a frame. Emptied with
+    /// `by_dict`, and when full.
+    by_dicts: rustc_hash::FxHashMap<Box<[usize]>, Arc<[Frame]>>,
+    dicts: Vec<usize>,
     ids: Vec<u32>,
 }
 
@@ -195,6 +202,9 @@ struct Trace {
 
 /// The most frame dicts [`Reader::by_dict`] keeps.
 const FRAME_DICTS: usize = 1 << 18;
+
+/// The most stacks [`Reader::by_dicts`] keeps.
+const DICT_STACKS: usize = 1 << 16;
 
 impl Reader {
     /// Event `e`, the next of device `d`.
@@ -237,32 +247,20 @@ impl Reader {
                     .get("stream")
                     .and_then(|s| s.as_int())
                     .map_or(0, |s| s as i64);
-                self.ids.clear();
-                if let Some(Value::List(frames)) = e.get("frames") {
-                    for f in frames.borrow().iter() {
-                        let id = match f {
-                            Value::Dict(dict) => {
-                                let key = Rc::as_ptr(dict) as usize;
-                                match self.by_dict.get(&key) {
-                                    Some(&id) => id,
-                                    None => {
-                                        let id = frame(f).map(|f| self.all.stacks.frame_id(f));
-                                        if self.by_dict.len() >= FRAME_DICTS {
-                                            self.by_dict.clear();
-                                            self.alive.clear();
-                                        }
-                                        self.by_dict.insert(key, id);
-                                        self.alive.push(f.clone());
-                                        id
-                                    }
-                                }
-                            }
-                            _ => None,
-                        };
-                        self.ids.extend(id);
-                    }
-                }
-                let stack = self.all.stacks.stack(&self.ids);
+                let frames = match e.get("frames") {
+                    Some(Value::List(frames)) => frames,
+                    _ => Rc::default(),
+                };
+                let frames = frames.borrow();
+                self.dicts.clear();
+                self.dicts.extend(frames.iter().filter_map(|f| match f {
+                    Value::Dict(dict) => Some(Rc::as_ptr(dict) as usize),
+                    _ => None,
+                }));
+                let stack = match self.by_dicts.get(&self.dicts[..]) {
+                    Some(stack) => stack.clone(),
+                    None => self.stack_of(&frames),
+                };
                 let (_, on, _) = self.on.as_mut().expect("a device");
                 on.alloc(&mut self.all, event, address, size, stream, stack);
             }
@@ -290,6 +288,42 @@ impl Reader {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The stack of `frames`, an event's, whose frame dicts' addresses are `self.dicts`: each
+    /// frame found by its dict's address, else read; the stack then kept by those addresses
+    /// unless a dict met first was let go on the way.
+    fn stack_of(&mut self, frames: &[Value]) -> Arc<[Frame]> {
+        self.ids.clear();
+        let mut kept = true;
+        for f in frames {
+            let Value::Dict(dict) = f else { continue };
+            let key = Rc::as_ptr(dict) as usize;
+            let id = match self.by_dict.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = frame(f).map(|f| self.all.stacks.frame_id(f));
+                    if self.by_dict.len() >= FRAME_DICTS {
+                        self.by_dict.clear();
+                        self.alive.clear();
+                        self.by_dicts.clear();
+                        kept = false;
+                    }
+                    self.by_dict.insert(key, id);
+                    self.alive.push(f.clone());
+                    id
+                }
+            };
+            self.ids.extend(id);
+        }
+        let stack = self.all.stacks.stack(&self.ids);
+        if kept {
+            if self.by_dicts.len() >= DICT_STACKS {
+                self.by_dicts.clear();
+            }
+            self.by_dicts.insert(self.dicts[..].into(), stack.clone());
+        }
+        stack
     }
 
     /// The graph, once every event is read: each device's reserved bytes walked back from
@@ -361,6 +395,30 @@ mod tests {
             let whole = parse_from(&mut cursor(), len, false, &mut |_| {}, &|| false).unwrap();
             assert!(!streamed.graph.tensors.is_empty());
             assert_eq!(streamed, whole);
+        }
+    }
+
+    /// Each allocation's stack is its event's frames, read here from the whole pickle one
+    /// event at a time: however the reader finds stacks (by their frame dicts' addresses, by
+    /// each frame's), it finds these.
+    #[test]
+    fn each_allocation_has_its_events_frames() {
+        for bytes in SNAPSHOTS {
+            let root = pickle::read(bytes).unwrap();
+            let mut expected: Vec<Vec<Frame>> = Vec::new();
+            for trace in root.get("device_traces").unwrap().items().unwrap() {
+                for e in trace.items().unwrap() {
+                    if e.get("action").unwrap().as_str() != Some("alloc") {
+                        continue;
+                    }
+                    let frames = e.get("frames").and_then(|f| f.items()).unwrap_or_default();
+                    expected.push(frames.iter().filter_map(frame).collect());
+                }
+            }
+            let graph = parse(bytes).unwrap().graph;
+            let read: Vec<Vec<Frame>> = (graph.tensors.iter()).map(|t| t.stack.to_vec()).collect();
+            assert!(read.iter().filter(|s| !s.is_empty()).count() > 10);
+            assert_eq!(read, expected);
         }
     }
 
