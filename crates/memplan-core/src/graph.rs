@@ -599,7 +599,8 @@ pub struct Step {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Events {
     /// Each step's time, in the source's units (a CSV's times, a device's event numbers).
-    pub times: Vec<u64>,
+    /// Shared: the views name the steps by them, and a snapshot has millions.
+    pub times: Arc<[u64]>,
     /// The runs of consecutive steps on one device, in schedule order; the last ends at the
     /// last step.
     pub runs: Vec<EventRun>,
@@ -2211,13 +2212,14 @@ mod lifetime_tests {
     /// ids `d{r} t=<time>`, its times `gaps` apart; and the same graph with those steps listed.
     fn evented(runs: &[usize], gaps: &[u64], lifetimes: &[(u32, u32)]) -> (Graph, Graph) {
         let mut events = Events::default();
+        let mut times = Vec::new();
         let mut steps = Vec::new();
         for (r, &len) in runs.iter().enumerate() {
             let device = (r > 0).then(|| Arc::from(format!("d{r}")));
             let mut time = r as u64;
             for k in 0..len {
-                time += gaps[(events.times.len() + k) % gaps.len()];
-                events.times.push(time);
+                time += gaps[(times.len() + k) % gaps.len()];
+                times.push(time);
                 steps.push(Step {
                     id: format!("d{r} t={time}").into(),
                     time: Some(time),
@@ -2227,7 +2229,7 @@ mod lifetime_tests {
                 });
             }
             events.runs.push(EventRun {
-                end: events.times.len() as u32,
+                end: times.len() as u32,
                 device,
                 prefix: format!("d{r} ").into(),
             });
@@ -2242,6 +2244,7 @@ mod lifetime_tests {
             steps,
             ..recorded(0, lifetimes)
         };
+        events.times = times.into();
         let evented = Graph {
             steps: Vec::new(),
             events: Some(events),
@@ -2298,7 +2301,10 @@ mod lifetime_tests {
             "the recorded events: runs share the prefix `d0 `"
         );
         assert_eq!(
-            message(&|e| e.times[1] = e.times[0]),
+            message(&|e| e.times = [e.times[0], e.times[0]]
+                .into_iter()
+                .chain(e.times[2..].iter().copied())
+                .collect()),
             "the recorded events: the times of run 0 do not increase at step 1"
         );
         assert_eq!(

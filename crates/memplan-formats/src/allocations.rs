@@ -11,10 +11,10 @@
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-use memplan_core::graph::{Device, Events, Frame, Graph, Id, Tensor, site};
+use memplan_core::graph::{Device, Frame, Graph, Id, Tensor, site};
 use memplan_core::recorded::{Allocation, NEVER_FREED, Recorded, RecordedDevice};
 
-use crate::minimalloc::steps_of_lifetimes;
+use crate::minimalloc::{EventsBuilder, steps_of_lifetimes};
 
 /// A source read into a graph, with what its allocator did.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,7 +114,7 @@ pub(crate) struct Allocations {
     /// allocations are named by address. One lookup an allocation, where a site's name was
     /// hashed for each.
     named: FxHashMap<(usize, i64), Option<Arc<str>>>,
-    events: Events,
+    events: EventsBuilder,
     /// Each allocation's steps, as the graph records them ([`Graph::lifetimes`]).
     lifetimes: Vec<(u32, u32)>,
     devices: Vec<Device>,
@@ -184,7 +184,7 @@ impl Allocations {
                 name: name.into(),
                 devices: self.devices,
                 tensors,
-                events: (!self.events.times.is_empty()).then_some(self.events),
+                events: self.events.finish(),
                 lifetimes: self.lifetimes,
                 // Allocations and frees, not a dataflow graph: nothing can be recomputed.
                 remat_candidates: Some(Vec::new()),

@@ -193,11 +193,11 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
     }
     // Grown by doubling: what the rows did not use goes back (in wasm, for what comes next).
     tensors.shrink_to_fit();
-    let mut events = Events::default();
+    let mut events = EventsBuilder::default();
     let lifetimes = steps_of_lifetimes(&mut events, &lifetimes, "", None);
     let graph = Graph {
         tensors,
-        events: (!events.times.is_empty()).then_some(events),
+        events: events.finish(),
         lifetimes,
         // Buffers and lifetimes, no ops: nothing can be recomputed.
         remat_candidates: Some(Vec::new()),
@@ -224,6 +224,23 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
     })
 }
 
+/// [`Events`] being appended to, run by run ([`steps_of_lifetimes`]).
+#[derive(Default)]
+pub(crate) struct EventsBuilder {
+    times: Vec<u64>,
+    runs: Vec<EventRun>,
+}
+
+impl EventsBuilder {
+    /// The events, none when there are no steps.
+    pub(crate) fn finish(self) -> Option<Events> {
+        (!self.times.is_empty()).then(|| Events {
+            times: self.times.into(),
+            runs: self.runs,
+        })
+    }
+}
+
 /// The schedule that gives buffers with half-open lifetimes `[lower, upper)` (`lower < upper`)
 /// their conflicts: one step per distinct start time, in time order, appended to `out` as a run
 /// of events on `device` (the first device when `None`) whose ids start with `prefix`; and per
@@ -235,7 +252,7 @@ pub fn parse(text: &str) -> Result<Imported, FormatError> {
 /// A step index past `u32` is held at `u32::MAX`: a graph of that many steps is refused when
 /// it resolves.
 pub(crate) fn steps_of_lifetimes(
-    out: &mut Events,
+    out: &mut EventsBuilder,
     lifetimes: &[(u64, u64)],
     prefix: &str,
     device: Option<Arc<str>>,

@@ -759,17 +759,19 @@ pub struct ViewModel {
 /// serves every plan of the same graph under the same params.
 ///
 /// Held as columns, a tensor's label lent as a [`TensorRef`]: its id, name and kind read from
-/// the graph, which the labels share; its steps and stack, 20 bytes in wasm, where a label made
-/// per tensor took 76 (341 MiB of a 965 MiB snapshot's 4.7 million); its views and its source's
-/// entry only where it has them.
+/// the graph, which the labels share, and its stack's index found by the stack's address; its
+/// steps, 16 bytes in wasm, where a label made per tensor took 76 (341 MiB of a 965 MiB
+/// snapshot's 4.7 million); its views and its source's entry only where it has them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Labels {
     graph: Arc<Graph>,
     /// Per tensor, the steps writing it or a view of it, and reading it.
     producers: Vec<StepIndices>,
     consumers: Vec<StepIndices>,
-    /// Per tensor, the stack that allocated it: an index into `stacks`.
-    stack: Vec<OptionalIndex>,
+    /// The index into `stacks` of each stack the graph's tensors share, by its address (the
+    /// graph, shared, keeps them where they are): a few hundred entries, where an index per
+    /// tensor took 18 MiB of a snapshot's 4.7 million.
+    stack_at: FxHashMap<usize, u32>,
     /// The views into each tensor some view takes, by tensor.
     views: Vec<(u32, Arc<[ViewInto]>)>,
     /// What the tensors no view takes lend (an `Arc` allocates even when empty).
@@ -835,24 +837,22 @@ impl Labels {
         // stack, so most are found by address; a stack met at a new address is looked up by
         // its frames (hashing a snapshot's 40-frame stacks per tensor took a tenth of a load).
         let mut stack_index: HashMap<&[Frame], u32> = HashMap::new();
-        let mut stack_at: FxHashMap<*const Frame, u32> = FxHashMap::default();
-        let stack = (graph.tensors.iter())
-            .map(|tensor| {
-                OptionalIndex::new((!tensor.stack.is_empty()).then(|| {
-                    *stack_at.entry(tensor.stack.as_ptr()).or_insert_with(|| {
-                        *stack_index.entry(&tensor.stack).or_insert_with(|| {
-                            stacks.push(StackView {
-                                frames: tensor.stack.clone(),
-                                site: site(&tensor.stack)
-                                    .map_or_else(String::new, |f| f.to_string())
-                                    .into(),
-                            });
-                            stacks.len() as u32 - 1
-                        })
+        let mut stack_at: FxHashMap<usize, u32> = FxHashMap::default();
+        for tensor in graph.tensors.iter().filter(|t| !t.stack.is_empty()) {
+            stack_at
+                .entry(tensor.stack.as_ptr() as usize)
+                .or_insert_with(|| {
+                    *stack_index.entry(&tensor.stack).or_insert_with(|| {
+                        stacks.push(StackView {
+                            frames: tensor.stack.clone(),
+                            site: site(&tensor.stack)
+                                .map_or_else(String::new, |f| f.to_string())
+                                .into(),
+                        });
+                        stacks.len() as u32 - 1
                     })
-                }))
-            })
-            .collect();
+                });
+        }
         let mut loops = Vec::new();
         for (p, position) in resolved.positions.iter().enumerate() {
             if let Some(l) = position.loop_index() {
@@ -868,7 +868,7 @@ impl Labels {
         Labels {
             producers: uses(true),
             consumers: uses(false),
-            stack,
+            stack_at,
             views,
             no_views: Arc::new([]),
             source: None,
@@ -906,7 +906,13 @@ impl Labels {
             producers: &self.producers[t],
             consumers: &self.consumers[t],
             views,
-            stack: self.stack[t],
+            stack: OptionalIndex::new(match tensor.stack.is_empty() {
+                true => None,
+                false => self
+                    .stack_at
+                    .get(&(tensor.stack.as_ptr() as usize))
+                    .copied(),
+            }),
             source,
         }
     }
@@ -1574,7 +1580,11 @@ pub(crate) mod tests {
             Arc::new(liveness),
             Arc::new(plan),
         );
-        assert!(matches!(m.steps.parts(), steps::StepParts::Events(..)));
+        // The graph's times themselves, shared, not a copy (a snapshot has millions).
+        let steps::StepParts::Events(_, times) = m.steps.parts() else {
+            panic!("a snapshot's steps are its events");
+        };
+        assert!(std::ptr::eq(times, &*graph.events.as_ref().unwrap().times));
         let back: ViewModel = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert!(back.steps.iter().eq(m.steps.iter()));
         assert_eq!(m.steps.len(), graph.step_count());

@@ -84,7 +84,7 @@ impl std::io::Seek for Heeding<'_> {
 /// minimalloc CSV of 64 MiB with short ids, or a snapshot of shallow stacks), and the worker's
 /// memory (wasm's 4 GiB at most) runs out somewhere past this, while it plans and builds the
 /// views, which ends the worker with no message of its own: 4.71 million allocations of a
-/// generated snapshot (965 MiB) peak at 1,350-1,414 MiB, set just past them, with room left for
+/// generated snapshot (965 MiB) peak at 1,286-1,348 MiB, set just past them, with room left for
 /// denser files (`scripts/snapshot-bench.mjs` measures it: docs/benchmarks.md, "how far the page
 /// goes").
 pub const MAX_BUFFERS: usize = 4_750_000;

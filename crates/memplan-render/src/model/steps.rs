@@ -137,7 +137,7 @@ impl Steps {
         let events = (graph.events.as_ref()).and_then(|events| {
             let runs = (events.runs.iter()).map(|r| (r.end, format!("{}t=", r.prefix).into()));
             let runs: Arc<[(u32, Arc<str>)]> = runs.collect();
-            Steps::events(runs, &events.times[..], positions.clone()).ok()
+            Steps::events(runs, events.times.clone(), positions.clone()).ok()
         });
         events.unwrap_or_else(|| {
             let steps = (0..graph.step_count())
