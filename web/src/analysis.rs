@@ -303,7 +303,7 @@ impl Analysis {
     pub fn received(
         mut self,
         left_out: LeftOut,
-        buffers: Option<BuffersSent>,
+        buffers: BuffersSent,
         earlier: Option<&Analysis>,
     ) -> Result<Analysis, AnswerMismatch> {
         let held = || earlier.ok_or(AnswerMismatch::NoEarlier);
@@ -314,9 +314,7 @@ impl Analysis {
             let baseline = held()?.baseline.clone();
             self.baseline = Some(baseline.ok_or(AnswerMismatch::NoBaseline)?);
         }
-        if let Some(sent) = buffers {
-            self.model.buffers = sent.apply(earlier.map_or(&[][..], |e| &e.model.buffers))?;
-        }
+        self.model.buffers = buffers.apply(earlier.map_or(&[][..], |e| &e.model.buffers))?;
         Ok(self)
     }
 

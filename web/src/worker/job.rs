@@ -913,7 +913,7 @@ impl Worker {
             analysis: Box::new(analysis),
             cancelled,
             left_out,
-            buffers: Some(buffers),
+            buffers,
         });
         // Then the program with this routine's plan, unless a cancel cut its search short (the
         // program's figures are of whole plans, as the CLI's are): the routine's views do not
@@ -1435,15 +1435,16 @@ mod tests {
                 buffers,
                 ..
             }) => {
-                let patched = buffers.as_ref().map(|b| {
-                    let taken: u32 = (b.runs.iter())
-                        .map(|r| match r {
-                            Run::Earlier { count, .. } => *count,
-                            Run::Whole { .. } => 0,
-                        })
-                        .sum();
-                    (taken as usize + b.whole.count(), b.whole.count())
-                });
+                let taken: u32 = (buffers.runs.iter())
+                    .map(|r| match r {
+                        Run::Earlier { count, .. } => *count,
+                        Run::Whole { .. } => 0,
+                    })
+                    .sum();
+                let patched = (
+                    taken as usize + buffers.whole.count(),
+                    buffers.whole.count(),
+                );
                 let received = (**analysis)
                     .clone()
                     .received(*left_out, buffers.clone(), page.as_ref())
@@ -1460,14 +1461,15 @@ mod tests {
         // The first plan of a dump goes whole: every buffer, against nothing.
         let count = first.model.buffers.len();
         assert!(left_out.is_nothing() && first.spaces.is_some());
-        assert_eq!(patched, Some((count, count)));
+        assert_eq!(patched, (count, count));
         assert_eq!(first, whole(&scenario(Strategy::FirstFit)));
 
         let best_fit = scenario(Strategy::BestFit);
         let (again, left_out, patched) =
             receive(&run(&mut worker, Request::Plan(best_fit.clone()), None));
-        assert!(left_out.params_parts && patched.is_some());
+        assert!(left_out.params_parts);
         assert_eq!(again, whole(&best_fit));
+        assert_eq!(patched.0, again.model.buffers.len());
 
         // A flip: one buffer fewer, and the others sent as placements, but for the few whose
         // consumers changed.
@@ -1477,7 +1479,7 @@ mod tests {
         };
         let (with_flip, left_out, patched) =
             receive(&run(&mut worker, Request::Plan(flipped.clone()), None));
-        let (count, whole_count) = patched.unwrap();
+        let (count, whole_count) = patched;
         assert!(left_out.params_parts && !left_out.baseline);
         assert!(count + 1 == again.model.buffers.len() && whole_count < count / 10);
         assert_eq!(with_flip, whole(&flipped));

@@ -111,10 +111,9 @@ pub enum Response {
         /// back the parts it holds ([`Analysis::received`]).
         #[serde(default, skip_serializing_if = "LeftOut::is_nothing")]
         left_out: LeftOut,
-        /// The buffers, sent against those of the last plan sent; the analysis's own are
-        /// then left out.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        buffers: Option<BuffersSent>,
+        /// The plan's buffers, sent against those of the last plan sent (all of them for a
+        /// first plan): the analysis holds none of its own.
+        buffers: BuffersSent,
     },
     /// A cancel came before any plan of the new scenario: the page keeps what it shows.
     Cancelled,
